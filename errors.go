@@ -1,0 +1,35 @@
+package recall
+
+import "errors"
+
+// The sentinel errors of recall. Stores wrap them with context using %w;
+// compare with errors.Is.
+var (
+	// ErrNotFound reports that a session (or the seq asked for) does not exist.
+	ErrNotFound = errors.New("recall: not found")
+
+	// ErrInvalidKey reports a key that fails validation. A key that fails
+	// validation never reaches the storage layer.
+	ErrInvalidKey = errors.New("recall: invalid key")
+
+	// ErrInvalidItem reports an item that is not a single JSON object.
+	// Nothing of a batch that holds such an item is written.
+	ErrInvalidItem = errors.New("recall: invalid item")
+
+	// ErrTooLarge reports an item larger than the store's maximum item size.
+	ErrTooLarge = errors.New("recall: item too large")
+
+	// ErrConflict reports a write that lost a race or contradicts the state
+	// of the store: a fork onto an existing session, an import with a gap in
+	// its seqs, a compaction whose guard seq is stale.
+	ErrConflict = errors.New("recall: conflict")
+
+	// ErrCorrupt reports stored data that cannot be decoded.
+	ErrCorrupt = errors.New("recall: corrupt data")
+
+	// ErrUnsupported reports an optional ability the store does not have.
+	ErrUnsupported = errors.New("recall: unsupported")
+
+	// ErrClosed reports a call on a store that has been closed.
+	ErrClosed = errors.New("recall: store closed")
+)

@@ -1,0 +1,50 @@
+package recall
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// ImportPlan returns the entries of an Import that are new to a session
+// whose LastSeq is last: it drops those at or below last (replays are
+// idempotent) and checks that the rest continue the log without a gap and
+// carry a time. The error wraps ErrConflict.
+func ImportPlan(last int64, entries []Entry) ([]Entry, error) {
+	var fresh []Entry
+	for _, e := range entries {
+		if e.Seq <= last {
+			continue
+		}
+		want := last + 1
+		if n := len(fresh); n > 0 {
+			want = fresh[n-1].Seq + 1
+		}
+		if e.Seq != want {
+			return nil, fmt.Errorf("%w: import of seq %d, expected %d", ErrConflict, e.Seq, want)
+		}
+		if e.Time.IsZero() {
+			return nil, fmt.Errorf("%w: imported seq %d has no time", ErrConflict, e.Seq)
+		}
+		fresh = append(fresh, e)
+	}
+	return fresh, nil
+}
+
+// CheckGuard enforces the compare-and-swap of compaction entries for a
+// batch about to be appended to a session whose LastSeq is last: every
+// compaction entry's Through must equal last. The error wraps ErrConflict.
+func CheckGuard(entries []Entry, last int64) error {
+	for _, e := range entries {
+		if e.Kind != KindCompaction {
+			continue
+		}
+		var c Compaction
+		if err := json.Unmarshal(e.Data, &c); err != nil {
+			return fmt.Errorf("%w: compaction payload: %v", ErrInvalidItem, err)
+		}
+		if c.Through != last {
+			return fmt.Errorf("%w: compaction read the log at seq %d, it is now at %d", ErrConflict, c.Through, last)
+		}
+	}
+	return nil
+}

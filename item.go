@@ -1,0 +1,163 @@
+package recall
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+)
+
+// DefaultMaxItemSize is the largest item a store accepts unless its options
+// say otherwise: 32 MiB.
+const DefaultMaxItemSize = 32 << 20
+
+// Item is one model-visible conversation item, kept as JSON verbatim: the
+// bytes that went in are the bytes that come out. The OpenAI Responses
+// input-item shape is the lingua franca (message, function_call,
+// function_call_output, reasoning, ...); unknown fields and types survive.
+//
+// An Item must be a single JSON object. Stores refuse anything else with
+// [ErrInvalidItem] before writing any part of the batch.
+type Item json.RawMessage
+
+// MarshalJSON returns the item's bytes, so an Item embeds in JSON verbatim.
+func (it Item) MarshalJSON() ([]byte, error) {
+	if len(it) == 0 {
+		return []byte("null"), nil
+	}
+	return it, nil
+}
+
+// UnmarshalJSON stores a copy of data.
+func (it *Item) UnmarshalJSON(data []byte) error {
+	*it = append((*it)[:0], data...)
+	return nil
+}
+
+// Clone returns a copy of it that shares no memory with it.
+func (it Item) Clone() Item {
+	if it == nil {
+		return nil
+	}
+	return append(Item(nil), it...)
+}
+
+// String returns the item's JSON text.
+func (it Item) String() string { return string(it) }
+
+// itemHead holds the fields recall itself looks at; everything else is opaque.
+type itemHead struct {
+	Type   string `json:"type"`
+	Role   string `json:"role"`
+	CallID string `json:"call_id"`
+}
+
+func (it Item) head() itemHead {
+	var h itemHead
+	_ = json.Unmarshal(it, &h) // a malformed item simply has no head
+	if h.Type == "" && h.Role != "" {
+		h.Type = "message" // the Responses API allows easy input messages without a type
+	}
+	return h
+}
+
+// Type returns the item's "type" field ("message" for a typeless item with
+// a role), or "" when it has none.
+func (it Item) Type() string { return it.head().Type }
+
+// Role returns the item's "role" field, or "".
+func (it Item) Role() string { return it.head().Role }
+
+// CallID returns the item's "call_id" field, or "": it pairs a
+// function_call with its function_call_output.
+func (it Item) CallID() string { return it.head().CallID }
+
+// ValidateItem checks that it is a single JSON object of at most max bytes
+// (max <= 0 means [DefaultMaxItemSize]). The error wraps [ErrInvalidItem]
+// or [ErrTooLarge].
+func ValidateItem(it Item, max int) error {
+	if max <= 0 {
+		max = DefaultMaxItemSize
+	}
+	if len(it) > max {
+		return fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(it), max)
+	}
+	t := bytes.TrimLeft(it, " \t\r\n")
+	if len(t) == 0 || t[0] != '{' {
+		return fmt.Errorf("%w: not a JSON object", ErrInvalidItem)
+	}
+	if !json.Valid(it) {
+		return fmt.Errorf("%w: malformed JSON", ErrInvalidItem)
+	}
+	return nil
+}
+
+// ValidateItems validates every item of a batch, naming the first bad one.
+func ValidateItems(items []Item, max int) error {
+	for i, it := range items {
+		if err := ValidateItem(it, max); err != nil {
+			return fmt.Errorf("item %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// CloneItems returns a deep copy of items.
+func CloneItems(items []Item) []Item {
+	if items == nil {
+		return nil
+	}
+	out := make([]Item, len(items))
+	for i, it := range items {
+		out[i] = it.Clone()
+	}
+	return out
+}
+
+// Message returns a Responses API message item with one text part, the
+// shape an agent loop stores for user and assistant turns. role is "user",
+// "assistant", "system" or "developer".
+func Message(role, text string) Item {
+	partType := "input_text"
+	if role == "assistant" {
+		partType = "output_text"
+	}
+	b, _ := json.Marshal(struct {
+		Type    string `json:"type"`
+		Role    string `json:"role"`
+		Content []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"content"`
+	}{Type: "message", Role: role, Content: []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}{{Type: partType, Text: text}}})
+	return b
+}
+
+// Text returns the concatenated text of a message item's content (a plain
+// string or the text parts of a content array), or "" for other items.
+func (it Item) Text() string {
+	var m struct {
+		Content json.RawMessage `json:"content"`
+		Output  json.RawMessage `json:"output"`
+	}
+	if json.Unmarshal(it, &m) != nil {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(m.Content, &s) == nil {
+		return s
+	}
+	var parts []struct {
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(m.Content, &parts) == nil {
+		var b bytes.Buffer
+		for _, p := range parts {
+			b.WriteString(p.Text)
+		}
+		return b.String()
+	}
+	return ""
+}

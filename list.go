@@ -1,0 +1,138 @@
+package recall
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Cursor is the keyset position a List page ends at: the sort key of the
+// last session returned. Stores encode it into Page.Next and decode it from
+// ListOptions.Cursor; callers treat the string as opaque.
+type Cursor struct {
+	Updated time.Time `json:"u"`
+	Project string    `json:"p"`
+	Session string    `json:"s"`
+	Subpath string    `json:"b,omitempty"`
+}
+
+// CursorAt returns the cursor positioned at m.
+func CursorAt(m Meta) Cursor {
+	return Cursor{Updated: m.Updated, Project: m.Key.Project, Session: m.Key.Session, Subpath: m.Key.Subpath}
+}
+
+// String encodes c for Page.Next.
+func (c Cursor) String() string {
+	b, _ := json.Marshal(c)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// ParseCursor decodes a Page.Next string. The error wraps ErrInvalidKey.
+func ParseCursor(s string) (Cursor, error) {
+	var c Cursor
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err == nil {
+		err = json.Unmarshal(b, &c)
+	}
+	if err != nil {
+		return Cursor{}, fmt.Errorf("%w: bad list cursor %q", ErrInvalidKey, s)
+	}
+	return c, nil
+}
+
+// Before reports whether m sorts before the cursor position, that is, on
+// an earlier page. List order is Updated descending, then project, session
+// and subpath ascending.
+func (c Cursor) Before(m Meta) bool {
+	return compareList(m, Meta{Updated: c.Updated, Key: Key{Project: c.Project, Session: c.Session, Subpath: c.Subpath}}) <= 0
+}
+
+// compareList orders metas the way List returns them.
+func compareList(a, b Meta) int {
+	if c := b.Updated.Compare(a.Updated); c != 0 {
+		return c
+	}
+	if c := strings.Compare(a.Key.Project, b.Key.Project); c != 0 {
+		return c
+	}
+	if c := strings.Compare(a.Key.Session, b.Key.Session); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Key.Subpath, b.Key.Subpath)
+}
+
+// SortList sorts metas in List order.
+func SortList(metas []Meta) { slices.SortFunc(metas, compareList) }
+
+// Paginate applies opts to metas that already match the project, parent and
+// archived filters and returns the page: it sorts them in List order, skips
+// to the cursor and cuts at the limit. Stores that hold their metadata in
+// memory (memstore, the file store's index) share it.
+func Paginate(metas []Meta, opts ListOptions) (Page, error) {
+	SortList(metas)
+	if opts.Cursor != "" {
+		c, err := ParseCursor(opts.Cursor)
+		if err != nil {
+			return Page{}, err
+		}
+		i, _ := slices.BinarySearchFunc(metas, c, func(m Meta, c Cursor) int {
+			if c.Before(m) {
+				return -1
+			}
+			return 1
+		})
+		metas = metas[i:]
+	}
+	limit := opts.Limit
+	if limit == 0 {
+		limit = DefaultListLimit
+	}
+	var p Page
+	if limit > 0 && len(metas) > limit {
+		metas = metas[:limit]
+		p.Next = CursorAt(metas[limit-1]).String()
+	}
+	p.Sessions = make([]Meta, len(metas))
+	for i, m := range metas {
+		p.Sessions[i] = m.Clone()
+	}
+	return p, nil
+}
+
+// Match reports whether m belongs in a List of project with opts: the
+// project matches (or is empty), archived sessions only when asked, and
+// main sessions, or the records under opts.Parent when it is set.
+func Match(m Meta, project string, opts ListOptions) bool {
+	if project != "" && m.Key.Project != project {
+		return false
+	}
+	if m.Archived && !opts.IncludeArchived {
+		return false
+	}
+	if opts.Parent != "" {
+		return m.Key.Session == opts.Parent && m.Key.Subpath != ""
+	}
+	return m.Key.Subpath == ""
+}
+
+// CheckListOptions validates project and opts for List: a Parent needs a
+// project, and both must be valid names. Errors wrap ErrInvalidKey.
+func CheckListOptions(project string, opts ListOptions) error {
+	if project != "" {
+		if err := (Key{Project: project, Session: "x"}).Validate(); err != nil {
+			return err
+		}
+	}
+	if opts.Parent != "" {
+		if project == "" {
+			return fmt.Errorf("%w: listing subagent records needs a project", ErrInvalidKey)
+		}
+		if err := ValidateID(opts.Parent); err != nil {
+			return err
+		}
+	}
+	return nil
+}

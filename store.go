@@ -1,0 +1,136 @@
+package recall
+
+import (
+	"context"
+	"time"
+)
+
+// Store holds many sessions. Every implementation is safe for concurrent
+// use by multiple goroutines; the file store is also safe across processes.
+//
+// Conformance is checked by storetest.Run, which every backend passes.
+type Store interface {
+	// Append writes entries to the end of key's log as one atomic batch
+	// and returns the seq of the last one. The store assigns Seq, and Time
+	// when it is zero. The session is created if it does not exist. An
+	// empty batch is a no-op that returns the current last seq.
+	//
+	// Every entry is validated before anything is written (see
+	// ValidateEntries): a bad item fails the whole batch with
+	// ErrInvalidItem or ErrTooLarge. A batch holding a compaction entry is
+	// written only if the session's LastSeq equals its Through; otherwise
+	// Append returns ErrConflict and writes nothing.
+	Append(ctx context.Context, key Key, entries ...Entry) (int64, error)
+
+	// Items returns the newest limit items of the session's view, oldest
+	// first; limit <= 0 returns all of them. A session that does not exist
+	// has no items: Items returns nil and no error. The items are copies.
+	Items(ctx context.Context, key Key, limit int) ([]LiveItem, error)
+
+	// Pop atomically removes the newest item, by appending a pop entry, and
+	// returns it. It returns nil and no error when the session is empty or
+	// does not exist.
+	Pop(ctx context.Context, key Key) (Item, error)
+
+	// Stat returns the session's metadata, or ErrNotFound.
+	Stat(ctx context.Context, key Key) (Meta, error)
+
+	// Load returns the session's metadata and its whole log in Seq order,
+	// or ErrNotFound.
+	Load(ctx context.Context, key Key) (Meta, []Entry, error)
+
+	// Entries returns up to limit entries (all when limit <= 0) with Seq
+	// greater than after, in Seq order: a page of the log, for replication
+	// and export. A session that does not exist yields ErrNotFound.
+	Entries(ctx context.Context, key Key, after int64, limit int) ([]Entry, error)
+
+	// List returns one page of session metadata, newest-updated first
+	// (ties broken by project, then ID), without reading any items. An
+	// empty project lists every project. See ListOptions.
+	List(ctx context.Context, project string, opts ListOptions) (Page, error)
+
+	// Projects lists every project that holds at least one main session.
+	Projects(ctx context.Context) ([]ProjectInfo, error)
+
+	// Remove deletes a session and every subagent record under it, or, for
+	// a key with a Subpath, that one record. It returns ErrNotFound when
+	// there is nothing to remove.
+	Remove(ctx context.Context, key Key) error
+
+	// Fork creates newKey holding the view of key as it stood after entry
+	// atSeq (the whole session when atSeq <= 0). The original is untouched.
+	// The fork's first entry is a fork entry naming key and atSeq, which
+	// becomes Meta.ForkedFrom. A newKey that exists is ErrConflict; an
+	// atSeq past the end is ErrNotFound.
+	Fork(ctx context.Context, key Key, atSeq int64, newKey Key) (Meta, error)
+
+	// Cleanup physically deletes every main session (with its subagent
+	// records) whose Updated is before opts.OlderThan, except pinned ones,
+	// and reports what it removed, or would remove when opts.DryRun.
+	Cleanup(ctx context.Context, opts CleanupOptions) (CleanupReport, error)
+
+	// Import appends entries that already carry their Seq and Time, as
+	// replicated from another store. It is idempotent by seq: entries at
+	// or below the session's LastSeq are skipped. The rest must continue
+	// the log without a gap, or Import returns ErrConflict and writes
+	// nothing. It returns the session's LastSeq afterwards.
+	Import(ctx context.Context, key Key, entries ...Entry) (int64, error)
+
+	// Close releases the store's resources. Calls after Close return
+	// ErrClosed.
+	Close() error
+}
+
+// DefaultListLimit is the page size List uses when ListOptions.Limit is 0.
+const DefaultListLimit = 50
+
+// ListOptions selects a page of List.
+type ListOptions struct {
+	// Limit is the page size. Default (0): DefaultListLimit. Negative: no limit.
+	Limit int
+	// Cursor continues from a previous Page.Next. Default: the first page.
+	Cursor string
+	// IncludeArchived lists archived sessions too. Default: they are left out.
+	IncludeArchived bool
+	// Parent, when set, lists the subagent records under that session ID
+	// instead of the project's main sessions. It needs a project.
+	Parent string
+}
+
+// Page is one page of List.
+type Page struct {
+	Sessions []Meta `json:"sessions"`
+	// Next is the cursor of the following page, or "" on the last page.
+	Next string `json:"next,omitempty"`
+}
+
+// ProjectInfo describes one project of a store.
+type ProjectInfo struct {
+	Project  string    `json:"project"`
+	Sessions int       `json:"sessions"`
+	Updated  time.Time `json:"updated"`
+}
+
+// CleanupOptions selects what Cleanup removes.
+type CleanupOptions struct {
+	// OlderThan is the cutoff: sessions last updated before it go.
+	// The zero time removes nothing.
+	OlderThan time.Time
+	// DryRun reports without deleting.
+	DryRun bool
+	// Project limits the cleanup to one project. Default: every project.
+	Project string
+}
+
+// CleanupReport is what Cleanup removed (or would remove).
+type CleanupReport struct {
+	Removed []Meta `json:"removed"`
+	// Kept counts sessions older than the cutoff that were kept because
+	// they are pinned.
+	Kept int `json:"kept_pinned"`
+}
+
+// Now returns the current time as stores record it: UTC, truncated to the
+// microsecond, the precision every backend (PostgreSQL included) keeps, so
+// times and list cursors compare equal across stores.
+func Now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
