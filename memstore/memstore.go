@@ -284,6 +284,11 @@ func (s *Store) Fork(ctx context.Context, key recall.Key, atSeq int64, newKey re
 
 // Cleanup implements recall.Store.
 func (s *Store) Cleanup(ctx context.Context, opts recall.CleanupOptions) (recall.CleanupReport, error) {
+	// The project filter is a key like any other: a bad one is refused,
+	// not matched against nothing.
+	if err := recall.CheckListOptions(opts.Project, recall.ListOptions{}); err != nil {
+		return recall.CleanupReport{}, fmt.Errorf("memstore: cleanup: %w", err)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {

@@ -1,0 +1,308 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"strings"
+	"time"
+)
+
+// The markers around the part of docs/BENCHMARKS.md that the harness
+// rewrites; everything outside them is left alone.
+const (
+	beginMarker = "<!-- side-by-side:begin: written by the harness in bench/; edit outside the markers -->"
+	endMarker   = "<!-- side-by-side:end -->"
+)
+
+// The names of the rows the ratios and targets refer to.
+const (
+	recallRow   = "recall file (durable)"
+	simpleRow   = "simple JSONL"
+	langRow     = "LangChainGo SQLite"
+	headTailRow = "head/tail listing"
+)
+
+// Targets of the issue.
+const (
+	headTailTarget = 20  // W3: recall at least this many times faster
+	floorTarget    = 0.7 // W1, W2: recall at least this fraction of the floor's speed
+)
+
+// report renders the results as Markdown.
+type report struct {
+	h         *harness
+	workloads []*workload
+	machine   machine
+	command   string
+	took      time.Duration
+}
+
+func (r *report) markdown() string {
+	var b strings.Builder
+	m := r.machine
+	fmt.Fprintf(&b, "Measured %s on %d × %s, %s RAM, %s, %s; data in `%s` (%s). Load average at the start: %s.\n\n",
+		m.date.Format("2006-01-02 15:04 MST"), m.cores, m.cpu, m.memory, m.os, m.goVersion, m.dataDir, m.fs, m.load)
+	fmt.Fprintf(&b, "Command, from the repository root: `%s` (the whole run took %v).\n\n", r.command, r.took.Round(time.Second))
+	fmt.Fprintf(&b, "Every figure is the median of %d runs. A short operation repeats within a run for at least %v "+
+		"(at most %d times) and the run counts its mean. Each cell is checked: loads and pops must return the items "+
+		"that were saved, lists the right page, or the harness fails.\n\n", r.h.cfg.runs, r.h.cfg.minRunTime, r.h.cfg.maxOpsPerRun)
+	b.WriteString("**Reading the ratios.** *× recall* is a contender's time divided by the time of recall's file store " +
+		"(durable: fsync on every save) on the same metric, so 20× means recall is 20 times faster; for the " +
+		"throughput of W5 it is recall's rate divided by the contender's. *floor* is the time of the physical floor " +
+		"of the contender's medium divided by the contender's time: 100% is as fast as the bare disk or database " +
+		"work, 70% is \"within 0.7× of the floor\".\n\n")
+
+	r.targets(&b)
+	for _, w := range r.workloads {
+		r.table(&b, w)
+	}
+	r.contenders(&b)
+	return b.String()
+}
+
+// targets writes the table of the issue's targets.
+func (r *report) targets(b *strings.Builder) {
+	b.WriteString("### Targets\n\n")
+	fmt.Fprintf(b, "recall's file store (durable) against each rival: how many times faster it is (✓ when it beats "+
+		"simple JSONL and LangChainGo, and head/tail by %d× on W3), and the share of the floor's speed it reaches "+
+		"(✓ at %.0f%% or more, on W1 and W2).\n\n", headTailTarget, floorTarget*100)
+	b.WriteString("| metric | vs simple JSONL | vs LangChainGo | vs head/tail | of floor |\n")
+	b.WriteString("| --- | --: | --: | --: | --: |\n")
+	for _, w := range r.workloads {
+		for _, m := range w.metrics {
+			fmt.Fprintf(b, "| %s %s | %s | %s | %s | %s |\n", w.id, m.label,
+				r.beat(m, simpleRow, 1), r.beat(m, langRow, 1), r.headTailTarget(w, m), r.floorTarget(w, m))
+		}
+	}
+	b.WriteString("\n")
+}
+
+func (r *report) headTailTarget(w *workload, m metric) string {
+	if w.id != "W3" {
+		return "—"
+	}
+	return r.beat(m, headTailRow, headTailTarget)
+}
+
+func (r *report) floorTarget(w *workload, m metric) string {
+	if w.id != "W1" && w.id != "W2" {
+		return "—"
+	}
+	f := r.floorShare(m, recallRow)
+	if math.IsNaN(f) {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.0f%% %s", f*100, mark(f >= floorTarget))
+}
+
+// beat formats how many times faster recall is than rival on m, marked
+// against the factor it must reach.
+func (r *report) beat(m metric, rival string, factor float64) string {
+	x := r.speedup(m, rival)
+	if math.IsNaN(x) {
+		if c := r.h.results[m.id][rival]; c != nil && c.na != "" {
+			return "n/a"
+		}
+		return "—"
+	}
+	return fmt.Sprintf("%s %s", times(x), mark(x > factor || factor > 1 && x >= factor))
+}
+
+func mark(ok bool) string {
+	if ok {
+		return "✓"
+	}
+	return "**✗ missed**"
+}
+
+// speedup is contender's cost over recall's on m.
+func (r *report) speedup(m metric, name string) float64 {
+	row := r.h.results[m.id]
+	return row[name].value() / row[recallRow].value()
+}
+
+// floorShare is the cost of the floor of name's medium over name's cost.
+func (r *report) floorShare(m metric, name string) float64 {
+	floor := r.floorOf(name)
+	if floor == "" {
+		return math.NaN()
+	}
+	row := r.h.results[m.id]
+	return row[floor].value() / row[name].value()
+}
+
+// floorOf returns the name of the floor row of name's medium, or "".
+func (r *report) floorOf(name string) string {
+	var med medium
+	for _, e := range r.h.entrants {
+		if e.name == name {
+			med = e.medium
+		}
+	}
+	for _, e := range r.h.entrants {
+		if e.kind == kindFloor && e.medium == med {
+			return e.name
+		}
+	}
+	return ""
+}
+
+// table writes one workload's table.
+func (r *report) table(b *strings.Builder, w *workload) {
+	fmt.Fprintf(b, "### %s · %s\n\n%s\n\n", w.id, w.title, w.what)
+	b.WriteString("| contender |")
+	for _, m := range w.metrics {
+		fmt.Fprintf(b, " %s | × recall | floor |", m.label)
+	}
+	b.WriteString("\n| --- |")
+	for range w.metrics {
+		b.WriteString(" --: | --: | --: |")
+	}
+	b.WriteString("\n")
+	for _, e := range r.h.entrants {
+		if e.kind == kindFloor && r.allNA(w, e.name) {
+			continue
+		}
+		name := e.name
+		if e.kind == kindFloor {
+			name = "*" + name + "*"
+		}
+		fmt.Fprintf(b, "| %s |", name)
+		for _, m := range w.metrics {
+			b.WriteString(r.cells(m, e))
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("\n")
+}
+
+func (r *report) allNA(w *workload, name string) bool {
+	for _, m := range w.metrics {
+		if c := r.h.results[m.id][name]; c == nil || c.na == "" {
+			return false
+		}
+	}
+	return true
+}
+
+// cells formats the three cells of one metric of one row.
+func (r *report) cells(m metric, e *entrant) string {
+	c := r.h.results[m.id][e.name]
+	switch {
+	case c == nil:
+		return " — | | |"
+	case c.na != "":
+		return fmt.Sprintf(" n/a: %s | | |", escape(c.na))
+	case c.err != nil:
+		return fmt.Sprintf(" **failed**: %s | | |", escape(firstLine(c.err.Error())))
+	}
+	v := c.value()
+	value := duration(v)
+	if m.rate {
+		value = rate(1 / v)
+	}
+	ratio := times(r.speedup(m, e.name))
+	share := ""
+	if e.kind != kindFloor {
+		if f := r.floorShare(m, e.name); !math.IsNaN(f) {
+			share = fmt.Sprintf("%.0f%%", f*100)
+		}
+	}
+	return fmt.Sprintf(" %s | %s | %s |", value, ratio, share)
+}
+
+// contenders writes what each row is.
+func (r *report) contenders(b *strings.Builder) {
+	b.WriteString("### The contenders\n\n")
+	for _, e := range r.h.entrants {
+		fmt.Fprintf(b, "- **%s**: %s", e.name, e.note)
+		if e.unavailable != "" {
+			fmt.Fprintf(b, " *Not measured: %s.*", e.unavailable)
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("\n")
+}
+
+// duration formats seconds with three significant digits.
+func duration(sec float64) string {
+	d := time.Duration(sec * float64(time.Second))
+	switch {
+	case d < time.Microsecond:
+		return fmt.Sprintf("%d ns", d.Nanoseconds())
+	case d < time.Millisecond:
+		return sig3(sec*1e6) + " µs"
+	case d < time.Second:
+		return sig3(sec*1e3) + " ms"
+	}
+	return sig3(sec) + " s"
+}
+
+// sig3 formats x (1 <= x < 1000) with three significant digits.
+func sig3(x float64) string {
+	switch {
+	case x < 10:
+		return fmt.Sprintf("%.2f", x)
+	case x < 100:
+		return fmt.Sprintf("%.1f", x)
+	}
+	return fmt.Sprintf("%.0f", x)
+}
+
+func rate(perSec float64) string { return thousands(int(math.Round(perSec))) + "/s" }
+
+// times formats a ratio: 1.00×, 12.3×, 1,234×.
+func times(x float64) string {
+	switch {
+	case math.IsNaN(x):
+		return ""
+	case x < 10:
+		return fmt.Sprintf("%.2f×", x)
+	case x < 100:
+		return fmt.Sprintf("%.1f×", x)
+	}
+	return thousands(int(math.Round(x))) + "×"
+}
+
+func escape(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	if len(s) > 160 {
+		s = s[:160] + "…"
+	}
+	return s
+}
+
+// writeSection puts body between the markers of the file at path. A file
+// without the markers gets a "Side-by-side" section at its end holding
+// them; a missing file is created.
+func writeSection(path, body string) error {
+	old, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	next, err := replaceSection(string(old), body)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return os.WriteFile(path, []byte(next), 0o644)
+}
+
+// replaceSection returns doc with body between the markers.
+func replaceSection(doc, body string) (string, error) {
+	section := beginMarker + "\n" + strings.TrimSpace(body) + "\n" + endMarker
+	i := strings.Index(doc, beginMarker)
+	j := strings.Index(doc, endMarker)
+	switch {
+	case i < 0 && j < 0:
+		if doc == "" {
+			doc = "# Benchmarks\n"
+		}
+		return strings.TrimRight(doc, "\n") + "\n\n## Side-by-side\n\n" + section + "\n", nil
+	case i < 0 || j < i:
+		return "", fmt.Errorf("the side-by-side markers are damaged: fix them by hand")
+	}
+	return doc[:i] + section + doc[j+len(endMarker):], nil
+}

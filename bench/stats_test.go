@@ -1,0 +1,162 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestMedian(t *testing.T) {
+	for _, tc := range []struct {
+		in   []float64
+		want float64
+	}{
+		{[]float64{3}, 3},
+		{[]float64{5, 1, 3}, 3},
+		{[]float64{4, 1, 3, 2}, 2.5},
+		{[]float64{9, 1, 1, 1, 9}, 1},
+	} {
+		in := append([]float64(nil), tc.in...)
+		if got := median(in); got != tc.want {
+			t.Errorf("median(%v) = %v, want %v", tc.in, got, tc.want)
+		}
+		for i := range in {
+			if in[i] != tc.in[i] {
+				t.Fatalf("median reordered its input: %v", in)
+			}
+		}
+	}
+	if !math.IsNaN(median(nil)) {
+		t.Error("median(nil) is not NaN")
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	ds := make([]time.Duration, 100)
+	for i := range ds {
+		ds[i] = time.Duration(100-i) * time.Millisecond // 100 ms down to 1 ms
+	}
+	for _, tc := range []struct {
+		p    float64
+		want time.Duration
+	}{
+		{0.5, 50 * time.Millisecond},
+		{0.99, 99 * time.Millisecond},
+		{1, 100 * time.Millisecond},
+		{0.001, time.Millisecond},
+	} {
+		if got := percentile(ds, tc.p); got != tc.want {
+			t.Errorf("percentile(p=%v) = %v, want %v", tc.p, got, tc.want)
+		}
+	}
+	if ds[0] != 100*time.Millisecond {
+		t.Error("percentile reordered its input")
+	}
+}
+
+func TestRepeat(t *testing.T) {
+	n := 0
+	if _, err := repeat(time.Hour, 7, func(int) error { n++; return nil }); err != nil || n != 7 {
+		t.Errorf("repeat with maxOps 7 ran %d times (err %v)", n, err)
+	}
+	n = 0
+	if _, err := repeat(0, 100, func(int) error { n++; return nil }); err != nil || n != 1 {
+		t.Errorf("repeat with no minimum time ran %d times, want 1 (err %v)", n, err)
+	}
+	boom := errors.New("boom")
+	if _, err := repeat(time.Hour, 100, func(i int) error {
+		if i == 2 {
+			return boom
+		}
+		return nil
+	}); !errors.Is(err, boom) {
+		t.Errorf("repeat returned %v, want the op's error", err)
+	}
+}
+
+func TestCorpus(t *testing.T) {
+	a, b := newCorpus(1), newCorpus(1)
+	for i := range poolSize {
+		for _, save := range a.turn(i) {
+			for _, it := range save {
+				if n := len(it); n < minItemSize || n > maxItemSize {
+					t.Fatalf("turn %d: item of %d bytes, outside [%d, %d]", i, n, minItemSize, maxItemSize)
+				}
+				var obj map[string]any
+				if err := json.Unmarshal(it, &obj); err != nil {
+					t.Fatalf("turn %d: item is not a JSON object: %v", i, err)
+				}
+			}
+		}
+		call, output := a.turn(i)[1][0], a.turn(i)[1][1]
+		if call.Type() != "function_call" || output.Type() != "function_call_output" || call.CallID() != output.CallID() {
+			t.Fatalf("turn %d: the tool save is not a call with its output: %s / %s", i, call.Type(), output.Type())
+		}
+		if string(a.user[i]) != string(b.user[i]) {
+			t.Fatal("two corpora from one seed differ")
+		}
+	}
+	s := a.session(10)
+	if len(s) != 10 || s[0].Role() != "user" || s[4].Role() != "user" || s[3].Role() != "assistant" {
+		t.Errorf("session(10) does not follow the turn order: %d items", len(s))
+	}
+}
+
+func TestReplaceSection(t *testing.T) {
+	created, err := replaceSection("", "numbers 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(created, "# Benchmarks\n") || !strings.Contains(created, "## Side-by-side\n\n"+beginMarker+"\nnumbers 1\n"+endMarker) {
+		t.Fatalf("new doc:\n%s", created)
+	}
+
+	other := "# Benchmarks\n\n## Micro\n\nother people's text\n"
+	withSection, err := replaceSection(other, "numbers 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(withSection, other) {
+		t.Fatalf("the text before the section changed:\n%s", withSection)
+	}
+
+	doc := withSection + "\n## Analysis\n\nhand-written\n"
+	next, err := replaceSection(doc, "numbers 2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Replace(doc, "numbers 1", "numbers 2", 1)
+	if next != want {
+		t.Fatalf("rewrite changed more than the section:\n%s\nwant:\n%s", next, want)
+	}
+
+	if _, err := replaceSection(endMarker+"\n"+beginMarker, "x"); err == nil {
+		t.Error("markers in the wrong order were accepted")
+	}
+	if _, err := replaceSection(beginMarker+"\nno end", "x"); err == nil {
+		t.Error("a begin marker without its end was accepted")
+	}
+}
+
+func TestFormat(t *testing.T) {
+	for _, tc := range []struct{ got, want string }{
+		{duration(0.000000512), "512 ns"},
+		{duration(0.0000123), "12.3 µs"},
+		{duration(0.000456), "456 µs"},
+		{duration(0.0012345), "1.23 ms"},
+		{duration(12.5), "12.5 s"},
+		{rate(12345.4), "12,345/s"},
+		{times(1), "1.00×"},
+		{times(37.44), "37.4×"},
+		{times(1234.4), "1,234×"},
+		{thousands(10000), "10,000"},
+		{thousands(999), "999"},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("got %q, want %q", tc.got, tc.want)
+		}
+	}
+}

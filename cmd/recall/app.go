@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/internal/sessionref"
+)
+
+// app is the state one command line shares: its streams, the global
+// flags, and the store, opened on first use.
+type app struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+
+	home     string // --home
+	storeURL string // --store
+	json     bool   // --json
+
+	st recall.Store
+}
+
+// store opens the store the flags and environment name, once. Flags win
+// over the environment: --store, then --home, then RECALL_STORE, then the
+// file store in RECALL_HOME or ~/.recall.
+func (a *app) store(ctx context.Context) (recall.Store, error) {
+	if a.st != nil {
+		return a.st, nil
+	}
+	if a.storeURL != "" && a.home != "" {
+		return nil, usageError("use one of them", "--store and --home both name a store")
+	}
+	url := a.storeURL
+	if url == "" && a.home == "" {
+		url = os.Getenv("RECALL_STORE")
+	}
+	var (
+		st  recall.Store
+		err error
+	)
+	if url != "" {
+		st, err = openURL(ctx, url)
+	} else {
+		st, err = openHome(a.home)
+	}
+	if err != nil {
+		return nil, err
+	}
+	a.st = st
+	return st, nil
+}
+
+// close closes the store if a command opened it.
+func (a *app) close() error {
+	if a.st == nil {
+		return nil
+	}
+	err := a.st.Close()
+	a.st = nil
+	if err != nil {
+		return fmt.Errorf("close store: %w", err)
+	}
+	return nil
+}
+
+// project returns the project key of dir, or of the working directory
+// when dir is empty.
+func project(dir string) (string, error) {
+	if dir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return "", fmt.Errorf("working directory: %w", err)
+		}
+		dir = wd
+	}
+	if fi, err := os.Stat(dir); err != nil {
+		return "", withHint(fmt.Errorf("project directory: %w", err), "--project takes an existing directory")
+	} else if !fi.IsDir() {
+		return "", usageError("--project takes a directory", "project %s is not a directory", dir)
+	}
+	return recall.ProjectKey(dir)
+}
+
+// resolve opens the store and finds the session ref names (ID, unique ID
+// prefix, project/ID or exact title), preferring the current project.
+func (a *app) resolve(ctx context.Context, ref string) (recall.Store, recall.Meta, error) {
+	st, err := a.store(ctx)
+	if err != nil {
+		return nil, recall.Meta{}, err
+	}
+	proj, _ := project("") // a missing cwd only loses the preference
+	m, err := sessionref.Resolve(ctx, st, proj, ref)
+	if err != nil {
+		return nil, recall.Meta{}, err
+	}
+	return st, m, nil
+}
+
+// printJSON writes v as indented JSON on stdout.
+func (a *app) printJSON(v any) error {
+	enc := json.NewEncoder(a.stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// printf writes to stdout.
+func (a *app) printf(format string, args ...any) {
+	fmt.Fprintf(a.stdout, format, args...)
+}
+
+// notef writes a status line to stderr, where it stays out of the way of
+// output a script reads from stdout.
+func (a *app) notef(format string, args ...any) {
+	fmt.Fprintf(a.stderr, format, args...)
+}

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"strings"
+
+	oai "github.com/openai/openai-go/v3"
+
+	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/agent"
+	"github.com/recallkit/recall/internal/sessionref"
+)
+
+// Exit codes: the user contract of every command.
+const (
+	exitOK     = 0
+	exitFailed = 1
+	exitUsage  = 2
+)
+
+// cliError is an error with the exit code and the hint the user sees.
+type cliError struct {
+	err  error
+	code int
+	hint string
+}
+
+func (e *cliError) Error() string { return e.err.Error() }
+func (e *cliError) Unwrap() error { return e.err }
+
+// usageError reports a command line that cannot be run as written: exit 2.
+func usageError(hint, format string, args ...any) error {
+	return &cliError{err: fmt.Errorf(format, args...), code: exitUsage, hint: hint}
+}
+
+// withHint marks err as a failure (exit 1) with a hint for the user.
+func withHint(err error, hint string) error {
+	return &cliError{err: err, code: exitFailed, hint: hint}
+}
+
+// exitCode is the process exit code for err.
+func exitCode(err error) int {
+	if err == nil {
+		return exitOK
+	}
+	var ce *cliError
+	if errors.As(err, &ce) {
+		return ce.code
+	}
+	return exitFailed
+}
+
+// errorLine renders err as the single line the user sees on stderr:
+// "recall: <what failed>; hint: <what to do>". Multi-line errors (joined
+// ones) are folded onto the line, so scripts can rely on one line.
+func errorLine(err error) string {
+	msg := strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", "; ")), " ")
+	line := "recall: " + msg
+	if h := hintFor(err); h != "" {
+		line += "; hint: " + h
+	}
+	return line
+}
+
+// hintFor returns the explicit hint attached to err, or one derived from
+// the kind of failure.
+func hintFor(err error) string {
+	var ce *cliError
+	if errors.As(err, &ce) && ce.hint != "" {
+		return ce.hint
+	}
+	var (
+		amb    *sessionref.AmbiguousError
+		pe     *fs.PathError
+		apiErr *oai.Error
+		netErr *net.OpError
+	)
+	switch {
+	case errors.As(err, &apiErr):
+		return modelHint(apiErr.StatusCode)
+	case errors.As(err, &netErr):
+		return "cannot reach the model server; is it running? check --base-url or OPENAI_BASE_URL"
+	case errors.Is(err, agent.ErrMaxTurns):
+		return "the model kept calling tools; what it did is saved, ask it to go on"
+	case errors.As(err, &amb):
+		return "use a longer ID prefix: " + candidates(amb.Matches)
+	case errors.Is(err, recall.ErrNotFound):
+		return "run 'recall ls --all' to see the sessions and their IDs"
+	case errors.Is(err, recall.ErrInvalidKey):
+		return "session IDs are 1-128 characters of A-Z a-z 0-9 . _ -"
+	case errors.Is(err, recall.ErrCorrupt):
+		return "run 'recall check' to find damaged sessions"
+	case errors.Is(err, recall.ErrConflict):
+		return "another process changed the session; try again"
+	case errors.Is(err, fs.ErrPermission) && errors.As(err, &pe):
+		return fmt.Sprintf("make %s writable, or choose another home with --home or RECALL_HOME", pe.Path)
+	case errors.Is(err, fs.ErrPermission):
+		return "check the permissions of the recall home, or choose another with --home or RECALL_HOME"
+	}
+	return ""
+}
+
+// modelHint explains an error status from the model server.
+func modelHint(status int) string {
+	switch {
+	case status == 401 || status == 403:
+		return "the server refused the API key; check OPENAI_API_KEY"
+	case status == 404:
+		return "check the model name (--model or RECALL_MODEL) and the server (--base-url or OPENAI_BASE_URL)"
+	case status == 429:
+		return "rate limited even after retries; wait and run 'recall chat -c' (your message is saved)"
+	case status >= 500:
+		return "the model server failed; run 'recall chat -c' to try again (your message is saved)"
+	}
+	return "the model server rejected the request; your message is saved"
+}
+
+// candidates lists a few ambiguous matches for a hint.
+func candidates(ms []recall.Meta) string {
+	var parts []string
+	for i, m := range ms {
+		if i == 4 {
+			parts = append(parts, fmt.Sprintf("and %d more", len(ms)-i))
+			break
+		}
+		s := m.Key.Session
+		if m.Title != "" {
+			s += fmt.Sprintf(" (%q)", m.Title)
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, ", ")
+}

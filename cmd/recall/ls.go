@@ -1,0 +1,85 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/internal/sessionref"
+)
+
+func newLsCmd(a *app) *cobra.Command {
+	var (
+		all, archived bool
+		limit         int
+		dir           string
+	)
+	cmd := &cobra.Command{
+		Use:   "ls",
+		Short: "List the sessions of this project, newest first",
+		Long: `List sessions newest-updated first: short ID, title, when it was last
+updated, and how many items it holds. The short ID is the shortest prefix
+that names the session unambiguously; every command that takes an ID
+accepts it, as well as the full ID or the exact title.`,
+		Example: `  recall ls
+  recall ls --all --limit 10
+  recall ls --archived --json`,
+		Args: args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if limit < 0 {
+				return usageError("--limit 0 lists every session", "--limit must not be negative")
+			}
+			ctx := cmd.Context()
+			proj := ""
+			if !all {
+				p, err := project(dir)
+				if err != nil {
+					return err
+				}
+				proj = p
+			}
+			st, err := a.store(ctx)
+			if err != nil {
+				return err
+			}
+			opts := recall.ListOptions{Limit: limit, IncludeArchived: archived}
+			if limit == 0 {
+				opts.Limit = -1
+			}
+			page, err := st.List(ctx, proj, opts)
+			if err != nil {
+				return err
+			}
+			if a.json {
+				if page.Sessions == nil {
+					page.Sessions = []recall.Meta{}
+				}
+				return a.printJSON(page.Sessions)
+			}
+			if len(page.Sessions) == 0 {
+				if all {
+					a.notef("no sessions yet; start one with 'recall chat'\n")
+				} else {
+					a.notef("no sessions in this project; 'recall ls --all' lists every project\n")
+				}
+				return nil
+			}
+			scope, err := sessionref.All(ctx, st, "", true)
+			if err != nil {
+				return err
+			}
+			if err := writeSessions(a.stdout, page.Sessions, scope, all); err != nil {
+				return err
+			}
+			if page.Next != "" {
+				a.notef("(more sessions; --limit 0 lists them all)\n")
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVarP(&all, "all", "a", false, "list the sessions of every project")
+	f.BoolVar(&archived, "archived", false, "include archived sessions")
+	f.IntVarP(&limit, "limit", "n", 50, "show at most N sessions (0: all)")
+	f.StringVar(&dir, "project", "", "list the sessions of this project directory (default: the working directory)")
+	return cmd
+}

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/filestore"
+	"github.com/recallkit/recall/memstore"
+	"github.com/recallkit/recall/mirror"
+)
+
+// runMirrorCmd runs `recall mirror args...` against the file store in home
+// and returns stdout, stderr and the exit code.
+func runMirrorCmd(t *testing.T, home string, jsonOut bool, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	a := &app{stdout: &out, stderr: &errOut, home: home, json: jsonOut}
+	cmd := newMirrorCmd(a)
+	cmd.SetArgs(args)
+	cmd.SetOut(&out)
+	cmd.SetErr(&errOut)
+	err := cmd.ExecuteContext(context.Background())
+	if cerr := a.close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		errOut.WriteString(errorLine(err) + "\n")
+	}
+	return out.String(), errOut.String(), exitCode(err)
+}
+
+func TestMirrorStatus(t *testing.T) {
+	ctx := context.Background()
+	home := t.TempDir()
+	fs, err := filestore.Open(filestore.Options{Dir: home})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := []recall.Key{{Project: "p", Session: "one"}, {Project: "p", Session: "two"}}
+	for _, k := range keys {
+		if _, err := fs.Append(ctx, k, recall.ItemEntry(recall.Item(`{"role":"user","content":"hi"}`))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const url = "redis://user:secret@replica.example:6379/0"
+	if _, err := mirror.Sync(ctx, fs, memstore.New(memstore.Options{}), mirror.SyncOptions{
+		All: true, StateDir: mirror.StateDir(home, url), ReplicaName: mirror.RedactURL(url),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// One session grows after the sync.
+	if _, err := fs.Append(ctx, keys[1], recall.ItemEntry(recall.Item(`{"role":"user","content":"more"}`))); err != nil {
+		t.Fatal(err)
+	}
+	fs.Close()
+
+	out, errOut, code := runMirrorCmd(t, home, false, "status")
+	if code != 0 {
+		t.Fatalf("status: exit %d\n%s%s", code, out, errOut)
+	}
+	for _, want := range []string{"mirror to redis://user:xxxxx@replica.example:6379/0", "2 sessions, 1 behind by 1 entry", "p/two"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "secret") || strings.Contains(out, "p/one") {
+		t.Errorf("status shows a password or a session that is not behind:\n%s", out)
+	}
+
+	out, _, code = runMirrorCmd(t, home, true, "status", "--all", "--to", url)
+	if code != 0 {
+		t.Fatalf("status --json: exit %d", code)
+	}
+	var reports []mirrorReport
+	if err := json.Unmarshal([]byte(out), &reports); err != nil {
+		t.Fatalf("status --json: %v\n%s", err, out)
+	}
+	if len(reports) != 1 || len(reports[0].Sessions) != 2 || reports[0].Summary.Lag != 1 {
+		t.Fatalf("status --json: %+v", reports)
+	}
+
+	_, errOut, code = runMirrorCmd(t, t.TempDir(), false, "status")
+	if code != 0 || !strings.Contains(errOut, "no mirror has run") {
+		t.Fatalf("status of a home without a mirror: exit %d, %q", code, errOut)
+	}
+}
+
+func TestMirrorUsageErrors(t *testing.T) {
+	home := t.TempDir()
+	for _, args := range [][]string{
+		{"sync", "--all"},
+		{"sync", "--to", "redis://x/0"},
+		{"sync", "--to", "redis://x/0", "--all", "--project", "p"},
+		{"sync", "--to", "redis://x/0", "--project", "no/such dir"},
+		{"status", "--check"},
+	} {
+		_, errOut, code := runMirrorCmd(t, home, false, args...)
+		if code != exitUsage || !strings.Contains(errOut, "hint:") {
+			t.Errorf("mirror %v: exit %d, stderr %q; want a usage error with a hint", args, code, errOut)
+		}
+	}
+}
+
+func TestSyncProgress(t *testing.T) {
+	var plain bytes.Buffer
+	p := newProgress(&plain, false)
+	for i := 1; i <= 20; i++ {
+		p.update(i, 20, recall.Key{Project: "p", Session: "s"})
+	}
+	p.done()
+	lines := strings.Split(strings.TrimSpace(plain.String()), "\n")
+	if len(lines) != 11 || lines[len(lines)-1] != "synced 20/20 sessions" {
+		t.Fatalf("plain progress:\n%s", plain.String())
+	}
+	var tty bytes.Buffer
+	p = newProgress(&tty, true)
+	p.update(1, 2, recall.Key{Project: "p", Session: "s"})
+	p.update(2, 2, recall.Key{Project: "p", Session: "s"})
+	p.done()
+	if s := tty.String(); strings.Count(s, "\r") != 2 || !strings.HasSuffix(s, "\n") || !strings.Contains(s, "[==============================] 2/2") {
+		t.Fatalf("terminal progress: %q", s)
+	}
+}

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/recallkit/recall"
+)
+
+func newProjectsCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "projects",
+		Short: "List the projects that hold sessions",
+		Long: `List every project of the store with its number of sessions and when one
+was last updated. A project is a working directory turned into a key, the
+way Claude Code names its folders: /home/me/src/app is -home-me-src-app.`,
+		Args: args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			st, err := a.store(ctx)
+			if err != nil {
+				return err
+			}
+			ps, err := st.Projects(ctx)
+			if err != nil {
+				return err
+			}
+			if a.json {
+				if ps == nil {
+					ps = []recall.ProjectInfo{}
+				}
+				return a.printJSON(ps)
+			}
+			if len(ps) == 0 {
+				a.notef("no projects yet; start a session with 'recall chat'\n")
+				return nil
+			}
+			// newest first, as ls orders sessions
+			slices.SortStableFunc(ps, func(x, y recall.ProjectInfo) int { return y.Updated.Compare(x.Updated) })
+			now := time.Now()
+			tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "PROJECT\tSESSIONS\tUPDATED")
+			for _, p := range ps {
+				fmt.Fprintf(tw, "%s\t%d\t%s\n", p.Project, p.Sessions, ago(p.Updated, now))
+			}
+			return tw.Flush()
+		},
+	}
+}

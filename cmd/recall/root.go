@@ -1,0 +1,71 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+)
+
+// newRootCmd builds the command tree around a.
+func newRootCmd(a *app) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "recall",
+		Short: "Chat with an agent that remembers, and manage its sessions",
+		Long: `recall keeps every conversation with an agent as a session: an append-only
+log that survives the process. "recall chat" talks to a model (a built-in
+offline model unless OPENAI_API_KEY is set); "recall chat --continue" picks
+up where the last conversation in this directory stopped. The other commands
+manage the sessions of the store.
+
+The store is the JSONL file store in --home (default $RECALL_HOME, else
+~/.recall), or the one --store / RECALL_STORE names (file://, sqlite://,
+postgres://, redis://).
+
+Exit codes: 0 ok, 1 failed, 2 bad usage.`,
+		Args:              cobra.ArbitraryArgs,
+		SilenceErrors:     true,
+		SilenceUsage:      true,
+		CompletionOptions: cobra.CompletionOptions{HiddenDefaultCmd: true},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				hint := "run 'recall --help' for the commands"
+				if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+					hint = "did you mean '" + s[0] + "'?"
+				}
+				return usageError(hint, "unknown command %q", args[0])
+			}
+			return cmd.Help()
+		},
+	}
+	root.SuggestionsMinimumDistance = 2
+	pf := root.PersistentFlags()
+	pf.StringVar(&a.home, "home", "", "store home directory (default $RECALL_HOME, else ~/.recall)")
+	pf.StringVar(&a.storeURL, "store", "", "store URL: file://, sqlite://, postgres://, redis:// (default $RECALL_STORE, else the file store in --home)")
+	pf.BoolVar(&a.json, "json", false, "print JSON instead of text")
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return usageError("run '"+cmd.CommandPath()+" --help'", "%v", err)
+	})
+	root.AddCommand(
+		newChatCmd(a),
+		newLsCmd(a),
+		newShowCmd(a),
+		newForkCmd(a),
+		newRenameCmd(a),
+		newArchiveCmd(a, true), newArchiveCmd(a, false),
+		newPinCmd(a, true), newPinCmd(a, false),
+		newRmCmd(a),
+		newGcCmd(a),
+		newCheckCmd(a),
+		newProjectsCmd(a),
+	)
+	return root
+}
+
+// args wraps a cobra argument check so that a wrong count is a usage
+// error (exit 2) naming the command's usage line.
+func args(check cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, a []string) error {
+		if err := check(cmd, a); err != nil {
+			return usageError("usage: "+cmd.UseLine(), "%s: %v", cmd.Name(), err)
+		}
+		return nil
+	}
+}

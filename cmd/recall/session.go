@@ -1,0 +1,199 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+
+	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/agent"
+)
+
+// chatSession is the state of recall chat: the store, the agent, and the
+// session the conversation currently goes to.
+type chatSession struct {
+	app         *app
+	st          recall.Store
+	project     string
+	interactive bool
+	agent       *agent.Agent
+	model       builtModel
+	history     int
+
+	// cancelAll ends the whole chat; cancelTurn, while a reply is being
+	// generated, ends just that reply. Ctrl-C calls one of them.
+	mu         sync.Mutex
+	cancelAll  context.CancelFunc
+	cancelTurn context.CancelFunc
+
+	key recall.Key
+	// pendingTitle is a title given before the session exists; it is set
+	// as a user title right after the first write creates the session.
+	pendingTitle string
+}
+
+// switchTo makes key the current session, titles it name when name is
+// set, and reports how many items it restored.
+func (c *chatSession) switchTo(ctx context.Context, key recall.Key, name string) error {
+	c.key, c.pendingTitle = key, ""
+	m, err := c.st.Stat(ctx, key)
+	exists := err == nil
+	if err != nil && !errors.Is(err, recall.ErrNotFound) {
+		return err
+	}
+	if name != "" {
+		if err := c.rename(ctx, name); err != nil {
+			return err
+		}
+		if exists {
+			m, _ = c.st.Stat(ctx, key)
+		}
+	}
+	what := "new session"
+	if exists {
+		what = "session"
+	}
+	line := fmt.Sprintf("%s %s", what, key.Session)
+	if t := c.title(m); t != "" {
+		line += fmt.Sprintf(" %q", t)
+	}
+	c.app.notef("%s: restored %s (model: %s)\n", line, count(m.ItemCount, "item"), c.model.label)
+	return nil
+}
+
+// title returns the session's title, or the one waiting for its creation.
+func (c *chatSession) title(m recall.Meta) string {
+	if c.pendingTitle != "" {
+		return c.pendingTitle
+	}
+	return m.Title
+}
+
+// rename sets the current session's title as a user title. A session
+// that does not exist yet keeps it until the first message creates it.
+func (c *chatSession) rename(ctx context.Context, title string) error {
+	_, err := recall.SetTitle(ctx, c.st, c.key, title, recall.TitleUser)
+	if errors.Is(err, recall.ErrNotFound) {
+		c.pendingTitle = strings.Join(strings.Fields(title), " ")
+		return nil
+	}
+	return err
+}
+
+// send runs the agent on one user message in the current session,
+// streaming the reply to stdout. The input and each turn are saved as soon
+// as they exist (agent.Run), so an error or Ctrl-C loses at most the turn
+// in flight.
+func (c *chatSession) send(ctx context.Context, text string) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	c.setTurn(cancel)
+	defer c.setTurn(nil)
+
+	out := &lineTracker{w: c.app.stdout}
+	res, err := agent.Run(ctx, c.agent, agent.UserText(text), agent.RunOptions{
+		Session:      recall.NewSession(c.st, c.key),
+		HistoryLimit: c.history,
+		OnDelta:      func(s string) { out.write(s) },
+		OnTool: func(ev agent.ToolEvent) {
+			out.endLine()
+			status := fmt.Sprintf("%d bytes", len(ev.Output))
+			if ev.Err != nil {
+				status = "error: " + ev.Err.Error()
+			}
+			c.app.notef("[tool] %s %s -> %s\n", ev.Call.Name, ev.Call.Arguments, status)
+		},
+		OnPersist: c.onPersist,
+		Titler:    c.model.titler,
+	})
+	out.endLine()
+	if res != nil && res.Title != "" && c.interactive {
+		c.app.notef("(titled %q)\n", res.Title)
+	}
+	if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		return withHint(errors.New("interrupted; the reply in flight was not saved"), "your message is saved; send another or /undo it")
+	}
+	return err
+}
+
+// setTurn records the cancel function of the reply in flight (nil: none).
+func (c *chatSession) setTurn(cancel context.CancelFunc) {
+	c.mu.Lock()
+	c.cancelTurn = cancel
+	c.mu.Unlock()
+}
+
+// catchInterrupts handles Ctrl-C until stop is called. During a reply it
+// stops the reply; the REPL then carries on in a terminal and ends when
+// its input is piped. At an interactive prompt it only says how to leave;
+// with piped input and no reply in flight it exits at once, as a pipeline
+// stage should.
+func (c *chatSession) catchInterrupts() (stop func()) {
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-done:
+				return
+			case <-sig:
+			}
+			c.mu.Lock()
+			turn := c.cancelTurn
+			c.mu.Unlock()
+			switch {
+			case turn != nil && c.interactive:
+				turn()
+			case turn != nil:
+				c.cancelAll()
+			case c.interactive:
+				c.app.notef("\n(/exit or Ctrl-D leaves)\n> ")
+			default:
+				os.Exit(130) // the usual status of a process ended by SIGINT
+			}
+		}
+	}()
+	return func() {
+		signal.Stop(sig)
+		close(done)
+	}
+}
+
+// onPersist sets a pending title once the first write has created the
+// session.
+func (c *chatSession) onPersist(ctx context.Context, _ []recall.Item) error {
+	if c.pendingTitle == "" {
+		return nil
+	}
+	t := c.pendingTitle
+	c.pendingTitle = ""
+	_, err := recall.SetTitle(ctx, c.st, c.key, t, recall.TitleUser)
+	return err
+}
+
+// lineTracker writes streamed text and remembers whether the cursor is at
+// the start of a line, so status lines never glue onto a reply.
+type lineTracker struct {
+	w       interface{ Write([]byte) (int, error) }
+	midLine bool
+}
+
+func (l *lineTracker) write(s string) {
+	if s == "" {
+		return
+	}
+	_, _ = l.w.Write([]byte(s))
+	l.midLine = !strings.HasSuffix(s, "\n")
+}
+
+func (l *lineTracker) endLine() {
+	if l.midLine {
+		_, _ = l.w.Write([]byte("\n"))
+		l.midLine = false
+	}
+}

@@ -1,0 +1,159 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/mattn/go-runewidth"
+	oai "github.com/openai/openai-go/v3"
+
+	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/internal/sessionref"
+)
+
+func TestParseAge(t *testing.T) {
+	tests := []struct {
+		in   string
+		want time.Duration
+		err  bool
+	}{
+		{"30d", 30 * 24 * time.Hour, false},
+		{"12h", 12 * time.Hour, false},
+		{"90m", 90 * time.Minute, false},
+		{"1d12h", 36 * time.Hour, false},
+		{"1h30m", 90 * time.Minute, false},
+		{"45s", 45 * time.Second, false},
+		{"0d", 0, true},
+		{"-1h", 0, true},
+		{"d", 0, true},
+		{"1.5d", 0, true},
+		{"30", 0, true},
+		{"3x", 0, true},
+		{"", 0, true},
+		{"99999999d", 0, true},
+	}
+	for _, tt := range tests {
+		got, err := parseAge(tt.in)
+		if (err != nil) != tt.err || got != tt.want {
+			t.Errorf("parseAge(%q) = %v, %v; want %v, error %t", tt.in, got, err, tt.want, tt.err)
+		}
+	}
+}
+
+func TestErrorLine(t *testing.T) {
+	tests := []struct {
+		err      error
+		wantCode int
+		want     string // substring of the line
+	}{
+		{usageError("try --help", "bad %s", "flag"), exitUsage, "recall: bad flag; hint: try --help"},
+		{fmt.Errorf("show: %w", recall.ErrNotFound), exitFailed, "hint: run 'recall ls --all'"},
+		{&sessionref.AmbiguousError{Ref: "01", Matches: []recall.Meta{{Key: recall.Key{Session: "01a"}, Title: "A"}, {Key: recall.Key{Session: "01b"}}}}, exitFailed, `hint: use a longer ID prefix: 01a ("A"), 01b`},
+		{fmt.Errorf("open: %w", &fs.PathError{Op: "mkdir", Path: "/ro/home", Err: fs.ErrPermission}), exitFailed, "make /ro/home writable"},
+		{errors.Join(errors.New("first\nproblem"), errors.New("second")), exitFailed, "recall: first; problem; second"},
+		{fmt.Errorf("turn 1: %w", &oai.Error{StatusCode: 401}), exitFailed, "check OPENAI_API_KEY"},
+		{fmt.Errorf("turn 1: %w", &oai.Error{StatusCode: 429}), exitFailed, "rate limited"},
+		{fmt.Errorf("turn 1: %w", &oai.Error{StatusCode: 503}), exitFailed, "the model server failed"},
+		{fmt.Errorf("post: %w", &net.OpError{Op: "dial", Err: errors.New("connection refused")}), exitFailed, "cannot reach the model server"},
+	}
+	for _, tt := range tests {
+		line := errorLine(tt.err)
+		if strings.Contains(line, "\n") || !strings.Contains(line, tt.want) {
+			t.Errorf("errorLine(%v) = %q, want one line containing %q", tt.err, line, tt.want)
+		}
+		if c := exitCode(tt.err); c != tt.wantCode {
+			t.Errorf("exitCode(%v) = %d, want %d", tt.err, c, tt.wantCode)
+		}
+	}
+	if exitCode(nil) != exitOK {
+		t.Error("exitCode(nil) is not 0")
+	}
+}
+
+func TestAgo(t *testing.T) {
+	now := time.Date(2026, 6, 23, 14, 30, 0, 0, time.Local)
+	tests := map[time.Duration]string{
+		10 * time.Second:    "just now",
+		5 * time.Minute:     "5m ago",
+		3 * time.Hour:       "3h ago",
+		49 * time.Hour:      "2d ago",
+		45 * 24 * time.Hour: "2026-05-09",
+	}
+	for d, want := range tests {
+		if got := ago(now.Add(-d), now); got != want {
+			t.Errorf("ago(-%v) = %q, want %q", d, got, want)
+		}
+	}
+}
+
+func TestDisplayTitleCutsByWidth(t *testing.T) {
+	m := recall.Meta{Title: strings.Repeat("会话", 40), Pinned: true}
+	got := displayTitle(m, 20)
+	if !strings.HasPrefix(got, "[pinned] 会话") || !strings.HasSuffix(got, "…") || !utf8.ValidString(got) {
+		t.Errorf("displayTitle = %q", got)
+	}
+	if w := runewidth.StringWidth(got); w > 20 {
+		t.Errorf("displayTitle is %d columns wide, want at most 20", w)
+	}
+}
+
+func TestPicker(t *testing.T) {
+	now := time.Now()
+	metas := []recall.Meta{
+		{Key: recall.Key{Project: "p", Session: "0199aaaa-0003"}, Title: "Fix the parser", Updated: now},
+		{Key: recall.Key{Project: "p", Session: "0199aaaa-0002"}, Title: "Write docs", Updated: now.Add(-time.Hour)},
+		{Key: recall.Key{Project: "p", Session: "0199aaaa-0001"}, Title: "Parser benchmarks", Updated: now.Add(-2 * time.Hour)},
+	}
+	key := func(s string) tea.KeyMsg { return tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(s)} }
+	var m tea.Model = newPicker(metas, now)
+	step := func(msgs ...tea.Msg) tea.Cmd {
+		var cmd tea.Cmd
+		for _, msg := range msgs {
+			m, cmd = m.Update(msg)
+		}
+		return cmd
+	}
+	// Typing filters (case-insensitive); the view shows only matches.
+	step(key("PARS"))
+	if v := m.View(); !strings.Contains(v, "Fix the parser") || strings.Contains(v, "Write docs") || !strings.Contains(v, "> PARS") {
+		t.Fatalf("view after typing PARS:\n%s", v)
+	}
+	// Down moves to the second match, Enter picks it.
+	if cmd := step(tea.KeyMsg{Type: tea.KeyDown}, tea.KeyMsg{Type: tea.KeyDown}, tea.KeyMsg{Type: tea.KeyEnter}); cmd == nil {
+		t.Fatal("Enter did not quit the picker")
+	}
+	if p := m.(picker); p.chosen == nil || p.chosen.Title != "Parser benchmarks" {
+		t.Fatalf("chosen = %+v, want Parser benchmarks", p.chosen)
+	}
+
+	// Backspace widens the filter again; a filter matching nothing picks nothing.
+	m = newPicker(metas, now)
+	step(key("zz"))
+	if v := m.View(); !strings.Contains(v, "no session matches") {
+		t.Fatalf("view with no match:\n%s", v)
+	}
+	step(tea.KeyMsg{Type: tea.KeyEnter})
+	if p := m.(picker); p.chosen != nil {
+		t.Fatalf("Enter with no match chose %+v", p.chosen)
+	}
+	m = newPicker(metas, now)
+	step(key("zz"), tea.KeyMsg{Type: tea.KeyBackspace}, tea.KeyMsg{Type: tea.KeyBackspace})
+	if p := m.(picker); len(p.matches) != 3 || p.matches[0] != 0 {
+		t.Fatalf("after clearing the filter, matches = %v; want all, newest first", p.matches)
+	}
+	// Filtering by ID works too, and Esc cancels.
+	step(key("0001"))
+	if p := m.(picker); len(p.matches) != 1 || p.all[p.matches[0]].Title != "Parser benchmarks" {
+		t.Fatalf("filter by ID: matches = %v", p.matches)
+	}
+	if cmd := step(tea.KeyMsg{Type: tea.KeyEsc}); cmd == nil || m.(picker).chosen != nil {
+		t.Fatal("Esc did not cancel")
+	}
+}

@@ -1,0 +1,349 @@
+package filestore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"os"
+
+	"github.com/recallkit/recall"
+	"golang.org/x/sys/unix"
+)
+
+// writer is a log held for writing: the in-process lock and the file lock
+// are taken, the torn tail (if any) is set aside, and rec describes the log
+// exactly as it is. f is nil when the log does not exist yet; the first
+// batch then creates it in one step (see create).
+type writer struct {
+	s      *Store
+	l      loc
+	p      *projectIndex
+	f      *os.File
+	rec    *record
+	unlock func()
+}
+
+// lockLog takes the write locks of l and brings its record up to date.
+func (s *Store) lockLog(ctx context.Context, l loc) (*writer, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	unlock, err := s.locks.lock(ctx, l.key.Project+"\x00"+l.rel)
+	if err != nil {
+		return nil, err
+	}
+	w := &writer{s: s, l: l, p: s.project(l.key.Project), unlock: unlock}
+	if err := w.open(ctx); err != nil {
+		w.close()
+		return nil, err
+	}
+	return w, nil
+}
+
+// open opens and flocks the log, then checks that the path still names the
+// file locked: a log removed or replaced while this writer waited must not
+// receive the batch (it would be lost with the unlinked file).
+func (w *writer) open(ctx context.Context) error {
+	for {
+		f, err := os.OpenFile(w.l.path, os.O_RDWR|os.O_APPEND, 0)
+		if isNotExist(err) {
+			return nil
+		}
+		if errors.Is(err, unix.EISDIR) {
+			return fmt.Errorf("%w: %s is the directory of session %s.jsonl's records", recall.ErrConflict, w.l.path, w.l.rel)
+		}
+		if err != nil {
+			return err
+		}
+		if err := flock(ctx, f); err != nil {
+			f.Close()
+			return err
+		}
+		st, err := fstat(f)
+		if err != nil {
+			f.Close()
+			return err
+		}
+		if pst, err := statPath(w.l.path); err != nil || pst.ino != st.ino {
+			f.Close()
+			continue
+		}
+		w.f = f
+		return w.sync(st)
+	}
+}
+
+// sync makes w.rec describe the locked log whose stat is st: the cached
+// record when it matches, else one derived from the log (reading only the
+// bytes added since the record, when possible). A torn tail is then moved
+// aside.
+func (w *writer) sync(st fileStat) error {
+	rec := w.s.cachedRecord(w.p, w.l.rel, st.size)
+	if rec == nil || rec.st != st {
+		var err error
+		if rec, err = derive(w.f, w.l.key, w.l.rel, st, rec); err != nil {
+			return err
+		}
+	}
+	if rec.off < st.size {
+		if err := repairTorn(w.f, w.l.path, rec.off, st.size); err != nil {
+			return err
+		}
+		nst, err := fstat(w.f)
+		if err != nil {
+			return err
+		}
+		m, err := rec.Meta()
+		if err != nil {
+			return err
+		}
+		rec = newRecord(rec.key, rec.rel, nst, rec.off, rec.check, rec.unterminated, m)
+	}
+	w.rec = rec
+	return nil
+}
+
+// cachedRecord returns the record of rel known to the process, loading the
+// project's journal first when the process has none and the journal is
+// smaller than the log (either read gives a starting point; the smaller
+// one is cheaper).
+func (s *Store) cachedRecord(p *projectIndex, rel string, logSize int64) *record {
+	if r := p.get(rel); r != nil {
+		return r
+	}
+	if js := p.journalSize(); js == 0 || js > logSize {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.refresh() != nil {
+		return nil
+	}
+	return p.recs[rel]
+}
+
+func (w *writer) close() {
+	if w.f != nil {
+		w.f.Close() // releases the flock
+		w.f = nil
+	}
+	w.unlock()
+}
+
+// meta returns the metadata of the log as locked (a fresh Meta for no log).
+func (w *writer) meta() (recall.Meta, error) {
+	if w.rec == nil {
+		return recall.Meta{Key: w.l.key}, nil
+	}
+	return w.rec.Meta()
+}
+
+// errRaced reports that a log this writer meant to create appeared first.
+var errRaced = errors.New("log created concurrently")
+
+// write appends entries, whose Seq and Time are set, as one batch and
+// returns the metadata after it.
+//
+// The crash-safety story: (1) the whole batch is encoded before anything
+// is written, so a bad entry writes nothing; (2) it goes out in one write
+// on an O_APPEND file, every line but the last marked "more", so a batch
+// cut by a crash is recognisably incomplete and readers ignore it; (3)
+// with SyncAlways the file is fdatasynced before the call returns; (4) a
+// failed write or sync is cut off again, so an error means the batch is
+// not in the log; (5) only then is the index told.
+func (w *writer) write(entries []recall.Entry) (recall.Meta, error) {
+	m, err := w.meta()
+	if err != nil {
+		return recall.Meta{}, err
+	}
+	var buf []byte
+	if w.rec != nil && w.rec.unterminated {
+		buf = append(buf, '\n') // the last line lost only its newline
+	}
+	for i, e := range entries {
+		if buf, err = appendLine(buf, e, i < len(entries)-1); err != nil {
+			return recall.Meta{}, fmt.Errorf("entry %d: %w", i, err)
+		}
+	}
+	for _, e := range entries {
+		m.Apply(e)
+	}
+	if w.f == nil {
+		return m, w.create(buf, m)
+	}
+	pre := w.rec.st.size
+	if _, err := w.f.Write(buf); err != nil {
+		w.cut(pre)
+		return recall.Meta{}, err
+	}
+	if w.s.opts.Sync == SyncAlways {
+		if err := unix.Fdatasync(int(w.f.Fd())); err != nil {
+			w.cut(pre)
+			return recall.Meta{}, &os.PathError{Op: "fdatasync", Path: w.l.path, Err: err}
+		}
+	}
+	st, err := fstat(w.f)
+	if err != nil {
+		return recall.Meta{}, err
+	}
+	var check uint32
+	if len(buf) >= checkLen {
+		check = crc32.ChecksumIEEE(buf[len(buf)-checkLen:])
+	} else if check, err = tailCheck(w.f, st.size); err != nil {
+		return recall.Meta{}, err
+	}
+	w.rec = newRecord(w.l.key, w.l.rel, st, st.size, check, false, m)
+	w.p.put(w.rec)
+	return m, nil
+}
+
+// cut removes a failed write's bytes. If even that fails, the batch may
+// remain; it is then either whole or, missing its last line, ignored.
+func (w *writer) cut(size int64) {
+	if w.f.Truncate(size) == nil && w.s.opts.Sync == SyncAlways {
+		w.f.Sync()
+	}
+}
+
+// create makes the log with its first batch in one step (temp file, fsync,
+// link, fsync of the directory), so no reader ever sees an empty or half
+// written new session. It returns errRaced when another writer created the
+// log first.
+func (w *writer) create(buf []byte, m recall.Meta) error {
+	st, err := createAtomic(w.l.path, buf)
+	if errors.Is(err, os.ErrExist) {
+		return errRaced
+	}
+	if errors.Is(err, unix.ENOTDIR) {
+		return fmt.Errorf("%w: a log occupies a directory name on the way to %s", recall.ErrConflict, w.l.path)
+	}
+	if err != nil {
+		return err
+	}
+	check := crc32.ChecksumIEEE(buf[max(0, len(buf)-checkLen):])
+	w.rec = newRecord(w.l.key, w.l.rel, st, st.size, check, false, m)
+	w.p.put(w.rec)
+	return nil
+}
+
+// withWriter runs fn with the log of l locked, retrying once more when fn
+// lost the race to create the log.
+func (s *Store) withWriter(ctx context.Context, l loc, fn func(w *writer) error) error {
+	for {
+		w, err := s.lockLog(ctx, l)
+		if err != nil {
+			return err
+		}
+		err = fn(w)
+		w.close()
+		if !errors.Is(err, errRaced) {
+			return err
+		}
+	}
+}
+
+// Append implements recall.Store.
+func (s *Store) Append(ctx context.Context, key recall.Key, entries ...recall.Entry) (int64, error) {
+	l, err := s.locate(key)
+	if err != nil {
+		return 0, fmt.Errorf("filestore: append %s: %w", key, err)
+	}
+	if err := recall.ValidateEntries(entries, s.opts.MaxItemSize); err != nil {
+		return 0, fmt.Errorf("filestore: append %s: %w", key, err)
+	}
+	var last int64
+	err = s.withWriter(ctx, l, func(w *writer) error {
+		m, err := w.meta()
+		if err != nil {
+			return err
+		}
+		last = m.LastSeq
+		if len(entries) == 0 {
+			return nil
+		}
+		if err := recall.CheckGuard(entries, last); err != nil {
+			return err
+		}
+		batch := make([]recall.Entry, len(entries))
+		now := recall.Now()
+		for i, e := range entries {
+			e.Seq = last + 1 + int64(i)
+			if e.Time.IsZero() {
+				e.Time = now
+			}
+			batch[i] = e
+		}
+		m, err = w.write(batch)
+		last = m.LastSeq
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("filestore: append %s: %w", key, err)
+	}
+	return last, nil
+}
+
+// Import implements recall.Store.
+func (s *Store) Import(ctx context.Context, key recall.Key, entries ...recall.Entry) (int64, error) {
+	l, err := s.locate(key)
+	if err != nil {
+		return 0, fmt.Errorf("filestore: import %s: %w", key, err)
+	}
+	if err := recall.ValidateEntries(entries, s.opts.MaxItemSize); err != nil {
+		return 0, fmt.Errorf("filestore: import %s: %w", key, err)
+	}
+	var last int64
+	err = s.withWriter(ctx, l, func(w *writer) error {
+		m, err := w.meta()
+		if err != nil {
+			return err
+		}
+		last = m.LastSeq
+		fresh, err := recall.ImportPlan(last, entries)
+		if err != nil || len(fresh) == 0 {
+			return err
+		}
+		m, err = w.write(fresh)
+		last = m.LastSeq
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("filestore: import %s: %w", key, err)
+	}
+	return last, nil
+}
+
+// Pop implements recall.Store: under the write locks, it reads the newest
+// item from the end of the log and appends a pop entry naming it.
+func (s *Store) Pop(ctx context.Context, key recall.Key) (recall.Item, error) {
+	l, err := s.locate(key)
+	if err != nil {
+		return nil, fmt.Errorf("filestore: pop %s: %w", key, err)
+	}
+	var item recall.Item
+	err = s.withWriter(ctx, l, func(w *writer) error {
+		if w.f == nil {
+			return nil
+		}
+		live, err := recall.Tail(1, backward(w.f, w.rec.off))
+		if err != nil || len(live) == 0 {
+			return err
+		}
+		m, err := w.meta()
+		if err != nil {
+			return err
+		}
+		pop := recall.NewEntry(recall.KindPop, live[0].Ref)
+		pop.Seq, pop.Time = m.LastSeq+1, recall.Now()
+		if _, err := w.write([]recall.Entry{pop}); err != nil {
+			return err
+		}
+		item = live[0].Item.Clone()
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("filestore: pop %s: %w", key, err)
+	}
+	return item, nil
+}

@@ -1,0 +1,169 @@
+package filestore
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+)
+
+var errNotDir = unix.ENOTDIR
+
+// fileStat is what the index compares to decide whether a cached Meta still
+// describes a log: the same inode, size and modification time.
+type fileStat struct {
+	ino   uint64
+	size  int64
+	mtime int64 // nanoseconds since the epoch
+}
+
+func statOf(st *unix.Stat_t) fileStat {
+	return fileStat{ino: st.Ino, size: st.Size, mtime: st.Mtim.Nano()}
+}
+
+// errNotLog reports a path that exists but is not a regular file (the
+// directory of another session's subagent records): there is no log there.
+var errNotLog = fmt.Errorf("not a regular file: %w", os.ErrNotExist)
+
+// fstat stats an open log; a directory or device is errNotLog.
+func fstat(f *os.File) (fileStat, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return fileStat{}, &os.PathError{Op: "fstat", Path: f.Name(), Err: err}
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return fileStat{}, &os.PathError{Op: "fstat", Path: f.Name(), Err: errNotLog}
+	}
+	return statOf(&st), nil
+}
+
+// statPath stats a log by name; a directory or device is errNotLog.
+func statPath(path string) (fileStat, error) {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return fileStat{}, &os.PathError{Op: "stat", Path: path, Err: err}
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return fileStat{}, &os.PathError{Op: "stat", Path: path, Err: errNotLog}
+	}
+	return statOf(&st), nil
+}
+
+// syncDir fsyncs a directory, making the creation, rename or removal of
+// the names in it durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("fsync dir %s: %w", dir, err)
+	}
+	return nil
+}
+
+// mkdirDurable creates dir and any missing parents, fsyncing the parent of
+// each directory it creates, so a file later made durable in dir cannot be
+// lost with a directory entry that never reached the disk.
+func mkdirDurable(dir string, perm os.FileMode) error {
+	if fi, err := os.Stat(dir); err == nil {
+		if !fi.IsDir() {
+			return &os.PathError{Op: "mkdir", Path: dir, Err: unix.ENOTDIR}
+		}
+		return nil
+	}
+	parent := filepath.Dir(dir)
+	if parent != dir {
+		if err := mkdirDurable(parent, perm); err != nil {
+			return err
+		}
+	}
+	if err := os.Mkdir(dir, perm); err != nil {
+		if errors.Is(err, os.ErrExist) {
+			if fi, serr := os.Stat(dir); serr == nil && fi.IsDir() {
+				return nil // made by a concurrent writer
+			}
+		}
+		return err
+	}
+	return syncDir(parent)
+}
+
+var tmpCounter atomic.Uint64
+
+// tempName returns a name beside path for a file being prepared. It holds
+// a '#', so it can never be mistaken for a log.
+func tempName(path string) string {
+	return path + "#tmp-" + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatUint(tmpCounter.Add(1), 10)
+}
+
+// writeTemp writes data to a new temporary file beside path and fsyncs it.
+// It returns the file's stat as written. The caller moves it into place or
+// removes it.
+func writeTemp(path string, data []byte) (string, fileStat, error) {
+	tmp := tempName(path)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return "", fileStat{}, err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	var st fileStat
+	if err == nil {
+		st, err = fstat(f)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return "", fileStat{}, err
+	}
+	return tmp, st, nil
+}
+
+// createAtomic makes a new file at path holding data, or fails with an
+// error wrapping os.ErrExist when path exists: temp file, fsync, link into
+// place (link never replaces an existing name, unlike rename), fsync of the
+// directory. Readers see either no file or the whole of it. The stat
+// returned is the file's as this call wrote it, taken before anyone else
+// could open it.
+func createAtomic(path string, data []byte) (fileStat, error) {
+	if err := mkdirDurable(filepath.Dir(path), 0o700); err != nil {
+		return fileStat{}, err
+	}
+	tmp, st, err := writeTemp(path, data)
+	if err != nil {
+		return fileStat{}, err
+	}
+	err = os.Link(tmp, path)
+	os.Remove(tmp)
+	if err != nil {
+		return fileStat{}, err
+	}
+	return st, syncDir(filepath.Dir(path))
+}
+
+// replaceAtomic replaces (or creates) path with data: temp file, fsync,
+// rename, fsync of the directory.
+func replaceAtomic(path string, data []byte) error {
+	tmp, _, err := writeTemp(path, data)
+	if err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return syncDir(filepath.Dir(path))
+}

@@ -1,0 +1,313 @@
+package filestore_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/filestore"
+	"golang.org/x/sys/unix"
+)
+
+// The benchmarks run with raw baselines in the same run, so that ratios
+// mean something on a busy machine. docs/BENCHMARKS.md has the figures and
+// the command. Data goes to $RECALL_BENCH_DIR when set (to measure another
+// disk), else to the test's temporary directory.
+
+func benchDir(b *testing.B) string {
+	if d := os.Getenv("RECALL_BENCH_DIR"); d != "" {
+		dir, err := os.MkdirTemp(d, "filestore-bench-")
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { os.RemoveAll(dir) })
+		return dir
+	}
+	return b.TempDir()
+}
+
+// item500 returns a 500-byte message item.
+func item500(i int) recall.Item {
+	head := fmt.Sprintf(`{"type":"message","role":"user","content":"%08d `, i)
+	return recall.Item(head + strings.Repeat("x", 500-len(head)-2) + `"}`)
+}
+
+// BenchmarkRawWriteFsync is the baseline of durable appends: a bare loop of
+// one 500-byte write and one fdatasync (the call the store makes) on an
+// O_APPEND file, and the same with a full fsync.
+func BenchmarkRawWriteFsync(b *testing.B) {
+	for _, name := range []string{"fdatasync", "fsync"} {
+		b.Run(name, func(b *testing.B) {
+			f, err := os.OpenFile(filepath.Join(benchDir(b), "raw"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer f.Close()
+			line := append([]byte(item500(0)), '\n')
+			b.SetBytes(int64(len(line)))
+			for b.Loop() {
+				if _, err := f.Write(line); err != nil {
+					b.Fatal(err)
+				}
+				if name == "fsync" {
+					err = f.Sync()
+				} else {
+					err = unix.Fdatasync(int(f.Fd()))
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkAppend is a durable (SyncAlways) append of one 500-byte item to
+// a session, through Session.AddItems.
+func BenchmarkAppend(b *testing.B) {
+	s, err := filestore.Open(filestore.Options{Dir: benchDir(b)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	sess := recall.NewSession(s, recall.Key{Project: "bench", Session: "append"})
+	it := item500(0)
+	if err := sess.AddItems(ctx, it); err != nil { // the log exists: measure appends, not creation
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(it)))
+	for b.Loop() {
+		if err := sess.AddItems(ctx, it); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// makeSession writes a session of n 500-byte items with SyncNever, in
+// batches, and returns its store, key and log path.
+func makeSession(b *testing.B, dir string, n int) (*filestore.Store, recall.Key, string) {
+	b.Helper()
+	s, err := filestore.Open(filestore.Options{Dir: dir, Sync: filestore.SyncNever})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	key := recall.Key{Project: "bench", Session: fmt.Sprintf("items-%d", n)}
+	ctx := context.Background()
+	const batch = 1000
+	for i := 0; i < n; i += batch {
+		var items []recall.Item
+		for j := i; j < min(n, i+batch); j++ {
+			items = append(items, item500(j))
+		}
+		if err := recall.NewSession(s, key).AddItems(ctx, items...); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return s, key, logPath(b, s, key)
+}
+
+// BenchmarkLoad compares loading every item of a 10,000-item session with
+// its raw baseline: reading the log, splitting it into lines and checking
+// each with json.Valid. Throughputs are over the log's size.
+func BenchmarkLoad(b *testing.B) {
+	s, key, path := makeSession(b, benchDir(b), 10_000)
+	fi, err := os.Stat(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.Run("raw-read-split-valid", func(b *testing.B) {
+		b.SetBytes(fi.Size())
+		for b.Loop() {
+			data, err := os.ReadFile(path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			n := 0
+			for line := range bytes.Lines(data) {
+				if json.Valid(line) {
+					n++
+				}
+			}
+			if n != 10_000 {
+				b.Fatalf("%d valid lines", n)
+			}
+		}
+	})
+	b.Run("GetItems-all", func(b *testing.B) {
+		b.SetBytes(fi.Size())
+		sess := recall.NewSession(s, key)
+		for b.Loop() {
+			items, err := sess.GetItems(ctx, 0)
+			if err != nil || len(items) != 10_000 {
+				b.Fatal(len(items), err)
+			}
+		}
+	})
+	b.Run("Load", func(b *testing.B) {
+		b.SetBytes(fi.Size())
+		for b.Loop() {
+			_, es, err := s.Load(ctx, key)
+			if err != nil || len(es) != 10_000 {
+				b.Fatal(len(es), err)
+			}
+		}
+	})
+}
+
+// BenchmarkGetItems20 reads the newest 20 items of sessions of 1,000 and
+// 100,000 items: the cost must not grow with the session.
+func BenchmarkGetItems20(b *testing.B) {
+	dir := benchDir(b)
+	ctx := context.Background()
+	for _, n := range []int{1_000, 100_000} {
+		s, key, _ := makeSession(b, dir, n)
+		b.Run(fmt.Sprintf("items=%d", n), func(b *testing.B) {
+			sess := recall.NewSession(s, key)
+			for b.Loop() {
+				items, err := sess.GetItems(ctx, 20)
+				if err != nil || len(items) != 20 {
+					b.Fatal(len(items), err)
+				}
+			}
+		})
+	}
+}
+
+// makeProject writes sessions logs of items items each straight into a
+// project directory (as a template with distinct times), then lets a
+// store build the index, and returns the home.
+func makeProject(b *testing.B, sessions, items int) string {
+	b.Helper()
+	home := benchDir(b)
+	s, err := filestore.Open(filestore.Options{Dir: home, Sync: filestore.SyncNever})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	// Every entry of the template has this time; each copy replaces it
+	// with its own, so the sessions' Updated differ.
+	placeholder := time.Date(2025, 1, 1, 0, 0, 0, 1000, time.UTC)
+	tmpl := recall.Key{Project: "template", Session: "t"}
+	for i := range items {
+		role := []string{"user", "assistant"}[i%2]
+		e := recall.ItemEntry(recall.Message(role, fmt.Sprintf("message %d %s", i, strings.Repeat("lorem ipsum ", 20))))
+		e.Time = placeholder
+		if _, err := s.Append(ctx, tmpl, e); err != nil {
+			b.Fatal(err)
+		}
+	}
+	title := recall.NewEntry(recall.KindTitle, recall.TitleChange{Title: "a session title", Source: recall.TitleUser})
+	title.Time = placeholder
+	if _, err := s.Append(ctx, tmpl, title); err != nil {
+		b.Fatal(err)
+	}
+	data, err := os.ReadFile(logPath(b, s, tmpl))
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir, err := s.ProjectDir("bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		b.Fatal(err)
+	}
+	base := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range sessions {
+		t, _ := base.Add(time.Duration(i) * time.Second).MarshalJSON()
+		old, _ := placeholder.MarshalJSON()
+		log := bytes.ReplaceAll(data, old, t)
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("s%05d.jsonl", i)), log, 0o600); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if _, err := s.List(ctx, "bench", recall.ListOptions{}); err != nil { // builds the index
+		b.Fatal(err)
+	}
+	return home
+}
+
+// BenchmarkList10k lists the first page (50) of a project of 10,000
+// sessions of 20 items: from a store that has listed before ("warm"), from
+// a new store that must read the index file ("cold", as the CLI does), and
+// the baseline of parsing every log instead of reading an index.
+func BenchmarkList10k(b *testing.B) {
+	const sessions = 10_000
+	home := makeProject(b, sessions, 20)
+	ctx := context.Background()
+	check := func(b *testing.B, p recall.Page, err error) {
+		if err != nil || len(p.Sessions) != 50 || p.Sessions[0].Key.Session != fmt.Sprintf("s%05d", sessions-1) {
+			b.Fatalf("page of %d, first %v, %v", len(p.Sessions), p.Sessions[0].Key, err)
+		}
+	}
+	b.Run("warm", func(b *testing.B) {
+		s, err := filestore.Open(filestore.Options{Dir: home})
+		if err != nil {
+			b.Fatal(err)
+		}
+		p, err := s.List(ctx, "bench", recall.ListOptions{})
+		check(b, p, err)
+		for b.Loop() {
+			p, err := s.List(ctx, "bench", recall.ListOptions{})
+			check(b, p, err)
+		}
+	})
+	b.Run("cold", func(b *testing.B) {
+		for b.Loop() {
+			s, err := filestore.Open(filestore.Options{Dir: home})
+			if err != nil {
+				b.Fatal(err)
+			}
+			p, err := s.List(ctx, "bench", recall.ListOptions{})
+			check(b, p, err)
+		}
+	})
+	b.Run("parse-every-log", func(b *testing.B) {
+		for b.Loop() {
+			s, err := filestore.Open(filestore.Options{Dir: home})
+			if err != nil {
+				b.Fatal(err)
+			}
+			dir, _ := s.ProjectDir("bench")
+			names, err := filepath.Glob(filepath.Join(dir, "*.jsonl"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			var metas []recall.Meta
+			for _, name := range names {
+				key := recall.Key{Project: "bench", Session: strings.TrimSuffix(filepath.Base(name), ".jsonl")}
+				m, _, err := s.Load(ctx, key)
+				if err != nil {
+					b.Fatal(err)
+				}
+				metas = append(metas, m)
+			}
+			p, err := recall.Paginate(metas, recall.ListOptions{})
+			check(b, p, err)
+		}
+	})
+}
+
+// BenchmarkFork10k forks a 10,000-item session (durably) onto a new key.
+func BenchmarkFork10k(b *testing.B) {
+	s, key, _ := makeSession(b, benchDir(b), 10_000)
+	ctx := context.Background()
+	i := 0
+	for b.Loop() {
+		i++
+		if _, err := s.Fork(ctx, key, 0, recall.Key{Project: "bench", Session: fmt.Sprintf("fork-%d", i)}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

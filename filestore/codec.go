@@ -1,0 +1,266 @@
+package filestore
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/recallkit/recall"
+)
+
+// This file is the log's line format; doc.go describes it. The encoder
+// writes the fields in a fixed order so the decoder's fast path can read
+// them without a general JSON decode; any other valid line (edited by
+// hand, written by a future version) goes through encoding/json.
+
+var errBadLine = errors.New("undecodable log line")
+
+// appendLine appends e as one log line, newline included, to buf. more
+// marks every line of a batch but the last.
+func appendLine(buf []byte, e recall.Entry, more bool) ([]byte, error) {
+	t, err := e.Time.MarshalJSON()
+	if err != nil {
+		return buf, fmt.Errorf("%w: entry time: %v", recall.ErrInvalidItem, err)
+	}
+	buf = append(buf, `{"seq":`...)
+	buf = strconv.AppendInt(buf, e.Seq, 10)
+	buf = append(buf, `,"kind":`...)
+	buf = appendString(buf, string(e.Kind))
+	buf = append(buf, `,"time":`...)
+	buf = append(buf, t...)
+	if more {
+		buf = append(buf, `,"more":true`...)
+	}
+	if u := e.Usage; u != nil {
+		buf = append(buf, `,"usage":{"input_tokens":`...)
+		buf = strconv.AppendInt(buf, u.InputTokens, 10)
+		buf = append(buf, `,"output_tokens":`...)
+		buf = strconv.AppendInt(buf, u.OutputTokens, 10)
+		buf = append(buf, `,"total_tokens":`...)
+		buf = strconv.AppendInt(buf, u.TotalTokens, 10)
+		buf = append(buf, '}')
+	}
+	if len(e.Data) > 0 {
+		switch {
+		case embeddable(e.Kind, e.Data):
+			buf = append(buf, `,"data":`...)
+			buf = append(buf, e.Data...)
+		case utf8.Valid(e.Data):
+			buf = append(buf, `,"data_text":`...)
+			buf = appendString(buf, string(e.Data))
+		default:
+			buf = append(buf, `,"data_b64":"`...)
+			buf = base64.StdEncoding.AppendEncode(buf, e.Data)
+			buf = append(buf, '"')
+		}
+	}
+	return append(buf, "}\n"...), nil
+}
+
+// embeddable reports whether data can be written as the raw value of
+// "data" and read back byte for byte: one valid JSON value with no line
+// break and nothing a decoder would trim around it.
+func embeddable(kind recall.Kind, data []byte) bool {
+	if bytes.ContainsAny(data, "\r\n") || isBlank(data[0]) || isBlank(data[len(data)-1]) {
+		return false
+	}
+	switch kind {
+	case recall.KindItem, recall.KindTitle, recall.KindMeta, recall.KindPop, recall.KindCompaction, recall.KindFork:
+		return true // recall.ValidateEntries has decoded these
+	}
+	return json.Valid(data)
+}
+
+func isBlank(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
+
+// appendString appends s as a JSON string. Plain strings (the common kinds)
+// skip encoding/json.
+func appendString(buf []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			b, _ := json.Marshal(s) // a string always marshals
+			return append(buf, b...)
+		}
+	}
+	buf = append(buf, '"')
+	buf = append(buf, s...)
+	return append(buf, '"')
+}
+
+// decodeLine decodes one log line (without its newline). more reports the
+// batch continuation mark. A line that is not a valid entry returns
+// errBadLine: no seq above 0, no kind, a bad time, or an item that is not a
+// JSON object.
+func decodeLine(line []byte) (e recall.Entry, more bool, err error) {
+	line = bytes.TrimRight(line, " \t\r")
+	e, more, ok := decodeFast(line)
+	if !ok {
+		e, more, err = decodeSlow(line)
+		if err != nil {
+			return recall.Entry{}, false, err
+		}
+	}
+	if e.Seq <= 0 || e.Kind == "" {
+		return recall.Entry{}, false, errBadLine
+	}
+	if e.Kind == recall.KindItem {
+		t := bytes.TrimLeft(e.Data, " \t\r\n")
+		if len(t) == 0 || t[0] != '{' {
+			return recall.Entry{}, false, errBadLine
+		}
+	}
+	return e, more, nil
+}
+
+// decodeFast reads a line in exactly the shape appendLine writes. ok is
+// false when the line has another shape (decodeSlow then decides); when ok
+// is true, e.Data aliases line.
+func decodeFast(l []byte) (e recall.Entry, more, ok bool) {
+	p := lineParser{b: l}
+	if !p.lit(`{"seq":`) {
+		return e, false, false
+	}
+	if e.Seq, ok = p.int(); !ok || !p.lit(`,"kind":"`) {
+		return e, false, false
+	}
+	kind, ok := p.plainString()
+	if !ok || !p.lit(`,"time":`) {
+		return e, false, false
+	}
+	e.Kind = recall.Kind(kind)
+	ts, ok := p.quoted()
+	if !ok || e.Time.UnmarshalJSON(ts) != nil {
+		return e, false, false
+	}
+	if p.lit(`,"more":true`) {
+		more = true
+	}
+	if p.lit(`,"usage":{"input_tokens":`) {
+		var u recall.Usage
+		var ok1, ok2, ok3 bool
+		u.InputTokens, ok1 = p.int()
+		ok2 = p.lit(`,"output_tokens":`)
+		if ok1 && ok2 {
+			u.OutputTokens, ok1 = p.int()
+			ok2 = p.lit(`,"total_tokens":`)
+		}
+		if ok1 && ok2 {
+			u.TotalTokens, ok3 = p.int()
+		}
+		if !ok1 || !ok2 || !ok3 || !p.lit(`}`) {
+			return e, false, false
+		}
+		e.Usage = &u
+	}
+	if p.rest() == "}" {
+		return e, more, true
+	}
+	if !p.lit(`,"data":`) || len(p.b) < 2 || p.b[len(p.b)-1] != '}' {
+		return e, false, false
+	}
+	data := p.b[:len(p.b)-1]
+	if !json.Valid(data) {
+		return e, false, false
+	}
+	e.Data = data
+	return e, more, true
+}
+
+// lineParser consumes a line from the front.
+type lineParser struct{ b []byte }
+
+func (p *lineParser) rest() string { return string(p.b) }
+
+func (p *lineParser) lit(s string) bool {
+	if len(p.b) < len(s) || string(p.b[:len(s)]) != s {
+		return false
+	}
+	p.b = p.b[len(s):]
+	return true
+}
+
+// int reads a non-negative decimal integer without leading zeros.
+func (p *lineParser) int() (int64, bool) {
+	i := 0
+	for i < len(p.b) && p.b[i] >= '0' && p.b[i] <= '9' {
+		i++
+	}
+	if i == 0 || i > 18 || (i > 1 && p.b[0] == '0') {
+		return 0, false
+	}
+	n, _ := strconv.ParseInt(string(p.b[:i]), 10, 64)
+	p.b = p.b[i:]
+	return n, true
+}
+
+// plainString reads the rest of a string whose opening quote is consumed,
+// if it has no escapes.
+func (p *lineParser) plainString() (string, bool) {
+	for i, c := range p.b {
+		switch {
+		case c == '"':
+			s := string(p.b[:i])
+			p.b = p.b[i+1:]
+			return s, true
+		case c == '\\' || c < 0x20:
+			return "", false
+		}
+	}
+	return "", false
+}
+
+// quoted reads a string without escapes, quotes included.
+func (p *lineParser) quoted() ([]byte, bool) {
+	if len(p.b) == 0 || p.b[0] != '"' {
+		return nil, false
+	}
+	i := bytes.IndexByte(p.b[1:], '"')
+	if i < 0 || bytes.IndexByte(p.b[1:i+1], '\\') >= 0 {
+		return nil, false
+	}
+	q := p.b[:i+2]
+	p.b = p.b[i+2:]
+	return q, true
+}
+
+// wireLine is a log line as encoding/json sees it.
+type wireLine struct {
+	Seq      int64           `json:"seq"`
+	Kind     recall.Kind     `json:"kind"`
+	Time     time.Time       `json:"time"`
+	More     bool            `json:"more"`
+	Usage    *recall.Usage   `json:"usage"`
+	Data     json.RawMessage `json:"data"`
+	DataText *string         `json:"data_text"`
+	DataB64  []byte          `json:"data_b64"`
+}
+
+func decodeSlow(line []byte) (recall.Entry, bool, error) {
+	t := bytes.TrimLeft(line, " \t\r")
+	if len(t) == 0 || t[0] != '{' {
+		return recall.Entry{}, false, errBadLine
+	}
+	var w wireLine
+	if err := json.Unmarshal(line, &w); err != nil {
+		return recall.Entry{}, false, errBadLine
+	}
+	e := recall.Entry{Seq: w.Seq, Kind: w.Kind, Time: w.Time, Usage: w.Usage, Data: w.Data}
+	switch {
+	case w.DataText != nil:
+		e.Data = json.RawMessage(*w.DataText)
+	case w.DataB64 != nil:
+		e.Data = json.RawMessage(w.DataB64)
+	}
+	if len(e.Data) == 0 {
+		e.Data = nil
+	}
+	if e.Kind == recall.KindItem && !json.Valid(e.Data) {
+		return recall.Entry{}, false, errBadLine
+	}
+	return e, w.More, nil
+}

@@ -1,0 +1,55 @@
+// Package filestore is recall's embedded default store: every session is an
+// append-only JSONL file under a home directory, by default ~/.recall (or
+// $RECALL_HOME).
+//
+// # Layout
+//
+//	<home>/projects/<project>/
+//	    <session>.jsonl                    the session's entry log
+//	    <session>/<subpath>.jsonl          subagent records (Key.Subpath), e.g.
+//	    <session>/subagents/agent-7.jsonl
+//	    <session>.jsonl#torn-<n>           bytes of a torn tail, kept aside
+//	    #index-v1                          the List cache (see below)
+//
+// Every name the store makes for itself holds a '#', a byte no key may
+// contain, so it can never collide with a session.
+//
+// # Log format
+//
+// One entry per line, as a JSON object whose fields come in this order:
+//
+//	{"seq":3,"kind":"item","time":"2025-06-01T10:00:00.123456Z","usage":{...},"data":{...}}
+//
+// "data" holds the payload verbatim. A payload whose bytes cannot sit on
+// one line unchanged (a pretty-printed item with newlines, leading or
+// trailing blanks, or bytes that are not JSON) is stored as a JSON string
+// in "data_text" instead, or in "data_b64" when it is not valid UTF-8, so
+// the bytes that went in are the bytes that come out. Every line of a
+// batch but the last carries "more":true: a batch whose last line is
+// missing was cut by a crash and is not part of the log.
+//
+// # Guarantees
+//
+//   - Append encodes the whole batch first and writes it with a single
+//     write on an O_APPEND file, under an in-process lock and an advisory
+//     file lock (flock), so writers in any number of goroutines and
+//     processes never interleave. Seqs come from the log itself, under the
+//     lock.
+//   - With [SyncAlways] (the default) the log is fsynced before Append
+//     returns: an acknowledged batch survives SIGKILL and power loss.
+//   - A torn tail (a crash mid-write) is ignored by readers and, at the
+//     next write, moved into a side file and cut off, so the next batch
+//     starts on a clean line. A complete line that does not decode is
+//     skipped, counted in Meta.Corrupt and left where it is: the store
+//     never rewrites a log.
+//   - Files the store creates (a new session, a fork, the index) are
+//     written to a temporary file, fsynced, linked or renamed into place,
+//     and their directory is fsynced.
+//   - List reads the index, never the logs: a cache of each log's Meta
+//     keyed by the log's inode, size and mtime. Every List compares it with
+//     a directory read plus one stat per log and re-derives only the logs
+//     that changed (usually by reading just their new bytes), so sessions
+//     written by other processes or copied in by hand are never hidden.
+//   - GetItems(limit) reads the log backwards from its end: its cost
+//     depends on limit, not on the length of the session.
+package filestore

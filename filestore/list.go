@@ -1,0 +1,406 @@
+package filestore
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/recallkit/recall"
+	"golang.org/x/sys/unix"
+)
+
+// logFile is a log found on disk.
+type logFile struct {
+	rel string
+	st  fileStat
+}
+
+// listLogs returns the logs of a project directory: its main sessions, or
+// with parent set, the subagent records under that session. It reads
+// directories and stats files; it opens no log.
+func listLogs(dir, parent string) ([]logFile, error) {
+	if parent == "" {
+		return readLogDir(dir, "", 0)
+	}
+	return readLogDir(dir, parent, 8)
+}
+
+// readLogDir lists the *.jsonl files of dir/sub, descending depth levels
+// of subdirectories. rel names are sub-relative, '/'-separated.
+func readLogDir(dir, sub string, depth int) ([]logFile, error) {
+	d, err := os.Open(filepath.Join(dir, filepath.FromSlash(sub)))
+	if err != nil {
+		if isNotExist(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	defer d.Close()
+	ents, err := d.ReadDir(-1)
+	if err != nil {
+		return nil, err
+	}
+	var own, below []logFile
+	for _, e := range ents {
+		name := e.Name()
+		if strings.IndexByte(name, '#') >= 0 {
+			sweepTemp(d, name) // the store's own files; a dead writer's temp goes
+			continue
+		}
+		t := e.Type()
+		if t.IsDir() {
+			if depth > 0 {
+				more, err := readLogDir(dir, path.Join(sub, name), depth-1)
+				if err != nil {
+					return nil, err
+				}
+				below = append(below, more...)
+			}
+			continue
+		}
+		if strings.HasSuffix(name, logExt) && (t.IsRegular() || t&os.ModeSymlink != 0) {
+			own = append(own, logFile{rel: path.Join(sub, strings.TrimSuffix(name, logExt))})
+		}
+	}
+	return append(statLogs(d, own), below...), nil
+}
+
+// statLogs fills in the stat of each log in the directory d, dropping the
+// ones that vanished or are not regular files. A large directory is
+// stat'ed by one goroutine per CPU: the stats are most of List's time.
+func statLogs(d *os.File, logs []logFile) []logFile {
+	fd := int(d.Fd())
+	ok := make([]bool, len(logs))
+	stat := func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			var st unix.Stat_t
+			name := path.Base(logs[i].rel) + logExt
+			if unix.Fstatat(fd, name, &st, 0) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG {
+				logs[i].st, ok[i] = statOf(&st), true
+			}
+		}
+	}
+	workers := min(runtime.GOMAXPROCS(0), len(logs)/256+1)
+	var wg sync.WaitGroup
+	for w := range workers {
+		lo, hi := w*len(logs)/workers, (w+1)*len(logs)/workers
+		wg.Go(func() { stat(lo, hi) })
+	}
+	wg.Wait()
+	out := logs[:0]
+	for i, lf := range logs {
+		if ok[i] {
+			out = append(out, lf)
+		}
+	}
+	return out
+}
+
+// freshRecords returns an up-to-date record of every log that listLogs
+// finds: the cached one when its stat still matches, else one re-derived
+// from the log (usually from its last committed end). Re-derived records
+// are written back to the index.
+func (s *Store) freshRecords(ctx context.Context, p *projectIndex, parent string) ([]*record, error) {
+	p.mu.Lock()
+	p.refresh() // a journal that cannot be read only costs re-derivations
+	p.mu.Unlock()
+
+	logs, err := listLogs(p.dir, parent)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*record, 0, len(logs))
+	var stale []logFile
+	var prev []*record
+	p.mu.Lock()
+	for _, lf := range logs {
+		if r := p.recs[lf.rel]; r != nil && r.st == lf.st {
+			out = append(out, r)
+		} else {
+			stale = append(stale, lf)
+			prev = append(prev, r)
+		}
+	}
+	var gone []string
+	if parent == "" {
+		found := make(map[string]bool, len(logs))
+		for _, lf := range logs {
+			found[lf.rel] = true
+		}
+		for rel := range p.recs {
+			if !strings.Contains(rel, "/") && !found[rel] {
+				gone = append(gone, rel)
+			}
+		}
+	}
+	p.mu.Unlock()
+
+	fresh := make([]*record, 0, len(stale))
+	for i, lf := range stale {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		k, ok := keyOf(p.name, lf.rel)
+		if !ok {
+			continue // a file named by hand outside the key rules
+		}
+		l := loc{key: k, dir: p.dir, rel: lf.rel, path: filepath.Join(p.dir, filepath.FromSlash(lf.rel)+logExt)}
+		f, st, ok, err := openLog(l)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", l.path, err)
+		}
+		if !ok {
+			continue // removed since the directory was read
+		}
+		r, err := derive(f, k, lf.rel, st, prev[i])
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", l.path, err)
+		}
+		fresh = append(fresh, r)
+	}
+	p.update(fresh, gone)
+	return append(out, fresh...), nil
+}
+
+// update caches re-derived records and forgets gone ones, then brings the
+// journal up to date: one append for a few records, or a compact rewrite
+// when the journal is missing or mostly obsolete.
+func (p *projectIndex) update(fresh []*record, gone []string) {
+	if len(fresh) == 0 && len(gone) == 0 {
+		return
+	}
+	p.mu.Lock()
+	for _, rel := range gone {
+		delete(p.recs, rel)
+	}
+	for _, r := range fresh {
+		p.recs[r.rel] = r
+	}
+	if p.jIno == 0 || p.jLines+len(fresh) > 2*len(p.recs)+256 {
+		p.compactLocked(true) // a failed rewrite leaves the old journal, still a valid cache
+		p.mu.Unlock()
+		return
+	}
+	var buf []byte
+	for _, r := range fresh {
+		buf = appendRecord(buf, r)
+	}
+	p.mu.Unlock()
+	p.appendJournal(buf)
+}
+
+// projectNames returns the projects with a directory in the store.
+func (s *Store) projectNames() ([]string, error) {
+	ents, err := os.ReadDir(s.root)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range ents {
+		if e.IsDir() && validProject(e.Name()) == nil {
+			out = append(out, e.Name())
+		}
+	}
+	return out, nil
+}
+
+// List implements recall.Store. It reads the project's index and one stat
+// per log, decodes the metadata of the page only, and reads a log only
+// when it changed since the index saw it.
+func (s *Store) List(ctx context.Context, project string, opts recall.ListOptions) (recall.Page, error) {
+	if err := s.checkOpen(); err != nil {
+		return recall.Page{}, err
+	}
+	if err := recall.CheckListOptions(project, opts); err != nil {
+		return recall.Page{}, fmt.Errorf("filestore: list: %w", err)
+	}
+	projects := []string{project}
+	if project == "" {
+		var err error
+		if projects, err = s.projectNames(); err != nil {
+			return recall.Page{}, fmt.Errorf("filestore: list: %w", err)
+		}
+	}
+	var match []*record
+	for _, name := range projects {
+		recs, err := s.freshRecords(ctx, s.project(name), opts.Parent)
+		if err != nil {
+			return recall.Page{}, fmt.Errorf("filestore: list %s: %w", name, err)
+		}
+		for _, r := range recs {
+			if !r.empty && recall.Match(r.light(), project, opts) {
+				match = append(match, r)
+			}
+		}
+	}
+	page, err := paginate(match, opts)
+	if err != nil {
+		return recall.Page{}, fmt.Errorf("filestore: list: %w", err)
+	}
+	return page, nil
+}
+
+// paginate is recall.Paginate over records: it sorts pointers by the
+// fields the index keeps undecoded and decodes the Meta of the page only.
+func paginate(recs []*record, opts recall.ListOptions) (recall.Page, error) {
+	slices.SortFunc(recs, func(a, b *record) int {
+		if c := b.updated.Compare(a.updated); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.key.Project, b.key.Project); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.key.Session, b.key.Session); c != 0 {
+			return c
+		}
+		return strings.Compare(a.key.Subpath, b.key.Subpath)
+	})
+	if opts.Cursor != "" {
+		c, err := recall.ParseCursor(opts.Cursor)
+		if err != nil {
+			return recall.Page{}, err
+		}
+		i, _ := slices.BinarySearchFunc(recs, c, func(r *record, c recall.Cursor) int {
+			if c.Before(r.light()) {
+				return -1
+			}
+			return 1
+		})
+		recs = recs[i:]
+	}
+	limit := opts.Limit
+	if limit == 0 {
+		limit = recall.DefaultListLimit
+	}
+	var p recall.Page
+	if limit > 0 && len(recs) > limit {
+		recs = recs[:limit]
+		p.Next = recall.CursorAt(recs[limit-1].light()).String()
+	}
+	p.Sessions = make([]recall.Meta, len(recs))
+	for i, r := range recs {
+		m, err := r.Meta()
+		if err != nil {
+			return recall.Page{}, err
+		}
+		m.Key = r.key
+		p.Sessions[i] = m
+	}
+	return p, nil
+}
+
+// Projects implements recall.Store.
+func (s *Store) Projects(ctx context.Context) ([]recall.ProjectInfo, error) {
+	if err := s.checkOpen(); err != nil {
+		return nil, err
+	}
+	names, err := s.projectNames()
+	if err != nil {
+		return nil, fmt.Errorf("filestore: projects: %w", err)
+	}
+	var out []recall.ProjectInfo
+	for _, name := range names {
+		recs, err := s.freshRecords(ctx, s.project(name), "")
+		if err != nil {
+			return nil, fmt.Errorf("filestore: projects %s: %w", name, err)
+		}
+		info := recall.ProjectInfo{Project: name}
+		for _, r := range recs {
+			if r.empty {
+				continue
+			}
+			info.Sessions++
+			if r.updated.After(info.Updated) {
+				info.Updated = r.updated
+			}
+		}
+		if info.Sessions > 0 {
+			out = append(out, info)
+		}
+	}
+	slices.SortFunc(out, func(a, b recall.ProjectInfo) int { return strings.Compare(a.Project, b.Project) })
+	return out, nil
+}
+
+// Cleanup implements recall.Store. Each candidate is checked again under
+// its write lock before it is removed, so a session written to since the
+// scan is kept.
+func (s *Store) Cleanup(ctx context.Context, opts recall.CleanupOptions) (recall.CleanupReport, error) {
+	if err := s.checkOpen(); err != nil {
+		return recall.CleanupReport{}, err
+	}
+	projects := []string{opts.Project}
+	if opts.Project == "" {
+		var err error
+		if projects, err = s.projectNames(); err != nil {
+			return recall.CleanupReport{}, fmt.Errorf("filestore: cleanup: %w", err)
+		}
+	} else if err := validProject(opts.Project); err != nil {
+		return recall.CleanupReport{}, fmt.Errorf("filestore: cleanup: %w", err)
+	}
+	var rep recall.CleanupReport
+	for _, name := range projects {
+		recs, err := s.freshRecords(ctx, s.project(name), "")
+		if err != nil {
+			return rep, fmt.Errorf("filestore: cleanup %s: %w", name, err)
+		}
+		for _, r := range recs {
+			k := r.key
+			if r.empty || !r.updated.Before(opts.OlderThan) {
+				continue
+			}
+			m, err := r.Meta()
+			if err != nil {
+				return rep, fmt.Errorf("filestore: cleanup %s: %w", k, err)
+			}
+			m.Key = k
+			if m.Pinned {
+				rep.Kept++
+				continue
+			}
+			if !opts.DryRun {
+				removed, err := s.removeIfStale(ctx, k, opts.OlderThan)
+				if err != nil {
+					return rep, fmt.Errorf("filestore: cleanup %s: %w", k, err)
+				}
+				if !removed {
+					continue
+				}
+			}
+			rep.Removed = append(rep.Removed, m)
+		}
+	}
+	recall.SortList(rep.Removed)
+	return rep, nil
+}
+
+// sweepTemp removes name, in the directory d, if it is a temporary file
+// (see tempName) whose writer is gone: its process no longer exists and the
+// file is more than a minute old (a process in another PID namespace may
+// look dead). A crash between writing a temp file and linking it into
+// place leaves these behind.
+func sweepTemp(d *os.File, name string) {
+	_, rest, ok := strings.Cut(name, "#tmp-")
+	if !ok {
+		return
+	}
+	pidText, _, _ := strings.Cut(rest, "-")
+	pid, err := strconv.Atoi(pidText)
+	if err != nil || pid <= 0 || pid == os.Getpid() || unix.Kill(pid, 0) != unix.ESRCH {
+		return
+	}
+	var st unix.Stat_t
+	if unix.Fstatat(int(d.Fd()), name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || time.Since(time.Unix(st.Mtim.Unix())) < time.Minute {
+		return
+	}
+	unix.Unlinkat(int(d.Fd()), name, 0)
+}

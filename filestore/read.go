@@ -1,0 +1,258 @@
+package filestore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"slices"
+
+	"github.com/recallkit/recall"
+)
+
+// Reads take no lock. They see the committed batches of a log (see
+// scan.go): a batch being written by another process is either entirely
+// visible or not at all.
+
+// openLog opens l's log for reading; ok is false when it does not exist.
+func openLog(l loc) (f *os.File, st fileStat, ok bool, err error) {
+	f, err = os.Open(l.path)
+	if isNotExist(err) {
+		return nil, fileStat{}, false, nil
+	}
+	if err != nil {
+		return nil, fileStat{}, false, err
+	}
+	if st, err = fstat(f); err != nil {
+		f.Close()
+		if isNotExist(err) {
+			return nil, fileStat{}, false, nil
+		}
+		return nil, fileStat{}, false, err
+	}
+	return f, st, true, nil
+}
+
+// readAll reads the whole log f of the given size in one allocation, and
+// returns its committed entries (aliasing that buffer) and its record.
+func readAll(f *os.File, l loc, st fileStat) ([]recall.Entry, *record, error) {
+	buf := make([]byte, st.size)
+	n, err := f.ReadAt(buf, 0)
+	if err != nil && err != io.EOF {
+		return nil, nil, err
+	}
+	buf = buf[:n] // a log never shrinks below a committed end; a short read only loses a torn tail
+	var entries []recall.Entry
+	sc := scanner{stable: true, emit: func(e recall.Entry) { entries = append(entries, e) }}
+	sc.scanBytes(buf, 0)
+	m := recall.Meta{Key: l.key}
+	for _, e := range entries {
+		m.Apply(e)
+	}
+	m.Corrupt = sc.corrupt
+	check := crc32.ChecksumIEEE(buf[max(0, sc.end-checkLen):sc.end])
+	st.size = int64(n)
+	return entries, newRecord(l.key, l.rel, st, sc.end, check, sc.unterminated, m), nil
+}
+
+// Stat implements recall.Store. It costs one stat of the log when the
+// process or the index has its metadata, and otherwise a read of the bytes
+// the log gained since they were derived.
+func (s *Store) Stat(ctx context.Context, key recall.Key) (recall.Meta, error) {
+	l, err := s.locate(key)
+	if err != nil {
+		return recall.Meta{}, fmt.Errorf("filestore: stat %s: %w", key, err)
+	}
+	rec, err := s.currentRecord(l)
+	if err != nil {
+		return recall.Meta{}, fmt.Errorf("filestore: stat %s: %w", key, err)
+	}
+	if rec == nil || rec.empty {
+		return recall.Meta{}, fmt.Errorf("filestore: stat %s: %w", key, recall.ErrNotFound)
+	}
+	m, err := rec.Meta()
+	if err != nil {
+		return recall.Meta{}, fmt.Errorf("filestore: stat %s: %w", key, err)
+	}
+	m.Key = key
+	return m, nil
+}
+
+// currentRecord returns an up-to-date record of l's log, or nil when it
+// does not exist.
+func (s *Store) currentRecord(l loc) (*record, error) {
+	p := s.project(l.key.Project)
+	st, err := statPath(l.path)
+	if isNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	rec := s.cachedRecord(p, l.rel, st.size)
+	if rec != nil && rec.st == st {
+		return rec, nil
+	}
+	f, st, ok, err := openLog(l)
+	if err != nil || !ok {
+		return nil, err
+	}
+	defer f.Close()
+	rec, err = derive(f, l.key, l.rel, st, rec)
+	if err != nil {
+		return nil, err
+	}
+	p.put(rec)
+	return rec, nil
+}
+
+// Load implements recall.Store.
+func (s *Store) Load(ctx context.Context, key recall.Key) (recall.Meta, []recall.Entry, error) {
+	l, err := s.locate(key)
+	if err != nil {
+		return recall.Meta{}, nil, fmt.Errorf("filestore: load %s: %w", key, err)
+	}
+	f, st, ok, err := openLog(l)
+	if err != nil {
+		return recall.Meta{}, nil, fmt.Errorf("filestore: load %s: %w", key, err)
+	}
+	if !ok {
+		return recall.Meta{}, nil, fmt.Errorf("filestore: load %s: %w", key, recall.ErrNotFound)
+	}
+	defer f.Close()
+	entries, rec, err := readAll(f, l, st)
+	if err != nil {
+		return recall.Meta{}, nil, fmt.Errorf("filestore: load %s: %w", key, err)
+	}
+	if rec.empty {
+		return recall.Meta{}, nil, fmt.Errorf("filestore: load %s: %w", key, recall.ErrNotFound)
+	}
+	s.remember(l, rec)
+	m, _ := rec.Meta()
+	if entries == nil {
+		entries = []recall.Entry{}
+	}
+	return m, entries, nil
+}
+
+// remember caches a record derived by a reader, unless the process already
+// holds the same one (so a loop of reads does not grow the journal).
+func (s *Store) remember(l loc, rec *record) {
+	p := s.project(l.key.Project)
+	if old := p.get(l.rel); old != nil && old.st == rec.st {
+		return
+	}
+	p.put(rec)
+}
+
+// Items implements recall.Store. With a limit it reads the log backwards
+// from its end and stops once it has limit items (or reaches a clear or a
+// compaction), so its cost does not grow with the session.
+func (s *Store) Items(ctx context.Context, key recall.Key, limit int) ([]recall.LiveItem, error) {
+	l, err := s.locate(key)
+	if err != nil {
+		return nil, fmt.Errorf("filestore: items %s: %w", key, err)
+	}
+	for range 3 {
+		live, err := s.items(l, limit)
+		if errors.Is(err, io.EOF) {
+			continue // a writer cut a torn tail while we read it: read again
+		}
+		if err != nil {
+			return nil, fmt.Errorf("filestore: items %s: %w", key, err)
+		}
+		return live, nil
+	}
+	return nil, fmt.Errorf("filestore: items %s: %w: the log keeps shrinking", key, recall.ErrCorrupt)
+}
+
+func (s *Store) items(l loc, limit int) ([]recall.LiveItem, error) {
+	key := l.key
+	f, st, ok, err := openLog(l)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, nil
+	}
+	defer f.Close()
+	if limit <= 0 {
+		entries, _, err := readAll(f, l, st)
+		if err != nil {
+			return nil, err
+		}
+		_, live := recall.Replay(key, entries)
+		return live, nil // the items alias a buffer this call allocated
+	}
+	live, err := recall.Tail(limit, backward(f, st.size))
+	if err != nil {
+		return nil, err
+	}
+	for i := range live {
+		live[i].Item = live[i].Item.Clone() // let the read blocks go
+	}
+	return live, nil
+}
+
+// Entries implements recall.Store. It reads the log forwards from the
+// start when after lies in its first half, and backwards from the end
+// otherwise, so a replica catching up on the newest entries reads only
+// those.
+func (s *Store) Entries(ctx context.Context, key recall.Key, after int64, limit int) ([]recall.Entry, error) {
+	l, err := s.locate(key)
+	if err != nil {
+		return nil, fmt.Errorf("filestore: entries %s: %w", key, err)
+	}
+	f, st, ok, err := openLog(l)
+	if err != nil {
+		return nil, fmt.Errorf("filestore: entries %s: %w", key, err)
+	}
+	if !ok {
+		return nil, fmt.Errorf("filestore: entries %s: %w", key, recall.ErrNotFound)
+	}
+	defer f.Close()
+	var last int64
+	if rec := s.project(l.key.Project).get(l.rel); rec != nil && rec.st == st {
+		if rec.empty {
+			return nil, fmt.Errorf("filestore: entries %s: %w", key, recall.ErrNotFound)
+		}
+		m, _ := rec.Meta()
+		last = m.LastSeq
+	}
+	var out []recall.Entry
+	if after > 0 && last > 0 && after >= last/2 {
+		for e, err := range backward(f, st.size) {
+			if err != nil {
+				return nil, fmt.Errorf("filestore: entries %s: %w", key, err)
+			}
+			if e.Seq <= after {
+				break
+			}
+			out = append(out, e.Clone())
+		}
+		slices.Reverse(out)
+		if limit > 0 && len(out) > limit {
+			out = out[:limit]
+		}
+	} else {
+		sc := scanner{}
+		sc.emit = func(e recall.Entry) {
+			if e.Seq > after && (limit <= 0 || len(out) < limit) {
+				out = append(out, e.Clone())
+			}
+		}
+		sc.done = func() bool { return limit > 0 && len(out) >= limit }
+		if err := sc.scanFile(f, 0, st.size); err != nil {
+			return nil, fmt.Errorf("filestore: entries %s: %w", key, err)
+		}
+		if len(out) == 0 && after <= 0 && sc.corrupt == 0 { // no entry at all
+			return nil, fmt.Errorf("filestore: entries %s: %w", key, recall.ErrNotFound)
+		}
+	}
+	if out == nil {
+		out = []recall.Entry{}
+	}
+	return out, nil
+}

@@ -1,0 +1,183 @@
+package mirror
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/recallkit/recall"
+)
+
+// ErrDiverged reports a session whose replica log cannot be continued from
+// the primary's: the replica holds entries the primary does not (the
+// session was removed and re-created locally, or something else writes to
+// the replica), or the primary's log was purged below the replica's
+// position. Retrying does not help; the session is reported in Status and
+// retried only after its next local write.
+var ErrDiverged = errors.New("mirror: replica diverged from primary")
+
+// errGone reports that the primary no longer holds a session (it was
+// removed after it was queued): there is nothing to copy.
+var errGone = errors.New("mirror: session gone from the primary")
+
+// copier copies session logs from src to dst with Entries and Import.
+// The mirror's workers and Sync share it.
+type copier struct {
+	src, dst recall.Store
+	batch    int
+	// timeout bounds each call to dst; 0 means none.
+	timeout time.Duration
+}
+
+// replicaError marks an error that came from the replica (dst), as opposed
+// to the primary, so the caller can tell an outage of the replica from a
+// failure of the local store.
+type replicaError struct{ err error }
+
+func (e *replicaError) Error() string { return e.err.Error() }
+func (e *replicaError) Unwrap() error { return e.err }
+
+func fromReplica(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &replicaError{err}
+}
+
+// dstCtx bounds one call to dst.
+func (c copier) dstCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	if c.timeout <= 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, c.timeout)
+}
+
+// position returns the last seq dst holds for key (0 when dst has no such
+// session): the authority a cursor is reset from. guess is the position
+// the caller believed; when dst disagrees, the entry at dst's position is
+// compared with the primary's entry of the same seq, so a replica that
+// holds a different log is reported as ErrDiverged rather than appended to.
+func (c copier) position(ctx context.Context, key recall.Key, guess int64) (int64, error) {
+	cctx, cancel := c.dstCtx(ctx)
+	m, err := c.dst.Stat(cctx, key)
+	cancel()
+	switch {
+	case errors.Is(err, recall.ErrNotFound):
+		return 0, nil
+	case err != nil:
+		return 0, fromReplica(fmt.Errorf("mirror: stat %s on replica: %w", key, err))
+	}
+	last := m.LastSeq
+	if last == 0 || last == guess {
+		return last, nil
+	}
+	return last, c.sameTip(ctx, key, last)
+}
+
+// sameTip checks that src and dst hold the same entry at seq: same kind and
+// time. Times are set by the primary when it writes an entry and carried
+// verbatim by Import, so a re-created session or a foreign writer shows.
+func (c copier) sameTip(ctx context.Context, key recall.Key, seq int64) error {
+	mine, err := c.src.Entries(ctx, key, seq-1, 1)
+	if err != nil && !errors.Is(err, recall.ErrNotFound) {
+		return fmt.Errorf("mirror: read %s at seq %d from primary: %w", key, seq, err)
+	}
+	if len(mine) == 0 || mine[0].Seq != seq {
+		return fmt.Errorf("%w: %s: the replica holds seq %d, the primary does not", ErrDiverged, key, seq)
+	}
+	cctx, cancel := c.dstCtx(ctx)
+	theirs, err := c.dst.Entries(cctx, key, seq-1, 1)
+	cancel()
+	if err != nil {
+		return fromReplica(fmt.Errorf("mirror: read %s at seq %d from replica: %w", key, seq, err))
+	}
+	if len(theirs) == 0 || theirs[0].Seq != seq {
+		return fromReplica(fmt.Errorf("mirror: %s: replica reports seq %d but does not return it: %w", key, seq, recall.ErrConflict))
+	}
+	if a, b := mine[0], theirs[0]; a.Kind != b.Kind || !a.Time.Equal(b.Time) {
+		return fmt.Errorf("%w: %s: at seq %d the primary has %s at %s, the replica %s at %s",
+			ErrDiverged, key, seq, a.Kind, a.Time.Format(time.RFC3339Nano), b.Kind, b.Time.Format(time.RFC3339Nano))
+	}
+	return nil
+}
+
+// copy imports into dst every entry of key that src holds after from, the
+// last seq dst holds, one batch at a time in seq order, and calls done
+// with dst's new position after each batch. It returns the last position
+// dst confirmed and the number of entries copied. For a session src does
+// not hold (any more) it returns errGone.
+func (c copier) copy(ctx context.Context, key recall.Key, from int64, done func(last int64)) (int64, int, error) {
+	copied := 0
+	for {
+		es, err := c.src.Entries(ctx, key, from, c.batch)
+		if errors.Is(err, recall.ErrNotFound) {
+			return from, copied, errGone
+		}
+		if err != nil {
+			return from, copied, fmt.Errorf("mirror: read %s from primary: %w", key, err)
+		}
+		if len(es) == 0 {
+			return from, copied, nil
+		}
+		if es[0].Seq != from+1 {
+			// Entries skips nothing in a well-formed log, so the entries
+			// after from are gone: a purge rewrote the log from a
+			// compaction entry, which Import cannot start from.
+			return from, copied, fmt.Errorf("%w: %s: the replica is at seq %d but the primary's log continues at seq %d (%s; purged?)",
+				ErrDiverged, key, from, es[0].Seq, es[0].Kind)
+		}
+		want := es[len(es)-1].Seq
+		cctx, cancel := c.dstCtx(ctx)
+		last, err := c.dst.Import(cctx, key, es...)
+		cancel()
+		if err != nil {
+			return from, copied, fromReplica(fmt.Errorf("mirror: import %s seq %d-%d into replica: %w", key, es[0].Seq, want, err))
+		}
+		if last < want {
+			return from, copied, fromReplica(fmt.Errorf("mirror: import %s into replica: it reports seq %d after importing up to %d: %w", key, last, want, recall.ErrConflict))
+		}
+		copied += len(es)
+		// The replica may report more than was sent (another process
+		// replicated further); the position is what this copy knows.
+		from = want
+		if done != nil {
+			done(from)
+		}
+		if len(es) < c.batch {
+			return from, copied, nil
+		}
+	}
+}
+
+// sync brings key up to date in dst from the believed position guess: it
+// resets the position from dst when trusted is false, and once more after
+// a conflict (dst lost or gained entries since the position was known),
+// then copies. It returns dst's position and the entries copied.
+func (c copier) sync(ctx context.Context, key recall.Key, guess int64, trusted bool, done func(last int64)) (int64, int, error) {
+	pos := guess
+	total := 0
+	for attempt := 0; ; attempt++ {
+		if !trusted {
+			p, err := c.position(ctx, key, pos)
+			if err != nil {
+				return pos, total, err
+			}
+			pos = p
+			if done != nil {
+				done(pos)
+			}
+		}
+		last, n, err := c.copy(ctx, key, pos, done)
+		total += n
+		if err == nil || attempt > 0 || !errors.Is(err, recall.ErrConflict) || !isReplicaErr(err) {
+			return last, total, err
+		}
+		pos, trusted = last, false
+	}
+}
+
+func isReplicaErr(err error) bool {
+	var re *replicaError
+	return errors.As(err, &re)
+}

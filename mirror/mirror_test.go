@@ -1,0 +1,695 @@
+package mirror_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/memstore"
+	"github.com/recallkit/recall/mirror"
+)
+
+// keepOpen is a store whose Close does nothing, so a test can start a second
+// mirror over the same in-memory store after the first one closed it. It
+// counts the calls to Close.
+type keepOpen struct {
+	recall.Store
+	closes atomic.Int32
+}
+
+func (k *keepOpen) Close() error { k.closes.Add(1); return nil }
+
+func newMirror(t testing.TB, primary, replica recall.Store, opts mirror.Options) *mirror.Store {
+	t.Helper()
+	m, err := mirror.New(primary, replica, opts)
+	if err != nil {
+		t.Fatalf("mirror.New: %v", err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+func TestReplicatesEveryOperation(t *testing.T) {
+	ctx := context.Background()
+	primary, replica := memstore.New(memstore.Options{}), memstore.New(memstore.Options{})
+	m := newMirror(t, primary, replica, fastOptions(t.TempDir()))
+	k := recall.Key{Project: "p", Session: "s1"}
+	fork := recall.Key{Project: "p", Session: "s2"}
+	sub := recall.Key{Project: "p", Session: "s1", Subpath: "subagents/helper-1"}
+	imported := recall.Key{Project: "q", Session: "s3"}
+
+	// Each operation is followed by a flush and a comparison, so one that
+	// the mirror fails to replicate cannot hide behind a later one.
+	ops := []struct {
+		name string
+		do   func() error
+	}{
+		{"append", func() error {
+			_, err := m.Append(ctx, k, recall.ItemEntries(item("one"), item("two"), item("three"))...)
+			return err
+		}},
+		{"append with usage", func() error {
+			e := recall.ItemEntry(item("with usage"))
+			e.Usage = &recall.Usage{InputTokens: 3, OutputTokens: 4, TotalTokens: 7}
+			_, err := m.Append(ctx, k, e)
+			return err
+		}},
+		{"pop", func() error {
+			it, err := m.Pop(ctx, k)
+			if err == nil && it == nil {
+				err = errors.New("nothing popped")
+			}
+			return err
+		}},
+		{"auto title", func() error { _, err := recall.SetTitle(ctx, m, k, "auto title", recall.TitleAuto); return err }},
+		{"user title", func() error { _, err := recall.SetTitle(ctx, m, k, "user title", recall.TitleUser); return err }},
+		{"archive", func() error { _, err := recall.SetArchived(ctx, m, k, true); return err }},
+		{"pin", func() error { _, err := recall.SetPinned(ctx, m, k, true); return err }},
+		{"labels", func() error { _, err := recall.SetLabels(ctx, m, k, "a", "b"); return err }},
+		{"compaction", func() error {
+			st, err := m.Stat(ctx, k)
+			if err != nil {
+				return err
+			}
+			_, err = m.Append(ctx, k, recall.NewEntry(recall.KindCompaction, recall.Compaction{Through: st.LastSeq, Replaced: st.ItemCount, Items: []recall.Item{item("summary")}, Strategy: "test"}))
+			return err
+		}},
+		{"append after compaction", func() error { _, err := m.Append(ctx, k, recall.ItemEntry(item("after"))); return err }},
+		{"fork", func() error { _, err := m.Fork(ctx, k, 0, fork); return err }},
+		{"clear", func() error { return recall.Clear(ctx, m, fork) }},
+		{"subagent record", func() error { _, err := m.Append(ctx, sub, recall.ItemEntry(item("subagent"))); return err }},
+		{"import", func() error {
+			_, err := m.Import(ctx, imported, recall.Entry{Seq: 1, Kind: recall.KindItem, Time: recall.Now(), Data: json.RawMessage(item("imported"))})
+			return err
+		}},
+	}
+	for _, op := range ops {
+		if err := op.do(); err != nil {
+			t.Fatalf("%s: %v", op.name, err)
+		}
+		flush(t, m, 10*time.Second)
+		if err := diffLogs(t, primary, replica, true); err != nil {
+			t.Fatalf("after %s: %v", op.name, err)
+		}
+	}
+	// The metadata the replica derives is the primary's.
+	for _, key := range []recall.Key{k, fork, sub, imported} {
+		a, _ := primary.Stat(ctx, key)
+		b, err := replica.Stat(ctx, key)
+		if err != nil {
+			t.Fatalf("replica stat %s: %v", key, err)
+		}
+		ja, _ := json.Marshal(a)
+		jb, _ := json.Marshal(b)
+		if string(ja) != string(jb) {
+			t.Errorf("%s: primary meta %s, replica %s", key, ja, jb)
+		}
+	}
+	for _, ss := range m.Status(ctx) {
+		if ss.Lag != 0 || ss.ReplicatedSeq != ss.PrimarySeq || ss.Pending {
+			t.Errorf("status after flush: %+v", ss)
+		}
+	}
+}
+
+// blocking is a replica whose every call hangs until release is closed.
+type blocking struct {
+	recall.Store
+	release chan struct{}
+	entered atomic.Int32
+}
+
+func (b *blocking) wait(ctx context.Context) error {
+	b.entered.Add(1)
+	select {
+	case <-b.release:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (b *blocking) Stat(ctx context.Context, key recall.Key) (recall.Meta, error) {
+	if err := b.wait(ctx); err != nil {
+		return recall.Meta{}, err
+	}
+	return b.Store.Stat(ctx, key)
+}
+
+func (b *blocking) Import(ctx context.Context, key recall.Key, es ...recall.Entry) (int64, error) {
+	if err := b.wait(ctx); err != nil {
+		return 0, err
+	}
+	return b.Store.Import(ctx, key, es...)
+}
+
+// The write path does no replica I/O: appends complete while every call to
+// the replica hangs.
+func TestWritesDoNotWaitForAHungReplica(t *testing.T) {
+	ctx := context.Background()
+	primary := memstore.New(memstore.Options{})
+	inner := memstore.New(memstore.Options{})
+	replica := &blocking{Store: inner, release: make(chan struct{})}
+	m := newMirror(t, primary, replica, fastOptions(""))
+	for i := range 50 {
+		k := recall.Key{Project: "p", Session: "s" + string(rune('a'+i%5))}
+		if _, err := m.Append(ctx, k, recall.ItemEntry(item("x"))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, 10*time.Second, "a worker to call the replica", func() bool { return replica.entered.Load() > 0 })
+	if sum := m.Summary(ctx); sum.Lag != 50 || sum.Behind != 5 {
+		t.Fatalf("summary while the replica hangs: %+v", sum)
+	}
+	close(replica.release)
+	flush(t, m, 10*time.Second)
+	if err := diffLogs(t, primary, inner, true); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// importLog records the imports a store received, to check their order.
+type importLog struct {
+	recall.Store
+	mu  sync.Mutex
+	log map[recall.Key][]int64 // first seq of each successful import
+}
+
+func (l *importLog) Import(ctx context.Context, key recall.Key, es ...recall.Entry) (int64, error) {
+	last, err := l.Store.Import(ctx, key, es...)
+	if err == nil && len(es) > 0 {
+		l.mu.Lock()
+		if l.log == nil {
+			l.log = map[recall.Key][]int64{}
+		}
+		l.log[key] = append(l.log[key], es[0].Seq)
+		l.mu.Unlock()
+	}
+	return last, err
+}
+
+func TestOutageBacklogDrainsInOrder(t *testing.T) {
+	ctx := context.Background()
+	primary := memstore.New(memstore.Options{})
+	inner := &importLog{Store: memstore.New(memstore.Options{})}
+	replica := newFaulty(inner, 1)
+	opts := fastOptions(t.TempDir())
+	opts.BatchSize = 7 // several batches per session
+	m := newMirror(t, primary, replica, opts)
+	keys := []recall.Key{{Project: "p", Session: "a"}, {Project: "p", Session: "b"}, {Project: "q", Session: "c"}}
+
+	// Some history replicates while the replica is up.
+	for _, k := range keys {
+		if _, err := m.Append(ctx, k, recall.ItemEntry(item("before"))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	flush(t, m, 10*time.Second)
+
+	replica.setDown(true)
+	start := time.Now()
+	callsBefore := replica.calls.Load()
+	for i := range 150 {
+		k := keys[i%len(keys)]
+		if _, err := m.Append(ctx, k, recall.ItemEntry(item("during"))); err != nil {
+			t.Fatalf("append %d during the outage: %v", i, err)
+		}
+		if i%50 == 0 {
+			time.Sleep(20 * time.Millisecond) // let probes happen
+		}
+	}
+	eventually(t, 10*time.Second, "the outage to show in the summary", func() bool { return m.Summary(ctx).ReplicaDown })
+	time.Sleep(100 * time.Millisecond)
+	sum := m.Summary(ctx)
+	if !sum.ReplicaDown || sum.Lag != 150 || sum.Behind != 3 || !strings.Contains(sum.LastError, errUnreachable.Error()) {
+		t.Fatalf("summary during the outage: %+v", sum)
+	}
+	failing := 0
+	for _, ss := range m.Status(ctx) {
+		if ss.Lag != 50 || ss.ReplicatedSeq != 1 || ss.PrimarySeq != 51 || !ss.Pending {
+			t.Errorf("status during the outage: %+v", ss)
+		}
+		if strings.Contains(ss.LastError, errUnreachable.Error()) && !ss.LastErrorAt.IsZero() {
+			failing++
+		}
+	}
+	// The sessions queued behind the probing one have not been tried.
+	if failing == 0 {
+		t.Errorf("no session reports the replica's error")
+	}
+	// The replica is probed by one session at a time, with a delay that
+	// doubles to RetryMax (at least RetryMax/2 with jitter): the calls are
+	// bounded by the time elapsed, not by the number of writes.
+	calls := replica.calls.Load() - callsBefore
+	bound := int64(time.Since(start)/(opts.RetryMax/2)) + 20
+	if calls > bound {
+		t.Fatalf("%d replica calls in %s of outage; backoff allows at most %d", calls, time.Since(start), bound)
+	}
+
+	replica.setDown(false)
+	flush(t, m, 10*time.Second)
+	if err := diffLogs(t, primary, inner, true); err != nil {
+		t.Fatal(err)
+	}
+	if sum := m.Summary(ctx); sum.ReplicaDown || sum.Lag != 0 || sum.Behind != 0 {
+		t.Fatalf("summary after the drain: %+v", sum)
+	}
+	// Per session, imports arrived in seq order, each continuing the last.
+	inner.mu.Lock()
+	defer inner.mu.Unlock()
+	for k, firsts := range inner.log {
+		for i := 1; i < len(firsts); i++ {
+			if firsts[i] <= firsts[i-1] {
+				t.Errorf("%s: imports out of order: %v", k, firsts)
+			}
+		}
+	}
+}
+
+func TestResumesFromCursorFile(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	primary := &keepOpen{Store: memstore.New(memstore.Options{})}
+	inner := memstore.New(memstore.Options{})
+	replica := &keepOpen{Store: inner}
+	m := newMirror(t, primary, replica, fastOptions(dir))
+	var keys []recall.Key
+	for i := range 10 {
+		k := recall.Key{Project: "p", Session: "s" + string(rune('a'+i))}
+		keys = append(keys, k)
+		if _, err := m.Append(ctx, k, recall.ItemEntries(item("1"), item("2"))...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := m.Shutdown(ctx); err != nil {
+		t.Fatalf("shutdown: %v", err)
+	}
+	if primary.closes.Load() != 1 || replica.closes.Load() != 1 {
+		t.Fatalf("shutdown closed primary %d times, replica %d times; want once each", primary.closes.Load(), replica.closes.Load())
+	}
+	if _, err := m.Append(ctx, keys[0], recall.ItemEntry(item("late"))); !errors.Is(err, recall.ErrClosed) {
+		t.Fatalf("append after shutdown: %v, want ErrClosed", err)
+	}
+	if err := m.Shutdown(ctx); !errors.Is(err, recall.ErrClosed) {
+		t.Fatalf("second shutdown: %v, want ErrClosed", err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "cursors.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"seq": 2`) {
+		t.Fatalf("cursor file lacks the positions:\n%s", b)
+	}
+
+	// While no mirror runs, one session grows.
+	if _, err := primary.Append(ctx, keys[3], recall.ItemEntry(item("3"))); err != nil {
+		t.Fatal(err)
+	}
+	counting := newCountingStore(inner)
+	m2 := newMirror(t, primary, counting, fastOptions(dir))
+	flush(t, m2, 10*time.Second)
+	if err := diffLogs(t, primary, inner, true); err != nil {
+		t.Fatal(err)
+	}
+	// Only the session that grew was looked at on the replica: the cursor
+	// file spared a round trip for every other one.
+	for k, n := range counting.byKey() {
+		if k != keys[3] {
+			t.Errorf("the restarted mirror made %d replica calls for %s, which the cursor file shows replicated", n, k)
+		}
+	}
+	if counting.byKey()[keys[3]] == 0 {
+		t.Errorf("the session that grew was not replicated")
+	}
+}
+
+// counting counts replica calls per session.
+type counting struct {
+	recall.Store
+	mu sync.Mutex
+	n  map[recall.Key]int
+}
+
+func newCountingStore(s recall.Store) *counting { return &counting{Store: s, n: map[recall.Key]int{}} }
+
+func (c *counting) add(k recall.Key) { c.mu.Lock(); c.n[k]++; c.mu.Unlock() }
+
+func (c *counting) byKey() map[recall.Key]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[recall.Key]int{}
+	for k, v := range c.n {
+		out[k] = v
+	}
+	return out
+}
+
+func (c *counting) Stat(ctx context.Context, k recall.Key) (recall.Meta, error) {
+	c.add(k)
+	return c.Store.Stat(ctx, k)
+}
+
+func (c *counting) Entries(ctx context.Context, k recall.Key, after int64, limit int) ([]recall.Entry, error) {
+	c.add(k)
+	return c.Store.Entries(ctx, k, after, limit)
+}
+
+func (c *counting) Import(ctx context.Context, k recall.Key, es ...recall.Entry) (int64, error) {
+	c.add(k)
+	return c.Store.Import(ctx, k, es...)
+}
+
+func (c *counting) Close() error { return nil }
+
+// A primary full of sessions the replica has never seen catches up at start:
+// every project, archived sessions and subagent records included.
+func TestBacklogAtStartCatchesUp(t *testing.T) {
+	ctx := context.Background()
+	primary := memstore.New(memstore.Options{})
+	for i := range 30 {
+		k := recall.Key{Project: []string{"p1", "p2", "p3"}[i%3], Session: fmt.Sprintf("s%02d", i)}
+		if _, err := primary.Append(ctx, k, recall.ItemEntries(item("a"), item("b"))...); err != nil {
+			t.Fatal(err)
+		}
+		if i%4 == 0 {
+			if _, err := recall.SetArchived(ctx, primary, k, true); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if i%5 == 0 {
+			sub := k
+			sub.Subpath = "subagents/w-1"
+			if _, err := primary.Append(ctx, sub, recall.ItemEntry(item("sub"))); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	replica := memstore.New(memstore.Options{})
+	// The replica already holds part of one session: it is continued, not
+	// duplicated.
+	k0 := recall.Key{Project: "p1", Session: "s00"}
+	_, es, _ := primary.Load(ctx, k0)
+	if _, err := replica.Import(ctx, k0, es[:1]...); err != nil {
+		t.Fatal(err)
+	}
+	m := newMirror(t, primary, replica, fastOptions(t.TempDir()))
+	flush(t, m, 20*time.Second)
+	if err := diffLogs(t, primary, replica, true); err != nil {
+		t.Fatal(err)
+	}
+	if sum := m.Summary(ctx); sum.Sessions != 36 || sum.Lag != 0 || sum.Scanning {
+		t.Fatalf("summary: %+v", sum)
+	}
+}
+
+// A replica that comes back empty after an outage (a Redis without
+// persistence) is refilled, idle sessions included.
+func TestReplicaThatLostDataIsRefilled(t *testing.T) {
+	ctx := context.Background()
+	primary := memstore.New(memstore.Options{})
+	replica := newFaulty(memstore.New(memstore.Options{}), 2)
+	m := newMirror(t, primary, replica, fastOptions(t.TempDir()))
+	for i := range 5 {
+		k := recall.Key{Project: "p", Session: "idle" + string(rune('0'+i))}
+		if _, err := m.Append(ctx, k, recall.ItemEntries(item("a"), item("b"))...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	flush(t, m, 10*time.Second)
+
+	replica.setDown(true)
+	busy := recall.Key{Project: "p", Session: "busy"}
+	if _, err := m.Append(ctx, busy, recall.ItemEntry(item("during"))); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the outage to be seen", func() bool { return m.Summary(ctx).ReplicaDown })
+	replica.wipe()
+	replica.setDown(false)
+	flush(t, m, 10*time.Second)
+	if err := diffLogs(t, primary, replica.store(), true); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Recheck refills a replica that lost data while the mirror saw no error.
+func TestRecheck(t *testing.T) {
+	ctx := context.Background()
+	primary := memstore.New(memstore.Options{})
+	replica := newFaulty(memstore.New(memstore.Options{}), 3)
+	m := newMirror(t, primary, replica, fastOptions(""))
+	for i := range 5 {
+		k := recall.Key{Project: "p", Session: "s" + string(rune('0'+i))}
+		if _, err := m.Append(ctx, k, recall.ItemEntries(item("a"), item("b"))...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	flush(t, m, 10*time.Second)
+	replica.wipe()
+	flush(t, m, 10*time.Second)
+	if err := diffLogs(t, primary, replica.store(), true); err == nil {
+		t.Fatal("the wiped replica equals the primary before Recheck: the test is broken")
+	}
+	m.Recheck()
+	flush(t, m, 10*time.Second)
+	if err := diffLogs(t, primary, replica.store(), true); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestDivergedReplicaIsReportedNotOverwritten(t *testing.T) {
+	ctx := context.Background()
+	primary := memstore.New(memstore.Options{})
+	replica := memstore.New(memstore.Options{})
+	k := recall.Key{Project: "p", Session: "s"}
+	other := recall.Key{Project: "p", Session: "ok"}
+	if _, err := primary.Append(ctx, k, recall.ItemEntries(item("mine"), item("mine 2"))...); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := primary.Append(ctx, other, recall.ItemEntry(item("fine"))); err != nil {
+		t.Fatal(err)
+	}
+	// Someone else wrote a different log under the same key.
+	time.Sleep(time.Millisecond)
+	if _, err := replica.Append(ctx, k, recall.ItemEntry(item("theirs"))); err != nil {
+		t.Fatal(err)
+	}
+	_, theirs, _ := replica.Load(ctx, k)
+
+	m := newMirror(t, primary, replica, fastOptions(""))
+	fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	err := m.Flush(fctx)
+	if !errors.Is(err, mirror.ErrNotFlushed) || fctx.Err() != nil {
+		t.Fatalf("flush: %v, want ErrNotFlushed before the deadline", err)
+	}
+	_, got, _ := replica.Load(ctx, k)
+	if err := sameEntries(theirs, got); err != nil {
+		t.Fatalf("the diverged replica log was changed: %v", err)
+	}
+	var found bool
+	for _, ss := range m.Status(ctx) {
+		switch ss.Key {
+		case k:
+			found = true
+			if !ss.Stuck || !strings.Contains(ss.LastError, mirror.ErrDiverged.Error()) {
+				t.Errorf("status of the diverged session: %+v", ss)
+			}
+		case other:
+			if ss.Lag != 0 {
+				t.Errorf("the healthy session did not replicate: %+v", ss)
+			}
+		}
+	}
+	if !found {
+		t.Fatal("the diverged session is missing from Status")
+	}
+}
+
+// A session removed locally and re-created under the same key (deletes not
+// propagated) is not appended onto the old replica log.
+func TestRecreatedSessionIsNotMixedIntoOldReplicaLog(t *testing.T) {
+	ctx := context.Background()
+	primary, replica := memstore.New(memstore.Options{}), memstore.New(memstore.Options{})
+	m := newMirror(t, primary, replica, fastOptions(""))
+	k := recall.Key{Project: "p", Session: "s"}
+	if _, err := m.Append(ctx, k, recall.ItemEntries(item("old 1"), item("old 2"))...); err != nil {
+		t.Fatal(err)
+	}
+	flush(t, m, 10*time.Second)
+	if err := m.Remove(ctx, k); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Millisecond)
+	if _, err := m.Append(ctx, k, recall.ItemEntries(item("new 1"), item("new 2"), item("new 3"))...); err != nil {
+		t.Fatal(err)
+	}
+	fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := m.Flush(fctx); !errors.Is(err, mirror.ErrNotFlushed) || !strings.Contains(err.Error(), "diverged") {
+		t.Fatalf("flush: %v, want ErrNotFlushed for a diverged session", err)
+	}
+	_, es, _ := replica.Load(ctx, k)
+	if len(es) != 2 {
+		t.Fatalf("the replica's old log has %d entries now, want its 2", len(es))
+	}
+}
+
+func TestDeletesStayLocalByDefault(t *testing.T) {
+	ctx := context.Background()
+	primary, replica := memstore.New(memstore.Options{}), memstore.New(memstore.Options{})
+	m := newMirror(t, primary, replica, fastOptions(""))
+	a, b := recall.Key{Project: "p", Session: "a"}, recall.Key{Project: "p", Session: "b"}
+	for _, k := range []recall.Key{a, b} {
+		if _, err := m.Append(ctx, k, recall.ItemEntry(item("x"))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	flush(t, m, 10*time.Second)
+	if err := m.Remove(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := m.Cleanup(ctx, recall.CleanupOptions{OlderThan: time.Now().Add(time.Hour)})
+	if err != nil || len(rep.Removed) != 1 {
+		t.Fatalf("cleanup: %+v %v", rep, err)
+	}
+	flush(t, m, 10*time.Second)
+	for _, k := range []recall.Key{a, b} {
+		if _, err := replica.Stat(ctx, k); err != nil {
+			t.Errorf("the replica lost %s after a local delete: %v", k, err)
+		}
+	}
+	if n := len(m.Status(ctx)); n != 0 {
+		t.Errorf("the mirror still tracks %d deleted sessions", n)
+	}
+}
+
+func TestPropagateDeletes(t *testing.T) {
+	ctx := context.Background()
+	primary := memstore.New(memstore.Options{})
+	replica := newFaulty(memstore.New(memstore.Options{}), 4)
+	opts := fastOptions("")
+	opts.PropagateDeletes = true
+	m := newMirror(t, primary, replica, opts)
+	a, b, c := recall.Key{Project: "p", Session: "a"}, recall.Key{Project: "p", Session: "b"}, recall.Key{Project: "p", Session: "c"}
+	sub := recall.Key{Project: "p", Session: "a", Subpath: "subagents/x-1"}
+	for _, k := range []recall.Key{a, b, c, sub} {
+		if _, err := m.Append(ctx, k, recall.ItemEntry(item("x"))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := recall.SetPinned(ctx, m, c, true); err != nil {
+		t.Fatal(err)
+	}
+	flush(t, m, 10*time.Second)
+
+	// Deletes made while the replica is down are owed and replayed.
+	replica.setDown(true)
+	if err := m.Remove(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := m.Cleanup(ctx, recall.CleanupOptions{OlderThan: time.Now().Add(time.Hour)})
+	if err != nil || len(rep.Removed) != 1 || rep.Removed[0].Key != b {
+		t.Fatalf("cleanup: %+v %v", rep, err)
+	}
+	eventually(t, 10*time.Second, "the outage to be seen", func() bool { return m.Summary(ctx).ReplicaDown })
+	if _, err := replica.store().Stat(ctx, a); err != nil {
+		t.Fatalf("the replica lost %s while down: %v", a, err)
+	}
+	replica.setDown(false)
+	flush(t, m, 10*time.Second)
+	if err := diffLogs(t, primary, replica.store(), true); err != nil {
+		t.Fatal(err)
+	}
+	// A session re-created after its removal replicates afresh.
+	if _, err := m.Append(ctx, a, recall.ItemEntry(item("again"))); err != nil {
+		t.Fatal(err)
+	}
+	flush(t, m, 10*time.Second)
+	if err := diffLogs(t, primary, replica.store(), true); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCloseWithReplicaDownReturnsPromptly(t *testing.T) {
+	ctx := context.Background()
+	primary := &keepOpen{Store: memstore.New(memstore.Options{})}
+	down := newFaulty(memstore.New(memstore.Options{}), 5)
+	replica := &keepOpen{Store: down}
+	down.setDown(true)
+	opts := fastOptions(t.TempDir())
+	opts.RetryMin, opts.RetryMax = 50*time.Millisecond, time.Minute
+	opts.CloseTimeout = time.Hour // the deadline the flush must not wait for
+	m, err := mirror.New(primary, replica, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := recall.Key{Project: "p", Session: "s"}
+	for range 3 {
+		if _, err := m.Append(ctx, k, recall.ItemEntry(item("x"))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Wait until the retry delay outgrows a short deadline.
+	eventually(t, 30*time.Second, "the retry delay to pass a second", func() bool {
+		sum := m.Summary(ctx)
+		return sum.ReplicaDown && time.Until(sum.NextAttempt) > time.Second
+	})
+	sctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	err = m.Shutdown(sctx)
+	if !errors.Is(err, mirror.ErrNotFlushed) {
+		t.Fatalf("shutdown with the replica down: %v, want ErrNotFlushed", err)
+	}
+	if sctx.Err() != nil {
+		t.Fatalf("shutdown waited for the deadline although no retry was due before it")
+	}
+	if primary.closes.Load() != 1 || replica.closes.Load() != 1 {
+		t.Fatalf("closes: primary %d, replica %d", primary.closes.Load(), replica.closes.Load())
+	}
+	if _, err := m.Stat(ctx, k); !errors.Is(err, recall.ErrClosed) {
+		t.Fatalf("stat after shutdown: %v", err)
+	}
+}
+
+func TestNewRejectsNilStores(t *testing.T) {
+	if _, err := mirror.New(nil, memstore.New(memstore.Options{}), mirror.Options{}); err == nil {
+		t.Fatal("New accepted a nil primary")
+	}
+}
+
+func TestCorruptCursorFileIsRebuilt(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "cursors.json"), []byte("{not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	primary, replica := memstore.New(memstore.Options{}), memstore.New(memstore.Options{})
+	k := recall.Key{Project: "p", Session: "s"}
+	if _, err := primary.Append(ctx, k, recall.ItemEntry(item("x"))); err != nil {
+		t.Fatal(err)
+	}
+	m := newMirror(t, primary, replica, fastOptions(dir))
+	flush(t, m, 10*time.Second)
+	if err := diffLogs(t, primary, replica, true); err != nil {
+		t.Fatal(err)
+	}
+	if sum := m.Summary(ctx); !strings.Contains(sum.LastError, "cursor file") {
+		t.Errorf("the corrupt cursor file is not reported: %+v", sum)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "cursors.json"))
+	if !json.Valid(b) {
+		t.Fatalf("cursor file still corrupt after close:\n%s", b)
+	}
+}

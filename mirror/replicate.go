@@ -1,0 +1,373 @@
+package mirror
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"time"
+
+	"github.com/recallkit/recall"
+)
+
+// This file is the replication machinery: the write path marks a session
+// dirty (mark, forget), workers take dirty sessions from a FIFO queue and
+// copy their logs (worker, replicate), and failures back off (retryLater,
+// the replica-wide gate).
+
+// sessionLocked returns key's state, creating it; s.mu is held.
+func (s *Store) sessionLocked(key recall.Key) *session {
+	st := s.sessions[key]
+	if st == nil {
+		st = &session{}
+		s.sessions[key] = st
+		delete(s.forgotten, key)
+	}
+	return st
+}
+
+// mark records that the primary holds key up to head (0: unknown) and
+// queues the session. It is all the write path does for replication: no
+// I/O, one uncontended lock.
+func (s *Store) mark(key recall.Key, head int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.sessionLocked(key)
+	if head > st.head {
+		st.head = head
+	}
+	st.dirty = true
+	st.stuck = false // a new write is a reason to try again
+	s.enqueueLocked(key, st, false)
+}
+
+// forget drops key (and, for a main session, its subagent records) from
+// replication after a local delete, or queues their removal from the
+// replica when deletes propagate.
+func (s *Store) forget(key recall.Key) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, st := range s.sessions {
+		if k != key && !(key.IsMain() && k.Parent() == key) {
+			continue
+		}
+		if !s.opts.PropagateDeletes {
+			delete(s.sessions, k)
+			s.forgotten[k] = true
+			continue
+		}
+		// The local session is gone: nothing of it is owed but its removal.
+		st.remove, st.dirty, st.stuck, st.head = true, false, false, 0
+		s.enqueueLocked(k, st, false)
+	}
+	if s.opts.PropagateDeletes && s.sessions[key] == nil {
+		// The mirror never saw the session (written before it started and
+		// not reached by the scan yet): the replica may still hold it.
+		st := s.sessionLocked(key)
+		st.remove = true
+		s.enqueueLocked(key, st, false)
+	}
+	s.broadcastLocked()
+}
+
+// enqueueLocked puts a session on the queue unless it is already queued,
+// being replicated (the worker looks at dirty again when it finishes) or
+// waiting for a retry. front puts it first, to keep the order of a backlog
+// that failed.
+func (s *Store) enqueueLocked(key recall.Key, st *session, front bool) {
+	if st.queued || st.running || st.waiting || s.closedDone() {
+		return
+	}
+	st.queued = true
+	if front {
+		s.queue = append([]recall.Key{key}, s.queue...)
+	} else {
+		s.queue = append(s.queue, key)
+	}
+	s.signal(s.wake)
+}
+
+// closedDone reports whether the workers have stopped.
+func (s *Store) closedDone() bool { return s.ctx.Err() != nil }
+
+func (s *Store) signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// broadcastLocked wakes everyone waiting in Flush.
+func (s *Store) broadcastLocked() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// next takes the first runnable session off the queue. When there is none
+// it returns how long to wait before asking again (0: until woken).
+func (s *Store) next() (recall.Key, *session, time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for len(s.queue) > 0 {
+		if wait := time.Until(s.gate); wait > 0 {
+			return recall.Key{}, nil, wait
+		}
+		if s.outage > 0 {
+			// While the replica is down one session probes it; the rest
+			// wait for its answer rather than fail in parallel.
+			if s.prober != nil {
+				return recall.Key{}, nil, 0
+			}
+		}
+		key := s.queue[0]
+		s.queue = s.queue[1:]
+		st := s.sessions[key]
+		if st == nil || !st.queued {
+			continue // forgotten while queued
+		}
+		if s.outage > 0 {
+			s.prober = st
+		}
+		st.queued, st.running = false, true
+		if len(s.queue) > 0 {
+			s.signal(s.wake) // another worker can take the next one
+		}
+		return key, st, 0
+	}
+	return recall.Key{}, nil, 0
+}
+
+// worker replicates queued sessions until the mirror shuts down.
+func (s *Store) worker() {
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	for {
+		key, st, wait := s.next()
+		if st != nil {
+			s.replicate(key, st)
+			continue
+		}
+		if wait > 0 {
+			timer.Reset(wait)
+		}
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-s.wake:
+		case <-timer.C:
+		}
+		timer.Stop()
+	}
+}
+
+// replicate brings one session's replica up to date: it removes it first
+// when a removal is owed, then copies what the replica lacks.
+func (s *Store) replicate(key recall.Key, st *session) {
+	s.mu.Lock()
+	st.dirty = false
+	remove, trusted, from := st.remove, st.verified, st.replicated
+	epoch := st.epoch
+	s.mu.Unlock()
+
+	c := copier{src: s.primary, dst: s.replica, batch: s.opts.BatchSize, timeout: s.opts.CallTimeout}
+	var err error
+	answered := false // the replica answered at least one call
+	if remove {
+		err = s.removeRemote(key)
+		if err == nil {
+			answered = true
+			s.mu.Lock()
+			st.remove = false
+			if st.epoch == epoch {
+				st.replicated, st.verified = 0, true
+			}
+			if key.IsMain() {
+				// Removing a main session on the replica removed its
+				// subagent records too, whatever copies of them ran
+				// meanwhile: check them again.
+				for k, sub := range s.sessions {
+					if k.Parent() == key && k != key {
+						s.invalidateLocked(k, sub)
+					}
+				}
+			}
+			s.requestSaveLocked()
+			s.mu.Unlock()
+			from, trusted = 0, true
+		}
+	}
+	if err == nil {
+		progress := func(last int64) {
+			answered = true
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			if st.epoch != epoch {
+				return // reset meanwhile: this copy's position is not to be trusted
+			}
+			st.replicated, st.verified = last, true
+			if last > st.head {
+				st.head = last
+			}
+			s.lastSync = time.Now()
+			s.requestSaveLocked()
+			s.broadcastLocked()
+		}
+		_, _, err = c.sync(s.ctx, key, from, trusted, progress)
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	defer s.broadcastLocked()
+	st.running = false
+	if s.prober == st {
+		s.prober = nil
+	}
+	down := err != nil && s.ctx.Err() == nil && isReplicaErr(err) && !errors.Is(err, recall.ErrConflict) && !refused(err)
+	if answered && !down {
+		s.replicaAnsweredLocked()
+	}
+	if s.sessions[key] != st {
+		return // forgotten while it ran
+	}
+	switch {
+	case err != nil && s.ctx.Err() != nil:
+		// Shutting down: the entries stay owed; the next start resumes.
+		st.dirty = true
+	case errors.Is(err, errGone) && !st.dirty && !st.remove:
+		// Removed locally after it was queued: nothing left to track.
+		delete(s.sessions, key)
+		s.forgotten[key] = true
+		s.requestSaveLocked()
+	case err == nil || errors.Is(err, errGone):
+		st.attempts = 0
+		if st.dirty || st.remove {
+			s.enqueueLocked(key, st, false)
+		}
+	case errors.Is(err, ErrDiverged) || refused(err):
+		st.dirty, st.stuck, st.verified = true, true, false
+		s.recordLocked(st, err)
+	case down:
+		// The replica is down or unreachable: hold every session back
+		// until the gate opens, and try this one first then.
+		st.dirty, st.verified = true, false
+		s.recordLocked(st, err)
+		s.replicaFailedLocked(err)
+		s.enqueueLocked(key, st, true)
+	default:
+		// A conflict that a reset did not cure, or a failure of the
+		// primary: retry this session alone, later.
+		st.dirty, st.verified = true, false
+		s.recordLocked(st, err)
+		s.retryLaterLocked(key, st)
+	}
+}
+
+// removeRemote removes key from the replica; a replica that does not hold
+// it is fine.
+func (s *Store) removeRemote(key recall.Key) error {
+	ctx, cancel := context.WithTimeout(s.ctx, s.opts.CallTimeout)
+	defer cancel()
+	err := s.replica.Remove(ctx, key)
+	if err == nil || errors.Is(err, recall.ErrNotFound) {
+		return nil
+	}
+	return fromReplica(err)
+}
+
+// refused reports an error of the replica that retrying cannot cure: it
+// refuses the data or the key.
+func refused(err error) bool {
+	if !isReplicaErr(err) {
+		return false
+	}
+	for _, e := range []error{recall.ErrInvalidItem, recall.ErrTooLarge, recall.ErrInvalidKey, recall.ErrCorrupt, recall.ErrUnsupported} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Store) recordLocked(st *session, err error) {
+	now := time.Now()
+	st.lastErr, st.lastErrAt = err.Error(), now
+	s.lastErr, s.lastErrAt = err.Error(), now
+	s.requestSaveLocked()
+}
+
+// retryLaterLocked queues the session again after its own backoff.
+func (s *Store) retryLaterLocked(key recall.Key, st *session) {
+	st.attempts++
+	st.waiting = true
+	d := s.backoff(st.attempts)
+	st.retryAt = time.Now().Add(d)
+	time.AfterFunc(d, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		st.waiting = false
+		if s.sessions[key] == st {
+			s.enqueueLocked(key, st, false)
+		}
+	})
+}
+
+// replicaFailedLocked closes the gate for a backoff that grows with each
+// consecutive replica-wide failure.
+func (s *Store) replicaFailedLocked(err error) {
+	s.outage++
+	if s.downSince.IsZero() {
+		s.downSince = time.Now()
+	}
+	s.gate = time.Now().Add(s.backoff(s.outage))
+	s.signal(s.wake) // a waiting worker sleeps until the new gate
+}
+
+// replicaAnsweredLocked ends an outage. The replica may have lost data
+// while it was down (a Redis without persistence comes back empty), and a
+// cursor is only a cache: every session is checked against the replica's
+// own position again, and re-copied where it is behind.
+func (s *Store) replicaAnsweredLocked() {
+	if s.outage == 0 {
+		return
+	}
+	s.outage, s.gate, s.downSince = 0, time.Time{}, time.Time{}
+	s.recheckLocked()
+}
+
+// Recheck checks every session the mirror tracks against the replica's own
+// position again, and re-copies what the replica lacks, as after an outage:
+// for a replica restored from an old backup, or one that lost data while
+// no replication was running. It returns at once; Flush waits for it.
+func (s *Store) Recheck() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.recheckLocked()
+}
+
+func (s *Store) recheckLocked() {
+	for k, st := range s.sessions {
+		s.invalidateLocked(k, st)
+	}
+}
+
+// invalidateLocked makes the session's position a guess to check against
+// the replica again, and queues it. A copy running meanwhile keeps going,
+// but the positions it reports are not taken: it may have read the
+// replica before the reason for doubt.
+func (s *Store) invalidateLocked(key recall.Key, st *session) {
+	st.epoch++
+	st.verified, st.dirty, st.stuck = false, true, false
+	s.enqueueLocked(key, st, false)
+}
+
+// backoff returns the delay before retry number n (1 for the first): it
+// doubles from RetryMin up to RetryMax, jittered to a random point of its
+// upper half so that many clients do not retry in step.
+func (s *Store) backoff(n int) time.Duration {
+	d := s.opts.RetryMin
+	for i := 1; i < n && d < s.opts.RetryMax; i++ {
+		d *= 2
+	}
+	d = min(d, s.opts.RetryMax)
+	half := d / 2
+	return half + rand.N(d-half+1)
+}

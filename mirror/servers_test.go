@@ -1,0 +1,254 @@
+package mirror_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/filestore"
+	"github.com/recallkit/recall/internal/testsvc"
+	"github.com/recallkit/recall/mirror"
+	"github.com/recallkit/recall/redisstore"
+	"github.com/recallkit/recall/sqlstore"
+)
+
+// These tests run the mirror from a file store to real Redis and PostgreSQL
+// servers. The servers that get stopped are private to the test
+// (testsvc.Private*), so other packages' tests keep theirs.
+
+func openFileStore(t testing.TB, dir string) *filestore.Store {
+	t.Helper()
+	fs, err := filestore.Open(filestore.Options{Dir: dir})
+	if err != nil {
+		t.Fatalf("filestore: %v", err)
+	}
+	return fs
+}
+
+func openRedis(t testing.TB, url, prefix string) *redisstore.Store {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rs, err := redisstore.Open(ctx, url, redisstore.Options{Prefix: prefix})
+	if err != nil {
+		t.Fatalf("redisstore: %v", err)
+	}
+	return rs
+}
+
+func openPostgres(t testing.TB, dsn, schema string) *sqlstore.Store {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ps, err := sqlstore.OpenPostgres(ctx, dsn, sqlstore.Options{Schema: schema})
+	if err != nil {
+		t.Fatalf("sqlstore: %v", err)
+	}
+	return ps
+}
+
+// uniqueName is a schema or key prefix no other test run uses.
+func uniqueName() string {
+	return fmt.Sprintf("mirror_test_%016x", rand.Uint64())
+}
+
+// sharedRedis returns the shared Redis server's URL and a fresh key prefix,
+// whose keys are deleted when the test ends.
+func sharedRedis(t testing.TB) (string, string) {
+	t.Helper()
+	url := testsvc.RedisURL(t)
+	prefix := uniqueName() + ":"
+	t.Cleanup(func() {
+		o, err := redis.ParseURL(url)
+		if err != nil {
+			return
+		}
+		rdb := redis.NewClient(o)
+		defer rdb.Close()
+		ctx := context.Background()
+		iter := rdb.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+		for iter.Next(ctx) {
+			rdb.Del(ctx, iter.Val())
+		}
+	})
+	return url, prefix
+}
+
+// sharedPostgres returns the shared PostgreSQL server's DSN and a fresh
+// schema, dropped when the test ends.
+func sharedPostgres(t testing.TB) (string, string) {
+	t.Helper()
+	dsn := testsvc.PostgresDSN(t)
+	schema := uniqueName()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		c, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			t.Logf("drop schema %s: %v", schema, err)
+			return
+		}
+		defer c.Close(ctx)
+		if _, err := c.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`); err != nil {
+			t.Logf("drop schema %s: %v", schema, err)
+		}
+	})
+	return dsn, schema
+}
+
+// writer appends to a few sessions through the mirror until stopped, one
+// item per call (with a title and a pop now and then), and counts what
+// failed.
+type writer struct {
+	m      recall.Store
+	stop   chan struct{}
+	done   sync.WaitGroup
+	writes atomic.Int64
+	errs   atomic.Int64
+	first  atomic.Value // the first error
+}
+
+func startWriter(m recall.Store, keys []recall.Key) *writer {
+	w := &writer{m: m, stop: make(chan struct{})}
+	for _, k := range keys {
+		w.done.Go(func() {
+			ctx := context.Background()
+			for i := 0; ; i++ {
+				select {
+				case <-w.stop:
+					return
+				default:
+				}
+				var err error
+				switch {
+				case i%17 == 16:
+					_, err = m.Pop(ctx, k)
+				case i%23 == 22:
+					_, err = recall.SetTitle(ctx, m, k, fmt.Sprintf("title %d", i), recall.TitleAuto)
+				default:
+					_, err = m.Append(ctx, k, recall.ItemEntry(item(fmt.Sprintf("%s #%d", k.Session, i))))
+				}
+				w.writes.Add(1)
+				if err != nil {
+					w.errs.Add(1)
+					w.first.CompareAndSwap(nil, err)
+				}
+				time.Sleep(time.Millisecond)
+			}
+		})
+	}
+	return w
+}
+
+func (w *writer) finish(t *testing.T) {
+	t.Helper()
+	close(w.stop)
+	w.done.Wait()
+	if n := w.errs.Load(); n > 0 {
+		t.Fatalf("%d of %d local writes failed while the replica was down; first: %v", n, w.writes.Load(), w.first.Load())
+	}
+	t.Logf("%d local writes, all acknowledged", w.writes.Load())
+}
+
+// replicaStopsMidWrite runs a writer through a mirror from a file store to
+// the replica on srv, stops the server while the writer runs, starts it
+// again, and checks that every local write succeeded and that the replica
+// converges to exactly the primary's logs.
+func replicaStopsMidWrite(t *testing.T, srv *testsvc.Server, open func() recall.Store) {
+	ctx := context.Background()
+	primary := openFileStore(t, t.TempDir())
+	replica := open()
+	opts := fastOptions(t.TempDir())
+	opts.RetryMax = 200 * time.Millisecond
+	opts.CallTimeout = 2 * time.Second
+	m := newMirror(t, primary, replica, opts)
+
+	keys := []recall.Key{{Project: "p", Session: "a"}, {Project: "p", Session: "b"}, {Project: "q", Session: "c"}}
+	w := startWriter(m, keys)
+	time.Sleep(300 * time.Millisecond)
+	srv.Stop()
+	t.Log("replica server stopped")
+	eventually(t, 20*time.Second, "the mirror to see the outage", func() bool { return m.Summary(ctx).ReplicaDown })
+	time.Sleep(500 * time.Millisecond) // the writer keeps going meanwhile
+	during := m.Summary(ctx)
+	srv.Start()
+	t.Log("replica server started")
+	time.Sleep(300 * time.Millisecond)
+	w.finish(t)
+	if during.Lag == 0 {
+		t.Errorf("no lag while the replica was down: %+v", during)
+	}
+
+	flush(t, m, 60*time.Second)
+	check := open() // a fresh connection, to read what the server holds
+	defer check.Close()
+	if err := diffLogs(t, primary, check, true); err != nil {
+		t.Fatal(err)
+	}
+	if sum := m.Summary(ctx); sum.Lag != 0 || sum.ReplicaDown {
+		t.Fatalf("summary after convergence: %+v", sum)
+	}
+}
+
+func TestRedisStopsMidWrite(t *testing.T) {
+	srv := testsvc.PrivateRedis(t)
+	prefix := uniqueName() + ":"
+	replicaStopsMidWrite(t, srv, func() recall.Store { return openRedis(t, srv.URL, prefix) })
+}
+
+func TestPostgresStopsMidWrite(t *testing.T) {
+	srv := testsvc.PrivatePostgres(t)
+	schema := uniqueName()
+	replicaStopsMidWrite(t, srv, func() recall.Store { return openPostgres(t, srv.URL, schema) })
+}
+
+// A file store full of sessions a shared server has never seen catches up
+// when the mirror starts.
+func TestBacklogAtStartAgainstServers(t *testing.T) {
+	for name, open := range map[string]func(t *testing.T) recall.Store{
+		"redis": func(t *testing.T) recall.Store {
+			url, prefix := sharedRedis(t)
+			return openRedis(t, url, prefix)
+		},
+		"postgres": func(t *testing.T) recall.Store {
+			dsn, schema := sharedPostgres(t)
+			return openPostgres(t, dsn, schema)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			dir := t.TempDir()
+			primary := openFileStore(t, dir)
+			for i := range 20 {
+				k := recall.Key{Project: []string{"p1", "p2"}[i%2], Session: fmt.Sprintf("s%02d", i)}
+				if _, err := primary.Append(ctx, k, recall.ItemEntries(item("a"), item("b"), item("c"))...); err != nil {
+					t.Fatal(err)
+				}
+				if i%3 == 0 {
+					if _, err := recall.SetArchived(ctx, primary, k, true); err != nil {
+						t.Fatal(err)
+					}
+					sub := k
+					sub.Subpath = "subagents/r-1"
+					if _, err := primary.Append(ctx, sub, recall.ItemEntry(item("sub"))); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			replica := open(t)
+			m := newMirror(t, primary, replica, fastOptions(mirror.StateDir(dir, "test://"+name)))
+			flush(t, m, 60*time.Second)
+			if err := diffLogs(t, primary, replica, true); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}

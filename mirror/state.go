@@ -1,0 +1,130 @@
+package mirror
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/recallkit/recall"
+)
+
+// stateFileName is the cursor file inside Options.StateDir.
+const stateFileName = "cursors.json"
+
+// stateVersion is the format of the cursor file.
+const stateVersion = 1
+
+// stateFile is the durable cursor: for each session, the last seq the
+// replica confirmed, with the last replication error. It is a cache of the
+// replica's own positions: a file that is behind costs an idempotent
+// replay, a missing or unreadable one a Stat per session on the replica.
+type stateFile struct {
+	dir string
+}
+
+// stateDoc is the JSON document of the cursor file.
+type stateDoc struct {
+	Version  int            `json:"version"`
+	Replica  string         `json:"replica,omitempty"`
+	Saved    time.Time      `json:"saved"`
+	Sessions []savedSession `json:"sessions"`
+	// LastError is the last replication error of the whole mirror.
+	LastError   string    `json:"last_error,omitempty"`
+	LastErrorAt time.Time `json:"last_error_at,omitzero"`
+}
+
+// savedSession is one session's line of the cursor file.
+type savedSession struct {
+	Key         recall.Key `json:"key"`
+	Seq         int64      `json:"seq"`
+	LastError   string     `json:"last_error,omitempty"`
+	LastErrorAt time.Time  `json:"last_error_at,omitzero"`
+}
+
+func openStateFile(dir string) (*stateFile, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("mirror: state dir: %w", err)
+	}
+	return &stateFile{dir: dir}, nil
+}
+
+func (f *stateFile) path() string { return filepath.Join(f.dir, stateFileName) }
+
+// read returns the saved positions by key. A missing file is empty. A file
+// that does not decode is an error the caller may ignore, since the file
+// is only a cache.
+func (f *stateFile) read() (stateDoc, map[recall.Key]savedSession, error) {
+	b, err := os.ReadFile(f.path())
+	if errors.Is(err, fs.ErrNotExist) {
+		return stateDoc{}, map[recall.Key]savedSession{}, nil
+	}
+	if err != nil {
+		return stateDoc{}, map[recall.Key]savedSession{}, fmt.Errorf("mirror: read cursor file: %w", err)
+	}
+	var doc stateDoc
+	if err := json.Unmarshal(b, &doc); err != nil || doc.Version != stateVersion {
+		if err == nil {
+			err = fmt.Errorf("version %d, want %d", doc.Version, stateVersion)
+		}
+		return stateDoc{}, map[recall.Key]savedSession{}, fmt.Errorf("mirror: cursor file %s: %w: %v", f.path(), recall.ErrCorrupt, err)
+	}
+	byKey := make(map[recall.Key]savedSession, len(doc.Sessions))
+	for _, ss := range doc.Sessions {
+		byKey[ss.Key] = ss
+	}
+	return doc, byKey, nil
+}
+
+// write replaces the cursor file atomically: the document goes to a temp
+// file in the same directory, which is fsynced and renamed over the old
+// file, and then the directory is fsynced so the rename survives a power
+// loss. A crash at any point leaves the old file or the new one, never a
+// mix; a temp file left behind by a crash is harmless.
+func (f *stateFile) write(doc stateDoc) error {
+	doc.Version = stateVersion
+	b, err := json.MarshalIndent(doc, "", " ")
+	if err != nil {
+		return fmt.Errorf("mirror: encode cursor file: %w", err)
+	}
+	tmp, err := os.CreateTemp(f.dir, stateFileName+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("mirror: write cursor file: %w", err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if _, err := tmp.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("mirror: write cursor file: %w", err)
+	}
+	if err := tmp.Sync(); err != nil {
+		return fmt.Errorf("mirror: sync cursor file: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("mirror: write cursor file: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), f.path()); err != nil {
+		return fmt.Errorf("mirror: rename cursor file: %w", err)
+	}
+	ok = true
+	return syncDir(f.dir)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("mirror: sync state dir: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("mirror: sync state dir: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,59 @@
+package mirror
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+)
+
+// StateDir returns the state directory the CLI uses for a mirror of a store
+// whose home is home to the replica at replicaURL:
+// <home>/mirror/<hash of the URL>, one per replica, so positions kept for
+// one replica are never taken for another's. The hash is of the URL with
+// its password redacted, so a new password keeps the positions.
+func StateDir(home, replicaURL string) string {
+	sum := sha256.Sum256([]byte(RedactURL(replicaURL)))
+	return filepath.Join(home, "mirror", hex.EncodeToString(sum[:8]))
+}
+
+// StateDirs lists the state directories under <home>/mirror that hold a
+// cursor file: one for each replica a mirror of this home has written to.
+func StateDirs(home string) ([]string, error) {
+	root := filepath.Join(home, "mirror")
+	ents, err := os.ReadDir(root)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("mirror: list state dirs: %w", err)
+	}
+	var dirs []string
+	for _, e := range ents {
+		dir := filepath.Join(root, e.Name())
+		if _, err := os.Stat(filepath.Join(dir, stateFileName)); e.IsDir() && err == nil {
+			dirs = append(dirs, dir)
+		}
+	}
+	slices.Sort(dirs)
+	return dirs, nil
+}
+
+// passwordParam matches a password given as a key=value parameter, in a URL
+// query or a key/value DSN.
+var passwordParam = regexp.MustCompile(`(?i)\b(password|pass|pwd)=[^&\s]*`)
+
+// RedactURL returns a store URL fit to show and to record: the password of
+// its user info, and any password parameter, replaced by "xxxxx".
+func RedactURL(raw string) string {
+	if u, err := url.Parse(raw); err == nil && u.Scheme != "" {
+		raw = u.Redacted()
+	}
+	return passwordParam.ReplaceAllString(raw, "${1}=xxxxx")
+}

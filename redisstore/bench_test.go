@@ -1,0 +1,180 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/recallkit/recall"
+)
+
+// Each benchmark pairs a store operation with the least a hand-written
+// client would send for the same job ("raw"), and interleaves the two
+// within one loop so that both see the same machine load. It reports the
+// time of each per operation and their ratio, raw time / store time: the
+// store's speed as a fraction of raw Redis (1 would be as fast). See
+// docs/BENCHMARKS.md.
+
+var benchItem = recall.Item(`{"type":"message","role":"user","content":[{"type":"input_text","text":"` +
+	"A typical user turn of about two hundred bytes, asking the agent to look at a file and explain what it does." + `"}]}`)
+
+func benchElement() string {
+	return "1\n" + encodeBody(recall.ItemEntry(benchItem), recall.Now().UnixMicro(), nil)
+}
+
+// pair runs raw and store alternately and reports both.
+func pair(b *testing.B, raw, store func() error) {
+	var tr, ts time.Duration
+	n := 0
+	for b.Loop() {
+		t0 := time.Now()
+		if err := raw(); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		if err := store(); err != nil {
+			b.Fatal(err)
+		}
+		tr += t1.Sub(t0)
+		ts += time.Since(t1)
+		n++
+	}
+	report(b, tr, ts, n)
+}
+
+func report(b *testing.B, raw, store time.Duration, n int) {
+	b.ReportMetric(float64(store.Nanoseconds())/float64(n), "store-ns/op")
+	b.ReportMetric(float64(raw.Nanoseconds())/float64(n), "raw-ns/op")
+	b.ReportMetric(float64(raw)/float64(store), "x-raw")
+}
+
+// BenchmarkAppend appends one item to a session; raw: one RPUSH.
+func BenchmarkAppend(b *testing.B) {
+	ctx := context.Background()
+	s := newStore(b, Options{})
+	rdb, rawKey := adminClient(b), s.k.prefix+"raw"
+	k := recall.Key{Project: "bench", Session: "append"}
+	e := recall.ItemEntry(benchItem)
+	el := benchElement()
+	pair(b,
+		func() error { return rdb.RPush(ctx, rawKey, el).Err() },
+		func() error { _, err := s.Append(ctx, k, e); return err })
+}
+
+// BenchmarkGetItems20 reads the newest 20 items of a 1000-item session;
+// raw: one LRANGE of the last 20 elements.
+func BenchmarkGetItems20(b *testing.B) {
+	ctx := context.Background()
+	const n = 1000
+	s := newStore(b, Options{})
+	rdb, rawKey := adminClient(b), s.k.prefix+"raw"
+	k := recall.Key{Project: "bench", Session: "items"}
+	items := make([]recall.Item, n)
+	els := make([]any, n)
+	for i := range items {
+		items[i], els[i] = benchItem, benchElement()
+	}
+	mustAppend(b, s, k, recall.ItemEntries(items...)...)
+	rdb.RPush(ctx, rawKey, els...)
+	sess := recall.NewSession(s, k)
+	pair(b,
+		func() error {
+			got, err := rdb.LRange(ctx, rawKey, -20, -1).Result()
+			if err == nil && len(got) != 20 {
+				err = fmt.Errorf("raw read %d", len(got))
+			}
+			return err
+		},
+		func() error {
+			got, err := sess.GetItems(ctx, 20)
+			if err == nil && len(got) != 20 {
+				err = fmt.Errorf("store read %d", len(got))
+			}
+			return err
+		})
+}
+
+// BenchmarkListFirstPage reads the first page (50) of a project of 1000
+// sessions; raw: ZREVRANGE of a time-scored sorted set, then a pipeline of
+// 50 HGETALL.
+func BenchmarkListFirstPage(b *testing.B) {
+	ctx := context.Background()
+	const sessions, page = 1000, 50
+	s := newStore(b, Options{})
+	rdb, prefix := adminClient(b), s.k.prefix+"raw:"
+	for i := range sessions {
+		id := fmt.Sprintf("s%04d", i)
+		mustAppend(b, s, recall.Key{Project: "bench", Session: id}, recall.ItemEntry(benchItem))
+		rdb.HSet(ctx, prefix+"h:"+id, "title", "", "created", i, "updated", i, "items", 1, "last", 1)
+		rdb.ZAdd(ctx, prefix+"z", redis.Z{Score: float64(i), Member: id})
+	}
+	pair(b,
+		func() error {
+			ids, err := rdb.ZRevRange(ctx, prefix+"z", 0, page-1).Result()
+			if err != nil {
+				return err
+			}
+			_, err = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+				for _, id := range ids {
+					p.HGetAll(ctx, prefix+"h:"+id)
+				}
+				return nil
+			})
+			return err
+		},
+		func() error {
+			p, err := s.List(ctx, "bench", recall.ListOptions{Limit: page})
+			if err == nil && len(p.Sessions) != page {
+				err = fmt.Errorf("listed %d", len(p.Sessions))
+			}
+			return err
+		})
+}
+
+// BenchmarkConcurrentAppend has 16 goroutines append to 16 sessions, one
+// each; raw: the same goroutines RPUSH to 16 lists. Rounds of raw and store
+// alternate; the times are wall time per append across all goroutines.
+func BenchmarkConcurrentAppend(b *testing.B) {
+	ctx := context.Background()
+	const writers, round = 16, 32 // appends per goroutine per round
+	s := newStore(b, Options{})
+	rdb := adminClient(b)
+	e := recall.ItemEntry(benchItem)
+	el := benchElement()
+	phase := func(op func(w int) error) time.Duration {
+		var wg sync.WaitGroup
+		errs := make(chan error, writers)
+		start := time.Now()
+		for w := range writers {
+			wg.Go(func() {
+				for range round {
+					if err := op(w); err != nil {
+						errs <- err
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			b.Fatal(err)
+		}
+		return time.Since(start)
+	}
+	var tr, ts time.Duration
+	n := 0
+	for b.Loop() {
+		tr += phase(func(w int) error { return rdb.RPush(ctx, fmt.Sprintf("%sraw:w%d", s.k.prefix, w), el).Err() })
+		ts += phase(func(w int) error {
+			_, err := s.Append(ctx, recall.Key{Project: "bench", Session: fmt.Sprint("w", w)}, e)
+			return err
+		})
+		n += writers * round
+	}
+	report(b, tr, ts, n)
+}

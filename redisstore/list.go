@@ -1,0 +1,220 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/recallkit/recall"
+)
+
+// scanBudget is the most index members one list script call looks at.
+const scanBudget = 1000
+
+// List implements recall.Store. It reads one sorted set from the cursor's
+// bound: the project's (or every project's) index of main sessions, the
+// one without archived sessions unless they are asked for, or a session's
+// index of subagent records. Each page is one script call that returns the
+// metadata too, from one snapshot.
+func (s *Store) List(ctx context.Context, project string, opts recall.ListOptions) (recall.Page, error) {
+	if s.closed.Load() {
+		return recall.Page{}, recall.ErrClosed
+	}
+	if err := recall.CheckListOptions(project, opts); err != nil {
+		return recall.Page{}, fmt.Errorf("redisstore: list: %w", err)
+	}
+	var idx string
+	switch {
+	case opts.Parent != "":
+		idx = s.k.sub(recall.Key{Project: project, Session: opts.Parent})
+	case opts.IncludeArchived:
+		idx = s.k.all(project)
+	default:
+		idx = s.k.active(project)
+	}
+	start := "-"
+	if opts.Cursor != "" {
+		c, err := recall.ParseCursor(opts.Cursor)
+		if err != nil {
+			return recall.Page{}, fmt.Errorf("redisstore: list: %w", err)
+		}
+		start = cursorBound(c)
+	}
+	limit := opts.Limit
+	if limit == 0 {
+		limit = recall.DefaultListLimit
+	}
+	want := math.MaxInt32
+	if limit > 0 {
+		want = limit + 1 // one more tells whether a next page exists
+	}
+	var p recall.Page
+	err := s.scan(ctx, idx, start, want, !opts.IncludeArchived, func(_ string, m recall.Meta) {
+		p.Sessions = append(p.Sessions, m)
+	})
+	if err != nil {
+		return recall.Page{}, fmt.Errorf("redisstore: list: %w", err)
+	}
+	if limit > 0 && len(p.Sessions) > limit {
+		p.Sessions = p.Sessions[:limit]
+		p.Next = recall.CursorAt(p.Sessions[limit-1]).String()
+	}
+	if p.Sessions == nil {
+		p.Sessions = []recall.Meta{}
+	}
+	return p, nil
+}
+
+// scan calls fn for up to want sessions of index idx from bound start, in
+// index order, skipping archived ones when skipArchived.
+func (s *Store) scan(ctx context.Context, idx, start string, want int, skipArchived bool, fn func(member string, m recall.Meta)) error {
+	skip := "0"
+	if skipArchived {
+		skip = "1"
+	}
+	for want > 0 {
+		res, err := listScript.Run(ctx, s.rdb, []string{idx}, s.k.prefix, start, want, skip, scanBudget).Slice()
+		if err != nil {
+			return err
+		}
+		if len(res) == 0 || len(res)%2 != 1 {
+			return fmt.Errorf("%w: list script returned %d values", recall.ErrCorrupt, len(res))
+		}
+		for i := 1; i < len(res); i += 2 {
+			member, _ := res[i].(string)
+			_, key, err := parseMember(member)
+			if err != nil {
+				return err
+			}
+			h, err := pairs(res[i+1])
+			if err != nil {
+				return err
+			}
+			m, err := decodeMeta(key, h)
+			if err != nil {
+				return err
+			}
+			fn(member, m)
+			want--
+		}
+		next, _ := res[0].(string)
+		if next == "" {
+			return nil
+		}
+		start = next
+	}
+	return nil
+}
+
+// Projects implements recall.Store. It first unindexes every session whose
+// TTL ran out, so the counts are exact.
+func (s *Store) Projects(ctx context.Context) ([]recall.ProjectInfo, error) {
+	if s.closed.Load() {
+		return nil, recall.ErrClosed
+	}
+	if err := s.pruneAll(ctx); err != nil {
+		return nil, fmt.Errorf("redisstore: projects: %w", err)
+	}
+	res, err := projectsScript.Run(ctx, s.rdb, nil, s.k.prefix).Slice()
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: projects: %w", err)
+	}
+	out := make([]recall.ProjectInfo, 0, len(res)/3)
+	for i := 0; i+2 < len(res); i += 3 {
+		name, _ := res[i].(string)
+		count, _ := res[i+1].(int64)
+		member, _ := res[i+2].(string)
+		us, _, err := parseMember(member)
+		if err != nil {
+			return nil, fmt.Errorf("redisstore: projects: %w", err)
+		}
+		out = append(out, recall.ProjectInfo{Project: name, Sessions: int(count), Updated: fromMicros(us)})
+	}
+	return out, nil
+}
+
+// pruneAll unindexes every session whose TTL ran out, a batch per call.
+func (s *Store) pruneAll(ctx context.Context) error {
+	const batch = 1000
+	for {
+		n, err := pruneScript.Run(ctx, s.rdb, nil, s.k.prefix, batch).Int()
+		if err != nil || n < batch {
+			return err
+		}
+	}
+}
+
+// Cleanup implements recall.Store. It reads the index from the cutoff's
+// bound, so it looks only at sessions older than the cutoff, and removes
+// each with a script that first checks the session's index member is the
+// one read: a session written to meanwhile is newer and stays.
+func (s *Store) Cleanup(ctx context.Context, opts recall.CleanupOptions) (recall.CleanupReport, error) {
+	if s.closed.Load() {
+		return recall.CleanupReport{}, recall.ErrClosed
+	}
+	if opts.Project != "" {
+		if err := recall.CheckListOptions(opts.Project, recall.ListOptions{}); err != nil {
+			return recall.CleanupReport{}, fmt.Errorf("redisstore: cleanup: %w", err)
+		}
+	}
+	var rep recall.CleanupReport
+	if opts.OlderThan.IsZero() {
+		return rep, nil
+	}
+	type candidate struct {
+		member string
+		meta   recall.Meta
+	}
+	var old []candidate
+	err := s.scan(ctx, s.k.all(opts.Project), sinceBound(opts.OlderThan), math.MaxInt32, false, func(member string, m recall.Meta) {
+		switch {
+		case !m.Updated.Before(opts.OlderThan):
+		case m.Pinned:
+			rep.Kept++
+		default:
+			old = append(old, candidate{member, m})
+		}
+	})
+	if err != nil {
+		return recall.CleanupReport{}, fmt.Errorf("redisstore: cleanup: %w", err)
+	}
+	for _, c := range old {
+		if !opts.DryRun {
+			n, err := removeScript.Run(ctx, s.rdb, s.removeKeys(c.meta.Key), s.k.prefix, c.member).Int64()
+			if err != nil {
+				return rep, fmt.Errorf("redisstore: cleanup: remove %s: %w", c.meta.Key, err)
+			}
+			if n < 0 {
+				continue // written to since it was read: no longer old
+			}
+		}
+		rep.Removed = append(rep.Removed, c.meta)
+	}
+	recall.SortList(rep.Removed)
+	return rep, nil
+}
+
+// removeKeys are the KEYS of the remove script for key.
+func (s *Store) removeKeys(key recall.Key) []string {
+	keys := []string{s.k.meta(key), s.k.log(key)}
+	if key.IsMain() {
+		keys = append(keys, s.k.sub(key))
+	}
+	return keys
+}
+
+// Remove implements recall.Store: one script deletes the session, its
+// subagent records and their index members.
+func (s *Store) Remove(ctx context.Context, key recall.Key) error {
+	if err := s.check(key); err != nil {
+		return fmt.Errorf("redisstore: remove %s: %w", key, err)
+	}
+	n, err := removeScript.Run(ctx, s.rdb, s.removeKeys(key), s.k.prefix, "").Int64()
+	if err == nil && n == 0 {
+		err = recall.ErrNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("redisstore: remove %s: %w", key, err)
+	}
+	return nil
+}

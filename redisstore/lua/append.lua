@@ -1,0 +1,164 @@
+-- append writes a batch of entries to one session's log and updates its
+-- metadata and index members, all in one atomic step.
+--
+-- KEYS[1] meta hash, KEYS[2] log list, then the indexes: for a main session
+-- all, active, project all, project active (6 keys); for a subagent record
+-- its parent's index (3 keys).
+--
+-- ARGV[1] prefix, [2] mode: 'a' append (the script assigns seqs), 'i'
+-- import (entries carry seqs), 'c' create (import into a session that must
+-- not exist), 'p' pop (one entry: a pop whose data the script fills in),
+-- [3] expected last seq or '', [4] compaction guard (the Through every
+-- compaction entry of the batch read) or '', [5] TTL in ms (0: none), [6]
+-- generation for a new session, [7] batch token, [8] member suffix, [9]
+-- project, [10] entry count, then 10 values per entry: seq, body, time µs,
+-- time prefix, op, a1, a2, usage in, out, total.
+--
+-- Ops carry the effect of an entry on the metadata, decoded by the Go side
+-- from its payload, so that this script applies recall.Meta.Apply without
+-- parsing JSON: item, pop, clear, count (a1 = item count), title (a1 =
+-- title, a2 = source), meta (a1 = archived and pinned as '-', '0' or '1';
+-- a2 = '=' .. labels JSON, or '' unchanged), fork (a1 = origin JSON), none.
+--
+-- Returns the last seq; a pop returns {last seq, item seq, item index, data
+-- and kind of the item's entry}, or {} when there was nothing to pop.
+local meta, log = KEYS[1], KEYS[2]
+local mode, expect, guard = ARGV[2], ARGV[3], ARGV[4]
+local ttl = tonumber(ARGV[5])
+local token = ARGV[7]
+local h = redis.call('HMGET', meta, 'last', 'tok', 'm', 'created', 'updated', 'items', 'tsrc', 'arch')
+local last = tonumber(h[1] or '0')
+
+-- A batch token seen before means this is a client retry of a batch that
+-- was applied (the reply was lost): answer as the first time did.
+if token ~= '' and h[2] then
+  local done = string.match(' ' .. h[2], ' ' .. token .. ':(%d+)')
+  if done then
+    if mode == 'p' then return popped(log, tonumber(done)) end
+    return tonumber(done)
+  end
+end
+if mode == 'c' and h[1] then return redis.error_reply('RECALL_EXISTS') end
+if expect ~= '' and tonumber(expect) ~= last then return redis.error_reply('RECALL_STALE ' .. last) end
+-- The compaction compare-and-swap: a compaction is written only if nothing
+-- was appended since the compactor read the log.
+if guard ~= '' and tonumber(guard) ~= last then return redis.error_reply('RECALL_GUARD ' .. last) end
+
+local n = tonumber(ARGV[10])
+if n == 0 then return last end
+local pop
+if mode == 'p' then
+  if not h[1] then return {} end
+  pop = {newest(log, last)}
+  if not pop[1] then return {} end
+  -- the pop entry's data is its recall.ItemRef, as json.Marshal writes it
+  local ref = '{"seq":' .. string.format('%d', pop[1])
+  if pop[2] > 0 then ref = ref .. ',"index":' .. string.format('%d', pop[2]) end
+  ARGV[12] = ARGV[12] .. ref .. '}'
+end
+if not h[1] then
+  -- The metadata defines the session: a log without it is a leftover (of
+  -- an expiry, say), never something to continue.
+  redis.call('DEL', log)
+end
+
+local created, updated = h[4], h[5]
+local enc = h[3] and string.sub(h[3], 1, 16)
+local items = tonumber(h[6] or '0')
+local tsrc = h[7] or ''
+local arch = h[8] or '0'
+local title, pin, labels, fork
+local push = {}
+for i = 0, n - 1 do
+  local o = 10 + i * 10
+  local seq = last + 1
+  if (mode == 'i' or mode == 'c') and tonumber(ARGV[o + 1]) ~= seq then
+    return redis.error_reply('RECALL_GAP seq ' .. ARGV[o + 1] .. ' after ' .. last)
+  end
+  last = seq
+  push[#push + 1] = string.format('%d', seq) .. '\n' .. ARGV[o + 2]
+  local t = ARGV[o + 3]
+  if not created then created = t end
+  if not updated or tonumber(t) > tonumber(updated) then updated, enc = t, ARGV[o + 4] end
+  local op, a1, a2 = ARGV[o + 5], ARGV[o + 6], ARGV[o + 7]
+  if op == 'item' then
+    items = items + 1
+  elseif op == 'pop' then
+    if items > 0 then items = items - 1 end
+  elseif op == 'clear' then
+    items = 0
+  elseif op == 'count' then
+    items = tonumber(a1)
+  elseif op == 'title' then
+    -- an auto title never replaces a user title
+    if not (tsrc == 'user' and a2 == 'auto') then
+      title, tsrc = a1, a2
+      if a1 == '' then tsrc = '' end
+    end
+  elseif op == 'meta' then
+    local ar, pn = string.sub(a1, 1, 1), string.sub(a1, 2, 2)
+    if ar ~= '-' then arch = ar end
+    if pn ~= '-' then pin = pn end
+    if a2 ~= '' then labels = string.sub(a2, 2) end
+  elseif op == 'fork' then
+    fork = a1
+  end
+  if ARGV[o + 8] ~= '' then
+    redis.call('HINCRBY', meta, 'uin', ARGV[o + 8])
+    redis.call('HINCRBY', meta, 'uout', ARGV[o + 9])
+    redis.call('HINCRBY', meta, 'utot', ARGV[o + 10])
+  end
+end
+for i = 1, #push, 1000 do
+  redis.call('RPUSH', log, unpack(push, i, math.min(i + 999, #push)))
+end
+
+-- Remember the last 8 batch tokens, for retries.
+local toks = {}
+for tk in string.gmatch(h[2] or '', '%S+') do toks[#toks + 1] = tk end
+if token ~= '' then toks[#toks + 1] = token .. ':' .. string.format('%d', last) end
+while #toks > 8 do table.remove(toks, 1) end
+
+local member = enc .. ARGV[8]
+redis.call('HSET', meta, 'last', string.format('%d', last), 'created', created, 'updated', updated,
+  'items', string.format('%d', items), 'tsrc', tsrc, 'arch', arch, 'm', member, 'tok', table.concat(toks, ' '))
+if not h[1] then redis.call('HSET', meta, 'gen', ARGV[6]) end
+if title then redis.call('HSET', meta, 'title', title) end -- '' is no title
+if pin then redis.call('HSET', meta, 'pin', pin) end
+if labels then redis.call('HSET', meta, 'labels', labels) end
+if fork then redis.call('HSET', meta, 'fork', fork) end
+
+-- Move the session's index member to its new position.
+local subpt
+if #KEYS == 3 then subpt = redis.call('PTTL', KEYS[3]) end
+if h[3] then
+  for k = 3, #KEYS do redis.call('ZREM', KEYS[k], h[3]) end
+  redis.call('ZREM', EXPIRY, h[3])
+end
+redis.call('ZADD', KEYS[3], 0, member)
+if #KEYS == 6 then
+  redis.call('ZADD', KEYS[5], 0, member)
+  if arch ~= '1' then
+    redis.call('ZADD', KEYS[4], 0, member)
+    redis.call('ZADD', KEYS[6], 0, member)
+  end
+  redis.call('ZADD', PROJECTS, 0, ARGV[9])
+end
+
+-- The TTL is refreshed on every append; the expiry index lets later
+-- scripts unindex the session once it is gone.
+if ttl > 0 then
+  redis.call('PEXPIRE', meta, ttl)
+  redis.call('PEXPIRE', log, ttl)
+  redis.call('ZADD', EXPIRY, nowms() + ttl, member)
+  -- A parent's index of subagent records lives as long as its longest-lived
+  -- record; one without a TTL (-1) keeps it forever.
+  if subpt and (subpt == -2 or (subpt >= 0 and subpt < ttl)) then redis.call('PEXPIRE', KEYS[3], ttl) end
+else
+  redis.call('PERSIST', meta)
+  redis.call('PERSIST', log)
+  if subpt then redis.call('PERSIST', KEYS[3]) end
+end
+prune(2)
+if pop then return {last, pop[1], pop[2], pop[3], pop[4]} end
+return last

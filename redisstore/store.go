@@ -1,0 +1,207 @@
+// Package redisstore is a recall.Store on Redis (go-redis v9), for services
+// that keep sessions in a Redis shared by many processes.
+//
+// Per session, the entries live in a list and the metadata in a hash; per
+// project, a sorted set orders the main sessions by update time, and each
+// session's subagent records have a sorted set of their own (see keys.go for
+// the layout). Every write (append, pop, import, fork, remove) is one Lua
+// script, so it is atomic: seqs are assigned inside the script from the
+// hash's last seq, the compaction guard is checked there, and the metadata
+// and index members change in the same step. Reads that span several
+// commands run in MULTI transactions.
+//
+// List reads the sorted sets with keyset bounds (never KEYS, never a SCAN
+// of the keyspace). An optional TTL is refreshed on every append; sessions
+// that expired are dropped from the indexes as they are read, and by every
+// later write, so no stale member lingers.
+//
+// Scripts compute the keys of index members, so the store needs a
+// standalone Redis (or one behind Sentinel); Redis Cluster is not
+// supported. Use a "noeviction" or "volatile-*" maxmemory policy: a key
+// evicted behind the store's back is noticed by List, but an evicted log
+// under a surviving hash is not repaired.
+package redisstore
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/recallkit/recall"
+)
+
+// DefaultPrefix is the key prefix used when Options.Prefix is empty.
+const DefaultPrefix = "recall:"
+
+// Options configure a Store. The zero value works.
+type Options struct {
+	// Prefix starts every key the store writes, so several apps (or
+	// tests) can share one Redis database. Choose prefixes that are not
+	// prefixes of one another. Default: DefaultPrefix ("recall:").
+	Prefix string
+
+	// TTL, when positive, makes a session expire TTL after its last
+	// append; every append refreshes it. A subagent record has its own
+	// TTL. Default (0): sessions are kept until removed.
+	TTL time.Duration
+
+	// MaxItemSize is the largest item accepted, in bytes.
+	// Default: recall.DefaultMaxItemSize (32 MiB).
+	MaxItemSize int
+}
+
+// Store is a recall.Store on Redis. It is safe for concurrent use, also by
+// many processes sharing one Redis.
+type Store struct {
+	rdb    redis.UniversalClient
+	owned  bool // Close closes rdb: Open made it
+	opts   Options
+	k      keys
+	ttlMS  int64
+	closed atomic.Bool
+}
+
+var _ recall.Store = (*Store)(nil)
+
+// New returns a store on an existing client, which the caller keeps
+// owning: Close does not close it.
+func New(client redis.UniversalClient, opts Options) *Store {
+	if opts.Prefix == "" {
+		opts.Prefix = DefaultPrefix
+	}
+	var ttlMS int64
+	if opts.TTL > 0 {
+		ttlMS = int64((opts.TTL + time.Millisecond - 1) / time.Millisecond) // PEXPIRE counts whole ms
+	}
+	return &Store{rdb: client, opts: opts, k: keys{prefix: opts.Prefix}, ttlMS: ttlMS}
+}
+
+// Open connects to the Redis at url (redis://, rediss:// or unix://, as
+// go-redis ParseURL reads it: redis://user:password@host:port/db?options)
+// and checks that it answers. Close closes the connection.
+func Open(ctx context.Context, url string, opts Options) (*Store, error) {
+	o, err := redis.ParseURL(url)
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: open %s: %s", Redact(url), parseError(err))
+	}
+	client := redis.NewClient(o)
+	if err := client.Ping(ctx).Err(); err != nil {
+		_ = client.Close()
+		return nil, fmt.Errorf("redisstore: open %s: %w", Redact(url), err)
+	}
+	s := New(client, opts)
+	s.owned = true
+	return s, nil
+}
+
+// parseError renders a URL parse error without the URL itself, which may
+// hold a password.
+func parseError(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return "invalid URL: " + ue.Err.Error()
+	}
+	return err.Error()
+}
+
+// Redact returns rawURL with its password replaced by "xxxxx", fit for an
+// error message; it copes with URLs that do not parse.
+func Redact(rawURL string) string {
+	if u, err := url.Parse(rawURL); err == nil {
+		return u.Redacted()
+	}
+	if i := strings.Index(rawURL, "://"); i >= 0 {
+		rest := rawURL[i+3:]
+		if j := strings.LastIndex(rest, "@"); j >= 0 {
+			return rawURL[:i+3] + "xxxxx" + rest[j:]
+		}
+	}
+	return rawURL
+}
+
+// Close implements recall.Store. It closes the client if Open made it.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) || !s.owned {
+		return nil
+	}
+	if err := s.rdb.Close(); err != nil {
+		return fmt.Errorf("redisstore: close: %w", err)
+	}
+	return nil
+}
+
+// check validates key and that the store is open.
+func (s *Store) check(key recall.Key) error {
+	if s.closed.Load() {
+		return recall.ErrClosed
+	}
+	return key.Validate()
+}
+
+//go:embed lua/common.lua
+var luaCommon string
+
+//go:embed lua/append.lua
+var luaAppend string
+
+//go:embed lua/remove.lua
+var luaRemove string
+
+//go:embed lua/list.lua
+var luaList string
+
+//go:embed lua/projects.lua
+var luaProjects string
+
+//go:embed lua/prune.lua
+var luaPrune string
+
+// The scripts run by EVALSHA, falling back to EVAL after a server restart
+// emptied the script cache.
+var (
+	appendScript   = redis.NewScript(luaCommon + luaAppend)
+	removeScript   = redis.NewScript(luaCommon + luaRemove)
+	listScript     = redis.NewScript(luaCommon + luaList)
+	projectsScript = redis.NewScript(luaCommon + luaProjects)
+	pruneScript    = redis.NewScript(luaCommon + luaPrune)
+)
+
+// Errors the scripts return, by their first word.
+var (
+	errStale = errors.New("redisstore: the session changed while it was read")
+)
+
+// scriptError maps a script's error reply to recall's sentinels.
+func scriptError(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := strings.TrimPrefix(err.Error(), "ERR ") // Redis adds it to a one-word reply
+	switch {
+	case strings.HasPrefix(msg, "RECALL_STALE"):
+		return errStale
+	case strings.HasPrefix(msg, "RECALL_EXISTS"):
+		return fmt.Errorf("%w: the session exists", recall.ErrConflict)
+	case strings.HasPrefix(msg, "RECALL_GUARD"):
+		return fmt.Errorf("%w: compaction read the log at an earlier seq; it is now at %s", recall.ErrConflict, strings.TrimPrefix(msg, "RECALL_GUARD "))
+	case strings.HasPrefix(msg, "RECALL_GAP"):
+		return fmt.Errorf("%w: %s", recall.ErrConflict, strings.TrimPrefix(msg, "RECALL_GAP "))
+	}
+	return err
+}
+
+// randomHex returns 16 random hex digits: batch tokens and generations
+// only need to be unique, not secret.
+func randomHex() string { return fmt.Sprintf("%016x", rand.Uint64()) }
+
+// maxAttempts bounds the optimistic retries of Pop and Import, which
+// re-read the session when another writer got there first.
+const maxAttempts = 32

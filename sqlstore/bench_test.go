@@ -1,0 +1,235 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/recallkit/recall"
+)
+
+// Benchmarks, each on SQLite and PostgreSQL. Run them with
+//
+//	go test -run '^$' -bench . -benchtime 2s ./sqlstore/
+//
+// BenchmarkAppendParallel compares the store's append throughput with a
+// raw single-row INSERT loop at the same concurrency, in the same run; see
+// docs/BENCHMARKS.md.
+
+// benchItem is a typical conversation item, about 200 bytes.
+var benchItem = recall.Message("assistant", "The file store keeps one JSONL log per session; the SQL stores keep a sessions table and an entries table.")
+
+func benchDialects(b *testing.B, f func(b *testing.B, s *Store)) {
+	b.Run("sqlite", func(b *testing.B) { f(b, newSQLite(b)) })
+	b.Run("postgres", func(b *testing.B) { f(b, newPostgres(b)) })
+}
+
+// BenchmarkGetItems20 reads the newest 20 items of a session of 2000.
+func BenchmarkGetItems20(b *testing.B) {
+	benchDialects(b, func(b *testing.B, s *Store) {
+		ctx := context.Background()
+		k := recall.Key{Project: "bench", Session: "items"}
+		for range 100 {
+			es := make([]recall.Entry, 20)
+			for i := range es {
+				es[i] = recall.ItemEntry(benchItem)
+			}
+			if _, err := s.Append(ctx, k, es...); err != nil {
+				b.Fatal(err)
+			}
+		}
+		sess := recall.NewSession(s, k)
+		for b.Loop() {
+			items, err := sess.GetItems(ctx, 20)
+			if err != nil || len(items) != 20 {
+				b.Fatal(len(items), err)
+			}
+		}
+	})
+}
+
+// BenchmarkListFirstPage reads the first page (50) of 2000 sessions in 4
+// projects, every project listed.
+func BenchmarkListFirstPage(b *testing.B) {
+	benchDialects(b, func(b *testing.B, s *Store) {
+		ctx := context.Background()
+		for i := range 2000 {
+			k := recall.Key{Project: fmt.Sprint("p", i%4), Session: fmt.Sprintf("s%05d", i)}
+			if _, err := s.Append(ctx, k, recall.ItemEntry(benchItem)); err != nil {
+				b.Fatal(err)
+			}
+		}
+		for b.Loop() {
+			p, err := s.List(ctx, "", recall.ListOptions{})
+			if err != nil || len(p.Sessions) != recall.DefaultListLimit {
+				b.Fatal(len(p.Sessions), err)
+			}
+		}
+	})
+}
+
+// benchWriters is the concurrency of BenchmarkAppendParallel: that many
+// goroutines, each appending to its own session.
+const benchWriters = 16
+
+// phaseOps is how many ops a phase of appendRatio runs.
+const phaseOps = 256
+
+// BenchmarkAppendParallel measures append throughput with benchWriters
+// goroutines appending one item per op, each to its own session, against
+// a raw loop of single-row INSERTs into a table of the same shape as
+// entries, through the same driver and settings, at the same concurrency.
+// The two alternate in phases of phaseOps ops, so both see the same
+// machine (other processes come and go on a shared machine); the
+// throughput-ratio metric is store throughput / raw throughput.
+func BenchmarkAppendParallel(b *testing.B) {
+	benchRatio(b, benchWriters)
+}
+
+// BenchmarkAppendSerial is BenchmarkAppendParallel with one goroutine:
+// the cost of an append when nothing shares it.
+func BenchmarkAppendSerial(b *testing.B) {
+	benchRatio(b, 1)
+}
+
+func benchRatio(b *testing.B, writers int) {
+	for _, d := range []struct {
+		name string
+		open func(testing.TB) *Store
+		raw  func(testing.TB) func(g, seq int) error
+	}{{"sqlite", newSQLite, rawSQLite}, {"postgres", newPostgres, rawPostgres}} {
+		b.Run(d.name, func(b *testing.B) { appendRatio(b, d.open(b), d.raw(b), writers) })
+	}
+}
+
+// appendRatio runs b.N store appends and b.N raw inserts, writers
+// goroutines at a time, in alternating phases, and reports the cost of
+// each and their throughput ratio.
+func appendRatio(b *testing.B, s *Store, raw func(g, seq int) error, writers int) {
+	ctx := context.Background()
+	key := func(g int) recall.Key { return recall.Key{Project: "bench", Session: fmt.Sprint("w", g)} }
+	seqs := make([]int, writers) // the raw loop's next seq, per goroutine
+	var storeT, rawT time.Duration
+	b.ResetTimer()
+	for done := 0; done < b.N; {
+		n := min(phaseOps, b.N-done)
+		storeT += phase(b, n, writers, func(g int) error {
+			_, err := s.Append(ctx, key(g), recall.ItemEntry(benchItem))
+			return err
+		})
+		rawT += phase(b, n, writers, func(g int) error {
+			seqs[g]++
+			return raw(g, seqs[g])
+		})
+		done += n
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(storeT.Nanoseconds())/float64(b.N), "store-ns/op")
+	b.ReportMetric(float64(rawT.Nanoseconds())/float64(b.N), "raw-ns/op")
+	b.ReportMetric(rawT.Seconds()/storeT.Seconds(), "throughput-ratio")
+	var total int64
+	for g := range writers {
+		if m, err := s.Stat(ctx, key(g)); err == nil {
+			total += m.LastSeq
+		}
+	}
+	if total != int64(b.N) {
+		b.Fatalf("%d appends stored, want %d", total, b.N)
+	}
+}
+
+// phase runs n calls of op spread over writers goroutines (op gets its
+// goroutine's number) and returns how long they took.
+func phase(b *testing.B, n, writers int, op func(g int) error) time.Duration {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make([]error, writers)
+	start := time.Now()
+	for g := range writers {
+		wg.Go(func() {
+			for next.Add(1) <= int64(n) {
+				if err := op(g); err != nil {
+					errs[g] = err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	for _, err := range errs {
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	return elapsed
+}
+
+// rawSQLite returns the SQLite baseline: a single-row INSERT into a new
+// database with the store's writer settings (WAL, synchronous=NORMAL, one
+// connection), each its own transaction.
+func rawSQLite(b testing.TB) func(g, seq int) error {
+	ctx := context.Background()
+	db, err := sql.Open("sqlite", filepath.Join(b.TempDir(), "raw.db")+
+		"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close() })
+	db.SetMaxOpenConns(1)
+	if _, err := db.ExecContext(ctx, rawTable("BLOB", "INTEGER")); err != nil {
+		b.Fatal(err)
+	}
+	// prepared, as the store's append statements are
+	st, err := db.PrepareContext(ctx, rawInsert)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return func(g, seq int) error {
+		_, err := st.ExecContext(ctx, g, seq, "item", []byte(benchItem), time.Now().UnixMicro())
+		return err
+	}
+}
+
+// rawPostgres returns the PostgreSQL baseline: a single-row INSERT through
+// a pgx pool made from the same DSN as the store's (so the same pool
+// size), in a fresh schema.
+func rawPostgres(b testing.TB) func(g, seq int) error {
+	ctx := context.Background()
+	needPostgres(b)
+	schema := testSchema()
+	b.Cleanup(func() { dropSchema(b, schema) })
+	cfg, err := pgxpool.ParseConfig(pgDSN())
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg.ConnConfig.RuntimeParams["search_path"] = schema
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(pool.Close)
+	if _, err := pool.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()+"; "+rawTable("bytea", "timestamptz")); err != nil {
+		b.Fatal(err)
+	}
+	return func(g, seq int) error {
+		_, err := pool.Exec(ctx, rawInsert, g, seq, "item", []byte(benchItem), time.Now())
+		return err
+	}
+}
+
+// rawTable is the baseline's table: entries without the session table.
+func rawTable(blob, timeType string) string {
+	return `CREATE TABLE raw_entries (session bigint NOT NULL, seq bigint NOT NULL, kind text NOT NULL,
+		payload ` + blob + `, time ` + timeType + ` NOT NULL, PRIMARY KEY (session, seq))`
+}
+
+const rawInsert = `INSERT INTO raw_entries (session, seq, kind, payload, time) VALUES ($1, $2, $3, $4, $5)`

@@ -1,0 +1,127 @@
+package sqlstore
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/recallkit/recall"
+)
+
+// List implements recall.Store with keyset pagination: the cursor is the
+// sort key (updated_at, project, id, subpath) of the last row returned, and
+// the next page starts strictly after it. Main sessions are read through
+// the partial indexes sessions_updated (every project) and
+// sessions_project_updated (one project), which hold exactly the rows
+// with an empty subpath, in List order, so a page costs O(limit) however deep it
+// is. The order and cursors are recall.Paginate's.
+func (s *Store) List(ctx context.Context, project string, opts recall.ListOptions) (recall.Page, error) {
+	if s.closed.Load() {
+		return recall.Page{}, fmt.Errorf("sqlstore: %w", recall.ErrClosed)
+	}
+	if err := recall.CheckListOptions(project, opts); err != nil {
+		return recall.Page{}, fmt.Errorf("sqlstore: list: %w", err)
+	}
+	stmt, a, limit, err := s.listQuery(project, opts)
+	if err != nil {
+		return recall.Page{}, fmt.Errorf("sqlstore: list: %w", err)
+	}
+	rs, err := s.db.q().query(ctx, stmt, a...)
+	if err != nil {
+		return recall.Page{}, fmt.Errorf("sqlstore: list %q: %w", project, err)
+	}
+	defer rs.Close()
+	var p recall.Page
+	p.Sessions = []recall.Meta{}
+	for rs.Next() {
+		_, m, err := scanMeta(rs)
+		if err != nil {
+			return recall.Page{}, fmt.Errorf("sqlstore: list %q: %w", project, err)
+		}
+		p.Sessions = append(p.Sessions, m)
+	}
+	if err := rs.Err(); err != nil {
+		return recall.Page{}, fmt.Errorf("sqlstore: list %q: %w", project, err)
+	}
+	if limit > 0 && len(p.Sessions) > limit {
+		p.Sessions = p.Sessions[:limit]
+		p.Next = recall.CursorAt(p.Sessions[limit-1]).String()
+	}
+	return p, nil
+}
+
+// listQuery returns the statement of a List page, its arguments and the
+// page size (<= 0: unlimited).
+func (s *Store) listQuery(project string, opts recall.ListOptions) (string, args, int, error) {
+	var a args
+	var where []string
+	if opts.Parent != "" {
+		where = append(where, "project = "+a.add(project), "id = "+a.add(opts.Parent), "subpath <> ''")
+	} else {
+		// Written as the literal the partial indexes are declared with,
+		// so both planners match them.
+		where = append(where, "subpath = ''")
+		if project != "" {
+			where = append(where, "project = "+a.add(project))
+		}
+	}
+	if !opts.IncludeArchived {
+		where = append(where, "NOT archived")
+	}
+	if opts.Cursor != "" {
+		c, err := recall.ParseCursor(opts.Cursor)
+		if err != nil {
+			return "", nil, 0, err
+		}
+		// updated_at <= u bounds the index range; the rest skips the
+		// rows of time u up to and including the cursor.
+		u := a.add(s.db.timeArg(c.Updated))
+		where = append(where, fmt.Sprintf("updated_at <= %s AND (updated_at < %s OR (project, id, subpath) > (%s, %s, %s))",
+			u, u, a.add(c.Project), a.add(c.Session), a.add(c.Subpath)))
+	}
+	limit := opts.Limit
+	if limit == 0 {
+		limit = recall.DefaultListLimit
+	}
+	stmt := `SELECT ` + metaCols + ` FROM sessions WHERE ` + strings.Join(where, " AND ") +
+		` ORDER BY updated_at DESC, project, id, subpath`
+	if limit > 0 {
+		stmt += " LIMIT " + a.add(limit+1) // one more tells whether a next page exists
+	}
+	return stmt, a, limit, nil
+}
+
+// Projects implements recall.Store.
+func (s *Store) Projects(ctx context.Context) ([]recall.ProjectInfo, error) {
+	if s.closed.Load() {
+		return nil, fmt.Errorf("sqlstore: %w", recall.ErrClosed)
+	}
+	rs, err := s.db.q().query(ctx, `SELECT project, count(*), max(updated_at) FROM sessions
+		WHERE subpath = '' GROUP BY project ORDER BY project`)
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: projects: %w", err)
+	}
+	defer rs.Close()
+	out := []recall.ProjectInfo{}
+	for rs.Next() {
+		var p recall.ProjectInfo
+		if err := rs.Scan(&p.Project, &p.Sessions, dbTime{&p.Updated}); err != nil {
+			return nil, fmt.Errorf("sqlstore: projects: %w", err)
+		}
+		out = append(out, p)
+	}
+	if err := rs.Err(); err != nil {
+		return nil, fmt.Errorf("sqlstore: projects: %w", err)
+	}
+	return out, nil
+}
+
+// args collects the arguments of a statement built piece by piece.
+type args []any
+
+// add appends v and returns its placeholder.
+func (a *args) add(v any) string {
+	*a = append(*a, v)
+	return "$" + strconv.Itoa(len(*a))
+}

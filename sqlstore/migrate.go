@@ -1,0 +1,89 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// migrationFS holds the schema of each dialect as numbered steps,
+// migrations/<dialect>/NNNN_name.sql. A step is never edited once
+// released; a change is a new step.
+//
+//go:embed migrations
+var migrationFS embed.FS
+
+// migration is one step of a dialect's schema.
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+// loadMigrations returns dialect's steps in version order.
+func loadMigrations(dialect string) ([]migration, error) {
+	dir := path.Join("migrations", dialect)
+	files, err := fs.ReadDir(migrationFS, dir)
+	if err != nil {
+		return nil, fmt.Errorf("migrations: %w", err)
+	}
+	var ms []migration
+	for _, f := range files {
+		num, _, ok := strings.Cut(f.Name(), "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil || !strings.HasSuffix(f.Name(), ".sql") {
+			return nil, fmt.Errorf("migrations: bad file name %s", f.Name())
+		}
+		b, err := fs.ReadFile(migrationFS, path.Join(dir, f.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("migrations: %w", err)
+		}
+		ms = append(ms, migration{version: v, name: f.Name(), sql: string(b)})
+	}
+	slices.SortFunc(ms, func(a, b migration) int { return a.version - b.version })
+	for i, m := range ms {
+		if m.version != i+1 {
+			return nil, fmt.Errorf("migrations: %s: expected version %d", m.name, i+1)
+		}
+	}
+	return ms, nil
+}
+
+// SchemaVersion is the schema version this package writes: the number of
+// its newest migration.
+const SchemaVersion = 1
+
+// applyMigrations runs, inside the caller's write transaction, every step
+// newer than the database's version, and records each in recall_schema.
+// A database whose version is newer than the newest step known here was
+// written by a newer program: it is refused with ErrSchemaTooNew, since
+// this one could misread it or break its invariants.
+func applyMigrations(ctx context.Context, q querier, ms []migration) error {
+	if _, err := q.exec(ctx, `CREATE TABLE IF NOT EXISTS recall_schema (version integer PRIMARY KEY)`); err != nil {
+		return fmt.Errorf("schema version table: %w", err)
+	}
+	var cur sql.NullInt64
+	if err := q.queryRow(ctx, `SELECT max(version) FROM recall_schema`).Scan(&cur); err != nil {
+		return fmt.Errorf("schema version: %w", err)
+	}
+	latest := ms[len(ms)-1].version
+	if int(cur.Int64) > latest {
+		return fmt.Errorf("%w: the database is at schema version %d, this program knows versions up to %d; upgrade recall",
+			ErrSchemaTooNew, cur.Int64, latest)
+	}
+	for _, m := range ms[cur.Int64:] {
+		if _, err := q.exec(ctx, m.sql); err != nil {
+			return fmt.Errorf("migration %s: %w", m.name, err)
+		}
+		if _, err := q.exec(ctx, `INSERT INTO recall_schema (version) VALUES ($1)`, m.version); err != nil {
+			return fmt.Errorf("migration %s: %w", m.name, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,257 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/recallkit/recall"
+)
+
+func TestSchemaTooNewSQLite(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "recall.db")
+	s, err := OpenSQLite(ctx, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := recall.Key{Project: "p", Session: "s"}
+	if _, err := s.Append(ctx, k, recall.ItemEntry(msg("kept"))); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+
+	// Reopening the same version migrates nothing and keeps the data.
+	s, err = OpenSQLite(ctx, path, Options{})
+	if err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	if m, err := s.Stat(ctx, k); err != nil || m.ItemCount != 1 {
+		t.Fatalf("after reopen: %+v, %v", m, err)
+	}
+	s.Close()
+
+	// A newer program recorded version SchemaVersion+1.
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`INSERT INTO recall_schema (version) VALUES ($1)`, SchemaVersion+1); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	_, err = OpenSQLite(ctx, path, Options{})
+	checkTooNew(t, err, "sqlite")
+}
+
+func TestSchemaTooNewPostgres(t *testing.T) {
+	ctx := context.Background()
+	s, schema := newPostgresSchema(t)
+	s.Close()
+	c, err := pgx.Connect(ctx, pgDSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	if _, err := c.Exec(ctx, `INSERT INTO `+pgx.Identifier{schema, "recall_schema"}.Sanitize()+` (version) VALUES ($1)`, SchemaVersion+1); err != nil {
+		t.Fatal(err)
+	}
+	_, err = OpenPostgres(ctx, pgDSN(), Options{Schema: schema})
+	checkTooNew(t, err, "postgres")
+}
+
+func checkTooNew(t *testing.T, err error, store string) {
+	t.Helper()
+	if !errors.Is(err, ErrSchemaTooNew) {
+		t.Fatalf("open of a newer schema: %v, want ErrSchemaTooNew", err)
+	}
+	for _, want := range []string{"open " + store, "schema version 2", "upgrade"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	t.Log(err)
+}
+
+func TestMigrationsAreDense(t *testing.T) {
+	for _, d := range []string{"sqlite", "postgres"} {
+		ms, err := loadMigrations(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ms[len(ms)-1].version; got != SchemaVersion {
+			t.Errorf("%s: newest migration is %d, SchemaVersion is %d", d, got, SchemaVersion)
+		}
+	}
+}
+
+// TestOpenPostgresConcurrently opens one new schema from several goroutines
+// at once: the advisory lock makes exactly one of them migrate.
+func TestOpenPostgresConcurrently(t *testing.T) {
+	needPostgres(t)
+	schema := testSchema()
+	t.Cleanup(func() { dropSchema(t, schema) })
+	errs := make(chan error, 4)
+	for range 4 {
+		go func() {
+			s, err := OpenPostgres(context.Background(), pgDSN(), Options{Schema: schema})
+			if err == nil {
+				s.Close()
+			}
+			errs <- err
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+func TestOpenPostgresErrors(t *testing.T) {
+	needPostgres(t)
+	const secret = "s3cr3t-pw"
+	cases := []struct {
+		name, dsn string
+	}{
+		{"unreachable", "postgres://postgres:" + secret + "@127.0.0.1:1/test?sslmode=disable&connect_timeout=2"},
+		{"no such database", "postgres://postgres:" + secret + "@127.0.0.1:5432/recall_no_such_db?sslmode=disable"},
+		{"malformed url", "postgres://postgres:" + secret + "@127.0.0.1:notaport/test"},
+		{"bad parameter", "postgres://postgres:" + secret + "@127.0.0.1/test?sslmode=bogus"},
+		{"keyword form", "host=127.0.0.1 port=1 user=postgres password=" + secret + " dbname=test connect_timeout=2"},
+		{"localhost, two addresses", "postgres://postgres:" + secret + "@localhost:1/test?connect_timeout=2"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := OpenPostgres(context.Background(), tc.dsn, Options{Schema: testSchema()})
+			if err == nil {
+				s.Close()
+				t.Fatal("open succeeded")
+			}
+			text := err.Error()
+			t.Log(text)
+			if strings.Contains(text, secret) {
+				t.Errorf("error shows the password: %s", text)
+			}
+			if strings.Contains(text, "\n") {
+				t.Errorf("error is not one line: %q", text)
+			}
+			if !strings.HasPrefix(text, "sqlstore: open postgres ") {
+				t.Errorf("error does not name the store: %s", text)
+			}
+		})
+	}
+}
+
+func TestOpenSQLiteErrors(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	notDB := filepath.Join(dir, "garbage.db")
+	if err := os.WriteFile(notDB, []byte(strings.Repeat("not a database ", 512)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, path := range map[string]string{
+		"empty":        "",
+		"under a file": filepath.Join(file, "recall.db"),
+		"not a db":     notDB,
+		"query string": filepath.Join(dir, "x.db?mode=ro"),
+		"memory":       ":memory:",
+		"isadirectory": dir,
+	} {
+		t.Run(name, func(t *testing.T) {
+			s, err := OpenSQLite(context.Background(), path, Options{})
+			if err == nil {
+				s.Close()
+				t.Fatal("open succeeded")
+			}
+			t.Log(err)
+			if text := err.Error(); !strings.HasPrefix(text, "sqlstore: open sqlite ") || strings.Contains(text, "\n") {
+				t.Errorf("error is not one line naming the store: %q", text)
+			}
+		})
+	}
+}
+
+func TestRedact(t *testing.T) {
+	for in, want := range map[string]string{
+		"postgres://u:pw@h:5432/db?sslmode=disable":   "postgres://u:xxxxx@h:5432/db?sslmode=disable",
+		"postgres://u@h/db":                           "postgres://u@h/db",
+		"postgres://h/db?password=pw&sslmode=disable": "postgres://h/db?password=xxxxx&sslmode=disable",
+		"host=h password=pw user=u":                   "host=h password=xxxxx user=u",
+		"host=h password='p w' user=u":                "host=h password=xxxxx user=u",
+		"postgres://u:pw@h:port/db":                   "postgres://u:xxxxx@h:port/db",
+		"/var/lib/recall.db":                          "/var/lib/recall.db",
+	} {
+		if got := Redact(in); got != want {
+			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestTooLarge: an item over the limit is refused before anything is
+// written, on a new session and on an existing one.
+func TestTooLarge(t *testing.T) {
+	t.Run("sqlite", func(t *testing.T) {
+		s, err := OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "r.db"), Options{MaxItemSize: 1024})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		checkTooLarge(t, s)
+	})
+	t.Run("postgres", func(t *testing.T) {
+		needPostgres(t)
+		schema := testSchema()
+		t.Cleanup(func() { dropSchema(t, schema) })
+		s, err := OpenPostgres(context.Background(), pgDSN(), Options{MaxItemSize: 1024, Schema: schema})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		checkTooLarge(t, s)
+	})
+}
+
+func checkTooLarge(t *testing.T, s *Store) {
+	ctx := context.Background()
+	big := msg(strings.Repeat("x", 1024))
+	k := recall.Key{Project: "p", Session: "big"}
+	_, err := s.Append(ctx, k, recall.ItemEntry(msg("ok")), recall.ItemEntry(big))
+	if !errors.Is(err, recall.ErrTooLarge) {
+		t.Fatalf("append of %d bytes: %v, want ErrTooLarge", len(big), err)
+	}
+	if _, err := s.Stat(ctx, k); !errors.Is(err, recall.ErrNotFound) {
+		t.Fatalf("refused batch created the session: %v", err)
+	}
+	if _, err := s.Append(ctx, k, recall.ItemEntry(msg("first"))); err != nil {
+		t.Fatal(err)
+	}
+	// in a compaction too, which takes the general path
+	comp := recall.NewEntry(recall.KindCompaction, recall.Compaction{Through: 1, Items: []recall.Item{big}})
+	if _, err := s.Append(ctx, k, comp); !errors.Is(err, recall.ErrTooLarge) {
+		t.Fatalf("compaction with a big item: %v, want ErrTooLarge", err)
+	}
+	if _, err := s.Import(ctx, k, recall.Entry{Seq: 2, Kind: recall.KindItem, Time: recall.Now(), Data: []byte(big)}); !errors.Is(err, recall.ErrTooLarge) {
+		t.Fatalf("import of a big item: %v, want ErrTooLarge", err)
+	}
+	m, err := s.Stat(ctx, k)
+	if err != nil || m.LastSeq != 1 || m.ItemCount != 1 {
+		t.Fatalf("after refusals: %+v, %v", m, err)
+	}
+	// exactly at the limit is fine
+	exact := msg(strings.Repeat("x", 1024-len(msg(""))))
+	if _, err := s.Append(ctx, k, recall.ItemEntry(exact)); err != nil {
+		t.Fatalf("item of exactly the limit: %v", err)
+	}
+	verify(t, s)
+}

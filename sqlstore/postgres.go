@@ -1,0 +1,224 @@
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"hash/fnv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/recallkit/recall"
+)
+
+// OpenPostgres opens (and creates or migrates, as needed) a store in the
+// PostgreSQL database dsn names, a URL ("postgres://user:pass@host/db") or
+// keyword/value string as pgx accepts; pool settings such as
+// pool_max_conns may be given in it. The tables live in opts.Schema. An
+// unreachable server, a bad DSN or a schema newer than this program is an
+// error naming the store, with the password redacted.
+func OpenPostgres(ctx context.Context, dsn string, opts Options) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, openError("postgres", dsn, "", err)
+	}
+	password := cfg.ConnConfig.Password
+	schema := opts.Schema
+	if schema == "" {
+		schema = "public"
+	}
+	cfg.ConnConfig.RuntimeParams["search_path"] = pgx.Identifier{schema}.Sanitize()
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		// pgx has no timeout of its own: without one a blackholed host
+		// would hang Open until ctx ends, if it ever does.
+		cfg.ConnConfig.ConnectTimeout = 10 * time.Second
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, openError("postgres", dsn, password, err)
+	}
+	b := &pgBackend{pool: pool}
+	if err := b.migrate(ctx, schema); err != nil {
+		pool.Close()
+		return nil, openError("postgres", dsn, password, err)
+	}
+	return &Store{opts: opts, db: b}, nil
+}
+
+// pgBackend is the PostgreSQL dialect, over a pgx pool.
+type pgBackend struct {
+	pool *pgxpool.Pool
+}
+
+// pgRunner is what a pool, a connection and a transaction have in common.
+type pgRunner interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// pgQuerier adapts a pgRunner to querier.
+type pgQuerier struct{ r pgRunner }
+
+func (p pgQuerier) exec(ctx context.Context, sql string, args ...any) (int64, error) {
+	tag, err := p.r.Exec(ctx, sql, args...)
+	return tag.RowsAffected(), err
+}
+
+func (p pgQuerier) query(ctx context.Context, sql string, args ...any) (rows, error) {
+	rs, err := p.r.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	return rs, nil
+}
+
+func (p pgQuerier) queryRow(ctx context.Context, sql string, args ...any) row {
+	return p.r.QueryRow(ctx, sql, args...)
+}
+
+func (b *pgBackend) name() string { return "postgres" }
+
+func (b *pgBackend) q() querier { return pgQuerier{b.pool} }
+
+func (b *pgBackend) lockSQL() string { return " FOR UPDATE" }
+
+func (b *pgBackend) timeArg(t time.Time) any { return t.UTC() }
+
+func (b *pgBackend) close() { b.pool.Close() }
+
+// view runs fn in a REPEATABLE READ, READ ONLY transaction: one snapshot
+// for all its statements.
+func (b *pgBackend) view(ctx context.Context, fn func(q querier) error) error {
+	return b.retry(ctx, func() error {
+		return pgx.BeginTxFunc(ctx, b.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly},
+			func(tx pgx.Tx) error { return fn(pgQuerier{tx}) })
+	})
+}
+
+// update runs fn in a READ COMMITTED transaction. Writers of one session
+// serialise on its row lock (SELECT ... FOR UPDATE or the upsert of
+// appendItems), which is all the isolation the store needs.
+func (b *pgBackend) update(ctx context.Context, fn func(q querier) error) error {
+	return b.retry(ctx, func() error {
+		return pgx.BeginTxFunc(ctx, b.pool, pgx.TxOptions{}, func(tx pgx.Tx) error { return fn(pgQuerier{tx}) })
+	})
+}
+
+// retry runs attempt again when it failed in a way that a new attempt can
+// resolve and that is sure to have changed nothing: errRetry, a deadlock or
+// serialization failure (the server rolled the transaction back), or a
+// connection that failed before anything was sent (a pooled connection
+// that a server restart killed). An error after the commit was sent is not
+// retried: the outcome is unknown, and retrying could apply it twice.
+func (b *pgBackend) retry(ctx context.Context, attempt func() error) error {
+	var err error
+	for range maxAttempts {
+		err = attempt()
+		if err == nil || !retryable(err) || ctx.Err() != nil {
+			return err
+		}
+	}
+	return err
+}
+
+func retryable(err error) bool {
+	if errors.Is(err, errRetry) || pgconn.SafeToRetry(err) {
+		return true
+	}
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "40P01" || pe.Code == "40001") // deadlock_detected, serialization_failure
+}
+
+// appendItemsPG is Append's fast path on PostgreSQL: one statement, so one
+// round trip and one implicit transaction. The upsert creates the session
+// row or takes its row lock and advances last_seq by the batch size; the
+// entries are numbered back from the new last_seq. Concurrent appenders to
+// one session queue on that row lock, so each gets its own dense run.
+const appendItemsPG = `WITH s AS (
+	INSERT INTO sessions AS s (project, id, subpath, created_at, updated_at, item_count, last_seq,
+		input_tokens, output_tokens, total_tokens)
+	VALUES ($1, $2, $3, $4, $5, $6, $6, $7, $8, $9)
+	ON CONFLICT (project, id, subpath) DO UPDATE SET
+		updated_at = GREATEST(s.updated_at, EXCLUDED.updated_at),
+		item_count = s.item_count + EXCLUDED.item_count,
+		last_seq = s.last_seq + EXCLUDED.last_seq,
+		input_tokens = s.input_tokens + EXCLUDED.input_tokens,
+		output_tokens = s.output_tokens + EXCLUDED.output_tokens,
+		total_tokens = s.total_tokens + EXCLUDED.total_tokens
+	RETURNING s.sid, s.last_seq
+), e AS (
+	INSERT INTO entries (session, seq, kind, payload, time, input_tokens, output_tokens, total_tokens)
+	SELECT s.sid, s.last_seq - $6 + u.ord, 'item', u.payload, u.time, u.it, u.ot, u.tt
+	FROM s, unnest($10::bytea[], $11::timestamptz[], $12::int8[], $13::int8[], $14::int8[])
+		WITH ORDINALITY AS u(payload, time, it, ot, tt, ord)
+)
+SELECT last_seq FROM s`
+
+func (b *pgBackend) appendItems(ctx context.Context, key recall.Key, ib itemBatch) (int64, error) {
+	n := len(ib.entries)
+	payloads := make([][]byte, n)
+	times := make([]time.Time, n)
+	in, out, total := make([]*int64, n), make([]*int64, n), make([]*int64, n)
+	for i, e := range ib.entries {
+		payloads[i], times[i] = e.Data, e.Time
+		if u := e.Usage; u != nil {
+			in[i], out[i], total[i] = &u.InputTokens, &u.OutputTokens, &u.TotalTokens
+		}
+	}
+	var last int64
+	err := b.retry(ctx, func() error {
+		return b.pool.QueryRow(ctx, appendItemsPG, key.Project, key.Session, key.Subpath, ib.created, ib.updated, int64(n),
+			ib.usage.InputTokens, ib.usage.OutputTokens, ib.usage.TotalTokens,
+			payloads, times, in, out, total).Scan(&last)
+	})
+	return last, err
+}
+
+// insertEntries inserts the whole batch with one statement over arrays,
+// whose text is the same for any batch size (so pgx prepares it once).
+func (b *pgBackend) insertEntries(ctx context.Context, q querier, sid int64, entries []recall.Entry) error {
+	n := len(entries)
+	seqs := make([]int64, n)
+	kinds := make([]string, n)
+	payloads := make([][]byte, n)
+	times := make([]time.Time, n)
+	in, out, total := make([]*int64, n), make([]*int64, n), make([]*int64, n)
+	for i, e := range entries {
+		seqs[i], kinds[i], times[i] = e.Seq, string(e.Kind), e.Time
+		if len(e.Data) > 0 {
+			payloads[i] = e.Data
+		}
+		if u := e.Usage; u != nil {
+			in[i], out[i], total[i] = &u.InputTokens, &u.OutputTokens, &u.TotalTokens
+		}
+	}
+	_, err := q.exec(ctx, `INSERT INTO entries (session, seq, kind, payload, time, input_tokens, output_tokens, total_tokens)
+		SELECT $1, * FROM unnest($2::int8[], $3::text[], $4::bytea[], $5::timestamptz[], $6::int8[], $7::int8[], $8::int8[])`,
+		sid, seqs, kinds, payloads, times, in, out, total)
+	return err
+}
+
+// migrate creates the schema if missing and brings it to the latest
+// version, holding an advisory lock so that concurrent openers of one
+// schema migrate it once.
+func (b *pgBackend) migrate(ctx context.Context, schema string) error {
+	ms, err := loadMigrations("postgres")
+	if err != nil {
+		return err
+	}
+	h := fnv.New64a()
+	h.Write([]byte("recall/sqlstore:" + schema))
+	lock := int64(h.Sum64())
+	return b.update(ctx, func(q querier) error {
+		if _, err := q.exec(ctx, `SELECT pg_advisory_xact_lock($1)`, lock); err != nil {
+			return err
+		}
+		if _, err := q.exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+pgx.Identifier{schema}.Sanitize()); err != nil {
+			return err
+		}
+		return applyMigrations(ctx, q, ms)
+	})
+}

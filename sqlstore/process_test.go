@@ -1,0 +1,300 @@
+package sqlstore
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/recallkit/recall"
+)
+
+// The tests in this file run the test binary again as a child process (see
+// TestMain) to write to one database from several processes.
+
+// childEnv is the environment variable that makes the test binary a child.
+const childEnv = "SQLSTORE_TEST_CHILD"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) != "" {
+		if err := runChild(); err != nil {
+			fmt.Fprintln(os.Stderr, "child:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// childKey is the session the children write to.
+var childKey = recall.Key{Project: "proc", Session: "shared"}
+
+// runChild appends SQLSTORE_BATCHES batches (forever when 0) to childKey,
+// batch b holding 1 + b%SQLSTORE_MAXBATCH items whose text is
+// "<worker> <b> <i>", and prints "ack <b>" once each Append has returned.
+// It waits for a line on stdin first when SQLSTORE_WAIT is set, and
+// sleeps SQLSTORE_PAUSE after each batch. Every 7th batch it also sets the title, a write that takes the general
+// path rather than the items-only one.
+func runChild() error {
+	ctx := context.Background()
+	var (
+		s   *Store
+		err error
+	)
+	target := os.Getenv("SQLSTORE_TARGET")
+	switch os.Getenv("SQLSTORE_DIALECT") {
+	case "sqlite":
+		s, err = OpenSQLite(ctx, target, Options{})
+	case "postgres":
+		s, err = OpenPostgres(ctx, pgDSN(), Options{Schema: target})
+	default:
+		err = fmt.Errorf("unknown dialect %q", os.Getenv("SQLSTORE_DIALECT"))
+	}
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	if os.Getenv("SQLSTORE_WAIT") != "" {
+		// start together with the other children: on a line from stdin
+		if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
+			return fmt.Errorf("waiting for the start: %w", err)
+		}
+	}
+	worker := os.Getenv("SQLSTORE_WORKER")
+	batches, _ := strconv.Atoi(os.Getenv("SQLSTORE_BATCHES"))
+	maxBatch, _ := strconv.Atoi(os.Getenv("SQLSTORE_MAXBATCH"))
+	pause, _ := time.ParseDuration(os.Getenv("SQLSTORE_PAUSE"))
+	out := bufio.NewWriter(os.Stdout)
+	for b := 0; batches == 0 || b < batches; b++ {
+		n := 1 + b%maxBatch
+		items := make([]recall.Item, n)
+		for i := range items {
+			items[i] = msg(fmt.Sprintf("%s %d %d", worker, b, i))
+		}
+		if _, err := s.Append(ctx, childKey, recall.ItemEntries(items...)...); err != nil {
+			return err
+		}
+		if b%7 == 6 {
+			if _, err := recall.SetTitle(ctx, s, childKey, worker+" "+strconv.Itoa(b), recall.TitleAuto); err != nil {
+				return err
+			}
+		}
+		fmt.Fprintf(out, "ack %d\n", b)
+		out.Flush()
+		time.Sleep(pause)
+	}
+	return nil
+}
+
+// child returns the command of a child process.
+func child(ctx context.Context, dialect, target, worker string, batches, maxBatch int) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"=1", "SQLSTORE_DIALECT="+dialect, "SQLSTORE_TARGET="+target,
+		"SQLSTORE_WORKER="+worker, "SQLSTORE_BATCHES="+strconv.Itoa(batches), "SQLSTORE_MAXBATCH="+strconv.Itoa(maxBatch))
+	cmd.Stderr = os.Stderr
+	return cmd
+}
+
+// processTarget returns, for a dialect, a fresh database for the children
+// (a file path or a schema) and a function that opens it in this process.
+func processTarget(t *testing.T, dialect string) (string, func() *Store) {
+	ctx := context.Background()
+	if dialect == "sqlite" {
+		path := filepath.Join(t.TempDir(), "shared.db")
+		return path, func() *Store {
+			s, err := OpenSQLite(ctx, path, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return s
+		}
+	}
+	needPostgres(t)
+	schema := testSchema()
+	t.Cleanup(func() { dropSchema(t, schema) })
+	return schema, func() *Store {
+		s, err := OpenPostgres(ctx, pgDSN(), Options{Schema: schema})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+}
+
+// TestTwoProcesses: two processes append to one session at once, the
+// database created by whichever comes first. Nothing is lost, nothing is
+// duplicated, the seqs are dense and every batch is contiguous.
+func TestTwoProcesses(t *testing.T) {
+	for _, dialect := range []string{"sqlite", "postgres"} {
+		t.Run(dialect, func(t *testing.T) {
+			target, open := processTarget(t, dialect)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			const batches, maxBatch = 150, 3
+			cmds := make([]*exec.Cmd, 2)
+			starts := make([]io.WriteCloser, 2)
+			for w := range cmds {
+				cmds[w] = child(ctx, dialect, target, "w"+strconv.Itoa(w), batches, maxBatch)
+				// A pause between batches, as an agent makes: SQLite's
+				// busy handler sleeps and is not fair, so a writer in a
+				// tight loop can keep the lock for a while.
+				cmds[w].Env = append(cmds[w].Env, "SQLSTORE_WAIT=1", "SQLSTORE_PAUSE=1ms")
+				var err error
+				if starts[w], err = cmds[w].StdinPipe(); err != nil {
+					t.Fatal(err)
+				}
+				if err := cmds[w].Start(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, start := range starts {
+				fmt.Fprintln(start, "go")
+				start.Close()
+			}
+			for w, cmd := range cmds {
+				if err := cmd.Wait(); err != nil {
+					t.Fatalf("child w%d: %v", w, err)
+				}
+			}
+			s := open()
+			_, entries, err := s.Load(ctx, childKey)
+			if err != nil {
+				t.Fatal(err)
+			}
+			perWorker := 0
+			for b := range batches {
+				perWorker += 1 + b%maxBatch + map[bool]int{true: 1}[b%7 == 6]
+			}
+			if len(entries) != 2*perWorker {
+				t.Errorf("%d entries, want %d", len(entries), 2*perWorker)
+			}
+			checkBatches(t, entries, map[string]int{"w0": batches, "w1": batches}, maxBatch)
+			// The two really wrote at the same time: their batches alternate.
+			switches, last := 0, ""
+			for _, e := range entries {
+				if w, _, _ := strings.Cut(recall.Item(e.Data).Text(), " "); e.Kind == recall.KindItem && w != last {
+					switches, last = switches+1, w
+				}
+			}
+			t.Logf("%d entries, the writer changed %d times", len(entries), switches-1)
+			if switches < 3 {
+				t.Errorf("the writers did not overlap (%d changes of writer)", switches-1)
+			}
+			verify(t, s)
+		})
+	}
+}
+
+// checkBatches checks a log written by children: seqs dense from 1, each
+// batch's items contiguous and complete, no item twice, and, per worker,
+// batches 0..want-1 in order. want[w] < 0 means "at least -want[w]".
+func checkBatches(t *testing.T, entries []recall.Entry, want map[string]int, maxBatch int) {
+	t.Helper()
+	type batch struct {
+		worker string
+		b      int
+	}
+	next := map[string]int{}  // per worker, the batch expected next
+	var cur *batch            // the batch being read
+	curItems := 0             // items of cur seen so far
+	seen := map[string]bool{} // item texts
+	for i, e := range entries {
+		if e.Seq != int64(i+1) {
+			t.Fatalf("entry %d has seq %d", i, e.Seq)
+		}
+		if e.Kind != recall.KindItem {
+			continue
+		}
+		text := recall.Item(e.Data).Text()
+		if seen[text] {
+			t.Fatalf("item %q twice", text)
+		}
+		seen[text] = true
+		var w string
+		var b, j int
+		if _, err := fmt.Sscanf(text, "%s %d %d", &w, &b, &j); err != nil {
+			t.Fatalf("item %q: %v", text, err)
+		}
+		if j == 0 {
+			if cur != nil && curItems != 1+cur.b%maxBatch {
+				t.Fatalf("batch %s/%d has %d items, want %d", cur.worker, cur.b, curItems, 1+cur.b%maxBatch)
+			}
+			if b != next[w] {
+				t.Fatalf("worker %s: batch %d follows batch %d", w, b, next[w]-1)
+			}
+			next[w]++
+			cur, curItems = &batch{w, b}, 0
+		} else if cur == nil || cur.worker != w || cur.b != b || j != curItems {
+			t.Fatalf("seq %d: item %q interleaves another batch", e.Seq, text)
+		}
+		curItems++
+	}
+	if cur != nil && curItems != 1+cur.b%maxBatch {
+		t.Fatalf("last batch %s/%d has %d items, want %d", cur.worker, cur.b, curItems, 1+cur.b%maxBatch)
+	}
+	for w, n := range want {
+		if n >= 0 && next[w] != n || n < 0 && next[w] < -n {
+			t.Errorf("worker %s: %d batches stored, want %d", w, next[w], n)
+		}
+	}
+}
+
+// TestKilledWriter kills a child process with SIGKILL while it appends
+// batches in a loop: every acknowledged batch is there, no batch is torn,
+// and the database takes writes afterwards.
+func TestKilledWriter(t *testing.T) {
+	for _, dialect := range []string{"sqlite", "postgres"} {
+		t.Run(dialect, func(t *testing.T) {
+			target, open := processTarget(t, dialect)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			const maxBatch = 5
+			cmd := child(ctx, dialect, target, "k", 0, maxBatch)
+			stdout, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			acked := -1
+			sc := bufio.NewScanner(stdout)
+			for acked < 40 && sc.Scan() {
+				if _, err := fmt.Sscanf(sc.Text(), "ack %d", &acked); err != nil {
+					t.Fatalf("child said %q", sc.Text())
+				}
+			}
+			if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			err = cmd.Wait()
+			if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() {
+				t.Fatalf("child was not killed: %v", err)
+			}
+			if acked < 40 {
+				t.Fatalf("child acknowledged only %d batches", acked+1)
+			}
+			s := open()
+			_, entries, err := s.Load(ctx, childKey)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkBatches(t, entries, map[string]int{"k": -(acked + 1)}, maxBatch)
+			if _, err := s.Append(ctx, childKey, recall.ItemEntry(msg("after"))); err != nil {
+				t.Fatalf("append after the kill: %v", err)
+			}
+			verify(t, s)
+			t.Logf("killed after %d acknowledged batches; %d entries stored", acked+1, len(entries))
+		})
+	}
+}

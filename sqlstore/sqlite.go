@@ -1,0 +1,249 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
+
+	"github.com/recallkit/recall"
+)
+
+// sqliteBusyTimeout is how long a connection waits for a lock another
+// process holds (SQLite's busy_timeout) before failing with SQLITE_BUSY.
+const sqliteBusyTimeout = 10 * time.Second
+
+// OpenSQLite opens (and creates or migrates, as needed) a store in the
+// SQLite database file at path, creating its directory if missing.
+//
+// The database runs in WAL mode with synchronous=NORMAL: a committed append
+// survives a crash of the process; a power loss may lose the last
+// transactions, never corrupt the database. Writes go through a single
+// connection whose transactions begin IMMEDIATE, taking the write lock
+// before reading the session row, so writers (other processes included)
+// queue on busy_timeout instead of failing mid-transaction; reads use a
+// separate pool of read-only connections and never wait for writers.
+func OpenSQLite(ctx context.Context, path string, opts Options) (*Store, error) {
+	if path == "" || strings.ContainsAny(path, "?#") || strings.HasPrefix(path, ":memory:") || strings.HasPrefix(path, "file:") {
+		return nil, openError("sqlite", path, "", fmt.Errorf("want the path of a database file, without '?' or '#'"))
+	}
+	if dir := filepath.Dir(path); dir != "" {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, openError("sqlite", path, "", err)
+		}
+	}
+	pragmas := fmt.Sprintf("_pragma=busy_timeout(%d)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)", sqliteBusyTimeout.Milliseconds())
+	w, err := sql.Open("sqlite", path+"?"+pragmas+"&_pragma=journal_mode(WAL)&_txlock=immediate")
+	if err != nil {
+		return nil, openError("sqlite", path, "", err)
+	}
+	// One writer connection: SQLite allows one writer at a time anyway, and
+	// queueing in the pool is cheaper than the busy handler's sleeps.
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxIdleTime(0)
+	w.SetConnMaxLifetime(0)
+	b := &liteBackend{w: w, writer: make(chan struct{}, 1)}
+	if err := b.migrate(ctx); err != nil {
+		w.Close()
+		return nil, openError("sqlite", path, "", err)
+	}
+	if err := b.prepare(ctx); err != nil {
+		w.Close()
+		return nil, openError("sqlite", path, "", err)
+	}
+	r, err := sql.Open("sqlite", path+"?"+pragmas+"&_pragma=query_only(1)")
+	if err != nil {
+		w.Close()
+		return nil, openError("sqlite", path, "", err)
+	}
+	n := max(4, runtime.GOMAXPROCS(0))
+	r.SetMaxOpenConns(n)
+	r.SetMaxIdleConns(n)
+	b.r = r
+	return &Store{opts: opts, db: b}, nil
+}
+
+// liteBackend is the SQLite dialect: one writer connection, a reader pool.
+type liteBackend struct {
+	w, r *sql.DB
+
+	// Statements of the append path, prepared once on the writer
+	// connection: modernc.org/sqlite has no statement cache, and parsing
+	// the upsert cost more than running it.
+	upsertItems, insertEntry *sql.Stmt
+	// Savepoints of the calls of a group commit.
+	savepoint, rollbackTo, release *sql.Stmt
+
+	// The group commit of update (see sqlitecommit.go): writer is held by
+	// the goroutine running transactions; queue holds the calls waiting.
+	writer chan struct{}
+	mu     sync.Mutex
+	queue  []*writeCall
+	// transactions and calls count the group commits and the calls they
+	// ran, for tests.
+	transactions, calls atomic.Int64
+}
+
+// upsertItemsSQL creates the session row or advances its last_seq by the
+// batch size; see appendItems.
+const upsertItemsSQL = `INSERT INTO sessions (project, id, subpath, created_at, updated_at, item_count, last_seq,
+		input_tokens, output_tokens, total_tokens)
+	VALUES ($1, $2, $3, $4, $5, $6, $6, $7, $8, $9)
+	ON CONFLICT (project, id, subpath) DO UPDATE SET
+		updated_at = max(updated_at, excluded.updated_at),
+		item_count = item_count + excluded.item_count,
+		last_seq = last_seq + excluded.last_seq,
+		input_tokens = input_tokens + excluded.input_tokens,
+		output_tokens = output_tokens + excluded.output_tokens,
+		total_tokens = total_tokens + excluded.total_tokens
+	RETURNING sid, last_seq`
+
+// insertEntrySQL inserts one entry; a batch runs it once per entry, which
+// for a prepared statement is cheaper than building a multi-row INSERT.
+const insertEntrySQL = `INSERT INTO entries (session, seq, kind, payload, time, input_tokens, output_tokens, total_tokens)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`
+
+// prepare prepares the append path's statements on the writer. It runs
+// before any transaction: with one connection, preparing on the DB while a
+// transaction holds it would wait forever.
+func (b *liteBackend) prepare(ctx context.Context) error {
+	var err error
+	if b.upsertItems, err = b.w.PrepareContext(ctx, upsertItemsSQL); err != nil {
+		return err
+	}
+	if b.insertEntry, err = b.w.PrepareContext(ctx, insertEntrySQL); err != nil {
+		return err
+	}
+	if b.savepoint, err = b.w.PrepareContext(ctx, `SAVEPOINT call`); err != nil {
+		return err
+	}
+	if b.rollbackTo, err = b.w.PrepareContext(ctx, `ROLLBACK TO call`); err != nil {
+		return err
+	}
+	b.release, err = b.w.PrepareContext(ctx, `RELEASE call`)
+	return err
+}
+
+// sqlRunner is what *sql.DB and *sql.Tx have in common.
+type sqlRunner interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// sqlQuerier adapts a sqlRunner to querier. tx is set inside update, for
+// the prepared statements.
+type sqlQuerier struct {
+	r  sqlRunner
+	tx *sql.Tx
+}
+
+func (s sqlQuerier) exec(ctx context.Context, query string, args ...any) (int64, error) {
+	res, err := s.r.ExecContext(ctx, query, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+func (s sqlQuerier) query(ctx context.Context, query string, args ...any) (rows, error) {
+	rs, err := s.r.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	return sqlRows{rs}, nil
+}
+
+func (s sqlQuerier) queryRow(ctx context.Context, query string, args ...any) row {
+	return s.r.QueryRowContext(ctx, query, args...)
+}
+
+// sqlRows adapts *sql.Rows to rows; a Close error also shows in Err.
+type sqlRows struct{ *sql.Rows }
+
+func (r sqlRows) Close() { _ = r.Rows.Close() }
+
+func (b *liteBackend) name() string { return "sqlite" }
+
+func (b *liteBackend) q() querier { return sqlQuerier{r: b.r} }
+
+// lockSQL is empty: an update transaction began IMMEDIATE and holds the
+// database's write lock, which covers every row.
+func (b *liteBackend) lockSQL() string { return "" }
+
+// timeArg stores times as integer microseconds since the epoch: exact,
+// compact, and ordered like the times.
+func (b *liteBackend) timeArg(t time.Time) any { return t.UnixMicro() }
+
+func (b *liteBackend) close() {
+	b.r.Close()
+	b.w.Close()
+}
+
+// view runs fn in a read transaction on a reader connection: WAL gives it
+// one snapshot from its first read.
+func (b *liteBackend) view(ctx context.Context, fn func(q querier) error) error {
+	tx, err := b.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback() //nolint:errcheck // a read transaction has nothing to undo
+	return fn(sqlQuerier{r: tx})
+}
+
+// appendItems is Append's fast path on SQLite: an upsert that creates the
+// session row or advances its last_seq by the batch size, then the
+// entries, numbered back from the new last_seq.
+func (b *liteBackend) appendItems(ctx context.Context, key recall.Key, ib itemBatch) (int64, error) {
+	n := int64(len(ib.entries))
+	var last int64
+	err := b.update(ctx, func(q querier) error {
+		tx := q.(sqlQuerier).tx
+		var sid int64
+		err := tx.StmtContext(ctx, b.upsertItems).QueryRowContext(ctx,
+			key.Project, key.Session, key.Subpath, ib.created.UnixMicro(), ib.updated.UnixMicro(), n,
+			ib.usage.InputTokens, ib.usage.OutputTokens, ib.usage.TotalTokens).Scan(&sid, &last)
+		if err != nil {
+			return err
+		}
+		es := make([]recall.Entry, n)
+		for i, e := range ib.entries {
+			e.Seq = last - n + int64(i) + 1
+			es[i] = e
+		}
+		return b.insertEntries(ctx, q, sid, es)
+	})
+	return last, err
+}
+
+// insertEntries inserts entries one by one with the prepared statement.
+func (b *liteBackend) insertEntries(ctx context.Context, q querier, sid int64, entries []recall.Entry) error {
+	st := q.(sqlQuerier).tx.StmtContext(ctx, b.insertEntry)
+	for _, e := range entries {
+		in, out, total := usageArgs(e.Usage)
+		if _, err := st.ExecContext(ctx, sid, e.Seq, string(e.Kind), payloadArg(e.Data), e.Time.UnixMicro(), in, out, total); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// migrate brings the database to the latest schema version. The writer's
+// IMMEDIATE transaction serialises concurrent openers, other processes
+// included.
+func (b *liteBackend) migrate(ctx context.Context) error {
+	ms, err := loadMigrations("sqlite")
+	if err != nil {
+		return err
+	}
+	return b.update(ctx, func(q querier) error { return applyMigrations(ctx, q, ms) })
+}

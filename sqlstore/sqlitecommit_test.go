@@ -1,0 +1,75 @@
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+)
+
+// TestGroupCommit drives the SQLite writer's group commit directly: many
+// goroutines each write a row and then fail or succeed. A failed call's
+// row is gone (rolled back to its savepoint), every other call's row is
+// there, each caller gets its own outcome, and calls did share
+// transactions.
+func TestGroupCommit(t *testing.T) {
+	ctx := context.Background()
+	s := newSQLite(t)
+	b := s.db.(*liteBackend)
+	boom := errors.New("boom")
+	const goroutines, rounds = 16, 40
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Go(func() {
+			for r := range rounds {
+				id := fmt.Sprintf("g%d-%d", g, r)
+				fail := (g+r)%3 == 0
+				err := b.update(ctx, func(q querier) error {
+					if _, err := q.exec(ctx, `INSERT INTO sessions (project, id, created_at, updated_at) VALUES ('p', $1, 0, 0)`, id); err != nil {
+						return err
+					}
+					if fail {
+						return fmt.Errorf("%s: %w", id, boom)
+					}
+					return nil
+				})
+				if fail != errors.Is(err, boom) || !fail && err != nil {
+					t.Errorf("%s: update = %v, want failure %t", id, err, fail)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for g := range goroutines {
+		for r := range rounds {
+			id := fmt.Sprintf("g%d-%d", g, r)
+			var n int
+			if err := b.r.QueryRowContext(ctx, `SELECT count(*) FROM sessions WHERE id = $1`, id).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			if want := map[bool]int{false: 1}[(g+r)%3 == 0]; n != want {
+				t.Errorf("%s: %d rows, want %d", id, n, want)
+			}
+		}
+	}
+	tx, calls := b.transactions.Load(), b.calls.Load()
+	t.Logf("%d calls in %d transactions", calls, tx)
+	if calls < goroutines*rounds || tx >= calls {
+		t.Errorf("%d calls in %d transactions: no call shared a transaction", calls, tx)
+	}
+}
+
+// TestGroupCommitCanceled: a call whose context ends before it runs
+// writes nothing and reports the context's error.
+func TestGroupCommitCanceled(t *testing.T) {
+	s := newSQLite(t)
+	b := s.db.(*liteBackend)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	ran := false
+	err := b.update(ctx, func(q querier) error { ran = true; return nil })
+	if !errors.Is(err, context.Canceled) || ran {
+		t.Fatalf("update with a canceled context: %v, ran %t", err, ran)
+	}
+}

@@ -1,0 +1,123 @@
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/recallkit/recall"
+)
+
+// Options configure a Store. The zero value works.
+type Options struct {
+	// MaxItemSize is the largest item accepted, in bytes; a larger one is
+	// refused with recall.ErrTooLarge before anything is written.
+	// Default (0): recall.DefaultMaxItemSize (32 MiB).
+	MaxItemSize int
+
+	// Schema is the PostgreSQL schema the tables live in, created if
+	// missing. It lets several applications (or tests) share a database.
+	// Ignored by SQLite. Default (""): "public".
+	Schema string
+}
+
+// ErrSchemaTooNew reports a database whose schema was written by a newer
+// version of this package. The store refuses to open it rather than
+// misread it; upgrade the program instead.
+var ErrSchemaTooNew = errors.New("sqlstore: database schema is newer than this program")
+
+// Store is a recall.Store on SQLite or PostgreSQL. It is safe for
+// concurrent use, and several processes may share one database.
+type Store struct {
+	opts   Options
+	db     backend
+	closed atomic.Bool
+}
+
+var _ recall.Store = (*Store)(nil)
+
+// backend is what differs between the two dialects: how statements run,
+// how transactions are taken, and the few statements whose SQL differs.
+type backend interface {
+	// name is "sqlite" or "postgres", for messages.
+	name() string
+	// q runs single statements, each in its own snapshot.
+	q() querier
+	// view runs fn in a read-only transaction: every statement sees one
+	// snapshot of the database.
+	view(ctx context.Context, fn func(q querier) error) error
+	// update runs fn in a write transaction and commits it when fn returns
+	// nil. A session row read with lockSQL stays locked against other
+	// writers until the end. update retries fn, from the start, on a
+	// transient conflict (errRetry, a deadlock, a connection lost before
+	// anything was sent).
+	update(ctx context.Context, fn func(q querier) error) error
+	// lockSQL is appended to a SELECT of a session row inside update to
+	// lock it (" FOR UPDATE"), or "" where the transaction already holds
+	// the database's write lock.
+	lockSQL() string
+	// timeArg converts a time into the value its column stores.
+	timeArg(t time.Time) any
+	// appendItems is the fast path of Append for a batch of item entries
+	// only, whose Time is set: it creates or updates the session row and
+	// inserts the entries in one transaction (on PostgreSQL, in one
+	// statement) and returns the seq of the last one.
+	appendItems(ctx context.Context, key recall.Key, b itemBatch) (int64, error)
+	// insertEntries inserts entries, which carry their Seq and Time, into
+	// session sid's log.
+	insertEntries(ctx context.Context, q querier, sid int64, entries []recall.Entry) error
+	// close releases the connections.
+	close()
+}
+
+// querier runs statements: on a pool, a connection or in a transaction.
+type querier interface {
+	exec(ctx context.Context, sql string, args ...any) (int64, error)
+	query(ctx context.Context, sql string, args ...any) (rows, error)
+	queryRow(ctx context.Context, sql string, args ...any) row
+}
+
+// rows is the result of a query; pgx.Rows satisfies it.
+type rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+	Close()
+}
+
+// row is the result of a single-row query; *sql.Row and pgx.Row satisfy it.
+type row interface {
+	Scan(dest ...any) error
+}
+
+// errRetry makes update run its function again: the transaction lost a
+// race that a fresh attempt resolves (two writers creating one session).
+var errRetry = errors.New("sqlstore: retry transaction")
+
+// maxAttempts bounds the retries of update.
+const maxAttempts = 5
+
+// check validates key and that the store is open.
+func (s *Store) check(key recall.Key) error {
+	if s.closed.Load() {
+		return fmt.Errorf("sqlstore: %w", recall.ErrClosed)
+	}
+	if err := key.Validate(); err != nil {
+		return fmt.Errorf("sqlstore: %w", err)
+	}
+	return nil
+}
+
+// Close implements recall.Store. It waits for calls in flight to finish.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	s.db.close()
+	return nil
+}
+
+// String names the store for messages: "sqlite" or "postgres".
+func (s *Store) String() string { return "sqlstore(" + s.db.name() + ")" }

@@ -1,0 +1,35 @@
+package storetest
+
+import (
+	"github.com/recallkit/recall"
+)
+
+// testClose checks that every call after Close returns ErrClosed.
+func testClose(e *env) {
+	t := e.t
+	key := recall.Key{Project: "p", Session: "s"}
+	e.mustAdd(key, msg("x"))
+	if err := recall.Verify(e.ctx, e.s); err != nil {
+		t.Errorf("Verify before Close: %v", err)
+	}
+	e.closed = true // the suite must not close it again
+	if err := e.s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	calls := map[string]error{}
+	_, calls["Append"] = e.s.Append(e.ctx, key, recall.ItemEntry(msg("y")))
+	_, calls["Items"] = e.s.Items(e.ctx, key, 0)
+	_, calls["Pop"] = e.s.Pop(e.ctx, key)
+	_, calls["Stat"] = e.s.Stat(e.ctx, key)
+	_, _, calls["Load"] = e.s.Load(e.ctx, key)
+	_, calls["Entries"] = e.s.Entries(e.ctx, key, 0, 0)
+	_, calls["List"] = e.s.List(e.ctx, "", recall.ListOptions{})
+	_, calls["Projects"] = e.s.Projects(e.ctx)
+	calls["Remove"] = e.s.Remove(e.ctx, key)
+	_, calls["Fork"] = e.s.Fork(e.ctx, key, 0, recall.Key{Project: "p", Session: "f"})
+	_, calls["Cleanup"] = e.s.Cleanup(e.ctx, recall.CleanupOptions{OlderThan: oldTime(0)})
+	_, calls["Import"] = e.s.Import(e.ctx, key, imported(2, 0, recall.ItemEntry(msg("z")))...)
+	for method, err := range calls {
+		wantErr(t, method+" after Close", err, recall.ErrClosed)
+	}
+}

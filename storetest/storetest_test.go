@@ -1,0 +1,395 @@
+package storetest_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/memstore"
+	"github.com/recallkit/recall/storetest"
+)
+
+// A suite that cannot fail proves nothing. TestSuiteCatchesBugs runs the
+// suite, in a child process, against memstore with one bug planted at a
+// time, and checks that the subtests meant to catch that bug fail.
+
+const bugEnv = "STORETEST_PLANTED_BUG"
+
+// plantedBugs maps each bug to subtests of Run that must fail on it.
+var plantedBugs = map[string][]string{
+	"pop-oldest":          {"Session/AddGetPopClear", "Model"},
+	"shared-items":        {"Items/Copies", "Model"},
+	"partial-batch":       {"Items/InvalidRefused", "Model"},
+	"list-archived":       {"Meta/ArchivePinLabels", "List/Pagination", "Model"},
+	"cursor-drops-ties":   {"List/Pagination", "Model"},
+	"no-compaction-guard": {"Log/Compaction", "Model"},
+	"remove-keeps-subs":   {"Subagents", "Cleanup", "Model"},
+	"cleanup-pinned":      {"Cleanup", "Model"},
+	"bad-key-not-found":   {"Keys/Invalid"},
+	"racy-append":         {"Concurrent/OneSession", "Model"},
+	"fork-off-by-one":     {"Fork", "Model"},
+	"import-no-dedup":     {"Log/Import", "Model"},
+	"lost-title-source":   {"Meta/Titles", "Model"},
+}
+
+func TestSuiteCatchesBugs(t *testing.T) {
+	if os.Getenv(bugEnv) != "" {
+		t.Skip("in a child process")
+	}
+	if testing.Short() {
+		t.Skip("runs the suite once per planted bug")
+	}
+	bugs := make([]string, 0, len(plantedBugs))
+	for b := range plantedBugs {
+		bugs = append(bugs, b)
+	}
+	slices.Sort(bugs)
+	for _, bug := range bugs {
+		t.Run(bug, func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], "-test.run=^TestPlantedBug$", "-test.v", "-rapid.checks=200")
+			cmd.Env = append(os.Environ(), bugEnv+"="+bug, "RAPID_NOFAILFILE=1", "RAPID_SHRINKTIME=10ms")
+			out, err := cmd.CombinedOutput()
+			if err == nil {
+				t.Fatalf("the suite passed a store with bug %q", bug)
+			}
+			for _, sub := range plantedBugs[bug] {
+				if !regexp.MustCompile(`--- FAIL: TestPlantedBug/` + regexp.QuoteMeta(sub) + ` `).Match(out) {
+					t.Errorf("bug %q: subtest %s did not fail", bug, sub)
+				}
+			}
+			if t.Failed() {
+				t.Logf("child output:\n%s", tail(out, 60))
+			}
+		})
+	}
+}
+
+func tail(out []byte, lines int) string {
+	l := strings.Split(string(out), "\n")
+	if len(l) > lines {
+		l = l[len(l)-lines:]
+	}
+	return strings.Join(l, "\n")
+}
+
+// TestPlantedBug is the child process of TestSuiteCatchesBugs.
+func TestPlantedBug(t *testing.T) {
+	bug := os.Getenv(bugEnv)
+	if bug == "" {
+		t.Skip("run by TestSuiteCatchesBugs")
+	}
+	if _, ok := plantedBugs[bug]; !ok {
+		t.Fatalf("unknown bug %q", bug)
+	}
+	storetest.Run(t, func(t *testing.T) recall.Store {
+		return &buggy{Store: memstore.New(memstore.Options{}), bug: bug}
+	})
+}
+
+// buggy is memstore with one planted bug.
+type buggy struct {
+	*memstore.Store
+	bug string
+	mu  sync.Mutex
+	// shared-items: the slices Items returned, handed out again
+	cache map[recall.Key][]recall.LiveItem
+}
+
+func (b *buggy) Append(ctx context.Context, key recall.Key, entries ...recall.Entry) (int64, error) {
+	switch b.bug {
+	case "partial-batch": // writes the good entries before the bad one
+		for i, e := range entries {
+			if err := recall.ValidateEntries([]recall.Entry{e}, 0); err != nil {
+				if i > 0 {
+					_, _ = b.Store.Append(ctx, key, entries[:i]...)
+				}
+				return 0, err
+			}
+		}
+	case "no-compaction-guard": // rewrites the guard to whatever the log is at
+		m, _ := b.Store.Stat(ctx, key)
+		for i, e := range entries {
+			if e.Kind == recall.KindCompaction {
+				var c recall.Compaction
+				if json.Unmarshal(e.Data, &c) == nil {
+					c.Through = m.LastSeq
+					entries[i] = recall.NewEntry(recall.KindCompaction, c)
+				}
+			}
+		}
+	case "racy-append": // read-modify-write without a lock
+		if len(entries) == 0 {
+			break
+		}
+		m, err := b.Store.Stat(ctx, key)
+		if err != nil && !errors.Is(err, recall.ErrNotFound) {
+			return 0, err
+		}
+		runtime.Gosched() // widens the window a real store's I/O would open
+		out := make([]recall.Entry, len(entries))
+		now := recall.Now()
+		for i, e := range entries {
+			e.Seq, e.Time = m.LastSeq+int64(i)+1, now
+			out[i] = e
+		}
+		if err := recall.ValidateEntries(entries, 0); err != nil {
+			return 0, err
+		}
+		last, err := b.Store.Import(ctx, key, out...)
+		if errors.Is(err, recall.ErrConflict) {
+			return last, nil // lost: "someone else wrote that seq"
+		}
+		return last, err
+	case "lost-title-source": // records every title as auto
+		for i, e := range entries {
+			if e.Kind == recall.KindTitle {
+				var c recall.TitleChange
+				if json.Unmarshal(e.Data, &c) == nil {
+					c.Source = recall.TitleAuto
+					entries[i] = recall.NewEntry(recall.KindTitle, c)
+				}
+			}
+		}
+	}
+	return b.Store.Append(ctx, key, entries...)
+}
+
+func (b *buggy) Pop(ctx context.Context, key recall.Key) (recall.Item, error) {
+	if b.bug != "pop-oldest" {
+		return b.Store.Pop(ctx, key)
+	}
+	live, err := b.Store.Items(ctx, key, 0)
+	if err != nil || len(live) == 0 {
+		return nil, err
+	}
+	if _, err := b.Store.Append(ctx, key, recall.NewEntry(recall.KindPop, live[0].Ref)); err != nil {
+		return nil, err
+	}
+	return live[0].Item, nil
+}
+
+func (b *buggy) Items(ctx context.Context, key recall.Key, limit int) ([]recall.LiveItem, error) {
+	if b.bug != "shared-items" {
+		return b.Store.Items(ctx, key, limit)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	all, err := b.Store.Items(ctx, key, 0)
+	if err != nil {
+		return nil, err
+	}
+	if b.cache == nil {
+		b.cache = map[recall.Key][]recall.LiveItem{}
+	}
+	if old := b.cache[key]; len(old) == len(all) {
+		all = old // hands out the same memory again
+	}
+	b.cache[key] = all
+	if limit > 0 && limit < len(all) {
+		return all[len(all)-limit:], nil
+	}
+	return all, nil
+}
+
+func (b *buggy) Stat(ctx context.Context, key recall.Key) (recall.Meta, error) {
+	if b.bug == "bad-key-not-found" && key.Validate() != nil {
+		return recall.Meta{}, recall.ErrNotFound
+	}
+	return b.Store.Stat(ctx, key)
+}
+
+func (b *buggy) List(ctx context.Context, project string, opts recall.ListOptions) (recall.Page, error) {
+	switch b.bug {
+	case "list-archived":
+		opts.IncludeArchived = true
+	case "cursor-drops-ties": // a keyset on Updated alone skips ties
+		if err := recall.CheckListOptions(project, opts); err != nil {
+			return recall.Page{}, err
+		}
+		all, err := b.Store.List(ctx, project, recall.ListOptions{Limit: -1, IncludeArchived: opts.IncludeArchived, Parent: opts.Parent})
+		if err != nil {
+			return recall.Page{}, err
+		}
+		metas := all.Sessions
+		if opts.Cursor != "" {
+			c, err := recall.ParseCursor(opts.Cursor)
+			if err != nil {
+				return recall.Page{}, err
+			}
+			metas = slices.DeleteFunc(metas, func(m recall.Meta) bool { return !m.Updated.Before(c.Updated) })
+		}
+		limit := opts.Limit
+		if limit == 0 {
+			limit = recall.DefaultListLimit
+		}
+		var p recall.Page
+		if limit > 0 && len(metas) > limit {
+			metas = metas[:limit]
+			p.Next = recall.CursorAt(metas[limit-1]).String()
+		}
+		p.Sessions = metas
+		return p, nil
+	}
+	return b.Store.List(ctx, project, opts)
+}
+
+func (b *buggy) Remove(ctx context.Context, key recall.Key) error {
+	if b.bug != "remove-keeps-subs" || !key.IsMain() {
+		return b.Store.Remove(ctx, key)
+	}
+	// Saves the subagent records and puts them back.
+	subs, err := b.Store.List(ctx, key.Project, recall.ListOptions{Limit: -1, IncludeArchived: true, Parent: key.Session})
+	if err != nil {
+		return err
+	}
+	logs := map[recall.Key][]recall.Entry{}
+	for _, m := range subs.Sessions {
+		_, es, err := b.Store.Load(ctx, m.Key)
+		if err != nil {
+			return err
+		}
+		logs[m.Key] = es
+	}
+	if err := b.Store.Remove(ctx, key); err != nil {
+		return err
+	}
+	for k, es := range logs {
+		if _, err := b.Store.Import(ctx, k, es...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (b *buggy) Cleanup(ctx context.Context, opts recall.CleanupOptions) (recall.CleanupReport, error) {
+	if b.bug == "remove-keeps-subs" {
+		rep, err := b.Store.Cleanup(ctx, recall.CleanupOptions{OlderThan: opts.OlderThan, Project: opts.Project, DryRun: true})
+		if err != nil || opts.DryRun {
+			return rep, err
+		}
+		for _, m := range rep.Removed {
+			if err := b.Remove(ctx, m.Key); err != nil {
+				return rep, err
+			}
+		}
+		return rep, nil
+	}
+	if b.bug != "cleanup-pinned" {
+		return b.Store.Cleanup(ctx, opts)
+	}
+	all, err := b.Store.List(ctx, opts.Project, recall.ListOptions{Limit: -1, IncludeArchived: true})
+	if err != nil {
+		return recall.CleanupReport{}, err
+	}
+	var rep recall.CleanupReport
+	for _, m := range all.Sessions {
+		if m.Updated.Before(opts.OlderThan) {
+			rep.Removed = append(rep.Removed, m)
+			if !opts.DryRun {
+				if err := b.Store.Remove(ctx, m.Key); err != nil {
+					return rep, err
+				}
+			}
+		}
+	}
+	return rep, nil
+}
+
+func (b *buggy) Fork(ctx context.Context, key recall.Key, atSeq int64, newKey recall.Key) (recall.Meta, error) {
+	if b.bug == "fork-off-by-one" && atSeq > 1 {
+		atSeq--
+	}
+	return b.Store.Fork(ctx, key, atSeq, newKey)
+}
+
+func (b *buggy) Import(ctx context.Context, key recall.Key, entries ...recall.Entry) (int64, error) {
+	if b.bug != "import-no-dedup" || len(entries) == 0 {
+		return b.Store.Import(ctx, key, entries...)
+	}
+	// Renumbers what it gets after the last seq instead of skipping it.
+	m, err := b.Store.Stat(ctx, key)
+	if err != nil && !errors.Is(err, recall.ErrNotFound) {
+		return 0, err
+	}
+	out := slices.Clone(entries)
+	for i := range out {
+		out[i].Seq = m.LastSeq + int64(i) + 1
+	}
+	return b.Store.Import(ctx, key, out...)
+}
+
+// TestHelpers checks the exported comparison helpers.
+func TestHelpers(t *testing.T) {
+	wrapped := fmt.Errorf("x: %w", recall.ErrConflict)
+	for err, want := range map[error]string{
+		nil:                   "nil",
+		wrapped:               "ErrConflict",
+		recall.ErrInvalidKey:  "ErrInvalidKey",
+		errors.New("plain"):   "other: plain",
+		recall.ErrUnsupported: "ErrUnsupported",
+	} {
+		if got := storetest.ErrorClass(err); got != want {
+			t.Errorf("ErrorClass(%v) = %q, want %q", err, got, want)
+		}
+	}
+
+	a := recall.Meta{Key: recall.Key{Project: "p", Session: "s"}, Title: "t", ItemCount: 2, Labels: []string{"x"}}
+	if d := storetest.MetaDiff(a, a.Clone(), true); d != "" {
+		t.Errorf("MetaDiff of equal metas: %s", d)
+	}
+	b := a.Clone()
+	b.Labels = []string{"y"}
+	b.ForkedFrom = &recall.ForkOrigin{Seq: 1}
+	b.Updated = b.Updated.Add(1)
+	if d := storetest.MetaDiff(a, b, true); !strings.Contains(d, "Labels") || !strings.Contains(d, "ForkedFrom") || !strings.Contains(d, "Updated") {
+		t.Errorf("MetaDiff missed a difference: %q", d)
+	}
+	if d := storetest.MetaDiff(a, b, false); strings.Contains(d, "Updated") {
+		t.Errorf("MetaDiff without times compared times: %q", d)
+	}
+
+	item := recall.Entry{Seq: 1, Kind: recall.KindItem, Data: []byte(`{"a":1, "b":2}`)}
+	respaced := item
+	respaced.Data = []byte(`{"a":1,"b":2}`)
+	if d := storetest.EntryDiff(respaced, item, true); d == "" {
+		t.Errorf("EntryDiff accepted an item with different bytes")
+	}
+	title := recall.NewEntry(recall.KindTitle, recall.TitleChange{Title: "t", Source: recall.TitleUser})
+	reordered := title
+	reordered.Data = []byte(`{ "source":"user", "title":"t" }`)
+	if d := storetest.EntryDiff(reordered, title, true); d != "" {
+		t.Errorf("EntryDiff refused a re-encoded payload: %s", d)
+	}
+
+	// The corpora hold what they promise.
+	for _, k := range storetest.InvalidKeys() {
+		if err := k.Validate(); !errors.Is(err, recall.ErrInvalidKey) {
+			t.Errorf("InvalidKeys holds %q, which validates", k)
+		}
+	}
+	for _, k := range storetest.EdgeKeys() {
+		if err := k.Validate(); err != nil {
+			t.Errorf("EdgeKeys holds %q: %v", k, err)
+		}
+	}
+	for _, it := range storetest.VerbatimItems() {
+		if err := recall.ValidateItem(it, 0); err != nil {
+			t.Errorf("VerbatimItems holds %s: %v", it, err)
+		}
+	}
+	for _, it := range storetest.InvalidItems() {
+		if err := recall.ValidateItem(it, 0); !errors.Is(err, recall.ErrInvalidItem) {
+			t.Errorf("InvalidItems holds %q, which validates: %v", it, err)
+		}
+	}
+}
