@@ -19,7 +19,10 @@ const DefaultMaxItemSize = 32 << 20
 // [ErrInvalidItem] before writing any part of the batch.
 type Item json.RawMessage
 
-// MarshalJSON returns the item's bytes, so an Item embeds in JSON verbatim.
+// MarshalJSON returns the item's bytes. Note that encoding/json compacts
+// (and HTML-escapes) what a marshaler returns, so an Item embedded in a
+// larger value is equivalent JSON, not the same bytes; stores that promise
+// byte-exact items write them without re-encoding.
 func (it Item) MarshalJSON() ([]byte, error) {
 	if len(it) == 0 {
 		return []byte("null"), nil
