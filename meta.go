@@ -57,7 +57,9 @@ func (m *Meta) Apply(e Entry) {
 	case KindItem:
 		m.ItemCount++
 	case KindPop:
-		if m.ItemCount > 0 {
+		// Like Replay, a pop whose payload does not decode removes nothing.
+		var ref ItemRef
+		if json.Unmarshal(e.Data, &ref) == nil && m.ItemCount > 0 {
 			m.ItemCount--
 		}
 	case KindClear:

@@ -10,8 +10,8 @@ type config struct {
 	// minRunTime is how long one run of a short operation repeats it, so
 	// a run of a 100 µs operation is not one noisy sample.
 	minRunTime time.Duration
-	// maxOpsPerRun caps those repeats (W4 forks grow the disk, W6 pops
-	// shrink the session).
+	// maxOpsPerRun caps those repeats (each W4 fork adds a session to the
+	// disk).
 	maxOpsPerRun int
 
 	// W1: chat turns, each three durable appends.
@@ -42,7 +42,7 @@ func fullConfig() config {
 		listItems:    100,
 		pageSize:     50,
 		writers:      16,
-		writerTurns:  25,
+		writerTurns:  10,
 	}
 }
 

@@ -84,6 +84,9 @@ type contender struct {
 	// durable one's files; head/tail and the file floor list simple
 	// JSONL's, as Claude Code's picker reads such files).
 	listData string
+	// stateless marks a contender that keeps nothing between calls, so
+	// W3's warm list is its cold list, measured once.
+	stateless bool
 	// noListCheck marks a contender whose list result is not checked: a
 	// floor that reads the directory without sorting it.
 	noListCheck bool

@@ -55,9 +55,10 @@ func allContenders(ctx context.Context, root, pgDSN, redisURL string) []contende
 			dropScope: dropDir("langchaingo"),
 		},
 		contender{
-			name:   simpleRow,
-			kind:   kindBaseline,
-			medium: mediumFile,
+			name:      simpleRow,
+			kind:      kindBaseline,
+			medium:    mediumFile,
+			stateless: true,
 			note: "the design recall replaces: one JSONL file per session; the agent keeps the history in " +
 				"memory and every save re-serialises all of it and rewrites the file (truncate, write, fsync: " +
 				"durable but not crash-atomic, and cheaper than a safe temp-file rename); loading and listing " +
@@ -66,9 +67,10 @@ func allContenders(ctx context.Context, root, pgDSN, redisURL string) []contende
 			dropScope: dropDir("simple"),
 		},
 		contender{
-			name:   headTailRow,
-			kind:   kindBaseline,
-			medium: mediumFile,
+			name:      headTailRow,
+			kind:      kindBaseline,
+			medium:    mediumFile,
+			stateless: true,
 			note: "Claude Code's session picker: stat every session file and read its first and last 64 KiB, " +
 				"32 files at a time, decoding the lines found there; then sort by modification time. It lists " +
 				"the files the simple JSONL baseline writes.",
@@ -79,9 +81,10 @@ func allContenders(ctx context.Context, root, pgDSN, redisURL string) []contende
 			open:     inDir("simple", openHeadTail),
 		},
 		contender{
-			name:   "floor: file",
-			kind:   kindFloor,
-			medium: mediumFile,
+			name:      "floor: file",
+			kind:      kindFloor,
+			medium:    mediumFile,
+			stateless: true,
 			note: "the physical floor of a file store: a bare write+fsync of the items on an open file (W1, W5); " +
 				"a bare read + line split + json.Valid (W2; the last items by reading 64 KiB blocks back from the " +
 				"end); a bare readdir + stat of the project folder (W3); read + write + fsync of a copy (W4); read " +

@@ -9,6 +9,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -51,8 +52,10 @@ type harness struct {
 	cfg      config
 	corpus   *corpus
 	entrants []*entrant
-	log      io.Writer
 
+	// mu guards log and results: set-ups run one goroutine per entrant.
+	mu  sync.Mutex
+	log io.Writer
 	// results[metric id][contender name]
 	results map[string]map[string]*cell
 	// when each workload ran, for the report.
@@ -74,11 +77,15 @@ func newHarness(cfg config, contenders []contender, log io.Writer) *harness {
 }
 
 func (h *harness) logf(format string, args ...any) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	fmt.Fprintf(h.log, format+"\n", args...)
 }
 
 // cell returns the cell of metric m for e, creating it.
 func (h *harness) cell(m metric, e *entrant) *cell {
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	row := h.results[m.id]
 	if row == nil {
 		row = map[string]*cell{}
@@ -128,6 +135,17 @@ func (h *harness) failed(e *entrant, ms ...metric) bool {
 func (h *harness) record(m metric, e *entrant, v time.Duration) {
 	c := h.cell(m, e)
 	c.runs = append(c.runs, v.Seconds())
+}
+
+// eachConcurrently calls f for every entrant of es at once, each in its
+// own goroutine: set-up is not timed, and most of it waits on fsync or a
+// server, so it overlaps well.
+func eachConcurrently(es []*entrant, f func(e *entrant)) {
+	var wg sync.WaitGroup
+	for _, e := range es {
+		wg.Go(func() { f(e) })
+	}
+	wg.Wait()
 }
 
 // participants returns the entrants that take part in w, and records n/a

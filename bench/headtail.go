@@ -103,10 +103,11 @@ func headTailMeta(path, id string) (simpleMeta, error) {
 		if err != nil && err != io.EOF {
 			return simpleMeta{}, err
 		}
-		// The tail's records are decoded in full: the picker looks for the
-		// newest summary and title records among them.
+		// The tail's records are decoded: the picker looks for the newest
+		// summary and title records among them. Decoding into a small
+		// struct keeps the baseline as cheap as it can honestly be.
 		for _, line := range completeLines(buf[:n], true, true) {
-			var rec map[string]any
+			var rec lineHead
 			_ = json.Unmarshal(line, &rec)
 		}
 	}

@@ -65,9 +65,14 @@ func (w *writer) open(ctx context.Context) error {
 			f.Close()
 			return err
 		}
-		if pst, err := statPath(w.l.path); err != nil || pst.ino != st.ino {
+		pst, err := statPath(w.l.path)
+		if err != nil && !isNotExist(err) {
 			f.Close()
-			continue
+			return err
+		}
+		if err != nil || pst.ino != st.ino {
+			f.Close()
+			continue // removed or replaced: start over with what is there now
 		}
 		w.f = f
 		return w.sync(st)
@@ -80,13 +85,15 @@ func (w *writer) open(ctx context.Context) error {
 // aside.
 func (w *writer) sync(st fileStat) error {
 	rec := w.s.cachedRecord(w.p, w.l.rel, st.size)
-	if rec == nil || rec.st != st {
+	fresh := rec == nil || rec.st != st
+	if fresh {
 		var err error
 		if rec, err = derive(w.f, w.l.key, w.l.rel, st, rec); err != nil {
 			return err
 		}
 	}
 	if rec.off < st.size {
+		fresh = true
 		if err := repairTorn(w.f, w.l.path, rec.off, st.size); err != nil {
 			return err
 		}
@@ -99,6 +106,9 @@ func (w *writer) sync(st fileStat) error {
 			return err
 		}
 		rec = newRecord(rec.key, rec.rel, nst, rec.off, rec.check, rec.unterminated, m)
+	}
+	if fresh {
+		w.p.put(rec) // even if no batch follows (a refused one, a Pop of nothing)
 	}
 	w.rec = rec
 	return nil
@@ -136,7 +146,9 @@ func (w *writer) meta() (recall.Meta, error) {
 	if w.rec == nil {
 		return recall.Meta{Key: w.l.key}, nil
 	}
-	return w.rec.Meta()
+	m, err := w.rec.Meta()
+	m.Key = w.l.key
+	return m, err
 }
 
 // errRaced reports that a log this writer meant to create appeared first.
@@ -183,15 +195,18 @@ func (w *writer) write(entries []recall.Entry) (recall.Meta, error) {
 			return recall.Meta{}, &os.PathError{Op: "fdatasync", Path: w.l.path, Err: err}
 		}
 	}
+	// The batch is in the log. What follows only caches its metadata; if
+	// it fails, the next reader derives it from the log.
+	w.rec = nil
 	st, err := fstat(w.f)
 	if err != nil {
-		return recall.Meta{}, err
+		return m, nil
 	}
 	var check uint32
 	if len(buf) >= checkLen {
 		check = crc32.ChecksumIEEE(buf[len(buf)-checkLen:])
 	} else if check, err = tailCheck(w.f, st.size); err != nil {
-		return recall.Meta{}, err
+		return m, nil
 	}
 	w.rec = newRecord(w.l.key, w.l.rel, st, st.size, check, false, m)
 	w.p.put(w.rec)

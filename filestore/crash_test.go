@@ -32,7 +32,7 @@ var crashKey = recall.Key{Project: "crash", Session: "s"}
 
 // roundsPerLog is how many kills one log of TestCrashSIGKILL takes before
 // the test moves to a new one, so the logs it checks stay small.
-const roundsPerLog = 20
+const roundsPerLog = 10
 
 // appenderKey is the session the appender of round writes to.
 func appenderKey(round int) recall.Key {
@@ -80,8 +80,8 @@ func childAppender() {
 		items := make([]recall.Item, n)
 		for i := range items {
 			pad := rng.IntN(2000)
-			if rng.IntN(8) == 0 {
-				pad = 64_000 + rng.IntN(100_000) // many pages: a long write
+			if rng.IntN(12) == 0 {
+				pad = 32_000 + rng.IntN(64_000) // many pages: a long write
 			}
 			items[i] = recall.Message("user", fmt.Sprintf("%s-b%d-i%dof%d %s", round, b, i, n, strings.Repeat("x", pad)))
 		}
@@ -156,7 +156,7 @@ func TestCrashSIGKILL(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash test: -short")
 	}
-	const kills = 60
+	const kills = 50
 	ctx := context.Background()
 	home := t.TempDir()
 	rng := rand.New(rand.NewPCG(1, uint64(time.Now().UnixNano())))
@@ -239,7 +239,7 @@ func checkCrashLog(t *testing.T, s recall.Store, key recall.Key, acked map[strin
 		if acked[fmt.Sprintf("r%d", round)] < 0 && round%roundsPerLog == 0 {
 			return // killed before the first batch reached the disk
 		}
-	t.Fatalf("round %d: Load: %v", round, err)
+		t.Fatalf("round %d: Load: %v", round, err)
 	}
 	if m.Corrupt != 0 {
 		t.Errorf("round %d: %d corrupt lines", round, m.Corrupt)

@@ -2,9 +2,12 @@ package filestore
 
 import (
 	"bytes"
+	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"hash/crc32"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -30,8 +33,12 @@ import (
 // Line format, space separated (names and numbers hold no spaces, and the
 // Meta JSON is last):
 //
-//	<rel> <ino> <size> <mtime-ns> <off> <crc> <flags> <updated-s> <updated-ns> <meta-json>
-//	<rel> -                  (a tombstone: the log was removed)
+//	<line-crc> <rel> <ino> <size> <mtime-ns> <off> <crc> <flags> <updated-s> <updated-ns> <meta-json>
+//	<line-crc> <rel> -       (a tombstone: the log was removed)
+//
+// line-crc is the crc32 of the rest of the line, in hex, so a damaged line
+// is dropped rather than believed; crc is that of the log's bytes before
+// off (see derive).
 //
 // flags is "-" or a set of: a (archived), e (no entry: not a session yet),
 // u (the committed log ends without a newline).
@@ -98,6 +105,8 @@ func appendRecord(buf []byte, r *record) []byte {
 	if err != nil {
 		return buf
 	}
+	start := len(buf)
+	buf = append(buf, "00000000 "...) // the line's crc, filled in below
 	flags := ""
 	if r.archived {
 		flags += "a"
@@ -124,15 +133,48 @@ func appendRecord(buf []byte, r *record) []byte {
 	buf = strconv.AppendInt(buf, int64(r.updated.Nanosecond()), 10)
 	buf = append(buf, ' ')
 	buf = append(buf, js...)
+	return sealLine(buf, start)
+}
+
+// sealLine writes the crc of the line that starts at buf[start] (after its
+// crc field) into that field, and ends the line.
+func sealLine(buf []byte, start int) []byte {
+	sum := crc32.ChecksumIEEE(buf[start+9:])
+	hex.Encode(buf[start:start+8], binary.BigEndian.AppendUint32(nil, sum))
 	return append(buf, '\n')
+}
+
+// appendTombstone encodes the removal of rel as one journal line.
+func appendTombstone(buf []byte, rel string) []byte {
+	start := len(buf)
+	buf = append(buf, "00000000 "...)
+	buf = append(buf, rel...)
+	buf = append(buf, " -"...)
+	return sealLine(buf, start)
+}
+
+// checkLine verifies a journal line's crc and returns the rest of it.
+func checkLine(line []byte) ([]byte, bool) {
+	if len(line) < 10 || line[8] != ' ' {
+		return nil, false
+	}
+	var want [4]byte
+	if _, err := hex.Decode(want[:], line[:8]); err != nil {
+		return nil, false
+	}
+	rest := line[9:]
+	return rest, crc32.ChecksumIEEE(rest) == binary.BigEndian.Uint32(want[:])
 }
 
 // parseRecord decodes a journal line. tomb reports a tombstone; ok is false
 // for a line that does not parse (a torn or damaged journal), which is
 // skipped.
 func parseRecord(line []byte) (r *record, tomb, ok bool) {
+	rest, ok := checkLine(line)
+	if !ok {
+		return nil, false, false
+	}
 	var f [9][]byte
-	rest := line
 	for i := range f {
 		j := bytes.IndexByte(rest, ' ')
 		if j < 0 {
@@ -148,11 +190,9 @@ func parseRecord(line []byte) (r *record, tomb, ok bool) {
 	}
 	var n [8]int64
 	for i, j := range []int{1, 2, 3, 4, 5, 7, 8} {
-		v, err := strconv.ParseInt(string(f[j]), 10, 64)
-		if err != nil {
+		if n[i], ok = atoi(f[j]); !ok {
 			return nil, false, false
 		}
-		n[i] = v
 	}
 	r = &record{
 		rel:     string(f[0]),
@@ -160,7 +200,7 @@ func parseRecord(line []byte) (r *record, tomb, ok bool) {
 		off:     n[3],
 		check:   uint32(n[4]),
 		updated: time.Unix(n[5], n[6]).UTC(),
-		raw:     bytes.Clone(rest),
+		raw:     rest, // the journal's read buffer is never reused
 	}
 	for _, c := range f[6] {
 		switch c {
@@ -173,6 +213,32 @@ func parseRecord(line []byte) (r *record, tomb, ok bool) {
 		}
 	}
 	return r, false, true
+}
+
+// atoi parses a decimal int64 (optionally negative) without allocating.
+func atoi(b []byte) (int64, bool) {
+	neg := len(b) > 0 && b[0] == '-'
+	if neg {
+		b = b[1:]
+	}
+	if len(b) == 0 || len(b) > 19 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		d := int64(c - '0')
+		if n > (math.MaxInt64-d)/10 {
+			return 0, false
+		}
+		n = n*10 + d
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
 }
 
 // projectIndex is the in-memory copy of one project's index, kept in step
@@ -188,7 +254,19 @@ type projectIndex struct {
 	jOff    int64  // bytes of it consumed
 	jLines  int    // lines in it
 	written int    // lines this process appended since it last read it
+
+	dirty  map[string]*record // cached but not yet in the journal
+	timer  *time.Timer        // the pending flush of dirty, if any
+	closed bool               // the store is closed: write through
 }
+
+// flushDelay is how long a record put by a write waits before it goes to
+// the journal. Appends to a busy session within it become one journal line,
+// and an append touches no second file: the journal's writes land in the
+// page cache in the background, never between a log write and its fsync.
+// Until then other processes find the log newer than its record and read
+// just the bytes it gained.
+const flushDelay = 100 * time.Millisecond
 
 // compactEvery is how many journal lines a process appends between two
 // looks at the journal's length, so that a process that only ever appends
@@ -201,7 +279,7 @@ func (s *Store) project(name string) *projectIndex {
 	p := s.projects[name]
 	if p == nil {
 		dir := filepath.Join(s.root, name)
-		p = &projectIndex{name: name, dir: dir, path: filepath.Join(dir, indexName), recs: map[string]*record{}}
+		p = &projectIndex{name: name, dir: dir, path: filepath.Join(dir, indexName), recs: map[string]*record{}, dirty: map[string]*record{}}
 		s.projects[name] = p
 	}
 	return p
@@ -271,17 +349,40 @@ func (p *projectIndex) refresh() error {
 	return nil
 }
 
-// put caches records and appends them to the journal. A failed journal
-// write is not an error of the operation that produced the records: the
-// log already holds the truth, and the next reader re-derives it.
+// put caches records; flush appends them to the journal shortly after. A
+// failed journal write is not an error of the operation that produced the
+// records: the log already holds the truth, and the next reader re-derives
+// it.
 func (p *projectIndex) put(recs ...*record) {
-	var buf []byte
 	p.mu.Lock()
 	for _, r := range recs {
 		p.recs[r.rel] = r
-		buf = appendRecord(buf, r)
+		p.dirty[r.rel] = r
 	}
-	p.written += len(recs)
+	closed := p.closed
+	if !closed && p.timer == nil {
+		p.timer = time.AfterFunc(flushDelay, p.flush)
+	}
+	p.mu.Unlock()
+	if closed {
+		p.flush()
+	}
+}
+
+// flush appends the dirty records to the journal, and now and then
+// compacts it.
+func (p *projectIndex) flush() {
+	var buf []byte
+	p.mu.Lock()
+	if p.timer != nil {
+		p.timer.Stop()
+		p.timer = nil
+	}
+	for rel, r := range p.dirty {
+		buf = appendRecord(buf, r)
+		delete(p.dirty, rel)
+	}
+	p.written += bytes.Count(buf, []byte{'\n'})
 	check := p.written >= compactEvery
 	p.mu.Unlock()
 	p.appendJournal(buf)
@@ -303,7 +404,8 @@ func (p *projectIndex) drop(rel string, subtree bool) {
 	for r := range p.recs {
 		if r == rel || subtree && len(r) > len(rel) && r[:len(rel)] == rel && r[len(rel)] == '/' {
 			delete(p.recs, r)
-			buf = append(append(buf, r...), " -\n"...)
+			delete(p.dirty, r)
+			buf = appendTombstone(buf, r)
 		}
 	}
 	p.mu.Unlock()
@@ -320,6 +422,14 @@ func (p *projectIndex) appendJournal(buf []byte) {
 	}
 	f.Write(buf) // one write: concurrent appenders never interleave lines
 	f.Close()
+}
+
+// close flushes the dirty records and makes later puts write through.
+func (p *projectIndex) close() {
+	p.mu.Lock()
+	p.closed = true
+	p.mu.Unlock()
+	p.flush()
 }
 
 // compactLocked rewrites the journal with one line per cached record when

@@ -120,9 +120,14 @@ func (s *Store) freshRecords(ctx context.Context, p *projectIndex, parent string
 	out := make([]*record, 0, len(logs))
 	var stale []logFile
 	var prev []*record
+	known := 0
 	p.mu.Lock()
 	for _, lf := range logs {
-		if r := p.recs[lf.rel]; r != nil && r.st == lf.st {
+		r := p.recs[lf.rel]
+		if r != nil {
+			known++
+		}
+		if r != nil && r.st == lf.st {
 			out = append(out, r)
 		} else {
 			stale = append(stale, lf)
@@ -130,7 +135,15 @@ func (s *Store) freshRecords(ctx context.Context, p *projectIndex, parent string
 		}
 	}
 	var gone []string
+	top := 0
 	if parent == "" {
+		for rel := range p.recs {
+			if !strings.Contains(rel, "/") {
+				top++
+			}
+		}
+	}
+	if top > known { // records of logs that are gone
 		found := make(map[string]bool, len(logs))
 		for _, lf := range logs {
 			found[lf.rel] = true
@@ -181,9 +194,11 @@ func (p *projectIndex) update(fresh []*record, gone []string) {
 	p.mu.Lock()
 	for _, rel := range gone {
 		delete(p.recs, rel)
+		delete(p.dirty, rel)
 	}
 	for _, r := range fresh {
 		p.recs[r.rel] = r
+		delete(p.dirty, r.rel) // written below
 	}
 	if p.jIno == 0 || p.jLines+len(fresh) > 2*len(p.recs)+256 {
 		p.compactLocked(true) // a failed rewrite leaves the old journal, still a valid cache
@@ -249,33 +264,22 @@ func (s *Store) List(ctx context.Context, project string, opts recall.ListOption
 	return page, nil
 }
 
-// paginate is recall.Paginate over records: it sorts pointers by the
-// fields the index keeps undecoded and decodes the Meta of the page only.
+// paginate is recall.Paginate over records: it orders them by the fields
+// the index keeps undecoded, selects the page without sorting the rest,
+// and decodes the Meta of the page only.
 func paginate(recs []*record, opts recall.ListOptions) (recall.Page, error) {
-	slices.SortFunc(recs, func(a, b *record) int {
-		if c := b.updated.Compare(a.updated); c != 0 {
-			return c
-		}
-		if c := strings.Compare(a.key.Project, b.key.Project); c != 0 {
-			return c
-		}
-		if c := strings.Compare(a.key.Session, b.key.Session); c != 0 {
-			return c
-		}
-		return strings.Compare(a.key.Subpath, b.key.Subpath)
-	})
 	if opts.Cursor != "" {
 		c, err := recall.ParseCursor(opts.Cursor)
 		if err != nil {
 			return recall.Page{}, err
 		}
-		i, _ := slices.BinarySearchFunc(recs, c, func(r *record, c recall.Cursor) int {
-			if c.Before(r.light()) {
-				return -1
+		after := recs[:0:0]
+		for _, r := range recs {
+			if !c.Before(r.light()) {
+				after = append(after, r)
 			}
-			return 1
-		})
-		recs = recs[i:]
+		}
+		recs = after
 	}
 	limit := opts.Limit
 	if limit == 0 {
@@ -283,8 +287,10 @@ func paginate(recs []*record, opts recall.ListOptions) (recall.Page, error) {
 	}
 	var p recall.Page
 	if limit > 0 && len(recs) > limit {
-		recs = recs[:limit]
+		recs = firstN(recs, limit)
 		p.Next = recall.CursorAt(recs[limit-1].light()).String()
+	} else {
+		slices.SortFunc(recs, listOrder)
 	}
 	p.Sessions = make([]recall.Meta, len(recs))
 	for i, r := range recs {
@@ -296,6 +302,39 @@ func paginate(recs []*record, opts recall.ListOptions) (recall.Page, error) {
 		p.Sessions[i] = m
 	}
 	return p, nil
+}
+
+// listOrder is List's order (see recall.SortList): newest Updated first,
+// then project, session and subpath.
+func listOrder(a, b *record) int {
+	if c := b.updated.Compare(a.updated); c != 0 {
+		return c
+	}
+	if c := strings.Compare(a.key.Project, b.key.Project); c != 0 {
+		return c
+	}
+	if c := strings.Compare(a.key.Session, b.key.Session); c != 0 {
+		return c
+	}
+	return strings.Compare(a.key.Subpath, b.key.Subpath)
+}
+
+// firstN returns the first n of recs in listOrder, sorted, keeping a
+// sorted window of n while scanning: a first page costs one pass over the
+// project rather than a sort of it.
+func firstN(recs []*record, n int) []*record {
+	top := make([]*record, 0, n+1)
+	for _, r := range recs {
+		if len(top) == n && listOrder(r, top[n-1]) >= 0 {
+			continue
+		}
+		i, _ := slices.BinarySearchFunc(top, r, listOrder)
+		top = slices.Insert(top, i, r)
+		if len(top) > n {
+			top = top[:n]
+		}
+	}
+	return top
 }
 
 // Projects implements recall.Store.

@@ -1,6 +1,7 @@
 package filestore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -44,7 +45,7 @@ func readAll(f *os.File, l loc, st fileStat) ([]recall.Entry, *record, error) {
 		return nil, nil, err
 	}
 	buf = buf[:n] // a log never shrinks below a committed end; a short read only loses a torn tail
-	var entries []recall.Entry
+	entries := make([]recall.Entry, 0, bytes.Count(buf, []byte{'\n'})+1)
 	sc := scanner{stable: true, emit: func(e recall.Entry) { entries = append(entries, e) }}
 	sc.scanBytes(buf, 0)
 	m := recall.Meta{Key: l.key}
@@ -155,17 +156,24 @@ func (s *Store) Items(ctx context.Context, key recall.Key, limit int) ([]recall.
 	if err != nil {
 		return nil, fmt.Errorf("filestore: items %s: %w", key, err)
 	}
-	for range 3 {
-		live, err := s.items(l, limit)
-		if errors.Is(err, io.EOF) {
-			continue // a writer cut a torn tail while we read it: read again
-		}
-		if err != nil {
-			return nil, fmt.Errorf("filestore: items %s: %w", key, err)
-		}
-		return live, nil
+	live, err := retryShrunk(func() ([]recall.LiveItem, error) { return s.items(l, limit) })
+	if err != nil {
+		return nil, fmt.Errorf("filestore: items %s: %w", key, err)
 	}
-	return nil, fmt.Errorf("filestore: items %s: %w: the log keeps shrinking", key, recall.ErrCorrupt)
+	return live, nil
+}
+
+// retryShrunk runs a read that reads from the end of a log again when the
+// log shrank under it (io.EOF): a writer cut a torn tail off meanwhile.
+// Committed bytes never go, so the second try sees a stable end.
+func retryShrunk[T any](read func() (T, error)) (T, error) {
+	for range 2 {
+		v, err := read()
+		if !errors.Is(err, io.EOF) {
+			return v, err
+		}
+	}
+	return read()
 }
 
 func (s *Store) items(l loc, limit int) ([]recall.LiveItem, error) {
@@ -205,18 +213,26 @@ func (s *Store) Entries(ctx context.Context, key recall.Key, after int64, limit 
 	if err != nil {
 		return nil, fmt.Errorf("filestore: entries %s: %w", key, err)
 	}
-	f, st, ok, err := openLog(l)
+	es, err := retryShrunk(func() ([]recall.Entry, error) { return s.entries(l, after, limit) })
 	if err != nil {
 		return nil, fmt.Errorf("filestore: entries %s: %w", key, err)
 	}
+	return es, nil
+}
+
+func (s *Store) entries(l loc, after int64, limit int) ([]recall.Entry, error) {
+	f, st, ok, err := openLog(l)
+	if err != nil {
+		return nil, err
+	}
 	if !ok {
-		return nil, fmt.Errorf("filestore: entries %s: %w", key, recall.ErrNotFound)
+		return nil, recall.ErrNotFound
 	}
 	defer f.Close()
 	var last int64
 	if rec := s.project(l.key.Project).get(l.rel); rec != nil && rec.st == st {
 		if rec.empty {
-			return nil, fmt.Errorf("filestore: entries %s: %w", key, recall.ErrNotFound)
+			return nil, recall.ErrNotFound
 		}
 		m, _ := rec.Meta()
 		last = m.LastSeq
@@ -225,7 +241,7 @@ func (s *Store) Entries(ctx context.Context, key recall.Key, after int64, limit 
 	if after > 0 && last > 0 && after >= last/2 {
 		for e, err := range backward(f, st.size) {
 			if err != nil {
-				return nil, fmt.Errorf("filestore: entries %s: %w", key, err)
+				return nil, err
 			}
 			if e.Seq <= after {
 				break
@@ -245,10 +261,10 @@ func (s *Store) Entries(ctx context.Context, key recall.Key, after int64, limit 
 		}
 		sc.done = func() bool { return limit > 0 && len(out) >= limit }
 		if err := sc.scanFile(f, 0, st.size); err != nil {
-			return nil, fmt.Errorf("filestore: entries %s: %w", key, err)
+			return nil, err
 		}
 		if len(out) == 0 && after <= 0 && sc.corrupt == 0 { // no entry at all
-			return nil, fmt.Errorf("filestore: entries %s: %w", key, recall.ErrNotFound)
+			return nil, recall.ErrNotFound
 		}
 	}
 	if out == nil {

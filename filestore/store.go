@@ -153,10 +153,20 @@ func (s *Store) ProjectDir(project string) (string, error) {
 	return filepath.Join(s.root, project), nil
 }
 
-// Close marks the store closed; later calls return recall.ErrClosed. The
-// store holds no file open between calls, so there is nothing to flush.
+// Close marks the store closed; later calls return recall.ErrClosed. It
+// writes the index records still held back (see the index); the logs need
+// nothing, since the store holds no file open between calls.
 func (s *Store) Close() error {
 	s.closed.Store(true)
+	s.mu.Lock()
+	projects := make([]*projectIndex, 0, len(s.projects))
+	for _, p := range s.projects {
+		projects = append(projects, p)
+	}
+	s.mu.Unlock()
+	for _, p := range projects {
+		p.close()
+	}
 	return nil
 }
 

@@ -200,6 +200,8 @@ func TestLayout(t *testing.T) {
 	if _, err := s.List(ctx, "proj", recall.ListOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	s.Close() // writes the index records held back
+	s = openStore(t, home)
 	var files []string
 	filepath.WalkDir(filepath.Join(home, "projects"), func(p string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {

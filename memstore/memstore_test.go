@@ -1,6 +1,9 @@
 package memstore_test
 
 import (
+	"context"
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/recallkit/recall"
@@ -12,4 +15,35 @@ func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) recall.Store {
 		return memstore.New(memstore.Options{})
 	})
+}
+
+// MaxItemSize refuses a batch holding a larger item, whole, and applies to
+// the items of a compaction too.
+func TestMaxItemSize(t *testing.T) {
+	ctx := context.Background()
+	s := memstore.New(memstore.Options{MaxItemSize: 64})
+	storetest.VerifyAfter(t, s)
+	key := recall.Key{Project: "p", Session: "s"}
+	small := recall.Item(`{"a":1}`)
+	big := recall.Item(`{"a":"` + strings.Repeat("x", 64) + `"}`)
+
+	if _, err := s.Append(ctx, key, recall.ItemEntries(small, big)...); !errors.Is(err, recall.ErrTooLarge) {
+		t.Errorf("Append of a batch with a large item = %v, want ErrTooLarge", err)
+	}
+	if _, err := s.Stat(ctx, key); !errors.Is(err, recall.ErrNotFound) {
+		t.Errorf("a refused batch created the session: %v", err)
+	}
+	if _, err := s.Append(ctx, key, recall.ItemEntry(small)); err != nil {
+		t.Fatal(err)
+	}
+	comp := recall.NewEntry(recall.KindCompaction, recall.Compaction{Through: 1, Items: []recall.Item{big}})
+	if _, err := s.Append(ctx, key, comp); !errors.Is(err, recall.ErrTooLarge) {
+		t.Errorf("a compaction with a large item = %v, want ErrTooLarge", err)
+	}
+	if _, err := s.Import(ctx, key, recall.Entry{Seq: 2, Kind: recall.KindItem, Time: recall.Now(), Data: []byte(big)}); !errors.Is(err, recall.ErrTooLarge) {
+		t.Errorf("an import with a large item = %v, want ErrTooLarge", err)
+	}
+	if m, err := s.Stat(ctx, key); err != nil || m.LastSeq != 1 {
+		t.Errorf("refused writes changed the session: %+v, %v", m, err)
+	}
 }

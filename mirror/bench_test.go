@@ -90,7 +90,6 @@ func BenchmarkAppend(b *testing.B) {
 	}
 }
 
-
 // BenchmarkAppendInterleaved measures the same thing with the two stores
 // side by side in one loop: each iteration appends once to a bare primary
 // and once to a mirror over a primary of the same kind, in alternating

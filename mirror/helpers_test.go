@@ -22,6 +22,7 @@ type tb interface {
 func fastOptions(stateDir string) mirror.Options {
 	return mirror.Options{
 		StateDir:     stateDir,
+		Delay:        time.Millisecond,
 		RetryMin:     time.Millisecond,
 		RetryMax:     20 * time.Millisecond,
 		SaveInterval: 5 * time.Millisecond,

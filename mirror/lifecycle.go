@@ -48,17 +48,22 @@ func (s *Store) flush(ctx context.Context) error {
 		}
 		// Progress is broadcast on changed; the timer only re-checks the
 		// deadline once a retry is due.
-		var due <-chan time.Time
+		var (
+			due   <-chan time.Time
+			timer *time.Timer
+		)
 		if wait := time.Until(earliest); wait > 0 {
-			t := time.NewTimer(wait)
-			due = t.C
-			defer t.Stop()
+			timer = time.NewTimer(wait)
+			due = timer.C
 		}
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("%w: %d sessions behind: %w", ErrNotFlushed, pending, ctx.Err())
 		case <-changed:
 		case <-due:
+		}
+		if timer != nil {
+			timer.Stop()
 		}
 	}
 }
@@ -82,7 +87,7 @@ func (s *Store) backlogLocked() (pending, stuck int, earliest time.Time) {
 			earliest = now
 		case st.queued:
 			pending++
-			earliest = minTime(earliest, maxTime(now, s.gate))
+			earliest = minTime(earliest, maxTime(maxTime(now, s.gate), st.due))
 		case st.waiting:
 			pending++
 			earliest = minTime(earliest, st.retryAt)

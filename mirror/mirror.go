@@ -25,6 +25,30 @@
 // Reads (Items, Stat, Load, Entries, List, Projects) come from the primary.
 // Deletes (Remove, Cleanup) stay local unless [Options.PropagateDeletes].
 //
+// The mirror owns both stores: [Store.Shutdown], the graceful Close(ctx),
+// flushes what it can before ctx's deadline and closes them; Close does the
+// same with [Options.CloseTimeout]. What is not replicated then (the replica
+// is down, the process is killed) is safe in the primary: at its next start
+// a mirror over the same primary and StateDir scans the primary and copies
+// every session the cursor file does not show as complete.
+//
+// Guarantees and limits:
+//
+//   - The replica receives every entry of every session, in seq order, each
+//     exactly once (replays are skipped by Import), whatever the failures.
+//   - A replica that holds a different log under a session's key (the
+//     session was removed and re-created locally, or someone else writes
+//     to the replica), or a primary log purged below the replica's
+//     position, is not overwritten: the session stops with ErrDiverged,
+//     shown by Status.
+//   - A replica that loses data is refilled after an outage the mirror
+//     sees, on the next write to a session, by Recheck, or by Sync. One
+//     that loses data while the mirror sees no error and the session is
+//     idle is not noticed by the cursor file alone.
+//   - Writes made to the primary directly, not through the mirror, are
+//     replicated at the next write through the mirror to that session, or
+//     at the next start.
+//
 // [Sync] is the one-shot, resumable backfill the `recall mirror sync`
 // command runs.
 package mirror
@@ -63,6 +87,13 @@ type Options struct {
 	// keep a longer history than the local store.
 	PropagateDeletes bool
 
+	// Delay is how long a session waits in the queue after its first
+	// unreplicated write, so that a burst of writes is copied in one
+	// batch: it trades a little lag for much less work per entry, and so
+	// for less competition with the local writes. Flush does not shorten
+	// it; Shutdown does. Default 100ms; negative: none.
+	Delay time.Duration
+
 	// Workers is the number of sessions replicated at the same time.
 	// Default 4.
 	Workers int
@@ -94,6 +125,12 @@ type Options struct {
 }
 
 func (o Options) withDefaults() Options {
+	switch {
+	case o.Delay == 0:
+		o.Delay = 100 * time.Millisecond
+	case o.Delay < 0:
+		o.Delay = 0
+	}
 	if o.Workers <= 0 {
 		o.Workers = 4
 	}
@@ -184,6 +221,7 @@ type session struct {
 	// remove: a replica.Remove is owed (PropagateDeletes).
 	remove  bool
 	queued  bool
+	due     time.Time // when a queued session may be copied (Options.Delay)
 	running bool
 	// waiting: a retry timer will queue the session again.
 	waiting bool

@@ -27,6 +27,7 @@ func TestPropertyReplicaConvergesUnderFaults(t *testing.T) {
 			PropagateDeletes: propagate,
 			Workers:          rapid.IntRange(1, 4).Draw(rt, "workers"),
 			BatchSize:        rapid.IntRange(1, 5).Draw(rt, "batch"),
+			Delay:            -1,
 			RetryMin:         100 * time.Microsecond,
 			RetryMax:         2 * time.Millisecond,
 			SaveInterval:     time.Millisecond,

@@ -79,8 +79,10 @@ func (s *Store) enqueueLocked(key recall.Key, st *session, front bool) {
 	}
 	st.queued = true
 	if front {
+		st.due = time.Time{}
 		s.queue = append([]recall.Key{key}, s.queue...)
 	} else {
+		st.due = time.Now().Add(s.opts.Delay)
 		s.queue = append(s.queue, key)
 	}
 	s.signal(s.wake)
@@ -108,6 +110,17 @@ func (s *Store) next() (recall.Key, *session, time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for len(s.queue) > 0 {
+		key := s.queue[0]
+		st := s.sessions[key]
+		if st == nil || !st.queued {
+			s.queue = s.queue[1:]
+			continue // forgotten while queued
+		}
+		// Due times grow along the queue: when the first is not due, none
+		// is. A shutdown does not wait for them.
+		if wait := time.Until(st.due); wait > 0 && !s.closed {
+			return recall.Key{}, nil, wait
+		}
 		if wait := time.Until(s.gate); wait > 0 {
 			return recall.Key{}, nil, wait
 		}
@@ -118,12 +131,7 @@ func (s *Store) next() (recall.Key, *session, time.Duration) {
 				return recall.Key{}, nil, 0
 			}
 		}
-		key := s.queue[0]
 		s.queue = s.queue[1:]
-		st := s.sessions[key]
-		if st == nil || !st.queued {
-			continue // forgotten while queued
-		}
 		if s.outage > 0 {
 			s.prober = st
 		}

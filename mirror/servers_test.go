@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -250,5 +251,38 @@ func TestBacklogAtStartAgainstServers(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// A mirror starts, and the local store works at full speed, while the
+// replica's server is down; Lazy opens the replica once it answers.
+func TestReplicaDownAtStart(t *testing.T) {
+	ctx := context.Background()
+	srv := testsvc.PrivateRedis(t)
+	srv.Stop()
+	prefix := uniqueName() + ":"
+	primary := openFileStore(t, t.TempDir())
+	replica := mirror.Lazy(func(ctx context.Context) (recall.Store, error) {
+		return redisstore.Open(ctx, srv.URL, redisstore.Options{Prefix: prefix})
+	})
+	opts := fastOptions(t.TempDir())
+	opts.RetryMax = 100 * time.Millisecond
+	m := newMirror(t, primary, replica, opts)
+	k := recall.Key{Project: "p", Session: "s"}
+	for i := range 20 {
+		if _, err := m.Append(ctx, k, recall.ItemEntry(item(fmt.Sprint(i)))); err != nil {
+			t.Fatalf("append %d with the replica down: %v", i, err)
+		}
+	}
+	eventually(t, 10*time.Second, "the outage to be seen", func() bool { return m.Summary(ctx).ReplicaDown })
+	if sum := m.Summary(ctx); !strings.Contains(sum.LastError, "open replica") || sum.Lag != 20 {
+		t.Fatalf("summary with the replica down: %+v", sum)
+	}
+	srv.Start()
+	flush(t, m, 30*time.Second)
+	check := openRedis(t, srv.URL, prefix)
+	defer check.Close()
+	if err := diffLogs(t, primary, check, true); err != nil {
+		t.Fatal(err)
 	}
 }

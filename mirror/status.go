@@ -2,6 +2,7 @@ package mirror
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"time"
@@ -165,7 +166,12 @@ func summarize(sum *Summary, sessions []SessionStatus) {
 func ReadStatus(ctx context.Context, primary recall.Store, stateDir string) (Summary, []SessionStatus, error) {
 	f := &stateFile{dir: stateDir}
 	doc, saved, err := f.read()
-	if err != nil {
+	corrupt := ""
+	switch {
+	case errors.Is(err, recall.ErrCorrupt):
+		// The file is a cache: report it, and every session as behind.
+		corrupt = err.Error()
+	case err != nil:
 		return Summary{}, nil, err
 	}
 	var out []SessionStatus
@@ -187,6 +193,9 @@ func ReadStatus(ctx context.Context, primary recall.Store, stateDir string) (Sum
 	sortStatus(out)
 	sum := Summary{Replica: doc.Replica, Saved: doc.Saved, LastError: doc.LastError, LastErrorAt: doc.LastErrorAt}
 	summarize(&sum, out)
+	if corrupt != "" {
+		sum.LastError = corrupt
+	}
 	return sum, out, nil
 }
 

@@ -99,7 +99,7 @@ func BenchmarkGetItems20(b *testing.B) {
 }
 
 // BenchmarkListFirstPage reads the first page (50) of a project of 1000
-// sessions; raw: ZREVRANGE of a time-scored sorted set, then a pipeline of
+// sessions; raw: ZRANGE REV of a time-scored sorted set, then a pipeline of
 // 50 HGETALL.
 func BenchmarkListFirstPage(b *testing.B) {
 	ctx := context.Background()
@@ -114,7 +114,7 @@ func BenchmarkListFirstPage(b *testing.B) {
 	}
 	pair(b,
 		func() error {
-			ids, err := rdb.ZRevRange(ctx, prefix+"z", 0, page-1).Result()
+			ids, err := rdb.ZRangeArgs(ctx, redis.ZRangeArgs{Key: prefix + "z", Start: 0, Stop: page - 1, Rev: true}).Result()
 			if err != nil {
 				return err
 			}

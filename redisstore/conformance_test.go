@@ -9,6 +9,6 @@ import (
 
 // TestConformance runs the shared suite, each store on its own prefix.
 func TestConformance(t *testing.T) {
-	adminClient(t)
+	testURL(t) // skip loudly without Redis
 	storetest.Run(t, func(t *testing.T) recall.Store { return newStore(t, Options{}) })
 }

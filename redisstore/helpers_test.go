@@ -4,47 +4,39 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"sync"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/recallkit/recall/internal/testsvc"
 )
 
-// testURL is the Redis the tests use.
-func testURL() string {
-	if u := os.Getenv("RECALL_TEST_REDIS"); u != "" {
-		return u
-	}
-	return "redis://127.0.0.1:6379/0"
+// testURL is the shared Redis the tests use; it skips the test loudly when
+// that Redis does not answer (fails it under RECALL_REQUIRE_SERVICES=1).
+func testURL(t testing.TB) string {
+	t.Helper()
+	return testsvc.RedisURL(t)
 }
 
 var (
-	adminOnce sync.Once
-	admin     *redis.Client
-	adminErr  error
+	adminMu sync.Mutex
+	admin   *redis.Client
 )
 
-// adminClient returns a client for test set-up and clean-up, or skips the
-// test loudly when Redis is not reachable (fails under
-// RECALL_REQUIRE_SERVICES=1).
+// adminClient returns a client of the shared Redis for test set-up and
+// clean-up.
 func adminClient(t testing.TB) *redis.Client {
 	t.Helper()
-	adminOnce.Do(func() {
-		o, err := redis.ParseURL(testURL())
+	u := testURL(t)
+	adminMu.Lock()
+	defer adminMu.Unlock()
+	if admin == nil {
+		o, err := redis.ParseURL(u)
 		if err != nil {
-			adminErr = err
-			return
+			t.Fatal(err)
 		}
 		admin = redis.NewClient(o)
-		adminErr = admin.Ping(context.Background()).Err()
-	})
-	if adminErr != nil {
-		msg := fmt.Sprintf("REDIS NOT AVAILABLE at %s: %v (set RECALL_TEST_REDIS, or run /work/shared/services-up)", Redact(testURL()), adminErr)
-		if os.Getenv("RECALL_REQUIRE_SERVICES") == "1" {
-			t.Fatal(msg)
-		}
-		t.Skip("SKIPPING: " + msg)
 	}
 	return admin
 }
@@ -93,13 +85,14 @@ func prefixKeys(t testing.TB, prefix string) []string {
 	return out
 }
 
-// newStore opens a store on a fresh prefix through Open, as users do.
+// newStore opens a store on the shared Redis and a fresh prefix through
+// Open, as users do.
 func newStore(t testing.TB, opts Options) *Store {
 	t.Helper()
 	if opts.Prefix == "" {
 		opts.Prefix = testPrefix(t)
 	}
-	s, err := Open(context.Background(), testURL(), opts)
+	s, err := Open(context.Background(), testURL(t), opts)
 	if err != nil {
 		t.Fatal(err)
 	}

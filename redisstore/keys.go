@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -19,39 +20,23 @@ import (
 //	P idx:active:<project>                    zset: the same, not archived
 //	P idx:sub:<project>/<session>             zset: a session's subagent records
 //	P projects                                zset: the projects that hold a main session
-//	P expiry                                  zset: index members scored by when their TTL ends
+//	P expiry                                  zset: sessions with a TTL, by when it ends (ms)
 //
-// The indexes are sorted sets whose members all score 0, so Redis orders
-// them by their bytes, and each member spells its session's List position:
-//
-//	<16 hex digits: 2^62 - updated µs> <project> <session>[ <subpath>]
-//
-// The inverted time sorts newest first; the space sorts below every byte a
-// name may hold ([A-Za-z0-9._-/]), so a shorter name sorts first, exactly
-// like strings.Compare. Lexicographic order of members is therefore List
-// order (recall.SortList), and a cursor is a ZRANGEBYLEX bound.
+// A session's member in the indexes is its key, "<project> <session>[
+// <subpath>]", and its score is minus its update time in µs. Redis orders
+// a sorted set by score, then by the members' bytes, so ascending order is
+// newest first and ties sort by project, session and subpath: the space
+// sorts below every byte a name may hold ([A-Za-z0-9._-/]), so a shorter
+// name sorts first, exactly like strings.Compare. Index order is therefore
+// List order (recall.SortList), and an append moves its session with one
+// ZADD per index.
 
-// maxMicros bounds the entry times the store accepts: Lua compares times as
-// doubles, which are exact up to 2^53 µs (about 285 years from 1970).
+// maxMicros bounds the entry times the store accepts: scores and Lua
+// numbers are doubles, exact up to 2^53 µs (about 285 years from 1970).
 const maxMicros = 1 << 53
 
-// timeEnc is the sort prefix of an index member for a time in µs.
-func timeEnc(us int64) string { return fmt.Sprintf("%016x", uint64(1<<62-us)) }
-
-// parseTimeEnc inverts timeEnc.
-func parseTimeEnc(s string) (int64, error) {
-	var v uint64
-	if len(s) != 16 {
-		return 0, fmt.Errorf("bad time prefix %q", s)
-	}
-	if _, err := fmt.Sscanf(s, "%016x", &v); err != nil {
-		return 0, fmt.Errorf("bad time prefix %q", s)
-	}
-	return int64(1<<62 - v), nil
-}
-
-// micros converts an entry time for storage, refusing those Lua cannot
-// compare exactly.
+// micros converts an entry time for storage, refusing those a double
+// cannot hold exactly.
 func micros(t time.Time) (int64, error) {
 	us := t.UnixMicro()
 	if us <= -maxMicros || us >= maxMicros {
@@ -59,10 +44,6 @@ func micros(t time.Time) (int64, error) {
 	}
 	return us, nil
 }
-
-// clampMicros converts a bound (a cursor or cleanup cutoff) that may lie
-// outside the storable range: every stored time is inside it.
-func clampMicros(us int64) int64 { return max(-maxMicros, min(us, maxMicros)) }
 
 // fromMicros is the inverse of micros.
 func fromMicros(us int64) time.Time { return time.UnixMicro(us).UTC() }
@@ -99,49 +80,59 @@ func (k keys) indexes(key recall.Key) []string {
 	return []string{k.sub(key)}
 }
 
-// memberSuffix is the part of an index member after its time prefix.
-func memberSuffix(key recall.Key) string {
-	s := " " + key.Project + " " + key.Session
+// member is a session's member in the indexes.
+func member(key recall.Key) string {
+	s := key.Project + " " + key.Session
 	if key.Subpath != "" {
 		s += " " + key.Subpath
 	}
 	return s
 }
 
-// parseMember splits an index member into its time (µs) and key.
-func parseMember(m string) (int64, recall.Key, error) {
+// parseMember is the inverse of member.
+func parseMember(m string) (recall.Key, error) {
 	parts := strings.Split(m, " ")
-	if len(parts) != 3 && len(parts) != 4 {
-		return 0, recall.Key{}, fmt.Errorf("%w: index member %q", recall.ErrCorrupt, m)
+	if len(parts) != 2 && len(parts) != 3 {
+		return recall.Key{}, fmt.Errorf("%w: index member %q", recall.ErrCorrupt, m)
 	}
-	us, err := parseTimeEnc(parts[0])
-	if err != nil {
-		return 0, recall.Key{}, fmt.Errorf("%w: index member %q: %v", recall.ErrCorrupt, m, err)
+	key := recall.Key{Project: parts[0], Session: parts[1]}
+	if len(parts) == 3 {
+		key.Subpath = parts[2]
 	}
-	key := recall.Key{Project: parts[1], Session: parts[2]}
-	if len(parts) == 4 {
-		key.Subpath = parts[3]
-	}
-	return us, key, nil
+	return key, nil
 }
 
-// cursorBound turns a List cursor into the exclusive ZRANGEBYLEX bound of
-// the next page. A cursor time finer than a microsecond (stores never write
-// one) still works: the page starts at the first member of the µs below it.
-func cursorBound(c recall.Cursor) string {
-	us := c.Updated.UnixMicro()
-	if c.Updated.Nanosecond()%1000 != 0 || us != clampMicros(us) {
-		return "[" + timeEnc(clampMicros(us))
-	}
-	return "(" + timeEnc(us) + memberSuffix(recall.Key{Project: c.Project, Session: c.Session, Subpath: c.Subpath})
+// bound is a position in an index: the members after it are those with a
+// greater score, or an equal score and a member that sorts after Member.
+// The zero bound (Score "") is before everything.
+type bound struct {
+	Score  string
+	Member string
 }
 
-// sinceBound is the inclusive ZRANGEBYLEX bound of the members updated
-// strictly before t: they all sort at or after it.
-func sinceBound(t time.Time) string {
-	us := t.UnixMicro()
+// scoreOf is the score of an update time in µs, clamped to the range
+// stored times lie in, which keeps bounds of far times meaningful.
+func scoreOf(us int64) string {
+	return strconv.FormatInt(-max(-maxMicros, min(us, maxMicros)), 10)
+}
+
+// cursorBound is where the next page after a List cursor starts. A cursor
+// time finer than a microsecond (stores never write one) still splits the
+// list right: every session of its µs and older comes after it.
+func cursorBound(c recall.Cursor) bound {
+	us := c.Updated.UnixMicro() // floors
+	if c.Updated.Nanosecond()%1000 != 0 {
+		return bound{Score: scoreOf(us)}
+	}
+	return bound{Score: scoreOf(us), Member: member(recall.Key{Project: c.Project, Session: c.Session, Subpath: c.Subpath})}
+}
+
+// olderThan is the bound after which come the sessions updated strictly
+// before t.
+func olderThan(t time.Time) bound {
+	us := t.UnixMicro() // floors: with a fraction, updated <= us is before t
 	if t.Nanosecond()%1000 == 0 {
 		us-- // updated < t, in whole µs
 	}
-	return "[" + timeEnc(clampMicros(us))
+	return bound{Score: scoreOf(us)}
 }

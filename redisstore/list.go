@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strconv"
 
 	"github.com/recallkit/recall"
 )
 
-// scanBudget is the most index members one list script call looks at.
-const scanBudget = 1000
+// scanBudget is the most index members one list script call looks at
+// (a variable so that tests can make calls continue often).
+var scanBudget = 1000
 
 // List implements recall.Store. It reads one sorted set from the cursor's
 // bound: the project's (or every project's) index of main sessions, the
@@ -32,7 +34,7 @@ func (s *Store) List(ctx context.Context, project string, opts recall.ListOption
 	default:
 		idx = s.k.active(project)
 	}
-	start := "-"
+	var start bound
 	if opts.Cursor != "" {
 		c, err := recall.ParseCursor(opts.Cursor)
 		if err != nil {
@@ -49,7 +51,7 @@ func (s *Store) List(ctx context.Context, project string, opts recall.ListOption
 		want = limit + 1 // one more tells whether a next page exists
 	}
 	var p recall.Page
-	err := s.scan(ctx, idx, start, want, !opts.IncludeArchived, func(_ string, m recall.Meta) {
+	err := s.scan(ctx, idx, start, want, !opts.IncludeArchived, func(m recall.Meta) {
 		p.Sessions = append(p.Sessions, m)
 	})
 	if err != nil {
@@ -65,24 +67,24 @@ func (s *Store) List(ctx context.Context, project string, opts recall.ListOption
 	return p, nil
 }
 
-// scan calls fn for up to want sessions of index idx from bound start, in
+// scan calls fn for up to want sessions of index idx after bound start, in
 // index order, skipping archived ones when skipArchived.
-func (s *Store) scan(ctx context.Context, idx, start string, want int, skipArchived bool, fn func(member string, m recall.Meta)) error {
+func (s *Store) scan(ctx context.Context, idx string, start bound, want int, skipArchived bool, fn func(m recall.Meta)) error {
 	skip := "0"
 	if skipArchived {
 		skip = "1"
 	}
 	for want > 0 {
-		res, err := listScript.Run(ctx, s.rdb, []string{idx}, s.k.prefix, start, want, skip, scanBudget).Slice()
+		res, err := listScript.Run(ctx, s.rdb, []string{idx}, s.k.prefix, start.Score, start.Member, want, skip, scanBudget).Slice()
 		if err != nil {
 			return err
 		}
-		if len(res) == 0 || len(res)%2 != 1 {
+		if len(res) < 2 || len(res)%2 != 0 {
 			return fmt.Errorf("%w: list script returned %d values", recall.ErrCorrupt, len(res))
 		}
-		for i := 1; i < len(res); i += 2 {
-			member, _ := res[i].(string)
-			_, key, err := parseMember(member)
+		for i := 2; i < len(res); i += 2 {
+			name, _ := res[i].(string)
+			key, err := parseMember(name)
 			if err != nil {
 				return err
 			}
@@ -94,14 +96,14 @@ func (s *Store) scan(ctx context.Context, idx, start string, want int, skipArchi
 			if err != nil {
 				return err
 			}
-			fn(member, m)
+			fn(m)
 			want--
 		}
-		next, _ := res[0].(string)
-		if next == "" {
+		score, _ := res[0].(string)
+		if score == "" {
 			return nil
 		}
-		start = next
+		start.Score, start.Member = score, res[1].(string)
 	}
 	return nil
 }
@@ -123,10 +125,10 @@ func (s *Store) Projects(ctx context.Context) ([]recall.ProjectInfo, error) {
 	for i := 0; i+2 < len(res); i += 3 {
 		name, _ := res[i].(string)
 		count, _ := res[i+1].(int64)
-		member, _ := res[i+2].(string)
-		us, _, err := parseMember(member)
+		updated, _ := res[i+2].(string)
+		us, err := strconv.ParseInt(updated, 10, 64)
 		if err != nil {
-			return nil, fmt.Errorf("redisstore: projects: %w", err)
+			return nil, fmt.Errorf("redisstore: projects: %w: update time %q of project %s", recall.ErrCorrupt, updated, name)
 		}
 		out = append(out, recall.ProjectInfo{Project: name, Sessions: int(count), Updated: fromMicros(us)})
 	}
@@ -146,7 +148,7 @@ func (s *Store) pruneAll(ctx context.Context) error {
 
 // Cleanup implements recall.Store. It reads the index from the cutoff's
 // bound, so it looks only at sessions older than the cutoff, and removes
-// each with a script that first checks the session's index member is the
+// each with a script that first checks the session's update time is the
 // one read: a session written to meanwhile is newer and stays.
 func (s *Store) Cleanup(ctx context.Context, opts recall.CleanupOptions) (recall.CleanupReport, error) {
 	if s.closed.Load() {
@@ -161,34 +163,31 @@ func (s *Store) Cleanup(ctx context.Context, opts recall.CleanupOptions) (recall
 	if opts.OlderThan.IsZero() {
 		return rep, nil
 	}
-	type candidate struct {
-		member string
-		meta   recall.Meta
-	}
-	var old []candidate
-	err := s.scan(ctx, s.k.all(opts.Project), sinceBound(opts.OlderThan), math.MaxInt32, false, func(member string, m recall.Meta) {
+	var old []recall.Meta
+	err := s.scan(ctx, s.k.all(opts.Project), olderThan(opts.OlderThan), math.MaxInt32, false, func(m recall.Meta) {
 		switch {
 		case !m.Updated.Before(opts.OlderThan):
 		case m.Pinned:
 			rep.Kept++
 		default:
-			old = append(old, candidate{member, m})
+			old = append(old, m)
 		}
 	})
 	if err != nil {
 		return recall.CleanupReport{}, fmt.Errorf("redisstore: cleanup: %w", err)
 	}
-	for _, c := range old {
+	for _, m := range old {
 		if !opts.DryRun {
-			n, err := removeScript.Run(ctx, s.rdb, s.removeKeys(c.meta.Key), s.k.prefix, c.member).Int64()
+			guard := strconv.FormatInt(m.Updated.UnixMicro(), 10)
+			n, err := removeScript.Run(ctx, s.rdb, s.removeKeys(m.Key), s.k.prefix, member(m.Key), guard).Int64()
 			if err != nil {
-				return rep, fmt.Errorf("redisstore: cleanup: remove %s: %w", c.meta.Key, err)
+				return rep, fmt.Errorf("redisstore: cleanup: remove %s: %w", m.Key, err)
 			}
 			if n < 0 {
 				continue // written to since it was read: no longer old
 			}
 		}
-		rep.Removed = append(rep.Removed, c.meta)
+		rep.Removed = append(rep.Removed, m)
 	}
 	recall.SortList(rep.Removed)
 	return rep, nil
@@ -209,7 +208,7 @@ func (s *Store) Remove(ctx context.Context, key recall.Key) error {
 	if err := s.check(key); err != nil {
 		return fmt.Errorf("redisstore: remove %s: %w", key, err)
 	}
-	n, err := removeScript.Run(ctx, s.rdb, s.removeKeys(key), s.k.prefix, "").Int64()
+	n, err := removeScript.Run(ctx, s.rdb, s.removeKeys(key), s.k.prefix, member(key), "").Int64()
 	if err == nil && n == 0 {
 		err = recall.ErrNotFound
 	}

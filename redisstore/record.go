@@ -72,7 +72,10 @@ func effect(e recall.Entry) (op, a1, a2 string, n *int) {
 	case recall.KindItem:
 		return "item", "", "", nil
 	case recall.KindPop:
-		return "pop", "", "", nil
+		var ref recall.ItemRef
+		if json.Unmarshal(e.Data, &ref) == nil {
+			return "pop", "", "", nil
+		}
 	case recall.KindClear:
 		return "clear", "", "", nil
 	case recall.KindCompaction:

@@ -84,7 +84,7 @@ func TestTTL(t *testing.T) {
 	}
 	time.Sleep(ttl / 2)
 	mustAppend(t, s, busy, recall.ItemEntry(item("two"))) // refreshes busy's TTL
-	time.Sleep(ttl/2 + 250*time.Millisecond) // idle: TTL + 250ms old, busy: TTL - 250ms
+	time.Sleep(ttl/2 + 250*time.Millisecond)              // idle: TTL + 250ms old, busy: TTL - 250ms
 
 	// idle, its record and gone have expired; their members are still in
 	// the indexes, which are cleaned when read.
@@ -98,7 +98,7 @@ func TestTTL(t *testing.T) {
 	if len(p.Sessions) != 1 || p.Sessions[0].Key != busy || p.Sessions[0].ItemCount != 2 {
 		t.Fatalf("List after expiry = %+v, want busy alone with 2 items", p.Sessions)
 	}
-	busyMember := timeEnc(p.Sessions[0].Updated.UnixMicro()) + memberSuffix(busy)
+	busyMember := member(busy)
 	for _, idx := range []string{s.k.all(""), s.k.active(""), s.k.all("p"), s.k.active("p")} {
 		if got := zmembers(t, idx); !slices.Equal(got, []string{busyMember}) {
 			t.Errorf("index %s after List = %q, want only busy's member", idx, got)
@@ -144,7 +144,7 @@ func TestTTL(t *testing.T) {
 	if pt := adminClient(t).PTTL(ctx, s.k.meta(busy)).Val(); pt != -1 {
 		t.Errorf("PTTL after an append without TTL = %v, want none (-1)", pt)
 	}
-	if got := zmembers(t, s.k.prefix+"expiry"); slices.ContainsFunc(got, func(m string) bool { return strings.HasSuffix(m, memberSuffix(busy)) }) {
+	if got := zmembers(t, s.k.prefix+"expiry"); slices.Contains(got, member(busy)) {
 		t.Errorf("a permanent session is still in the expiry index: %q", got)
 	}
 }
@@ -284,10 +284,42 @@ func TestListOrderAndCursor(t *testing.T) {
 			}
 		}
 	}
-	for _, project := range []string{"", "a"} {
-		for _, archived := range []bool{false, true} {
+	// subagent records of a/x, with ties and archived ones
+	for i, sp := range []string{"subagents/b", "subagents/a", "subagents/a/b", "subagents/a-b", "subagents/c"} {
+		at := base.Add(time.Duration(i/2) * time.Microsecond)
+		es := []recall.Entry{{Seq: 1, Kind: recall.KindItem, Time: at, Data: json.RawMessage(item(sp))}}
+		if i%2 == 0 {
+			es = append(es, recall.Entry{Seq: 2, Kind: recall.KindMeta, Time: at, Data: json.RawMessage(`{"archived":true}`)})
+		}
+		for _, st := range []recall.Store{s, ref} {
+			if _, err := st.Import(ctx, recall.Key{Project: "a", Session: "x", Subpath: sp}, es...); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// a session that vanished behind the index (as after an eviction)
+	// is dropped from the page and from the index, wherever it sits
+	if err := adminClient(t).Del(ctx, s.k.meta(recall.Key{Project: "ab", Session: "x1"})).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := ref.Remove(ctx, recall.Key{Project: "ab", Session: "x1"}); err != nil {
+		t.Fatal(err)
+	}
+	defer func(b int) { scanBudget = b }(scanBudget)
+	for _, budget := range []int{1000, 2} { // 2: every page takes several script calls
+		scanBudget = budget
+		for _, c := range []struct {
+			project string
+			opts    recall.ListOptions
+		}{
+			{"", recall.ListOptions{}}, {"", recall.ListOptions{IncludeArchived: true}},
+			{"a", recall.ListOptions{}}, {"a", recall.ListOptions{IncludeArchived: true}},
+			{"a", recall.ListOptions{Parent: "x"}}, {"a", recall.ListOptions{Parent: "x", IncludeArchived: true}},
+		} {
+			project := c.project
 			for _, limit := range []int{1, 3, 7, -1} {
-				opts := recall.ListOptions{Limit: limit, IncludeArchived: archived}
+				opts := c.opts
+				opts.Limit = limit
 				for page := 0; ; page++ {
 					got, err := s.List(ctx, project, opts)
 					if err != nil {
@@ -305,6 +337,9 @@ func TestListOrderAndCursor(t *testing.T) {
 			}
 		}
 	}
+	if slices.Contains(zmembers(t, s.k.all("")), "ab x1") {
+		t.Error("the vanished session is still indexed after List read past it")
+	}
 	// A cursor between stored times (finer than a µs) still splits the list right.
 	c := recall.Cursor{Updated: base.Add(2*time.Microsecond + 500*time.Nanosecond), Project: "zzz", Session: "zzz"}
 	got, err := s.List(ctx, "", recall.ListOptions{Limit: -1, IncludeArchived: true, Cursor: c.String()})
@@ -315,6 +350,26 @@ func TestListOrderAndCursor(t *testing.T) {
 	if fmt.Sprint(keysOf(got.Sessions)) != fmt.Sprint(keysOf(want.Sessions)) {
 		t.Fatalf("List after a sub-µs cursor:\n got %v\nwant %v", keysOf(got.Sessions), keysOf(want.Sessions))
 	}
+	// Cleanup reads the same index from the cutoff, still in small calls.
+	for _, st := range []recall.Store{s, ref} {
+		if _, err := st.Import(ctx, recall.Key{Project: "b", Session: "X"}, recall.Entry{Seq: 2, Kind: recall.KindMeta, Time: base, Data: json.RawMessage(`{"pinned":true}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, cut := range []time.Time{base.Add(3 * time.Microsecond), base.Add(4*time.Microsecond + time.Nanosecond), base.Add(time.Hour)} {
+		for _, dry := range []bool{true, false} {
+			opts := recall.CleanupOptions{OlderThan: cut, DryRun: dry}
+			got, err := s.Cleanup(ctx, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, _ := ref.Cleanup(ctx, opts)
+			if fmt.Sprint(keysOf(got.Removed)) != fmt.Sprint(keysOf(want.Removed)) || got.Kept != want.Kept {
+				t.Fatalf("Cleanup(%+v):\n got %v kept %d\nwant %v kept %d", opts, keysOf(got.Removed), got.Kept, keysOf(want.Removed), want.Kept)
+			}
+		}
+	}
+	verify(t, s)
 	if _, err := s.List(ctx, "", recall.ListOptions{Cursor: "not a cursor"}); !errors.Is(err, recall.ErrInvalidKey) {
 		t.Errorf("bad cursor: %v, want ErrInvalidKey", err)
 	}
@@ -370,7 +425,7 @@ func TestOversizedItem(t *testing.T) {
 // TestBadURL checks that a wrong or unreachable URL gives one line naming
 // the store, with the password redacted.
 func TestBadURL(t *testing.T) {
-	adminClient(t)
+	testURL(t) // some cases need the server
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for _, tc := range []struct{ url, want string }{
@@ -571,7 +626,7 @@ func TestLongLog(t *testing.T) {
 // workload: none is KEYS or SCAN, and the scripts hold neither.
 func TestNoKeyspaceScans(t *testing.T) {
 	ctx := context.Background()
-	o, _ := redis.ParseURL(testURL())
+	o, _ := redis.ParseURL(testURL(t))
 	client := redis.NewClient(o)
 	defer client.Close()
 	var mu sync.Mutex
@@ -634,5 +689,70 @@ func TestClosed(t *testing.T) {
 	}
 	if _, err := s.List(context.Background(), "", recall.ListOptions{}); !errors.Is(err, recall.ErrClosed) {
 		t.Fatalf("list after Close: %v", err)
+	}
+}
+
+// TestItemsAcrossRecreation removes and re-creates a session between the
+// chunks of one Items read: the read must return the new session's items,
+// never a mix of the two logs.
+func TestItemsAcrossRecreation(t *testing.T) {
+	ctx := context.Background()
+	prefix := testPrefix(t)
+	o, _ := redis.ParseURL(testURL(t))
+	client := redis.NewClient(o)
+	defer client.Close()
+	other := New(adminClient(t), Options{Prefix: prefix})
+	k := recall.Key{Project: "p", Session: "again"}
+	batch := func(tag string, n int) []recall.Entry {
+		items := make([]recall.Item, n)
+		for i := range items {
+			items[i] = item(fmt.Sprint(tag, i))
+		}
+		return recall.ItemEntries(items...)
+	}
+	mustAppend(t, other, k, batch("old", 600)...) // more than the first chunk
+	var once sync.Once
+	client.AddHook(pipelineHook(func(cmds []redis.Cmder) {
+		for _, c := range cmds {
+			if c.Name() == "hget" { // a later chunk of Items
+				once.Do(func() {
+					if err := other.Remove(ctx, k); err != nil {
+						t.Error(err)
+					}
+					mustAppend(t, other, k, batch("new", 500)...)
+				})
+			}
+		}
+	}))
+	s := New(client, Options{Prefix: prefix})
+	got, err := s.Items(ctx, k, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fired := false
+	once.Do(func() { fired = true })
+	if fired {
+		t.Fatal("the read took one chunk; the test did not re-create the session mid-read")
+	}
+	if len(got) != 500 {
+		t.Fatalf("Items across a re-creation returned %d items, want the new session's 500", len(got))
+	}
+	for i, l := range got {
+		if l.Item.Text() != fmt.Sprint("new", i) {
+			t.Fatalf("item %d is %q: the read mixed two logs", i, l.Item.Text())
+		}
+	}
+}
+
+// pipelineHook calls before on each transaction or pipeline the client
+// sends, before sending it.
+type pipelineHook func(cmds []redis.Cmder)
+
+func (h pipelineHook) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (h pipelineHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (h pipelineHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h(cmds)
+		return next(ctx, cmds)
 	}
 }

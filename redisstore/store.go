@@ -3,23 +3,24 @@
 //
 // Per session, the entries live in a list and the metadata in a hash; per
 // project, a sorted set orders the main sessions by update time, and each
-// session's subagent records have a sorted set of their own (see keys.go for
-// the layout). Every write (append, pop, import, fork, remove) is one Lua
-// script, so it is atomic: seqs are assigned inside the script from the
-// hash's last seq, the compaction guard is checked there, and the metadata
-// and index members change in the same step. Reads that span several
+// session's subagent records have a sorted set of their own (keys.go
+// describes the layout). Every write (append, pop, import, fork, remove) is
+// one Lua script, so it is atomic: seqs are assigned inside the script from
+// the hash's last seq, the compaction guard is checked there, a pop finds
+// the newest item and records its removal in the same step, and the
+// metadata and index entries change with the log. Reads that span several
 // commands run in MULTI transactions.
 //
-// List reads the sorted sets with keyset bounds (never KEYS, never a SCAN
+// List reads the sorted sets from a keyset bound (never KEYS, never a SCAN
 // of the keyspace). An optional TTL is refreshed on every append; sessions
-// that expired are dropped from the indexes as they are read, and by every
-// later write, so no stale member lingers.
+// that expired are dropped from the indexes as they are read, and by later
+// writes, so no stale entry lingers.
 //
-// Scripts compute the keys of index members, so the store needs a
+// Scripts compute the keys of index entries, so the store needs a
 // standalone Redis (or one behind Sentinel); Redis Cluster is not
-// supported. Use a "noeviction" or "volatile-*" maxmemory policy: a key
-// evicted behind the store's back is noticed by List, but an evicted log
-// under a surviving hash is not repaired.
+// supported. Use a "noeviction" or "volatile-*" maxmemory policy: a session
+// evicted behind the store's back is dropped from List, but Projects may
+// count it until a List reads past it.
 package redisstore
 
 import (
@@ -174,12 +175,12 @@ var (
 	pruneScript    = redis.NewScript(luaCommon + luaPrune)
 )
 
-// Errors the scripts return, by their first word.
-var (
-	errStale = errors.New("redisstore: the session changed while it was read")
-)
+// errStale reports that a session changed between the reads, or between
+// the read and the write, of one operation; the operation starts over.
+var errStale = errors.New("redisstore: the session changed while it was read")
 
-// scriptError maps a script's error reply to recall's sentinels.
+// scriptError maps a script's error reply, by its first word, to recall's
+// sentinels.
 func scriptError(err error) error {
 	if err == nil {
 		return nil
@@ -191,7 +192,7 @@ func scriptError(err error) error {
 	case strings.HasPrefix(msg, "RECALL_EXISTS"):
 		return fmt.Errorf("%w: the session exists", recall.ErrConflict)
 	case strings.HasPrefix(msg, "RECALL_GUARD"):
-		return fmt.Errorf("%w: compaction read the log at an earlier seq; it is now at %s", recall.ErrConflict, strings.TrimPrefix(msg, "RECALL_GUARD "))
+		return fmt.Errorf("%w: the log is now at seq %s", recall.ErrConflict, strings.TrimPrefix(msg, "RECALL_GUARD "))
 	case strings.HasPrefix(msg, "RECALL_GAP"):
 		return fmt.Errorf("%w: %s", recall.ErrConflict, strings.TrimPrefix(msg, "RECALL_GAP "))
 	}
@@ -202,6 +203,7 @@ func scriptError(err error) error {
 // only need to be unique, not secret.
 func randomHex() string { return fmt.Sprintf("%016x", rand.Uint64()) }
 
-// maxAttempts bounds the optimistic retries of Pop and Import, which
-// re-read the session when another writer got there first.
+// maxAttempts bounds the optimistic retries of Import (which re-plans
+// when another writer got there first) and of multi-chunk reads (which
+// start over when the session was re-created under them).
 const maxAttempts = 32

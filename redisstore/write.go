@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/recallkit/recall"
 )
@@ -40,30 +41,34 @@ func (s *Store) writeArgs(key recall.Key, mode string, expect int64, guard strin
 	if expect >= 0 {
 		exp = strconv.FormatInt(expect, 10)
 	}
-	args := make([]any, 0, 10+10*len(entries))
+	args := make([]any, 0, 10+9*len(entries))
 	args = append(args, s.k.prefix, mode, exp, guard, s.ttlMS, randomHex(), randomHex(),
-		memberSuffix(key), key.Project, len(entries))
+		member(key), key.Project, len(entries))
 	for _, e := range entries {
 		us, err := micros(e.Time)
 		if err != nil {
 			return nil, nil, err
 		}
-		seq := ""
-		if mode != modeAppend {
+		seq := "" // the script assigns it
+		if mode == modeImport || mode == modeCreate {
 			seq = strconv.FormatInt(e.Seq, 10)
 		}
 		op, a1, a2, n := effect(e)
+		if mode == modePop {
+			op = "pop" // its payload, the ref, is written by the script
+		}
 		var uin, uout, utot string
 		if u := e.Usage; u != nil {
 			uin, uout, utot = strconv.FormatInt(u.InputTokens, 10), strconv.FormatInt(u.OutputTokens, 10), strconv.FormatInt(u.TotalTokens, 10)
 		}
-		args = append(args, seq, encodeBody(e, us, n), us, timeEnc(us), op, a1, a2, uin, uout, utot)
+		args = append(args, seq, encodeBody(e, us, n), us, op, a1, a2, uin, uout, utot)
 	}
 	return keys, args, nil
 }
 
-// stamp returns copies of entries with a zero Time set to now and every
-// time cut to the microsecond, the precision the store keeps.
+// stamp returns copies of entries with a zero Time set to now (imported
+// entries never have one: recall.ImportPlan checks) and every time cut to
+// the microsecond, the precision the store keeps.
 func stamp(entries []recall.Entry) []recall.Entry {
 	now := recall.Now()
 	out := make([]recall.Entry, len(entries))
@@ -71,7 +76,7 @@ func stamp(entries []recall.Entry) []recall.Entry {
 		if e.Time.IsZero() {
 			e.Time = now
 		}
-		e.Time = e.Time.UTC().Truncate(1000)
+		e.Time = e.Time.UTC().Truncate(time.Microsecond)
 		out[i] = e
 	}
 	return out
@@ -115,6 +120,9 @@ func (s *Store) Append(ctx context.Context, key recall.Key, entries ...recall.En
 	}
 	last, err := s.write(ctx, key, modeAppend, -1, guard, stamp(entries))
 	if err != nil {
+		if guard != "" && errors.Is(err, recall.ErrConflict) {
+			return 0, fmt.Errorf("redisstore: append %s: compaction read the log at seq %s: %w", key, guard, err)
+		}
 		return 0, fmt.Errorf("redisstore: append %s: %w", key, err)
 	}
 	return last, nil
@@ -189,7 +197,7 @@ func (s *Store) Import(ctx context.Context, key recall.Key, entries ...recall.En
 		if len(fresh) == 0 {
 			return last, nil
 		}
-		last, err = s.write(ctx, key, modeImport, last, "", stampImported(fresh))
+		last, err = s.write(ctx, key, modeImport, last, "", stamp(fresh))
 		if errors.Is(err, errStale) {
 			continue
 		}
@@ -199,17 +207,6 @@ func (s *Store) Import(ctx context.Context, key recall.Key, entries ...recall.En
 		return last, nil
 	}
 	return 0, fmt.Errorf("redisstore: import %s: %w: the session kept changing", key, recall.ErrConflict)
-}
-
-// stampImported cuts imported times to the microsecond; they are never zero
-// (recall.ImportPlan checks).
-func stampImported(entries []recall.Entry) []recall.Entry {
-	out := make([]recall.Entry, len(entries))
-	for i, e := range entries {
-		e.Time = e.Time.UTC().Truncate(1000)
-		out[i] = e
-	}
-	return out
 }
 
 // Fork implements recall.Store. The new session's log is written by one

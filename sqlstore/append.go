@@ -29,8 +29,7 @@ type sessionRow struct {
 // through here or through the row lock of an upsert, which is what makes
 // seq assignment from last_seq atomic.
 func (s *Store) lockSession(ctx context.Context, q querier, key recall.Key) (sessionRow, error) {
-	r := q.queryRow(ctx, `SELECT `+metaCols+` FROM sessions WHERE project = $1 AND id = $2 AND subpath = $3`+s.db.lockSQL(),
-		key.Project, key.Session, key.Subpath)
+	r := q.queryRow(ctx, statSQL+s.db.lockSQL(), key.Project, key.Session, key.Subpath)
 	sid, m, err := scanMeta(r)
 	if errors.Is(err, sql.ErrNoRows) {
 		return sessionRow{meta: recall.Meta{Key: key}}, nil
@@ -113,7 +112,7 @@ func (s *Store) Append(ctx context.Context, key recall.Key, entries ...recall.En
 		return last, nil
 	}
 	var last int64
-	err := s.db.update(ctx, func(q querier) error {
+	err := s.db.update(ctx, func(ctx context.Context, q querier) error {
 		row, err := s.lockSession(ctx, q, key)
 		if err != nil {
 			return err
@@ -172,13 +171,13 @@ func (s *Store) Pop(ctx context.Context, key recall.Key) (recall.Item, error) {
 		return nil, err
 	}
 	var popped recall.Item
-	err := s.db.update(ctx, func(q querier) error {
+	err := s.db.update(ctx, func(ctx context.Context, q querier) error {
 		popped = nil
 		row, err := s.lockSession(ctx, q, key)
 		if err != nil || row.sid == 0 {
 			return err
 		}
-		live, err := recall.Tail(1, backwards(ctx, q, row.sid, 16))
+		live, err := recall.Tail(1, backwards(ctx, q, row.sid, row.meta.LastSeq, 16))
 		if err != nil || len(live) == 0 {
 			return err
 		}
@@ -204,7 +203,7 @@ func (s *Store) Import(ctx context.Context, key recall.Key, entries ...recall.En
 		return 0, fmt.Errorf("sqlstore: import %s: %w", key, err)
 	}
 	var last int64
-	err := s.db.update(ctx, func(q querier) error {
+	err := s.db.update(ctx, func(ctx context.Context, q querier) error {
 		row, err := s.lockSession(ctx, q, key)
 		if err != nil {
 			return err
@@ -246,10 +245,11 @@ func (s *Store) Fork(ctx context.Context, key recall.Key, atSeq int64, newKey re
 		return recall.Meta{}, fmt.Errorf("sqlstore: fork onto: %w", err)
 	}
 	var meta recall.Meta
-	err := s.db.update(ctx, func(q querier) error {
+	err := s.db.update(ctx, func(ctx context.Context, q querier) error {
+		// The source's row is locked, so it can be neither appended to nor
+		// removed while its log is read.
 		var sid int64
-		err := q.queryRow(ctx, `SELECT sid FROM sessions WHERE project = $1 AND id = $2 AND subpath = $3`,
-			key.Project, key.Session, key.Subpath).Scan(&sid)
+		err := q.queryRow(ctx, sessionIDSQL+s.db.lockSQL(), key.Project, key.Session, key.Subpath).Scan(&sid)
 		if errors.Is(err, sql.ErrNoRows) {
 			return recall.ErrNotFound
 		}

@@ -14,6 +14,7 @@ import (
 // subagent records, pinned sessions and recent ones among them, and checks
 // the report and what is left against memstore.
 func TestCleanupBatches(t *testing.T) {
+	t.Parallel()
 	dialects(t, func(t *testing.T, newStore func(t testing.TB) *Store) {
 		ctx := context.Background()
 		s := newStore(t)

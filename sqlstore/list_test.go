@@ -15,6 +15,7 @@ import (
 // archived, some with subagent records, and demands the same pages and
 // cursors from both, for every page size and filter.
 func TestListLikePaginate(t *testing.T) {
+	t.Parallel()
 	dialects(t, func(t *testing.T, newStore func(t testing.TB) *Store) {
 		ctx := context.Background()
 		s := newStore(t)

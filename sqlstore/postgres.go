@@ -91,19 +91,19 @@ func (b *pgBackend) close() { b.pool.Close() }
 
 // view runs fn in a REPEATABLE READ, READ ONLY transaction: one snapshot
 // for all its statements.
-func (b *pgBackend) view(ctx context.Context, fn func(q querier) error) error {
+func (b *pgBackend) view(ctx context.Context, fn func(ctx context.Context, q querier) error) error {
 	return b.retry(ctx, func() error {
 		return pgx.BeginTxFunc(ctx, b.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly},
-			func(tx pgx.Tx) error { return fn(pgQuerier{tx}) })
+			func(tx pgx.Tx) error { return fn(ctx, pgQuerier{tx}) })
 	})
 }
 
 // update runs fn in a READ COMMITTED transaction. Writers of one session
 // serialise on its row lock (SELECT ... FOR UPDATE or the upsert of
 // appendItems), which is all the isolation the store needs.
-func (b *pgBackend) update(ctx context.Context, fn func(q querier) error) error {
+func (b *pgBackend) update(ctx context.Context, fn func(ctx context.Context, q querier) error) error {
 	return b.retry(ctx, func() error {
-		return pgx.BeginTxFunc(ctx, b.pool, pgx.TxOptions{}, func(tx pgx.Tx) error { return fn(pgQuerier{tx}) })
+		return pgx.BeginTxFunc(ctx, b.pool, pgx.TxOptions{}, func(tx pgx.Tx) error { return fn(ctx, pgQuerier{tx}) })
 	})
 }
 
@@ -212,7 +212,7 @@ func (b *pgBackend) migrate(ctx context.Context, schema string) error {
 	h := fnv.New64a()
 	h.Write([]byte("recall/sqlstore:" + schema))
 	lock := int64(h.Sum64())
-	return b.update(ctx, func(q querier) error {
+	return b.update(ctx, func(ctx context.Context, q querier) error {
 		if _, err := q.exec(ctx, `SELECT pg_advisory_xact_lock($1)`, lock); err != nil {
 			return err
 		}

@@ -10,13 +10,26 @@ import (
 	"github.com/recallkit/recall"
 )
 
+// The statements that read one session.
+const (
+	// statSQL reads the metadata of the session with key $1-$3.
+	statSQL = `SELECT ` + metaCols + ` FROM sessions WHERE project = $1 AND id = $2 AND subpath = $3`
+	// sessionIDSQL reads the sid of the session with key $1-$3.
+	sessionIDSQL = `SELECT sid FROM sessions WHERE project = $1 AND id = $2 AND subpath = $3`
+	// lastSeqSQL reads the sid and last_seq of the session with key $1-$3.
+	lastSeqSQL = `SELECT sid, last_seq FROM sessions WHERE project = $1 AND id = $2 AND subpath = $3`
+	// entriesSQL reads session $1's entries above seq $2.
+	entriesSQL = `SELECT ` + entryCols + ` FROM entries WHERE session = $1 AND seq > $2 ORDER BY seq`
+	// entriesLimitSQL reads the first $3 of them.
+	entriesLimitSQL = entriesSQL + ` LIMIT $3`
+)
+
 // Stat implements recall.Store.
 func (s *Store) Stat(ctx context.Context, key recall.Key) (recall.Meta, error) {
 	if err := s.check(key); err != nil {
 		return recall.Meta{}, err
 	}
-	_, m, err := scanMeta(s.db.q().queryRow(ctx, `SELECT `+metaCols+` FROM sessions WHERE project = $1 AND id = $2 AND subpath = $3`,
-		key.Project, key.Session, key.Subpath))
+	_, m, err := scanMeta(s.db.q().queryRow(ctx, statSQL, key.Project, key.Session, key.Subpath))
 	if errors.Is(err, sql.ErrNoRows) {
 		err = recall.ErrNotFound
 	}
@@ -35,9 +48,8 @@ func (s *Store) Load(ctx context.Context, key recall.Key) (recall.Meta, []recall
 		meta    recall.Meta
 		entries []recall.Entry
 	)
-	err := s.db.view(ctx, func(q querier) error {
-		sid, m, err := scanMeta(q.queryRow(ctx, `SELECT `+metaCols+` FROM sessions WHERE project = $1 AND id = $2 AND subpath = $3`,
-			key.Project, key.Session, key.Subpath))
+	err := s.db.view(ctx, func(ctx context.Context, q querier) error {
+		sid, m, err := scanMeta(q.queryRow(ctx, statSQL, key.Project, key.Session, key.Subpath))
 		if errors.Is(err, sql.ErrNoRows) {
 			return recall.ErrNotFound
 		}
@@ -60,7 +72,7 @@ func (s *Store) Entries(ctx context.Context, key recall.Key, after int64, limit 
 		return nil, err
 	}
 	var entries []recall.Entry
-	err := s.db.view(ctx, func(q querier) error {
+	err := s.db.view(ctx, func(ctx context.Context, q querier) error {
 		sid, err := sessionID(ctx, q, key)
 		if err != nil {
 			return err
@@ -77,8 +89,7 @@ func (s *Store) Entries(ctx context.Context, key recall.Key, after int64, limit 
 // sessionID returns key's sid, or ErrNotFound.
 func sessionID(ctx context.Context, q querier, key recall.Key) (int64, error) {
 	var sid int64
-	err := q.queryRow(ctx, `SELECT sid FROM sessions WHERE project = $1 AND id = $2 AND subpath = $3`,
-		key.Project, key.Session, key.Subpath).Scan(&sid)
+	err := q.queryRow(ctx, sessionIDSQL, key.Project, key.Session, key.Subpath).Scan(&sid)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, recall.ErrNotFound
 	}
@@ -88,11 +99,9 @@ func sessionID(ctx context.Context, q querier, key recall.Key) (int64, error) {
 // readEntries returns up to limit (all when limit <= 0) of session sid's
 // entries with seq above after, in seq order.
 func readEntries(ctx context.Context, q querier, sid, after int64, limit int) ([]recall.Entry, error) {
-	stmt := `SELECT ` + entryCols + ` FROM entries WHERE session = $1 AND seq > $2 ORDER BY seq`
-	args := []any{sid, after}
+	stmt, args := entriesSQL, []any{sid, after}
 	if limit > 0 {
-		stmt += ` LIMIT $3`
-		args = append(args, limit)
+		stmt, args = entriesLimitSQL, append(args, limit)
 	}
 	rs, err := q.query(ctx, stmt, args...)
 	if err != nil {
@@ -110,10 +119,15 @@ func readEntries(ctx context.Context, q querier, sid, after int64, limit int) ([
 	return out, rs.Err()
 }
 
-// Items implements recall.Store. It reads the log backwards through the
-// (session, seq) index, ORDER BY seq DESC LIMIT n, and lets recall.Tail
-// decide when it has read enough: its cost is O(limit + pops), not the
-// length of the log.
+// Items implements recall.Store. It reads the log backwards, newest
+// first, and lets recall.Tail decide when it has read enough, so its cost
+// is O(limit + pops), not the length of the log.
+//
+// Every read names a window of seqs below last_seq rather than relying on
+// ORDER BY ... LIMIT alone: seqs are dense, so the window holds exactly the
+// entries wanted, and the read costs O(window) whatever plan the database
+// picks (PostgreSQL's planner, estimating an average session, may prefer to
+// fetch a session's whole log and sort it).
 //
 // The common case is one statement, which PostgreSQL and SQLite both run
 // in one snapshot: the newest limit+slack entries. When Tail needs more
@@ -134,9 +148,10 @@ func (s *Store) Items(ctx context.Context, key recall.Key, limit int) ([]recall.
 		}
 	}
 	var live []recall.LiveItem
-	err := s.db.view(ctx, func(q querier) error {
-		sid, err := sessionID(ctx, q, key)
-		if errors.Is(err, recall.ErrNotFound) {
+	err := s.db.view(ctx, func(ctx context.Context, q querier) error {
+		var sid, last int64
+		err := q.queryRow(ctx, lastSeqSQL, key.Project, key.Session, key.Subpath).Scan(&sid, &last)
+		if errors.Is(err, sql.ErrNoRows) {
 			live = nil
 			return nil
 		}
@@ -147,7 +162,7 @@ func (s *Store) Items(ctx context.Context, key recall.Key, limit int) ([]recall.
 		if limit > 0 {
 			chunk = 2*limit + 16
 		}
-		live, err = recall.Tail(limit, backwards(ctx, q, sid, chunk))
+		live, err = recall.Tail(limit, backwards(ctx, q, sid, last, chunk))
 		return err
 	})
 	if err != nil {
@@ -156,20 +171,16 @@ func (s *Store) Items(ctx context.Context, key recall.Key, limit int) ([]recall.
 	return live, nil
 }
 
-// The statements that read a log backwards. Each walks the (session, seq)
-// primary key index from the end and stops at the LIMIT.
+// The statements that read a log backwards, a window of seqs at a time,
+// through the (session, seq) primary key.
 const (
-	// newestSQL reads the newest $4 entries of the session with key $1-$3.
-	// The sid is a scalar subquery, not a join: PostgreSQL then scans the
-	// index of one known session backwards, where a join makes it sort the
-	// whole log.
-	newestSQL = `SELECT seq, kind, payload FROM entries
-		WHERE session = (SELECT sid FROM sessions WHERE project = $1 AND id = $2 AND subpath = $3)
-		ORDER BY seq DESC LIMIT $4`
-	// backwardsSQL reads the newest $2 entries of session $1.
-	backwardsSQL = `SELECT seq, kind, payload FROM entries WHERE session = $1 ORDER BY seq DESC LIMIT $2`
-	// backwardsBeforeSQL reads the $2 entries of session $1 below seq $3.
-	backwardsBeforeSQL = `SELECT seq, kind, payload FROM entries WHERE session = $1 AND seq < $3 ORDER BY seq DESC LIMIT $2`
+	// newestSQL reads the entries of the session with key $1-$3 whose
+	// seq is above last_seq - $4: the newest $4.
+	newestSQL = `SELECT e.seq, e.kind, e.payload FROM sessions s
+		JOIN entries e ON e.session = s.sid AND e.seq > s.last_seq - $4
+		WHERE s.project = $1 AND s.id = $2 AND s.subpath = $3 ORDER BY e.seq DESC`
+	// windowSQL reads the entries of session $1 with $2 <= seq < $3.
+	windowSQL = `SELECT seq, kind, payload FROM entries WHERE session = $1 AND seq >= $2 AND seq < $3 ORDER BY seq DESC`
 )
 
 // itemsOneShot tries Items with one statement reading the newest
@@ -182,11 +193,11 @@ func (s *Store) itemsOneShot(ctx context.Context, key recall.Key, limit int) (li
 		return nil, false, err
 	}
 	defer rs.Close()
-	read, short := 0, false
+	lowest, exhausted := int64(0), false
 	live, err = recall.Tail(limit, func(yield func(recall.Entry, error) bool) {
 		for rs.Next() {
-			read++
 			e, err := scanTailEntry(rs)
+			lowest = e.Seq
 			if !yield(e, err) || err != nil {
 				return
 			}
@@ -195,33 +206,28 @@ func (s *Store) itemsOneShot(ctx context.Context, key recall.Key, limit int) (li
 			yield(recall.Entry{}, err)
 			return
 		}
-		// The statement ran out: the log is exhausted unless it was cut
-		// by the LIMIT.
-		short = read == n
+		exhausted = true
 	})
 	if err != nil {
 		return nil, false, err
 	}
-	return live, !short, nil
+	// Tail stopped on its own, or read the log down to seq 1 (or there
+	// is no log): the answer is complete.
+	return live, !exhausted || lowest <= 1, nil
 }
 
-// backwards yields session sid's entries from the newest down, reading
-// them chunk at a time (the chunk grows for long reads). It is meant for a
-// transaction, whose snapshot keeps the pages consistent.
-func backwards(ctx context.Context, q querier, sid int64, chunk int) iter.Seq2[recall.Entry, error] {
+// backwards yields session sid's entries from seq last down to 1, reading
+// a window of chunk seqs at a time (the windows grow for long reads). It
+// is meant for a transaction, whose snapshot keeps the windows consistent.
+func backwards(ctx context.Context, q querier, sid, last int64, chunk int) iter.Seq2[recall.Entry, error] {
 	return func(yield func(recall.Entry, error) bool) {
-		before := int64(-1) // no upper bound yet
-		for {
-			stmt, args := backwardsSQL, []any{sid, chunk}
-			if before >= 0 {
-				stmt, args = backwardsBeforeSQL, append(args, before)
-			}
-			rs, err := q.query(ctx, stmt, args...)
+		for top := last + 1; top > 1; {
+			bottom := max(1, top-int64(chunk))
+			rs, err := q.query(ctx, windowSQL, sid, bottom, top)
 			if err != nil {
 				yield(recall.Entry{}, err)
 				return
 			}
-			n := 0
 			for rs.Next() {
 				e, err := scanTailEntry(rs)
 				if err != nil {
@@ -229,8 +235,6 @@ func backwards(ctx context.Context, q querier, sid int64, chunk int) iter.Seq2[r
 					yield(recall.Entry{}, err)
 					return
 				}
-				n++
-				before = e.Seq
 				if !yield(e, nil) {
 					rs.Close()
 					return
@@ -242,9 +246,7 @@ func backwards(ctx context.Context, q querier, sid int64, chunk int) iter.Seq2[r
 				yield(recall.Entry{}, err)
 				return
 			}
-			if n < chunk {
-				return
-			}
+			top = bottom
 			chunk = min(chunk*4, 4096)
 		}
 	}

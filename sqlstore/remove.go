@@ -25,7 +25,7 @@ func (s *Store) Remove(ctx context.Context, key recall.Key) error {
 		a = append(a, key.Subpath)
 	}
 	var n int64
-	err := s.db.update(ctx, func(q querier) error {
+	err := s.db.update(ctx, func(ctx context.Context, q querier) error {
 		var err error
 		n, err = q.exec(ctx, stmt, a...)
 		return err
@@ -87,7 +87,7 @@ func (s *Store) Cleanup(ctx context.Context, opts recall.CleanupOptions) (recall
 	batchSQL := candidates + fmt.Sprintf(" LIMIT %d", cleanupBatch) + s.db.lockSQL()
 	for {
 		var batch []recall.Meta
-		err := s.db.update(ctx, func(q querier) error {
+		err := s.db.update(ctx, func(ctx context.Context, q querier) error {
 			batch = batch[:0]
 			rs, err := q.query(ctx, batchSQL, a...)
 			if err != nil {

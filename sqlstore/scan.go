@@ -15,11 +15,6 @@ const metaCols = `sid, project, id, subpath, title, title_source, created_at, up
 	item_count, last_seq, archived, pinned, labels, forked_from, fork_seq,
 	input_tokens, output_tokens, total_tokens`
 
-// metaCols with a table alias s.
-const metaColsS = `s.sid, s.project, s.id, s.subpath, s.title, s.title_source, s.created_at, s.updated_at,
-	s.item_count, s.last_seq, s.archived, s.pinned, s.labels, s.forked_from, s.fork_seq,
-	s.input_tokens, s.output_tokens, s.total_tokens`
-
 // scanMeta reads a row of metaCols.
 func scanMeta(r interface{ Scan(...any) error }) (int64, recall.Meta, error) {
 	var (

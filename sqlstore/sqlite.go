@@ -69,6 +69,11 @@ func OpenSQLite(ctx context.Context, path string, opts Options) (*Store, error) 
 	r.SetMaxOpenConns(n)
 	r.SetMaxIdleConns(n)
 	b.r = r
+	b.stmts = &stmtCache{db: r}
+	if err := b.stmts.prepare(ctx, readSQL...); err != nil {
+		b.close()
+		return nil, openError("sqlite", path, "", err)
+	}
 	return &Store{opts: opts, db: b}, nil
 }
 
@@ -91,6 +96,9 @@ type liteBackend struct {
 	// transactions and calls count the group commits and the calls they
 	// ran, for tests.
 	transactions, calls atomic.Int64
+
+	// stmts holds the reader's prepared statements.
+	stmts *stmtCache
 }
 
 // upsertItemsSQL creates the session row or advances its last_seq by the
@@ -133,48 +141,9 @@ func (b *liteBackend) prepare(ctx context.Context) error {
 	return err
 }
 
-// sqlRunner is what *sql.DB and *sql.Tx have in common.
-type sqlRunner interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
-
-// sqlQuerier adapts a sqlRunner to querier. tx is set inside update, for
-// the prepared statements.
-type sqlQuerier struct {
-	r  sqlRunner
-	tx *sql.Tx
-}
-
-func (s sqlQuerier) exec(ctx context.Context, query string, args ...any) (int64, error) {
-	res, err := s.r.ExecContext(ctx, query, args...)
-	if err != nil {
-		return 0, err
-	}
-	return res.RowsAffected()
-}
-
-func (s sqlQuerier) query(ctx context.Context, query string, args ...any) (rows, error) {
-	rs, err := s.r.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, err
-	}
-	return sqlRows{rs}, nil
-}
-
-func (s sqlQuerier) queryRow(ctx context.Context, query string, args ...any) row {
-	return s.r.QueryRowContext(ctx, query, args...)
-}
-
-// sqlRows adapts *sql.Rows to rows; a Close error also shows in Err.
-type sqlRows struct{ *sql.Rows }
-
-func (r sqlRows) Close() { _ = r.Rows.Close() }
-
 func (b *liteBackend) name() string { return "sqlite" }
 
-func (b *liteBackend) q() querier { return sqlQuerier{r: b.r} }
+func (b *liteBackend) q() querier { return sqlQuerier{r: b.r, cache: b.stmts} }
 
 // lockSQL is empty: an update transaction began IMMEDIATE and holds the
 // database's write lock, which covers every row.
@@ -185,19 +154,20 @@ func (b *liteBackend) lockSQL() string { return "" }
 func (b *liteBackend) timeArg(t time.Time) any { return t.UnixMicro() }
 
 func (b *liteBackend) close() {
+	b.stmts.close()
 	b.r.Close()
 	b.w.Close()
 }
 
 // view runs fn in a read transaction on a reader connection: WAL gives it
 // one snapshot from its first read.
-func (b *liteBackend) view(ctx context.Context, fn func(q querier) error) error {
+func (b *liteBackend) view(ctx context.Context, fn func(ctx context.Context, q querier) error) error {
 	tx, err := b.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback() //nolint:errcheck // a read transaction has nothing to undo
-	return fn(sqlQuerier{r: tx})
+	return fn(ctx, sqlQuerier{r: tx, tx: tx, cache: b.stmts})
 }
 
 // appendItems is Append's fast path on SQLite: an upsert that creates the
@@ -206,7 +176,7 @@ func (b *liteBackend) view(ctx context.Context, fn func(q querier) error) error 
 func (b *liteBackend) appendItems(ctx context.Context, key recall.Key, ib itemBatch) (int64, error) {
 	n := int64(len(ib.entries))
 	var last int64
-	err := b.update(ctx, func(q querier) error {
+	err := b.update(ctx, func(ctx context.Context, q querier) error {
 		tx := q.(sqlQuerier).tx
 		var sid int64
 		err := tx.StmtContext(ctx, b.upsertItems).QueryRowContext(ctx,
@@ -245,5 +215,5 @@ func (b *liteBackend) migrate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return b.update(ctx, func(q querier) error { return applyMigrations(ctx, q, ms) })
+	return b.update(ctx, func(ctx context.Context, q querier) error { return applyMigrations(ctx, q, ms) })
 }

@@ -25,14 +25,14 @@ import (
 // writeCall is one update waiting in the queue.
 type writeCall struct {
 	ctx  context.Context
-	fn   func(q querier) error
+	fn   func(ctx context.Context, q querier) error
 	err  error
 	done chan struct{}
 }
 
 // update runs fn in the next group transaction; see above. fn returning
 // errRetry runs it again in a later one.
-func (b *liteBackend) update(ctx context.Context, fn func(q querier) error) error {
+func (b *liteBackend) update(ctx context.Context, fn func(ctx context.Context, q querier) error) error {
 	var err error
 	for range maxAttempts {
 		if err = b.commit(ctx, fn); !errors.Is(err, errRetry) {
@@ -44,7 +44,7 @@ func (b *liteBackend) update(ctx context.Context, fn func(q querier) error) erro
 
 // commit queues fn and waits until a transaction that ran it has ended,
 // running that transaction itself when no one else is.
-func (b *liteBackend) commit(ctx context.Context, fn func(q querier) error) error {
+func (b *liteBackend) commit(ctx context.Context, fn func(ctx context.Context, q querier) error) error {
 	c := &writeCall{ctx: ctx, fn: fn, done: make(chan struct{})}
 	b.mu.Lock()
 	b.queue = append(b.queue, c)
@@ -99,6 +99,15 @@ func (b *liteBackend) runQueued() {
 	}
 }
 
+// run runs c's function. Its context is not canceled from here on:
+// modernc.org/sqlite cancels a statement with sqlite3_interrupt, and an
+// interrupted write rolls back the whole transaction, which would take the
+// other calls of the group with it. A call whose context ended before it
+// started does not run at all (see runQueued).
+func run(c *writeCall, q querier) error {
+	return c.fn(context.WithoutCancel(c.ctx), q)
+}
+
 // runGroup runs calls in one transaction on the writer connection. It
 // begins IMMEDIATE (_txlock=immediate): the transaction holds the
 // database's write lock from its first statement, so what a call reads
@@ -111,7 +120,7 @@ func (b *liteBackend) runGroup(calls []*writeCall) error {
 	}
 	q := sqlQuerier{r: tx, tx: tx}
 	if len(calls) == 1 {
-		if calls[0].err = calls[0].fn(q); calls[0].err != nil {
+		if calls[0].err = run(calls[0], q); calls[0].err != nil {
 			_ = tx.Rollback()
 			return nil
 		}
@@ -119,11 +128,11 @@ func (b *liteBackend) runGroup(calls []*writeCall) error {
 	}
 	ok := 0
 	for _, c := range calls {
-		if _, err := tx.StmtContext(c.ctx, b.savepoint).ExecContext(c.ctx); err != nil {
+		if _, err := tx.Stmt(b.savepoint).Exec(); err != nil {
 			_ = tx.Rollback()
 			return err
 		}
-		if c.err = c.fn(q); c.err != nil {
+		if c.err = run(c, q); c.err != nil {
 			if _, err := tx.Stmt(b.rollbackTo).Exec(); err != nil {
 				_ = tx.Rollback()
 				return err

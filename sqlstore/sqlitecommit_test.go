@@ -14,18 +14,19 @@ import (
 // there, each caller gets its own outcome, and calls did share
 // transactions.
 func TestGroupCommit(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := newSQLite(t)
 	b := s.db.(*liteBackend)
 	boom := errors.New("boom")
-	const goroutines, rounds = 16, 40
+	const goroutines, rounds = 16, 20
 	var wg sync.WaitGroup
 	for g := range goroutines {
 		wg.Go(func() {
 			for r := range rounds {
 				id := fmt.Sprintf("g%d-%d", g, r)
 				fail := (g+r)%3 == 0
-				err := b.update(ctx, func(q querier) error {
+				err := b.update(ctx, func(ctx context.Context, q querier) error {
 					if _, err := q.exec(ctx, `INSERT INTO sessions (project, id, created_at, updated_at) VALUES ('p', $1, 0, 0)`, id); err != nil {
 						return err
 					}
@@ -68,7 +69,7 @@ func TestGroupCommitCanceled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	ran := false
-	err := b.update(ctx, func(q querier) error { ran = true; return nil })
+	err := b.update(ctx, func(ctx context.Context, q querier) error { ran = true; return nil })
 	if !errors.Is(err, context.Canceled) || ran {
 		t.Fatalf("update with a canceled context: %v, ran %t", err, ran)
 	}

@@ -47,13 +47,15 @@ type backend interface {
 	q() querier
 	// view runs fn in a read-only transaction: every statement sees one
 	// snapshot of the database.
-	view(ctx context.Context, fn func(q querier) error) error
+	view(ctx context.Context, fn func(ctx context.Context, q querier) error) error
 	// update runs fn in a write transaction and commits it when fn returns
 	// nil. A session row read with lockSQL stays locked against other
 	// writers until the end. update retries fn, from the start, on a
 	// transient conflict (errRetry, a deadlock, a connection lost before
-	// anything was sent).
-	update(ctx context.Context, fn func(q querier) error) error
+	// anything was sent). fn runs its statements with the ctx it is given,
+	// which on SQLite is not canceled once fn has started (see
+	// sqlitecommit.go).
+	update(ctx context.Context, fn func(ctx context.Context, q querier) error) error
 	// lockSQL is appended to a SELECT of a session row inside update to
 	// lock it (" FOR UPDATE"), or "" where the transaction already holds
 	// the database's write lock.

@@ -24,7 +24,14 @@
 //
 // The suite assumes nothing about time precision beyond microseconds and
 // nothing about the store's clock beyond being within an hour of the
-// test's. It shares no state between subtests.
+// test's. It shares no state between subtests, and runs them one at a
+// time, so newStore may hand out stores that share a server.
+//
+// A store's own tests can reuse the suite's parts: [RunModel] alone;
+// the corpora [InvalidKeys], [EdgeKeys], [VerbatimItems] and
+// [InvalidItems]; the comparisons [MetaDiff], [EntryDiff] and
+// [ErrorClass]; and [VerifyAfter], which checks a store with
+// recall.Verify when a test ends.
 package storetest
 
 import (

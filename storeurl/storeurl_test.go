@@ -18,6 +18,7 @@ import (
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/filestore"
+	"github.com/recallkit/recall/internal/testsvc"
 	"github.com/recallkit/recall/memstore"
 	"github.com/recallkit/recall/redisstore"
 	"github.com/recallkit/recall/sqlstore"
@@ -180,34 +181,6 @@ func TestUnknownScheme(t *testing.T) {
 
 // --- the servers
 
-func redisURL() string {
-	if u := os.Getenv("RECALL_TEST_REDIS"); u != "" {
-		return u
-	}
-	return "redis://127.0.0.1:6379/0"
-}
-
-func pgURL() string {
-	if u := os.Getenv("RECALL_TEST_POSTGRES"); u != "" {
-		return u
-	}
-	return "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-}
-
-// need skips the test loudly when a service does not answer, or fails it
-// when RECALL_REQUIRE_SERVICES=1.
-func need(t *testing.T, name, target string, err error) {
-	t.Helper()
-	if err == nil {
-		return
-	}
-	msg := fmt.Sprintf("*** %s NOT REACHABLE at %s: %v (run /work/shared/services-up) ***", name, redact(target), err)
-	if os.Getenv("RECALL_REQUIRE_SERVICES") == "1" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
-}
-
 // withQuery adds parameters to a URL.
 func withQuery(t *testing.T, raw string, kv ...string) string {
 	t.Helper()
@@ -225,13 +198,13 @@ func withQuery(t *testing.T, raw string, kv ...string) string {
 
 func TestRedis(t *testing.T) {
 	ctx := context.Background()
-	o, err := redis.ParseURL(redisURL())
+	redisURL := testsvc.RedisURL(t)
+	o, err := redis.ParseURL(redisURL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	rdb := redis.NewClient(o)
-	defer rdb.Close()
-	need(t, "Redis", redisURL(), rdb.Ping(ctx).Err())
+	t.Cleanup(func() { _ = rdb.Close() }) // after the clean-up below
 	prefix := fmt.Sprintf("storeurltest:%016x:", rand.Uint64())
 	t.Cleanup(func() {
 		// test clean-up only: the store itself never scans the keyspace
@@ -240,7 +213,7 @@ func TestRedis(t *testing.T) {
 			rdb.Del(ctx, it.Val())
 		}
 	})
-	st := open(t, withQuery(t, redisURL(), "prefix", prefix, "ttl", "1h", "dial_timeout", "3s"))
+	st := open(t, withQuery(t, redisURL, "prefix", prefix, "ttl", "1h", "dial_timeout", "3s"))
 	if _, ok := st.(*redisstore.Store); !ok {
 		t.Fatalf("got a %T", st)
 	}
@@ -250,8 +223,8 @@ func TestRedis(t *testing.T) {
 		t.Fatalf("the session under the URL's prefix has TTL %v, %v; want about 1h", pt, err)
 	}
 	for _, tc := range []struct{ url, want string }{
-		{withQuery(t, redisURL(), "ttl", "soon"), "ttl"},
-		{withQuery(t, redisURL(), "prefix", prefix, "nonsense", "1"), "unexpected option"},
+		{withQuery(t, redisURL, "ttl", "soon"), "ttl"},
+		{withQuery(t, redisURL, "prefix", prefix, "nonsense", "1"), "unexpected option"},
 		{"redis://:s3cret@127.0.0.1:1/0", "redisstore"},
 	} {
 		if err := openErr(t, tc.url); !strings.Contains(err.Error(), tc.want) {
@@ -263,8 +236,11 @@ func TestRedis(t *testing.T) {
 func TestPostgres(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, pgURL())
-	need(t, "PostgreSQL", pgURL(), err)
+	pgURL := testsvc.PostgresDSN(t)
+	conn, err := pgx.Connect(ctx, pgURL)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer conn.Close(context.Background())
 	for _, scheme := range []string{"postgres", "postgresql"} {
 		t.Run(scheme, func(t *testing.T) {
@@ -272,7 +248,7 @@ func TestPostgres(t *testing.T) {
 			t.Cleanup(func() {
 				_, _ = conn.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
 			})
-			raw := withQuery(t, pgURL(), "schema", schema)
+			raw := withQuery(t, pgURL, "schema", schema)
 			raw = scheme + strings.TrimPrefix(raw, strings.SplitN(raw, ":", 2)[0])
 			st := open(t, raw)
 			if _, ok := st.(*sqlstore.Store); !ok {

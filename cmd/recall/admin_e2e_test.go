@@ -76,10 +76,8 @@ func TestForkRenameShow(t *testing.T) {
 	if !strings.HasPrefix(r.stdout, "# Renamed session\n\n**User**\n\none\n") {
 		t.Errorf("show markdown:\n%s", r.stdout)
 	}
-	forkMeta, _ := e.show("Early fork")
 	r = e.ok("", "show", "Early fork")
 	contains(t, "show of a fork", r.stdout, "forked   from "+src.Key.Session+" at seq "+strconv.FormatInt(firstReply, 10))
-	_ = forkMeta
 }
 
 func TestLsArchivePinRm(t *testing.T) {
@@ -295,6 +293,8 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{[]string{"chat", "--fork"}, "--fork needs --continue or --resume"},
 		{[]string{"chat", "stray words"}, `chat takes no argument, got "stray words"`},
 		{[]string{"chat", "--history", "-3"}, "--history must not be negative"},
+		{[]string{"chat", "-p", ""}, "-p got an empty prompt"},
+		{[]string{"chat", "--resume="}, "--resume got an empty value"},
 		{[]string{"chat", "--project", "/no/such/dir", "-p", "x"}, "project directory"},
 		{[]string{"--store", "file:///x", "--home", "/y", "ls"}, "--store and --home both name a store"},
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -28,6 +29,7 @@ type chatFlags struct {
 	name    string
 	dir     string
 	prompt  string
+	mirror  string
 	model   modelFlags
 	history int
 }
@@ -80,6 +82,12 @@ Commands inside the REPL:
 				}
 				f.resume, argv = argv[0], nil
 			}
+			switch fl := cmd.Flags(); {
+			case fl.Changed("print") && f.prompt == "":
+				return usageError(`give the prompt: -p "..." (or -p - to read it from stdin)`, "-p got an empty prompt")
+			case fl.Changed("resume") && f.resume == "":
+				return usageError("give an ID or title, or no value to pick one", "--resume got an empty value")
+			}
 			return a.chat(cmd, f)
 		},
 	}
@@ -91,6 +99,7 @@ Commands inside the REPL:
 	fl.StringVar(&f.name, "name", "", "title the session")
 	fl.StringVar(&f.dir, "project", "", "project directory: sessions are grouped by it and tools are confined to it (default: the working directory)")
 	fl.StringVarP(&f.prompt, "print", "p", "", "send this `PROMPT`, print the reply and exit ('-': read it from stdin)")
+	fl.StringVar(&f.mirror, "mirror", "", "also copy the sessions, in the background, to the store at this `URL` (default $RECALL_MIRROR; see 'recall mirror')")
 	fl.IntVar(&f.history, "history", 0, "send at most the newest N stored items to the model (0: all)")
 	f.model.register(fl)
 	return cmd
@@ -110,11 +119,11 @@ func (a *app) chat(cmd *cobra.Command, f chatFlags) error {
 	}
 	dir := f.dir
 	if dir == "" {
-		wd, err := os.Getwd()
-		if err != nil {
-			return fmt.Errorf("working directory: %w", err)
-		}
-		dir = wd
+		dir = "."
+	}
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return fmt.Errorf("project directory: %w", err)
 	}
 	proj, err := project(dir)
 	if err != nil {
@@ -136,6 +145,9 @@ func (a *app) chat(cmd *cobra.Command, f chatFlags) error {
 		return withHint(err, "--project takes a directory you can read")
 	}
 	defer ws.Close()
+	if err := a.useMirror(ctx, f.mirror); err != nil {
+		return err
+	}
 	st, err := a.store(ctx)
 	if err != nil {
 		return err

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -59,6 +60,13 @@ func TestChatContinueRestoresTheSession(t *testing.T) {
 	if n := len(e.ls("--all")); n != 2 {
 		t.Errorf("ls --all lists %d sessions, want 2", n)
 	}
+	// --history sends only the newest items.
+	r = e.ok("", "chat", "-c", "--history", "3", "-p", "short memory")
+	contains(t, "stderr", r.stderr, "restored 3 of 6 items")
+	if r.stdout != reply(3, "short memory") {
+		t.Errorf("--history 3: stdout %q", r.stdout)
+	}
+
 	// --project names the project without changing directory.
 	r = e.ok("", "chat", "-c", "--project", other, "-p", "again")
 	if r.stdout != reply(2, "again") {
@@ -260,4 +268,44 @@ func TestChatPromptFromStdin(t *testing.T) {
 		t.Errorf("piped REPL: stdout %q", r.stdout)
 	}
 	e.fails(2, "empty prompt", "chat", "-p", "-")
+}
+
+func TestChatConcurrentContinue(t *testing.T) {
+	// Several "recall chat -c" on one session at once: every message and
+	// reply is kept, none is torn, and recall check (run at cleanup) passes.
+	e := newEnv(t)
+	e.ok("", "chat", "-p", "start")
+	const n = 5
+	errs := make(chan string, n)
+	for i := range n {
+		go func() {
+			r := e.run("", "chat", "-c", "-p", fmt.Sprint("parallel ", i))
+			if r.code != 0 {
+				errs <- r.stderr
+				return
+			}
+			errs <- ""
+		}()
+	}
+	for range n {
+		if msg := <-errs; msg != "" {
+			t.Error(msg)
+		}
+	}
+	ms := e.ls()
+	if len(ms) != 1 || ms[0].ItemCount != 2+2*n {
+		t.Fatalf("after %d concurrent runs: %+v", n, ms)
+	}
+	_, items := e.show(ms[0].Key.Session)
+	seen := map[string]bool{}
+	for _, it := range items {
+		if it.Role() == "user" {
+			seen[it.Text()] = true
+		}
+	}
+	for i := range n {
+		if !seen[fmt.Sprint("parallel ", i)] {
+			t.Errorf("message %d is missing", i)
+		}
+	}
 }

@@ -82,7 +82,7 @@ func hintFor(err error) string {
 	case errors.As(err, &apiErr):
 		return modelHint(apiErr.StatusCode)
 	case errors.As(err, &netErr):
-		return "cannot reach the model server; is it running? check --base-url or OPENAI_BASE_URL"
+		return "a server did not answer: check that the model server (--base-url, OPENAI_BASE_URL) or the store (--store, RECALL_STORE) is running"
 	case errors.Is(err, agent.ErrMaxTurns):
 		return "the model kept calling tools; what it did is saved, ask it to go on"
 	case errors.As(err, &amb):

@@ -3,8 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/mattn/go-runewidth"
@@ -65,8 +65,8 @@ func displayTitle(m recall.Meta, width int) string {
 
 // writeSessions prints metas as the session table of ls and /sessions:
 // short ID, title, updated (relative), items, and the project when
-// withProject. Short IDs are unique among scope, the sessions a prefix
-// would be resolved against.
+// withProject. Short IDs are unique among metas and scope, the sessions a
+// prefix is resolved against.
 func writeSessions(w io.Writer, metas, scope []recall.Meta, withProject bool) error {
 	ids := make([]string, 0, len(scope)+len(metas))
 	for _, m := range metas {
@@ -77,18 +77,45 @@ func writeSessions(w io.Writer, metas, scope []recall.Meta, withProject bool) er
 	}
 	short := sessionref.ShortIDs(ids)
 	now := time.Now()
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	head := "ID\tTITLE\tUPDATED\tITEMS"
+	head := []string{"ID", "TITLE", "UPDATED", "ITEMS"}
 	if withProject {
-		head += "\tPROJECT"
+		head = append(head, "PROJECT")
 	}
-	fmt.Fprintln(tw, head)
+	rows := [][]string{head}
 	for i, m := range metas {
-		line := fmt.Sprintf("%s\t%s\t%s\t%d", short[i], displayTitle(m, titleWidth), ago(m.Updated, now), m.ItemCount)
+		row := []string{short[i], displayTitle(m, titleWidth), ago(m.Updated, now), strconv.Itoa(m.ItemCount)}
 		if withProject {
-			line += "\t" + m.Key.Project
+			row = append(row, m.Key.Project)
 		}
-		fmt.Fprintln(tw, line)
+		rows = append(rows, row)
 	}
-	return tw.Flush()
+	return writeTable(w, rows)
+}
+
+// writeTable prints rows as columns two spaces apart, aligned by display
+// width, so titles in CJK scripts line up too (text/tabwriter counts
+// runes, not columns).
+func writeTable(w io.Writer, rows [][]string) error {
+	var widths []int
+	for _, row := range rows {
+		for i, cell := range row {
+			if i == len(widths) {
+				widths = append(widths, 0)
+			}
+			widths[i] = max(widths[i], runewidth.StringWidth(cell))
+		}
+	}
+	var b strings.Builder
+	for _, row := range rows {
+		for i, cell := range row {
+			if i == len(row)-1 {
+				b.WriteString(cell)
+				break
+			}
+			b.WriteString(runewidth.FillRight(cell, widths[i]+2))
+		}
+		b.WriteByte('\n')
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
 }

@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/filestore"
+	"github.com/recallkit/recall/storeurl"
 )
 
 // openHome opens the file store in home (the default home when empty).
@@ -17,7 +19,16 @@ func openHome(home string) (recall.Store, error) {
 	return st, nil
 }
 
-// openURL opens the store a URL names.
+// openURL opens the store a URL names (file://, sqlite://, postgres://,
+// redis://, mem://, or a plain path). The errors storeurl returns never
+// show a password.
 func openURL(ctx context.Context, url string) (recall.Store, error) {
-	return nil, usageError("", "store URL %s: not supported yet", url)
+	st, err := storeurl.Open(ctx, url)
+	switch {
+	case errors.Is(err, storeurl.ErrUnknownScheme):
+		return nil, usageError("see 'recall --help' for the store URLs", "open store: %v", err)
+	case err != nil:
+		return nil, withHint(fmt.Errorf("open store: %w", err), "check the URL in --store or RECALL_STORE, and that the server is running")
+	}
+	return st, nil
 }

@@ -72,7 +72,9 @@ func newPicker(metas []recall.Meta, now time.Time) picker {
 // word of the filter, case-insensitively.
 func (p *picker) refilter() {
 	words := strings.Fields(strings.ToLower(p.filter))
-	p.matches = p.matches[:0]
+	// A new slice: Update works on copies of the model, which must not
+	// share a backing array.
+	p.matches = make([]int, 0, len(p.keys))
 	for i, k := range p.keys {
 		ok := true
 		for _, w := range words {

@@ -1,9 +1,8 @@
 package main
 
 import (
-	"fmt"
 	"slices"
-	"text/tabwriter"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -42,12 +41,11 @@ way Claude Code names its folders: /home/me/src/app is -home-me-src-app.`,
 			// newest first, as ls orders sessions
 			slices.SortStableFunc(ps, func(x, y recall.ProjectInfo) int { return y.Updated.Compare(x.Updated) })
 			now := time.Now()
-			tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "PROJECT\tSESSIONS\tUPDATED")
+			rows := [][]string{{"PROJECT", "SESSIONS", "UPDATED"}}
 			for _, p := range ps {
-				fmt.Fprintf(tw, "%s\t%d\t%s\n", p.Project, p.Sessions, ago(p.Updated, now))
+				rows = append(rows, []string{p.Project, strconv.Itoa(p.Sessions), ago(p.Updated, now)})
 			}
-			return tw.Flush()
+			return writeTable(a.stdout, rows)
 		},
 	}
 }

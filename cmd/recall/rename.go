@@ -30,6 +30,10 @@ automatic one. An empty TITLE removes the title.`,
 			if a.json {
 				return a.printJSON(m)
 			}
+			if m.Title == "" {
+				a.printf("%s has no title now\n", m.Key.Session)
+				return nil
+			}
 			a.printf("%s is now %q\n", m.Key.Session, m.Title)
 			return nil
 		},

@@ -16,8 +16,12 @@ up where the last conversation in this directory stopped. The other commands
 manage the sessions of the store.
 
 The store is the JSONL file store in --home (default $RECALL_HOME, else
-~/.recall), or the one --store / RECALL_STORE names (file://, sqlite://,
-postgres://, redis://).
+~/.recall), or the one --store / RECALL_STORE names:
+  file:///path/to/dir           the file store in that directory (or a plain path)
+  sqlite:///path/to/recall.db   SQLite
+  postgres://user@host/db       PostgreSQL
+  redis://host:6379/0           Redis
+  mem://                        in memory, gone on exit
 
 Exit codes: 0 ok, 1 failed, 2 bad usage.`,
 		Args:              cobra.ArbitraryArgs,
@@ -37,8 +41,8 @@ Exit codes: 0 ok, 1 failed, 2 bad usage.`,
 	}
 	root.SuggestionsMinimumDistance = 2
 	pf := root.PersistentFlags()
-	pf.StringVar(&a.home, "home", "", "store home directory (default $RECALL_HOME, else ~/.recall)")
-	pf.StringVar(&a.storeURL, "store", "", "store URL: file://, sqlite://, postgres://, redis:// (default $RECALL_STORE, else the file store in --home)")
+	pf.StringVar(&a.home, "home", "", "file store home `DIR` (default $RECALL_HOME, else ~/.recall)")
+	pf.StringVar(&a.storeURL, "store", "", "store `URL`: file://, sqlite://, postgres://, redis://, mem:// (default $RECALL_STORE, else the file store in --home)")
 	pf.BoolVar(&a.json, "json", false, "print JSON instead of text")
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return usageError("run '"+cmd.CommandPath()+" --help'", "%v", err)
@@ -55,6 +59,7 @@ Exit codes: 0 ok, 1 failed, 2 bad usage.`,
 		newGcCmd(a),
 		newCheckCmd(a),
 		newProjectsCmd(a),
+		newMirrorCmd(a),
 	)
 	return root
 }

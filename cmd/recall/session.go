@@ -61,7 +61,12 @@ func (c *chatSession) switchTo(ctx context.Context, key recall.Key, name string)
 	if t := c.title(m); t != "" {
 		line += fmt.Sprintf(" %q", t)
 	}
-	c.app.notef("%s: restored %s (model: %s)\n", line, count(m.ItemCount, "item"), c.model.label)
+	restored := count(m.ItemCount, "item")
+	if c.history > 0 && m.ItemCount > c.history {
+		// --history sends only the newest items; say how many.
+		restored = fmt.Sprintf("%d of %s", c.history, restored)
+	}
+	c.app.notef("%s: restored %s (model: %s)\n", line, restored, c.model.label)
 	return nil
 }
 

@@ -61,7 +61,7 @@ func TestErrorLine(t *testing.T) {
 		{fmt.Errorf("turn 1: %w", &oai.Error{StatusCode: 401}), exitFailed, "check OPENAI_API_KEY"},
 		{fmt.Errorf("turn 1: %w", &oai.Error{StatusCode: 429}), exitFailed, "rate limited"},
 		{fmt.Errorf("turn 1: %w", &oai.Error{StatusCode: 503}), exitFailed, "the model server failed"},
-		{fmt.Errorf("post: %w", &net.OpError{Op: "dial", Err: errors.New("connection refused")}), exitFailed, "cannot reach the model server"},
+		{fmt.Errorf("post: %w", &net.OpError{Op: "dial", Err: errors.New("connection refused")}), exitFailed, "a server did not answer"},
 	}
 	for _, tt := range tests {
 		line := errorLine(tt.err)
@@ -155,5 +155,16 @@ func TestPicker(t *testing.T) {
 	}
 	if cmd := step(tea.KeyMsg{Type: tea.KeyEsc}); cmd == nil || m.(picker).chosen != nil {
 		t.Fatal("Esc did not cancel")
+	}
+}
+
+func TestWriteTableAlignsWideText(t *testing.T) {
+	var b strings.Builder
+	if err := writeTable(&b, [][]string{{"ID", "TITLE", "N"}, {"a", "文档", "1"}, {"bb", "docs", "22"}}); err != nil {
+		t.Fatal(err)
+	}
+	want := "ID  TITLE  N\na   文档   1\nbb  docs   22\n"
+	if b.String() != want {
+		t.Errorf("table =\n%s\nwant\n%s", b.String(), want)
 	}
 }

@@ -177,6 +177,37 @@ func (r *render) responses() {
 	ev("response.completed", obj{"response": r.response("completed", r.outputItems(), true)})
 }
 
+// ---- Responses API: compact ----
+
+// compact answers POST /v1/responses/compact as OpenAI does: a
+// "response.compaction" object whose output is every user message of the
+// input, followed by one "compaction" item. Its encrypted_content is the
+// Reply's Text, or "enc_<n>" when the Reply has none.
+func (r *render) compact() {
+	var output []any
+	for i, m := range r.req.Messages() {
+		if m.Role != "user" {
+			continue
+		}
+		output = append(output, obj{"id": fmt.Sprintf("msg_%d_%d", r.req.N, i+1), "type": "message", "status": "completed",
+			"role": "user", "content": []any{obj{"type": "input_text", "text": m.Text}}})
+	}
+	enc := r.rep.Text
+	if enc == "" {
+		enc = fmt.Sprintf("enc_%d", r.req.N)
+	}
+	output = append(output, obj{"id": fmt.Sprintf("cmp_%d", r.req.N), "type": "compaction", "encrypted_content": enc})
+	u := r.rep.Usage
+	r.writeJSON(obj{
+		"id": r.respID(), "object": "response.compaction", "created_at": created, "output": output,
+		"usage": obj{
+			"input_tokens": u.Input, "input_tokens_details": obj{"cached_tokens": 0},
+			"output_tokens": u.Output, "output_tokens_details": obj{"reasoning_tokens": 0},
+			"total_tokens": u.Input + u.Output,
+		},
+	})
+}
+
 // ---- Chat Completions API ----
 
 func (r *render) chatID() string { return fmt.Sprintf("chatcmpl-%d", r.req.N) }

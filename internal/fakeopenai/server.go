@@ -1,8 +1,9 @@
 // Package fakeopenai is a local stand-in for an OpenAI-compatible server,
-// for tests. It speaks the real wire format of POST /v1/responses and
-// POST /v1/chat/completions: JSON bodies and SSE streams, function calls,
-// usage, and OpenAI error bodies with retry headers. It records every
-// request so a test can assert what the model was sent.
+// for tests. It speaks the real wire format of POST /v1/responses,
+// POST /v1/responses/compact and POST /v1/chat/completions: JSON bodies
+// and SSE streams, function calls, usage, compaction items, and OpenAI
+// error bodies with retry headers. It records every request so a test can
+// assert what the model was sent.
 //
 // Replies are scripted: queued with Enqueue and served first in, first
 // out; when the queue is empty the Responder decides (by default an echo
@@ -75,6 +76,10 @@ type Server struct {
 	// APIKey, when set, is required as the bearer token; other requests
 	// get a 401 (and are recorded).
 	APIKey string
+	// NoCompact makes POST /v1/responses/compact answer 404, as servers
+	// without the endpoint do (the request is not recorded). Set it
+	// before the first request.
+	NoCompact bool
 
 	mu        sync.Mutex
 	queue     []Reply
@@ -151,6 +156,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	req := Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body}
 	switch {
+	case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/responses/compact") && !s.NoCompact:
+		req.API = "compact"
 	case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/responses"):
 		req.API = "responses"
 	case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/chat/completions"):
@@ -215,9 +222,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	r2 := render{req: req, rep: rep, w: w}
-	if req.API == "responses" {
+	switch req.API {
+	case "responses":
 		r2.responses()
-	} else {
+	case "compact":
+		r2.compact()
+	default:
 		r2.chat()
 	}
 }
@@ -250,7 +260,7 @@ func writeError(w http.ResponseWriter, status int, msg string, retryAfter time.D
 // Request is one request the server received.
 type Request struct {
 	N      int    // 1 for the first request the server received
-	API    string // "responses" or "chat"
+	API    string // "responses", "compact" or "chat"
 	Method string
 	Path   string
 	Header http.Header
@@ -273,9 +283,9 @@ func (r Request) Field(name string, v any) bool {
 	return json.Unmarshal(raw, v) == nil
 }
 
-// Input returns the conversation sent: the Responses "input" items (a
-// string input becomes one user message) or the chat "messages", each as
-// the raw JSON object received.
+// Input returns the conversation sent: the Responses (or compact) "input"
+// items (a string input becomes one user message) or the chat
+// "messages", each as the raw JSON object received.
 func (r Request) Input() []json.RawMessage {
 	var items []json.RawMessage
 	if r.API == "chat" {

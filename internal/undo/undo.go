@@ -35,7 +35,7 @@ func LastTurn(ctx context.Context, s recall.Store, key recall.Key) ([]recall.Ite
 			}
 			continue
 		}
-		turn := live[at+1:]
+		turn := live[at:]
 		pops := make([]recall.Entry, 0, len(turn))
 		removed := make([]recall.Item, 0, len(turn))
 		for i := len(turn) - 1; i >= 0; i-- { // newest first, as PopItem would

@@ -28,9 +28,40 @@ type chatToolCall struct {
 	ID       string `json:"id"`
 	Type     string `json:"type"`
 	Function struct {
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
+		Name      string   `json:"name"`
+		Arguments flexText `json:"arguments"`
 	} `json:"function"`
+}
+
+// flexText decodes what servers put where the spec has a string: the
+// string itself, null, a list of content parts (their text joined), or,
+// as some servers send tool arguments, a JSON object (its JSON text).
+type flexText string
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (f *flexText) UnmarshalJSON(b []byte) error {
+	var s string
+	if json.Unmarshal(b, &s) == nil {
+		*f = flexText(s)
+		return nil
+	}
+	var parts []struct {
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(b, &parts) == nil {
+		var sb strings.Builder
+		for _, p := range parts {
+			sb.WriteString(p.Text)
+		}
+		*f = flexText(sb.String())
+		return nil
+	}
+	if string(b) == "null" {
+		*f = ""
+		return nil
+	}
+	*f = flexText(b)
+	return nil
 }
 
 // chatMessages converts Responses items to chat messages, the edge
@@ -67,7 +98,7 @@ func chatMessages(instructions string, items []recall.Item) []chatMessage {
 				continue
 			}
 			tc := chatToolCall{ID: call.CallID, Type: "function"}
-			tc.Function.Name, tc.Function.Arguments = call.Name, call.Arguments
+			tc.Function.Name, tc.Function.Arguments = call.Name, flexText(call.Arguments)
 			if n := len(out); n > 0 && out[n-1].Role == "assistant" {
 				out[n-1].ToolCalls = append(out[n-1].ToolCalls, tc)
 			} else {
@@ -187,7 +218,7 @@ func chatReply(content, refusal string, calls []chatToolCall) []recall.Item {
 			// output needs one.
 			id = newCallID()
 		}
-		items = append(items, agent.FunctionCallItem(id, c.Function.Name, c.Function.Arguments))
+		items = append(items, agent.FunctionCallItem(id, c.Function.Name, string(c.Function.Arguments)))
 	}
 	return items
 }
@@ -207,8 +238,8 @@ func (m *Model) chat(ctx context.Context, req *agent.Request) (*agent.Response, 
 		var w struct {
 			Choices []struct {
 				Message struct {
-					Content   *string        `json:"content"`
-					Refusal   *string        `json:"refusal"`
+					Content   flexText       `json:"content"`
+					Refusal   flexText       `json:"refusal"`
 					ToolCalls []chatToolCall `json:"tool_calls"`
 				} `json:"message"`
 			} `json:"choices"`
@@ -222,7 +253,7 @@ func (m *Model) chat(ctx context.Context, req *agent.Request) (*agent.Response, 
 		}
 		msg := w.Choices[0].Message
 		return &agent.Response{
-			Items: chatReply(deref(msg.Content), deref(msg.Refusal), msg.ToolCalls),
+			Items: chatReply(string(msg.Content), string(msg.Refusal), msg.ToolCalls),
 			Usage: w.Usage.usage(),
 		}, nil
 	}
@@ -241,14 +272,14 @@ func (m *Model) chat(ctx context.Context, req *agent.Request) (*agent.Response, 
 				Index        int64   `json:"index"`
 				FinishReason *string `json:"finish_reason"`
 				Delta        struct {
-					Content   string `json:"content"`
-					Refusal   string `json:"refusal"`
+					Content   flexText `json:"content"`
+					Refusal   flexText `json:"refusal"`
 					ToolCalls []struct {
 						Index    int64  `json:"index"`
 						ID       string `json:"id"`
 						Function struct {
-							Name      string `json:"name"`
-							Arguments string `json:"arguments"`
+							Name      string   `json:"name"`
+							Arguments flexText `json:"arguments"`
 						} `json:"function"`
 					} `json:"tool_calls"`
 				} `json:"delta"`
@@ -268,11 +299,11 @@ func (m *Model) chat(ctx context.Context, req *agent.Request) (*agent.Response, 
 			if ch.FinishReason != nil && *ch.FinishReason != "" {
 				finished = true
 			}
-			if d := ch.Delta.Content; d != "" {
+			if d := string(ch.Delta.Content); d != "" {
 				content.WriteString(d)
 				req.OnDelta(d)
 			}
-			refusal.WriteString(ch.Delta.Refusal)
+			refusal.WriteString(string(ch.Delta.Refusal))
 			// A tool call arrives in pieces keyed by index: the first
 			// piece carries its id and name, later ones more arguments.
 			for _, tc := range ch.Delta.ToolCalls {
@@ -310,11 +341,4 @@ func (m *Model) chat(ctx context.Context, req *agent.Request) (*agent.Response, 
 		Items: chatReply(content.String(), refusal.String(), ordered),
 		Usage: usage.usage(),
 	}, nil
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }

@@ -1,5 +1,5 @@
 -- append writes a batch of entries to one session's log and updates its
--- metadata and index members, all in one atomic step.
+-- metadata and index entries, all in one atomic step.
 --
 -- KEYS[1] meta hash, KEYS[2] log list, then the indexes: for a main session
 -- all, active, project all, project active (6 keys); for a subagent record
@@ -10,9 +10,9 @@
 -- not exist), 'p' pop (one entry: a pop whose data the script fills in),
 -- [3] expected last seq or '', [4] compaction guard (the Through every
 -- compaction entry of the batch read) or '', [5] TTL in ms (0: none), [6]
--- generation for a new session, [7] batch token, [8] member suffix, [9]
--- project, [10] entry count, then 10 values per entry: seq, body, time µs,
--- time prefix, op, a1, a2, usage in, out, total.
+-- generation for a new session, [7] batch token, [8] index member, [9]
+-- project, [10] entry count, then 9 values per entry: seq, body, time µs,
+-- op, a1, a2, usage in, out, total.
 --
 -- Ops carry the effect of an entry on the metadata, decoded by the Go side
 -- from its payload, so that this script applies recall.Meta.Apply without
@@ -25,12 +25,12 @@
 local meta, log = KEYS[1], KEYS[2]
 local mode, expect, guard = ARGV[2], ARGV[3], ARGV[4]
 local ttl = tonumber(ARGV[5])
-local token = ARGV[7]
-local h = redis.call('HMGET', meta, 'last', 'tok', 'm', 'created', 'updated', 'items', 'tsrc', 'arch')
+local token, member = ARGV[7], ARGV[8]
+local h = redis.call('HMGET', meta, 'last', 'tok', 'created', 'updated', 'items', 'tsrc', 'arch', 'ttl')
 local last = tonumber(h[1] or '0')
 
 -- A batch token seen before means this is a client retry of a batch that
--- was applied (the reply was lost): answer as the first time did.
+-- was applied (its reply was lost): answer as the first time did.
 if token ~= '' and h[2] then
   local done = string.match(' ' .. h[2], ' ' .. token .. ':(%d+)')
   if done then
@@ -62,15 +62,14 @@ if not h[1] then
   redis.call('DEL', log)
 end
 
-local created, updated = h[4], h[5]
-local enc = h[3] and string.sub(h[3], 1, 16)
-local items = tonumber(h[6] or '0')
-local tsrc = h[7] or ''
-local arch = h[8] or '0'
+local created, updated = h[3], h[4]
+local items = tonumber(h[5] or '0')
+local tsrc = h[6] or ''
+local arch = h[7] or '0'
 local title, pin, labels, fork
 local push = {}
 for i = 0, n - 1 do
-  local o = 10 + i * 10
+  local o = 10 + i * 9
   local seq = last + 1
   if (mode == 'i' or mode == 'c') and tonumber(ARGV[o + 1]) ~= seq then
     return redis.error_reply('RECALL_GAP seq ' .. ARGV[o + 1] .. ' after ' .. last)
@@ -79,8 +78,8 @@ for i = 0, n - 1 do
   push[#push + 1] = string.format('%d', seq) .. '\n' .. ARGV[o + 2]
   local t = ARGV[o + 3]
   if not created then created = t end
-  if not updated or tonumber(t) > tonumber(updated) then updated, enc = t, ARGV[o + 4] end
-  local op, a1, a2 = ARGV[o + 5], ARGV[o + 6], ARGV[o + 7]
+  if not updated or tonumber(t) > tonumber(updated) then updated = t end
+  local op, a1, a2 = ARGV[o + 4], ARGV[o + 5], ARGV[o + 6]
   if op == 'item' then
     items = items + 1
   elseif op == 'pop' then
@@ -103,10 +102,10 @@ for i = 0, n - 1 do
   elseif op == 'fork' then
     fork = a1
   end
-  if ARGV[o + 8] ~= '' then
-    redis.call('HINCRBY', meta, 'uin', ARGV[o + 8])
-    redis.call('HINCRBY', meta, 'uout', ARGV[o + 9])
-    redis.call('HINCRBY', meta, 'utot', ARGV[o + 10])
+  if ARGV[o + 7] ~= '' then
+    redis.call('HINCRBY', meta, 'uin', ARGV[o + 7])
+    redis.call('HINCRBY', meta, 'uout', ARGV[o + 8])
+    redis.call('HINCRBY', meta, 'utot', ARGV[o + 9])
   end
 end
 for i = 1, #push, 1000 do
@@ -119,30 +118,36 @@ for tk in string.gmatch(h[2] or '', '%S+') do toks[#toks + 1] = tk end
 if token ~= '' then toks[#toks + 1] = token .. ':' .. string.format('%d', last) end
 while #toks > 8 do table.remove(toks, 1) end
 
-local member = enc .. ARGV[8]
-redis.call('HSET', meta, 'last', string.format('%d', last), 'created', created, 'updated', updated,
-  'items', string.format('%d', items), 'tsrc', tsrc, 'arch', arch, 'm', member, 'tok', table.concat(toks, ' '))
-if not h[1] then redis.call('HSET', meta, 'gen', ARGV[6]) end
-if title then redis.call('HSET', meta, 'title', title) end -- '' is no title
-if pin then redis.call('HSET', meta, 'pin', pin) end
-if labels then redis.call('HSET', meta, 'labels', labels) end
-if fork then redis.call('HSET', meta, 'fork', fork) end
+local fields = {'last', string.format('%d', last), 'created', created, 'updated', updated,
+  'items', string.format('%d', items), 'tsrc', tsrc, 'arch', arch, 'tok', table.concat(toks, ' '),
+  'ttl', ttl > 0 and '1' or '0'}
+if not h[1] then fields[#fields + 1] = 'gen'; fields[#fields + 1] = ARGV[6] end
+if title then fields[#fields + 1] = 'title'; fields[#fields + 1] = title end -- '' is no title
+if pin then fields[#fields + 1] = 'pin'; fields[#fields + 1] = pin end
+if labels then fields[#fields + 1] = 'labels'; fields[#fields + 1] = labels end
+if fork then fields[#fields + 1] = 'fork'; fields[#fields + 1] = fork end
+redis.call('HSET', meta, unpack(fields))
 
--- Move the session's index member to its new position.
+-- Move the session in its indexes: the score is minus the update time.
+local score
+if string.sub(updated, 1, 1) == '-' then score = string.sub(updated, 2) else score = '-' .. updated end
 local subpt
-if #KEYS == 3 then subpt = redis.call('PTTL', KEYS[3]) end
-if h[3] then
-  for k = 3, #KEYS do redis.call('ZREM', KEYS[k], h[3]) end
-  redis.call('ZREM', EXPIRY, h[3])
-end
-redis.call('ZADD', KEYS[3], 0, member)
-if #KEYS == 6 then
-  redis.call('ZADD', KEYS[5], 0, member)
-  if arch ~= '1' then
-    redis.call('ZADD', KEYS[4], 0, member)
-    redis.call('ZADD', KEYS[6], 0, member)
+if #KEYS == 3 then
+  subpt = redis.call('PTTL', KEYS[3])
+  redis.call('ZADD', KEYS[3], score, member)
+else
+  redis.call('ZADD', KEYS[3], score, member)
+  redis.call('ZADD', KEYS[5], score, member)
+  if arch == '1' then
+    if h[7] ~= '1' and h[1] then
+      redis.call('ZREM', KEYS[4], member)
+      redis.call('ZREM', KEYS[6], member)
+    end
+  else
+    redis.call('ZADD', KEYS[4], score, member)
+    redis.call('ZADD', KEYS[6], score, member)
   end
-  redis.call('ZADD', PROJECTS, 0, ARGV[9])
+  if not h[1] then redis.call('ZADD', PROJECTS, 0, ARGV[9]) end
 end
 
 -- The TTL is refreshed on every append; the expiry index lets later
@@ -154,11 +159,14 @@ if ttl > 0 then
   -- A parent's index of subagent records lives as long as its longest-lived
   -- record; one without a TTL (-1) keeps it forever.
   if subpt and (subpt == -2 or (subpt >= 0 and subpt < ttl)) then redis.call('PEXPIRE', KEYS[3], ttl) end
+  prune(2)
 else
-  redis.call('PERSIST', meta)
-  redis.call('PERSIST', log)
-  if subpt then redis.call('PERSIST', KEYS[3]) end
+  if h[8] == '1' then
+    redis.call('PERSIST', meta)
+    redis.call('PERSIST', log)
+    redis.call('ZREM', EXPIRY, member)
+  end
+  if subpt and subpt >= 0 then redis.call('PERSIST', KEYS[3]) end
 end
-prune(2)
 if pop then return {last, pop[1], pop[2], pop[3], pop[4]} end
 return last

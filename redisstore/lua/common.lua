@@ -4,11 +4,11 @@ local P = ARGV[1]
 local EXPIRY = P .. 'expiry'
 local PROJECTS = P .. 'projects'
 
--- parse splits an index member "<time> <project> <session>[ <subpath>]".
+-- parse splits an index member "<project> <session>[ <subpath>]".
 local function parse(m)
-  local enc, p, s, sub = string.match(m, '^(%x+) ([^ ]+) ([^ ]+) ?([^ ]*)$')
+  local p, s, sub = string.match(m, '^([^ ]+) ([^ ]+) ?([^ ]*)$')
   if sub == '' then sub = nil end
-  return enc, p, s, sub
+  return p, s, sub
 end
 
 local function name(p, s, sub)
@@ -27,17 +27,21 @@ local function nowms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
--- current reports whether member m is the index entry of a session that
--- exists: its metadata names m as its member.
-local function current(m)
-  local _, p, s, sub = parse(m)
-  return p ~= nil and redis.call('HGET', metakey(p, s, sub), 'm') == m
+-- less compares strings by their bytes. (Lua's < follows the server's
+-- collation locale, which need not be byte order; Redis orders members by
+-- bytes.)
+local function less(a, b)
+  for i = 1, math.min(#a, #b) do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then return x < y end
+  end
+  return #a < #b
 end
 
--- unindex removes member m from every index that can hold it, and the
--- project from the project set once its index is empty.
+-- unindex removes member m from every index that can hold it, and its
+-- project from the project set once the project's index is empty.
 local function unindex(m)
-  local _, p, s, sub = parse(m)
+  local p, s, sub = parse(m)
   if p then
     if sub then
       redis.call('ZREM', subidx(p, s), m)
@@ -52,22 +56,48 @@ local function unindex(m)
   redis.call('ZREM', EXPIRY, m)
 end
 
+-- exists reports whether the session of member m exists.
+local function exists(m)
+  local p, s, sub = parse(m)
+  return p ~= nil and redis.call('EXISTS', metakey(p, s, sub)) == 1
+end
+
 -- prune unindexes up to n sessions whose TTL has run out and returns how
--- many due members it looked at. A member whose session still exists (its
--- TTL was moved since) gets its true expiry back.
+-- many due members it looked at. A session that still exists (its TTL was
+-- moved since) gets its true expiry back.
 local function prune(n)
   local now = nowms()
   local due = redis.call('ZRANGEBYSCORE', EXPIRY, '-inf', now, 'LIMIT', 0, n)
   for _, m in ipairs(due) do
-    if current(m) then
-      local _, p, s, sub = parse(m)
-      local pt = redis.call('PTTL', metakey(p, s, sub))
+    if exists(m) then
+      local pt = redis.call('PTTL', metakey(parse(m)))
       if pt < 0 then redis.call('ZREM', EXPIRY, m) else redis.call('ZADD', EXPIRY, now + pt, m) end
     else
       unindex(m)
     end
   end
   return #due
+end
+
+-- rank returns the rank in idx of the first member after the bound (score,
+-- member): a greater score, or the same score and a member sorting after.
+-- score '' is before everything; member '' is before every member.
+local function rank(idx, score, member)
+  if score == '' then return 0 end
+  local r = redis.call('ZCOUNT', idx, '-inf', '(' .. score)
+  if member == '' then return r end
+  -- the ties at score are few (sessions updated in the same µs): step
+  -- over those that sort at or before member
+  local off = 0
+  while true do
+    local ties = redis.call('ZRANGEBYSCORE', idx, score, score, 'LIMIT', off, 64)
+    for _, t in ipairs(ties) do
+      if less(member, t) then return r end
+      r = r + 1
+    end
+    if #ties < 64 then return r end
+    off = off + 64
+  end
 end
 
 -- A log element is "<seq>\n<header JSON>\n<data>" (see record.go); the
@@ -85,8 +115,9 @@ local function refkey(seq, index) return string.format('%d:%d', seq, index) end
 -- newest finds the newest live item of a log whose last seq is last, the
 -- way recall.Tail(1) does: reading back from the end, a pop hides the item
 -- it names, and a clear or a compaction ends the scan. It returns the
--- item's seq, its index (in a compaction, else 0) and its entry's data, or
--- nothing when the view is empty. Element i of the log holds seq i+1.
+-- item's seq, its index (in a compaction, else 0), its entry's data and
+-- kind, or nothing when the view is empty. Element i of the log holds
+-- seq i+1.
 local function newest(log, last)
   local hidden = {}
   local hi, chunk = last - 1, 16

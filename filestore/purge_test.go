@@ -1,0 +1,453 @@
+package filestore_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/filestore"
+)
+
+var purgeKey = recall.Key{Project: "purge", Session: "s"}
+
+func purgeOpen(t testing.TB, dir string) *filestore.Store {
+	t.Helper()
+	s, err := filestore.Open(filestore.Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func purgeLogPath(t testing.TB, s *filestore.Store, key recall.Key) string {
+	t.Helper()
+	dir, err := s.ProjectDir(key.Project)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(dir, key.Session+".jsonl")
+}
+
+// purgeFill writes a session with everything a purge must carry over: a
+// user title, a pin, labels and usage before a compaction, items after
+// it, and a line that does not decode (appended by hand) before it. items
+// is the number of items before the compaction, each of size bytes.
+func purgeFill(t testing.TB, s *filestore.Store, key recall.Key, items, size int) {
+	t.Helper()
+	ctx := context.Background()
+	pad := strings.Repeat("x", size)
+	for i := 0; i < items; i += 10 {
+		var batch []recall.Entry
+		for j := i; j < min(i+10, items); j++ {
+			batch = append(batch, recall.ItemEntry(recall.Message("user", fmt.Sprintf("m%d %s", j, pad))))
+		}
+		batch[len(batch)-1].Usage = &recall.Usage{InputTokens: 5, OutputTokens: 1, TotalTokens: 6}
+		if _, err := s.Append(ctx, key, batch...); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			if _, err := recall.SetTitle(ctx, s, key, "before the cut", recall.TitleUser); err != nil {
+				t.Fatal(err)
+			}
+			f, err := os.OpenFile(purgeLogPath(t, s, key), os.O_WRONLY|os.O_APPEND, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.WriteString("{this line does not decode}\n")
+			f.Close()
+		}
+	}
+	if _, err := recall.SetPinned(ctx, s, key, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := recall.SetLabels(ctx, s, key, "a", "b"); err != nil {
+		t.Fatal(err)
+	}
+	live, err := s.Items(ctx, key, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := s.Stat(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := recall.Items(live[len(live)-3:])
+	comp := recall.NewEntry(recall.KindCompaction, recall.Compaction{Through: m.LastSeq, Replaced: len(live),
+		Items: append([]recall.Item{recall.Message("user", "summary")}, kept...), Strategy: "summary"})
+	if _, err := s.Append(ctx, key, comp, recall.ItemEntry(recall.Message("user", "after"))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Append(ctx, key, recall.ItemEntry(recall.Message("assistant", "last"))); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// purgeState is what a reader sees of a session.
+type purgeState struct {
+	meta    recall.Meta
+	entries []recall.Entry
+	items   []recall.LiveItem
+}
+
+func readPurgeState(t testing.TB, s recall.Store, key recall.Key) purgeState {
+	t.Helper()
+	ctx := context.Background()
+	m, entries, err := s.Load(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	items, err := s.Items(ctx, key, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sm, err := s.Stat(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := fmt.Sprint(metaFields(m)), fmt.Sprint(metaFields(sm)); a != b {
+		t.Fatalf("Load's metadata %s, Stat's %s", a, b)
+	}
+	return purgeState{meta: m, entries: entries, items: items}
+}
+
+// metaFields is the metadata a purge must keep, LastSeq aside.
+func metaFields(m recall.Meta) string {
+	return fmt.Sprintf("%q/%s created=%s updated=%s items=%d archived=%t pinned=%t labels=%q usage=%+v corrupt=%d",
+		m.Title, m.TitleSource, m.Created.Format(time.RFC3339Nano), m.Updated.Format(time.RFC3339Nano),
+		m.ItemCount, m.Archived, m.Pinned, m.Labels, m.Usage, m.Corrupt)
+}
+
+func sameEntries(a, b []recall.Entry) bool {
+	return slices.EqualFunc(a, b, func(x, y recall.Entry) bool {
+		return x.Seq == y.Seq && x.Kind == y.Kind && x.Time.Equal(y.Time) && bytes.Equal(x.Data, y.Data) &&
+			(x.Usage == nil) == (y.Usage == nil) && (x.Usage == nil || *x.Usage == *y.Usage)
+	})
+}
+
+func sameView(a, b []recall.LiveItem) bool {
+	return slices.EqualFunc(a, b, func(x, y recall.LiveItem) bool { return x.Ref == y.Ref && bytes.Equal(x.Item, y.Item) })
+}
+
+func TestPurge(t *testing.T) {
+	ctx := context.Background()
+	s := purgeOpen(t, t.TempDir())
+	if _, err := s.Purge(ctx, purgeKey); !errors.Is(err, recall.ErrNotFound) {
+		t.Fatalf("Purge of a missing session = %v, want ErrNotFound", err)
+	}
+	if _, err := s.Purge(ctx, recall.Key{Project: "..", Session: "x"}); !errors.Is(err, recall.ErrInvalidKey) {
+		t.Fatalf("Purge of a bad key = %v, want ErrInvalidKey", err)
+	}
+	purgeFill(t, s, purgeKey, 40, 20)
+	before := readPurgeState(t, s, purgeKey)
+	if before.meta.Corrupt != 1 {
+		t.Fatalf("fill: %d corrupt lines, want 1", before.meta.Corrupt)
+	}
+	wantLog, dropped, err := recall.PurgeLog(purgeKey, before.entries)
+	if err != nil || dropped == 0 {
+		t.Fatalf("PurgeLog: %d dropped, %v", dropped, err)
+	}
+
+	res, err := s.Purge(ctx, purgeKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Dropped != dropped || res.From != wantLog[0].Seq || res.Restored != 2 { // a title entry and a meta entry
+		t.Errorf("Purge = %+v, want %d dropped from %d, 2 restored", res, dropped, wantLog[0].Seq)
+	}
+	after := readPurgeState(t, s, purgeKey)
+	if !sameEntries(after.entries, wantLog) {
+		t.Errorf("purged log:\n%v\nwant:\n%v", after.entries, wantLog)
+	}
+	if a, b := metaFields(after.meta), metaFields(before.meta); a != b {
+		t.Errorf("metadata after purge %s\nbefore %s", a, b)
+	}
+	if after.meta.LastSeq != before.meta.LastSeq+2 {
+		t.Errorf("LastSeq %d, want %d + 2", after.meta.LastSeq, before.meta.LastSeq)
+	}
+	if !sameView(after.items, before.items) {
+		t.Errorf("view changed by the purge")
+	}
+	raw, err := os.ReadFile(purgeLogPath(t, s, purgeKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(raw, []byte("{this line does not decode}\n")) {
+		t.Errorf("the undecodable line was not kept first:\n%.200s", raw)
+	}
+	if err := recall.Verify(ctx, s); err != nil {
+		t.Error(err)
+	}
+	// A fresh store (no cached records) sees the same.
+	if got := readPurgeState(t, purgeOpen(t, s.Home()), purgeKey); !sameEntries(got.entries, after.entries) || metaFields(got.meta) != metaFields(after.meta) {
+		t.Errorf("a new store reads the purged log differently")
+	}
+	// The log goes on from the purged state.
+	seq, err := s.Append(ctx, purgeKey, recall.ItemEntry(recall.Message("user", "more")))
+	if err != nil || seq != after.meta.LastSeq+1 {
+		t.Errorf("Append after purge = %d, %v; want seq %d", seq, err, after.meta.LastSeq+1)
+	}
+	if res, err := s.Purge(ctx, purgeKey); err != nil || res.Dropped != 0 {
+		t.Errorf("second Purge = %+v, %v; want nothing dropped", res, err)
+	}
+	page, err := s.List(ctx, purgeKey.Project, recall.ListOptions{})
+	if err != nil || len(page.Sessions) != 1 || page.Sessions[0].Title != "before the cut" || !page.Sessions[0].Pinned {
+		t.Errorf("List after purge = %+v, %v", page.Sessions, err)
+	}
+}
+
+func TestPurgeLeavesLogWithoutCompaction(t *testing.T) {
+	ctx := context.Background()
+	s := purgeOpen(t, t.TempDir())
+	if _, err := s.Append(ctx, purgeKey, recall.ItemEntries(recall.Message("user", "a"), recall.Message("assistant", "b"))...); err != nil {
+		t.Fatal(err)
+	}
+	path := purgeLogPath(t, s, purgeKey)
+	st1, _ := os.Stat(path)
+	res, err := s.Purge(ctx, purgeKey)
+	if err != nil || res != (recall.PurgeResult{}) {
+		t.Fatalf("Purge = %+v, %v; want nothing done", res, err)
+	}
+	st2, _ := os.Stat(path)
+	if !os.SameFile(st1, st2) || st1.ModTime() != st2.ModTime() {
+		t.Errorf("a log with nothing to purge was rewritten")
+	}
+}
+
+// Appends racing purges lose nothing: every acknowledged item is in the
+// view afterwards, in order. Compactions here keep the whole view, so the
+// view must hold every item ever appended.
+func TestPurgeRacesAppends(t *testing.T) {
+	ctx := context.Background()
+	s := purgeOpen(t, t.TempDir())
+	var (
+		mu    sync.Mutex
+		acked []string
+		wg    sync.WaitGroup
+	)
+	stop := make(chan struct{})
+	for w := range 3 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				text := fmt.Sprintf("w%d-%d", w, i)
+				mu.Lock() // so acked is in log order
+				_, err := s.Append(ctx, purgeKey, recall.ItemEntry(recall.Message("user", text)))
+				if err == nil {
+					acked = append(acked, text)
+				}
+				mu.Unlock()
+				if err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	purged := 0
+	for round := 0; round < 30 || purged == 0 && round < 1000; round++ {
+		time.Sleep(time.Millisecond) // let the appenders in
+		m, err := s.Stat(ctx, purgeKey)
+		if errors.Is(err, recall.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		live, err := s.Items(ctx, purgeKey, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		comp := recall.NewEntry(recall.KindCompaction, recall.Compaction{Through: m.LastSeq, Replaced: len(live), Items: recall.Items(live)})
+		if _, err := s.Append(ctx, purgeKey, comp); err != nil && !errors.Is(err, recall.ErrConflict) {
+			t.Fatal(err)
+		}
+		res, err := s.Purge(ctx, purgeKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		purged += res.Dropped
+	}
+	close(stop)
+	wg.Wait()
+	live, err := s.Items(ctx, purgeKey, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, l := range live {
+		got = append(got, l.Item.Text())
+	}
+	if !slices.Equal(got, acked) {
+		t.Fatalf("view after racing purges has %d items, %d were acknowledged", len(got), len(acked))
+	}
+	if purged == 0 {
+		t.Errorf("no purge dropped anything")
+	}
+	if err := recall.Verify(ctx, s); err != nil {
+		t.Error(err)
+	}
+}
+
+// The purge crash test runs this test binary again as a child that purges
+// a session; the parent kills it with SIGKILL at a random moment and
+// checks that the session is exactly as before the purge or exactly as
+// after it.
+const envPurgeHome = "FILESTORE_PURGE_CHILD_HOME"
+
+// TestPurgeChild is the child's side; it does nothing in a normal run.
+func TestPurgeChild(t *testing.T) {
+	home := os.Getenv(envPurgeHome)
+	if home == "" {
+		t.Skip("the child of TestPurgeSIGKILL")
+	}
+	s, err := filestore.Open(filestore.Options{Dir: home})
+	if err != nil {
+		fmt.Println("open:", err)
+		os.Exit(2)
+	}
+	fmt.Println("ready")
+	if _, err := s.Purge(context.Background(), purgeKey); err != nil {
+		fmt.Println("purge:", err)
+		os.Exit(2)
+	}
+	fmt.Println("done")
+	time.Sleep(time.Hour) // wait for the kill
+}
+
+func TestPurgeSIGKILL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crash test")
+	}
+	ctx := context.Background()
+	pristine := t.TempDir()
+	s := purgeOpen(t, pristine)
+	purgeFill(t, s, purgeKey, 600, 800) // a 0.5 MB log, so the purge takes a while
+	before := readPurgeState(t, s, purgeKey)
+	wantLog, _, err := recall.PurgeLog(purgeKey, before.entries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+
+	// Calibrate: how long a child takes from "ready" to "done", so that
+	// kills land before, during and after the purge.
+	calib := copyHome(t, pristine)
+	cmd, r := startPurgeChild(t, calib)
+	start := time.Now()
+	if line, err := r.ReadString('\n'); strings.TrimSpace(line) != "done" {
+		t.Fatalf("calibration child said %q, %v", line, err)
+	}
+	took := time.Since(start)
+	cmd.Process.Kill()
+	cmd.Wait()
+	after := readPurgeState(t, purgeOpen(t, calib), purgeKey)
+	if !sameEntries(after.entries, wantLog) {
+		t.Fatal("calibration purge did not leave the planned log")
+	}
+
+	rounds := 30
+	var nBefore, nAfter int
+	for round := range rounds {
+		home := copyHome(t, pristine)
+		cmd, r := startPurgeChild(t, home)
+		time.Sleep(time.Duration(rand.Int64N(int64(took)*5/4 + 1)))
+		cmd.Process.Signal(syscall.SIGKILL)
+		io.Copy(io.Discard, r)
+		cmd.Wait()
+
+		st := purgeOpen(t, home)
+		got := readPurgeState(t, st, purgeKey)
+		switch {
+		case sameEntries(got.entries, before.entries) && got.meta.LastSeq == before.meta.LastSeq:
+			nBefore++
+		case sameEntries(got.entries, wantLog) && got.meta.LastSeq == after.meta.LastSeq:
+			nAfter++
+		default:
+			t.Fatalf("round %d: after SIGKILL the log has %d entries from seq %d: neither before (%d) nor after (%d) the purge",
+				round, len(got.entries), got.entries[0].Seq, len(before.entries), len(wantLog))
+		}
+		if a, b := metaFields(got.meta), metaFields(before.meta); a != b {
+			t.Fatalf("round %d: metadata %s, want %s", round, a, b)
+		}
+		if !sameView(got.items, before.items) {
+			t.Fatalf("round %d: the view changed", round)
+		}
+		if err := recall.Verify(ctx, st); err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		// the session goes on, whichever state it is in
+		if _, err := st.Append(ctx, purgeKey, recall.ItemEntry(recall.Message("user", "go on"))); err != nil {
+			t.Fatalf("round %d: append: %v", round, err)
+		}
+		st.Close()
+		os.RemoveAll(home)
+	}
+	t.Logf("purge took %v; %d kills left the log as before, %d as after", took, nBefore, nAfter)
+}
+
+// startPurgeChild starts a child purging the session in home and returns
+// once it is about to purge, with its output after "ready".
+func startPurgeChild(t *testing.T, home string) (*exec.Cmd, *bufio.Reader) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestPurgeChild$", "-test.count=1")
+	cmd.Env = append(os.Environ(), envPurgeHome+"="+home)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	r := bufio.NewReader(out)
+	if line, err := r.ReadString('\n'); strings.TrimSpace(line) != "ready" {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("child said %q, %v", line, err)
+	}
+	return cmd, r
+}
+
+// copyHome copies a store's home to a new directory.
+func copyHome(t *testing.T, src string) string {
+	t.Helper()
+	dst := t.TempDir()
+	err := filepath.Walk(src, func(path string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, path)
+		if fi.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o700)
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), data, 0o600)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+

@@ -1,0 +1,159 @@
+package recall_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"github.com/recallkit/recall"
+)
+
+// A fork at any seq holds the view of its source at that seq, as a log of
+// its own: a fork entry, then one item entry per item, numbered from 1.
+func TestForkLogProperty(t *testing.T) {
+	now := time.Date(2025, 6, 7, 8, 9, 10, 0, time.UTC)
+	rapid.Check(t, func(t *rapid.T) {
+		log := logGen(true).Draw(t, "log")
+		last := int64(len(log))
+		at := rapid.Int64Range(-1, last+1).Draw(t, "atSeq")
+		fork, err := recall.ForkLog(testKey, log, at, now)
+		if at > last {
+			if !errors.Is(err, recall.ErrNotFound) {
+				t.Fatalf("ForkLog past the end (%d > %d) = %v, want ErrNotFound", at, last, err)
+			}
+			return
+		}
+		if err != nil {
+			t.Fatalf("ForkLog at %d: %v", at, err)
+		}
+		wantAt := at
+		if at <= 0 {
+			wantAt = last
+		}
+		var prefix []recall.Entry
+		for _, e := range log {
+			if e.Seq <= wantAt {
+				prefix = append(prefix, e)
+			}
+		}
+		_, want := recall.Replay(testKey, prefix)
+
+		newKey := recall.Key{Project: "p", Session: "fork"}
+		meta, got := recall.Replay(newKey, fork)
+		if !slices.EqualFunc(recall.Items(got), recall.Items(want), func(a, b recall.Item) bool { return bytes.Equal(a, b) }) {
+			t.Fatalf("fork view %v, source view at %d %v", texts(got), wantAt, texts(want))
+		}
+		if meta.ForkedFrom == nil || *meta.ForkedFrom != (recall.ForkOrigin{Key: testKey, Seq: wantAt}) {
+			t.Fatalf("ForkedFrom = %v, want %s@%d", meta.ForkedFrom, testKey, wantAt)
+		}
+		if meta.ItemCount != len(want) || meta.LastSeq != int64(len(want)+1) {
+			t.Fatalf("fork meta: %d items, last seq %d; want %d, %d", meta.ItemCount, meta.LastSeq, len(want), len(want)+1)
+		}
+		for i, e := range fork {
+			if e.Seq != int64(i+1) || !e.Time.Equal(now) {
+				t.Fatalf("fork entry %d: seq %d time %v", i, e.Seq, e.Time)
+			}
+			if (i == 0) != (e.Kind == recall.KindFork) || i > 0 && e.Kind != recall.KindItem {
+				t.Fatalf("fork entry %d has kind %q", i, e.Kind)
+			}
+		}
+	})
+}
+
+func TestForkLogCopies(t *testing.T) {
+	log := numbered(recall.ItemEntry(recall.Item(`{"a":1}`)))
+	fork, err := recall.ForkLog(testKey, log, 0, time.Now())
+	if err != nil || len(fork) != 2 {
+		t.Fatal(fork, err)
+	}
+	log[0].Data[1] = 'X'
+	if string(fork[1].Data) != `{"a":1}` {
+		t.Errorf("the fork shares its items' memory with the source: %s", fork[1].Data)
+	}
+	var origin recall.ForkOrigin
+	if err := json.Unmarshal(fork[0].Data, &origin); err != nil || origin != (recall.ForkOrigin{Key: testKey, Seq: 1}) {
+		t.Errorf("fork entry data %s", fork[0].Data)
+	}
+	// An empty log forks at 0 into a session with only the fork entry.
+	empty, err := recall.ForkLog(testKey, nil, 0, time.Now())
+	if err != nil || len(empty) != 1 {
+		t.Errorf("ForkLog of an empty log = %v, %v", empty, err)
+	}
+}
+
+func TestImportPlan(t *testing.T) {
+	t0 := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	e := func(seq int64) recall.Entry {
+		return recall.Entry{Seq: seq, Kind: recall.KindItem, Time: t0, Data: json.RawMessage(`{}`)}
+	}
+	seqs := func(es []recall.Entry) []int64 {
+		out := []int64{}
+		for _, e := range es {
+			out = append(out, e.Seq)
+		}
+		return out
+	}
+	ok := []struct {
+		last    int64
+		entries []recall.Entry
+		want    []int64
+	}{
+		{0, nil, []int64{}},
+		{0, []recall.Entry{e(1), e(2)}, []int64{1, 2}},
+		{3, []recall.Entry{e(1), e(2), e(3)}, []int64{}},
+		{3, []recall.Entry{e(2), e(3), e(4), e(5)}, []int64{4, 5}},
+		{3, []recall.Entry{e(4)}, []int64{4}},
+		{3, []recall.Entry{e(3), e(1), e(4)}, []int64{4}}, // old ones are skipped wherever they are
+	}
+	for _, c := range ok {
+		got, err := recall.ImportPlan(c.last, c.entries)
+		if err != nil || !slices.Equal(seqs(got), c.want) {
+			t.Errorf("ImportPlan(%d, %v) = %v, %v; want %v", c.last, seqs(c.entries), seqs(got), err, c.want)
+		}
+	}
+	noTime := e(4)
+	noTime.Time = time.Time{}
+	bad := []struct {
+		last    int64
+		entries []recall.Entry
+	}{
+		{0, []recall.Entry{e(2)}},
+		{3, []recall.Entry{e(5)}},
+		{3, []recall.Entry{e(4), e(6)}},
+		{3, []recall.Entry{e(5), e(4)}},
+		{3, []recall.Entry{e(4), e(4)}},
+		{3, []recall.Entry{noTime}},
+	}
+	for _, c := range bad {
+		if _, err := recall.ImportPlan(c.last, c.entries); !errors.Is(err, recall.ErrConflict) {
+			t.Errorf("ImportPlan(%d, %v) = %v, want ErrConflict", c.last, seqs(c.entries), err)
+		}
+	}
+}
+
+func TestCheckGuard(t *testing.T) {
+	comp := func(through int64) recall.Entry {
+		return recall.NewEntry(recall.KindCompaction, recall.Compaction{Through: through})
+	}
+	item := recall.ItemEntry(recall.Item(`{}`))
+	if err := recall.CheckGuard([]recall.Entry{item, comp(5)}, 5); err != nil {
+		t.Errorf("a fresh guard: %v", err)
+	}
+	if err := recall.CheckGuard([]recall.Entry{item}, 5); err != nil {
+		t.Errorf("a batch without compaction: %v", err)
+	}
+	for _, through := range []int64{4, 6, 0} {
+		if err := recall.CheckGuard([]recall.Entry{comp(through)}, 5); !errors.Is(err, recall.ErrConflict) {
+			t.Errorf("guard %d at 5 = %v, want ErrConflict", through, err)
+		}
+	}
+	garbage := recall.Entry{Kind: recall.KindCompaction, Data: json.RawMessage(`{`)}
+	if err := recall.CheckGuard([]recall.Entry{garbage}, 5); !errors.Is(err, recall.ErrInvalidItem) {
+		t.Errorf("an undecodable compaction = %v, want ErrInvalidItem", err)
+	}
+}

@@ -1,0 +1,88 @@
+package recall_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/memstore"
+)
+
+// damaged is a memstore whose reads lie in one way.
+type damaged struct {
+	*memstore.Store
+	how string
+}
+
+func (d *damaged) Load(ctx context.Context, key recall.Key) (recall.Meta, []recall.Entry, error) {
+	m, es, err := d.Store.Load(ctx, key)
+	switch d.how {
+	case "gap":
+		if len(es) > 2 {
+			es = append(es[:1], es[2:]...)
+		}
+	case "count":
+		m.ItemCount++
+	case "title":
+		m.Title = "not in the log"
+	case "start":
+		for i := range es {
+			es[i].Seq += 10
+		}
+	}
+	return m, es, err
+}
+
+func (d *damaged) Items(ctx context.Context, key recall.Key, limit int) ([]recall.LiveItem, error) {
+	live, err := d.Store.Items(ctx, key, limit)
+	if d.how == "items" && len(live) > 0 {
+		live = live[1:]
+	}
+	return live, err
+}
+
+func TestVerify(t *testing.T) {
+	ctx := context.Background()
+	fill := func(s recall.Store) {
+		t.Helper()
+		main := recall.Key{Project: "p", Session: "s"}
+		sess := recall.NewSession(s, main)
+		for _, err := range []error{
+			sess.AddItems(ctx, recall.Message("user", "a"), recall.Message("assistant", "b")),
+			sess.AddItems(ctx, recall.Message("user", "c")),
+			recall.NewSession(s, recall.Key{Project: "p", Session: "s", Subpath: "subagents/x"}).AddItems(ctx, recall.Message("user", "sub"), recall.Message("assistant", "sub"), recall.Message("user", "sub")),
+		} {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := s.Pop(ctx, main); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := recall.SetArchived(ctx, s, main, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	healthy := memstore.New(memstore.Options{})
+	fill(healthy)
+	if err := recall.Verify(ctx, healthy); err != nil {
+		t.Errorf("Verify of a healthy store: %v", err)
+	}
+
+	for _, how := range []string{"gap", "count", "title", "start", "items"} {
+		s := &damaged{Store: memstore.New(memstore.Options{}), how: how}
+		fill(s)
+		err := recall.Verify(ctx, s)
+		if !errors.Is(err, recall.ErrCorrupt) {
+			t.Errorf("Verify of a store with a %s fault = %v, want ErrCorrupt", how, err)
+			continue
+		}
+		// Verify reaches archived sessions and subagent records too.
+		if !strings.Contains(err.Error(), "p/s:subagents/x") || !strings.Contains(err.Error(), "p/s: ") {
+			t.Errorf("Verify with a %s fault did not report every session: %v", how, err)
+		}
+	}
+}
