@@ -3,7 +3,9 @@ package recall
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Kind is the type of an entry in a session's log. Readers skip kinds they
@@ -154,9 +156,19 @@ func ValidateEntries(entries []Entry, max int) error {
 		case KindItem:
 			err = ValidateItem(Item(e.Data), max)
 		case KindTitle:
-			err = decodePayload(e, &TitleChange{})
+			var c TitleChange
+			if err = decodePayload(e, &c); err == nil {
+				err = checkText(e, "title", c.Title)
+			}
 		case KindMeta:
-			err = decodePayload(e, &MetaChange{})
+			var c MetaChange
+			if err = decodePayload(e, &c); err == nil {
+				for _, l := range c.Labels {
+					if err = checkText(e, "label", l); err != nil {
+						break
+					}
+				}
+			}
 		case KindPop:
 			err = decodePayload(e, &ItemRef{})
 		case KindCompaction:
@@ -173,6 +185,20 @@ func ValidateEntries(entries []Entry, max int) error {
 		if err != nil {
 			return fmt.Errorf("entry %d: %w", i, err)
 		}
+	}
+	return nil
+}
+
+// checkText refuses a title or label that a store could not keep as it
+// is: one holding a NUL byte (PostgreSQL text cannot) or, in the raw
+// payload, bytes that are not UTF-8 (decoding would turn them into U+FFFD).
+// Every store then agrees, and none alters the text silently.
+func checkText(e Entry, what, text string) error {
+	if strings.IndexByte(text, 0) >= 0 {
+		return fmt.Errorf("%w: %s %q holds a NUL byte", ErrInvalidItem, what, text)
+	}
+	if !utf8.Valid(e.Data) {
+		return fmt.Errorf("%w: %s payload is not valid UTF-8", ErrInvalidItem, e.Kind)
 	}
 	return nil
 }

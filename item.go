@@ -3,6 +3,7 @@ package recall
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 )
 
@@ -89,9 +90,25 @@ func ValidateItem(it Item, max int) error {
 		return fmt.Errorf("%w: not a JSON object", ErrInvalidItem)
 	}
 	if !json.Valid(it) {
-		return fmt.Errorf("%w: malformed JSON", ErrInvalidItem)
+		return fmt.Errorf("%w: malformed JSON: %s", ErrInvalidItem, syntaxError(it))
 	}
 	return nil
+}
+
+// syntaxError says why json.Valid refused b ("exceeded max depth", "invalid
+// character ..."), and where. It decodes b again, so it runs only for an
+// item already refused.
+func syntaxError(b []byte) string {
+	var raw json.RawMessage
+	err := json.Unmarshal(b, &raw)
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return fmt.Sprintf("%v (at byte %d)", se, se.Offset)
+	}
+	if err != nil {
+		return err.Error()
+	}
+	return "not valid JSON"
 }
 
 // ValidateItems validates every item of a batch, naming the first bad one.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // The lifecycle operations below write one entry to an existing session's
@@ -38,6 +39,9 @@ func SetTitle(ctx context.Context, s Store, key Key, title string, source TitleS
 	if !AllowTitle(m.TitleSource, source) {
 		return m, nil
 	}
+	if err := checkString("title", title); err != nil {
+		return Meta{}, fmt.Errorf("recall: set title of %s: %w", key, err)
+	}
 	title = strings.Join(strings.Fields(title), " ")
 	return appendChange(ctx, s, key, NewEntry(KindTitle, TitleChange{Title: title, Source: source}))
 }
@@ -55,7 +59,21 @@ func SetPinned(ctx context.Context, s Store, key Key, pinned bool) (Meta, error)
 
 // SetLabels replaces the session's labels; an empty list removes them.
 func SetLabels(ctx context.Context, s Store, key Key, labels ...string) (Meta, error) {
+	for _, l := range labels {
+		if err := checkString("label", l); err != nil {
+			return Meta{}, fmt.Errorf("recall: set labels of %s: %w", key, err)
+		}
+	}
 	return Update(ctx, s, key, MetaChange{Labels: labels, SetLabels: true})
+}
+
+// checkString refuses text that is not valid UTF-8 before encoding/json
+// would replace its bad bytes with U+FFFD; ValidateEntries refuses NULs.
+func checkString(what, s string) error {
+	if !utf8.ValidString(s) {
+		return fmt.Errorf("%w: %s %q is not valid UTF-8", ErrInvalidItem, what, s)
+	}
+	return nil
 }
 
 // Update appends one meta entry to an existing session.

@@ -47,6 +47,18 @@ type RunOptions struct {
 	// title yet. The title is stored as an auto title, which never
 	// replaces a user title. Default (nil): sessions are not titled.
 	Titler Titler
+	// CompactTokens, when positive, keeps what the model is sent within a
+	// budget: when the estimated tokens of the history loaded plus the
+	// input exceed it, Run compacts the session before the first model
+	// call and sends the compacted view. The estimate is
+	// recall.EstimateTokens, a token per 4 bytes of item JSON. The session
+	// must implement recall.CompactionAware (compact.Session does);
+	// others are sent as they are. Default (0): Run never compacts.
+	CompactTokens int
+	// CompactKeepLast is the recall.CompactionArgs.KeepLast of those
+	// compactions: the newest items kept verbatim. Default (0): the
+	// session's default (compact.DefaultKeepLast).
+	CompactKeepLast int
 }
 
 // Result is what a Run did. Run returns it even with an error; it then
@@ -67,6 +79,9 @@ type Result struct {
 	// Title is the title this run gave the session, or "" when it gave
 	// none.
 	Title string
+	// Compaction is what the compaction this run triggered did (see
+	// RunOptions.CompactTokens), or nil when it triggered none.
+	Compaction *recall.CompactionResult
 }
 
 // storeBacked is a session that can write entries directly, which Run
@@ -80,8 +95,11 @@ type storeBacked interface {
 // Run runs the agent on input as the next exchange of opts.Session:
 //
 //  1. it loads the newest HistoryLimit items and drops orphaned call
-//     halves (TrimOrphans), since models reject them;
-//  2. it saves the input before the model is called;
+//     halves (TrimOrphans), since models reject them; when they and the
+//     input exceed CompactTokens, it compacts the session and loads the
+//     compacted view instead;
+//  2. it saves the input before the model is called (even when the
+//     compaction failed; the error is then returned);
 //  3. it appends each turn right after the turn completes, as one batch:
 //     the model's items followed by the tool outputs, with the turn's usage
 //     on the model's last item. A function_call is thus never stored
@@ -107,12 +125,18 @@ func Run(ctx context.Context, a *Agent, input []recall.Item, opts RunOptions) (*
 		}
 		history = TrimOrphans(h)
 	}
+	// Tools (SubagentTool) find the session of the run they serve here.
+	ctx = withSession(ctx, opts.Session)
+	history, cerr := res.compact(ctx, opts, history, input)
 	res.History = len(history)
 
 	p := persister{sess: opts.Session, hook: opts.OnPersist}
 	err := p.persist(ctx, input, 0, recall.Usage{}, func() { res.Items = append(res.Items, input...) })
 	if err != nil {
 		return res, fmt.Errorf("agent %s: input: %w", a.Name, err)
+	}
+	if cerr != nil {
+		return res, fmt.Errorf("agent %s: %w", a.Name, cerr)
 	}
 
 	_, err = Loop(ctx, a, slices.Concat(history, input), LoopOptions{

@@ -20,6 +20,10 @@ import (
 // answer are marked unavailable.
 func allContenders(ctx context.Context, root, pgDSN, redisURL string) []contender {
 	pgDown := pingPostgres(ctx, pgDSN)
+	pgInfo := "server settings unknown"
+	if pgDown == "" {
+		pgInfo = pgSettings(ctx, pgDSN)
+	}
 	redisDown := pingRedis(ctx, redisURL)
 	dirOf := func(slug string) func(scope string) string {
 		return func(scope string) string { return filepath.Join(root, slug, scope) }
@@ -34,7 +38,7 @@ func allContenders(ctx context.Context, root, pgDSN, redisURL string) []contende
 	}
 	notAStore := "a listing strategy, not a store"
 
-	cs := recallContenders(ctx, root, pgDSN, pgDown, redisURL, redisDown)
+	cs := recallContenders(ctx, root, pgDSN, pgDown, pgInfo, redisURL, redisDown)
 	cs = append(cs,
 		contender{
 			name:   langRow,
@@ -112,7 +116,7 @@ func allContenders(ctx context.Context, root, pgDSN, redisURL string) []contende
 			name:        "floor: PostgreSQL INSERT",
 			kind:        kindFloor,
 			medium:      mediumPostgres,
-			note:        "the same INSERT loop on PostgreSQL over pgx (synchronous_commit on).",
+			note:        "the same INSERT loop on PostgreSQL over pgx (" + pgInfo + ").",
 			unavailable: pgDown,
 			skip:        sqlFloorSkips,
 			open: func(ctx context.Context, scope string) (subject, error) {
@@ -183,6 +187,23 @@ func pingPostgres(ctx context.Context, dsn string) string {
 		return fmt.Sprintf("PostgreSQL at %s does not answer (%v)", hostOf(dsn), err)
 	}
 	return ""
+}
+
+// pgSettings describes the server: its version and whether a commit waits
+// for its WAL flush.
+func pgSettings(ctx context.Context, dsn string) string {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return "server settings unknown"
+	}
+	defer conn.Close(ctx)
+	var version, commit, fsync string
+	if err := conn.QueryRow(ctx, "SELECT current_setting('server_version'), current_setting('synchronous_commit'), current_setting('fsync')").Scan(&version, &commit, &fsync); err != nil {
+		return "server settings unknown"
+	}
+	return fmt.Sprintf("PostgreSQL %s, synchronous_commit %s, fsync %s", version, commit, fsync)
 }
 
 // hostOf returns the host:port of a URL, never its password.

@@ -191,6 +191,8 @@ func (f *fileFloor) pop(_ context.Context, session string) (recall.Item, error) 
 	if _, err := fd.ReadAt(block, size-n); err != nil && err != io.EOF {
 		return nil, err
 	}
+	// The workloads' items are at most 2,000 bytes, so the last line is
+	// always inside the last block.
 	body := bytes.TrimSuffix(block, []byte("\n"))
 	start := bytes.LastIndexByte(body, '\n') + 1
 	last := slices.Clone(body[start:])

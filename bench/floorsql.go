@@ -86,12 +86,12 @@ type pgFloor struct {
 	table string
 }
 
-func openPGFloor(ctx context.Context, dsn, schema, scope string) (subject, error) {
+func openPGFloor(ctx context.Context, dsn, schema, name string) (subject, error) {
 	pool, err := pgxpool.New(ctx, dsn)
 	if err != nil {
 		return nil, err
 	}
-	table := schema + "." + scope
+	table := schema + "." + name
 	for _, ddl := range []string{
 		"CREATE SCHEMA IF NOT EXISTS " + schema,
 		"CREATE TABLE IF NOT EXISTS " + table + " (id BIGSERIAL PRIMARY KEY, session TEXT NOT NULL, data TEXT NOT NULL)",

@@ -58,8 +58,6 @@ type harness struct {
 	log io.Writer
 	// results[metric id][contender name]
 	results map[string]map[string]*cell
-	// when each workload ran, for the report.
-	elapsed map[string]time.Duration
 }
 
 func newHarness(cfg config, contenders []contender, log io.Writer) *harness {
@@ -68,7 +66,6 @@ func newHarness(cfg config, contenders []contender, log io.Writer) *harness {
 		corpus:  newCorpus(1),
 		log:     log,
 		results: map[string]map[string]*cell{},
-		elapsed: map[string]time.Duration{},
 	}
 	for _, c := range contenders {
 		h.entrants = append(h.entrants, &entrant{contender: c, subs: map[string]subject{}})
@@ -217,5 +214,12 @@ func (h *harness) dropAll(ctx context.Context) {
 		for _, scope := range scopes {
 			h.dropLogged(ctx, e, scope)
 		}
+	}
+}
+
+// dropLogged drops e's scope, logging a failure: it costs disk, not results.
+func (h *harness) dropLogged(ctx context.Context, e *entrant, scope string) {
+	if err := h.drop(ctx, e, scope); err != nil {
+		h.logf("  clean-up: %s %s: %v", e.name, scope, err)
 	}
 }

@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"regexp"
 	"runtime/pprof"
 	"slices"
@@ -107,7 +108,11 @@ func run() int {
 	if *quick {
 		cfg = quickConfig()
 	}
-	mach := describeMachine(root)
+	dataDir := *dir
+	if dataDir == "" {
+		dataDir = filepath.Dir(root) // the random name says nothing
+	}
+	mach := describeMachine(dataDir)
 	if mach.fs == "tmpfs" {
 		fmt.Fprintln(os.Stderr, "bench: warning: the data directory is on tmpfs, where fsync costs nothing; use -dir on a disk")
 	}

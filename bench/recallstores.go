@@ -16,7 +16,7 @@ import (
 )
 
 // recallContenders returns the rows of recall's own stores.
-func recallContenders(ctx context.Context, root, pgDSN, pgDown, redisURL, redisDown string) []contender {
+func recallContenders(ctx context.Context, root, pgDSN, pgDown, pgInfo, redisURL, redisDown string) []contender {
 	// Both file stores list the durable one's W3 data.
 	fileStore := func(name, slug string, sync filestore.SyncPolicy, note string) contender {
 		c := contender{
@@ -66,7 +66,7 @@ func recallContenders(ctx context.Context, root, pgDSN, pgDown, redisURL, redisD
 			name:        "recall PostgreSQL",
 			kind:        kindRecall,
 			medium:      mediumPostgres,
-			note:        "recall's SQL store on PostgreSQL (`sqlstore.OpenPostgres`, pgx), on the server at " + hostOf(pgDSN) + ", one schema per workload.",
+			note:        "recall's SQL store on PostgreSQL (`sqlstore.OpenPostgres`, pgx), on the server at " + hostOf(pgDSN) + " (" + pgInfo + "), one schema per workload.",
 			unavailable: pgDown,
 			open: storeOpener(func(ctx context.Context, scope string) (recall.Store, error) {
 				return sqlstore.OpenPostgres(ctx, pgDSN, sqlstore.Options{Schema: "recall_bench_" + scope})
@@ -141,14 +141,22 @@ func redisPersistence(ctx context.Context, rawURL string) string {
 		}
 		return v[key]
 	}
+	version := "Redis"
+	if info, err := c.Info(ctx, "server").Result(); err == nil {
+		for line := range strings.Lines(info) {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "redis_version:"); ok {
+				version = "Redis " + v
+			}
+		}
+	}
 	if get("appendonly") != "yes" {
-		return "appendonly no: saves live in memory until the next snapshot"
+		return version + ", appendonly no: saves live in memory until the next snapshot"
 	}
 	fsync := get("appendfsync")
 	if fsync == "always" {
-		return "appendonly yes, appendfsync always: every write is fsynced"
+		return version + ", appendonly yes, appendfsync always: every write is fsynced"
 	}
-	return "appendonly yes, appendfsync " + fsync + ": not fsynced on every write"
+	return version + ", appendonly yes, appendfsync " + fsync + ": not fsynced on every write"
 }
 
 // deleteRedisPrefix deletes every key that starts with prefix.

@@ -41,7 +41,7 @@ type report struct {
 func (r *report) markdown() string {
 	var b strings.Builder
 	m := r.machine
-	fmt.Fprintf(&b, "Measured %s on %d × %s, %s RAM, %s, %s; data in `%s` (%s). Load average at the start: %s.\n\n",
+	fmt.Fprintf(&b, "Measured %s on %d cores (%s), %s RAM, %s, %s; data under `%s` (%s). Load average at the start: %s.\n\n",
 		m.date.Format("2006-01-02 15:04 MST"), m.cores, m.cpu, m.memory, m.os, m.goVersion, m.dataDir, m.fs, m.load)
 	fmt.Fprintf(&b, "Command, from the repository root: `%s` (the whole run took %v).\n\n", r.command, r.took.Round(time.Second))
 	fmt.Fprintf(&b, "Every figure is the median of %d runs. A short operation repeats within a run for at least %v "+
@@ -106,7 +106,11 @@ func (r *report) beat(m metric, rival string, factor float64) string {
 		}
 		return "—"
 	}
-	return fmt.Sprintf("%s %s", times(x), mark(x > factor || factor > 1 && x >= factor))
+	ok := x > 1 // beating means faster, however slightly
+	if factor > 1 {
+		ok = x >= factor
+	}
+	return fmt.Sprintf("%s %s", times(x), mark(ok))
 }
 
 func mark(ok bool) string {
@@ -190,7 +194,7 @@ func (r *report) allNA(w *workload, name string) bool {
 func (r *report) cells(m metric, e *entrant) string {
 	c := r.h.results[m.id][e.name]
 	switch {
-	case c == nil:
+	case c == nil || c.na == "" && c.err == nil && len(c.runs) == 0:
 		return " — | | |"
 	case c.na != "":
 		return fmt.Sprintf(" n/a: %s | | |", escape(c.na))
@@ -305,4 +309,13 @@ func replaceSection(doc, body string) (string, error) {
 		return "", fmt.Errorf("the side-by-side markers are damaged: fix them by hand")
 	}
 	return doc[:i] + section + doc[j+len(endMarker):], nil
+}
+
+// thousands formats n with comma separators: 10,000.
+func thousands(n int) string {
+	s := fmt.Sprint(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }

@@ -9,10 +9,13 @@
 //	    <session>/<subpath>.jsonl          subagent records (Key.Subpath), e.g.
 //	    <session>/subagents/agent-7.jsonl
 //	    <session>.jsonl#torn-<n>           bytes of a torn tail, kept aside
-//	    #index-v1                          the List cache (see below)
+//	    #index-v1                          the List cache (see Guarantees)
 //
 // Every name the store makes for itself holds a '#', a byte no key may
-// contain, so it can never collide with a session.
+// contain, so it can never collide with a session. Session "a" has the
+// file a.jsonl and session "a.jsonl" would keep its records in the
+// directory a.jsonl/: of two such sessions in one project, the second to
+// need the name gets recall.ErrConflict.
 //
 // # Log format
 //
@@ -37,19 +40,23 @@
 //     lock.
 //   - With [SyncAlways] (the default) the log is fsynced before Append
 //     returns: an acknowledged batch survives SIGKILL and power loss.
-//   - A torn tail (a crash mid-write) is ignored by readers and, at the
-//     next write, moved into a side file and cut off, so the next batch
-//     starts on a clean line. A complete line that does not decode is
-//     skipped, counted in Meta.Corrupt and left where it is: the store
-//     never rewrites a log.
+//   - A torn tail (a crash mid-write) is ignored by readers and found by
+//     the next writer when it opens the log: its bytes are moved into a
+//     side file and cut off, so the next batch starts on a clean line. A
+//     complete line that does not decode is skipped, counted in
+//     Meta.Corrupt and left where it is: no write or rewrite drops it.
+//   - Readers take no lock: a batch is one write, so they see all of it or
+//     none of it.
 //   - Files the store creates (a new session, a fork, the index) are
 //     written to a temporary file, fsynced, linked or renamed into place,
 //     and their directory is fsynced.
-//   - List reads the index, never the logs: a cache of each log's Meta
-//     keyed by the log's inode, size and mtime. Every List compares it with
-//     a directory read plus one stat per log and re-derives only the logs
-//     that changed (usually by reading just their new bytes), so sessions
-//     written by other processes or copied in by hand are never hidden.
+//   - List reads the index, never the logs: a per-project cache of each
+//     log's Meta, tagged with the log's inode, size and mtime. Every List
+//     compares it with a directory read plus one stat per log and
+//     re-derives only the logs that changed (usually by reading just their
+//     new bytes), so a session written by another process or copied in by
+//     hand is never hidden, and a missing, stale or damaged index costs
+//     reads, never a wrong answer.
 //   - GetItems(limit) reads the log backwards from its end: its cost
 //     depends on limit, not on the length of the session.
 package filestore

@@ -19,10 +19,12 @@ import (
 
 // The index of a project is a cache of the Meta of each of its logs, so
 // List never reads a log. It is a journal, <project>/#index-v1: one line
-// per record, the newest line for a log wins. Writers append a record after
-// every write (no fsync: it is a cache), and a reader that finds the
-// journal much longer than the set of logs rewrites it compactly (temp
-// file, fsync, rename, fsync of the directory).
+// per record, the newest line for a log wins. Every write updates the
+// record in memory at once, and the record reaches the journal within
+// flushDelay, or at Close (no fsync: it is a cache). Readers that had to
+// re-derive records append them too, and rewrite the journal compactly
+// (temp file, fsync, rename, fsync of the directory) once it is mostly
+// obsolete.
 //
 // A record is trusted only while the log's inode, size and mtime equal the
 // ones it was derived at. When they differ, the log is re-read, usually

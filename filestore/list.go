@@ -67,7 +67,11 @@ func readLogDir(dir, sub string, depth int) ([]logFile, error) {
 			continue
 		}
 		if strings.HasSuffix(name, logExt) && (t.IsRegular() || t&os.ModeSymlink != 0) {
-			own = append(own, logFile{rel: path.Join(sub, strings.TrimSuffix(name, logExt))})
+			rel := strings.TrimSuffix(name, logExt)
+			if sub != "" {
+				rel = sub + "/" + rel
+			}
+			own = append(own, logFile{rel: rel})
 		}
 	}
 	return append(statLogs(d, own), below...), nil
@@ -82,7 +86,7 @@ func statLogs(d *os.File, logs []logFile) []logFile {
 	stat := func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			var st unix.Stat_t
-			name := path.Base(logs[i].rel) + logExt
+			name := logs[i].rel[strings.LastIndexByte(logs[i].rel, '/')+1:] + logExt
 			if unix.Fstatat(fd, name, &st, 0) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG {
 				logs[i].st, ok[i] = statOf(&st), true
 			}

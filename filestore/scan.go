@@ -108,7 +108,8 @@ func (s *scanner) scanFile(r io.ReaderAt, from, size int64) error {
 	s.end = from
 	chunk := s.chunk
 	if chunk <= 0 {
-		chunk = 256 << 10
+		// a small log is read in one piece of its size
+		chunk = int(min(256<<10, max(size-from, 512)))
 	}
 	buf := make([]byte, 0, chunk)
 	pos := from // file offset of buf[0]

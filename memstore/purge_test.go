@@ -17,7 +17,7 @@ func TestPurge(t *testing.T) {
 		t.Fatalf("Purge of a missing session = %v, want ErrNotFound", err)
 	}
 	a, b, c := recall.Message("user", "a"), recall.Message("assistant", "b"), recall.Message("user", "c")
-	last, err := s.Append(ctx, key, recall.ItemEntries(a, b)...)
+	_, err := s.Append(ctx, key, recall.ItemEntries(a, b)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +32,8 @@ func TestPurge(t *testing.T) {
 	}
 	m, _ := s.Stat(ctx, key)
 	comp := recall.NewEntry(recall.KindCompaction, recall.Compaction{Through: m.LastSeq, Replaced: 2, Items: []recall.Item{recall.Message("user", "summary"), b}})
-	if last, err = s.Append(ctx, key, append([]recall.Entry{comp}, recall.ItemEntries(c)...)...); err != nil {
+	last, err := s.Append(ctx, key, append([]recall.Entry{comp}, recall.ItemEntries(c)...)...)
+	if err != nil {
 		t.Fatal(err)
 	}
 	before, _ := s.Stat(ctx, key)

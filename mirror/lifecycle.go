@@ -26,22 +26,29 @@ func (s *Store) Flush(ctx context.Context) error {
 	if err := s.open(); err != nil {
 		return err
 	}
-	return s.flush(ctx)
+	return s.flush(ctx, -1)
 }
 
-func (s *Store) flush(ctx context.Context) error {
+// flush waits for the backlog to drain. With giveUp >= 0 it also returns
+// once the replica is down and has failed more than giveUp times in all,
+// that is, after a failed attempt made since the caller read the count.
+func (s *Store) flush(ctx context.Context, giveUp int) error {
 	deadline, hasDeadline := ctx.Deadline()
 	for {
 		s.mu.Lock()
 		pending, stuck, earliest := s.backlogLocked()
 		changed := s.changed
 		lastErr := s.lastErr
+		down := s.outage > 0 && giveUp >= 0 && s.downFailures > giveUp
 		s.mu.Unlock()
 		if pending == 0 {
 			if stuck > 0 {
 				return fmt.Errorf("%w: %d sessions cannot be replicated (%s)", ErrNotFlushed, stuck, lastErr)
 			}
 			return nil
+		}
+		if down {
+			return fmt.Errorf("%w: %d sessions behind, replica down (%s)", ErrNotFlushed, pending, lastErr)
 		}
 		if hasDeadline && earliest.After(deadline) {
 			return fmt.Errorf("%w: %d sessions behind, replica unavailable until after the deadline (%s)", ErrNotFlushed, pending, lastErr)
@@ -74,6 +81,10 @@ func (s *Store) flush(ctx context.Context) error {
 func (s *Store) backlogLocked() (pending, stuck int, earliest time.Time) {
 	now := time.Now()
 	earliest = now.Add(time.Hour)
+	gate := s.gate
+	if s.closed {
+		gate = time.Time{} // a shutdown ignores the backoff and the delay
+	}
 	if s.scanning {
 		pending++
 		earliest = now
@@ -87,7 +98,11 @@ func (s *Store) backlogLocked() (pending, stuck int, earliest time.Time) {
 			earliest = now
 		case st.queued:
 			pending++
-			earliest = minTime(earliest, maxTime(maxTime(now, s.gate), st.due))
+			due := st.due
+			if s.closed {
+				due = time.Time{}
+			}
+			earliest = minTime(earliest, maxTime(maxTime(now, gate), due))
 		case st.waiting:
 			pending++
 			earliest = minTime(earliest, st.retryAt)
@@ -116,9 +131,13 @@ func maxTime(a, b time.Time) time.Time {
 // Shutdown is the graceful Close(ctx): it refuses new calls, flushes what it
 // can to the replica within ctx's deadline, stops replication, saves the
 // cursor file and closes the replica and the primary, which the mirror
-// owns. What is not flushed stays in the primary and is replicated by the
-// next mirror over it; the error then wraps ErrNotFlushed, which callers
-// may treat as a warning. Shutdown returns ErrClosed when called again.
+// owns. The flush does not wait out the retry backoff: a replica that is
+// down gets one more attempt at once, and when that fails too Shutdown
+// stops waiting, so that a process exits promptly while its replica is
+// unreachable. What is not flushed stays in the primary and is replicated
+// by the next mirror over it; the error then wraps ErrNotFlushed, which
+// callers may treat as a warning. Shutdown returns ErrClosed when called
+// again.
 func (s *Store) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	if s.closed {
@@ -126,9 +145,11 @@ func (s *Store) Shutdown(ctx context.Context) error {
 		return recall.ErrClosed
 	}
 	s.closed = true
+	giveUp := s.downFailures
+	s.signal(s.wake) // a worker waiting out the backoff or delay goes now
 	s.mu.Unlock()
 
-	flushErr := s.flush(ctx)
+	flushErr := s.flush(ctx, giveUp)
 	s.cancel()
 	s.wg.Wait()
 	var saveErr error
@@ -193,8 +214,8 @@ func (s *Store) save() error {
 	doc := stateDoc{Replica: s.opts.ReplicaName, Saved: time.Now().UTC(), LastError: s.lastErr, LastErrorAt: s.lastErrAt}
 	mine := make(map[recall.Key]savedSession, len(s.sessions))
 	for k, st := range s.sessions {
-		if !st.verified && st.replicated == 0 {
-			continue // position unknown
+		if !st.verified && st.replicated == 0 && st.lastErr == "" {
+			continue // position unknown, and nothing to report
 		}
 		mine[k] = savedSession{Key: k, Seq: st.replicated, LastError: st.lastErr, LastErrorAt: st.lastErrAt}
 	}

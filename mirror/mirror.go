@@ -186,9 +186,11 @@ type Store struct {
 	changed chan struct{}
 	// outage is the count of consecutive replica-wide failures; gate is
 	// the time before which no session is sent to the replica.
-	outage    int
-	gate      time.Time
-	downSince time.Time
+	outage int
+	// downFailures counts replica-wide failures since the start.
+	downFailures int
+	gate         time.Time
+	downSince    time.Time
 	// prober is the one session sent to the replica while it is down.
 	prober    *session
 	lastErr   string

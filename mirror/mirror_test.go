@@ -619,44 +619,60 @@ func TestPropagateDeletes(t *testing.T) {
 	}
 }
 
-func TestCloseWithReplicaDownReturnsPromptly(t *testing.T) {
-	ctx := context.Background()
-	primary := &keepOpen{Store: memstore.New(memstore.Options{})}
-	down := newFaulty(memstore.New(memstore.Options{}), 5)
-	replica := &keepOpen{Store: down}
-	down.setDown(true)
-	opts := fastOptions(t.TempDir())
-	opts.RetryMin, opts.RetryMax = 50*time.Millisecond, time.Minute
-	opts.CloseTimeout = time.Hour // the deadline the flush must not wait for
-	m, err := mirror.New(primary, replica, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k := recall.Key{Project: "p", Session: "s"}
-	for range 3 {
-		if _, err := m.Append(ctx, k, recall.ItemEntry(item("x"))); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// Wait until the retry delay outgrows a short deadline.
-	eventually(t, 30*time.Second, "the retry delay to pass a second", func() bool {
-		sum := m.Summary(ctx)
-		return sum.ReplicaDown && time.Until(sum.NextAttempt) > time.Second
-	})
-	sctx, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
-	err = m.Shutdown(sctx)
-	if !errors.Is(err, mirror.ErrNotFlushed) {
-		t.Fatalf("shutdown with the replica down: %v, want ErrNotFlushed", err)
-	}
-	if sctx.Err() != nil {
-		t.Fatalf("shutdown waited for the deadline although no retry was due before it")
-	}
-	if primary.closes.Load() != 1 || replica.closes.Load() != 1 {
-		t.Fatalf("closes: primary %d, replica %d", primary.closes.Load(), replica.closes.Load())
-	}
-	if _, err := m.Stat(ctx, k); !errors.Is(err, recall.ErrClosed) {
-		t.Fatalf("stat after shutdown: %v", err)
+// Shutdown does not wait out the retry backoff: it tries the replica once
+// more at once, flushes if the replica is back, and otherwise returns
+// before its deadline.
+func TestShutdownDoesNotWaitOutTheBackoff(t *testing.T) {
+	for _, back := range []bool{false, true} {
+		t.Run(map[bool]string{false: "still down", true: "back up"}[back], func(t *testing.T) {
+			ctx := context.Background()
+			primary := &keepOpen{Store: memstore.New(memstore.Options{})}
+			inner := memstore.New(memstore.Options{})
+			down := newFaulty(inner, 5)
+			replica := &keepOpen{Store: down}
+			down.setDown(true)
+			opts := fastOptions(t.TempDir())
+			opts.RetryMin, opts.RetryMax = 5*time.Second, time.Minute
+			opts.CloseTimeout = time.Hour // the deadline the flush must not wait for
+			m, err := mirror.New(primary, replica, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			k := recall.Key{Project: "p", Session: "s"}
+			for range 3 {
+				if _, err := m.Append(ctx, k, recall.ItemEntry(item("x"))); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// Wait until the next retry is due well after a short deadline.
+			eventually(t, 30*time.Second, "the retry delay to pass 2s", func() bool {
+				sum := m.Summary(ctx)
+				return sum.ReplicaDown && time.Until(sum.NextAttempt) > 2*time.Second
+			})
+			down.setDown(!back)
+			sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			defer cancel()
+			err = m.Shutdown(sctx)
+			if sctx.Err() != nil {
+				t.Fatalf("shutdown waited for its deadline: %v", err)
+			}
+			if back {
+				if err != nil {
+					t.Fatalf("shutdown with the replica back: %v", err)
+				}
+				if err := diffLogs(t, primary.Store, inner, true); err != nil {
+					t.Fatal(err)
+				}
+			} else if !errors.Is(err, mirror.ErrNotFlushed) {
+				t.Fatalf("shutdown with the replica down: %v, want ErrNotFlushed", err)
+			}
+			if primary.closes.Load() != 1 || replica.closes.Load() != 1 {
+				t.Fatalf("closes: primary %d, replica %d", primary.closes.Load(), replica.closes.Load())
+			}
+			if _, err := m.Stat(ctx, k); !errors.Is(err, recall.ErrClosed) {
+				t.Fatalf("stat after shutdown: %v", err)
+			}
+		})
 	}
 }
 

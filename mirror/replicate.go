@@ -121,6 +121,8 @@ func (s *Store) next() (recall.Key, *session, time.Duration) {
 		if wait := time.Until(st.due); wait > 0 && !s.closed {
 			return recall.Key{}, nil, wait
 		}
+		// A shutdown tries the replica once more at once, whatever the
+		// backoff, and gives up if that fails (see Shutdown).
 		if wait := time.Until(s.gate); wait > 0 {
 			return recall.Key{}, nil, wait
 		}
@@ -322,6 +324,7 @@ func (s *Store) retryLaterLocked(key recall.Key, st *session) {
 // consecutive replica-wide failure.
 func (s *Store) replicaFailedLocked(err error) {
 	s.outage++
+	s.downFailures++
 	if s.downSince.IsZero() {
 		s.downSince = time.Now()
 	}

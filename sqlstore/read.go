@@ -175,10 +175,14 @@ func (s *Store) Items(ctx context.Context, key recall.Key, limit int) ([]recall.
 // through the (session, seq) primary key.
 const (
 	// newestSQL reads the entries of the session with key $1-$3 whose
-	// seq is above last_seq - $4: the newest $4.
-	newestSQL = `SELECT e.seq, e.kind, e.payload FROM sessions s
-		JOIN entries e ON e.session = s.sid AND e.seq > s.last_seq - $4
-		WHERE s.project = $1 AND s.id = $2 AND s.subpath = $3 ORDER BY e.seq DESC`
+	// seq is above last_seq - $4: the newest $4. The session row is looked
+	// up in scalar subqueries rather than joined: both planners then seek
+	// one known session's index range (SQLite ran the join form four times
+	// slower, PostgreSQL sorted its whole log).
+	newestSQL = `SELECT seq, kind, payload FROM entries
+		WHERE session = (SELECT sid FROM sessions WHERE project = $1 AND id = $2 AND subpath = $3)
+		AND seq > (SELECT last_seq FROM sessions WHERE project = $1 AND id = $2 AND subpath = $3) - $4
+		ORDER BY seq DESC`
 	// windowSQL reads the entries of session $1 with $2 <= seq < $3.
 	windowSQL = `SELECT seq, kind, payload FROM entries WHERE session = $1 AND seq >= $2 AND seq < $3 ORDER BY seq DESC`
 )

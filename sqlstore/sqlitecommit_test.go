@@ -74,3 +74,24 @@ func TestGroupCommitCanceled(t *testing.T) {
 		t.Fatalf("update with a canceled context: %v, ran %t", err, ran)
 	}
 }
+
+// TestGroupCommitCanceledWhileRunning: a call whose context ends while it
+// runs completes, and says so truthfully: canceling it would interrupt a
+// statement, which in SQLite rolls back the whole group's transaction.
+func TestGroupCommitCanceledWhileRunning(t *testing.T) {
+	s := newSQLite(t)
+	b := s.db.(*liteBackend)
+	ctx, cancel := context.WithCancel(context.Background())
+	err := b.update(ctx, func(ctx context.Context, q querier) error {
+		cancel()
+		_, err := q.exec(ctx, `INSERT INTO sessions (project, id, created_at, updated_at) VALUES ('p', 'late', 0, 0)`)
+		return err
+	})
+	if err != nil {
+		t.Fatalf("update canceled while running: %v", err)
+	}
+	var n int
+	if err := b.r.QueryRow(`SELECT count(*) FROM sessions WHERE id = 'late'`).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("%d rows (%v), want the call's row", n, err)
+	}
+}

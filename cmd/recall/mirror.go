@@ -217,7 +217,7 @@ func (a *app) printMirrorReport(r mirrorReport, all bool) error {
 
 func newMirrorSyncCmd(a *app) *cobra.Command {
 	var (
-		to, proj     string
+		to, proj    string
 		all, dryRun bool
 	)
 	cmd := &cobra.Command{
@@ -402,7 +402,7 @@ func (a *app) useMirror(ctx context.Context, url string) error {
 	if err != nil {
 		return err
 	}
-	octx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	octx, cancel := context.WithTimeout(ctx, time.Second)
 	replica, err := openURL(octx, url)
 	cancel()
 	switch {

@@ -125,3 +125,94 @@ func TestSyncProgress(t *testing.T) {
 		t.Fatalf("terminal progress: %q", s)
 	}
 }
+
+func TestMirrorSyncToSQLite(t *testing.T) {
+	ctx := context.Background()
+	home := t.TempDir()
+	fs, err := filestore.Open(filestore.Options{Dir: home})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"p", "q"} {
+		for _, id := range []string{"a", "b"} {
+			if _, err := fs.Append(ctx, recall.Key{Project: p, Session: id}, recall.ItemEntries(recall.Item(`{"role":"user","content":"1"}`), recall.Item(`{"role":"user","content":"2"}`))...); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	fs.Close()
+	url := "sqlite://" + t.TempDir() + "/replica.db"
+
+	out, errOut, code := runMirrorCmd(t, home, false, "sync", "--to", url, "--project", "p", "--dry-run")
+	if code != 0 || !strings.Contains(out, "0 of 2 sessions up to date; 2 lack 4 entries") {
+		t.Fatalf("dry run: exit %d\n%s%s", code, out, errOut)
+	}
+	out, errOut, code = runMirrorCmd(t, home, false, "sync", "--to", url, "--project", "p")
+	if code != 0 || !strings.Contains(out, "copied 4 entries into 2 sessions") || !strings.Contains(errOut, "synced 2/2 sessions") {
+		t.Fatalf("sync of p: exit %d\n%s%s", code, out, errOut)
+	}
+	out, errOut, code = runMirrorCmd(t, home, false, "sync", "--to", url, "--all")
+	if code != 0 || !strings.Contains(out, "copied 4 entries into 2 sessions; 2 already up to date") {
+		t.Fatalf("sync --all after p: exit %d\n%s%s", code, out, errOut)
+	}
+	out, errOut, code = runMirrorCmd(t, home, false, "status", "--to", url, "--check")
+	if code != 0 || !strings.Contains(out, "4 sessions, all replicated") || !strings.Contains(out, "replica check: 4 of 4 sessions complete") {
+		t.Fatalf("status --check: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+// useMirror wraps the store of a command line in a mirror, and a replica
+// that cannot be reached does not stop the command.
+func TestUseMirror(t *testing.T) {
+	ctx := context.Background()
+	home := t.TempDir()
+	url := "sqlite://" + t.TempDir() + "/replica.db"
+	var stderr bytes.Buffer
+	a := &app{stdout: &bytes.Buffer{}, stderr: &stderr, home: home}
+	if err := a.useMirror(ctx, url); err != nil {
+		t.Fatal(err)
+	}
+	st, err := a.store(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := recall.Key{Project: "p", Session: "s"}
+	if _, err := st.Append(ctx, k, recall.ItemEntry(recall.Item(`{"role":"user","content":"hi"}`))); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.close(); err != nil {
+		t.Fatalf("close: %v (stderr %s)", err, stderr.String())
+	}
+	replica, err := openURL(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer replica.Close()
+	if m, err := replica.Stat(ctx, k); err != nil || m.LastSeq != 1 {
+		t.Fatalf("the replica after the command: %+v %v", m, err)
+	}
+
+	// A replica that is down: the command runs, and its end warns.
+	t.Setenv(envMirror, "redis://127.0.0.1:1/0")
+	stderr.Reset()
+	a = &app{stdout: &bytes.Buffer{}, stderr: &stderr, home: home}
+	if err := a.useMirror(ctx, ""); err != nil {
+		t.Fatalf("useMirror with the replica down: %v", err)
+	}
+	st, _ = a.store(ctx)
+	if _, err := st.Append(ctx, k, recall.ItemEntry(recall.Item(`{"role":"user","content":"again"}`))); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.close(); err != nil {
+		t.Fatalf("close with the replica down: %v", err)
+	}
+	if s := stderr.String(); !strings.Contains(s, "is unreachable") || !strings.Contains(s, "warning: the mirror redis://127.0.0.1:1/0 is 2 entries behind") {
+		t.Fatalf("stderr: %s", s)
+	}
+
+	// A URL that can never work is a usage error.
+	a = &app{stdout: &bytes.Buffer{}, stderr: &stderr, home: home}
+	if err := a.useMirror(ctx, "bogus://x"); exitCode(err) != exitUsage {
+		t.Fatalf("useMirror with a bad scheme: %v", err)
+	}
+}

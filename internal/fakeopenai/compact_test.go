@@ -51,7 +51,7 @@ func TestCompactEndpoint(t *testing.T) {
 func TestNoCompact(t *testing.T) {
 	s := New()
 	defer s.Close()
-	s.NoCompact = true
+	s.SetNoCompact(true)
 	if resp := post(t, s, "/responses/compact", `{"model":"m","input":[]}`); resp.StatusCode != http.StatusNotFound {
 		t.Errorf("status %d, want 404", resp.StatusCode)
 	}

@@ -76,10 +76,6 @@ type Server struct {
 	// APIKey, when set, is required as the bearer token; other requests
 	// get a 401 (and are recorded).
 	APIKey string
-	// NoCompact makes POST /v1/responses/compact answer 404, as servers
-	// without the endpoint do (the request is not recorded). Set it
-	// before the first request.
-	NoCompact bool
 
 	mu        sync.Mutex
 	queue     []Reply
@@ -87,6 +83,7 @@ type Server struct {
 	requests  []Request
 	seq       int
 	notify    chan Request
+	noCompact bool
 }
 
 // New starts a server. Close it when done.
@@ -123,6 +120,15 @@ func (s *Server) SetResponder(f func(Request) Reply) {
 	s.responder = f
 }
 
+// SetNoCompact makes POST /v1/responses/compact answer 404, as servers
+// without the endpoint do (such requests are not recorded); false restores
+// the endpoint.
+func (s *Server) SetNoCompact(off bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.noCompact = off
+}
+
 // Requests returns every request received so far, in order.
 func (s *Server) Requests() []Request {
 	s.mu.Lock()
@@ -155,8 +161,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req := Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body}
+	s.mu.Lock()
+	noCompact := s.noCompact
+	s.mu.Unlock()
 	switch {
-	case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/responses/compact") && !s.NoCompact:
+	case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/responses/compact") && !noCompact:
 		req.API = "compact"
 	case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/responses"):
 		req.API = "responses"

@@ -49,7 +49,7 @@ func TestCompactItems(t *testing.T) {
 func TestCompactItemsUnsupported(t *testing.T) {
 	srv := fakeopenai.New()
 	defer srv.Close()
-	srv.NoCompact = true
+	srv.SetNoCompact(true)
 	for _, api := range []openai.API{openai.APIResponses, openai.APIChat} {
 		m, err := openai.New(openai.Config{BaseURL: srv.URL(), APIKey: "k", Model: "fake", API: api, MaxRetries: -1})
 		if err != nil {

@@ -1,0 +1,45 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/recallkit/recall"
+)
+
+// compact runs the compaction RunOptions.CompactTokens asks for, before
+// the input is saved, and returns the history to send: the compacted
+// view when it compacted, else history unchanged. An error is returned
+// with history unchanged, so the caller can still save the input.
+func (res *Result) compact(ctx context.Context, opts RunOptions, history, input []recall.Item) ([]recall.Item, error) {
+	if opts.CompactTokens <= 0 || opts.Session == nil {
+		return history, nil
+	}
+	inTokens := recall.EstimateTokens(input...)
+	if recall.EstimateTokens(history...)+inTokens <= opts.CompactTokens {
+		return history, nil
+	}
+	ca, ok := opts.Session.(recall.CompactionAware)
+	if !ok {
+		return history, nil
+	}
+	// The session checks the trigger again on the whole view, which the
+	// input is not part of yet; a run racing another over one session
+	// thus compacts it once.
+	cr, err := ca.RunCompaction(ctx, recall.CompactionArgs{
+		KeepLast:      opts.CompactKeepLast,
+		TriggerTokens: max(opts.CompactTokens-inTokens, 1),
+	})
+	if err != nil {
+		return history, fmt.Errorf("compact session: %w", err)
+	}
+	if !cr.Compacted {
+		return history, nil
+	}
+	res.Compaction = &cr
+	h, err := opts.Session.GetItems(ctx, opts.HistoryLimit)
+	if err != nil {
+		return history, fmt.Errorf("load compacted history: %w", err)
+	}
+	return TrimOrphans(h), nil
+}

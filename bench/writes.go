@@ -1,0 +1,94 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// runW1 times every save of cfg.turns chat turns, in a new session per run.
+func runW1(ctx context.Context, h *harness, w *workload) {
+	p50, p99 := w.metrics[0], w.metrics[1]
+	entrants := h.participants(w)
+	for run := range h.cfg.runs {
+		for _, e := range entrants {
+			s := h.sub(ctx, e, "w1", p50, p99)
+			if s == nil || h.failed(e, p50, p99) {
+				continue
+			}
+			session := fmt.Sprintf("w1-run%d", run)
+			lat := make([]time.Duration, 0, 3*h.cfg.turns)
+			var err error
+			for t := 0; t < h.cfg.turns && err == nil; t++ {
+				for _, save := range h.corpus.turn(t) {
+					start := time.Now()
+					if err = s.append(ctx, session, save); err != nil {
+						break
+					}
+					lat = append(lat, time.Since(start))
+				}
+			}
+			if err == nil && run == 0 {
+				err = verifyLoad(ctx, s, session, 0, h.corpus.session(itemsPerTurn*h.cfg.turns))
+				if naReason(err) != "" {
+					err = nil // a floor that cannot read back
+				}
+			}
+			if h.fail(e, err, p50, p99) {
+				continue
+			}
+			h.record(p50, e, percentile(lat, 0.50))
+			h.record(p99, e, percentile(lat, 0.99))
+		}
+	}
+	for _, e := range entrants {
+		h.dropLogged(ctx, e, "w1")
+	}
+}
+
+// runW5 runs cfg.writers concurrent writers, each on its own session.
+func runW5(ctx context.Context, h *harness, w *workload) {
+	rate := w.metrics[0]
+	items := h.cfg.writers * h.cfg.writerTurns * itemsPerTurn
+	entrants := h.participants(w)
+	for run := range h.cfg.runs {
+		for _, e := range entrants {
+			s := h.sub(ctx, e, "w5", rate)
+			if s == nil || h.failed(e, rate) {
+				continue
+			}
+			var (
+				wg   sync.WaitGroup
+				mu   sync.Mutex
+				errs []error
+			)
+			start := time.Now()
+			for wr := range h.cfg.writers {
+				session := fmt.Sprintf("w5-run%d-writer%d", run, wr)
+				wg.Go(func() {
+					for t := range h.cfg.writerTurns {
+						for _, save := range h.corpus.turn(wr*h.cfg.writerTurns + t) {
+							if err := s.append(ctx, session, save); err != nil {
+								mu.Lock()
+								errs = append(errs, err)
+								mu.Unlock()
+								return
+							}
+						}
+					}
+				})
+			}
+			wg.Wait()
+			elapsed := time.Since(start)
+			if len(errs) > 0 {
+				h.fail(e, errs[0], rate)
+				continue
+			}
+			h.record(rate, e, elapsed/time.Duration(items))
+		}
+	}
+	for _, e := range entrants {
+		h.dropLogged(ctx, e, "w5")
+	}
+}

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/agent"
+	"github.com/recallkit/recall/compact"
+	"github.com/recallkit/recall/provider/offline"
+)
+
+// compactFlags are the flags of recall compact.
+type compactFlags struct {
+	keep         int
+	instructions string
+	purge        bool
+	model        modelFlags
+}
+
+func newCompactCmd(a *app) *cobra.Command {
+	var f compactFlags
+	cmd := &cobra.Command{
+		Use:   "compact ID",
+		Short: "Summarize the older part of a session to shrink what the model is sent",
+		Long: `Compact a session: its older items are replaced, in what the model sees, by
+a summary the model writes, and the newest items are kept as they are (at
+least --keep, more when the cut would separate a tool call from its output).
+On OpenAI's Responses API the server's own compact endpoint is used instead
+of a summary.
+
+The replaced items stay in the session's log: 'recall show ID --full' and
+'recall show ID --format jsonl' still show them. --purge then removes them
+for good, rewriting the log (file store and mem:// only); the session's
+title, labels and state are kept.
+
+Compaction asks the model configured as for 'recall chat' (OPENAI_API_KEY,
+OPENAI_BASE_URL, RECALL_MODEL or the flags below). 'recall chat' compacts
+by itself past --compact-tokens, and /compact compacts by hand.`,
+		Example: `  recall compact 0199a3f2-1b
+  recall compact 0199a3f2-1b --keep 4 --instructions "keep every API decision"
+  recall compact 0199a3f2-1b --purge`,
+		Args: args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			return a.compact(cmd.Context(), argv[0], f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.IntVar(&f.keep, "keep", compact.DefaultKeepLast, "keep at least the newest `N` items verbatim")
+	fl.StringVar(&f.instructions, "instructions", "", "extra guidance for the summary, e.g. \"keep the API decisions\"")
+	fl.BoolVar(&f.purge, "purge", false, "then remove the replaced entries from the log for good")
+	f.model.register(fl)
+	return cmd
+}
+
+func (a *app) compact(ctx context.Context, ref string, f compactFlags) error {
+	if f.keep < 0 {
+		return usageError("--keep 0 summarizes everything", "--keep must not be negative")
+	}
+	model, err := f.model.build()
+	if err != nil {
+		return err
+	}
+	c, err := compactor(model.model)
+	if err != nil {
+		return err
+	}
+	st, m, err := a.resolve(ctx, ref)
+	if err != nil {
+		return err
+	}
+	keep := f.keep
+	if keep == 0 {
+		keep = -1 // CompactionArgs: 0 is the default, negative keeps none
+	}
+	res, err := compact.NewSession(st, m.Key, c, compact.Options{}).RunCompaction(ctx, recall.CompactionArgs{
+		Force: true, KeepLast: keep, Instructions: f.instructions,
+	})
+	if err != nil {
+		return fmt.Errorf("compact %s: %w", m.Key.Session, err)
+	}
+	var purged *recall.PurgeResult
+	if f.purge {
+		p, ok := st.(recall.Purger)
+		if !ok {
+			return withHint(fmt.Errorf("purge %s: %w: this store cannot rewrite a log", m.Key.Session, recall.ErrUnsupported),
+				"the file store (the default) and mem:// can purge; the compaction itself is done")
+		}
+		pr, err := p.Purge(ctx, m.Key)
+		if err != nil {
+			return fmt.Errorf("purge %s: %w", m.Key.Session, err)
+		}
+		purged = &pr
+	}
+	if a.json {
+		return a.printJSON(struct {
+			Session    string                   `json:"session"`
+			Compaction recall.CompactionResult `json:"compaction"`
+			Purge      *recall.PurgeResult      `json:"purge,omitempty"`
+		}{m.Key.Session, res, purged})
+	}
+	a.printf("%s\n", describeCompaction(m.Key.Session, res))
+	if purged != nil {
+		a.printf("purged %d replaced log entries\n", purged.Dropped)
+	}
+	return nil
+}
+
+// describeCompaction is the status line of a compaction.
+func describeCompaction(id string, r recall.CompactionResult) string {
+	if !r.Compacted {
+		return fmt.Sprintf("%s: nothing to compact (%s, all kept)", id, count(r.Before, "item"))
+	}
+	return fmt.Sprintf("compacted %s: %s -> %d (%d summarized, %d kept; ~%d -> ~%d tokens; %s)",
+		id, count(r.Before, "item"), r.After, r.Summarized, r.Kept, r.TokensBefore, r.TokensAfter, r.Strategy)
+}
+
+// compactor returns what compacts sessions for model: the server's
+// compact endpoint where it has one, else a summary by the model. The
+// offline model cannot summarize, so it is refused.
+func compactor(model agent.Model) (compact.Compactor, error) {
+	if _, ok := model.(offline.Model); ok {
+		return nil, withHint(errors.New("compaction needs a model to summarize, and none is configured"),
+			"set OPENAI_API_KEY (and OPENAI_BASE_URL for another server)")
+	}
+	sum := &compact.Summarizer{Model: model}
+	if e, ok := model.(compact.Endpoint); ok {
+		return compact.Fallback(compact.Server(e), sum), nil
+	}
+	return sum, nil
+}

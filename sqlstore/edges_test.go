@@ -1,0 +1,35 @@
+package sqlstore
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/storetest"
+)
+
+// The edge-case items of docs/ITEMS.md, on both dialects.
+
+func TestEdgesSQLite(t *testing.T) {
+	storetest.RunEdges(t, func(t *testing.T, max int) recall.Store {
+		s, err := OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "recall.db"), Options{MaxItemSize: max})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+}
+
+func TestEdgesPostgres(t *testing.T) {
+	needPostgres(t)
+	storetest.RunEdges(t, func(t *testing.T, max int) recall.Store {
+		schema := testSchema()
+		t.Cleanup(func() { dropSchema(t, schema) })
+		s, err := OpenPostgres(context.Background(), pgDSN(), Options{Schema: schema, MaxItemSize: max})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+}
