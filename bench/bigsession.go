@@ -67,23 +67,14 @@ func runW2(ctx context.Context, h *harness, w *workload) {
 	entrants := h.bigEntrants(ctx, w)
 	want := h.corpus.session(h.cfg.bigItems)
 	for range h.cfg.runs {
-		for _, e := range entrants {
-			s := e.subs[bigScope]
-			for i, m := range w.metrics {
-				if h.failed(e, m) {
-					continue
-				}
-				limit := 0
-				if i == 1 {
-					limit = h.cfg.tailItems
-				}
-				d, err := repeat(h.cfg.minRunTime, h.cfg.maxOpsPerRun, func(int) error {
-					return verifyLoad(ctx, s, bigSession, limit, want)
-				})
-				if !h.fail(e, err, m) {
-					h.record(m, e, d)
-				}
+		for i, m := range w.metrics {
+			limit := 0
+			if i == 1 {
+				limit = h.cfg.tailItems
 			}
+			h.interleave(entrants, m, func(e *entrant, _ int) (time.Duration, error) {
+				return timed(func() error { return verifyLoad(ctx, e.subs[bigScope], bigSession, limit, want) })
+			})
 		}
 	}
 }
@@ -94,21 +85,15 @@ func runW4(ctx context.Context, h *harness, w *workload) {
 	entrants := h.bigEntrants(ctx, w)
 	want := h.corpus.session(h.cfg.bigItems)
 	for run := range h.cfg.runs {
-		for _, e := range entrants {
+		h.interleave(entrants, fork, func(e *entrant, i int) (time.Duration, error) {
 			s := e.subs[bigScope]
-			if h.failed(e, fork) {
-				continue
+			dst := fmt.Sprintf("fork-run%d-%d", run, i)
+			d, err := timed(func() error { return s.fork(ctx, bigSession, dst) })
+			if err == nil && run == 0 && i == 0 {
+				err = verifyLoad(ctx, s, dst, 0, want)
 			}
-			d, err := repeat(h.cfg.minRunTime, h.cfg.maxOpsPerRun, func(i int) error {
-				return s.fork(ctx, bigSession, fmt.Sprintf("fork-run%d-%d", run, i))
-			})
-			if err == nil && run == 0 {
-				err = verifyLoad(ctx, s, "fork-run0-0", 0, want)
-			}
-			if !h.fail(e, err, fork) {
-				h.record(fork, e, d)
-			}
-		}
+			return d, err
+		})
 	}
 }
 
@@ -121,32 +106,20 @@ func runW6(ctx context.Context, h *harness, w *workload) {
 	want := h.corpus.session(h.cfg.bigItems)
 	newest := want[len(want)-1]
 	for range h.cfg.runs {
-		for _, e := range entrants {
+		h.interleave(entrants, pop, func(e *entrant, i int) (time.Duration, error) {
 			s := e.subs[bigScope]
-			if h.failed(e, pop) {
-				continue
-			}
-			var (
-				timed time.Duration
-				n     int
-				err   error
-			)
-			for err == nil && n < h.cfg.maxOpsPerRun && (n == 0 || timed < h.cfg.minRunTime) {
-				start := time.Now()
-				var got recall.Item
+			var got recall.Item
+			d, err := timed(func() (err error) {
 				got, err = s.pop(ctx, bigSession)
-				timed += time.Since(start)
-				n++
-				if err == nil && !bytes.Equal(got, newest) {
-					err = fmt.Errorf("pop %d returned %.60q, want the newest item %.60q", n, got, newest)
-				}
-				if err == nil {
-					err = s.append(ctx, bigSession, []recall.Item{got})
-				}
+				return err
+			})
+			if err == nil && !bytes.Equal(got, newest) {
+				err = fmt.Errorf("pop %d returned %.60q, want the newest item %.60q", i+1, got, newest)
 			}
-			if !h.fail(e, err, pop) {
-				h.record(pop, e, timed/time.Duration(n))
+			if err == nil {
+				err = s.append(ctx, bigSession, []recall.Item{got})
 			}
-		}
+			return d, err
+		})
 	}
 }

@@ -134,6 +134,50 @@ func (h *harness) record(m metric, e *entrant, v time.Duration) {
 	c.runs = append(c.runs, v.Seconds())
 }
 
+// interleave measures one run of metric m for every entrant of es that has
+// not failed it. It goes round-robin: each round, every entrant that still
+// needs samples does one op, until it has spent minRunTime in its ops (at
+// least one op) or done maxOpsPerRun of them; the run's value is its mean
+// time per op. Interleaving makes the entrants share the same stretch of
+// machine load, which on a shared machine matters more than anything else
+// to their ratios. op returns the time to count for op number i; it may
+// do untimed work besides.
+func (h *harness) interleave(es []*entrant, m metric, op func(e *entrant, i int) (time.Duration, error)) {
+	type state struct {
+		e     *entrant
+		spent time.Duration
+		n     int
+	}
+	var live []*state
+	for _, e := range es {
+		if !h.failed(e, m) {
+			live = append(live, &state{e: e})
+		}
+	}
+	for len(live) > 0 {
+		live = slices.DeleteFunc(live, func(st *state) bool {
+			d, err := op(st.e, st.n)
+			if h.fail(st.e, err, m) {
+				return true
+			}
+			st.spent += d
+			st.n++
+			if st.spent >= h.cfg.minRunTime || st.n >= h.cfg.maxOpsPerRun {
+				h.record(m, st.e, st.spent/time.Duration(st.n))
+				return true
+			}
+			return false
+		})
+	}
+}
+
+// timed returns how long f took, and its error.
+func timed(f func() error) (time.Duration, error) {
+	start := time.Now()
+	err := f()
+	return time.Since(start), err
+}
+
 // eachConcurrently calls f for every entrant of es at once, each in its
 // own goroutine: set-up is not timed, and most of it waits on fsync or a
 // server, so it overlaps well.

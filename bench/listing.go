@@ -27,22 +27,18 @@ func runW3(ctx context.Context, h *harness, w *workload) {
 			want = append(want, listSessionID(j))
 		}
 		for range h.cfg.runs {
-			for _, e := range entrants {
-				for _, m := range ms {
-					if h.failed(e, m) || m == bigWarm && e.stateless {
+			for _, m := range ms {
+				warm := m == bigWarm
+				var es []*entrant
+				for _, e := range entrants {
+					if warm && (e.stateless || h.failed(e, m) || h.sub(ctx, e, scope, m) == nil) {
 						continue
 					}
-					warm := m == bigWarm
-					if warm && h.sub(ctx, e, scope, m) == nil {
-						continue
-					}
-					d, err := repeat(h.cfg.minRunTime, h.cfg.maxOpsPerRun, func(int) error {
-						return listOnce(ctx, h, e, scope, warm, want)
-					})
-					if !h.fail(e, err, m) {
-						h.record(m, e, d)
-					}
+					es = append(es, e)
 				}
+				h.interleave(es, m, func(e *entrant, _ int) (time.Duration, error) {
+					return timed(func() error { return listOnce(ctx, h, e, scope, warm, want) })
+				})
 			}
 		}
 		if i == 0 {

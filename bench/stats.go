@@ -31,19 +31,3 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 	rank := int(math.Ceil(p * float64(len(s))))
 	return s[min(max(rank, 1), len(s))-1]
 }
-
-// repeat runs op until minTime has passed or maxOps ops have run, at least
-// once, and returns the mean time per op. It stops at the first error.
-func repeat(minTime time.Duration, maxOps int, op func(i int) error) (time.Duration, error) {
-	start := time.Now()
-	n := 0
-	for {
-		if err := op(n); err != nil {
-			return 0, err
-		}
-		n++
-		if n >= maxOps || time.Since(start) >= minTime {
-			return time.Since(start) / time.Duration(n), nil
-		}
-	}
-}

@@ -3,7 +3,9 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"io"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -57,23 +59,44 @@ func TestPercentile(t *testing.T) {
 	}
 }
 
-func TestRepeat(t *testing.T) {
-	n := 0
-	if _, err := repeat(time.Hour, 7, func(int) error { n++; return nil }); err != nil || n != 7 {
-		t.Errorf("repeat with maxOps 7 ran %d times (err %v)", n, err)
-	}
-	n = 0
-	if _, err := repeat(0, 100, func(int) error { n++; return nil }); err != nil || n != 1 {
-		t.Errorf("repeat with no minimum time ran %d times, want 1 (err %v)", n, err)
-	}
+func TestInterleave(t *testing.T) {
+	cfg := tinyConfig()
+	cfg.minRunTime = 10 * time.Millisecond
+	cfg.maxOpsPerRun = 50
+	fast, slow, broken := &entrant{contender: contender{name: "fast"}}, &entrant{contender: contender{name: "slow"}}, &entrant{contender: contender{name: "broken"}}
+	h := newHarness(cfg, nil, io.Discard)
+	m := metric{id: "m"}
+	var order []string
 	boom := errors.New("boom")
-	if _, err := repeat(time.Hour, 100, func(i int) error {
-		if i == 2 {
-			return boom
+	h.interleave([]*entrant{fast, slow, broken}, m, func(e *entrant, i int) (time.Duration, error) {
+		order = append(order, e.name)
+		switch e {
+		case slow:
+			return 6 * time.Millisecond, nil // counted, not slept
+		case broken:
+			if i == 1 {
+				return 0, boom
+			}
 		}
-		return nil
-	}); !errors.Is(err, boom) {
-		t.Errorf("repeat returned %v, want the op's error", err)
+		return time.Millisecond, nil
+	})
+	// Round-robin: fast, slow, broken; fast, slow, broken (fails); then fast
+	// alone until it has 10 ms.
+	want := []string{"fast", "slow", "broken", "fast", "slow", "broken"}
+	if len(order) < len(want) || !slices.Equal(order[:len(want)], want) {
+		t.Fatalf("ops ran in the order %v, want it to start %v", order, want)
+	}
+	if c := h.results["m"]["fast"]; len(c.runs) != 1 || c.runs[0] != 0.001 {
+		t.Errorf("fast: %+v, want one run of 1 ms per op", c)
+	}
+	if c := h.results["m"]["slow"]; len(c.runs) != 1 || c.runs[0] != 0.006 {
+		t.Errorf("slow: %+v, want one run of 6 ms per op (stopped at 12 ms)", c)
+	}
+	if c := h.results["m"]["broken"]; !errors.Is(c.err, boom) || len(c.runs) != 0 {
+		t.Errorf("broken: %+v, want its error and no run", c)
+	}
+	if n := strings.Count(strings.Join(order, " "), "fast"); n != 10 {
+		t.Errorf("fast ran %d ops, want 10 (10 ms of 1 ms ops)", n)
 	}
 }
 

@@ -58,56 +58,101 @@ func item500(i int) recall.Item {
 	return recall.Item(head + strings.Repeat("x", 500-len(head)-2) + `"}`)
 }
 
+// paired runs base and op alternately, b.N times each, so both see the
+// same machine at the same moments, and reports each one's time per call
+// (base-ms/op, op-ms/op) and x-base: base time / op time, the op's speed as
+// a fraction of the baseline's. On a shared machine this ratio is the
+// figure to trust; the separate sub-benchmarks give the absolute times.
+func paired(b *testing.B, base, op func()) {
+	var tBase, tOp time.Duration
+	i := 0
+	for b.Loop() {
+		first, second := base, op
+		if i%2 == 1 {
+			first, second = op, base
+		}
+		t0 := time.Now()
+		first()
+		t1 := time.Now()
+		second()
+		t2 := time.Now()
+		if i%2 == 0 {
+			tBase, tOp = tBase+t1.Sub(t0), tOp+t2.Sub(t1)
+		} else {
+			tOp, tBase = tOp+t1.Sub(t0), tBase+t2.Sub(t1)
+		}
+		i++
+	}
+	n := float64(b.N) * float64(time.Millisecond)
+	b.ReportMetric(float64(tBase)/n, "base-ms/op")
+	b.ReportMetric(float64(tOp)/n, "op-ms/op")
+	b.ReportMetric(float64(tBase)/float64(tOp), "x-base")
+}
+
 // BenchmarkAppend compares a durable (SyncAlways) append of one 500-byte
 // item, through Session.AddItems, with its raw baseline: a bare loop of a
 // 500-byte write and an fdatasync (the call the store makes) on an
-// O_APPEND file, and the same with a full fsync. A disk shared with other
-// work drifts: compare them within one run of the command, and repeat the
-// run rather than use -count (which repeats each one in a row).
+// O_APPEND file, and the same with a full fsync.
 func BenchmarkAppend(b *testing.B) {
-	for _, name := range []string{"raw-fdatasync", "raw-fsync"} {
-		b.Run(name, func(b *testing.B) {
-			f, err := os.OpenFile(filepath.Join(benchDir(b), "raw"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	ctx := context.Background()
+	it := item500(0)
+	line := append([]byte(it), '\n')
+	raw := func(b *testing.B, full bool) func() {
+		f, err := os.OpenFile(filepath.Join(benchDir(b), "raw"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { f.Close() })
+		return func() {
+			if _, err := f.Write(line); err != nil {
+				b.Fatal(err)
+			}
+			if full {
+				err = f.Sync()
+			} else {
+				err = unix.Fdatasync(int(f.Fd()))
+			}
 			if err != nil {
 				b.Fatal(err)
 			}
-			defer f.Close()
-			line := append([]byte(item500(0)), '\n')
-			b.SetBytes(int64(len(line)))
-			for b.Loop() {
-				if _, err := f.Write(line); err != nil {
-					b.Fatal(err)
-				}
-				if name == "raw-fsync" {
-					err = f.Sync()
-				} else {
-					err = unix.Fdatasync(int(f.Fd()))
-				}
-				if err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
+		}
 	}
-	b.Run("AddItems", func(b *testing.B) {
+	store := func(b *testing.B) func() {
 		s, err := filestore.Open(filestore.Options{Dir: benchDir(b)})
 		if err != nil {
 			b.Fatal(err)
 		}
-		defer s.Close()
-		ctx := context.Background()
+		b.Cleanup(func() { s.Close() })
 		sess := recall.NewSession(s, recall.Key{Project: "bench", Session: "append"})
-		it := item500(0)
 		if err := sess.AddItems(ctx, it); err != nil { // the log exists: measure appends, not creation
 			b.Fatal(err)
 		}
-		b.SetBytes(int64(len(it)))
-		for b.Loop() {
+		return func() {
 			if err := sess.AddItems(ctx, it); err != nil {
 				b.Fatal(err)
 			}
 		}
+	}
+	b.Run("raw-fdatasync", func(b *testing.B) {
+		op := raw(b, false)
+		for b.Loop() {
+			op()
+		}
 	})
+	b.Run("raw-fsync", func(b *testing.B) {
+		op := raw(b, true)
+		for b.Loop() {
+			op()
+		}
+	})
+	b.Run("AddItems", func(b *testing.B) {
+		op := store(b)
+		for b.Loop() {
+			op()
+		}
+	})
+	b.Run("AddItems-vs-raw-fdatasync", func(b *testing.B) { paired(b, raw(b, false), store(b)) })
+	b.Run("AddItems-vs-raw-fsync", func(b *testing.B) { paired(b, raw(b, true), store(b)) })
 }
 
 // makeSession writes a session of n 500-byte items with SyncNever, in
@@ -144,62 +189,71 @@ func BenchmarkLoad(b *testing.B) {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
-	b.Run("raw-read-split-valid", func(b *testing.B) {
-		b.SetBytes(fi.Size())
-		for b.Loop() {
-			data, err := os.ReadFile(path)
-			if err != nil {
-				b.Fatal(err)
-			}
-			n := 0
-			for line := range bytes.Lines(data) {
-				if json.Valid(line) {
-					n++
-				}
-			}
-			if n != 10_000 {
-				b.Fatalf("%d valid lines", n)
+	raw := func() {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		n := 0
+		for line := range bytes.Lines(data) {
+			if json.Valid(line) {
+				n++
 			}
 		}
-	})
-	b.Run("GetItems-all", func(b *testing.B) {
-		b.SetBytes(fi.Size())
-		sess := recall.NewSession(s, key)
-		for b.Loop() {
-			items, err := sess.GetItems(ctx, 0)
-			if err != nil || len(items) != 10_000 {
-				b.Fatal(len(items), err)
-			}
+		if n != 10_000 {
+			b.Fatalf("%d valid lines", n)
 		}
-	})
-	b.Run("Load", func(b *testing.B) {
-		b.SetBytes(fi.Size())
-		for b.Loop() {
-			_, es, err := s.Load(ctx, key)
-			if err != nil || len(es) != 10_000 {
-				b.Fatal(len(es), err)
-			}
+	}
+	getItems := func() {
+		items, err := recall.NewSession(s, key).GetItems(ctx, 0)
+		if err != nil || len(items) != 10_000 {
+			b.Fatal(len(items), err)
 		}
-	})
-}
-
-// BenchmarkGetItems20 reads the newest 20 items of sessions of 1,000 and
-// 100,000 items: the cost must not grow with the session.
-func BenchmarkGetItems20(b *testing.B) {
-	dir := benchDir(b)
-	ctx := context.Background()
-	for _, n := range []int{1_000, 100_000} {
-		s, key, _ := makeSession(b, dir, n)
-		b.Run(fmt.Sprintf("items=%d", n), func(b *testing.B) {
-			sess := recall.NewSession(s, key)
+	}
+	load := func() {
+		_, es, err := s.Load(ctx, key)
+		if err != nil || len(es) != 10_000 {
+			b.Fatal(len(es), err)
+		}
+	}
+	for _, bm := range []struct {
+		name string
+		op   func()
+	}{{"raw-read-split-valid", raw}, {"GetItems-all", getItems}, {"Load", load}} {
+		b.Run(bm.name, func(b *testing.B) {
+			b.SetBytes(fi.Size())
 			for b.Loop() {
-				items, err := sess.GetItems(ctx, 20)
-				if err != nil || len(items) != 20 {
-					b.Fatal(len(items), err)
-				}
+				bm.op()
 			}
 		})
 	}
+	b.Run("GetItems-all-vs-raw", func(b *testing.B) { paired(b, raw, getItems) })
+	b.Run("Load-vs-raw", func(b *testing.B) { paired(b, raw, load) })
+}
+
+// BenchmarkGetItems20 reads the newest 20 items of sessions of 1,000 and
+// 100,000 items: the cost must not grow with the session. The paired run
+// reports x-base = time on 1,000 items / time on 100,000 items.
+func BenchmarkGetItems20(b *testing.B) {
+	dir := benchDir(b)
+	ctx := context.Background()
+	ops := map[int]func(){}
+	for _, n := range []int{1_000, 100_000} {
+		s, key, _ := makeSession(b, dir, n)
+		sess := recall.NewSession(s, key)
+		ops[n] = func() {
+			items, err := sess.GetItems(ctx, 20)
+			if err != nil || len(items) != 20 {
+				b.Fatal(len(items), err)
+			}
+		}
+		b.Run(fmt.Sprintf("items=%d", n), func(b *testing.B) {
+			for b.Loop() {
+				ops[n]()
+			}
+		})
+	}
+	b.Run("100000-vs-1000", func(b *testing.B) { paired(b, ops[1_000], ops[100_000]) })
 }
 
 // makeProject writes sessions logs of items items each straight into a
@@ -260,65 +314,68 @@ func makeProject(b *testing.B, sessions, items int) string {
 // BenchmarkList10k lists the first page (50) of a project of 10,000
 // sessions of 20 items: from a store that has listed before ("warm"), from
 // a new store that must read the index file ("cold", as the CLI does), and
-// the baseline of parsing every log instead of reading an index.
+// the baseline of parsing every log instead of reading an index (Load of
+// each, the store's own fast reader). The paired runs report x-base =
+// parse time / List time: how many times faster List is.
 func BenchmarkList10k(b *testing.B) {
 	const sessions = 10_000
 	home := makeProject(b, sessions, 20)
 	ctx := context.Background()
-	check := func(b *testing.B, p recall.Page, err error) {
-		if err != nil || len(p.Sessions) != 50 || p.Sessions[0].Key.Session != fmt.Sprintf("s%05d", sessions-1) {
-			b.Fatalf("page of %d, first %v, %v", len(p.Sessions), p.Sessions[0].Key, err)
-		}
-	}
-	b.Run("warm", func(b *testing.B) {
+	open := func() *filestore.Store {
 		s, err := filestore.Open(filestore.Options{Dir: home})
 		if err != nil {
 			b.Fatal(err)
 		}
+		return s
+	}
+	list := func(s *filestore.Store) {
 		p, err := s.List(ctx, "bench", recall.ListOptions{})
-		check(b, p, err)
-		defer reportCPU(b)()
-		for b.Loop() {
-			p, err := s.List(ctx, "bench", recall.ListOptions{})
-			check(b, p, err)
+		if err != nil || len(p.Sessions) != 50 || p.Sessions[0].Key.Session != fmt.Sprintf("s%05d", sessions-1) {
+			b.Fatalf("page of %d, %v", len(p.Sessions), err)
 		}
-	})
-	b.Run("cold", func(b *testing.B) {
-		defer reportCPU(b)()
-		for b.Loop() {
-			s, err := filestore.Open(filestore.Options{Dir: home})
+	}
+	warmStore := open()
+	list(warmStore)
+	warm := func() { list(warmStore) }
+	cold := func() {
+		s := open()
+		list(s)
+		s.Close()
+	}
+	parser := open()
+	dir, _ := parser.ProjectDir("bench")
+	parse := func() {
+		names, err := filepath.Glob(filepath.Join(dir, "*.jsonl"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		var metas []recall.Meta
+		for _, name := range names {
+			key := recall.Key{Project: "bench", Session: strings.TrimSuffix(filepath.Base(name), ".jsonl")}
+			m, _, err := parser.Load(ctx, key)
 			if err != nil {
 				b.Fatal(err)
 			}
-			p, err := s.List(ctx, "bench", recall.ListOptions{})
-			check(b, p, err)
+			metas = append(metas, m)
 		}
-	})
-	b.Run("parse-every-log", func(b *testing.B) {
-		defer reportCPU(b)()
-		for b.Loop() {
-			s, err := filestore.Open(filestore.Options{Dir: home})
-			if err != nil {
-				b.Fatal(err)
-			}
-			dir, _ := s.ProjectDir("bench")
-			names, err := filepath.Glob(filepath.Join(dir, "*.jsonl"))
-			if err != nil {
-				b.Fatal(err)
-			}
-			var metas []recall.Meta
-			for _, name := range names {
-				key := recall.Key{Project: "bench", Session: strings.TrimSuffix(filepath.Base(name), ".jsonl")}
-				m, _, err := s.Load(ctx, key)
-				if err != nil {
-					b.Fatal(err)
-				}
-				metas = append(metas, m)
-			}
-			p, err := recall.Paginate(metas, recall.ListOptions{})
-			check(b, p, err)
+		if p, err := recall.Paginate(metas, recall.ListOptions{}); err != nil || len(p.Sessions) != 50 {
+			b.Fatal(len(p.Sessions), err)
 		}
-	})
+	}
+	parse() // the parser's own cache is warm: later Loads add nothing to the index
+	for _, bm := range []struct {
+		name string
+		op   func()
+	}{{"warm", warm}, {"cold", cold}, {"parse-every-log", parse}} {
+		b.Run(bm.name, func(b *testing.B) {
+			defer reportCPU(b)()
+			for b.Loop() {
+				bm.op()
+			}
+		})
+	}
+	b.Run("warm-vs-parse", func(b *testing.B) { paired(b, parse, warm) })
+	b.Run("cold-vs-parse", func(b *testing.B) { paired(b, parse, cold) })
 }
 
 // BenchmarkFork10k forks a 10,000-item session (durably) onto a new key.

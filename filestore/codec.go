@@ -157,7 +157,7 @@ func decodeFast(l []byte) (e recall.Entry, more, ok bool) {
 		}
 		e.Usage = &u
 	}
-	if p.rest() == "}" {
+	if len(p.b) == 1 && p.b[0] == '}' {
 		return e, more, true
 	}
 	if !p.lit(`,"data":`) || len(p.b) < 2 || p.b[len(p.b)-1] != '}' {
@@ -173,8 +173,6 @@ func decodeFast(l []byte) (e recall.Entry, more, ok bool) {
 
 // lineParser consumes a line from the front.
 type lineParser struct{ b []byte }
-
-func (p *lineParser) rest() string { return string(p.b) }
 
 func (p *lineParser) lit(s string) bool {
 	if len(p.b) < len(s) || string(p.b[:len(s)]) != s {

@@ -66,14 +66,14 @@ type record struct {
 
 	// A record is shared and, but for its lazily decoded Meta, immutable.
 	once    sync.Once
-	raw     []byte // Meta JSON from the journal, decoded on demand
-	meta    recall.Meta
+	raw     []byte       // Meta JSON from the journal, decoded on demand
+	meta    *recall.Meta // nil until decoded
 	metaErr error
 }
 
 func newRecord(key recall.Key, rel string, st fileStat, off int64, check uint32, unterminated bool, m recall.Meta) *record {
 	r := &record{rel: rel, key: key, st: st, off: off, check: check, unterminated: unterminated,
-		archived: m.Archived, empty: m.LastSeq == 0 && m.Corrupt == 0, updated: m.Updated, meta: m}
+		archived: m.Archived, empty: m.LastSeq == 0 && m.Corrupt == 0, updated: m.Updated, meta: &m}
 	r.once.Do(func() {})
 	return r
 }
@@ -81,9 +81,11 @@ func newRecord(key recall.Key, rel string, st fileStat, off int64, check uint32,
 // Meta returns a copy of the record's metadata, decoding it on first use.
 func (r *record) Meta() (recall.Meta, error) {
 	r.once.Do(func() {
-		if err := json.Unmarshal(r.raw, &r.meta); err != nil {
+		var m recall.Meta
+		if err := json.Unmarshal(r.raw, &m); err != nil {
 			r.metaErr = fmt.Errorf("index record %s: %w", r.rel, err)
 		}
+		r.meta = &m
 		r.raw = nil
 	})
 	if r.metaErr != nil {
@@ -330,6 +332,9 @@ func (p *projectIndex) refresh() error {
 	n, _ := f.ReadAt(buf, p.jOff) // a short read leaves the rest for next time
 	buf = buf[:n]
 	end := bytes.LastIndexByte(buf, '\n') + 1 // a torn last line waits
+	if len(p.recs) == 0 {
+		p.recs = make(map[string]*record, bytes.Count(buf[:end], []byte{'\n'}))
+	}
 	for _, line := range bytes.Split(buf[:end], []byte{'\n'}) {
 		if len(line) == 0 {
 			continue
@@ -422,7 +427,11 @@ func (p *projectIndex) appendJournal(buf []byte) {
 	if err != nil {
 		return
 	}
-	f.Write(buf) // one write: concurrent appenders never interleave lines
+	// One write, so concurrent appenders never interleave lines. It starts
+	// with a newline: if a crash left the journal's last line torn, the
+	// records must not glue onto it (the blank line this leaves otherwise
+	// is skipped).
+	f.Write(append([]byte{'\n'}, buf...))
 	f.Close()
 }
 

@@ -113,11 +113,16 @@ func statLogs(d *os.File, logs []logFile) []logFile {
 // from the log (usually from its last committed end). Re-derived records
 // are written back to the index.
 func (s *Store) freshRecords(ctx context.Context, p *projectIndex, parent string) ([]*record, error) {
-	p.mu.Lock()
-	p.refresh() // a journal that cannot be read only costs re-derivations
-	p.mu.Unlock()
-
+	// Read the journal while the directory is read and stat'ed: on a cold
+	// start both take a while, and they are independent.
+	var refreshed sync.WaitGroup
+	refreshed.Go(func() {
+		p.mu.Lock()
+		p.refresh() // a journal that cannot be read only costs re-derivations
+		p.mu.Unlock()
+	})
 	logs, err := listLogs(p.dir, parent)
+	refreshed.Wait()
 	if err != nil {
 		return nil, err
 	}

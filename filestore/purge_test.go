@@ -450,4 +450,3 @@ func copyHome(t *testing.T, src string) string {
 	}
 	return dst
 }
-

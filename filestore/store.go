@@ -94,9 +94,12 @@ func DefaultHome() (string, error) {
 	return filepath.Join(u, ".recall"), nil
 }
 
-// Open opens the store at opts.Dir, creating the directory if needed. It
-// fails with an error naming the path when the home cannot be created or
-// written to. Open reads no log: torn tails are repaired by the first write
+// Open opens the store at opts.Dir, creating the directory if needed; it
+// fails with an error naming the path when the home cannot be created. A
+// home that exists but cannot be written (a read-only mount, no write
+// permission) opens for reading: every write then fails with an error
+// that names the path and wraps the system's (EROFS, EACCES), and changes
+// nothing. Open reads no log: torn tails are repaired by the first write
 // to each session.
 func Open(opts Options) (*Store, error) {
 	if opts.Sync != SyncAlways && opts.Sync != SyncNever {
@@ -120,24 +123,9 @@ func Open(opts Options) (*Store, error) {
 	opts.Dir = home
 	root := filepath.Join(home, projectsDir)
 	if err := mkdirDurable(root, 0o700); err != nil {
-		return nil, fmt.Errorf("filestore: home %s is not usable: %w", home, err)
-	}
-	if err := probeWritable(root); err != nil {
-		return nil, fmt.Errorf("filestore: home %s is not writable: %w", home, err)
+		return nil, fmt.Errorf("filestore: home %s cannot be created: %w", home, err)
 	}
 	return &Store{home: home, root: root, opts: opts, projects: map[string]*projectIndex{}}, nil
-}
-
-// probeWritable creates and removes a file in dir, so that a read-only home
-// fails at Open with its path rather than at the first append.
-func probeWritable(dir string) error {
-	f, err := os.CreateTemp(dir, "#probe-*")
-	if err != nil {
-		return err
-	}
-	name := f.Name()
-	f.Close()
-	return os.Remove(name)
 }
 
 // Home returns the store's home directory (absolute).

@@ -125,7 +125,7 @@ func killedMidReplication(t *testing.T, kind, url, name string) {
 	replicated := func() int64 { return total(t, probe) }
 
 	var last int64
-	for round := range 3 {
+	for round := range 2 {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.v")
 		cmd.Env = append(os.Environ(), envCrashChild+"=1", envCrashDir+"="+dir, envCrashState+"="+state,
 			envCrashKind+"="+kind, envCrashURL+"="+url, envCrashName+"="+name)

@@ -18,10 +18,12 @@ var ErrNotFlushed = errors.New("mirror: replica not up to date")
 
 // Flush waits until the replica holds everything written through the
 // mirror so far, and everything the start-up scan found behind, or until
-// ctx ends. It returns early, with ErrNotFlushed, when nothing can make
-// progress before ctx's deadline (the replica is down and the next retry
-// is later). Sessions that cannot be replicated (ErrDiverged, an entry the
-// replica refuses) also make it return ErrNotFlushed.
+// ctx ends. While the replica is down nothing counts as flushed: once it
+// answers again, every session is checked against it (it may have come
+// back empty) before Flush returns nil. Flush returns early, with
+// ErrNotFlushed, when nothing can make progress before ctx's deadline (the
+// next retry is later). Sessions that cannot be replicated (ErrDiverged, an
+// entry the replica refuses) also make it return ErrNotFlushed.
 func (s *Store) Flush(ctx context.Context) error {
 	if err := s.open(); err != nil {
 		return err
@@ -88,6 +90,12 @@ func (s *Store) backlogLocked() (pending, stuck int, earliest time.Time) {
 	if s.scanning {
 		pending++
 		earliest = now
+	}
+	if s.outage > 0 {
+		// Until the replica answers again, and every session is checked
+		// against it, nothing is known to be replicated.
+		pending++
+		earliest = minTime(earliest, maxTime(now, gate))
 	}
 	for _, st := range s.sessions {
 		switch {

@@ -440,6 +440,37 @@ func TestReplicaThatLostDataIsRefilled(t *testing.T) {
 	}
 }
 
+// The end of an outage is noticed, and the replica refilled, even when the
+// session whose failure began it is gone and nothing else is queued.
+func TestOutageEndIsProbedWithNothingQueued(t *testing.T) {
+	ctx := context.Background()
+	primary := memstore.New(memstore.Options{})
+	replica := newFaulty(memstore.New(memstore.Options{}), 6)
+	m := newMirror(t, primary, replica, fastOptions(""))
+	idle, gone := recall.Key{Project: "p", Session: "idle"}, recall.Key{Project: "p", Session: "gone"}
+	if _, err := m.Append(ctx, idle, recall.ItemEntry(item("a"))); err != nil {
+		t.Fatal(err)
+	}
+	flush(t, m, 10*time.Second)
+	replica.setDown(true)
+	if _, err := m.Append(ctx, gone, recall.ItemEntry(item("b"))); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the outage to be seen", func() bool { return m.Summary(ctx).ReplicaDown })
+	replica.wipe()
+	replica.setDown(false)
+	if err := m.Remove(ctx, gone); err != nil {
+		t.Fatal(err)
+	}
+	flush(t, m, 10*time.Second)
+	if err := diffLogs(t, primary, replica.store(), true); err != nil {
+		t.Fatal(err)
+	}
+	if sum := m.Summary(ctx); sum.ReplicaDown {
+		t.Fatalf("the outage is still reported: %+v", sum)
+	}
+}
+
 // Recheck refills a replica that lost data while the mirror saw no error.
 func TestRecheck(t *testing.T) {
 	ctx := context.Background()

@@ -3,6 +3,7 @@ package mirror
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"time"
 
@@ -104,11 +105,38 @@ func (s *Store) broadcastLocked() {
 	s.changed = make(chan struct{})
 }
 
+// probing stands for the probe of a down replica while no session is
+// queued (see next and probe), in Store.prober.
+var probing = &session{}
+
+// probeKey is the key a probe asks the replica about; it need not exist.
+var probeKey = recall.Key{Project: "recall-mirror-probe", Session: "probe"}
+
+// job is what next hands a worker: a session to replicate, or a probe.
+type job struct {
+	key   recall.Key
+	st    *session
+	probe bool
+}
+
 // next takes the first runnable session off the queue. When there is none
-// it returns how long to wait before asking again (0: until woken).
-func (s *Store) next() (recall.Key, *session, time.Duration) {
+// it returns how long to wait before asking again (0: until woken). While
+// the replica is down and nothing is queued, it hands out a probe when the
+// backoff allows: the end of an outage must be seen even when no session
+// is owed anything, since it calls for a recheck of every session.
+func (s *Store) next() (job, time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closedDone() {
+		return job{}, 0 // stopping: the worker sees ctx done
+	}
+	if len(s.queue) == 0 && s.outage > 0 && s.prober == nil {
+		if wait := time.Until(s.gate); wait > 0 && !s.closed {
+			return job{}, wait
+		}
+		s.prober = probing
+		return job{probe: true}, 0
+	}
 	for len(s.queue) > 0 {
 		key := s.queue[0]
 		st := s.sessions[key]
@@ -119,18 +147,18 @@ func (s *Store) next() (recall.Key, *session, time.Duration) {
 		// Due times grow along the queue: when the first is not due, none
 		// is. A shutdown does not wait for them.
 		if wait := time.Until(st.due); wait > 0 && !s.closed {
-			return recall.Key{}, nil, wait
+			return job{}, wait
 		}
 		// A shutdown tries the replica once more at once, whatever the
 		// backoff, and gives up if that fails (see Shutdown).
-		if wait := time.Until(s.gate); wait > 0 {
-			return recall.Key{}, nil, wait
+		if wait := time.Until(s.gate); wait > 0 && !s.closed {
+			return job{}, wait
 		}
 		if s.outage > 0 {
 			// While the replica is down one session probes it; the rest
 			// wait for its answer rather than fail in parallel.
 			if s.prober != nil {
-				return recall.Key{}, nil, 0
+				return job{}, 0
 			}
 		}
 		s.queue = s.queue[1:]
@@ -141,9 +169,9 @@ func (s *Store) next() (recall.Key, *session, time.Duration) {
 		if len(s.queue) > 0 {
 			s.signal(s.wake) // another worker can take the next one
 		}
-		return key, st, 0
+		return job{key: key, st: st}, 0
 	}
-	return recall.Key{}, nil, 0
+	return job{}, 0
 }
 
 // worker replicates queued sessions until the mirror shuts down.
@@ -151,9 +179,13 @@ func (s *Store) worker() {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	for {
-		key, st, wait := s.next()
-		if st != nil {
-			s.replicate(key, st)
+		j, wait := s.next()
+		switch {
+		case j.probe:
+			s.probe()
+			continue
+		case j.st != nil:
+			s.replicate(j.key, j.st)
 			continue
 		}
 		if wait > 0 {
@@ -268,6 +300,28 @@ func (s *Store) replicate(key recall.Key, st *session) {
 		st.dirty, st.verified = true, false
 		s.recordLocked(st, err)
 		s.retryLaterLocked(key, st)
+	}
+}
+
+// probe asks the replica about a key, to learn whether it is back. Any
+// answer, ErrNotFound included, ends the outage.
+func (s *Store) probe() {
+	ctx, cancel := context.WithTimeout(s.ctx, s.opts.CallTimeout)
+	_, err := s.replica.Stat(ctx, probeKey)
+	cancel()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	defer s.broadcastLocked()
+	s.prober = nil
+	switch {
+	case err == nil || errors.Is(err, recall.ErrNotFound):
+		s.replicaAnsweredLocked()
+	case s.ctx.Err() != nil:
+		// shutting down
+	default:
+		err = fmt.Errorf("mirror: probe replica: %w", err)
+		s.lastErr, s.lastErrAt = err.Error(), time.Now()
+		s.replicaFailedLocked(err)
 	}
 }
 

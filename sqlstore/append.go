@@ -49,10 +49,9 @@ func (s *Store) writeEntries(ctx context.Context, q querier, row *sessionRow, en
 	for _, e := range entries {
 		row.meta.Apply(e)
 	}
-	args := s.metaArgs(row.meta)
 	if row.sid == 0 {
 		k := row.meta.Key
-		args = append([]any{k.Project, k.Session, k.Subpath}, args...)
+		args := append([]any{k.Project, k.Session, k.Subpath}, s.metaArgs(row.meta)...)
 		err := q.queryRow(ctx, `INSERT INTO sessions (project, id, subpath, `+strings.Join(metaSetCols, ", ")+`)
 			VALUES (`+placeholders(1, len(args))+`)
 			ON CONFLICT (project, id, subpath) DO NOTHING RETURNING sid`, args...).Scan(&row.sid)
@@ -62,17 +61,21 @@ func (s *Store) writeEntries(ctx context.Context, q querier, row *sessionRow, en
 		if err != nil {
 			return err
 		}
-	} else {
-		set := make([]string, len(metaSetCols))
-		for i, c := range metaSetCols {
-			set[i] = c + " = $" + strconv.Itoa(i+2)
-		}
-		if _, err := q.exec(ctx, `UPDATE sessions SET `+strings.Join(set, ", ")+` WHERE sid = $1`,
-			append([]any{row.sid}, args...)...); err != nil {
-			return err
-		}
+	} else if err := s.updateRow(ctx, q, row.sid, row.meta); err != nil {
+		return err
 	}
 	return s.db.insertEntries(ctx, q, row.sid, entries)
+}
+
+// updateRow writes meta into session sid's row.
+func (s *Store) updateRow(ctx context.Context, q querier, sid int64, meta recall.Meta) error {
+	set := make([]string, len(metaSetCols))
+	for i, c := range metaSetCols {
+		set[i] = c + " = $" + strconv.Itoa(i+2)
+	}
+	_, err := q.exec(ctx, `UPDATE sessions SET `+strings.Join(set, ", ")+` WHERE sid = $1`,
+		append([]any{sid}, s.metaArgs(meta)...)...)
+	return err
 }
 
 // placeholders returns "$from, ..., $(from+n-1)".

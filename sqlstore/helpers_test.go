@@ -6,51 +6,29 @@ import (
 	"encoding/hex"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/internal/testsvc"
 )
 
-// pgDSN is the PostgreSQL server the tests use.
+// pgDSN is the shared PostgreSQL server the tests use (child processes
+// read it too, so it takes no testing.TB; needPostgres checks it answers).
 func pgDSN() string {
 	if dsn := os.Getenv("RECALL_TEST_POSTGRES"); dsn != "" {
 		return dsn
 	}
-	return "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+	return testsvc.DefaultPostgres
 }
 
-var (
-	pgOnce sync.Once
-	pgErr  error
-)
-
-// needPostgres skips the test, loudly, when the PostgreSQL server is not
-// reachable, or fails it when RECALL_REQUIRE_SERVICES=1.
+// needPostgres skips the test, loudly, when the shared PostgreSQL server
+// is not reachable, or fails it when RECALL_REQUIRE_SERVICES=1.
 func needPostgres(t testing.TB) {
 	t.Helper()
-	pgOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		c, err := pgx.Connect(ctx, pgDSN())
-		if err == nil {
-			err = c.Ping(ctx)
-			c.Close(ctx)
-		}
-		pgErr = err
-	})
-	if pgErr == nil {
-		return
-	}
-	msg := "\n\n*** PostgreSQL is NOT reachable at " + Redact(pgDSN()) + ": " + pgErr.Error() +
-		"\n*** run /work/shared/services-up (or set RECALL_TEST_POSTGRES); skipping PostgreSQL tests ***\n\n"
-	if os.Getenv("RECALL_REQUIRE_SERVICES") == "1" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
+	testsvc.PostgresDSN(t)
 }
 
 // testSchema returns a new schema name, unique to this test run.

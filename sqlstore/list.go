@@ -27,21 +27,13 @@ func (s *Store) List(ctx context.Context, project string, opts recall.ListOption
 	if err != nil {
 		return recall.Page{}, fmt.Errorf("sqlstore: list: %w", err)
 	}
-	rs, err := s.db.q().query(ctx, stmt, a...)
-	if err != nil {
-		return recall.Page{}, fmt.Errorf("sqlstore: list %q: %w", project, err)
-	}
-	defer rs.Close()
 	var p recall.Page
-	p.Sessions = []recall.Meta{}
-	for rs.Next() {
-		_, m, err := scanMeta(rs)
-		if err != nil {
-			return recall.Page{}, fmt.Errorf("sqlstore: list %q: %w", project, err)
-		}
-		p.Sessions = append(p.Sessions, m)
-	}
-	if err := rs.Err(); err != nil {
+	err = s.read(func() error {
+		var err error
+		p, err = s.listPage(ctx, stmt, a)
+		return err
+	})
+	if err != nil {
 		return recall.Page{}, fmt.Errorf("sqlstore: list %q: %w", project, err)
 	}
 	if limit > 0 && len(p.Sessions) > limit {
@@ -97,24 +89,52 @@ func (s *Store) Projects(ctx context.Context) ([]recall.ProjectInfo, error) {
 	if s.closed.Load() {
 		return nil, fmt.Errorf("sqlstore: %w", recall.ErrClosed)
 	}
+	var out []recall.ProjectInfo
+	err := s.read(func() error {
+		var err error
+		out, err = s.projects(ctx)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: projects: %w", err)
+	}
+	return out, nil
+}
+
+func (s *Store) projects(ctx context.Context) ([]recall.ProjectInfo, error) {
 	rs, err := s.db.q().query(ctx, `SELECT project, count(*), max(updated_at) FROM sessions
 		WHERE subpath = '' GROUP BY project ORDER BY project`)
 	if err != nil {
-		return nil, fmt.Errorf("sqlstore: projects: %w", err)
+		return nil, err
 	}
 	defer rs.Close()
 	out := []recall.ProjectInfo{}
 	for rs.Next() {
 		var p recall.ProjectInfo
 		if err := rs.Scan(&p.Project, &p.Sessions, dbTime{&p.Updated}); err != nil {
-			return nil, fmt.Errorf("sqlstore: projects: %w", err)
+			return nil, err
 		}
 		out = append(out, p)
 	}
-	if err := rs.Err(); err != nil {
-		return nil, fmt.Errorf("sqlstore: projects: %w", err)
+	return out, rs.Err()
+}
+
+// listPage runs a List statement and reads its rows.
+func (s *Store) listPage(ctx context.Context, stmt string, a args) (recall.Page, error) {
+	rs, err := s.db.q().query(ctx, stmt, a...)
+	if err != nil {
+		return recall.Page{}, err
 	}
-	return out, nil
+	defer rs.Close()
+	p := recall.Page{Sessions: []recall.Meta{}}
+	for rs.Next() {
+		_, m, err := scanMeta(rs)
+		if err != nil {
+			return recall.Page{}, err
+		}
+		p.Sessions = append(p.Sessions, m)
+	}
+	return p, rs.Err()
 }
 
 // args collects the arguments of a statement built piece by piece.

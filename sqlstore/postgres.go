@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"hash/fnv"
 	"time"
 
@@ -16,9 +17,17 @@ import (
 // OpenPostgres opens (and creates or migrates, as needed) a store in the
 // PostgreSQL database dsn names, a URL ("postgres://user:pass@host/db") or
 // keyword/value string as pgx accepts; pool settings such as
-// pool_max_conns may be given in it. The tables live in opts.Schema. An
-// unreachable server, a bad DSN or a schema newer than this program is an
-// error naming the store, with the password redacted.
+// pool_max_conns (default: 4 or the number of CPUs, whichever is more) may
+// be given in it. The tables live in opts.Schema. An unreachable server, a
+// bad DSN or a schema newer than this program is an error naming the
+// store, with the password redacted.
+//
+// The pool survives a server restart: a connection idle for more than a
+// second is pinged before use and replaced if dead, a statement that
+// failed before anything reached the server is retried, and so is a read
+// whose connection died under it. A write whose statement was in flight
+// when the server went away fails, saying its outcome is unknown; it is
+// never retried, since it may have committed.
 func OpenPostgres(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
@@ -90,21 +99,46 @@ func (b *pgBackend) timeArg(t time.Time) any { return t.UTC() }
 func (b *pgBackend) close() { b.pool.Close() }
 
 // view runs fn in a REPEATABLE READ, READ ONLY transaction: one snapshot
-// for all its statements.
+// for all its statements. Being read-only, it is run again when the
+// connection was lost.
 func (b *pgBackend) view(ctx context.Context, fn func(ctx context.Context, q querier) error) error {
-	return b.retry(ctx, func() error {
+	attempt := func() error {
 		return pgx.BeginTxFunc(ctx, b.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly},
 			func(tx pgx.Tx) error { return fn(ctx, pgQuerier{tx}) })
-	})
+	}
+	err := b.retry(ctx, attempt)
+	if err != nil && b.lostConnection(err) {
+		err = b.retry(ctx, attempt)
+	}
+	return err
+}
+
+// lostConnection reports an error that did not come from the server (no
+// PgError), nor from the caller's context or a missing row: the
+// connection failed under the statement.
+func (b *pgBackend) lostConnection(err error) bool {
+	var pe *pgconn.PgError
+	return !errors.As(err, &pe) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) &&
+		!errors.Is(err, pgx.ErrNoRows) && !errors.Is(err, recall.ErrNotFound) && !errors.Is(err, recall.ErrCorrupt)
 }
 
 // update runs fn in a READ COMMITTED transaction. Writers of one session
 // serialise on its row lock (SELECT ... FOR UPDATE or the upsert of
 // appendItems), which is all the isolation the store needs.
 func (b *pgBackend) update(ctx context.Context, fn func(ctx context.Context, q querier) error) error {
-	return b.retry(ctx, func() error {
+	return b.writeError(b.retry(ctx, func() error {
 		return pgx.BeginTxFunc(ctx, b.pool, pgx.TxOptions{}, func(tx pgx.Tx) error { return fn(ctx, pgQuerier{tx}) })
-	})
+	}))
+}
+
+// writeError says so when a write failed on a lost connection after it
+// was sent: whether it committed is unknown, and the caller should know
+// it is not a plain failure (reading the session's LastSeq tells).
+func (b *pgBackend) writeError(err error) error {
+	if err != nil && b.lostConnection(err) && !pgconn.SafeToRetry(err) {
+		return fmt.Errorf("connection to PostgreSQL lost, the write may or may not have been applied: %w", err)
+	}
+	return err
 }
 
 // retry runs attempt again when it failed in a way that a new attempt can
@@ -174,7 +208,7 @@ func (b *pgBackend) appendItems(ctx context.Context, key recall.Key, ib itemBatc
 			ib.usage.InputTokens, ib.usage.OutputTokens, ib.usage.TotalTokens,
 			payloads, times, in, out, total).Scan(&last)
 	})
-	return last, err
+	return last, b.writeError(err)
 }
 
 // insertEntries inserts the whole batch with one statement over arrays,

@@ -29,7 +29,11 @@ func (s *Store) Stat(ctx context.Context, key recall.Key) (recall.Meta, error) {
 	if err := s.check(key); err != nil {
 		return recall.Meta{}, err
 	}
-	_, m, err := scanMeta(s.db.q().queryRow(ctx, statSQL, key.Project, key.Session, key.Subpath))
+	var m recall.Meta
+	err := s.read(func() (err error) {
+		_, m, err = scanMeta(s.db.q().queryRow(ctx, statSQL, key.Project, key.Session, key.Subpath))
+		return err
+	})
 	if errors.Is(err, sql.ErrNoRows) {
 		err = recall.ErrNotFound
 	}
@@ -139,7 +143,14 @@ func (s *Store) Items(ctx context.Context, key recall.Key, limit int) ([]recall.
 		return nil, err
 	}
 	if limit > 0 {
-		live, done, err := s.itemsOneShot(ctx, key, limit)
+		var (
+			live []recall.LiveItem
+			done bool
+		)
+		err := s.read(func() (err error) {
+			live, done, err = s.itemsOneShot(ctx, key, limit)
+			return err
+		})
 		if err != nil {
 			return nil, fmt.Errorf("sqlstore: items of %s: %w", key, err)
 		}

@@ -28,9 +28,10 @@ const sqliteBusyTimeout = 10 * time.Second
 // survives a crash of the process; a power loss may lose the last
 // transactions, never corrupt the database. Writes go through a single
 // connection whose transactions begin IMMEDIATE, taking the write lock
-// before reading the session row, so writers (other processes included)
-// queue on busy_timeout instead of failing mid-transaction; reads use a
-// separate pool of read-only connections and never wait for writers.
+// before reading the session row, so writers in other processes queue on
+// busy_timeout (10s) instead of failing mid-transaction; writers in this
+// process share transactions (a group commit, see sqlitecommit.go). Reads
+// use a separate pool of read-only connections and never wait for writers.
 func OpenSQLite(ctx context.Context, path string, opts Options) (*Store, error) {
 	if path == "" || strings.ContainsAny(path, "?#") || strings.HasPrefix(path, ":memory:") || strings.HasPrefix(path, "file:") {
 		return nil, openError("sqlite", path, "", fmt.Errorf("want the path of a database file, without '?' or '#'"))
@@ -115,8 +116,8 @@ const upsertItemsSQL = `INSERT INTO sessions (project, id, subpath, created_at, 
 		total_tokens = total_tokens + excluded.total_tokens
 	RETURNING sid, last_seq`
 
-// insertEntrySQL inserts one entry; a batch runs it once per entry, which
-// for a prepared statement is cheaper than building a multi-row INSERT.
+// insertEntrySQL inserts one entry; a batch runs it once per entry, so
+// one prepared statement serves every batch size.
 const insertEntrySQL = `INSERT INTO entries (session, seq, kind, payload, time, input_tokens, output_tokens, total_tokens)
 	VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`
 
@@ -142,6 +143,8 @@ func (b *liteBackend) prepare(ctx context.Context) error {
 }
 
 func (b *liteBackend) name() string { return "sqlite" }
+
+func (b *liteBackend) lostConnection(error) bool { return false }
 
 func (b *liteBackend) q() querier { return sqlQuerier{r: b.r, cache: b.stmts} }
 

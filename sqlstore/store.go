@@ -70,6 +70,10 @@ type backend interface {
 	// insertEntries inserts entries, which carry their Seq and Time, into
 	// session sid's log.
 	insertEntries(ctx context.Context, q querier, sid int64, entries []recall.Entry) error
+	// lostConnection reports whether a read failed because the server
+	// dropped the connection (it restarted): the read is worth one more
+	// attempt, on a new connection. Always false on SQLite.
+	lostConnection(err error) bool
 	// close releases the connections.
 	close()
 }
@@ -110,6 +114,19 @@ func (s *Store) check(key recall.Key) error {
 		return fmt.Errorf("sqlstore: %w", err)
 	}
 	return nil
+}
+
+// read runs f, a read, and runs it once more when it failed on a
+// connection the server dropped: repeating a read is always safe, and the
+// pool replaces the dead connection, so a restart of the server between
+// two calls costs the caller nothing. (Writes are not repeated: one whose
+// connection died may have committed.)
+func (s *Store) read(f func() error) error {
+	err := f()
+	if err != nil && s.db.lostConnection(err) {
+		err = f()
+	}
+	return err
 }
 
 // Close implements recall.Store. It waits for calls in flight to finish.

@@ -32,6 +32,8 @@ type chatFlags struct {
 	mirror  string
 	model   modelFlags
 	history int
+	memory  bool
+	compact int
 }
 
 func newChatCmd(a *app) *cobra.Command {
@@ -53,6 +55,13 @@ llama.cpp or LM Studio.
 The agent can list, read and write files inside the project directory
 (--project, default the working directory) and nowhere else.
 
+--memory keeps the project's memory: after every exchange a cheap model
+call may note decisions, rules and pitfalls in MEMORY.md next to the
+project's sessions, and every session chat opens gets the notes in its
+system prompt (see 'recall memory'). --compact-tokens N compacts the session
+(see 'recall compact') before a reply once its history passes about N
+tokens, estimated as a token per 4 bytes.
+
 -p/--print sends one prompt, prints the reply and exits; text piped on stdin
 is added to the prompt ('-p -' takes the whole prompt from stdin). Without
 -p, piped stdin is read as REPL lines, slash commands included.
@@ -63,6 +72,7 @@ Commands inside the REPL:
   /rename TITLE     set the session's title
   /undo             remove your last message and everything after it
   /clear            clear the session (the log keeps the old items)
+  /compact [TEXT]   summarize the older part of the session (TEXT: what to keep)
   /sessions         list this project's sessions
   /resume [ID]      switch to another session (no ID: pick one)
   /help             list the commands
@@ -101,6 +111,8 @@ Commands inside the REPL:
 	fl.StringVarP(&f.prompt, "print", "p", "", "send this `PROMPT`, print the reply and exit ('-': read it from stdin)")
 	fl.StringVar(&f.mirror, "mirror", "", "also copy the sessions, in the background, to the store at this `URL` (default $RECALL_MIRROR; see 'recall mirror')")
 	fl.IntVar(&f.history, "history", 0, "send at most the newest N stored items to the model (0: all)")
+	fl.BoolVar(&f.memory, "memory", false, "keep the project's memory in MEMORY.md and give it to the sessions (see 'recall memory')")
+	fl.IntVar(&f.compact, "compact-tokens", compactTokensDefault(), "compact the session once its history passes about `N` tokens (0: never; default $"+envCompactTokens+", else 0)")
 	f.model.register(fl)
 	return cmd
 }
@@ -116,6 +128,8 @@ func (a *app) chat(cmd *cobra.Command, f chatFlags) error {
 		return usageError("fork what: add --continue or --resume ID", "--fork needs --continue or --resume")
 	case f.history < 0:
 		return usageError("--history 0 sends everything", "--history must not be negative")
+	case f.compact < 0:
+		return usageError("--compact-tokens 0 never compacts", "--compact-tokens must not be negative")
 	}
 	dir := f.dir
 	if dir == "" {
@@ -168,6 +182,9 @@ func (a *app) chat(cmd *cobra.Command, f chatFlags) error {
 			Model:        model.model,
 			Tools:        ws.Tools(),
 		},
+	}
+	if c.extras, err = newChatExtras(ctx, c, f.memory, f.compact, model.cheap); err != nil {
+		return err
 	}
 	defer c.catchInterrupts()()
 	key, err := c.choose(ctx, f)

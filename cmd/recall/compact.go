@@ -97,9 +97,9 @@ func (a *app) compact(ctx context.Context, ref string, f compactFlags) error {
 	}
 	if a.json {
 		return a.printJSON(struct {
-			Session    string                   `json:"session"`
+			Session    string                  `json:"session"`
 			Compaction recall.CompactionResult `json:"compaction"`
-			Purge      *recall.PurgeResult      `json:"purge,omitempty"`
+			Purge      *recall.PurgeResult     `json:"purge,omitempty"`
 		}{m.Key.Session, res, purged})
 	}
 	a.printf("%s\n", describeCompaction(m.Key.Session, res))

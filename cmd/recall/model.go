@@ -33,6 +33,8 @@ type builtModel struct {
 	model  agent.Model
 	titler agent.Titler
 	label  string
+	// cheap is the model of side tasks (memory notes): the title model.
+	cheap agent.Model
 }
 
 // build makes the model. Without OPENAI_API_KEY it is the offline model,
@@ -52,7 +54,7 @@ func (m *modelFlags) build() (builtModel, error) {
 		cfg.API = openai.API(m.api)
 	}
 	if cfg.APIKey == "" {
-		return builtModel{model: offline.Model{}, titler: &title.Generator{}, label: "offline, set OPENAI_API_KEY for a real model"}, nil
+		return builtModel{model: offline.Model{}, titler: &title.Generator{}, label: "offline, set OPENAI_API_KEY for a real model", cheap: offline.Model{}}, nil
 	}
 	model, err := openai.New(cfg)
 	if err != nil {
@@ -70,6 +72,7 @@ func (m *modelFlags) build() (builtModel, error) {
 		model:  model,
 		titler: &title.Generator{Model: titleModel},
 		label:  fmt.Sprintf("%s at %s, %s API", model.Name(), host, model.API()),
+		cheap:  titleModel,
 	}, nil
 }
 

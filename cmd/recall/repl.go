@@ -127,6 +127,8 @@ func (c *chatSession) command(ctx context.Context, line string) error {
 		}
 		c.app.notef("undid your last message %q (%s removed)\n", clip(removed[0].Text(), 60), count(len(removed), "item"))
 		return nil
+	case "/compact":
+		return c.extras.compactNow(ctx, c, arg)
 	case "/clear":
 		if err := recall.NewSession(c.st, c.key).Clear(ctx); err != nil {
 			return err
@@ -178,6 +180,7 @@ const replHelp = `/new [TITLE]      start a new session
 /rename TITLE     set the session's title
 /undo             remove your last message and everything after it
 /clear            clear the session (the log keeps the old items)
+/compact [TEXT]   summarize the older part of the session (TEXT: what to keep)
 /sessions         list this project's sessions
 /resume [ID]      switch to another session (no ID: pick one)
 /exit             leave (Ctrl-D too)

@@ -60,6 +60,8 @@ Exit codes: 0 ok, 1 failed, 2 bad usage.`,
 		newCheckCmd(a),
 		newProjectsCmd(a),
 		newMirrorCmd(a),
+		newCompactCmd(a),
+		newMemoryCmd(a),
 	)
 	return root
 }

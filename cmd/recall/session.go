@@ -34,12 +34,17 @@ type chatSession struct {
 	// pendingTitle is a title given before the session exists; it is set
 	// as a user title right after the first write creates the session.
 	pendingTitle string
+
+	extras chatExtras // memory and compaction (chatextra.go)
 }
 
 // switchTo makes key the current session, titles it name when name is
 // set, and reports how many items it restored.
 func (c *chatSession) switchTo(ctx context.Context, key recall.Key, name string) error {
 	c.key, c.pendingTitle = key, ""
+	if err := c.extras.loadMemory(c.agent); err != nil {
+		return err
+	}
 	m, err := c.st.Stat(ctx, key)
 	exists := err == nil
 	if err != nil && !errors.Is(err, recall.ErrNotFound) {
@@ -100,8 +105,7 @@ func (c *chatSession) send(ctx context.Context, text string) error {
 	defer c.setTurn(nil)
 
 	out := &lineTracker{w: c.app.stdout}
-	res, err := agent.Run(ctx, c.agent, agent.UserText(text), agent.RunOptions{
-		Session:      recall.NewSession(c.st, c.key),
+	res, err := agent.Run(ctx, c.agent, agent.UserText(text), c.extras.runOptions(c.st, c.key, agent.RunOptions{
 		HistoryLimit: c.history,
 		OnDelta:      func(s string) { out.write(s) },
 		OnTool: func(ev agent.ToolEvent) {
@@ -114,8 +118,9 @@ func (c *chatSession) send(ctx context.Context, text string) error {
 		},
 		OnPersist: c.onPersist,
 		Titler:    c.model.titler,
-	})
+	}))
 	out.endLine()
+	c.extras.report(c.app, c.key, res)
 	if res != nil && res.Title != "" && c.interactive {
 		c.app.notef("(titled %q)\n", res.Title)
 	}

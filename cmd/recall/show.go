@@ -15,7 +15,10 @@ import (
 )
 
 func newShowCmd(a *app) *cobra.Command {
-	var format string
+	var (
+		format          string
+		full, subagents bool
+	)
 	cmd := &cobra.Command{
 		Use:   "show ID",
 		Short: "Print a session: its metadata and conversation",
@@ -26,9 +29,15 @@ Formats:
   markdown  the conversation as Markdown, headed by the title
   json      {"session": metadata, "items": [items as stored]}
   jsonl     the session's whole entry log, one JSON entry a line: a lossless
-            export, including titles, pops, clears and compactions`,
+            export, including titles, pops, clears and compactions
+
+--full shows every item the log holds rather than the view the model gets:
+the items compactions replaced (with a mark where each compaction is), and
+the items undo removed (marked). --subagents adds the transcripts of the
+subagents the session's agent ran (in json, as "subagents").`,
 		Example: `  recall show 0199a3f2-1b
-  recall show "Fix the parser" --format markdown > notes.md`,
+  recall show "Fix the parser" --format markdown > notes.md
+  recall show 0199a3f2-1b --full --subagents`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			if a.json && !cmd.Flags().Changed("format") {
@@ -62,28 +71,70 @@ Formats:
 				return err
 			}
 			items := recall.Items(live)
+			var entries []recall.Entry
+			if full {
+				if _, entries, err = st.Load(ctx, m.Key); err != nil {
+					return err
+				}
+			}
+			var subs []subagentRecord
+			if subagents {
+				if subs, err = subagentRecords(ctx, st, m.Key); err != nil {
+					return err
+				}
+			}
 			switch format {
 			case "json":
+				if full {
+					items = nil
+					for _, p := range fullHistory(entries) {
+						if p.marker == "" {
+							items = append(items, p.item)
+						}
+					}
+				}
 				if items == nil {
 					items = []recall.Item{}
 				}
 				return a.printJSON(struct {
-					Session recall.Meta   `json:"session"`
-					Items   []recall.Item `json:"items"`
-				}{m, items})
+					Session   recall.Meta      `json:"session"`
+					Items     []recall.Item    `json:"items"`
+					Subagents []subagentRecord `json:"subagents,omitempty"`
+				}{m, items, subs})
 			case "markdown", "md":
-				return transcript.Markdown(a.stdout, m.Title, items)
+				if full {
+					if m.Title != "" {
+						fmt.Fprintf(a.stdout, "# %s\n\n", m.Title)
+					}
+					err = writeFull(a.stdout, "markdown", entries)
+				} else {
+					err = transcript.Markdown(a.stdout, m.Title, items)
+				}
+				if err != nil {
+					return err
+				}
+				return writeSubagents(a.stdout, "markdown", subs)
 			}
 			if err := writeMeta(a.stdout, m); err != nil {
 				return err
 			}
-			if len(items) > 0 {
+			if len(items) > 0 || full && len(entries) > 0 {
 				fmt.Fprintln(a.stdout)
 			}
-			return transcript.Text(a.stdout, items)
+			if full {
+				err = writeFull(a.stdout, "text", entries)
+			} else {
+				err = transcript.Text(a.stdout, items)
+			}
+			if err != nil {
+				return err
+			}
+			return writeSubagents(a.stdout, "text", subs)
 		},
 	}
 	cmd.Flags().StringVarP(&format, "format", "f", "text", "output format: text, markdown, json or jsonl")
+	cmd.Flags().BoolVar(&full, "full", false, "show every item of the log, those compactions replaced and undo removed included")
+	cmd.Flags().BoolVar(&subagents, "subagents", false, "add the transcripts of the session's subagents")
 	return cmd
 }
 

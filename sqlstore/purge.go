@@ -1,0 +1,59 @@
+package sqlstore
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/recallkit/recall"
+)
+
+var _ recall.Purger = (*Store)(nil)
+
+// Purge implements recall.Purger. The log recall.PurgeLog returns replaces
+// the old one in one transaction, with the session's row locked: the
+// entries up to the latest compaction go, the compaction entry comes back
+// rewritten (carrying the first entry's time and the dropped usage), the
+// entries after it stay as they are, and the entries that restore
+// metadata only the dropped ones held are appended. Readers see the log
+// before or after, never a mix.
+func (s *Store) Purge(ctx context.Context, key recall.Key) (recall.PurgeResult, error) {
+	if err := s.check(key); err != nil {
+		return recall.PurgeResult{}, err
+	}
+	var res recall.PurgeResult
+	err := s.db.update(ctx, func(ctx context.Context, q querier) error {
+		res = recall.PurgeResult{}
+		row, err := s.lockSession(ctx, q, key)
+		if err != nil {
+			return err
+		}
+		if row.sid == 0 {
+			return recall.ErrNotFound
+		}
+		entries, err := readEntries(ctx, q, row.sid, 0, 0)
+		if err != nil {
+			return err
+		}
+		out, dropped, err := recall.PurgeLog(key, entries)
+		if err != nil || dropped == 0 {
+			return err
+		}
+		kept := len(entries) - dropped // the compaction entry and those after it
+		if _, err := q.exec(ctx, `DELETE FROM entries WHERE session = $1 AND seq <= $2`, row.sid, out[0].Seq); err != nil {
+			return err
+		}
+		if err := s.db.insertEntries(ctx, q, row.sid, append(out[:1:1], out[kept:]...)); err != nil {
+			return err
+		}
+		meta, _ := recall.Replay(key, out)
+		if err := s.updateRow(ctx, q, row.sid, meta); err != nil {
+			return err
+		}
+		res = recall.PurgeResult{Dropped: dropped, From: out[0].Seq, Restored: len(out) - kept}
+		return nil
+	})
+	if err != nil {
+		return recall.PurgeResult{}, fmt.Errorf("sqlstore: purge %s: %w", key, err)
+	}
+	return res, nil
+}
