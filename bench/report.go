@@ -44,9 +44,13 @@ func (r *report) markdown() string {
 	fmt.Fprintf(&b, "Measured %s on %d cores (%s), %s RAM, %s, %s; data under `%s` (%s). Load average at the start: %s.\n\n",
 		m.date.Format("2006-01-02 15:04 MST"), m.cores, m.cpu, m.memory, m.os, m.goVersion, m.dataDir, m.fs, m.load)
 	fmt.Fprintf(&b, "Command, from the repository root: `%s` (the whole run took %v).\n\n", r.command, r.took.Round(time.Second))
-	fmt.Fprintf(&b, "Every figure is the median of %d runs. A short operation repeats within a run for at least %v "+
-		"(at most %d times) and the run counts its mean. Each cell is checked: loads and pops must return the items "+
-		"that were saved, lists the right page, or the harness fails.\n\n", r.h.cfg.runs, r.h.cfg.minRunTime, r.h.cfg.maxOpsPerRun)
+	fmt.Fprintf(&b, "Every figure is the median of %d runs. Within a run the contenders take turns, operation by "+
+		"operation (W1: chat turn by chat turn; W5: one contender's writers after the other's), so they share the "+
+		"same stretch of machine load; a short operation "+
+		"repeats until it has run for %v (at most %d times) and the run counts its mean. The ratios are the "+
+		"medians of the per-run ratios, which cancels the load's drift between runs. Each cell is checked: loads "+
+		"and pops must return the items that were saved and lists the right page, or the cell fails.\n\n",
+		r.h.cfg.runs, r.h.cfg.minRunTime, r.h.cfg.maxOpsPerRun)
 	b.WriteString("**Reading the ratios.** *× recall* is a contender's time divided by the time of recall's file store " +
 		"(durable: fsync on every save) on the same metric, so 20× means recall is 20 times faster; for the " +
 		"throughput of W5 it is recall's rate divided by the contender's. *floor* is the time of the physical floor " +
@@ -123,7 +127,7 @@ func mark(ok bool) string {
 // speedup is contender's cost over recall's on m.
 func (r *report) speedup(m metric, name string) float64 {
 	row := r.h.results[m.id]
-	return row[name].value() / row[recallRow].value()
+	return ratio(row[name], row[recallRow])
 }
 
 // floorShare is the cost of the floor of name's medium over name's cost.
@@ -133,7 +137,27 @@ func (r *report) floorShare(m metric, name string) float64 {
 		return math.NaN()
 	}
 	row := r.h.results[m.id]
-	return row[floor].value() / row[name].value()
+	return ratio(row[floor], row[name])
+}
+
+// ratio is a's cost over b's: the median of the ratios of their runs taken
+// in pairs, run i with run i. Within a run the contenders take turns op by
+// op, so each pair saw the same machine load, and the load's drift from
+// run to run cancels out. Cells whose runs do not pair up fall back to the
+// ratio of the medians.
+func ratio(a, b *cell) float64 {
+	va, vb := a.value(), b.value()
+	if math.IsNaN(va) || math.IsNaN(vb) {
+		return math.NaN()
+	}
+	if len(a.runs) != len(b.runs) {
+		return va / vb
+	}
+	rs := make([]float64, len(a.runs))
+	for i := range rs {
+		rs[i] = a.runs[i] / b.runs[i]
+	}
+	return median(rs)
 }
 
 // floorOf returns the name of the floor row of name's medium, or "".

@@ -128,6 +128,21 @@ func TestCorpus(t *testing.T) {
 	}
 }
 
+func TestRatioPairsRuns(t *testing.T) {
+	// Run 2 was slow for both (machine load): paired, the ratio stays 2.
+	a := &cell{runs: []float64{2, 20, 2.2}}
+	b := &cell{runs: []float64{1, 10, 1.1}}
+	if got := ratio(a, b); got != 2 {
+		t.Errorf("paired ratio = %v, want 2", got)
+	}
+	if got := ratio(&cell{runs: []float64{4}}, b); got != 4/1.1 {
+		t.Errorf("unpaired ratio = %v, want the ratio of the medians", got)
+	}
+	if got := ratio(&cell{na: "x"}, b); !math.IsNaN(got) {
+		t.Errorf("ratio with an n/a cell = %v, want NaN", got)
+	}
+}
+
 func TestReplaceSection(t *testing.T) {
 	created, err := replaceSection("", "numbers 1")
 	if err != nil {

@@ -40,6 +40,15 @@
 //     lock.
 //   - With [SyncAlways] (the default) the log is fsynced before Append
 //     returns: an acknowledged batch survives SIGKILL and power loss.
+//     With [SyncNever] it is not: SIGKILL still loses nothing Append
+//     acknowledged (the kernel holds it), but a power loss or a kernel
+//     crash may lose the batches of the last seconds; the log stays
+//     loadable. TestSyncPolicies checks both promises on an ext4 file
+//     system shut down under a writer (see docs/TESTING.md).
+//   - A write that fails — the disk is full (ENOSPC), the home is
+//     read-only — returns an error that wraps the system's and names the
+//     path, and leaves the log byte for byte as it was: the bytes of a
+//     short write are cut off again before the error returns.
 //   - A torn tail (a crash mid-write) is ignored by readers and found by
 //     the next writer when it opens the log: its bytes are moved into a
 //     side file and cut off, so the next batch starts on a clean line. A

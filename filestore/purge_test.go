@@ -307,17 +307,90 @@ func TestPurgeRacesAppends(t *testing.T) {
 	}
 }
 
+// A writer in another process, blocked on the old log's lock or opening
+// the new log as it is renamed into place, never loses an acknowledged
+// batch to a purge. Compactions here keep the whole view, so the view
+// must hold every item acknowledged, in order.
+func TestPurgeRacesOtherProcess(t *testing.T) {
+	ctx := context.Background()
+	home := t.TempDir()
+	s := purgeOpen(t, home)
+	if _, err := s.Append(ctx, purgeKey, recall.ItemEntry(recall.Message("user", "first"))); err != nil {
+		t.Fatal(err)
+	}
+	cmd, r := startPurgeChild(t, home, "append")
+	acks := make(chan []string)
+	go func() {
+		var got []string
+		for {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				acks <- got
+				return
+			}
+			if tag, ok := strings.CutPrefix(strings.TrimSpace(line), "ack "); ok {
+				got = append(got, tag)
+			}
+		}
+	}()
+	purged := 0
+	for round := 0; round < 40 || purged == 0 && round < 2000; round++ {
+		m, err := s.Stat(ctx, purgeKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		live, err := s.Items(ctx, purgeKey, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		comp := recall.NewEntry(recall.KindCompaction, recall.Compaction{Through: m.LastSeq, Replaced: len(live), Items: recall.Items(live)})
+		if _, err := s.Append(ctx, purgeKey, comp); err != nil && !errors.Is(err, recall.ErrConflict) {
+			t.Fatal(err)
+		}
+		res, err := s.Purge(ctx, purgeKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		purged += res.Dropped
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	acked := <-acks
+	live, err := purgeOpen(t, home).Items(ctx, purgeKey, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, l := range live[1:] {
+		got = append(got, l.Item.Text())
+	}
+	// the child may have written one batch it could not acknowledge
+	if len(got) < len(acked) || !slices.Equal(got[:len(acked)], acked) || len(got) > len(acked)+1 {
+		t.Fatalf("the view holds %d of the child's items, %d were acknowledged", len(got), len(acked))
+	}
+	if purged == 0 || len(acked) == 0 {
+		t.Fatalf("%d entries purged, %d items appended: no race", purged, len(acked))
+	}
+	t.Logf("%d purged entries, %d appends by the other process", purged, len(acked))
+	if err := recall.Verify(ctx, purgeOpen(t, home)); err != nil {
+		t.Error(err)
+	}
+}
+
 // The purge crash test runs this test binary again as a child that purges
 // a session; the parent kills it with SIGKILL at a random moment and
 // checks that the session is exactly as before the purge or exactly as
 // after it.
-const envPurgeHome = "FILESTORE_PURGE_CHILD_HOME"
+const (
+	envPurgeHome = "FILESTORE_PURGE_CHILD_HOME"
+	envPurgeRole = "FILESTORE_PURGE_CHILD_ROLE" // "purge" (default) or "append"
+)
 
 // TestPurgeChild is the child's side; it does nothing in a normal run.
 func TestPurgeChild(t *testing.T) {
 	home := os.Getenv(envPurgeHome)
 	if home == "" {
-		t.Skip("the child of TestPurgeSIGKILL")
+		t.Skip("the child of TestPurgeSIGKILL and TestPurgeRacesOtherProcess")
 	}
 	s, err := filestore.Open(filestore.Options{Dir: home})
 	if err != nil {
@@ -325,6 +398,16 @@ func TestPurgeChild(t *testing.T) {
 		os.Exit(2)
 	}
 	fmt.Println("ready")
+	if os.Getenv(envPurgeRole) == "append" {
+		// append one item at a time, acknowledging each, until killed
+		for i := 0; ; i++ {
+			if _, err := s.Append(context.Background(), purgeKey, recall.ItemEntry(recall.Message("user", fmt.Sprintf("c%d", i)))); err != nil {
+				fmt.Println("append:", err)
+				os.Exit(2)
+			}
+			fmt.Printf("ack c%d\n", i)
+		}
+	}
 	if _, err := s.Purge(context.Background(), purgeKey); err != nil {
 		fmt.Println("purge:", err)
 		os.Exit(2)
@@ -404,12 +487,16 @@ func TestPurgeSIGKILL(t *testing.T) {
 	t.Logf("purge took %v; %d kills left the log as before, %d as after", took, nBefore, nAfter)
 }
 
-// startPurgeChild starts a child purging the session in home and returns
-// once it is about to purge, with its output after "ready".
-func startPurgeChild(t *testing.T, home string) (*exec.Cmd, *bufio.Reader) {
+// startPurgeChild starts a child purging the session in home (or, with
+// role "append", appending to it) and returns once it is about to start,
+// with its output after "ready".
+func startPurgeChild(t *testing.T, home string, role ...string) (*exec.Cmd, *bufio.Reader) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestPurgeChild$", "-test.count=1")
 	cmd.Env = append(os.Environ(), envPurgeHome+"="+home)
+	if len(role) > 0 {
+		cmd.Env = append(cmd.Env, envPurgeRole+"="+role[0])
+	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

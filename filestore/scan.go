@@ -183,7 +183,11 @@ func (rl *reverseLines) extend() error {
 	}
 	copy(nb[n:], rl.buf)
 	rl.buf, rl.lo = nb, rl.lo-n
-	if rl.block < 1<<20 {
+	// Double the block up to 1 MiB, and on while the line being looked
+	// for is longer than the block: every extend copies the bytes pending,
+	// so a fixed block would make a line of n bytes cost O(n²) to reach
+	// (seconds for a 50 MiB item); doubling keeps it O(n).
+	if rl.block < 1<<20 || rl.block < len(rl.buf) {
 		rl.block *= 2
 	}
 	return nil

@@ -51,13 +51,14 @@ func Hook(e Extractor, next func(ctx context.Context, items []recall.Item) error
 const MaxInjectBytes = 16 << 10
 
 // Instructions returns base (an agent's system prompt) with the memory
-// text appended under a heading, or base alone when memory holds no
+// text (a memory file's content, without the heading Append writes)
+// appended under a heading of its own, or base alone when memory holds no
 // notes. Of a memory longer than MaxInjectBytes only its end is used.
 func Instructions(base, memory string) string {
 	if len(bullets(memory)) == 0 {
 		return base
 	}
-	memory = strings.TrimSpace(memory)
+	memory = strings.TrimSpace(strings.TrimPrefix(memory, header)) // the file's own heading is ours below
 	if len(memory) > MaxInjectBytes {
 		memory = memory[len(memory)-MaxInjectBytes:]
 		if i := strings.IndexByte(memory, '\n'); i >= 0 {

@@ -1,6 +1,7 @@
 package mirror
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -76,8 +77,10 @@ func (c copier) position(ctx context.Context, key recall.Key, guess int64) (int6
 }
 
 // sameTip checks that src and dst hold the same entry at seq: same kind and
-// time. Times are set by the primary when it writes an entry and carried
-// verbatim by Import, so a re-created session or a foreign writer shows.
+// time (for a compaction entry, which a purge re-times, the same payload
+// will do). Times are set by the primary when it writes an entry and
+// carried verbatim by Import, so a re-created session or a foreign writer
+// shows.
 func (c copier) sameTip(ctx context.Context, key recall.Key, seq int64) error {
 	mine, err := c.src.Entries(ctx, key, seq-1, 1)
 	if err != nil && !errors.Is(err, recall.ErrNotFound) {
@@ -95,7 +98,13 @@ func (c copier) sameTip(ctx context.Context, key recall.Key, seq int64) error {
 	if len(theirs) == 0 || theirs[0].Seq != seq {
 		return fromReplica(fmt.Errorf("mirror: %s: replica reports seq %d but does not return it: %w", key, seq, recall.ErrConflict))
 	}
-	if a, b := mine[0], theirs[0]; a.Kind != b.Kind || !a.Time.Equal(b.Time) {
+	a, b := mine[0], theirs[0]
+	if a.Kind == recall.KindCompaction && b.Kind == recall.KindCompaction && bytes.Equal(a.Data, b.Data) {
+		// A purge that starts the log at this compaction entry gives it
+		// the time of the log's first entry; its payload is unchanged.
+		return nil
+	}
+	if a.Kind != b.Kind || !a.Time.Equal(b.Time) {
 		return fmt.Errorf("%w: %s: at seq %d the primary has %s at %s, the replica %s at %s",
 			ErrDiverged, key, seq, a.Kind, a.Time.Format(time.RFC3339Nano), b.Kind, b.Time.Format(time.RFC3339Nano))
 	}

@@ -85,6 +85,7 @@ func TestKilledMidReplicationResumes(t *testing.T) {
 	if os.Getenv(envCrashChild) == "1" {
 		t.Skip("this is the child")
 	}
+	t.Parallel() // waits on servers and child processes, not the CPU
 	for _, kind := range []string{"postgres", "redis"} {
 		t.Run(kind, func(t *testing.T) {
 			var url, name string

@@ -23,7 +23,9 @@
 //     jitter, and the backlog drains in order when it returns.
 //
 // Reads (Items, Stat, Load, Entries, List, Projects) come from the primary.
-// Deletes (Remove, Cleanup) stay local unless [Options.PropagateDeletes].
+// Deletes (Remove, Cleanup) stay local unless [Options.PropagateDeletes]. A
+// purge ([Store.Purge], when the primary can) stays local: the replica keeps
+// the history it drops.
 //
 // The mirror owns both stores: [Store.Shutdown], the graceful Close(ctx),
 // flushes what it can before ctx's deadline and closes them; Close does the

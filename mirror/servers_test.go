@@ -200,12 +200,14 @@ func replicaStopsMidWrite(t *testing.T, srv *testsvc.Server, open func() recall.
 }
 
 func TestRedisStopsMidWrite(t *testing.T) {
+	t.Parallel() // waits on servers and child processes, not the CPU
 	srv := testsvc.PrivateRedis(t)
 	prefix := uniqueName() + ":"
 	replicaStopsMidWrite(t, srv, func() recall.Store { return openRedis(t, srv.URL, prefix) })
 }
 
 func TestPostgresStopsMidWrite(t *testing.T) {
+	t.Parallel() // waits on servers and child processes, not the CPU
 	srv := testsvc.PrivatePostgres(t)
 	schema := uniqueName()
 	replicaStopsMidWrite(t, srv, func() recall.Store { return openPostgres(t, srv.URL, schema) })
@@ -214,6 +216,7 @@ func TestPostgresStopsMidWrite(t *testing.T) {
 // A file store full of sessions a shared server has never seen catches up
 // when the mirror starts.
 func TestBacklogAtStartAgainstServers(t *testing.T) {
+	t.Parallel() // waits on servers and child processes, not the CPU
 	for name, open := range map[string]func(t *testing.T) recall.Store{
 		"redis": func(t *testing.T) recall.Store {
 			url, prefix := sharedRedis(t)
@@ -257,6 +260,7 @@ func TestBacklogAtStartAgainstServers(t *testing.T) {
 // A mirror starts, and the local store works at full speed, while the
 // replica's server is down; Lazy opens the replica once it answers.
 func TestReplicaDownAtStart(t *testing.T) {
+	t.Parallel() // waits on servers and child processes, not the CPU
 	ctx := context.Background()
 	srv := testsvc.PrivateRedis(t)
 	srv.Stop()

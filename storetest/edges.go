@@ -18,19 +18,19 @@ import (
 // error and nothing of it is written. docs/ITEMS.md states the same table
 // for users.
 //
-//	case                          outcome
-//	item over the size limit      ErrTooLarge, nothing written (Append, Import, compaction)
-//	item exactly at the limit     accepted, byte-exact
-//	50 MiB item, limit raised     accepted, byte-exact (Items, Load, Entries, Pop)
-//	JSON nested 10,000 deep       accepted, byte-exact
-//	JSON nested deeper than that  ErrInvalidItem (encoding/json's limit), nothing written
-//	invalid UTF-8 in a string     accepted, byte-exact
-//	raw NUL byte                  ErrInvalidItem (not JSON), nothing written
-//	escaped NUL (\u0000)          accepted, byte-exact
-//	duplicate keys                accepted, byte-exact (both keys kept)
-//	100,000 tiny items            accepted, one batch or many; seqs dense, counts exact
-//	title/label with NUL or bad UTF-8  ErrInvalidItem, nothing written
-//	title/label with \u0000 escapes    accepted when it decodes to no NUL; text kept exactly
+//	case                            outcome
+//	item over the size limit        ErrTooLarge, nothing written (Append, Import, compaction)
+//	item exactly at the limit       accepted, byte-exact
+//	50 MiB item, limit raised       accepted, byte-exact (Items, Load, Entries, Pop)
+//	JSON nested 10,000 deep         accepted, byte-exact
+//	JSON nested deeper than that    ErrInvalidItem (encoding/json's limit), nothing written
+//	invalid UTF-8 in a string       accepted, byte-exact
+//	raw NUL byte                    ErrInvalidItem (not JSON), nothing written
+//	escaped NUL (\u0000)            accepted, byte-exact
+//	duplicate keys                  accepted, byte-exact (both keys kept)
+//	100,000 tiny items              accepted, one batch or many; seqs dense, counts exact
+//	title or label: NUL, bad UTF-8  ErrInvalidItem, nothing written
+//	title or label: any other text  kept exactly
 
 // EdgeLargeSize is the size of the large item [RunEdges] sends: 50 MiB,
 // above recall.DefaultMaxItemSize.

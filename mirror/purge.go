@@ -1,0 +1,32 @@
+package mirror
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/recallkit/recall"
+)
+
+var _ recall.Purger = (*Store)(nil)
+
+// Purge implements recall.Purger when the primary does, and returns
+// ErrUnsupported when it does not. It purges the primary only: the replica
+// keeps the entries the purge drops, like any history the local store no
+// longer holds, and receives the entries the purge appends to restore the
+// session's metadata. A replica that had not yet received the entries up
+// to the compaction entry the purged log starts at cannot be continued
+// from it; that session then stops with ErrDiverged.
+func (s *Store) Purge(ctx context.Context, key recall.Key) (recall.PurgeResult, error) {
+	if err := s.open(); err != nil {
+		return recall.PurgeResult{}, err
+	}
+	p, ok := s.primary.(recall.Purger)
+	if !ok {
+		return recall.PurgeResult{}, fmt.Errorf("mirror: purge %s: the primary store cannot purge: %w", key, recall.ErrUnsupported)
+	}
+	res, err := p.Purge(ctx, key)
+	if err == nil && res.Dropped > 0 {
+		s.mark(key, 0)
+	}
+	return res, err
+}

@@ -1,0 +1,139 @@
+package mirror_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/memstore"
+	"github.com/recallkit/recall/mirror"
+)
+
+// purgeable writes a session with a title, items and a compaction entry
+// through s, and returns the compaction entry's seq.
+func purgeable(t *testing.T, s recall.Store, k recall.Key) int64 {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := s.Append(ctx, k, recall.ItemEntries(item("1"), item("2"), item("3"))...); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := recall.SetTitle(ctx, s, k, "kept title", recall.TitleUser); err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.Stat(ctx, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq, err := s.Append(ctx, k, recall.NewEntry(recall.KindCompaction, recall.Compaction{Through: st.LastSeq, Replaced: st.ItemCount, Items: []recall.Item{item("summary")}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return seq
+}
+
+// A purge through the mirror purges the primary only; the replica keeps the
+// dropped history and receives the entries that restore the metadata.
+func TestPurgeStaysLocal(t *testing.T) {
+	ctx := context.Background()
+	primary, replica := memstore.New(memstore.Options{}), memstore.New(memstore.Options{})
+	m := newMirror(t, primary, replica, fastOptions(""))
+	k := recall.Key{Project: "p", Session: "s"}
+	comp := purgeable(t, m, k)
+	flush(t, m, 10*time.Second)
+	_, before, _ := replica.Load(ctx, k)
+
+	res, err := m.Purge(ctx, k)
+	if err != nil || res.Dropped == 0 || res.Restored == 0 {
+		t.Fatalf("purge: %+v %v", res, err)
+	}
+	flush(t, m, 10*time.Second)
+	_, mine, _ := primary.Load(ctx, k)
+	_, theirs, _ := replica.Load(ctx, k)
+	if mine[0].Seq != comp || len(theirs) != len(before)+res.Restored {
+		t.Fatalf("primary log starts at %d (want %d); replica has %d entries, want %d", mine[0].Seq, comp, len(theirs), len(before)+res.Restored)
+	}
+	if err := sameEntries(before, theirs[:len(before)]); err != nil {
+		t.Fatalf("the replica's history changed: %v", err)
+	}
+	if err := sameEntries(mine[1:], theirs[len(before):]); err != nil {
+		t.Fatalf("the restoring entries did not replicate: %v", err)
+	}
+	a, _ := primary.Stat(ctx, k)
+	b, _ := replica.Stat(ctx, k)
+	if a.Title != b.Title || a.LastSeq != b.LastSeq || a.ItemCount != b.ItemCount {
+		t.Fatalf("metadata: primary %+v, replica %+v", a, b)
+	}
+	if err := recall.Verify(ctx, replica); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A replica whose last entry is the compaction entry a purge re-timed is
+// not mistaken for a diverged one when its position is checked again.
+func TestPurgedCompactionEntryIsNotDivergence(t *testing.T) {
+	ctx := context.Background()
+	primary := &keepOpen{Store: memstore.New(memstore.Options{})}
+	replica := &keepOpen{Store: memstore.New(memstore.Options{})}
+	k := recall.Key{Project: "p", Session: "s"}
+	m := newMirror(t, primary, replica, fastOptions(""))
+	purgeable(t, m, k)
+	flush(t, m, 10*time.Second)
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Millisecond) // the purge re-times the entry visibly
+	if _, err := primary.Store.(recall.Purger).Purge(ctx, k); err != nil {
+		t.Fatal(err)
+	}
+	// No cursor file: the new mirror checks the replica's tip.
+	m = newMirror(t, primary, replica, fastOptions(""))
+	flush(t, m, 10*time.Second)
+	a, _ := primary.Stat(ctx, k)
+	b, _ := replica.Stat(ctx, k)
+	if a.LastSeq != b.LastSeq {
+		t.Fatalf("replica at %d, primary at %d", b.LastSeq, a.LastSeq)
+	}
+}
+
+// A replica behind the point a purged log starts at cannot be continued:
+// the session is reported diverged, and the replica is left as it is.
+func TestPurgePastTheReplicaIsReported(t *testing.T) {
+	ctx := context.Background()
+	primary := memstore.New(memstore.Options{})
+	replica := newFaulty(memstore.New(memstore.Options{}), 7)
+	m := newMirror(t, primary, replica, fastOptions(""))
+	k := recall.Key{Project: "p", Session: "s"}
+	if _, err := m.Append(ctx, k, recall.ItemEntry(item("0"))); err != nil {
+		t.Fatal(err)
+	}
+	flush(t, m, 10*time.Second)
+	replica.setDown(true)
+	purgeable(t, m, k)
+	if _, err := m.Purge(ctx, k); err != nil {
+		t.Fatal(err)
+	}
+	replica.setDown(false)
+	fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := m.Flush(fctx); !errors.Is(err, mirror.ErrNotFlushed) || fctx.Err() != nil {
+		t.Fatalf("flush: %v", err)
+	}
+	for _, ss := range m.Status(ctx) {
+		if ss.Key == k && (!ss.Stuck || ss.ReplicatedSeq != 1) {
+			t.Fatalf("status: %+v", ss)
+		}
+	}
+	if _, es, _ := replica.store().Load(ctx, k); len(es) != 1 {
+		t.Fatalf("the replica has %d entries, want its 1", len(es))
+	}
+}
+
+func TestPurgeUnsupportedByPrimary(t *testing.T) {
+	// keepOpen hides memstore's Purge: the primary cannot purge.
+	m := newMirror(t, &keepOpen{Store: memstore.New(memstore.Options{})}, memstore.New(memstore.Options{}), fastOptions(""))
+	if _, err := m.Purge(context.Background(), recall.Key{Project: "p", Session: "s"}); !errors.Is(err, recall.ErrUnsupported) {
+		t.Fatalf("purge: %v, want ErrUnsupported", err)
+	}
+}
