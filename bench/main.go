@@ -16,7 +16,8 @@
 //
 // PostgreSQL and Redis come from -postgres and -redis (defaults: the
 // RECALL_TEST_POSTGRES and RECALL_TEST_REDIS variables, then the local
-// servers); a contender whose server does not answer is reported as n/a.
+// servers); a contender whose server does not answer is reported as n/a,
+// unless RECALL_REQUIRE_SERVICES=1 (as in CI), which makes it an error.
 // The exit status is 1 when any measurement failed (n/a is not a failure),
 // 2 on bad usage.
 package main
@@ -121,6 +122,15 @@ func run() int {
 	for _, c := range allContenders(ctx, root, *pgDSN, *redisURL) {
 		if c.name == recallRow || c.kind == kindFloor || onlyRE.MatchString(c.name) {
 			cs = append(cs, c)
+		}
+	}
+	if os.Getenv("RECALL_REQUIRE_SERVICES") == "1" {
+		// CI wants every contender measured, as the tests want every server.
+		for _, c := range cs {
+			if c.unavailable != "" {
+				fmt.Fprintf(os.Stderr, "bench: %s: %s, and RECALL_REQUIRE_SERVICES=1\n", c.name, c.unavailable)
+				return 1
+			}
 		}
 	}
 	h := newHarness(cfg, cs, os.Stderr)

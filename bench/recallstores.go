@@ -120,7 +120,8 @@ func pingRedis(ctx context.Context, rawURL string) string {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	if err := c.Ping(ctx).Err(); err != nil {
-		return fmt.Sprintf("Redis at %s does not answer (%v)", hostOf(rawURL), err)
+		fmt.Fprintf(os.Stderr, "bench: Redis at %s: %v\n", hostOf(rawURL), err)
+		return fmt.Sprintf("Redis at %s does not answer", hostOf(rawURL))
 	}
 	return ""
 }

@@ -48,8 +48,9 @@ func (r *report) markdown() string {
 		"operation (W1: chat turn by chat turn; W5: one contender's writers after the other's), so they share the "+
 		"same stretch of machine load; a short operation "+
 		"repeats until it has run for %v (at most %d times) and the run counts its mean. The ratios are the "+
-		"medians of the per-run ratios, which cancels the load's drift between runs. Each cell is checked: loads "+
-		"and pops must return the items that were saved and lists the right page, or the cell fails.\n\n",
+		"medians of the per-run ratios, which cancels the load's drift between runs. Results are checked outside "+
+		"the timing: a load must return every item saved, in order and byte for byte, a pop the newest item, a "+
+		"list the right page, or the cell fails.\n\n",
 		r.h.cfg.runs, r.h.cfg.minRunTime, r.h.cfg.maxOpsPerRun)
 	b.WriteString("**Reading the ratios.** *× recall* is a contender's time divided by the time of recall's file store " +
 		"(durable: fsync on every save) on the same metric, so 20× means recall is 20 times faster; for the " +
@@ -246,7 +247,7 @@ func (r *report) contenders(b *strings.Builder) {
 	for _, e := range r.h.entrants {
 		fmt.Fprintf(b, "- **%s**: %s", e.name, e.note)
 		if e.unavailable != "" {
-			fmt.Fprintf(b, " *Not measured: %s.*", e.unavailable)
+			fmt.Fprintf(b, " *Not measured: %s.*", strings.Join(strings.Fields(e.unavailable), " "))
 		}
 		b.WriteString("\n")
 	}
@@ -293,12 +294,16 @@ func times(x float64) string {
 	return thousands(int(math.Round(x))) + "×"
 }
 
-func escape(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
+// escape makes s fit in a table cell: one line, no bare '|'.
+func escape(s string) string {
+	return strings.ReplaceAll(strings.Join(strings.Fields(s), " "), "|", `\|`)
+}
 
+// firstLine shortens an error for a table cell.
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(s, "\n")
 	if len(s) > 160 {
-		s = s[:160] + "…"
+		s = strings.ToValidUTF8(s[:160], "") + "…"
 	}
 	return s
 }

@@ -81,23 +81,28 @@ func workloads(cfg config) []*workload {
 // that share the big session (W6 last, as it writes to it), then the lists.
 var runOrder = []string{"W1", "W5", "W2", "W4", "W6", "W3"}
 
-// verifyLoad loads the newest limit items of session and checks them
-// against want, the whole session: the count, and the first and last item.
+// verifyLoad loads the newest limit items of session and checks them.
 func verifyLoad(ctx context.Context, s subject, session string, limit int, want []recall.Item) error {
 	got, err := s.load(ctx, session, limit)
 	if err != nil {
 		return err
 	}
+	return checkItems(session, got, limit, want)
+}
+
+// checkItems checks that got is the newest limit items (all when limit <=
+// 0) of want, the whole session, in order and byte for byte.
+func checkItems(session string, got []recall.Item, limit int, want []recall.Item) error {
 	if limit > 0 {
 		want = want[len(want)-min(limit, len(want)):]
 	}
-	switch {
-	case len(got) != len(want):
+	if len(got) != len(want) {
 		return fmt.Errorf("load %s: %d items, want %d", session, len(got), len(want))
-	case len(got) == 0:
-		return nil
-	case !bytes.Equal(got[0], want[0]) || !bytes.Equal(got[len(got)-1], want[len(want)-1]):
-		return fmt.Errorf("load %s: the first or last item differs from what was saved", session)
+	}
+	for i := range got {
+		if !bytes.Equal(got[i], want[i]) {
+			return fmt.Errorf("load %s: item %d of %d differs from what was saved", session, i, len(got))
+		}
 	}
 	return nil
 }

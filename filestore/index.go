@@ -262,6 +262,10 @@ type projectIndex struct {
 	dirty  map[string]*record // cached but not yet in the journal
 	timer  *time.Timer        // the pending flush of dirty, if any
 	closed bool               // the store is closed: write through
+
+	// flushing is held through a whole flush, journal write included, so
+	// that Close returns only after a flush its timer started is done.
+	flushing sync.Mutex
 }
 
 // flushDelay is how long a record put by a write waits before it goes to
@@ -379,6 +383,8 @@ func (p *projectIndex) put(recs ...*record) {
 // flush appends the dirty records to the journal, and now and then
 // compacts it.
 func (p *projectIndex) flush() {
+	p.flushing.Lock()
+	defer p.flushing.Unlock()
 	var buf []byte
 	p.mu.Lock()
 	if p.timer != nil {
