@@ -43,7 +43,7 @@ func (s *StoreSession) GetItems(ctx context.Context, limit int) ([]Item, error) 
 	if err != nil {
 		return nil, err
 	}
-	return CloneItems(Items(live)), nil
+	return Items(live), nil // Store.Items already returns copies
 }
 
 // AddItems implements Session.
