@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/internal/flock"
 	"golang.org/x/sys/unix"
 )
 
@@ -56,7 +57,7 @@ func (w *writer) open(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if err := flock(ctx, f); err != nil {
+		if err := flock.Lock(ctx, f); err != nil {
 			f.Close()
 			return err
 		}

@@ -23,10 +23,25 @@ var errBadLine = errors.New("undecodable log line")
 // appendLine appends e as one log line, newline included, to buf. more
 // marks every line of a batch but the last.
 func appendLine(buf []byte, e recall.Entry, more bool) ([]byte, error) {
-	t, err := e.Time.MarshalJSON()
+	t, err := marshalTime(e.Time)
 	if err != nil {
-		return buf, fmt.Errorf("%w: entry time: %v", recall.ErrInvalidItem, err)
+		return buf, err
 	}
+	return appendLineTime(buf, e, more, t), nil
+}
+
+// marshalTime encodes an entry's time as appendLineTime writes it.
+func marshalTime(t time.Time) ([]byte, error) {
+	b, err := t.MarshalJSON()
+	if err != nil {
+		return nil, fmt.Errorf("%w: entry time: %v", recall.ErrInvalidItem, err)
+	}
+	return b, nil
+}
+
+// appendLineTime is appendLine with e.Time already encoded as t (by
+// marshalTime), for a caller writing many entries of one time (Fork).
+func appendLineTime(buf []byte, e recall.Entry, more bool, t []byte) []byte {
 	buf = append(buf, `{"seq":`...)
 	buf = strconv.AppendInt(buf, e.Seq, 10)
 	buf = append(buf, `,"kind":`...)
@@ -59,7 +74,7 @@ func appendLine(buf []byte, e recall.Entry, more bool) ([]byte, error) {
 			buf = append(buf, '"')
 		}
 	}
-	return append(buf, "}\n"...), nil
+	return append(buf, "}\n"...)
 }
 
 // embeddable reports whether data can be written as the raw value of

@@ -45,17 +45,24 @@ func (s *Store) Fork(ctx context.Context, key recall.Key, atSeq int64, newKey re
 		if w.f != nil {
 			return fmt.Errorf("%w: %s exists", recall.ErrConflict, newKey)
 		}
-		log, err := recall.ForkLog(key, entries, atSeq, recall.Now())
+		now := recall.Now()
+		log, err := recall.ForkLog(key, entries, atSeq, now)
 		if err != nil {
 			return err
 		}
+		// Every entry of the fork carries now: encode it once.
+		t, err := marshalTime(now)
+		if err != nil {
+			return err
+		}
+		// The fork's log is at most about the source's size (its live
+		// items, re-encoded the same way, plus a fork line), so one
+		// allocation usually holds it.
+		buf := make([]byte, 0, st.size+4<<10)
 		// The log is created whole or not at all, so no line needs the
 		// batch mark.
-		var buf []byte
 		for _, e := range log {
-			if buf, err = appendLine(buf, e, false); err != nil {
-				return err
-			}
+			buf = appendLineTime(buf, e, false, t)
 		}
 		meta, _ = recall.Replay(newKey, log)
 		return w.create(buf, meta)

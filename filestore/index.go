@@ -80,6 +80,14 @@ func newRecord(key recall.Key, rel string, st fileStat, off int64, check uint32,
 
 // Meta returns a copy of the record's metadata, decoding it on first use.
 func (r *record) Meta() (recall.Meta, error) {
+	if err := r.decode(); err != nil {
+		return recall.Meta{}, err
+	}
+	return r.meta.Clone(), nil
+}
+
+// decode decodes the record's Meta once; r.meta is set after it.
+func (r *record) decode() error {
 	r.once.Do(func() {
 		var m recall.Meta
 		if err := json.Unmarshal(r.raw, &m); err != nil {
@@ -88,10 +96,16 @@ func (r *record) Meta() (recall.Meta, error) {
 		r.meta = &m
 		r.raw = nil
 	})
-	if r.metaErr != nil {
-		return recall.Meta{}, r.metaErr
+	return r.metaErr
+}
+
+// lastSeq returns the record's Meta.LastSeq without copying the Meta; 0
+// when the Meta does not decode.
+func (r *record) lastSeq() int64 {
+	if r.decode() != nil {
+		return 0
 	}
-	return r.meta.Clone(), nil
+	return r.meta.LastSeq
 }
 
 // light returns the fields List sorts and filters by, without decoding.

@@ -194,7 +194,11 @@ func (s *Store) items(l loc, limit int) ([]recall.LiveItem, error) {
 		_, live := recall.Replay(key, entries)
 		return live, nil // the items alias a buffer this call allocated
 	}
-	live, err := recall.Tail(limit, backward(f, st.size))
+	var last int64 // the index's last seq sizes the first read, when current
+	if rec := s.project(key.Project).get(l.rel); rec != nil && rec.st == st && !rec.empty {
+		last = rec.lastSeq()
+	}
+	live, err := recall.Tail(limit, backwardBlocks(f, st.size, tailBlock(st.size, last, limit)))
 	if err != nil {
 		return nil, err
 	}

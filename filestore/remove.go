@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/internal/flock"
 )
 
 // Remove implements recall.Store. A main session goes with its <id>/
@@ -72,7 +73,7 @@ func (s *Store) removeLocked(ctx context.Context, l loc, check func(*os.File, fi
 	switch {
 	case err == nil:
 		defer f.Close()
-		if err := flock(ctx, f); err != nil {
+		if err := flock.Lock(ctx, f); err != nil {
 			return 0, err
 		}
 		if check != nil {

@@ -229,6 +229,27 @@ func backward(r io.ReaderAt, size int64) iter.Seq2[recall.Entry, error] {
 	return backwardBlocks(r, size, firstBlock)
 }
 
+// maxTailBlock caps the first read tailBlock sizes: past it, reads double
+// as for any backward read.
+const maxTailBlock = 1 << 20
+
+// tailBlock sizes the first backward read of a tail of limit items of a
+// log of size bytes whose last seq is lastSeq (0 when unknown): the log's
+// average line times limit+1 (the lines are mostly items; one more covers
+// the torn or unfinished end), rounded up to 4 KiB, within [firstBlock,
+// maxTailBlock]. A guess that falls short only costs more reads.
+func tailBlock(size, lastSeq int64, limit int) int {
+	if size <= 0 || lastSeq <= 0 || limit <= 0 {
+		return firstBlock
+	}
+	avg := size/lastSeq + 1
+	if int64(limit) >= maxTailBlock/avg {
+		return maxTailBlock
+	}
+	n := (avg*int64(limit+1) + 4<<10 - 1) &^ (4<<10 - 1)
+	return int(min(max(n, firstBlock), maxTailBlock))
+}
+
 func backwardBlocks(r io.ReaderAt, size int64, block int) iter.Seq2[recall.Entry, error] {
 	return func(yield func(recall.Entry, error) bool) {
 		rl := newReverseLines(r, size, block)

@@ -155,3 +155,32 @@ func TestReverseLinesLong(t *testing.T) {
 		t.Fatalf("got %d lines, want %d", len(got), len(lines))
 	}
 }
+
+// TestTailBlock checks the first read GetItems sizes: whole 4 KiB pages,
+// within [firstBlock, maxTailBlock], and enough for limit+1 average lines
+// when that fits under the cap; unknown sizes and huge limits included.
+func TestTailBlock(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		size := rapid.Int64Range(-1, 1<<40).Draw(t, "size")
+		last := rapid.Int64Range(-1, 1<<30).Draw(t, "last")
+		limit := rapid.OneOf(rapid.IntRange(-1, 10_000), rapid.IntRange(1<<62, 1<<63-1)).Draw(t, "limit")
+		n := tailBlock(size, last, limit)
+		if n < firstBlock || n > maxTailBlock || n%(4<<10) != 0 {
+			t.Fatalf("tailBlock(%d, %d, %d) = %d", size, last, limit, n)
+		}
+		if size <= 0 || last <= 0 || limit <= 0 {
+			if n != firstBlock {
+				t.Fatalf("tailBlock(%d, %d, %d) = %d without an estimate, want firstBlock", size, last, limit, n)
+			}
+			return
+		}
+		if need := float64(size) / float64(last) * float64(limit+1); n < maxTailBlock && float64(n) < need {
+			t.Fatalf("tailBlock(%d, %d, %d) = %d < %.0f needed", size, last, limit, n, need)
+		}
+	})
+	// A tail of 50 lines of 1.2 KB is one read: 51 × 1,201 bytes rounded
+	// up to 60 KiB.
+	if n := tailBlock(1000*1200, 1000, 50); n != 60<<10 {
+		t.Fatalf("tailBlock for 50 lines of 1.2 KB = %d, want 60 KiB", n)
+	}
+}

@@ -9,11 +9,11 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/internal/flock"
 )
 
 // FileName is the name of a project's memory file.
@@ -201,7 +201,7 @@ func (f *File) lock(ctx context.Context, create bool) (*os.File, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := flock(ctx, lf); err != nil {
+		if err := flock.Lock(ctx, lf); err != nil {
 			lf.Close()
 			return nil, err
 		}
@@ -221,29 +221,6 @@ func (f *File) lock(ctx context.Context, create bool) (*os.File, error) {
 			return lf, nil
 		}
 		lf.Close() // replaced or removed while we waited
-	}
-}
-
-// flock takes an exclusive lock on f, polling so that ctx can end the
-// wait.
-func flock(ctx context.Context, f *os.File) error {
-	wait := 100 * time.Microsecond
-	for {
-		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
-		if err == nil {
-			return nil
-		}
-		if !errors.Is(err, unix.EWOULDBLOCK) && !errors.Is(err, unix.EINTR) {
-			return &os.PathError{Op: "flock", Path: f.Name(), Err: err}
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		}
-		wait = min(2*wait, 10*time.Millisecond)
 	}
 }
 
