@@ -130,13 +130,6 @@ func (s *Store) next() (job, time.Duration) {
 	if s.closedDone() {
 		return job{}, 0 // stopping: the worker sees ctx done
 	}
-	if len(s.queue) == 0 && s.outage > 0 && s.prober == nil {
-		if wait := time.Until(s.gate); wait > 0 && !s.closed {
-			return job{}, wait
-		}
-		s.prober = probing
-		return job{probe: true}, 0
-	}
 	for len(s.queue) > 0 {
 		key := s.queue[0]
 		st := s.sessions[key]
@@ -170,6 +163,16 @@ func (s *Store) next() (job, time.Duration) {
 			s.signal(s.wake) // another worker can take the next one
 		}
 		return job{key: key, st: st}, 0
+	}
+	// Nothing live is queued (the loop above also drops sessions forgotten
+	// while queued): while the replica is down, a bare probe is what
+	// notices its return.
+	if s.outage > 0 && s.prober == nil {
+		if wait := time.Until(s.gate); wait > 0 && !s.closed {
+			return job{}, wait
+		}
+		s.prober = probing
+		return job{probe: true}, 0
 	}
 	return job{}, 0
 }
