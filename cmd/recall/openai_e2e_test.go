@@ -19,9 +19,7 @@ func fakeServer(t *testing.T, e *env, api string) *fakeopenai.Server {
 	t.Helper()
 	srv := fakeopenai.New()
 	t.Cleanup(srv.Close)
-	// srv.APIKey is left unset: the server reads it without a lock, so
-	// setting it here races with the handler goroutines. The key the
-	// client sends is checked in the recorded requests instead.
+	srv.SetAPIKey("sk-test") // a request without the key gets a 401
 	srv.SetResponder(func(r fakeopenai.Request) fakeopenai.Reply {
 		if isTitleRequest(r) {
 			return fakeopenai.Reply{Text: `Title: "Greeting the model".`}

@@ -73,11 +73,8 @@ type Usage struct {
 type Server struct {
 	srv *httptest.Server
 
-	// APIKey, when set, is required as the bearer token; other requests
-	// get a 401 (and are recorded).
-	APIKey string
-
 	mu        sync.Mutex
+	apiKey    string
 	queue     []Reply
 	responder func(Request) Reply
 	requests  []Request
@@ -118,6 +115,14 @@ func (s *Server) SetResponder(f func(Request) Reply) {
 		f = Echo
 	}
 	s.responder = f
+}
+
+// SetAPIKey makes the server require key as the bearer token; other
+// requests get a 401 (and are recorded). "" accepts any request.
+func (s *Server) SetAPIKey(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.apiKey = key
 }
 
 // SetNoCompact makes POST /v1/responses/compact answer 404, as servers
@@ -189,7 +194,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.seq++
 	req.N = s.seq
 	s.requests = append(s.requests, req)
-	if s.APIKey != "" && r.Header.Get("Authorization") != "Bearer "+s.APIKey {
+	if s.apiKey != "" && r.Header.Get("Authorization") != "Bearer "+s.apiKey {
 		s.mu.Unlock()
 		writeError(w, http.StatusUnauthorized, "Incorrect API key provided.", 0)
 		return

@@ -23,7 +23,7 @@ func newModel(t *testing.T, api openai.API, mod func(*openai.Config)) (*openai.M
 	t.Helper()
 	srv := fakeopenai.New()
 	t.Cleanup(srv.Close)
-	srv.APIKey = "sk-test"
+	srv.SetAPIKey("sk-test")
 	cfg := openai.Config{BaseURL: srv.URL(), APIKey: "sk-test", Model: "fake-model", API: api}
 	if mod != nil {
 		mod(&cfg)
