@@ -110,6 +110,21 @@ func TestImportPlan(t *testing.T) {
 		{3, []recall.Entry{e(4)}, []int64{4}},
 		{3, []recall.Entry{e(3), e(1), e(4)}, []int64{4}}, // old ones are skipped wherever they are
 	}
+	// a purged log starts at a compaction entry that read the seq before it
+	comp := func(seq, through int64) recall.Entry {
+		c := recall.NewEntry(recall.KindCompaction, recall.Compaction{Through: through, Replaced: 2, Items: []recall.Item{recall.Item(`{}`)}})
+		c.Seq, c.Time = seq, t0
+		return c
+	}
+	ok = append(ok, []struct {
+		last    int64
+		entries []recall.Entry
+		want    []int64
+	}{
+		{0, []recall.Entry{comp(5, 4), e(6)}, []int64{5, 6}},
+		{6, []recall.Entry{comp(5, 4), e(6), e(7)}, []int64{7}},
+		{4, []recall.Entry{comp(5, 4), e(6)}, []int64{5, 6}},
+	}...)
 	for _, c := range ok {
 		got, err := recall.ImportPlan(c.last, c.entries)
 		if err != nil || !slices.Equal(seqs(got), c.want) {
@@ -128,6 +143,10 @@ func TestImportPlan(t *testing.T) {
 		{3, []recall.Entry{e(5), e(4)}},
 		{3, []recall.Entry{e(4), e(4)}},
 		{3, []recall.Entry{noTime}},
+		{0, []recall.Entry{comp(5, 3)}},       // it did not read the seq before it
+		{0, []recall.Entry{e(2), comp(3, 2)}}, // only a compaction entry starts a log past seq 1
+		{2, []recall.Entry{comp(5, 4)}},       // an existing session is continued without a gap
+		{0, []recall.Entry{{Seq: 5, Kind: recall.KindCompaction, Time: t0, Data: json.RawMessage(`[]`)}}}, // undecodable
 	}
 	for _, c := range bad {
 		if _, err := recall.ImportPlan(c.last, c.entries); !errors.Is(err, recall.ErrConflict) {

@@ -9,6 +9,11 @@ import (
 // whose LastSeq is last: it drops those at or below last (replays are
 // idempotent) and checks that the rest continue the log without a gap and
 // carry a time. The error wraps ErrConflict.
+//
+// A new session (last 0) starts at seq 1, or at a compaction entry that
+// read the log just before it (Through = Seq-1): that is how a log left by
+// a purge starts (see PurgeLog), so a purged session can be copied to a
+// store that never held it.
 func ImportPlan(last int64, entries []Entry) ([]Entry, error) {
 	var fresh []Entry
 	for _, e := range entries {
@@ -18,6 +23,8 @@ func ImportPlan(last int64, entries []Entry) ([]Entry, error) {
 		want := last + 1
 		if n := len(fresh); n > 0 {
 			want = fresh[n-1].Seq + 1
+		} else if last == 0 && e.Seq > 1 && purgedStart(e) {
+			want = e.Seq
 		}
 		if e.Seq != want {
 			return nil, fmt.Errorf("%w: import of seq %d, expected %d", ErrConflict, e.Seq, want)
@@ -47,4 +54,15 @@ func CheckGuard(entries []Entry, last int64) error {
 		}
 	}
 	return nil
+}
+
+// purgedStart reports whether e can start a purged log: a compaction
+// entry whose payload decodes and that read the log at the seq before its
+// own.
+func purgedStart(e Entry) bool {
+	if e.Kind != KindCompaction {
+		return false
+	}
+	var c Compaction
+	return json.Unmarshal(e.Data, &c) == nil && c.Through == e.Seq-1
 }

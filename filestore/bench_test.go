@@ -410,3 +410,57 @@ func BenchmarkFork10k(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkTail50 compares GetItems(50) on a 10,000-item session with its
+// raw baseline, the floor of the side-by-side harness's W2 "last 50":
+// open the file, stat it, read 64 KiB back from its end, split the lines
+// and check the last 50 with json.Valid.
+func BenchmarkTail50(b *testing.B) {
+	const limit = 50
+	s, key, path := makeSession(b, benchDir(b), 10_000)
+	ctx := context.Background()
+	sess := recall.NewSession(s, key)
+	op := func() {
+		items, err := sess.GetItems(ctx, limit)
+		if err != nil || len(items) != limit {
+			b.Fatal(len(items), err)
+		}
+	}
+	raw := func() {
+		f, err := os.Open(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		fi, err := f.Stat()
+		if err != nil {
+			b.Fatal(err)
+		}
+		n := min(fi.Size(), 64<<10)
+		buf := make([]byte, n)
+		if _, err := f.ReadAt(buf, fi.Size()-n); err != nil {
+			b.Fatal(err)
+		}
+		var lines [][]byte
+		for line := range bytes.Lines(buf) {
+			lines = append(lines, bytes.TrimSuffix(line, []byte("\n")))
+		}
+		lines = lines[len(lines)-limit:]
+		for _, l := range lines {
+			if !json.Valid(l) {
+				b.Fatal("invalid line")
+			}
+		}
+	}
+	b.Run("store", func(b *testing.B) {
+		for b.Loop() {
+			op()
+		}
+	})
+	b.Run("raw", func(b *testing.B) {
+		for b.Loop() {
+			raw()
+		}
+	})
+	b.Run("store-vs-raw", func(b *testing.B) { paired(b, raw, op) })
+}

@@ -129,10 +129,13 @@ func (c copier) copy(ctx context.Context, key recall.Key, from int64, done func(
 		if len(es) == 0 {
 			return from, copied, nil
 		}
-		if es[0].Seq != from+1 {
+		if es[0].Seq != from+1 && (from > 0 || es[0].Kind != recall.KindCompaction) {
 			// Entries skips nothing in a well-formed log, so the entries
 			// after from are gone: a purge rewrote the log from a
-			// compaction entry, which Import cannot start from.
+			// compaction entry. A replica without the session takes the
+			// purged log as it is (Import starts a new session at such
+			// an entry); one that holds part of the dropped entries
+			// cannot be continued from it.
 			return from, copied, fmt.Errorf("%w: %s: the replica is at seq %d but the primary's log continues at seq %d (%s; purged?)",
 				ErrDiverged, key, from, es[0].Seq, es[0].Kind)
 		}

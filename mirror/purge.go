@@ -13,9 +13,10 @@ var _ recall.Purger = (*Store)(nil)
 // ErrUnsupported when it does not. It purges the primary only: the replica
 // keeps the entries the purge drops, like any history the local store no
 // longer holds, and receives the entries the purge appends to restore the
-// session's metadata. A replica that had not yet received the entries up
-// to the compaction entry the purged log starts at cannot be continued
-// from it; that session then stops with ErrDiverged.
+// session's metadata. A replica that never received the session gets the
+// purged log as it is, starting at its compaction entry. A replica that
+// holds some of the dropped entries but not all of them cannot be
+// continued from that entry; that session then stops with ErrDiverged.
 func (s *Store) Purge(ctx context.Context, key recall.Key) (recall.PurgeResult, error) {
 	if err := s.open(); err != nil {
 		return recall.PurgeResult{}, err

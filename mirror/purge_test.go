@@ -137,3 +137,112 @@ func TestPurgeUnsupportedByPrimary(t *testing.T) {
 		t.Fatalf("purge: %v, want ErrUnsupported", err)
 	}
 }
+
+// A session purged before the replica ever received it replicates as the
+// purged log, starting at its compaction entry, to every kind of replica;
+// and the session goes on replicating afterwards.
+func TestPurgeBeforeFirstReplication(t *testing.T) {
+	ctx := context.Background()
+	replicas := map[string]func(t *testing.T) recall.Store{
+		"memstore": func(*testing.T) recall.Store { return memstore.New(memstore.Options{}) },
+		"redis": func(t *testing.T) recall.Store {
+			url, prefix := sharedRedis(t)
+			return openRedis(t, url, prefix)
+		},
+		"postgres": func(t *testing.T) recall.Store {
+			dsn, schema := sharedPostgres(t)
+			return openPostgres(t, dsn, schema)
+		},
+	}
+	for name, open := range replicas {
+		t.Run(name, func(t *testing.T) {
+			primary := openFileStore(t, t.TempDir())
+			replica := open(t)
+			down := newFaulty(replica, 3)
+			down.setDown(true) // nothing reaches the replica before the purge
+			m := newMirror(t, primary, down, fastOptions(t.TempDir()))
+			k := recall.Key{Project: "p", Session: "s"}
+			comp := purgeable(t, m, k)
+			if _, err := m.Append(ctx, k, recall.ItemEntry(item("after"))); err != nil {
+				t.Fatal(err)
+			}
+			if res, err := m.Purge(ctx, k); err != nil || res.Dropped == 0 {
+				t.Fatalf("purge: %+v %v", res, err)
+			}
+			down.setDown(false)
+			flush(t, m, 20*time.Second)
+			if _, err := m.Append(ctx, k, recall.ItemEntry(item("later"))); err != nil {
+				t.Fatal(err)
+			}
+			flush(t, m, 20*time.Second)
+
+			pm, mine, err := primary.Load(ctx, k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rm, theirs, err := replica.Load(ctx, k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if theirs[0].Seq != comp {
+				t.Fatalf("the replica's log starts at seq %d, want the compaction entry's %d", theirs[0].Seq, comp)
+			}
+			if err := sameEntries(mine, theirs); err != nil {
+				t.Fatalf("replica log: %v", err)
+			}
+			if pm.Title != rm.Title || pm.LastSeq != rm.LastSeq || pm.ItemCount != rm.ItemCount || !pm.Created.Equal(rm.Created) {
+				t.Fatalf("metadata: primary %+v, replica %+v", pm, rm)
+			}
+			pi, _ := recall.NewSession(primary, k).GetItems(ctx, 0)
+			ri, _ := recall.NewSession(replica, k).GetItems(ctx, 0)
+			if len(pi) != 3 || len(ri) != len(pi) {
+				t.Fatalf("views: primary %d items, replica %d", len(pi), len(ri))
+			}
+			for i := range pi {
+				if string(pi[i]) != string(ri[i]) {
+					t.Fatalf("view item %d: primary %s, replica %s", i, pi[i], ri[i])
+				}
+			}
+			for _, ss := range m.Status(ctx) {
+				if ss.Key == k && (ss.Stuck || ss.ReplicatedSeq != pm.LastSeq) {
+					t.Fatalf("status: %+v", ss)
+				}
+			}
+			if err := recall.Verify(ctx, replica); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// Sync copies a purged session to a store that never held it.
+func TestSyncCopiesPurgedSession(t *testing.T) {
+	ctx := context.Background()
+	src := openFileStore(t, t.TempDir())
+	k := recall.Key{Project: "p", Session: "s"}
+	comp := purgeable(t, src, k)
+	if res, err := src.Purge(ctx, k); err != nil || res.Dropped == 0 {
+		t.Fatalf("purge: %+v %v", res, err)
+	}
+	dst := openFileStore(t, t.TempDir())
+	rep, err := mirror.Sync(ctx, src, dst, mirror.SyncOptions{All: true})
+	if err != nil || len(rep.Failed) != 0 {
+		t.Fatalf("sync: %+v %v", rep, err)
+	}
+	_, mine, _ := src.Load(ctx, k)
+	_, theirs, err := dst.Load(ctx, k)
+	if err != nil || theirs[0].Seq != comp {
+		t.Fatalf("copied log: %d entries, %v", len(theirs), err)
+	}
+	if err := sameEntries(mine, theirs); err != nil {
+		t.Fatal(err)
+	}
+	// a second sync has nothing to do
+	rep, err = mirror.Sync(ctx, src, dst, mirror.SyncOptions{All: true})
+	if err != nil || len(rep.Failed) != 0 {
+		t.Fatalf("second sync: %+v %v", rep, err)
+	}
+	if _, again, _ := dst.Load(ctx, k); len(again) != len(theirs) {
+		t.Fatalf("a second sync changed the copy: %d entries, was %d", len(again), len(theirs))
+	}
+}

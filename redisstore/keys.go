@@ -13,7 +13,7 @@ import (
 // build the same names and must stay in step with this file):
 //
 //	P meta:<project>/<session>[:<subpath>]   hash: the session's metadata
-//	P log:<project>/<session>[:<subpath>]    list: the entry log, element i holds seq i+1
+//	P log:<project>/<session>[:<subpath>]    list: the entry log, element i holds seq first+i (hash field first, default 1)
 //	P idx:all                                 zset: every main session (List of all projects)
 //	P idx:active                              zset: the main sessions not archived
 //	P idx:all:<project>                       zset: one project's main sessions

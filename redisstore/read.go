@@ -72,14 +72,32 @@ func (s *Store) load(ctx context.Context, key recall.Key) (recall.Meta, []recall
 	if err != nil {
 		return recall.Meta{}, nil, err
 	}
-	entries, err := decodeRun(lc.Val(), 1)
+	first, err := firstSeq(hc.Val()["first"])
 	if err != nil {
 		return recall.Meta{}, nil, err
 	}
-	if int64(len(entries)) != m.LastSeq {
-		return recall.Meta{}, nil, fmt.Errorf("%w: log holds %d entries, metadata says %d", recall.ErrCorrupt, len(entries), m.LastSeq)
+	entries, err := decodeRun(lc.Val(), first)
+	if err != nil {
+		return recall.Meta{}, nil, err
+	}
+	if int64(len(entries)) != m.LastSeq-first+1 {
+		return recall.Meta{}, nil, fmt.Errorf("%w: log holds %d entries from seq %d, metadata says it ends at %d", recall.ErrCorrupt, len(entries), first, m.LastSeq)
 	}
 	return m, entries, nil
+}
+
+// firstSeq parses the "first" field of a session's metadata: the seq of
+// its log's first element. It is absent (1) unless the session was
+// imported from a purged log, which starts at a compaction entry.
+func firstSeq(v string) (int64, error) {
+	if v == "" {
+		return 1, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("%w: first seq %q", recall.ErrCorrupt, v)
+	}
+	return n, nil
 }
 
 // decodeRun decodes consecutive log elements, the first holding seq first.
@@ -95,35 +113,51 @@ func decodeRun(els []string, first int64) ([]recall.Entry, error) {
 	return out, nil
 }
 
-// Entries implements recall.Store. Element i of the log holds seq i+1, so
-// a page is one LRANGE.
+// Entries implements recall.Store. Element i of the log holds seq
+// first+i (first is 1 unless the log was imported from a purged one), so
+// a page is one LRANGE: the read assumes first is 1 and reads again when
+// the metadata read with it says otherwise.
 func (s *Store) Entries(ctx context.Context, key recall.Key, after int64, limit int) ([]recall.Entry, error) {
 	if err := s.check(key); err != nil {
 		return nil, fmt.Errorf("redisstore: entries %s: %w", key, err)
 	}
 	after = max(after, 0)
-	stop := int64(-1)
-	if limit > 0 {
-		stop = after + int64(limit) - 1
+	first := int64(1)
+	for range maxAttempts {
+		start := max(after-first+1, 0)
+		stop := int64(-1)
+		if limit > 0 {
+			stop = start + int64(limit) - 1
+		}
+		var mc *redis.SliceCmd
+		var lc *redis.StringSliceCmd
+		_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			mc = p.HMGet(ctx, s.k.meta(key), "last", "first")
+			lc = p.LRange(ctx, s.k.log(key), start, stop)
+			return nil
+		})
+		if err == nil && mc.Val()[0] == nil {
+			err = recall.ErrNotFound
+		}
+		if err != nil {
+			return nil, fmt.Errorf("redisstore: entries %s: %w", key, err)
+		}
+		v, _ := mc.Val()[1].(string)
+		got, err := firstSeq(v)
+		if err != nil {
+			return nil, fmt.Errorf("redisstore: entries %s: %w", key, err)
+		}
+		if got != first {
+			first = got
+			continue
+		}
+		entries, err := decodeRun(lc.Val(), first+start)
+		if err != nil {
+			return nil, fmt.Errorf("redisstore: entries %s: %w", key, err)
+		}
+		return entries, nil
 	}
-	var ec *redis.IntCmd
-	var lc *redis.StringSliceCmd
-	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		ec = p.Exists(ctx, s.k.meta(key))
-		lc = p.LRange(ctx, s.k.log(key), after, stop)
-		return nil
-	})
-	if err == nil && ec.Val() == 0 {
-		err = recall.ErrNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("redisstore: entries %s: %w", key, err)
-	}
-	entries, err := decodeRun(lc.Val(), after+1)
-	if err != nil {
-		return nil, fmt.Errorf("redisstore: entries %s: %w", key, err)
-	}
-	return entries, nil
+	return nil, fmt.Errorf("redisstore: entries %s: %w: the session was re-created during every read", key, recall.ErrConflict)
 }
 
 // Items implements recall.Store.
@@ -164,7 +198,7 @@ func (s *Store) tailOnce(ctx context.Context, key recall.Key, limit int) ([]reca
 	var mc *redis.SliceCmd
 	var lc *redis.StringSliceCmd
 	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		mc = p.HMGet(ctx, s.k.meta(key), "gen", "last")
+		mc = p.HMGet(ctx, s.k.meta(key), "gen", "last", "first")
 		lc = p.LRange(ctx, s.k.log(key), -chunk, -1)
 		return nil
 	})
@@ -180,13 +214,18 @@ func (s *Store) tailOnce(ctx context.Context, key recall.Key, limit int) ([]reca
 	if err != nil {
 		return nil, fmt.Errorf("%w: last seq %q", recall.ErrCorrupt, lastStr)
 	}
+	firstStr, _ := mc.Val()[2].(string)
+	first, err := firstSeq(firstStr)
+	if err != nil {
+		return nil, err
+	}
 	els := lc.Val()
-	lo := last - int64(len(els)) // index of the oldest element read
+	lo := last - first + 1 - int64(len(els)) // index of the oldest element read
 	var stale bool
 	newestFirst := func(yield func(recall.Entry, error) bool) {
 		for {
 			for i := len(els) - 1; i >= 0; i-- {
-				e, err := decodeElement(els[i], lo+int64(i)+1)
+				e, err := decodeElement(els[i], first+lo+int64(i))
 				if !yield(e, err) || err != nil {
 					return
 				}

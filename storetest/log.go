@@ -334,13 +334,86 @@ func testImportRefused(e *env) {
 		wantLog(t, "log after a refused Import of "+b.name, got, log, true)
 	}
 
-	// A new session's import must start at seq 1.
+	// A new session's import must start at seq 1 (or at the compaction
+	// entry a purged log starts with; see testImportPurged).
 	fresh := recall.Key{Project: "p", Session: "fresh"}
 	_, err := e.s.Import(e.ctx, fresh, src[1:3]...)
 	wantErr(t, "Import into a new session from seq 2", err, recall.ErrConflict)
 	if _, err := e.s.Stat(e.ctx, fresh); !errors.Is(err, recall.ErrNotFound) {
 		t.Errorf("a refused Import created the session: %v", err)
 	}
+}
+
+// testImportPurged checks that a new session can be imported from a log a
+// purge left, which starts at a compaction entry past seq 1: it is stored
+// as given, its metadata and view are the original session's, and it
+// takes appends, pops and forks like any other.
+func testImportPurged(e *env) {
+	t := e.t
+	key := recall.Key{Project: "p", Session: "purged"}
+	yes := true
+	summary := recall.Item(`{"type":"message","role":"system","content":"summary of a"}`)
+	orig := []recall.Entry{
+		recall.ItemEntry(msg("a")),
+		recall.NewEntry(recall.KindTitle, recall.TitleChange{Title: "Purged", Source: recall.TitleUser}),
+		recall.ItemEntry(msg("b")),
+		recall.NewEntry(recall.KindMeta, recall.MetaChange{Pinned: &yes, Labels: []string{"x"}}),
+		compaction(4, 2, summary, msg("b")),
+		recall.ItemEntry(msg("c")),
+	}
+	orig[2].Usage = &recall.Usage{InputTokens: 5, OutputTokens: 6, TotalTokens: 11}
+	for i := range orig {
+		orig[i].Seq = int64(i + 1)
+		orig[i].Time = oldTime(i)
+	}
+	log, dropped, err := recall.PurgeLog(key, orig)
+	if err != nil || dropped != 4 || log[0].Seq != 5 {
+		t.Fatalf("PurgeLog = %d entries from seq %d, %d dropped, %v", len(log), log[0].Seq, dropped, err)
+	}
+	wantMeta, wantLive := recall.Replay(key, log)
+
+	// the compaction entry alone, then all of it, then all of it again
+	for i, st := range []struct {
+		batch []recall.Entry
+		last  int64
+	}{{log[:1], 5}, {log, log[len(log)-1].Seq}, {log, log[len(log)-1].Seq}} {
+		last, err := e.s.Import(e.ctx, key, st.batch...)
+		if err != nil || last != st.last {
+			t.Fatalf("import step %d of a purged log = %d, %v; want %d, nil", i, last, err, st.last)
+		}
+	}
+	m, got := e.mustLoad(key)
+	wantLog(t, "imported purged log", got, log, true)
+	if d := MetaDiff(m, wantMeta, true); d != "" {
+		t.Errorf("imported purged session metadata: %s", d)
+	}
+	origMeta, origLive := recall.Replay(key, orig)
+	if m.Title != origMeta.Title || m.ItemCount != origMeta.ItemCount || !m.Created.Equal(origMeta.Created) || m.Usage != origMeta.Usage || !m.Pinned {
+		t.Errorf("imported purged session: %+v; the session before the purge: %+v", m, origMeta)
+	}
+	if !slices.EqualFunc(recall.Items(wantLive), recall.Items(origLive), func(a, b recall.Item) bool { return bytes.Equal(a, b) }) {
+		t.Fatalf("PurgeLog changed the view")
+	}
+	e.wantView(key, recall.Items(origLive))
+	es, err := e.s.Entries(e.ctx, key, 0, 2)
+	if err != nil || len(es) != 2 || es[0].Seq != 5 || es[1].Seq != 6 {
+		t.Errorf("Entries from the start of a purged log = %d entries (%v)", len(es), err)
+	}
+
+	// it goes on like any session
+	last := m.LastSeq
+	if it, err := e.s.Pop(e.ctx, key); err != nil || !bytes.Equal(it, msg("c")) {
+		t.Errorf("Pop = %s, %v; want %s", clip(it), err, clip(msg("c")))
+	}
+	if seq := e.mustAdd(key, msg("d")); seq != last+2 {
+		t.Errorf("Append after the import = %d, want %d", seq, last+2)
+	}
+	e.wantView(key, []recall.Item{summary, msg("b"), msg("d")})
+	fork := recall.Key{Project: "p", Session: "fork"}
+	if _, err := e.s.Fork(e.ctx, key, 0, fork); err != nil {
+		t.Fatalf("Fork of an imported purged session: %v", err)
+	}
+	e.wantView(fork, []recall.Item{summary, msg("b"), msg("d")})
 }
 
 // compaction returns a compaction entry over a log read at seq through.

@@ -62,6 +62,7 @@ var tests = []test{
 	{"Log/Usage", testUsage},
 	{"Log/Import", testImport},
 	{"Log/ImportRefused", testImportRefused},
+	{"Log/ImportPurged", testImportPurged},
 	{"Log/Compaction", testCompaction},
 	{"Meta/Titles", testTitles},
 	{"Meta/ArchivePinLabels", testArchivePinLabels},

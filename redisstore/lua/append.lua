@@ -26,15 +26,18 @@ local meta, log = KEYS[1], KEYS[2]
 local mode, expect, guard = ARGV[2], ARGV[3], ARGV[4]
 local ttl = tonumber(ARGV[5])
 local token, member = ARGV[7], ARGV[8]
-local h = redis.call('HMGET', meta, 'last', 'tok', 'created', 'updated', 'items', 'tsrc', 'arch', 'ttl')
+local h = redis.call('HMGET', meta, 'last', 'tok', 'created', 'updated', 'items', 'tsrc', 'arch', 'ttl', 'first')
 local last = tonumber(h[1] or '0')
+-- the seq of the log's first element: 1, or where a purged log that was
+-- imported starts
+local first = tonumber(h[9] or '1')
 
 -- A batch token seen before means this is a client retry of a batch that
 -- was applied (its reply was lost): answer as the first time did.
 if token ~= '' and h[2] then
   local done = string.match(' ' .. h[2], ' ' .. token .. ':(%d+)')
   if done then
-    if mode == 'p' then return popped(log, tonumber(done)) end
+    if mode == 'p' then return popped(log, tonumber(done), first) end
     return tonumber(done)
   end
 end
@@ -49,7 +52,7 @@ if n == 0 then return last end
 local pop
 if mode == 'p' then
   if not h[1] then return {} end
-  pop = {newest(log, last)}
+  pop = {newest(log, last, first)}
   if not pop[1] then return {} end
   -- the pop entry's data is its recall.ItemRef, as json.Marshal writes it
   local ref = '{"seq":' .. string.format('%d', pop[1])
@@ -71,6 +74,12 @@ local push = {}
 for i = 0, n - 1 do
   local o = 10 + i * 9
   local seq = last + 1
+  if i == 0 and last == 0 and (mode == 'i' or mode == 'c') then
+    -- A new session may start past seq 1 (at the compaction entry a
+    -- purged log starts with); the Go side checked it (recall.ImportPlan).
+    seq = tonumber(ARGV[o + 1])
+    first = seq
+  end
   if (mode == 'i' or mode == 'c') and tonumber(ARGV[o + 1]) ~= seq then
     return redis.error_reply('RECALL_GAP seq ' .. ARGV[o + 1] .. ' after ' .. last)
   end
@@ -122,6 +131,7 @@ local fields = {'last', string.format('%d', last), 'created', created, 'updated'
   'items', string.format('%d', items), 'tsrc', tsrc, 'arch', arch, 'tok', table.concat(toks, ' '),
   'ttl', ttl > 0 and '1' or '0'}
 if not h[1] then fields[#fields + 1] = 'gen'; fields[#fields + 1] = ARGV[6] end
+if not h[1] and first ~= 1 then fields[#fields + 1] = 'first'; fields[#fields + 1] = string.format('%d', first) end
 if title then fields[#fields + 1] = 'title'; fields[#fields + 1] = title end -- '' is no title
 if pin then fields[#fields + 1] = 'pin'; fields[#fields + 1] = pin end
 if labels then fields[#fields + 1] = 'labels'; fields[#fields + 1] = labels end

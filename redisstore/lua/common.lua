@@ -117,15 +117,15 @@ local function refkey(seq, index) return string.format('%d:%d', seq, index) end
 -- it names, and a clear or a compaction ends the scan. It returns the
 -- item's seq, its index (in a compaction, else 0), its entry's data and
 -- kind, or nothing when the view is empty. Element i of the log holds
--- seq i+1.
-local function newest(log, last)
+-- seq first+i.
+local function newest(log, last, first)
   local hidden = {}
-  local hi, chunk = last - 1, 16
+  local hi, chunk = last - first, 16
   while hi >= 0 do
     local lo = math.max(hi - chunk + 1, 0)
     local els = redis.call('LRANGE', log, lo, hi)
     for i = #els, 1, -1 do
-      local seq = lo + i
+      local seq = first + lo + i - 1
       local header, data = split(els[i])
       local kind = string.match(header, '^{"k":"(%l+)"')
       if kind == 'item' then
@@ -155,11 +155,11 @@ local function newest(log, last)
 end
 
 -- popped rebuilds the reply of the pop that wrote seq, for a retried call.
-local function popped(log, seq)
-  local _, data = split(redis.call('LINDEX', log, seq - 1) or '')
+local function popped(log, seq, first)
+  local _, data = split(redis.call('LINDEX', log, seq - first) or '')
   local ok, ref = pcall(cjson.decode, data)
   if not ok or type(ref) ~= 'table' or type(ref.seq) ~= 'number' then return {} end
   local index = tonumber(ref.index) or 0
-  local iheader, idata = split(redis.call('LINDEX', log, ref.seq - 1) or '')
+  local iheader, idata = split(redis.call('LINDEX', log, ref.seq - first) or '')
   return {seq, ref.seq, index, idata, string.match(iheader, '^{"k":"(%l+)"') or ''}
 end
