@@ -202,8 +202,18 @@ func (s *Store) items(l loc, limit int) ([]recall.LiveItem, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Copy the items out of the read blocks (so those can go) into one
+	// buffer: one allocation instead of one per item. Each item is capped,
+	// so appending to one never writes over the next.
+	n := 0
+	for _, l := range live {
+		n += len(l.Item)
+	}
+	buf := make([]byte, 0, n)
 	for i := range live {
-		live[i].Item = live[i].Item.Clone() // let the read blocks go
+		at := len(buf)
+		buf = append(buf, live[i].Item...)
+		live[i].Item = recall.Item(buf[at:len(buf):len(buf)])
 	}
 	return live, nil
 }
