@@ -143,17 +143,8 @@ func TestPurgeUnsupportedByPrimary(t *testing.T) {
 // and the session goes on replicating afterwards.
 func TestPurgeBeforeFirstReplication(t *testing.T) {
 	ctx := context.Background()
-	replicas := map[string]func(t *testing.T) recall.Store{
-		"memstore": func(*testing.T) recall.Store { return memstore.New(memstore.Options{}) },
-		"redis": func(t *testing.T) recall.Store {
-			url, prefix := sharedRedis(t)
-			return openRedis(t, url, prefix)
-		},
-		"postgres": func(t *testing.T) recall.Store {
-			dsn, schema := sharedPostgres(t)
-			return openPostgres(t, dsn, schema)
-		},
-	}
+	replicas := sharedReplicas()
+	replicas["memstore"] = func(*testing.T) recall.Store { return memstore.New(memstore.Options{}) }
 	for name, open := range replicas {
 		t.Run(name, func(t *testing.T) {
 			primary := openFileStore(t, t.TempDir())

@@ -105,6 +105,21 @@ func sharedPostgres(t testing.TB) (string, string) {
 	return dsn, schema
 }
 
+// sharedReplicas returns, by name, functions that open a fresh store on
+// each shared server (Redis, PostgreSQL), cleaned up when the test ends.
+func sharedReplicas() map[string]func(t *testing.T) recall.Store {
+	return map[string]func(t *testing.T) recall.Store{
+		"redis": func(t *testing.T) recall.Store {
+			url, prefix := sharedRedis(t)
+			return openRedis(t, url, prefix)
+		},
+		"postgres": func(t *testing.T) recall.Store {
+			dsn, schema := sharedPostgres(t)
+			return openPostgres(t, dsn, schema)
+		},
+	}
+}
+
 // writer appends to a few sessions through the mirror until stopped, one
 // item per call (with a title and a pop now and then), and counts what
 // failed.
@@ -217,16 +232,7 @@ func TestPostgresStopsMidWrite(t *testing.T) {
 // when the mirror starts.
 func TestBacklogAtStartAgainstServers(t *testing.T) {
 	t.Parallel() // waits on servers and child processes, not the CPU
-	for name, open := range map[string]func(t *testing.T) recall.Store{
-		"redis": func(t *testing.T) recall.Store {
-			url, prefix := sharedRedis(t)
-			return openRedis(t, url, prefix)
-		},
-		"postgres": func(t *testing.T) recall.Store {
-			dsn, schema := sharedPostgres(t)
-			return openPostgres(t, dsn, schema)
-		},
-	} {
+	for name, open := range sharedReplicas() {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			dir := t.TempDir()
