@@ -348,6 +348,7 @@ func TestPurgeRacesOtherProcess(t *testing.T) {
 	go func() {
 		var got []string
 		defer func() { acks <- got }()
+		defer close(childDone) // also when the child dies early
 		for {
 			line, err := r.ReadString('\n')
 			if err != nil {
@@ -355,7 +356,6 @@ func TestPurgeRacesOtherProcess(t *testing.T) {
 			}
 			line = strings.TrimSpace(line)
 			if line == "done" {
-				close(childDone)
 				return
 			}
 			if tag, ok := strings.CutPrefix(line, "ack "); ok {
@@ -364,11 +364,16 @@ func TestPurgeRacesOtherProcess(t *testing.T) {
 		}
 	}()
 	racing, purged := 0, 0
+	deadline := time.Now().Add(2 * time.Minute)
 	for running := true; running; {
 		select {
 		case <-childDone:
 			running = false
 		case <-time.After(time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("the other process did not finish its %d appends in 2 minutes", purgeChildAppends)
 		}
 		compactWhole(ctx, t, s)
 		res, err := s.Purge(ctx, purgeKey)
