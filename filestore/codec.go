@@ -81,7 +81,9 @@ func appendLineTime(buf []byte, e recall.Entry, more bool, t []byte) []byte {
 // "data" and read back byte for byte: one valid JSON value with no line
 // break and nothing a decoder would trim around it.
 func embeddable(kind recall.Kind, data []byte) bool {
-	if bytes.ContainsAny(data, "\r\n") || isBlank(data[0]) || isBlank(data[len(data)-1]) {
+	// two IndexByte scans, not ContainsAny: they are vectorised, and this
+	// runs over every byte of every item appended
+	if bytes.IndexByte(data, '\n') >= 0 || bytes.IndexByte(data, '\r') >= 0 || isBlank(data[0]) || isBlank(data[len(data)-1]) {
 		return false
 	}
 	switch kind {
