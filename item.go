@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/recallkit/recall/internal/jsonvalid"
 )
 
 // DefaultMaxItemSize is the largest item a store accepts unless its options
@@ -89,7 +91,7 @@ func ValidateItem(it Item, max int) error {
 	if len(t) == 0 || t[0] != '{' {
 		return fmt.Errorf("%w: not a JSON object", ErrInvalidItem)
 	}
-	if !json.Valid(it) {
+	if !jsonvalid.Valid(it) {
 		return fmt.Errorf("%w: malformed JSON: %s", ErrInvalidItem, syntaxError(it))
 	}
 	return nil

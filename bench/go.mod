@@ -9,6 +9,8 @@ require (
 	modernc.org/sqlite v1.62.0
 )
 
+require github.com/go-json-experiment/json v1.27.2 // indirect
+
 require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/dlclark/regexp2 v1.10.0 // indirect

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/internal/jsonvalid"
 )
 
 // This file is the log's line format; doc.go describes it. The encoder
@@ -90,7 +91,7 @@ func embeddable(kind recall.Kind, data []byte) bool {
 	case recall.KindItem, recall.KindTitle, recall.KindMeta, recall.KindPop, recall.KindCompaction, recall.KindFork:
 		return true // recall.ValidateEntries has decoded these
 	}
-	return json.Valid(data)
+	return jsonvalid.Valid(data)
 }
 
 func isBlank(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
@@ -181,7 +182,7 @@ func decodeFast(l []byte) (e recall.Entry, more, ok bool) {
 		return e, false, false
 	}
 	data := p.b[:len(p.b)-1]
-	if !json.Valid(data) {
+	if !jsonvalid.Valid(data) {
 		return e, false, false
 	}
 	e.Data = data
@@ -274,7 +275,7 @@ func decodeSlow(line []byte) (recall.Entry, bool, error) {
 	if len(e.Data) == 0 {
 		e.Data = nil
 	}
-	if e.Kind == recall.KindItem && !json.Valid(e.Data) {
+	if e.Kind == recall.KindItem && !jsonvalid.Valid(e.Data) {
 		return recall.Entry{}, false, errBadLine
 	}
 	return e, w.More, nil
