@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/recallkit/recall/internal/jsonvalid"
 )
@@ -76,6 +77,26 @@ func (it Item) Role() string { return it.head().Role }
 // CallID returns the item's "call_id" field, or "": it pairs a
 // function_call with its function_call_output.
 func (it Item) CallID() string { return it.head().CallID }
+
+// CallPart classifies the item as a half of a call/output pair:
+// "function_call" and "function_call_output", and likewise every "<x>_call"
+// item that carries a call_id (computer_call, custom_tool_call,
+// local_shell_call, ...) with its "<x>_call_output". Hosted tool calls
+// (web_search_call, ...) carry no call_id and need no output, so they are
+// not pairs; for them, as for any other item, callID is "".
+func (it Item) CallPart() (callID string, isCall, isOutput bool) {
+	h := it.head()
+	if h.CallID == "" {
+		return "", false, false
+	}
+	switch {
+	case strings.HasSuffix(h.Type, "_call_output"):
+		return h.CallID, false, true
+	case strings.HasSuffix(h.Type, "_call"):
+		return h.CallID, true, false
+	}
+	return "", false, false
+}
 
 // ValidateItem checks that it is a single JSON object of at most max bytes
 // (max <= 0 means [DefaultMaxItemSize]). The error wraps [ErrInvalidItem]

@@ -51,17 +51,23 @@ func (c Cursor) Before(m Meta) bool {
 }
 
 // compareList orders metas the way List returns them.
-func compareList(a, b Meta) int {
-	if c := b.Updated.Compare(a.Updated); c != 0 {
+func compareList(a, b Meta) int { return CompareListOrder(a.Updated, a.Key, b.Updated, b.Key) }
+
+// CompareListOrder compares two sessions, by their Updated time and key, in
+// the order List returns them: newest Updated first, then project,
+// session and subpath. Stores that sort records of their own use it, so
+// the order is defined once.
+func CompareListOrder(aUpdated time.Time, a Key, bUpdated time.Time, b Key) int {
+	if c := bUpdated.Compare(aUpdated); c != 0 {
 		return c
 	}
-	if c := strings.Compare(a.Key.Project, b.Key.Project); c != 0 {
+	if c := strings.Compare(a.Project, b.Project); c != 0 {
 		return c
 	}
-	if c := strings.Compare(a.Key.Session, b.Key.Session); c != 0 {
+	if c := strings.Compare(a.Session, b.Session); c != 0 {
 		return c
 	}
-	return strings.Compare(a.Key.Subpath, b.Key.Subpath)
+	return strings.Compare(a.Subpath, b.Subpath)
 }
 
 // SortList sorts metas in List order.

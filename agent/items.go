@@ -85,25 +85,6 @@ func LastAssistantText(items []recall.Item) string {
 	return ""
 }
 
-// callKind classifies an item of a call/output pair: "function_call" and
-// "function_call_output", and likewise every "<x>_call" item that carries a
-// call_id (computer_call, custom_tool_call, local_shell_call, ...) with its
-// "<x>_call_output". Hosted tool calls (web_search_call, ...) carry no
-// call_id and need no output, so they are not pairs.
-func callKind(it recall.Item) (callID string, isCall, isOutput bool) {
-	typ, id := it.Type(), it.CallID()
-	if id == "" {
-		return "", false, false
-	}
-	switch {
-	case strings.HasSuffix(typ, "_call_output"):
-		return id, false, true
-	case strings.HasSuffix(typ, "_call"):
-		return id, true, false
-	}
-	return "", false, false
-}
-
 // TrimOrphans returns items without the halves of call/output pairs whose
 // other half is missing: an output whose call lies outside the window (a
 // history limit cut it off), and a call that was never answered. Models
@@ -113,7 +94,7 @@ func TrimOrphans(items []recall.Item) []recall.Item {
 	callAt := map[string]int{}    // call_id -> index of its call
 	answered := map[string]bool{} // call_id -> an output follows the call
 	for i, it := range items {
-		id, isCall, isOutput := callKind(it)
+		id, isCall, isOutput := it.CallPart()
 		if _, dup := callAt[id]; isCall && !dup {
 			callAt[id] = i
 		}
@@ -123,7 +104,7 @@ func TrimOrphans(items []recall.Item) []recall.Item {
 	}
 	out := make([]recall.Item, 0, len(items))
 	for i, it := range items {
-		id, isCall, isOutput := callKind(it)
+		id, isCall, isOutput := it.CallPart()
 		if isCall && !answered[id] {
 			continue
 		}

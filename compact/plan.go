@@ -1,10 +1,6 @@
 package compact
 
-import (
-	"strings"
-
-	"github.com/recallkit/recall"
-)
+import "github.com/recallkit/recall"
 
 // Cut returns where a compaction splits items (a session's view, oldest
 // first): items[:cut] are summarized, items[cut:] are kept verbatim. It
@@ -24,7 +20,7 @@ func Cut(items []recall.Item, keepLast int) int {
 	cut := max(len(items)-max(keepLast, 0), 0)
 	callAt := map[string]int{} // call_id -> index of its first call
 	for i, it := range items {
-		if id, isCall, _ := callKind(it); isCall {
+		if id, isCall, _ := it.CallPart(); isCall {
 			if _, seen := callAt[id]; !seen {
 				callAt[id] = i
 			}
@@ -34,7 +30,7 @@ func Cut(items []recall.Item, keepLast int) int {
 		moved := false
 		// an output kept whose call would be summarized: keep the call
 		for _, it := range items[cut:] {
-			id, _, isOutput := callKind(it)
+			id, _, isOutput := it.CallPart()
 			if at, ok := callAt[id]; isOutput && ok && at < cut {
 				cut, moved = at, true
 			}
@@ -48,20 +44,4 @@ func Cut(items []recall.Item, keepLast int) int {
 		}
 	}
 	return cut
-}
-
-// callKind classifies an item of a call/output pair, as agent.TrimOrphans
-// does: "<x>_call" and "<x>_call_output" items that carry a call_id.
-func callKind(it recall.Item) (callID string, isCall, isOutput bool) {
-	typ, id := it.Type(), it.CallID()
-	if id == "" {
-		return "", false, false
-	}
-	switch {
-	case strings.HasSuffix(typ, "_call_output"):
-		return id, false, true
-	case strings.HasSuffix(typ, "_call"):
-		return id, true, false
-	}
-	return "", false, false
 }

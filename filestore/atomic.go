@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/recallkit/recall/internal/durable"
 )
 
 var errNotDir = unix.ENOTDIR
@@ -53,23 +55,6 @@ func statPath(path string) (fileStat, error) {
 	return statOf(&st), nil
 }
 
-// syncDir fsyncs a directory, making the creation, rename or removal of
-// the names in it durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("fsync dir %s: %w", dir, err)
-	}
-	return nil
-}
-
 // mkdirDurable creates dir and any missing parents, fsyncing the parent of
 // each directory it creates, so a file later made durable in dir cannot be
 // lost with a directory entry that never reached the disk.
@@ -94,7 +79,7 @@ func mkdirDurable(dir string, perm os.FileMode) error {
 		}
 		return err
 	}
-	return syncDir(parent)
+	return durable.SyncDir(parent)
 }
 
 var tmpCounter atomic.Uint64
@@ -151,7 +136,7 @@ func createAtomic(path string, data []byte) (fileStat, error) {
 	if err != nil {
 		return fileStat{}, err
 	}
-	return st, syncDir(filepath.Dir(path))
+	return st, durable.SyncDir(filepath.Dir(path))
 }
 
 // replaceAtomic replaces (or creates) path with data: temp file, fsync,
@@ -165,5 +150,5 @@ func replaceAtomic(path string, data []byte) error {
 		os.Remove(tmp)
 		return err
 	}
-	return syncDir(filepath.Dir(path))
+	return durable.SyncDir(filepath.Dir(path))
 }

@@ -300,19 +300,9 @@ func paginate(recs []*record, opts recall.ListOptions) (recall.Page, error) {
 	return p, nil
 }
 
-// listOrder is List's order (see recall.SortList): newest Updated first,
-// then project, session and subpath.
+// listOrder is List's order (see recall.CompareListOrder).
 func listOrder(a, b *record) int {
-	if c := b.updated.Compare(a.updated); c != 0 {
-		return c
-	}
-	if c := strings.Compare(a.key.Project, b.key.Project); c != 0 {
-		return c
-	}
-	if c := strings.Compare(a.key.Session, b.key.Session); c != 0 {
-		return c
-	}
-	return strings.Compare(a.key.Subpath, b.key.Subpath)
+	return recall.CompareListOrder(a.updated, a.key, b.updated, b.key)
 }
 
 // firstN returns the first n of recs in listOrder, sorted, keeping a

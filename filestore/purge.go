@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/internal/durable"
 	"golang.org/x/sys/unix"
 )
 
@@ -169,7 +170,7 @@ func (w *writer) replace(data []byte) error {
 		return err
 	}
 	renamed = true
-	if err := syncDir(filepath.Dir(path)); err != nil {
+	if err := durable.SyncDir(filepath.Dir(path)); err != nil {
 		return err
 	}
 	// The purge is done. What follows only caches the new log's metadata;

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+
+	"github.com/recallkit/recall/internal/durable"
 )
 
 // repairTorn moves the torn tail of a log, the bytes from its committed end
@@ -54,7 +56,7 @@ func createSideFile(path string, data []byte) (string, error) {
 			err = cerr
 		}
 		if err == nil {
-			err = syncDir(filepath.Dir(path))
+			err = durable.SyncDir(filepath.Dir(path))
 		}
 		if err != nil {
 			os.Remove(name)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/internal/durable"
 	"github.com/recallkit/recall/internal/flock"
 )
 
@@ -122,7 +123,7 @@ func (s *Store) removeLocked(ctx context.Context, l loc, check func(*os.File, fi
 		if _, err := os.Stat(d); err != nil {
 			d = l.dir
 		}
-		if err := syncDir(d); err != nil {
+		if err := durable.SyncDir(d); err != nil {
 			return n, err
 		}
 	}

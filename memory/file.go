@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/internal/durable"
 	"github.com/recallkit/recall/internal/flock"
 )
 
@@ -171,7 +172,7 @@ func (f *File) replace(lf *os.File, text string) error {
 		os.Remove(tmp)
 		return fmt.Errorf("memory: edit %s: %w", f.Path, err)
 	}
-	return syncDir(filepath.Dir(f.Path))
+	return durable.SyncDir(filepath.Dir(f.Path))
 }
 
 var tmpCount atomic.Uint64
@@ -187,7 +188,7 @@ func (f *File) lock(ctx context.Context, create bool) (*os.File, error) {
 			if err := os.MkdirAll(dir, 0o700); err != nil {
 				return nil, err
 			}
-			if err := syncDir(filepath.Dir(dir)); err != nil {
+			if err := durable.SyncDir(filepath.Dir(dir)); err != nil {
 				return nil, err
 			}
 		}
@@ -213,7 +214,7 @@ func (f *File) lock(ctx context.Context, create bool) (*os.File, error) {
 		if err := unix.Stat(f.Path, &b); err == nil && a.Ino == b.Ino && a.Dev == b.Dev {
 			if a.Size == 0 && create {
 				// a file this call may have created: make its name durable
-				if err := syncDir(dir); err != nil {
+				if err := durable.SyncDir(dir); err != nil {
 					lf.Close()
 					return nil, err
 				}
@@ -224,19 +225,6 @@ func (f *File) lock(ctx context.Context, create bool) (*os.File, error) {
 	}
 }
 
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
-// bullets returns the text of the "- " and "* " lines of text.
 func bullets(text string) []string {
 	var out []string
 	for line := range strings.Lines(text) {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/internal/durable"
 )
 
 // stateFileName is the cursor file inside Options.StateDir.
@@ -90,41 +91,8 @@ func (f *stateFile) write(doc stateDoc) error {
 	if err != nil {
 		return fmt.Errorf("mirror: encode cursor file: %w", err)
 	}
-	tmp, err := os.CreateTemp(f.dir, stateFileName+".tmp-*")
-	if err != nil {
+	if err := durable.WriteFile(f.path(), stateFileName+".tmp-*", append(b, '\n')); err != nil {
 		return fmt.Errorf("mirror: write cursor file: %w", err)
-	}
-	ok := false
-	defer func() {
-		if !ok {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if _, err := tmp.Write(append(b, '\n')); err != nil {
-		return fmt.Errorf("mirror: write cursor file: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("mirror: sync cursor file: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("mirror: write cursor file: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), f.path()); err != nil {
-		return fmt.Errorf("mirror: rename cursor file: %w", err)
-	}
-	ok = true
-	return syncDir(f.dir)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("mirror: sync state dir: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("mirror: sync state dir: %w", err)
 	}
 	return nil
 }

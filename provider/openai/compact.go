@@ -52,14 +52,7 @@ func (m *Model) CompactItems(ctx context.Context, instructions string, items []r
 		}
 		return nil, recall.Usage{}, fmt.Errorf("openai: compact %s: %w", m.name, err)
 	}
-	var w struct {
-		Output []json.RawMessage `json:"output"`
-		Usage  *struct {
-			InputTokens  int64 `json:"input_tokens"`
-			OutputTokens int64 `json:"output_tokens"`
-			TotalTokens  int64 `json:"total_tokens"`
-		} `json:"usage"`
-	}
+	var w wireResponse // a compaction answers output items and usage
 	if err := json.Unmarshal([]byte(resp.RawJSON()), &w); err != nil {
 		return nil, recall.Usage{}, fmt.Errorf("openai: compact %s: decode response: %w", m.name, err)
 	}
@@ -67,9 +60,5 @@ func (m *Model) CompactItems(ctx context.Context, instructions string, items []r
 	for i, raw := range w.Output {
 		out[i] = recall.Item(raw)
 	}
-	var u recall.Usage
-	if w.Usage != nil {
-		u = recall.Usage{InputTokens: w.Usage.InputTokens, OutputTokens: w.Usage.OutputTokens, TotalTokens: w.Usage.TotalTokens}
-	}
-	return out, u, nil
+	return out, w.Usage.usage(), nil
 }

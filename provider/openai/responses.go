@@ -44,17 +44,28 @@ func (m *Model) responsesParams(req *agent.Request) responses.ResponseNewParams 
 	return p
 }
 
+// wireUsage is the usage object of a Responses API response.
+type wireUsage struct {
+	InputTokens  int64 `json:"input_tokens"`
+	OutputTokens int64 `json:"output_tokens"`
+	TotalTokens  int64 `json:"total_tokens"`
+}
+
+// usage converts u (nil when the response had none).
+func (u *wireUsage) usage() recall.Usage {
+	if u == nil {
+		return recall.Usage{}
+	}
+	return recall.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, TotalTokens: u.TotalTokens}
+}
+
 // wireResponse is the part of a Responses API response object read here.
 // Output items are kept as raw JSON: they are stored verbatim.
 type wireResponse struct {
 	Status string            `json:"status"`
 	Output []json.RawMessage `json:"output"`
-	Usage  *struct {
-		InputTokens  int64 `json:"input_tokens"`
-		OutputTokens int64 `json:"output_tokens"`
-		TotalTokens  int64 `json:"total_tokens"`
-	} `json:"usage"`
-	Error *struct {
+	Usage  *wireUsage        `json:"usage"`
+	Error  *struct {
 		Code    string `json:"code"`
 		Message string `json:"message"`
 	} `json:"error"`
@@ -73,9 +84,7 @@ func (w *wireResponse) result() (*agent.Response, error) {
 	for _, raw := range w.Output {
 		out.Items = append(out.Items, recall.Item(raw))
 	}
-	if w.Usage != nil {
-		out.Usage = recall.Usage{InputTokens: w.Usage.InputTokens, OutputTokens: w.Usage.OutputTokens, TotalTokens: w.Usage.TotalTokens}
-	}
+	out.Usage = w.Usage.usage()
 	return out, nil
 }
 
