@@ -37,20 +37,6 @@ func fuzzStore(f *testing.F) (*filestore.Store, string) {
 	return s, home
 }
 
-// fuzzLogPath is where the store keeps key's log.
-func fuzzLogPath(t testing.TB, s *filestore.Store, key recall.Key) string {
-	t.Helper()
-	dir, err := s.ProjectDir(key.Project)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rel := key.Session
-	if key.Subpath != "" {
-		rel += "/" + key.Subpath
-	}
-	return filepath.Join(dir, filepath.FromSlash(rel)+".jsonl")
-}
-
 // FuzzKeyPath gives the store arbitrary keys. A key that fails
 // recall.Key.Validate is refused with ErrInvalidKey and touches nothing; a
 // valid one is written exactly where the layout says, inside the root, and
@@ -86,7 +72,7 @@ func FuzzKeyPath(f *testing.F) {
 			if err != nil {
 				t.Fatalf("Append(%+v): %v", key, err)
 			}
-			path := fuzzLogPath(t, s, key)
+			path := logPath(t, s, key)
 			rel, err := filepath.Rel(root, path)
 			if err != nil || rel == ".." || strings.HasPrefix(rel, "../") || filepath.IsAbs(rel) {
 				t.Fatalf("the log of %+v is at %s, outside %s", key, path, root)
@@ -121,7 +107,7 @@ func writeRecoveryLog(f *testing.F, s *filestore.Store) recoveryLog {
 	f.Helper()
 	ctx := context.Background()
 	key := recall.Key{Project: "seed", Session: "log"}
-	path := fuzzLogPath(f, s, key)
+	path := logPath(f, s, key)
 	yes := true
 	batches := [][]recall.Entry{
 		{recall.ItemEntry(recall.Message("user", "hello"))},
@@ -188,7 +174,7 @@ func FuzzLogRecovery(f *testing.F) {
 		}
 		file := append(slices.Clip(prefix), garbage...)
 		key := recall.Key{Project: "fuzz", Session: fmt.Sprintf("s%d", n.Add(1))}
-		path := fuzzLogPath(t, s, key)
+		path := logPath(t, s, key)
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 			t.Fatal(err)
 		}

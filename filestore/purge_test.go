@@ -25,25 +25,6 @@ import (
 
 var purgeKey = recall.Key{Project: "purge", Session: "s"}
 
-func purgeOpen(t testing.TB, dir string) *filestore.Store {
-	t.Helper()
-	s, err := filestore.Open(filestore.Options{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
-}
-
-func purgeLogPath(t testing.TB, s *filestore.Store, key recall.Key) string {
-	t.Helper()
-	dir, err := s.ProjectDir(key.Project)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return filepath.Join(dir, key.Session+".jsonl")
-}
-
 // purgeFill writes a session with everything a purge must carry over: a
 // user title, a pin, labels and usage before a compaction, items after
 // it, and a line that does not decode (appended by hand) before it. items
@@ -65,7 +46,7 @@ func purgeFill(t testing.TB, s *filestore.Store, key recall.Key, items, size int
 			if _, err := recall.SetTitle(ctx, s, key, "before the cut", recall.TitleUser); err != nil {
 				t.Fatal(err)
 			}
-			f, err := os.OpenFile(purgeLogPath(t, s, key), os.O_WRONLY|os.O_APPEND, 0)
+			f, err := os.OpenFile(logPath(t, s, key), os.O_WRONLY|os.O_APPEND, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -146,7 +127,7 @@ func sameView(a, b []recall.LiveItem) bool {
 
 func TestPurge(t *testing.T) {
 	ctx := context.Background()
-	s := purgeOpen(t, t.TempDir())
+	s := openStore(t, t.TempDir())
 	if _, err := s.Purge(ctx, purgeKey); !errors.Is(err, recall.ErrNotFound) {
 		t.Fatalf("Purge of a missing session = %v, want ErrNotFound", err)
 	}
@@ -183,7 +164,7 @@ func TestPurge(t *testing.T) {
 	if !sameView(after.items, before.items) {
 		t.Errorf("view changed by the purge")
 	}
-	raw, err := os.ReadFile(purgeLogPath(t, s, purgeKey))
+	raw, err := os.ReadFile(logPath(t, s, purgeKey))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +175,7 @@ func TestPurge(t *testing.T) {
 		t.Error(err)
 	}
 	// A fresh store (no cached records) sees the same.
-	if got := readPurgeState(t, purgeOpen(t, s.Home()), purgeKey); !sameEntries(got.entries, after.entries) || metaFields(got.meta) != metaFields(after.meta) {
+	if got := readPurgeState(t, openStore(t, s.Home()), purgeKey); !sameEntries(got.entries, after.entries) || metaFields(got.meta) != metaFields(after.meta) {
 		t.Errorf("a new store reads the purged log differently")
 	}
 	// The log goes on from the purged state.
@@ -213,11 +194,11 @@ func TestPurge(t *testing.T) {
 
 func TestPurgeLeavesLogWithoutCompaction(t *testing.T) {
 	ctx := context.Background()
-	s := purgeOpen(t, t.TempDir())
+	s := openStore(t, t.TempDir())
 	if _, err := s.Append(ctx, purgeKey, recall.ItemEntries(recall.Message("user", "a"), recall.Message("assistant", "b"))...); err != nil {
 		t.Fatal(err)
 	}
-	path := purgeLogPath(t, s, purgeKey)
+	path := logPath(t, s, purgeKey)
 	st1, _ := os.Stat(path)
 	res, err := s.Purge(ctx, purgeKey)
 	if err != nil || res != (recall.PurgeResult{}) {
@@ -263,7 +244,7 @@ func compactWhole(ctx context.Context, t *testing.T, s *filestore.Store) {
 func TestPurgeRacesAppends(t *testing.T) {
 	const perWriter = 150
 	ctx := context.Background()
-	s := purgeOpen(t, t.TempDir())
+	s := openStore(t, t.TempDir())
 	if _, err := s.Append(ctx, purgeKey, recall.ItemEntry(recall.Message("user", "first"))); err != nil {
 		t.Fatal(err)
 	}
@@ -338,7 +319,7 @@ func TestPurgeRacesAppends(t *testing.T) {
 func TestPurgeRacesOtherProcess(t *testing.T) {
 	ctx := context.Background()
 	home := t.TempDir()
-	s := purgeOpen(t, home)
+	s := openStore(t, home)
 	if _, err := s.Append(ctx, purgeKey, recall.ItemEntry(recall.Message("user", "first"))); err != nil {
 		t.Fatal(err)
 	}
@@ -388,7 +369,7 @@ func TestPurgeRacesOtherProcess(t *testing.T) {
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
 	acked := <-acks
-	live, err := purgeOpen(t, home).Items(ctx, purgeKey, 0)
+	live, err := openStore(t, home).Items(ctx, purgeKey, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -403,7 +384,7 @@ func TestPurgeRacesOtherProcess(t *testing.T) {
 		t.Fatalf("%d entries purged, %d items appended of %d", purged, len(acked), purgeChildAppends)
 	}
 	t.Logf("%d purges dropped entries while the other process appended, %d entries dropped in all", racing, purged)
-	if err := recall.Verify(ctx, purgeOpen(t, home)); err != nil {
+	if err := recall.Verify(ctx, openStore(t, home)); err != nil {
 		t.Error(err)
 	}
 }
@@ -458,7 +439,7 @@ func TestPurgeSIGKILL(t *testing.T) {
 	}
 	ctx := context.Background()
 	pristine := t.TempDir()
-	s := purgeOpen(t, pristine)
+	s := openStore(t, pristine)
 	purgeFill(t, s, purgeKey, 600, 800) // a 0.5 MB log, so the purge takes a while
 	before := readPurgeState(t, s, purgeKey)
 	wantLog, _, err := recall.PurgeLog(purgeKey, before.entries)
@@ -478,7 +459,7 @@ func TestPurgeSIGKILL(t *testing.T) {
 	took := time.Since(start)
 	cmd.Process.Kill()
 	cmd.Wait()
-	after := readPurgeState(t, purgeOpen(t, calib), purgeKey)
+	after := readPurgeState(t, openStore(t, calib), purgeKey)
 	if !sameEntries(after.entries, wantLog) {
 		t.Fatal("calibration purge did not leave the planned log")
 	}
@@ -493,7 +474,7 @@ func TestPurgeSIGKILL(t *testing.T) {
 		io.Copy(io.Discard, r)
 		cmd.Wait()
 
-		st := purgeOpen(t, home)
+		st := openStore(t, home)
 		got := readPurgeState(t, st, purgeKey)
 		switch {
 		case sameEntries(got.entries, before.entries) && got.meta.LastSeq == before.meta.LastSeq:
