@@ -18,6 +18,14 @@ import (
 // retried only after its next local write.
 var ErrDiverged = errors.New("mirror: replica diverged from primary")
 
+// errHeadless reports a replica whose log of a session starts after the
+// primary's: it lacks the first entries, and appending cannot bring them
+// back. A replica that lost a session while a copy of it was under way
+// gets there when the copy's next batch starts with a compaction entry,
+// which Import takes as the start of a purged log (see recall.ImportPlan).
+// The cure is to remove the replica's copy and copy the session whole.
+var errHeadless = errors.New("mirror: the replica lacks the start of the session's log")
+
 // errGone reports that the primary no longer holds a session (it was
 // removed after it was queued): there is nothing to copy.
 var errGone = errors.New("mirror: session gone from the primary")
@@ -70,10 +78,50 @@ func (c copier) position(ctx context.Context, key recall.Key, guess int64) (int6
 		return 0, fromReplica(fmt.Errorf("mirror: stat %s on replica: %w", key, err))
 	}
 	last := m.LastSeq
-	if last == 0 || last == guess {
+	if last == 0 {
+		return 0, nil
+	}
+	if err := c.sameHead(ctx, key); err != nil {
+		return last, err
+	}
+	if last == guess {
 		return last, nil
 	}
 	return last, c.sameTip(ctx, key, last)
+}
+
+// sameHead checks that dst's log of key does not start after src's, and
+// returns errHeadless when it does. A log of src that starts later (it was
+// purged) is fine: dst keeps the longer history.
+func (c copier) sameHead(ctx context.Context, key recall.Key) error {
+	mine, err := c.src.Entries(ctx, key, 0, 1)
+	if errors.Is(err, recall.ErrNotFound) {
+		return fmt.Errorf("%w: %s", errGone, key)
+	}
+	if err != nil {
+		return fmt.Errorf("mirror: read %s from primary: %w", key, err)
+	}
+	cctx, cancel := c.dstCtx(ctx)
+	theirs, err := c.dst.Entries(cctx, key, 0, 1)
+	cancel()
+	if err != nil && !errors.Is(err, recall.ErrNotFound) {
+		return fromReplica(fmt.Errorf("mirror: read %s from replica: %w", key, err))
+	}
+	if len(mine) > 0 && len(theirs) > 0 && theirs[0].Seq > mine[0].Seq {
+		return fmt.Errorf("%w: %s: the replica's log starts at seq %d, the primary's at seq %d", errHeadless, key, theirs[0].Seq, mine[0].Seq)
+	}
+	return nil
+}
+
+// remove removes key from dst; a dst that does not hold it is fine.
+func (c copier) remove(ctx context.Context, key recall.Key) error {
+	cctx, cancel := c.dstCtx(ctx)
+	defer cancel()
+	err := c.dst.Remove(cctx, key)
+	if err == nil || errors.Is(err, recall.ErrNotFound) {
+		return nil
+	}
+	return fromReplica(fmt.Errorf("mirror: remove %s from replica: %w", key, err))
 }
 
 // sameTip checks that src and dst hold the same entry at seq: same kind and
@@ -83,7 +131,10 @@ func (c copier) position(ctx context.Context, key recall.Key, guess int64) (int6
 // shows.
 func (c copier) sameTip(ctx context.Context, key recall.Key, seq int64) error {
 	mine, err := c.src.Entries(ctx, key, seq-1, 1)
-	if err != nil && !errors.Is(err, recall.ErrNotFound) {
+	if errors.Is(err, recall.ErrNotFound) {
+		return fmt.Errorf("%w: %s", errGone, key)
+	}
+	if err != nil {
 		return fmt.Errorf("mirror: read %s at seq %d from primary: %w", key, seq, err)
 	}
 	if len(mine) == 0 || mine[0].Seq != seq {

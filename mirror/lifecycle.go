@@ -97,7 +97,11 @@ func (s *Store) backlogLocked() (pending, stuck int, earliest time.Time) {
 		pending++
 		earliest = minTime(earliest, maxTime(now, gate))
 	}
+	running := 0
 	for _, st := range s.sessions {
+		if st.running {
+			running++
+		}
 		switch {
 		case st.stuck:
 			stuck++
@@ -118,6 +122,12 @@ func (s *Store) backlogLocked() (pending, stuck int, earliest time.Time) {
 			pending++ // about to be queued
 			earliest = now
 		}
+	}
+	if s.copying > running {
+		// Copies of sessions removed while they ran: they end at their
+		// next read of the primary.
+		pending += s.copying - running
+		earliest = now
 	}
 	return pending, stuck, earliest
 }

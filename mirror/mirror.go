@@ -206,6 +206,10 @@ type Store struct {
 	// forgotten holds sessions removed locally since the cursor file was
 	// last written, so a merge with the file on disk drops them.
 	forgotten map[recall.Key]bool
+	// copying counts the workers replicating a session, including one
+	// removed locally meanwhile (no longer in sessions), whose copy may
+	// still write to the replica: Flush waits for them too.
+	copying int
 }
 
 // session is the replication state of one session.

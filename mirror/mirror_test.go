@@ -177,6 +177,38 @@ func TestWritesDoNotWaitForAHungReplica(t *testing.T) {
 	}
 }
 
+// Flush waits for a copy that was under way when its session was removed
+// locally: until it ends, it may still write to the replica.
+func TestFlushWaitsForCopyOfRemovedSession(t *testing.T) {
+	ctx := context.Background()
+	primary := memstore.New(memstore.Options{})
+	inner := memstore.New(memstore.Options{})
+	replica := &blocking{Store: inner, release: make(chan struct{})}
+	m := newMirror(t, primary, replica, fastOptions(""))
+	k := recall.Key{Project: "p", Session: "s"}
+	if _, err := m.Append(ctx, k, recall.ItemEntry(item("x"))); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "a worker to call the replica", func() bool { return replica.entered.Load() > 0 })
+	if err := m.Remove(ctx, k); err != nil {
+		t.Fatal(err)
+	}
+	flushed := make(chan error, 1)
+	go func() { flushed <- m.Flush(ctx) }()
+	select {
+	case err := <-flushed:
+		t.Fatalf("Flush returned while a copy still ran: %v", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(replica.release)
+	if err := <-flushed; err != nil {
+		t.Fatal(err)
+	}
+	if sum := m.Summary(ctx); sum.Sessions != 0 {
+		t.Fatalf("summary: %+v", sum)
+	}
+}
+
 // importLog records the imports a store received, to check their order.
 type importLog struct {
 	recall.Store
@@ -408,6 +440,54 @@ func TestBacklogAtStartCatchesUp(t *testing.T) {
 	}
 	if sum := m.Summary(ctx); sum.Sessions != 36 || sum.Lag != 0 || sum.Scanning {
 		t.Fatalf("summary: %+v", sum)
+	}
+}
+
+// listGate is a primary whose listing of subagent records waits for
+// release: it holds the start scan between listing a session and noting it.
+type listGate struct {
+	recall.Store
+	listed, release chan struct{}
+	once            sync.Once
+}
+
+func (g *listGate) List(ctx context.Context, project string, opts recall.ListOptions) (recall.Page, error) {
+	if opts.Parent != "" {
+		g.once.Do(func() { close(g.listed); <-g.release })
+	}
+	return g.Store.List(ctx, project, opts)
+}
+
+func (g *listGate) Close() error { return nil }
+
+// A session removed locally while the start scan was listing it is
+// dropped, not reported as diverged from the replica's copy, which stays
+// (deletes do not propagate by default).
+func TestSessionRemovedDuringStartScanIsDropped(t *testing.T) {
+	ctx := context.Background()
+	mem := memstore.New(memstore.Options{})
+	k := recall.Key{Project: "p", Session: "s"}
+	if _, err := mem.Append(ctx, k, recall.ItemEntries(item("a"), item("b"))...); err != nil {
+		t.Fatal(err)
+	}
+	replica := memstore.New(memstore.Options{})
+	_, es, _ := mem.Load(ctx, k)
+	if _, err := replica.Import(ctx, k, es...); err != nil {
+		t.Fatal(err)
+	}
+	primary := &listGate{Store: mem, listed: make(chan struct{}), release: make(chan struct{})}
+	m := newMirror(t, primary, replica, fastOptions(""))
+	<-primary.listed
+	if err := m.Remove(ctx, k); err != nil {
+		t.Fatal(err)
+	}
+	close(primary.release)
+	flush(t, m, 10*time.Second)
+	if st := m.Status(ctx); len(st) != 0 {
+		t.Fatalf("status after the removal: %+v", st)
+	}
+	if _, err := replica.Stat(ctx, k); err != nil {
+		t.Fatalf("the replica's copy: %v", err)
 	}
 }
 

@@ -237,3 +237,68 @@ func TestSyncCopiesPurgedSession(t *testing.T) {
 		t.Fatalf("a second sync changed the copy: %d entries, was %d", len(again), len(theirs))
 	}
 }
+
+// headless writes a session with a compaction entry and a subagent record
+// to primary, and gives replica only the part of the session from the
+// compaction entry on, with the subagent record in full: what a replica
+// that lost the session holds after a copy under way imported its next
+// batch, which Import takes as the start of a purged log.
+func headless(t *testing.T, primary, replica recall.Store, k recall.Key) {
+	t.Helper()
+	ctx := context.Background()
+	at := purgeable(t, primary, k)
+	if _, err := primary.Append(ctx, k, recall.ItemEntry(item("after"))); err != nil {
+		t.Fatal(err)
+	}
+	sub := recall.Key{Project: k.Project, Session: k.Session, Subpath: "subagents/w-1"}
+	if _, err := primary.Append(ctx, sub, recall.ItemEntry(item("sub"))); err != nil {
+		t.Fatal(err)
+	}
+	_, es, err := primary.Load(ctx, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := replica.Import(ctx, k, es[at-1:]...); err != nil {
+		t.Fatal(err)
+	}
+	_, es, err = primary.Load(ctx, sub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := replica.Import(ctx, sub, es...); err != nil {
+		t.Fatal(err)
+	}
+	if err := diffLogs(t, primary, replica, true); err == nil {
+		t.Fatal("the headless replica equals the primary: the test is broken")
+	}
+}
+
+// A replica whose log of a session lacks the start (its tip matches, so
+// only the start shows it) is rebuilt whole, subagent records included.
+func TestReplicaMissingTheLogsStartIsRebuilt(t *testing.T) {
+	primary, replica := memstore.New(memstore.Options{}), memstore.New(memstore.Options{})
+	headless(t, primary, replica, recall.Key{Project: "p", Session: "s"})
+	m := newMirror(t, primary, replica, fastOptions(t.TempDir()))
+	flush(t, m, 10*time.Second)
+	if err := diffLogs(t, primary, replica, true); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Sync rebuilds such a session too, and a dry run counts it as missing.
+func TestSyncRebuildsReplicaMissingTheLogsStart(t *testing.T) {
+	ctx := context.Background()
+	src, dst := memstore.New(memstore.Options{}), memstore.New(memstore.Options{})
+	k := recall.Key{Project: "p", Session: "s"}
+	headless(t, src, dst, k)
+	rep, err := mirror.Sync(ctx, src, dst, mirror.SyncOptions{All: true, DryRun: true})
+	if err != nil || rep.Copied != 1 || rep.UpToDate != 1 {
+		t.Fatalf("dry run: %+v %v", rep, err)
+	}
+	if rep, err = mirror.Sync(ctx, src, dst, mirror.SyncOptions{All: true}); err != nil || rep.Copied != 2 {
+		t.Fatalf("sync: %+v %v", rep, err)
+	}
+	if err := diffLogs(t, src, dst, true); err != nil {
+		t.Fatal(err)
+	}
+}

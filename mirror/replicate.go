@@ -159,6 +159,7 @@ func (s *Store) next() (job, time.Duration) {
 			s.prober = st
 		}
 		st.queued, st.running = false, true
+		s.copying++
 		if len(s.queue) > 0 {
 			s.signal(s.wake) // another worker can take the next one
 		}
@@ -217,7 +218,7 @@ func (s *Store) replicate(key recall.Key, st *session) {
 	var err error
 	answered := false // the replica answered at least one call
 	if remove {
-		err = s.removeRemote(key)
+		err = c.remove(s.ctx, key)
 		if err == nil {
 			answered = true
 			s.mu.Lock()
@@ -263,6 +264,7 @@ func (s *Store) replicate(key recall.Key, st *session) {
 	defer s.mu.Unlock()
 	defer s.broadcastLocked()
 	st.running = false
+	s.copying--
 	if s.prober == st {
 		s.prober = nil
 	}
@@ -287,6 +289,12 @@ func (s *Store) replicate(key recall.Key, st *session) {
 		if st.dirty || st.remove {
 			s.enqueueLocked(key, st, false)
 		}
+	case errors.Is(err, errHeadless):
+		// The replica lacks the start of the log: remove its copy and
+		// copy the session whole, first thing.
+		st.remove, st.dirty, st.verified = true, true, false
+		st.attempts = 0
+		s.enqueueLocked(key, st, true)
 	case errors.Is(err, ErrDiverged) || refused(err):
 		st.dirty, st.stuck, st.verified = true, true, false
 		s.recordLocked(st, err)
@@ -326,18 +334,6 @@ func (s *Store) probe() {
 		s.lastErr, s.lastErrAt = err.Error(), time.Now()
 		s.replicaFailedLocked(err)
 	}
-}
-
-// removeRemote removes key from the replica; a replica that does not hold
-// it is fine.
-func (s *Store) removeRemote(key recall.Key) error {
-	ctx, cancel := context.WithTimeout(s.ctx, s.opts.CallTimeout)
-	defer cancel()
-	err := s.replica.Remove(ctx, key)
-	if err == nil || errors.Is(err, recall.ErrNotFound) {
-		return nil
-	}
-	return fromReplica(err)
 }
 
 // refused reports an error of the replica that retrying cannot cure: it

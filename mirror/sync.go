@@ -136,6 +136,16 @@ func Sync(ctx context.Context, src, dst recall.Store, opts SyncOptions) (SyncRep
 func syncOne(ctx context.Context, c copier, m recall.Meta, dryRun bool) (int64, int, error) {
 	// guess -1: the tip is always compared, since Sync trusts no cursor.
 	pos, err := c.position(ctx, m.Key, -1)
+	if errors.Is(err, errHeadless) {
+		// dst lacks the start of the log: its copy is replaced whole.
+		if dryRun {
+			return 0, int(m.LastSeq), nil
+		}
+		if err := c.remove(ctx, m.Key); err != nil {
+			return pos, 0, err
+		}
+		pos, err = 0, nil
+	}
 	if err != nil {
 		return 0, 0, err
 	}
