@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,7 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
+	"modernc.org/sqlite" // the "sqlite" database/sql driver
+	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/recallkit/recall"
 )
@@ -42,7 +44,7 @@ func OpenSQLite(ctx context.Context, path string, opts Options) (*Store, error) 
 		}
 	}
 	pragmas := fmt.Sprintf("_pragma=busy_timeout(%d)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)", sqliteBusyTimeout.Milliseconds())
-	w, err := sql.Open("sqlite", path+"?"+pragmas+"&_pragma=journal_mode(WAL)&_txlock=immediate")
+	w, err := sql.Open("sqlite", path+"?"+pragmas+"&_txlock=immediate")
 	if err != nil {
 		return nil, openError("sqlite", path, "", err)
 	}
@@ -53,6 +55,10 @@ func OpenSQLite(ctx context.Context, path string, opts Options) (*Store, error) 
 	w.SetConnMaxIdleTime(0)
 	w.SetConnMaxLifetime(0)
 	b := &liteBackend{w: w, writer: make(chan struct{}, 1)}
+	if err := setWAL(ctx, w); err != nil {
+		w.Close()
+		return nil, openError("sqlite", path, "", err)
+	}
 	if err := b.migrate(ctx); err != nil {
 		w.Close()
 		return nil, openError("sqlite", path, "", err)
@@ -76,6 +82,34 @@ func OpenSQLite(ctx context.Context, path string, opts Options) (*Store, error) 
 		return nil, openError("sqlite", path, "", err)
 	}
 	return &Store{opts: opts, db: b}, nil
+}
+
+// setWAL puts the database in WAL mode, which is persistent: once per open
+// does. The switch takes an exclusive lock for a moment, and when another
+// connection is opening the database too (two processes creating it at
+// once) SQLite can refuse it with SQLITE_BUSY at once, without waiting on
+// busy_timeout, to avoid a deadlock; it is retried up to the busy timeout.
+func setWAL(ctx context.Context, w *sql.DB) error {
+	deadline := time.Now().Add(sqliteBusyTimeout)
+	for delay := time.Millisecond; ; delay = min(2*delay, 50*time.Millisecond) {
+		var mode string
+		err := w.QueryRowContext(ctx, `PRAGMA journal_mode=WAL`).Scan(&mode)
+		if err == nil {
+			if !strings.EqualFold(mode, "wal") {
+				return fmt.Errorf("cannot use WAL mode: journal_mode is %q", mode)
+			}
+			return nil
+		}
+		var e *sqlite.Error
+		if !errors.As(err, &e) || e.Code()&0xff != sqlite3.SQLITE_BUSY || time.Now().After(deadline) {
+			return fmt.Errorf("set WAL mode: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(delay):
+		}
+	}
 }
 
 // liteBackend is the SQLite dialect: one writer connection, a reader pool.
