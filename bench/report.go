@@ -45,7 +45,8 @@ func (r *report) markdown() string {
 		m.date.Format("2006-01-02 15:04 MST"), m.cores, m.cpu, m.memory, m.os, m.goVersion, m.dataDir, m.fs, m.load)
 	fmt.Fprintf(&b, "Command, from the repository root: `%s` (the whole run took %v).\n\n", r.command, r.took.Round(time.Second))
 	fmt.Fprintf(&b, "Every figure is the median of %d runs. Within a run the contenders take turns, operation by "+
-		"operation (W1: chat turn by chat turn; W5: one contender's writers after the other's), so they share the "+
+		"operation (W1: chat turn by chat turn, starting each turn one contender further along, so that none always "+
+		"follows the same neighbour's disk work; W5: one contender's writers after the other's), so they share the "+
 		"same stretch of machine load; a short operation "+
 		"repeats until it has run for %v (at most %d times) and the run counts its mean. The ratios are the "+
 		"medians of the per-run ratios, which cancels the load's drift between runs. Results are checked outside "+
