@@ -224,6 +224,11 @@ type session struct {
 	// verified is set once replicated has been read from, or confirmed
 	// by, the replica in this process; until then it is a cached guess.
 	verified bool
+	// doubt: the replica may have lost what replicated says it holds (an
+	// outage ended, or Recheck). Until a copy confirms the position, the
+	// cursor file says so, so that a restart checks the session again
+	// rather than trust the position.
+	doubt bool
 	// dirty: the primary may hold entries the replica lacks.
 	dirty bool
 	// remove: a replica.Remove is owed (PropagateDeletes).

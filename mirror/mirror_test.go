@@ -551,6 +551,89 @@ func TestOutageEndIsProbedWithNothingQueued(t *testing.T) {
 	}
 }
 
+// statGate is a replica whose Stat of one key, once on, hangs until the
+// call's context ends: a recheck of that session cannot finish.
+type statGate struct {
+	recall.Store
+	key recall.Key
+	on  atomic.Bool
+}
+
+func (g *statGate) Stat(ctx context.Context, key recall.Key) (recall.Meta, error) {
+	if g.on.Load() && key == g.key {
+		<-ctx.Done()
+		return recall.Meta{}, ctx.Err()
+	}
+	return g.Store.Stat(ctx, key)
+}
+
+// A session whose recheck after an outage had not run when the mirror
+// stopped is checked again by the next mirror, although the cursor file
+// shows it replicated in full: the replica may have lost it.
+func TestPendingRecheckSurvivesRestart(t *testing.T) {
+	ctx := context.Background()
+	primary := &keepOpen{Store: memstore.New(memstore.Options{})}
+	replica := newFaulty(memstore.New(memstore.Options{}), 7)
+	k, k2 := recall.Key{Project: "p", Session: "idle"}, recall.Key{Project: "p", Session: "busy"}
+	gate := &statGate{Store: replica, key: k}
+	opts := fastOptions(t.TempDir())
+	opts.CallTimeout = time.Minute // the gated Stat ends with the shutdown, not before
+	m, err := mirror.New(primary, &keepOpen{Store: gate}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Append(ctx, k, recall.ItemEntries(item("a"), item("b"))...); err != nil {
+		t.Fatal(err)
+	}
+	flush(t, m, 10*time.Second)
+
+	replica.setDown(true)
+	if _, err := m.Append(ctx, k2, recall.ItemEntry(item("during"))); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the outage to be seen", func() bool { return m.Summary(ctx).ReplicaDown })
+	replica.wipe()
+	gate.on.Store(true)
+	replica.setDown(false)
+	eventually(t, 10*time.Second, "the outage to end and the recheck to start", func() bool {
+		if m.Summary(ctx).ReplicaDown {
+			return false
+		}
+		for _, ss := range m.Status(ctx) {
+			if ss.Key == k {
+				return !ss.Verified
+			}
+		}
+		return false
+	})
+	sctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	if err := m.Shutdown(sctx); !errors.Is(err, mirror.ErrNotFlushed) {
+		t.Fatalf("shutdown with a recheck pending: %v, want ErrNotFlushed", err)
+	}
+	if _, err := replica.store().Stat(ctx, k); !errors.Is(err, recall.ErrNotFound) {
+		t.Fatalf("the wiped replica holds %s: %v; the test is broken", k, err)
+	}
+	sum, saved, err := mirror.ReadStatus(ctx, primary.Store, opts.StateDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Unchecked != 1 {
+		t.Fatalf("cursor file summary: %+v, want 1 unchecked", sum)
+	}
+	for _, ss := range saved {
+		if ss.Key == k && (!ss.Pending || ss.Lag != 0) {
+			t.Fatalf("cursor file status of %s: %+v, want pending with no lag", k, ss)
+		}
+	}
+
+	m2 := newMirror(t, primary, replica, opts)
+	flush(t, m2, 10*time.Second)
+	if err := diffLogs(t, primary.Store, replica.store(), true); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // Recheck refills a replica that lost data while the mirror saw no error.
 func TestRecheck(t *testing.T) {
 	ctx := context.Background()

@@ -224,7 +224,7 @@ func (s *Store) replicate(key recall.Key, st *session) {
 			s.mu.Lock()
 			st.remove = false
 			if st.epoch == epoch {
-				st.replicated, st.verified = 0, true
+				st.replicated, st.verified, st.doubt = 0, true, false
 			}
 			if key.IsMain() {
 				// Removing a main session on the replica removed its
@@ -249,7 +249,7 @@ func (s *Store) replicate(key recall.Key, st *session) {
 			if st.epoch != epoch {
 				return // reset meanwhile: this copy's position is not to be trusted
 			}
-			st.replicated, st.verified = last, true
+			st.replicated, st.verified, st.doubt = last, true, false
 			if last > st.head {
 				st.head = last
 			}
@@ -419,7 +419,7 @@ func (s *Store) recheckLocked() {
 // replica before the reason for doubt.
 func (s *Store) invalidateLocked(key recall.Key, st *session) {
 	st.epoch++
-	st.verified, st.dirty, st.stuck = false, true, false
+	st.verified, st.dirty, st.stuck, st.doubt = false, true, false, true
 	s.enqueueLocked(key, st, false)
 }
 

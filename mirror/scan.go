@@ -96,9 +96,9 @@ func (s *Store) noteLocked(m recall.Meta, saved map[recall.Key]savedSession) {
 	}
 	ss, ok := saved[m.Key]
 	if ok {
-		st.replicated = ss.Seq
+		st.replicated, st.doubt = ss.Seq, ss.Recheck
 		st.lastErr, st.lastErrAt = ss.LastError, ss.LastErrorAt
-		if ss.Seq == m.LastSeq {
+		if ss.Seq == m.LastSeq && !ss.Recheck {
 			return // replicated in full by an earlier run
 		}
 	}

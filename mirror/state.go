@@ -40,10 +40,12 @@ type stateDoc struct {
 
 // savedSession is one session's line of the cursor file.
 type savedSession struct {
-	Key         recall.Key `json:"key"`
-	Seq         int64      `json:"seq"`
-	LastError   string     `json:"last_error,omitempty"`
-	LastErrorAt time.Time  `json:"last_error_at,omitzero"`
+	Key recall.Key `json:"key"`
+	Seq int64      `json:"seq"`
+	// Recheck: the position is in doubt (see session.doubt).
+	Recheck     bool      `json:"recheck,omitempty"`
+	LastError   string    `json:"last_error,omitempty"`
+	LastErrorAt time.Time `json:"last_error_at,omitzero"`
 }
 
 func openStateFile(dir string) (*stateFile, error) {

@@ -19,7 +19,9 @@ type SessionStatus struct {
 	ReplicatedSeq int64 `json:"replicated_seq"`
 	// Lag is the number of entries the replica lacks.
 	Lag int64 `json:"lag"`
-	// Pending: the session is queued, being copied or waiting to retry.
+	// Pending: the session is queued, being copied or waiting to retry;
+	// in ReadStatus, a check against the replica is owed (an outage ended
+	// before the mirror that wrote the cursor file checked the session).
 	Pending bool `json:"pending,omitempty"`
 	// Stuck: replication stopped on an error retrying cannot fix
 	// (ErrDiverged, an entry the replica refuses); the next local write to
@@ -68,6 +70,11 @@ type Summary struct {
 	LastErrorAt time.Time `json:"last_error_at,omitzero"`
 	// Saved is when the cursor file was written (ReadStatus only).
 	Saved time.Time `json:"saved,omitzero"`
+	// Unchecked counts the sessions whose position the cursor file holds
+	// in doubt: the mirror that wrote it saw an outage end and had not
+	// checked them against the replica yet (ReadStatus only). The next
+	// mirror checks them first.
+	Unchecked int `json:"unchecked,omitempty"`
 }
 
 // Status reports the replication state of every session the mirror tracks,
@@ -182,6 +189,7 @@ func ReadStatus(ctx context.Context, primary recall.Store, stateDir string) (Sum
 			PrimarySeq:    m.LastSeq,
 			ReplicatedSeq: ss.Seq,
 			Lag:           max(0, m.LastSeq-ss.Seq),
+			Pending:       ss.Recheck,
 			LastError:     ss.LastError,
 			LastErrorAt:   ss.LastErrorAt,
 		})
@@ -193,6 +201,11 @@ func ReadStatus(ctx context.Context, primary recall.Store, stateDir string) (Sum
 	sortStatus(out)
 	sum := Summary{Replica: doc.Replica, Saved: doc.Saved, LastError: doc.LastError, LastErrorAt: doc.LastErrorAt}
 	summarize(&sum, out)
+	for _, ss := range out {
+		if ss.Pending {
+			sum.Unchecked++
+		}
+	}
 	if corrupt != "" {
 		sum.LastError = corrupt
 	}

@@ -54,7 +54,9 @@ func newMirrorStatusCmd(a *app) *cobra.Command {
 		Short: "Show how far each replica lags behind, and its last errors",
 		Long: `Show, for every replica this home has mirrored to (or the one --to names),
 how many sessions and entries it lacks and the last replication errors. The
-positions are those the last mirror saved; --check asks the replica itself.`,
+positions are those the last mirror saved; --check asks the replica itself.
+Sessions the last mirror had still to check against the replica after an
+outage are counted as "to check"; the next mirror checks them first.`,
 		Example: `  recall mirror status
   recall mirror status --to postgres://db.internal/recall --check
   recall mirror status --all --json`,
@@ -140,11 +142,11 @@ type mirrorReport struct {
 	Check *mirror.SyncReport `json:"check,omitempty"`
 }
 
-// behind keeps the sessions that lag or report an error.
+// behind keeps the sessions that lag, report an error or are owed a check.
 func behind(sessions []mirror.SessionStatus) []mirror.SessionStatus {
 	var out []mirror.SessionStatus
 	for _, s := range sessions {
-		if s.Lag > 0 || s.LastError != "" {
+		if s.Lag > 0 || s.LastError != "" || s.Pending {
 			out = append(out, s)
 		}
 	}
@@ -180,10 +182,13 @@ func (a *app) printMirrorReport(r mirrorReport, all bool) error {
 	a.printf("mirror to %s (%s)\n", name, saved)
 	line := fmt.Sprintf("  %s", count(s.Sessions, "session"))
 	switch {
-	case s.Behind == 0:
+	case s.Behind == 0 && s.Unchecked == 0:
 		line += ", all replicated"
-	default:
+	case s.Behind > 0:
 		line += fmt.Sprintf(", %d behind by %s", s.Behind, entries(s.Lag))
+	}
+	if s.Unchecked > 0 {
+		line += fmt.Sprintf(", %d to check against the replica after an outage", s.Unchecked)
 	}
 	a.printf("%s\n", line)
 	if s.LastError != "" {

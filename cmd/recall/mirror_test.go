@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -81,6 +83,38 @@ func TestMirrorStatus(t *testing.T) {
 	}
 	if len(reports) != 1 || len(reports[0].Sessions) != 2 || reports[0].Summary.Lag != 1 {
 		t.Fatalf("status --json: %+v", reports)
+	}
+
+	// The mirror that saved the positions saw an outage end and had not
+	// checked p/one against the replica yet.
+	cursor := filepath.Join(mirror.StateDir(home, url), "cursors.json")
+	raw, err := os.ReadFile(cursor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range doc["sessions"].([]any) {
+		if s := s.(map[string]any); s["key"].(map[string]any)["session"] == "one" {
+			s["recheck"] = true
+		}
+	}
+	if raw, err = json.Marshal(doc); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cursor, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code = runMirrorCmd(t, home, false, "status")
+	if code != 0 {
+		t.Fatalf("status: exit %d\n%s%s", code, out, errOut)
+	}
+	for _, want := range []string{"2 sessions, 1 behind by 1 entry, 1 to check against the replica after an outage", "p/one", "p/two"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status output lacks %q:\n%s", want, out)
+		}
 	}
 
 	_, errOut, code = runMirrorCmd(t, t.TempDir(), false, "status")
