@@ -160,3 +160,15 @@ func eventually(t tb, d time.Duration, what string, cond func() bool) {
 func item(text string) recall.Item {
 	return recall.Item(fmt.Sprintf(`{"type":"message","role":"user","content":%q}`, text))
 }
+
+// goDown takes replica down, appends one item to key through m so that
+// replication fails, and waits until m reports the outage.
+func goDown(t tb, m *mirror.Store, replica *faulty, key recall.Key) {
+	t.Helper()
+	ctx := context.Background()
+	replica.setDown(true)
+	if _, err := m.Append(ctx, key, recall.ItemEntry(item("during the outage"))); err != nil {
+		t.Fatalf("append during the outage: %v", err)
+	}
+	eventually(t, 10*time.Second, "the outage to be seen", func() bool { return m.Summary(ctx).ReplicaDown })
+}

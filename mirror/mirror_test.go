@@ -506,12 +506,7 @@ func TestReplicaThatLostDataIsRefilled(t *testing.T) {
 	}
 	flush(t, m, 10*time.Second)
 
-	replica.setDown(true)
-	busy := recall.Key{Project: "p", Session: "busy"}
-	if _, err := m.Append(ctx, busy, recall.ItemEntry(item("during"))); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, 10*time.Second, "the outage to be seen", func() bool { return m.Summary(ctx).ReplicaDown })
+	goDown(t, m, replica, recall.Key{Project: "p", Session: "busy"})
 	replica.wipe()
 	replica.setDown(false)
 	flush(t, m, 10*time.Second)
@@ -532,11 +527,7 @@ func TestOutageEndIsProbedWithNothingQueued(t *testing.T) {
 		t.Fatal(err)
 	}
 	flush(t, m, 10*time.Second)
-	replica.setDown(true)
-	if _, err := m.Append(ctx, gone, recall.ItemEntry(item("b"))); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, 10*time.Second, "the outage to be seen", func() bool { return m.Summary(ctx).ReplicaDown })
+	goDown(t, m, replica, gone)
 	replica.wipe()
 	replica.setDown(false)
 	if err := m.Remove(ctx, gone); err != nil {
@@ -587,11 +578,7 @@ func TestPendingRecheckSurvivesRestart(t *testing.T) {
 	}
 	flush(t, m, 10*time.Second)
 
-	replica.setDown(true)
-	if _, err := m.Append(ctx, k2, recall.ItemEntry(item("during"))); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, 10*time.Second, "the outage to be seen", func() bool { return m.Summary(ctx).ReplicaDown })
+	goDown(t, m, replica, k2)
 	replica.wipe()
 	gate.on.Store(true)
 	replica.setDown(false)

@@ -149,12 +149,7 @@ func TestPropertyReplicaConvergesUnderFaults(t *testing.T) {
 				default:
 					// The replica goes down, the mirror notices, and it
 					// comes back empty, as a Redis without persistence does.
-					replica.setDown(true)
-					k := pick(t)
-					if _, err := m.Append(ctx, k, recall.ItemEntry(item("during restart"))); err != nil {
-						t.Fatal(err)
-					}
-					eventually(t, 10*time.Second, "the outage to be seen", func() bool { return m.Summary(ctx).ReplicaDown })
+					goDown(t, m, replica, pick(t))
 					replica.wipe()
 					replica.setDown(false)
 				}

@@ -176,11 +176,7 @@ func TestReadStatusShowsLagAndErrors(t *testing.T) {
 		}
 	}
 	flush(t, m, 10*time.Second)
-	replica.setDown(true)
-	if _, err := m.Append(ctx, b, recall.ItemEntry(item("3"))); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, 10*time.Second, "the outage to be seen", func() bool { return m.Summary(ctx).ReplicaDown })
+	goDown(t, m, replica, b)
 	sctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	defer cancel()
 	if err := m.Shutdown(sctx); !errors.Is(err, mirror.ErrNotFlushed) {
