@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 )
@@ -142,15 +143,15 @@ type PurgeResult struct {
 // decodes) and keeps it and every later entry verbatim, with two changes
 // that keep the session's metadata exactly as it was:
 //
-//   - the compaction entry takes the time of the first entry and adds the
-//     usage recorded on the dropped entries to its own, so Meta.Created
-//     and Meta.Usage do not change;
+//   - the compaction entry records the session's creation time
+//     (Compaction.Created) and adds the usage recorded on the dropped
+//     entries to its own, so Meta.Created and Meta.Usage do not change;
 //   - metadata that only the dropped entries held (a title, archive, pin,
-//     labels, a fork origin) is restored by entries appended after the
-//     last one, numbered on from it and stamped with the session's
-//     Updated time: at most one title, one meta and one fork entry (an
-//     empty meta entry carries Updated when the compaction entry was the
-//     newest). LastSeq grows by their number; Updated does not change.
+//     labels, metadata, a fork origin) is restored by entries appended
+//     after the last one, numbered on from it and stamped with the
+//     session's Updated time: at most one title, one meta and one fork
+//     entry. LastSeq grows by their number; Updated does not change,
+//     since none of them is activity.
 //
 // The session's view (items and their refs) is unchanged. A log without a
 // compaction entry, or whose latest is already the first entry, has
@@ -171,7 +172,13 @@ func PurgeLog(key Key, entries []Entry) ([]Entry, int, error) {
 		return nil, 0, nil
 	}
 	comp := entries[at].Clone()
-	comp.Time = entries[0].Time
+	var payload Compaction
+	_ = json.Unmarshal(comp.Data, &payload) // decoded above
+	payload.Created = entries[0].Time
+	if c, ok := firstCreated(entries); ok {
+		payload.Created = c // a log purged before keeps its first Created
+	}
+	comp.Data, _ = json.Marshal(payload)
 	var dropped Usage
 	for _, e := range entries[:at] {
 		if e.Usage != nil {
@@ -216,17 +223,14 @@ func PurgeLog(key Key, entries []Entry) ([]Entry, int, error) {
 	if !slices.Equal(got.Labels, want.Labels) {
 		mc.Labels, mc.SetLabels = slices.Clone(want.Labels), true
 	}
-	if mc.Archived != nil || mc.Pinned != nil || mc.SetLabels {
+	if !maps.Equal(got.Metadata, want.Metadata) {
+		mc.ClearMetadata, mc.Metadata = true, pointers(want.Metadata)
+	}
+	if mc.Archived != nil || mc.Pinned != nil || mc.SetLabels || mc.ClearMetadata {
 		restore(NewEntry(KindMeta, mc))
 	}
 	if want.ForkedFrom != nil && (got.ForkedFrom == nil || *got.ForkedFrom != *want.ForkedFrom) {
 		restore(NewEntry(KindFork, *want.ForkedFrom))
-	}
-	if !maxTime(out).Equal(want.Updated) {
-		// The newest time was a dropped entry's (the compaction entry
-		// was the last, and now carries the first entry's time): an
-		// empty meta change carries it over.
-		restore(NewEntry(KindMeta, MetaChange{}))
 	}
 
 	// The purge must change nothing a reader sees but the dropped entries
@@ -243,15 +247,16 @@ func PurgeLog(key Key, entries []Entry) ([]Entry, int, error) {
 	return out, at, nil
 }
 
-// maxTime returns the latest time of entries.
-func maxTime(entries []Entry) time.Time {
-	var t time.Time
-	for _, e := range entries {
-		if e.Time.After(t) {
-			t = e.Time
-		}
+// firstCreated returns the Created a purged log's first entry records.
+func firstCreated(entries []Entry) (time.Time, bool) {
+	if len(entries) == 0 || entries[0].Kind != KindCompaction {
+		return time.Time{}, false
 	}
-	return t
+	var c Compaction
+	if json.Unmarshal(entries[0].Data, &c) != nil || c.Created.IsZero() {
+		return time.Time{}, false
+	}
+	return c.Created, true
 }
 
 // sameMeta reports how two Metas derived from logs differ, or nil.

@@ -67,7 +67,7 @@ func purgeGen() *rapid.Generator[[]recall.Entry] {
 				c := recall.Compaction{Through: int64(len(log)), Replaced: len(live), Strategy: "summary"}
 				c.Items = append(c.Items, recall.Item(fmt.Sprintf(`{"t":"sum%d"}`, len(log)+1)))
 				if k := rapid.IntRange(0, len(live)).Draw(t, "keep"); k > 0 {
-					c.Items = append(c.Items, recall.Items(live[len(live)-k:])...)
+					c.Items = append(c.Items, recall.PlainItems(live[len(live)-k:])...)
 				}
 				e = recall.NewEntry(recall.KindCompaction, c)
 				if rapid.Bool().Draw(t, "compactionUsage") {

@@ -16,8 +16,10 @@ type Kind string
 const (
 	KindItem       Kind = "item"       // Data is the Item itself
 	KindTitle      Kind = "title"      // Data is a TitleChange
-	KindMeta       Kind = "meta"       // Data is a MetaChange (archive, pin, labels)
-	KindPop        Kind = "pop"        // Data is an ItemRef: the item removed
+	KindMeta       Kind = "meta"       // Data is a MetaChange (archive, pin, labels, metadata)
+	KindPop        Kind = "pop"        // Data is an ItemRef: the newest item, removed
+	KindRemove     Kind = "remove"     // Data is an ItemRef: any one item, removed
+	KindCreate     Kind = "create"     // Data is empty: the session was created, possibly with no items
 	KindClear      Kind = "clear"      // Data is empty: every earlier item is gone
 	KindCompaction Kind = "compaction" // Data is a Compaction
 	KindFork       Kind = "fork"       // Data is a ForkOrigin; first entry of a forked session
@@ -90,6 +92,24 @@ type MetaChange struct {
 	Labels   []string `json:"labels,omitempty"`
 	// SetLabels makes an empty Labels clear the labels.
 	SetLabels bool `json:"set_labels,omitempty"`
+	// ClearMetadata removes every metadata pair before Metadata is merged,
+	// so ClearMetadata with Metadata replaces the map.
+	ClearMetadata bool `json:"clear_metadata,omitempty"`
+	// Metadata is merged into the session's metadata: a key with a value
+	// sets it, a key with a nil value (JSON null) deletes it.
+	Metadata map[string]*string `json:"metadata,omitempty"`
+}
+
+// IsActivity reports whether an entry of kind k is conversation activity,
+// which moves Meta.Updated: items, pops, removals, clears, compactions,
+// forks and creation. Title and meta changes (title, archive, pin, labels,
+// metadata) and unknown kinds are not.
+func (k Kind) IsActivity() bool {
+	switch k {
+	case KindItem, KindPop, KindRemove, KindClear, KindCompaction, KindFork, KindCreate:
+		return true
+	}
+	return false
 }
 
 // ItemRef points at one item of the log: the item entry with Seq, or, when
@@ -116,6 +136,9 @@ type Compaction struct {
 	Items    []Item `json:"items"`
 	// Strategy names the compactor, for the record ("summary", "openai").
 	Strategy string `json:"strategy,omitempty"`
+	// Created, set by a purge on the entry a purged log starts with, is
+	// the session's creation time, which the dropped entries held.
+	Created time.Time `json:"created,omitzero"`
 }
 
 // ForkOrigin is the payload of a KindFork entry and Meta.ForkedFrom: the
@@ -169,7 +192,10 @@ func ValidateEntries(entries []Entry, max int) error {
 					}
 				}
 			}
-		case KindPop:
+			if err == nil {
+				err = validateMetadataChange(c)
+			}
+		case KindPop, KindRemove:
 			err = decodePayload(e, &ItemRef{})
 		case KindCompaction:
 			var c Compaction
@@ -178,7 +204,7 @@ func ValidateEntries(entries []Entry, max int) error {
 			}
 		case KindFork:
 			err = decodePayload(e, &ForkOrigin{})
-		case KindClear:
+		case KindClear, KindCreate:
 		case "":
 			err = fmt.Errorf("%w: entry without a kind", ErrInvalidItem)
 		}

@@ -16,12 +16,17 @@ var (
 	// Nothing of a batch that holds such an item is written.
 	ErrInvalidItem = errors.New("recall: invalid item")
 
+	// ErrInvalidMetadata reports a metadata change over the limits of
+	// ValidateMetadata. Nothing is written.
+	ErrInvalidMetadata = errors.New("recall: invalid metadata")
+
 	// ErrTooLarge reports an item larger than the store's maximum item size.
 	ErrTooLarge = errors.New("recall: item too large")
 
 	// ErrConflict reports a write that lost a race or contradicts the state
-	// of the store: a fork onto an existing session, an import with a gap in
-	// its seqs, a compaction whose guard seq is stale.
+	// of the store: a Guard that failed (a session created twice, a
+	// compare-and-swap whose seq is stale), a fork onto an existing
+	// session, an import with a gap in its seqs.
 	ErrConflict = errors.New("recall: conflict")
 
 	// ErrCorrupt reports stored data that cannot be decoded.

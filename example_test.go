@@ -2,6 +2,7 @@ package recall_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"time"
@@ -67,7 +68,7 @@ func ExampleStore_List() {
 		// Stores stamp entries with the current time when Time is zero;
 		// this example fixes the times so that its output is stable.
 		e.Time = day.Add(time.Duration(i) * time.Hour)
-		if _, err := store.Append(ctx, key, e); err != nil {
+		if _, err := store.Append(ctx, key, recall.Guard{}, e); err != nil {
 			log.Fatal(err)
 		}
 	}
@@ -97,7 +98,7 @@ func ExampleStore_List() {
 
 // Fork copies a conversation as it stood at a seq into a new session; the
 // original is untouched.
-func ExampleStore_Fork() {
+func ExampleFork() {
 	ctx := context.Background()
 	store := memstore.New(memstore.Options{})
 	defer store.Close()
@@ -109,7 +110,7 @@ func ExampleStore_Fork() {
 	_ = sess.AddItems(ctx, recall.Message("user", "No, to the coast.")) // seq 3
 
 	alt := recall.Key{Project: "demo", Session: "chat-1-alt"}
-	m, err := store.Fork(ctx, orig, 2, alt)
+	m, err := recall.Fork(ctx, store, orig, 2, alt)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -165,4 +166,67 @@ func ExampleNewSessionID() {
 	a, b := recall.NewSessionID(), recall.NewSessionID()
 	fmt.Println(len(a), recall.ValidateID(a) == nil, a < b)
 	// Output: 36 true true
+}
+
+// Create makes a session before it has items, as the OpenAI Conversations
+// API does; it is listed at once. Creating it again is a conflict.
+func ExampleCreate() {
+	ctx := context.Background()
+	store := memstore.New(memstore.Options{})
+	defer store.Close()
+
+	key := recall.Key{Project: "demo", Session: "conv-1"}
+	m, err := recall.Create(ctx, store, key, recall.CreateOptions{
+		Title:    "Support ticket 4711",
+		Metadata: map[string]string{"customer": "acme", "tier": "gold"},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("%s: %q, %d items, metadata %v\n", m.Key.Session, m.Title, m.ItemCount, m.Metadata)
+
+	_, err = recall.Create(ctx, store, key, recall.CreateOptions{})
+	fmt.Println("again:", errors.Is(err, recall.ErrConflict))
+
+	m, _ = recall.MergeMetadata(ctx, store, key, map[string]*string{"tier": nil, "status": ptr("open")})
+	fmt.Println("merged:", m.Metadata)
+
+	// Output:
+	// conv-1: "Support ticket 4711", 0 items, metadata map[customer:acme tier:gold]
+	// again: true
+	// merged: map[customer:acme status:open]
+}
+
+func ptr(s string) *string { return &s }
+
+// RemoveItem removes any one item of the view by its reference; the log
+// keeps it.
+func ExampleRemoveItem() {
+	ctx := context.Background()
+	store := memstore.New(memstore.Options{})
+	defer store.Close()
+
+	key := recall.Key{Project: "demo", Session: "chat-1"}
+	_ = recall.NewSession(store, key).AddItems(ctx,
+		recall.Message("user", "one"), recall.Message("user", "two"), recall.Message("user", "three"))
+
+	live, _, _ := store.Items(ctx, key, 0)
+	removed, err := recall.RemoveItem(ctx, store, key, live[1].Ref)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("removed:", removed.Text())
+
+	items, _ := recall.NewSession(store, key).GetItems(ctx, 0)
+	for _, it := range items {
+		fmt.Println("left:", it.Text())
+	}
+	_, err = recall.RemoveItem(ctx, store, key, live[1].Ref)
+	fmt.Println("again:", errors.Is(err, recall.ErrNotFound))
+
+	// Output:
+	// removed: two
+	// left: one
+	// left: three
+	// again: true
 }

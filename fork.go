@@ -1,16 +1,54 @@
 package recall
 
 import (
+	"context"
 	"fmt"
 	"time"
 )
 
-// ForkLog builds the log of a fork of src, whose whole log is entries,
+// Forker is an optional ability of a Store: a fork written natively.
+//
+// If a Store does not implement Forker, Fork loads the source's log,
+// derives the view at atSeq with Replay, and appends the fork's log to
+// newKey in one batch guarded by IfNew, which is atomic in every store.
+type Forker interface {
+	// Fork behaves as the package function Fork documents.
+	Fork(ctx context.Context, key Key, atSeq int64, newKey Key) (Meta, error)
+}
+
+// Fork creates newKey holding the view of key as it stood after entry
+// atSeq (the whole session when atSeq <= 0) and returns its metadata. The
+// original is untouched. The fork's first entry is a fork entry naming key
+// and atSeq, which becomes Meta.ForkedFrom, followed by one item entry per
+// item of the view. A newKey that exists is ErrConflict; a missing key,
+// or an atSeq past the end, is ErrNotFound.
+func Fork(ctx context.Context, s Store, key Key, atSeq int64, newKey Key) (Meta, error) {
+	if f, ok := s.(Forker); ok {
+		return f.Fork(ctx, key, atSeq, newKey)
+	}
+	if err := newKey.Validate(); err != nil {
+		return Meta{}, fmt.Errorf("recall: fork onto: %w", err)
+	}
+	_, entries, err := s.Load(ctx, key)
+	if err != nil {
+		return Meta{}, fmt.Errorf("recall: fork %s: %w", key, err)
+	}
+	log, err := forkLog(key, entries, atSeq, Now())
+	if err != nil {
+		return Meta{}, err
+	}
+	if _, err := s.Append(ctx, newKey, IfNew(), log...); err != nil {
+		return Meta{}, fmt.Errorf("recall: fork %s onto %s: %w", key, newKey, err)
+	}
+	return s.Stat(ctx, newKey)
+}
+
+// forkLog builds the log of a fork of src, whose whole log is entries,
 // taken after entry atSeq (the whole log when atSeq <= 0): a fork entry
 // naming src and the seq, then one item entry per item of the view at that
-// point, numbered from 1 and stamped now. Stores write it as the new
-// session's log in one atomic step. An atSeq past the end is ErrNotFound.
-func ForkLog(src Key, entries []Entry, atSeq int64, now time.Time) ([]Entry, error) {
+// point, numbered from 1 and stamped now. An atSeq past the end is
+// ErrNotFound.
+func forkLog(src Key, entries []Entry, atSeq int64, now time.Time) ([]Entry, error) {
 	last := int64(0)
 	if n := len(entries); n > 0 {
 		last = entries[n-1].Seq

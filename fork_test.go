@@ -11,6 +11,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/storekit"
 )
 
 // A fork at any seq holds the view of its source at that seq, as a log of
@@ -45,7 +46,7 @@ func TestForkLogProperty(t *testing.T) {
 
 		newKey := recall.Key{Project: "p", Session: "fork"}
 		meta, got := recall.Replay(newKey, fork)
-		if !slices.EqualFunc(recall.Items(got), recall.Items(want), func(a, b recall.Item) bool { return bytes.Equal(a, b) }) {
+		if !slices.EqualFunc(recall.PlainItems(got), recall.PlainItems(want), func(a, b recall.Item) bool { return bytes.Equal(a, b) }) {
 			t.Fatalf("fork view %v, source view at %d %v", texts(got), wantAt, texts(want))
 		}
 		if meta.ForkedFrom == nil || *meta.ForkedFrom != (recall.ForkOrigin{Key: testKey, Seq: wantAt}) {
@@ -126,7 +127,7 @@ func TestImportPlan(t *testing.T) {
 		{4, []recall.Entry{comp(5, 4), e(6)}, []int64{5, 6}},
 	}...)
 	for _, c := range ok {
-		got, err := recall.ImportPlan(c.last, c.entries)
+		got, err := storekit.ImportPlan(c.last, c.entries)
 		if err != nil || !slices.Equal(seqs(got), c.want) {
 			t.Errorf("ImportPlan(%d, %v) = %v, %v; want %v", c.last, seqs(c.entries), seqs(got), err, c.want)
 		}
@@ -149,30 +150,44 @@ func TestImportPlan(t *testing.T) {
 		{0, []recall.Entry{{Seq: 5, Kind: recall.KindCompaction, Time: t0, Data: json.RawMessage(`[]`)}}}, // undecodable
 	}
 	for _, c := range bad {
-		if _, err := recall.ImportPlan(c.last, c.entries); !errors.Is(err, recall.ErrConflict) {
+		if _, err := storekit.ImportPlan(c.last, c.entries); !errors.Is(err, recall.ErrConflict) {
 			t.Errorf("ImportPlan(%d, %v) = %v, want ErrConflict", c.last, seqs(c.entries), err)
 		}
 	}
 }
 
-func TestCheckGuard(t *testing.T) {
-	comp := func(through int64) recall.Entry {
-		return recall.NewEntry(recall.KindCompaction, recall.Compaction{Through: through})
+func TestGuardCheck(t *testing.T) {
+	cases := []struct {
+		name   string
+		g      recall.Guard
+		exists bool
+		last   int64
+		want   error // nil, ErrNotFound or ErrConflict
+	}{
+		{"zero on missing", recall.Guard{}, false, 0, nil},
+		{"zero on existing", recall.Guard{}, true, 7, nil},
+		{"exists on existing", recall.IfExists(), true, 7, nil},
+		{"exists on missing", recall.IfExists(), false, 0, recall.ErrNotFound},
+		{"new on missing", recall.IfNew(), false, 0, nil},
+		{"new on existing", recall.IfNew(), true, 1, recall.ErrConflict},
+		{"seq equal", recall.IfLastSeq(7), true, 7, nil},
+		{"seq moved", recall.IfLastSeq(7), true, 8, recall.ErrConflict},
+		{"seq behind", recall.IfLastSeq(7), true, 6, recall.ErrConflict},
+		{"seq 0 on missing", recall.IfLastSeq(0), false, 0, nil},
+		{"seq 0 on existing", recall.IfLastSeq(0), true, 1, recall.ErrConflict},
+		{"seq on removed", recall.IfLastSeq(7), false, 0, recall.ErrNotFound},
+		{"exists and seq", recall.Guard{Exists: true, CheckSeq: true, LastSeq: 3}, true, 3, nil},
 	}
-	item := recall.ItemEntry(recall.Item(`{}`))
-	if err := recall.CheckGuard([]recall.Entry{item, comp(5)}, 5); err != nil {
-		t.Errorf("a fresh guard: %v", err)
-	}
-	if err := recall.CheckGuard([]recall.Entry{item}, 5); err != nil {
-		t.Errorf("a batch without compaction: %v", err)
-	}
-	for _, through := range []int64{4, 6, 0} {
-		if err := recall.CheckGuard([]recall.Entry{comp(through)}, 5); !errors.Is(err, recall.ErrConflict) {
-			t.Errorf("guard %d at 5 = %v, want ErrConflict", through, err)
+	for _, c := range cases {
+		err := c.g.Check(c.exists, c.last)
+		switch {
+		case c.want == nil && err != nil:
+			t.Errorf("%s: %v, want nil", c.name, err)
+		case c.want != nil && !errors.Is(err, c.want):
+			t.Errorf("%s: %v, want %v", c.name, err, c.want)
 		}
 	}
-	garbage := recall.Entry{Kind: recall.KindCompaction, Data: json.RawMessage(`{`)}
-	if err := recall.CheckGuard([]recall.Entry{garbage}, 5); !errors.Is(err, recall.ErrInvalidItem) {
-		t.Errorf("an undecodable compaction = %v, want ErrInvalidItem", err)
+	if !(recall.Guard{}).IsZero() || recall.IfExists().IsZero() {
+		t.Error("IsZero")
 	}
 }

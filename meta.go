@@ -1,7 +1,9 @@
 package recall
 
 import (
+	"bytes"
 	"encoding/json"
+	"maps"
 	"slices"
 	"time"
 )
@@ -12,24 +14,34 @@ type Meta struct {
 	Title       string      `json:"title,omitempty"`
 	TitleSource TitleSource `json:"title_source,omitempty"`
 	Created     time.Time   `json:"created"`
-	Updated     time.Time   `json:"updated"`
+	// Updated is the time of the last conversation activity (see
+	// Kind.IsActivity): items, pops, removals, clears, compactions, forks,
+	// creation. Title, archive, pin, label and metadata changes do not
+	// move it, so they change neither the List order nor Cleanup's age.
+	Updated time.Time `json:"updated"`
 	// ItemCount is the number of items GetItems(0) returns.
 	ItemCount int `json:"item_count"`
 	// LastSeq is the seq of the newest entry; 0 for a session with none.
-	LastSeq    int64       `json:"last_seq"`
-	Archived   bool        `json:"archived,omitempty"`
-	Pinned     bool        `json:"pinned,omitempty"`
-	Labels     []string    `json:"labels,omitempty"`
-	ForkedFrom *ForkOrigin `json:"forked_from,omitempty"`
-	Usage      Usage       `json:"usage"`
-	// Corrupt counts log lines a store could not decode and skipped
-	// (file store only). They are kept on disk, never rewritten away.
+	LastSeq  int64    `json:"last_seq"`
+	Archived bool     `json:"archived,omitempty"`
+	Pinned   bool     `json:"pinned,omitempty"`
+	Labels   []string `json:"labels,omitempty"`
+	// Metadata is the session's string-to-string map (see
+	// ValidateMetadata for its limits); nil when empty.
+	Metadata   map[string]string `json:"metadata,omitempty"`
+	ForkedFrom *ForkOrigin       `json:"forked_from,omitempty"`
+	Usage      Usage             `json:"usage"`
+	// Corrupt counts stored records a store could not use and skipped:
+	// log lines that do not decode (file store), and item entries whose
+	// item is not a JSON object (every store; see ItemOf). They are kept,
+	// never rewritten away; Verify reports them.
 	Corrupt int `json:"corrupt,omitempty"`
 }
 
 // Clone returns a deep copy of m.
 func (m Meta) Clone() Meta {
 	m.Labels = slices.Clone(m.Labels)
+	m.Metadata = maps.Clone(m.Metadata)
 	if m.ForkedFrom != nil {
 		f := *m.ForkedFrom
 		m.ForkedFrom = &f
@@ -38,16 +50,20 @@ func (m Meta) Clone() Meta {
 }
 
 // Apply updates m for one more entry of its log. Every store uses it, so
-// metadata means the same everywhere. Entries of unknown kinds and
-// undecodable payloads only advance LastSeq and Updated.
+// metadata means the same everywhere. Created is the first entry's time;
+// Updated moves only for conversation activity (Kind.IsActivity), and
+// starts at the first entry's time whatever its kind. Entries of unknown
+// kinds and undecodable payloads only advance LastSeq; an item entry whose
+// item is not a JSON object (see ItemOf) counts in Corrupt, not ItemCount.
 func (m *Meta) Apply(e Entry) {
+	first := m.LastSeq == 0 && m.Created.IsZero()
 	if e.Seq > m.LastSeq {
 		m.LastSeq = e.Seq
 	}
 	if m.Created.IsZero() {
 		m.Created = e.Time
 	}
-	if e.Time.After(m.Updated) {
+	if m.Updated.IsZero() || e.Kind.IsActivity() && e.Time.After(m.Updated) {
 		m.Updated = e.Time
 	}
 	if e.Usage != nil {
@@ -55,9 +71,14 @@ func (m *Meta) Apply(e Entry) {
 	}
 	switch e.Kind {
 	case KindItem:
-		m.ItemCount++
-	case KindPop:
-		// Like Replay, a pop whose payload does not decode removes nothing.
+		if _, ok := ItemOf(e); ok {
+			m.ItemCount++
+		} else {
+			m.Corrupt++
+		}
+	case KindPop, KindRemove:
+		// Like Replay, a removal whose payload does not decode removes
+		// nothing.
 		var ref ItemRef
 		if json.Unmarshal(e.Data, &ref) == nil && m.ItemCount > 0 {
 			m.ItemCount--
@@ -68,6 +89,9 @@ func (m *Meta) Apply(e Entry) {
 		var c Compaction
 		if json.Unmarshal(e.Data, &c) == nil {
 			m.ItemCount = len(c.Items)
+			if first && !c.Created.IsZero() {
+				m.Created = c.Created // the start of a purged log
+			}
 		}
 	case KindTitle:
 		var t TitleChange
@@ -89,6 +113,9 @@ func (m *Meta) Apply(e Entry) {
 			if c.Labels != nil || c.SetLabels {
 				m.Labels = slices.Clone(c.Labels)
 			}
+			if c.ClearMetadata || len(c.Metadata) > 0 {
+				m.Metadata = mergeMetadata(m.Metadata, c)
+			}
 		}
 	case KindFork:
 		var f ForkOrigin
@@ -96,6 +123,24 @@ func (m *Meta) Apply(e Entry) {
 			m.ForkedFrom = &f
 		}
 	}
+}
+
+// ItemOf returns the item an item entry holds and whether it is usable:
+// a JSON object, as every store refuses anything else on write. A stored
+// item that is not one (damaged, or written by another program) is left
+// out of the view by Replay and Tail and counted in Meta.Corrupt by
+// Apply, so every store treats it alike. The check looks at the first and
+// last bytes; a store whose records may hold arbitrary bytes validates
+// them fully when it reads them.
+func ItemOf(e Entry) (Item, bool) {
+	if e.Kind != KindItem {
+		return nil, false
+	}
+	b := bytes.TrimSpace(e.Data)
+	if len(b) < 2 || b[0] != '{' || b[len(b)-1] != '}' {
+		return nil, false
+	}
+	return Item(e.Data), true
 }
 
 // AllowTitle reports whether a title from source next may replace a title

@@ -4,57 +4,108 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"unicode/utf8"
 )
 
-// The lifecycle operations below write one entry to an existing session's
-// log; they return ErrNotFound for a session that does not exist rather
-// than create it. Every store gets them for free from Append.
+// The lifecycle operations below change one session through Append with a
+// Guard, so each is atomic with respect to a concurrent remove or write:
+// none of them brings back a session removed by another process. Every
+// store gets them for free.
+
+// maxGuardRetries bounds how often an operation that read the session
+// and wrote with IfLastSeq retries after a concurrent write moved it.
+const maxGuardRetries = 16
+
+// CreateOptions are what a session starts with. The zero value creates an
+// empty session.
+type CreateOptions struct {
+	// Title, when not empty, is the session's user title.
+	Title string
+	// Metadata is the session's first metadata (see ValidateMetadata).
+	Metadata map[string]string
+	// Items are its first items.
+	Items []Item
+}
+
+// Create creates the session key, with no items unless opts has some, and
+// returns its metadata. The session is listed at once (with 0 items when
+// empty); its log starts with a create entry. Creating a session that
+// exists is ErrConflict and writes nothing.
+func Create(ctx context.Context, s Store, key Key, opts CreateOptions) (Meta, error) {
+	if err := ValidateMetadata(opts.Metadata); err != nil {
+		return Meta{}, fmt.Errorf("recall: create %s: %w", key, err)
+	}
+	entries := []Entry{{Kind: KindCreate}}
+	if opts.Title != "" {
+		e, err := titleEntry(opts.Title, TitleUser)
+		if err != nil {
+			return Meta{}, fmt.Errorf("recall: create %s: %w", key, err)
+		}
+		entries = append(entries, e)
+	}
+	if len(opts.Metadata) > 0 {
+		entries = append(entries, NewEntry(KindMeta, MetaChange{Metadata: pointers(opts.Metadata)}))
+	}
+	entries = append(entries, ItemEntries(opts.Items...)...)
+	if _, err := s.Append(ctx, key, IfNew(), entries...); err != nil {
+		return Meta{}, err
+	}
+	return s.Stat(ctx, key)
+}
 
 // Clear appends a clear entry: the session's view starts over, while the
 // log keeps every earlier entry. Clearing a missing session is a no-op.
 func Clear(ctx context.Context, s Store, key Key) error {
-	if _, err := s.Stat(ctx, key); err != nil {
-		if errors.Is(err, ErrNotFound) {
-			return nil
-		}
-		return err
+	_, err := s.Append(ctx, key, IfExists(), Entry{Kind: KindClear})
+	if errors.Is(err, ErrNotFound) {
+		return nil
 	}
-	_, err := s.Append(ctx, key, Entry{Kind: KindClear})
 	return err
 }
 
 // SetTitle sets the session's title. An auto title never replaces a user
 // title: the call then changes nothing and returns the current metadata.
-// An empty title removes the title. Newlines become spaces.
+// An empty title removes the title. Newlines become spaces. A missing
+// session is ErrNotFound.
 func SetTitle(ctx context.Context, s Store, key Key, title string, source TitleSource) (Meta, error) {
 	if source != TitleAuto && source != TitleUser {
 		return Meta{}, fmt.Errorf("recall: set title of %s: unknown source %q", key, source)
 	}
-	m, err := s.Stat(ctx, key)
+	e, err := titleEntry(title, source)
 	if err != nil {
-		return Meta{}, err
-	}
-	if !AllowTitle(m.TitleSource, source) {
-		return m, nil
-	}
-	if err := checkString("title", title); err != nil {
 		return Meta{}, fmt.Errorf("recall: set title of %s: %w", key, err)
 	}
+	if source == TitleAuto {
+		m, err := s.Stat(ctx, key)
+		if err != nil {
+			return Meta{}, err
+		}
+		if !AllowTitle(m.TitleSource, source) {
+			return m, nil // Apply would ignore the entry anyway
+		}
+	}
+	return appendChange(ctx, s, key, e)
+}
+
+func titleEntry(title string, source TitleSource) (Entry, error) {
+	if err := checkString("title", title); err != nil {
+		return Entry{}, err
+	}
 	title = strings.Join(strings.Fields(title), " ")
-	return appendChange(ctx, s, key, NewEntry(KindTitle, TitleChange{Title: title, Source: source}))
+	return NewEntry(KindTitle, TitleChange{Title: title, Source: source}), nil
 }
 
 // SetArchived archives or unarchives a session. Archived sessions are left
 // out of List unless ListOptions.IncludeArchived.
 func SetArchived(ctx context.Context, s Store, key Key, archived bool) (Meta, error) {
-	return Update(ctx, s, key, MetaChange{Archived: &archived})
+	return ChangeMeta(ctx, s, key, MetaChange{Archived: &archived})
 }
 
 // SetPinned pins or unpins a session. Cleanup never removes a pinned one.
 func SetPinned(ctx context.Context, s Store, key Key, pinned bool) (Meta, error) {
-	return Update(ctx, s, key, MetaChange{Pinned: &pinned})
+	return ChangeMeta(ctx, s, key, MetaChange{Pinned: &pinned})
 }
 
 // SetLabels replaces the session's labels; an empty list removes them.
@@ -64,7 +115,58 @@ func SetLabels(ctx context.Context, s Store, key Key, labels ...string) (Meta, e
 			return Meta{}, fmt.Errorf("recall: set labels of %s: %w", key, err)
 		}
 	}
-	return Update(ctx, s, key, MetaChange{Labels: labels, SetLabels: true})
+	return ChangeMeta(ctx, s, key, MetaChange{Labels: labels, SetLabels: true})
+}
+
+// SetMetadata replaces the session's metadata with md; an empty md
+// removes it. Over the limits of ValidateMetadata is ErrInvalidMetadata
+// and nothing is written.
+func SetMetadata(ctx context.Context, s Store, key Key, md map[string]string) (Meta, error) {
+	if err := ValidateMetadata(md); err != nil {
+		return Meta{}, fmt.Errorf("recall: set metadata of %s: %w", key, err)
+	}
+	return ChangeMeta(ctx, s, key, MetaChange{ClearMetadata: true, Metadata: pointers(md)})
+}
+
+// MergeMetadata merges changes into the session's metadata: a key with a
+// value sets it, a key with a nil value deletes it. When the merged map
+// would be over the limits of ValidateMetadata it is ErrInvalidMetadata
+// and nothing is written; the check and the write are one atomic step.
+func MergeMetadata(ctx context.Context, s Store, key Key, changes map[string]*string) (Meta, error) {
+	c := MetaChange{Metadata: changes}
+	if err := validateMetadataChange(c); err != nil {
+		return Meta{}, fmt.Errorf("recall: merge metadata of %s: %w", key, err)
+	}
+	for range maxGuardRetries {
+		m, err := s.Stat(ctx, key)
+		if err != nil {
+			return Meta{}, err
+		}
+		if err := ValidateMetadata(mergeMetadata(m.Metadata, c)); err != nil {
+			return Meta{}, fmt.Errorf("recall: merge metadata of %s: %w", key, err)
+		}
+		_, err = s.Append(ctx, key, IfLastSeq(m.LastSeq), NewEntry(KindMeta, c))
+		if errors.Is(err, ErrConflict) {
+			continue // written meanwhile: merge into what it holds now
+		}
+		if err != nil {
+			return Meta{}, err
+		}
+		return s.Stat(ctx, key)
+	}
+	return Meta{}, fmt.Errorf("recall: merge metadata of %s: %w: the session kept changing", key, ErrConflict)
+}
+
+// pointers turns a metadata map into the form MetaChange merges.
+func pointers(md map[string]string) map[string]*string {
+	if len(md) == 0 {
+		return nil
+	}
+	out := make(map[string]*string, len(md))
+	for k, v := range maps.All(md) {
+		out[k] = &v
+	}
+	return out
 }
 
 // checkString refuses text that is not valid UTF-8 before encoding/json
@@ -76,17 +178,49 @@ func checkString(what, s string) error {
 	return nil
 }
 
-// Update appends one meta entry to an existing session.
-func Update(ctx context.Context, s Store, key Key, c MetaChange) (Meta, error) {
-	if _, err := s.Stat(ctx, key); err != nil {
-		return Meta{}, err
-	}
+// ChangeMeta appends one meta entry to an existing session (ErrNotFound
+// when it is missing) and returns the metadata afterwards.
+func ChangeMeta(ctx context.Context, s Store, key Key, c MetaChange) (Meta, error) {
 	return appendChange(ctx, s, key, NewEntry(KindMeta, c))
 }
 
 func appendChange(ctx context.Context, s Store, key Key, e Entry) (Meta, error) {
-	if _, err := s.Append(ctx, key, e); err != nil {
+	if _, err := s.Append(ctx, key, IfExists(), e); err != nil {
 		return Meta{}, err
 	}
 	return s.Stat(ctx, key)
+}
+
+// RemoveItem removes the item ref names from the session's view, by
+// appending a remove entry; the log keeps the item. It returns the item
+// removed. A ref that is not in the view (never was, or was removed,
+// popped, cleared or compacted away) is ErrNotFound and writes nothing;
+// the check and the write are one atomic step. Pop is the newest-item
+// case.
+func RemoveItem(ctx context.Context, s Store, key Key, ref ItemRef) (Item, error) {
+	for range maxGuardRetries {
+		live, last, err := s.Items(ctx, key, 0)
+		if err != nil {
+			return nil, err
+		}
+		var found Item
+		for _, l := range live {
+			if l.Ref == ref {
+				found = l.Item
+				break
+			}
+		}
+		if found == nil {
+			return nil, fmt.Errorf("recall: remove item %d.%d of %s: %w", ref.Seq, ref.Index, key, ErrNotFound)
+		}
+		_, err = s.Append(ctx, key, IfLastSeq(last), NewEntry(KindRemove, ref))
+		if errors.Is(err, ErrConflict) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		return found, nil
+	}
+	return nil, fmt.Errorf("recall: remove item of %s: %w: the session kept changing", key, ErrConflict)
 }

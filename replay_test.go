@@ -13,6 +13,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/storekit"
 )
 
 var testKey = recall.Key{Project: "p", Session: "s"}
@@ -80,7 +81,7 @@ func TestReplay(t *testing.T) {
 		if got := texts(live); !slices.Equal(got, c.want) {
 			t.Errorf("%s: Replay view %q, want %q", c.name, got, c.want)
 		}
-		tail, err := recall.Tail(0, recall.Backwards(c.log))
+		tail, err := storekit.Tail(0, storekit.Backwards(c.log))
 		if err != nil || !slices.Equal(texts(tail), c.want) {
 			t.Errorf("%s: Tail view %q, %v; want %q", c.name, texts(tail), err, c.want)
 		}
@@ -97,10 +98,10 @@ func logGen(valid bool) *rapid.Generator[[]recall.Entry] {
 		for i := range n {
 			seq := int64(i + 1)
 			var e recall.Entry
-			switch rapid.SampledFrom([]string{"item", "item", "item", "pop", "pop", "clear", "compaction", "title", "unknown", "garbage"}).Draw(t, "kind") {
+			switch rapid.SampledFrom([]string{"item", "item", "item", "pop", "pop", "remove", "clear", "compaction", "title", "meta", "create", "unknown", "garbage", "damaged"}).Draw(t, "kind") {
 			case "item":
 				e = recall.ItemEntry(recall.Item(fmt.Sprintf(`{"t":"i%d"}`, seq)))
-			case "pop":
+			case "pop", "remove":
 				ref := recall.ItemRef{Seq: rapid.Int64Range(0, seq).Draw(t, "refSeq"), Index: rapid.IntRange(0, 2).Draw(t, "refIndex")}
 				if valid {
 					if len(live) == 0 {
@@ -109,6 +110,9 @@ func logGen(valid bool) *rapid.Generator[[]recall.Entry] {
 					ref = live[rapid.IntRange(0, len(live)-1).Draw(t, "which")].Ref
 				}
 				e = recall.NewEntry(recall.KindPop, ref)
+				if rapid.Bool().Draw(t, "remove") {
+					e.Kind = recall.KindRemove
+				}
 			case "clear":
 				e = recall.Entry{Kind: recall.KindClear}
 			case "compaction":
@@ -119,6 +123,15 @@ func logGen(valid bool) *rapid.Generator[[]recall.Entry] {
 				e = recall.NewEntry(recall.KindCompaction, c)
 			case "title":
 				e = recall.NewEntry(recall.KindTitle, recall.TitleChange{Title: "t", Source: recall.TitleAuto})
+			case "meta":
+				v := fmt.Sprint(seq)
+				e = recall.NewEntry(recall.KindMeta, recall.MetaChange{Metadata: map[string]*string{"k": &v}})
+			case "create":
+				e = recall.Entry{Kind: recall.KindCreate}
+			case "damaged":
+				// an item that is not a JSON object, as another program
+				// might leave: readers skip it and count it
+				e = recall.Entry{Kind: recall.KindItem, Data: json.RawMessage(rapid.SampledFrom([]string{`[1]`, `"s"`, `42`, `null`, `{"a":1`}).Draw(t, "damage"))}
 			case "unknown":
 				e = recall.Entry{Kind: "x-unknown", Data: json.RawMessage(`{"t":"ignored"}`)}
 			case "garbage":
@@ -144,7 +157,7 @@ func TestTailAgreesWithReplay(t *testing.T) {
 			if limit > 0 && limit < len(want) {
 				want = want[len(want)-limit:]
 			}
-			got, err := recall.Tail(limit, recall.Backwards(log))
+			got, err := storekit.Tail(limit, storekit.Backwards(log))
 			if err != nil {
 				t.Fatalf("Tail(%d): %v", limit, err)
 			}
@@ -180,21 +193,21 @@ func TestTailReadsOnlyTheEnd(t *testing.T) {
 	log := numbered(entries...)
 	read := 0
 	counting := func(yield func(recall.Entry, error) bool) {
-		for e, err := range recall.Backwards(log) {
+		for e, err := range storekit.Backwards(log) {
 			read++
 			if !yield(e, err) {
 				return
 			}
 		}
 	}
-	got, err := recall.Tail(20, counting)
+	got, err := storekit.Tail(20, counting)
 	if err != nil || len(got) != 20 || read != 20 {
 		t.Errorf("Tail(20) of 1000 items read %d entries and returned %d, %v", read, len(got), err)
 	}
 
 	log = numbered(append(append(slices.Clone(entries), recall.Entry{Kind: recall.KindClear}), item("after"))...)
 	read = 0
-	if got, _ := recall.Tail(0, counting); len(got) != 1 || read != 2 {
+	if got, _ := storekit.Tail(0, counting); len(got) != 1 || read != 2 {
 		t.Errorf("Tail(0) after a clear read %d entries, returned %d items", read, len(got))
 	}
 
@@ -203,7 +216,7 @@ func TestTailReadsOnlyTheEnd(t *testing.T) {
 	failing := iter.Seq2[recall.Entry, error](func(yield func(recall.Entry, error) bool) {
 		yield(recall.Entry{}, boom)
 	})
-	if _, err := recall.Tail(5, failing); !errors.Is(err, boom) {
+	if _, err := storekit.Tail(5, failing); !errors.Is(err, boom) {
 		t.Errorf("Tail with a failing reader = %v", err)
 	}
 }
@@ -235,12 +248,49 @@ func TestMetaApply(t *testing.T) {
 	m, _ := recall.Replay(testKey, log)
 	want := recall.Meta{
 		Key: testKey, Title: "Mine", TitleSource: recall.TitleUser,
-		Created: t0, Updated: t0.Add(4 * time.Minute),
+		// Updated is the pop's time: titles, meta entries and unknown
+		// kinds are not conversation activity.
+		Created: t0, Updated: t0.Add(3 * time.Minute),
 		ItemCount: 1, LastSeq: 10, Archived: false, Pinned: true, Labels: []string{"x", "y"},
 		Usage: recall.Usage{InputTokens: 1, OutputTokens: 2, TotalTokens: 3},
 	}
 	if fmt.Sprint(m) != fmt.Sprint(want) {
 		t.Errorf("Replay meta\n got %+v\nwant %+v", m, want)
+	}
+
+	// Title and meta changes never move Updated, however late.
+	m3 := m.Clone()
+	m3.Apply(at(title("Later", recall.TitleUser), 11, time.Hour))
+	m3.Apply(at(recall.NewEntry(recall.KindMeta, recall.MetaChange{Pinned: &no}), 12, 2*time.Hour))
+	if !m3.Updated.Equal(m.Updated) {
+		t.Errorf("a title and a pin moved Updated to %v", m3.Updated)
+	}
+	// A session whose first entry is a title starts Updated there.
+	var m4 recall.Meta
+	m4.Apply(at(title("First", recall.TitleUser), 1, time.Minute))
+	if !m4.Updated.Equal(t0.Add(time.Minute)) || !m4.Created.Equal(m4.Updated) {
+		t.Errorf("first entry a title: Created %v Updated %v", m4.Created, m4.Updated)
+	}
+	// An item that is not a JSON object is counted as corrupt, not as an item.
+	m4.Apply(at(recall.Entry{Kind: recall.KindItem, Data: json.RawMessage(`[1]`)}, 2, 2*time.Minute))
+	if m4.ItemCount != 0 || m4.Corrupt != 1 {
+		t.Errorf("a damaged item: ItemCount %d Corrupt %d, want 0 and 1", m4.ItemCount, m4.Corrupt)
+	}
+	// Metadata: set, merge, delete and clear.
+	v := func(s string) *string { return &s }
+	md := func(c recall.MetaChange) recall.Entry { return recall.NewEntry(recall.KindMeta, c) }
+	m4.Apply(at(md(recall.MetaChange{Metadata: map[string]*string{"a": v("1"), "b": v("2")}}), 3, 0))
+	m4.Apply(at(md(recall.MetaChange{Metadata: map[string]*string{"a": nil, "c": v("3")}}), 4, 0))
+	if fmt.Sprint(m4.Metadata) != "map[b:2 c:3]" {
+		t.Errorf("merged metadata %v", m4.Metadata)
+	}
+	m4.Apply(at(md(recall.MetaChange{ClearMetadata: true, Metadata: map[string]*string{"d": v("4")}}), 5, 0))
+	if fmt.Sprint(m4.Metadata) != "map[d:4]" {
+		t.Errorf("replaced metadata %v", m4.Metadata)
+	}
+	m4.Apply(at(md(recall.MetaChange{ClearMetadata: true}), 6, 0))
+	if m4.Metadata != nil {
+		t.Errorf("cleared metadata %v", m4.Metadata)
 	}
 
 	// Labels: nil leaves them, SetLabels with none clears them.

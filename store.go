@@ -8,24 +8,40 @@ import (
 // Store holds many sessions. Every implementation is safe for concurrent
 // use by multiple goroutines; the file store is also safe across processes.
 //
-// Conformance is checked by storetest.Run, which every backend passes.
+// Every method returns ctx.Err() (wrapped) and changes nothing when ctx
+// ends before its write commits.
+//
+// What every store does the same way over these methods is written once,
+// as functions of this package that use a store's own method when it has
+// one (the optional interfaces Forker, Cleaner and ProjectLister) and a
+// documented fallback when it does not: Fork, Cleanup, Projects, and the
+// lifecycle helpers (Create, SetTitle, SetArchived, SetMetadata,
+// RemoveItem, ...).
+//
+// Conformance is checked by storetest.Run, which every backend passes;
+// package storekit has the helpers a backend author needs.
 type Store interface {
 	// Append writes entries to the end of key's log as one atomic batch
 	// and returns the seq of the last one. The store assigns Seq, and Time
-	// when it is zero. The session is created if it does not exist. An
-	// empty batch is a no-op that returns the current last seq.
+	// when it is zero.
+	//
+	// The guard is checked atomically with the write (see Guard): a
+	// failed guard writes nothing and returns an error wrapping
+	// ErrNotFound or ErrConflict. The zero Guard creates the session if
+	// it does not exist. An empty batch writes nothing; it returns the
+	// current last seq (0 for a missing session) after checking the guard.
 	//
 	// Every entry is validated before anything is written (see
 	// ValidateEntries): a bad item fails the whole batch with
-	// ErrInvalidItem or ErrTooLarge. A batch holding a compaction entry is
-	// written only if the session's LastSeq equals its Through; otherwise
-	// Append returns ErrConflict and writes nothing.
-	Append(ctx context.Context, key Key, entries ...Entry) (int64, error)
+	// ErrInvalidItem or ErrTooLarge.
+	Append(ctx context.Context, key Key, guard Guard, entries ...Entry) (int64, error)
 
 	// Items returns the newest limit items of the session's view, oldest
-	// first; limit <= 0 returns all of them. A session that does not exist
-	// has no items: Items returns nil and no error. The items are copies.
-	Items(ctx context.Context, key Key, limit int) ([]LiveItem, error)
+	// first (limit <= 0 returns all of them), together with the LastSeq of
+	// the log they were read from: the view and the seq are one
+	// consistent snapshot. A session that does not exist has no items:
+	// Items returns nil, 0 and no error. The items are copies.
+	Items(ctx context.Context, key Key, limit int) ([]LiveItem, int64, error)
 
 	// Pop atomically removes the newest item, by appending a pop entry, and
 	// returns it. It returns nil and no error when the session is empty or
@@ -36,7 +52,7 @@ type Store interface {
 	Stat(ctx context.Context, key Key) (Meta, error)
 
 	// Load returns the session's metadata and its whole log in Seq order,
-	// or ErrNotFound.
+	// read as one consistent snapshot, or ErrNotFound.
 	Load(ctx context.Context, key Key) (Meta, []Entry, error)
 
 	// Entries returns up to limit entries (all when limit <= 0) with Seq
@@ -49,31 +65,17 @@ type Store interface {
 	// empty project lists every project. See ListOptions.
 	List(ctx context.Context, project string, opts ListOptions) (Page, error)
 
-	// Projects lists every project that holds at least one main session.
-	Projects(ctx context.Context) ([]ProjectInfo, error)
-
 	// Remove deletes a session and every subagent record under it, or, for
 	// a key with a Subpath, that one record. It returns ErrNotFound when
 	// there is nothing to remove.
 	Remove(ctx context.Context, key Key) error
 
-	// Fork creates newKey holding the view of key as it stood after entry
-	// atSeq (the whole session when atSeq <= 0). The original is untouched.
-	// The fork's first entry is a fork entry naming key and atSeq, which
-	// becomes Meta.ForkedFrom. A newKey that exists is ErrConflict; an
-	// atSeq past the end is ErrNotFound.
-	Fork(ctx context.Context, key Key, atSeq int64, newKey Key) (Meta, error)
-
-	// Cleanup physically deletes every main session (with its subagent
-	// records) whose Updated is before opts.OlderThan, except pinned ones,
-	// and reports what it removed, or would remove when opts.DryRun.
-	Cleanup(ctx context.Context, opts CleanupOptions) (CleanupReport, error)
-
 	// Import appends entries that already carry their Seq and Time, as
 	// replicated from another store. It is idempotent by seq: entries at
 	// or below the session's LastSeq are skipped. The rest must continue
-	// the log without a gap, or Import returns ErrConflict and writes
-	// nothing. It returns the session's LastSeq afterwards.
+	// the log without a gap (the write is guarded by the LastSeq they
+	// continue, see storekit.ImportPlan), or Import returns ErrConflict
+	// and writes nothing. It returns the session's LastSeq afterwards.
 	Import(ctx context.Context, key Key, entries ...Entry) (int64, error)
 
 	// Close releases the store's resources. Calls after Close return

@@ -31,16 +31,61 @@ func (d *damaged) Load(ctx context.Context, key recall.Key) (recall.Meta, []reca
 		for i := range es {
 			es[i].Seq += 10
 		}
+	case "unreadable":
+		m.Corrupt = 1
 	}
 	return m, es, err
 }
 
-func (d *damaged) Items(ctx context.Context, key recall.Key, limit int) ([]recall.LiveItem, error) {
-	live, err := d.Store.Items(ctx, key, limit)
+func (d *damaged) Items(ctx context.Context, key recall.Key, limit int) ([]recall.LiveItem, int64, error) {
+	live, last, err := d.Store.Items(ctx, key, limit)
 	if d.how == "items" && len(live) > 0 {
 		live = live[1:]
 	}
-	return live, err
+	return live, last, err
+}
+
+// racing is a memstore that a writer appends to between a Load and the
+// next read, as another process chatting beside `recall check` does.
+type racing struct {
+	*memstore.Store
+	writes int // appends still to make, one per Load
+}
+
+func (r *racing) Load(ctx context.Context, key recall.Key) (recall.Meta, []recall.Entry, error) {
+	m, es, err := r.Store.Load(ctx, key)
+	if err == nil && r.writes > 0 {
+		r.writes--
+		if _, err := r.Store.Append(ctx, key, recall.IfExists(), recall.ItemEntry(recall.Message("user", "meanwhile"))); err != nil {
+			return m, es, err
+		}
+	}
+	return m, es, err
+}
+
+// A session appended to while Verify reads it is read again, not reported:
+// the log and the view are compared only at the same LastSeq.
+func TestVerifyBesideAWriter(t *testing.T) {
+	ctx := context.Background()
+	key := recall.Key{Project: "p", Session: "s"}
+	r := &racing{Store: memstore.New(memstore.Options{})}
+	if err := recall.NewSession(r, key).AddItems(ctx, recall.Message("user", "a")); err != nil {
+		t.Fatal(err)
+	}
+	r.writes = 5
+	if err := recall.Verify(ctx, r); err != nil {
+		t.Errorf("Verify beside a writer: %v", err)
+	}
+	if r.writes != 0 {
+		t.Errorf("%d writes left: Verify did not read again", r.writes)
+	}
+	// A session that never holds still is not verified, and says so,
+	// without claiming corruption.
+	r.writes = 1000
+	err := recall.VerifySession(ctx, r, key)
+	if !errors.Is(err, recall.ErrConflict) || errors.Is(err, recall.ErrCorrupt) {
+		t.Errorf("VerifySession of a session that keeps changing = %v, want ErrConflict", err)
+	}
 }
 
 func TestVerify(t *testing.T) {
@@ -72,7 +117,7 @@ func TestVerify(t *testing.T) {
 		t.Errorf("Verify of a healthy store: %v", err)
 	}
 
-	for _, how := range []string{"gap", "count", "title", "start", "items"} {
+	for _, how := range []string{"gap", "count", "title", "start", "items", "unreadable"} {
 		s := &damaged{Store: memstore.New(memstore.Options{}), how: how}
 		fill(s)
 		err := recall.Verify(ctx, s)

@@ -22,11 +22,13 @@ type RunOptions struct {
 	// Session holds the conversation. Nil runs without history and
 	// persists nothing.
 	//
-	// When the session also has the methods Store() recall.Store and
-	// Key() recall.Key, as *recall.StoreSession does, Run writes through
-	// the store so that token usage is recorded with the items and the
-	// session can be titled. Otherwise usage is not recorded and the
-	// session is not titled.
+	// When the session implements recall.StoreBacked, as
+	// *recall.StoreSession and compact.Session do, Run writes through the
+	// store so that token usage is recorded with the items, the session
+	// can be titled, and subagent runs keep records under it. Otherwise
+	// (a wrapper Session that does not forward StoreBacked) Run falls
+	// back to AddItems: usage is not recorded, the session is not
+	// titled, and SubagentTool keeps no records.
 	Session recall.Session
 	// HistoryLimit is how many of the newest stored items are sent to the
 	// model. Default (0): all of them.
@@ -82,14 +84,6 @@ type Result struct {
 	// Compaction is what the compaction this run triggered did (see
 	// RunOptions.CompactTokens), or nil when it triggered none.
 	Compaction *recall.CompactionResult
-}
-
-// storeBacked is a session that can write entries directly, which Run
-// needs to attach usage to items and to set a title. *recall.StoreSession
-// is one.
-type storeBacked interface {
-	Store() recall.Store
-	Key() recall.Key
 }
 
 // Run runs the agent on input as the next exchange of opts.Session:
@@ -169,7 +163,7 @@ func Run(ctx context.Context, a *Agent, input []recall.Item, opts RunOptions) (*
 
 // title names an untitled store-backed session from its conversation.
 func (res *Result) title(ctx context.Context, opts RunOptions, history []recall.Item) error {
-	sb, ok := opts.Session.(storeBacked)
+	sb, ok := opts.Session.(recall.StoreBacked)
 	if !ok {
 		return nil
 	}
@@ -214,13 +208,13 @@ func (p persister) persist(ctx context.Context, items []recall.Item, nModel int,
 		saved()
 		return nil
 	}
-	if sb, ok := p.sess.(storeBacked); ok {
+	if sb, ok := p.sess.(recall.StoreBacked); ok {
 		entries := recall.ItemEntries(items...)
 		if !usage.IsZero() && nModel > 0 {
 			u := usage
 			entries[nModel-1].Usage = &u
 		}
-		if _, err := sb.Store().Append(ctx, sb.Key(), entries...); err != nil {
+		if _, err := sb.Store().Append(ctx, sb.Key(), recall.Guard{}, entries...); err != nil {
 			return fmt.Errorf("save: %w", err)
 		}
 	} else if err := p.sess.AddItems(ctx, items...); err != nil {

@@ -60,8 +60,8 @@ func NewSession(store recall.Store, key recall.Key, c Compactor, opts Options) *
 
 // plan is one reading of the session and what to do with it.
 type plan struct {
-	through int64             // LastSeq read before the view
-	view    []recall.LiveItem // the view at through (or later; see read)
+	through int64             // LastSeq the view was read at
+	view    []recall.LiveItem // the view at through
 	cut     int               // view[:cut] are summarized
 }
 
@@ -106,7 +106,7 @@ func (s *Session) RunCompaction(ctx context.Context, args recall.CompactionArgs)
 		if err != nil {
 			return res, err
 		}
-		items := recall.Items(p.view)
+		items := recall.PlainItems(p.view)
 		res = recall.CompactionResult{Before: len(items), After: len(items), Retries: attempt,
 			TokensBefore: recall.EstimateTokens(items...), Usage: res.Usage}
 		res.TokensAfter = res.TokensBefore
@@ -141,7 +141,9 @@ func (s *Session) RunCompaction(ctx context.Context, args recall.CompactionArgs)
 		if u := summary.Usage; !u.IsZero() {
 			e.Usage = &u
 		}
-		seq, err := s.Store().Append(ctx, s.Key(), e)
+		// The guard is the compare-and-swap: the entry is written only if
+		// nothing was appended since the view was read.
+		seq, err := s.Store().Append(ctx, s.Key(), recall.IfLastSeq(p.through), e)
 		if errors.Is(err, recall.ErrConflict) && attempt < retries {
 			// A write came in after the read: read again. The usage of a
 			// summary made for nothing is still reported.
@@ -159,24 +161,15 @@ func (s *Session) RunCompaction(ctx context.Context, args recall.CompactionArgs)
 	}
 }
 
-// read returns the session's LastSeq and then its view. The order
-// matters: a write between the two reads makes the view newer than
-// LastSeq, and the guarded append then fails and is retried; the other
-// order could pair an older view with a newer LastSeq and lose the items
-// in between.
+// read returns the session's view together with the LastSeq it was read
+// at (Store.Items reads both as one snapshot), which guards the
+// compaction entry.
 func (s *Session) read(ctx context.Context) (plan, error) {
-	m, err := s.Store().Stat(ctx, s.Key())
-	if errors.Is(err, recall.ErrNotFound) {
-		return plan{}, nil
-	}
+	view, last, err := s.Store().Items(ctx, s.Key(), 0)
 	if err != nil {
 		return plan{}, fmt.Errorf("compact %s: %w", s.Key(), err)
 	}
-	view, err := s.Store().Items(ctx, s.Key(), 0)
-	if err != nil {
-		return plan{}, fmt.Errorf("compact %s: %w", s.Key(), err)
-	}
-	return plan{through: m.LastSeq, view: view}, nil
+	return plan{through: last, view: view}, nil
 }
 
 // startsWith reports whether view begins with exactly the items of

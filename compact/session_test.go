@@ -40,7 +40,7 @@ func (f *fixture) session(opts compact.Options) *compact.Session {
 
 func (f *fixture) add(t *testing.T, items ...recall.Item) {
 	t.Helper()
-	if _, err := f.store.Append(context.Background(), f.key, recall.ItemEntries(items...)...); err != nil {
+	if _, err := f.store.Append(context.Background(), f.key, recall.Guard{}, recall.ItemEntries(items...)...); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -266,12 +266,12 @@ type conflictStore struct {
 	tries int
 }
 
-func (s *conflictStore) Append(ctx context.Context, key recall.Key, entries ...recall.Entry) (int64, error) {
+func (s *conflictStore) Append(ctx context.Context, key recall.Key, guard recall.Guard, entries ...recall.Entry) (int64, error) {
 	if len(entries) == 1 && entries[0].Kind == recall.KindCompaction {
 		s.tries++
 		return 0, recall.ErrConflict
 	}
-	return s.Store.Append(ctx, key, entries...)
+	return s.Store.Append(ctx, key, guard, entries...)
 }
 
 func TestCompactGivesUp(t *testing.T) {

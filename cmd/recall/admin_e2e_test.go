@@ -118,8 +118,9 @@ func TestLsArchivePinRm(t *testing.T) {
 		t.Errorf("ls after archive: %d sessions", len(got))
 	}
 	got := e.ls("--archived")
-	if len(got) != 3 || got[0].Key.Session != oldest || !got[0].Archived || got[1].Archived {
-		// archiving appends an entry, so the session is now the newest
+	if len(got) != 3 || got[2].Key.Session != oldest || !got[2].Archived || got[0].Archived || !got[2].Updated.Equal(ms[2].Updated) {
+		// archiving is not conversation activity: the session keeps its
+		// place and its Updated time
 		t.Errorf("ls --archived: %+v", got)
 	}
 	contains(t, "ls --archived", e.ok("", "ls", "--archived").stdout, "[archived]")
@@ -338,4 +339,62 @@ func TestErrorsAreOneLineWithAHint(t *testing.T) {
 	e.vars = []string{"RECALL_HOME=" + ro}
 	defer func() { e.vars = nil }()
 	checkFailure(t, e.run("", "chat", "-p", "hi"), 1, ro, nil)
+}
+
+// Pinning, renaming or archiving a session is not talking in it: `chat -c`
+// continues the session last talked in, and the list order stays.
+func TestMetaChangesDoNotMoveUpdated(t *testing.T) {
+	e := newEnv(t)
+	e.ok("", "chat", "-p", "first")
+	e.ok("", "chat", "-p", "second")
+	ms := e.ls()
+	if len(ms) != 2 {
+		t.Fatalf("ls: %+v", ms)
+	}
+	older, newer := ms[1], ms[0]
+	e.ok("", "pin", older.Key.Session)
+	e.ok("", "rename", older.Key.Session, "Renamed")
+	e.ok("", "archive", older.Key.Session)
+	e.ok("", "unarchive", older.Key.Session)
+	after := e.ls()
+	if len(after) != 2 || after[0].Key != newer.Key || !after[1].Updated.Equal(older.Updated) {
+		t.Fatalf("ls after pin/rename/archive: %+v, want %s first and %s's Updated unchanged", after, newer.Key.Session, older.Key.Session)
+	}
+	e.ok("", "chat", "-c", "-p", "third")
+	if m, _ := e.show(newer.Key.Session); m.ItemCount != 4 {
+		t.Errorf("chat -c went elsewhere: %s has %d items, want 4", newer.Key.Session, m.ItemCount)
+	}
+	if m, _ := e.show(older.Key.Session); m.ItemCount != 2 {
+		t.Errorf("chat -c continued the pinned session: it has %d items", m.ItemCount)
+	}
+}
+
+// A session whose log holds an unreadable line fails `recall check`, which
+// names it, while `show` keeps working.
+func TestCheckReportsUnreadableLines(t *testing.T) {
+	e := newEnv(t)
+	e.ok("", "chat", "-p", "hello")
+	ms := e.ls()
+	if len(ms) != 1 {
+		t.Fatalf("ls: %+v", ms)
+	}
+	e.ok("", "check")
+	logs, err := filepath.Glob(filepath.Join(e.home, "projects", "*", ms[0].Key.Session+".jsonl"))
+	if err != nil || len(logs) != 1 {
+		t.Fatalf("log of %s: %v %v", ms[0].Key.Session, logs, err)
+	}
+	f, err := os.OpenFile(logs[0], os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("garbage that is not an entry\n"); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	r := e.run("", "check")
+	if r.code != 1 || !strings.Contains(r.stdout, ms[0].Key.Session) || !strings.Contains(r.stdout, "unreadable") {
+		t.Errorf("check after a garbage line: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	e.ok("", "show", ms[0].Key.Session)
+	e.ok("", "rm", ms[0].Key.Session) // the check after the test wants a healthy store
 }

@@ -5,6 +5,7 @@ package undo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/recallkit/recall"
@@ -13,12 +14,28 @@ import (
 // LastTurn pops the newest user message of key's view and every item
 // after it, and returns the removed items, oldest first. It returns nil
 // and no error when the view holds no user message. The pops are appended
-// in one batch, so a crash leaves the turn either whole or gone.
+// in one batch, so a crash leaves the turn either whole or gone, and the
+// batch is guarded by the LastSeq the view was read at: a turn appended
+// meanwhile (by another process) is read again rather than half undone.
 func LastTurn(ctx context.Context, s recall.Store, key recall.Key) ([]recall.Item, error) {
+	for attempt := 0; ; attempt++ {
+		removed, err := lastTurn(ctx, s, key)
+		if errors.Is(err, recall.ErrConflict) && attempt < maxRetries {
+			continue
+		}
+		return removed, err
+	}
+}
+
+// maxRetries bounds how often LastTurn reads again after a concurrent
+// write.
+const maxRetries = 8
+
+func lastTurn(ctx context.Context, s recall.Store, key recall.Key) ([]recall.Item, error) {
 	// Read backwards in growing windows: a turn is usually a handful of
 	// items, and Items(limit) costs O(limit) on stores that read from the end.
 	for limit := 16; ; limit *= 4 {
-		live, err := s.Items(ctx, key, limit)
+		live, last, err := s.Items(ctx, key, limit)
 		if err != nil {
 			return nil, fmt.Errorf("undo %s: %w", key, err)
 		}
@@ -44,7 +61,7 @@ func LastTurn(ctx context.Context, s recall.Store, key recall.Key) ([]recall.Ite
 		for _, l := range turn {
 			removed = append(removed, l.Item)
 		}
-		if _, err := s.Append(ctx, key, pops...); err != nil {
+		if _, err := s.Append(ctx, key, recall.IfLastSeq(last), pops...); err != nil {
 			return nil, fmt.Errorf("undo %s: %w", key, err)
 		}
 		return removed, nil

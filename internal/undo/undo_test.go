@@ -120,7 +120,56 @@ type countingStore struct {
 	appends int
 }
 
-func (c *countingStore) Append(ctx context.Context, key recall.Key, entries ...recall.Entry) (int64, error) {
+func (c *countingStore) Append(ctx context.Context, key recall.Key, guard recall.Guard, entries ...recall.Entry) (int64, error) {
 	c.appends++
-	return c.Store.Append(ctx, key, entries...)
+	return c.Store.Append(ctx, key, guard, entries...)
+}
+
+// interleaved is a store into which another writer appends a whole turn
+// right after the first read of the view, as a second `recall chat -c` on
+// the same session would.
+type interleaved struct {
+	recall.Store
+	turn []recall.Item
+}
+
+func (s *interleaved) Items(ctx context.Context, k recall.Key, limit int) ([]recall.LiveItem, int64, error) {
+	live, last, err := s.Store.Items(ctx, k, limit)
+	if err == nil && s.turn != nil {
+		turn := s.turn
+		s.turn = nil
+		if _, err := s.Store.Append(ctx, k, recall.Guard{}, recall.ItemEntries(turn...)...); err != nil {
+			return nil, 0, err
+		}
+	}
+	return live, last, err
+}
+
+// A turn appended between the read and the write is what undo removes: the
+// stale read is refused by the guard and read again, so undo never pops
+// half of one turn and half of another.
+func TestLastTurnBesideAWriter(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New(memstore.Options{})
+	if err := recall.NewSession(st, key).AddItems(ctx, recall.Message("user", "one"), recall.Message("assistant", "r1")); err != nil {
+		t.Fatal(err)
+	}
+	s := &interleaved{Store: st, turn: []recall.Item{recall.Message("user", "two"), recall.Message("assistant", "r2")}}
+	removed, err := LastTurn(ctx, s, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := texts(removed), []string{"message:user:two", "message:assistant:r2"}; !slices.Equal(got, want) {
+		t.Errorf("removed %q, want %q", got, want)
+	}
+	left, err := recall.NewSession(st, key).GetItems(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := texts(left), []string{"message:user:one", "message:assistant:r1"}; !slices.Equal(got, want) {
+		t.Errorf("left %q, want %q", got, want)
+	}
+	if err := recall.VerifySession(ctx, st, key); err != nil {
+		t.Error(err)
+	}
 }

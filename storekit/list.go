@@ -1,4 +1,4 @@
-package recall
+package storekit
 
 import (
 	"encoding/base64"
@@ -7,11 +7,13 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/recallkit/recall"
 )
 
 // Cursor is the keyset position a List page ends at: the sort key of the
-// last session returned. Stores encode it into Page.Next and decode it from
-// ListOptions.Cursor; callers treat the string as opaque.
+// last session returned. Stores encode it into recall.Page.Next and decode it from
+// recall.ListOptions.Cursor; callers treat the string as opaque.
 type Cursor struct {
 	Updated time.Time `json:"u"`
 	Project string    `json:"p"`
@@ -20,17 +22,17 @@ type Cursor struct {
 }
 
 // CursorAt returns the cursor positioned at m.
-func CursorAt(m Meta) Cursor {
+func CursorAt(m recall.Meta) Cursor {
 	return Cursor{Updated: m.Updated, Project: m.Key.Project, Session: m.Key.Session, Subpath: m.Key.Subpath}
 }
 
-// String encodes c for Page.Next.
+// String encodes c for recall.Page.Next.
 func (c Cursor) String() string {
 	b, _ := json.Marshal(c)
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// ParseCursor decodes a Page.Next string. The error wraps ErrInvalidKey.
+// ParseCursor decodes a recall.Page.Next string. The error wraps recall.ErrInvalidKey.
 func ParseCursor(s string) (Cursor, error) {
 	var c Cursor
 	b, err := base64.RawURLEncoding.DecodeString(s)
@@ -38,7 +40,7 @@ func ParseCursor(s string) (Cursor, error) {
 		err = json.Unmarshal(b, &c)
 	}
 	if err != nil {
-		return Cursor{}, fmt.Errorf("%w: bad list cursor %q", ErrInvalidKey, s)
+		return Cursor{}, fmt.Errorf("%w: bad list cursor %q", recall.ErrInvalidKey, s)
 	}
 	return c, nil
 }
@@ -46,18 +48,18 @@ func ParseCursor(s string) (Cursor, error) {
 // Before reports whether m sorts before the cursor position, that is, on
 // an earlier page. List order is Updated descending, then project, session
 // and subpath ascending.
-func (c Cursor) Before(m Meta) bool {
-	return compareList(m, Meta{Updated: c.Updated, Key: Key{Project: c.Project, Session: c.Session, Subpath: c.Subpath}}) <= 0
+func (c Cursor) Before(m recall.Meta) bool {
+	return compareList(m, recall.Meta{Updated: c.Updated, Key: recall.Key{Project: c.Project, Session: c.Session, Subpath: c.Subpath}}) <= 0
 }
 
 // compareList orders metas the way List returns them.
-func compareList(a, b Meta) int { return CompareListOrder(a.Updated, a.Key, b.Updated, b.Key) }
+func compareList(a, b recall.Meta) int { return CompareListOrder(a.Updated, a.Key, b.Updated, b.Key) }
 
 // CompareListOrder compares two sessions, by their Updated time and key, in
 // the order List returns them: newest Updated first, then project,
 // session and subpath. Stores that sort records of their own use it, so
 // the order is defined once.
-func CompareListOrder(aUpdated time.Time, a Key, bUpdated time.Time, b Key) int {
+func CompareListOrder(aUpdated time.Time, a recall.Key, bUpdated time.Time, b recall.Key) int {
 	if c := bUpdated.Compare(aUpdated); c != 0 {
 		return c
 	}
@@ -71,20 +73,20 @@ func CompareListOrder(aUpdated time.Time, a Key, bUpdated time.Time, b Key) int 
 }
 
 // SortList sorts metas in List order.
-func SortList(metas []Meta) { slices.SortFunc(metas, compareList) }
+func SortList(metas []recall.Meta) { slices.SortFunc(metas, compareList) }
 
 // Paginate applies opts to metas that already match the project, parent and
 // archived filters and returns the page: it sorts them in List order, skips
 // to the cursor and cuts at the limit. Stores that hold their metadata in
 // memory (memstore, the file store's index) share it.
-func Paginate(metas []Meta, opts ListOptions) (Page, error) {
+func Paginate(metas []recall.Meta, opts recall.ListOptions) (recall.Page, error) {
 	SortList(metas)
 	if opts.Cursor != "" {
 		c, err := ParseCursor(opts.Cursor)
 		if err != nil {
-			return Page{}, err
+			return recall.Page{}, err
 		}
-		i, _ := slices.BinarySearchFunc(metas, c, func(m Meta, c Cursor) int {
+		i, _ := slices.BinarySearchFunc(metas, c, func(m recall.Meta, c Cursor) int {
 			if c.Before(m) {
 				return -1
 			}
@@ -94,24 +96,24 @@ func Paginate(metas []Meta, opts ListOptions) (Page, error) {
 	}
 	limit := opts.Limit
 	if limit == 0 {
-		limit = DefaultListLimit
+		limit = recall.DefaultListLimit
 	}
-	var p Page
+	var p recall.Page
 	if limit > 0 && len(metas) > limit {
 		metas = metas[:limit]
 		p.Next = CursorAt(metas[limit-1]).String()
 	}
-	p.Sessions = make([]Meta, len(metas))
+	p.Sessions = make([]recall.Meta, len(metas))
 	for i, m := range metas {
 		p.Sessions[i] = m.Clone()
 	}
 	return p, nil
 }
 
-// Match reports whether m belongs in a List of project with opts: the
+// Matches reports whether m belongs in a List of project with opts: the
 // project matches (or is empty), archived sessions only when asked, and
 // main sessions, or the records under opts.Parent when it is set.
-func Match(m Meta, project string, opts ListOptions) bool {
+func Matches(m recall.Meta, project string, opts recall.ListOptions) bool {
 	if project != "" && m.Key.Project != project {
 		return false
 	}
@@ -125,18 +127,18 @@ func Match(m Meta, project string, opts ListOptions) bool {
 }
 
 // CheckListOptions validates project and opts for List: a Parent needs a
-// project, and both must be valid names. Errors wrap ErrInvalidKey.
-func CheckListOptions(project string, opts ListOptions) error {
+// project, and both must be valid names. Errors wrap recall.ErrInvalidKey.
+func CheckListOptions(project string, opts recall.ListOptions) error {
 	if project != "" {
-		if err := (Key{Project: project, Session: "x"}).Validate(); err != nil {
+		if err := (recall.Key{Project: project, Session: "x"}).Validate(); err != nil {
 			return err
 		}
 	}
 	if opts.Parent != "" {
 		if project == "" {
-			return fmt.Errorf("%w: listing subagent records needs a project", ErrInvalidKey)
+			return fmt.Errorf("%w: listing subagent records needs a project", recall.ErrInvalidKey)
 		}
-		if err := ValidateID(opts.Parent); err != nil {
+		if err := recall.ValidateID(opts.Parent); err != nil {
 			return err
 		}
 	}

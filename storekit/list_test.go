@@ -1,4 +1,4 @@
-package recall_test
+package storekit_test
 
 import (
 	"errors"
@@ -10,6 +10,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/storekit"
 )
 
 func TestCursorRoundTrip(t *testing.T) {
@@ -22,9 +23,9 @@ func TestCursorRoundTrip(t *testing.T) {
 		{Key: recall.Key{Project: "p", Session: "s", Subpath: "subagents/x"}, Updated: time.Date(2024, 1, 2, 3, 4, 5, 999999999, la)},
 		{Key: recall.Key{Project: "-", Session: "..."}},
 	} {
-		c := recall.CursorAt(m)
+		c := storekit.CursorAt(m)
 		s := c.String()
-		got, err := recall.ParseCursor(s)
+		got, err := storekit.ParseCursor(s)
 		if err != nil {
 			t.Fatalf("ParseCursor(%q): %v", s, err)
 		}
@@ -37,7 +38,7 @@ func TestCursorRoundTrip(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"!!!", "bm90IGpzb24", "e30=", "%%"} {
-		if _, err := recall.ParseCursor(bad); !errors.Is(err, recall.ErrInvalidKey) {
+		if _, err := storekit.ParseCursor(bad); !errors.Is(err, recall.ErrInvalidKey) {
 			t.Errorf("ParseCursor(%q) = %v, want ErrInvalidKey", bad, err)
 		}
 	}
@@ -48,7 +49,7 @@ func TestCursorBefore(t *testing.T) {
 	at := func(p, s string, d time.Duration) recall.Meta {
 		return recall.Meta{Key: recall.Key{Project: p, Session: s}, Updated: t0.Add(d)}
 	}
-	c := recall.CursorAt(at("p", "m", 0))
+	c := storekit.CursorAt(at("p", "m", 0))
 	cases := []struct {
 		m      recall.Meta
 		before bool
@@ -90,7 +91,7 @@ func TestPaginateProperty(t *testing.T) {
 		}
 		limit := rapid.IntRange(-1, 7).Draw(t, "limit")
 		want := slices.Clone(metas)
-		recall.SortList(want)
+		storekit.SortList(want)
 
 		var got []recall.Meta
 		opts := recall.ListOptions{Limit: limit}
@@ -98,7 +99,7 @@ func TestPaginateProperty(t *testing.T) {
 			if pages > n+1 {
 				t.Fatalf("more than %d pages", n+1)
 			}
-			p, err := recall.Paginate(slices.Clone(metas), opts)
+			p, err := storekit.Paginate(slices.Clone(metas), opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -131,7 +132,7 @@ func keys(metas []recall.Meta) []recall.Key {
 
 func TestPaginateCopies(t *testing.T) {
 	metas := []recall.Meta{{Key: recall.Key{Project: "p", Session: "s"}, Labels: []string{"a"}, ForkedFrom: &recall.ForkOrigin{Seq: 1}}}
-	p, err := recall.Paginate(metas, recall.ListOptions{})
+	p, err := storekit.Paginate(metas, recall.ListOptions{})
 	if err != nil || len(p.Sessions) != 1 {
 		t.Fatal(p, err)
 	}
@@ -140,7 +141,7 @@ func TestPaginateCopies(t *testing.T) {
 	if metas[0].Labels[0] != "a" || metas[0].ForkedFrom.Seq != 1 {
 		t.Errorf("Paginate's page shares memory with its input")
 	}
-	if _, err := recall.Paginate(metas, recall.ListOptions{Cursor: "garbage!"}); !errors.Is(err, recall.ErrInvalidKey) {
+	if _, err := storekit.Paginate(metas, recall.ListOptions{Cursor: "garbage!"}); !errors.Is(err, recall.ErrInvalidKey) {
 		t.Errorf("Paginate with a bad cursor = %v", err)
 	}
 }
@@ -168,7 +169,7 @@ func TestMatch(t *testing.T) {
 		{main, "p", recall.ListOptions{Parent: "s"}, false},
 	}
 	for _, c := range cases {
-		if got := recall.Match(c.m, c.project, c.opts); got != c.want {
+		if got := storekit.Matches(c.m, c.project, c.opts); got != c.want {
 			t.Errorf("Match(%s, %q, %+v) = %t", c.m.Key, c.project, c.opts, got)
 		}
 	}
@@ -188,7 +189,7 @@ func TestCheckListOptions(t *testing.T) {
 		{"p", recall.ListOptions{Parent: "a/b"}, false},
 		{"p\x00", recall.ListOptions{}, false},
 	} {
-		err := recall.CheckListOptions(c.project, c.opts)
+		err := storekit.CheckListOptions(c.project, c.opts)
 		if c.ok && err != nil || !c.ok && !errors.Is(err, recall.ErrInvalidKey) {
 			t.Errorf("CheckListOptions(%q, %+v) = %v", c.project, c.opts, err)
 		}
@@ -197,7 +198,7 @@ func TestCheckListOptions(t *testing.T) {
 
 func ExampleParseCursor() {
 	m := recall.Meta{Key: recall.Key{Project: "p", Session: "s"}, Updated: time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC)}
-	c, err := recall.ParseCursor(recall.CursorAt(m).String())
+	c, err := storekit.ParseCursor(storekit.CursorAt(m).String())
 	fmt.Println(c.Project, c.Session, c.Updated.Format(time.RFC3339), err)
 	// Output: p s 2024-01-02T03:04:05Z <nil>
 }

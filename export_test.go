@@ -1,0 +1,4 @@
+package recall
+
+// ForkLog exposes forkLog to the external tests.
+var ForkLog = forkLog
