@@ -195,6 +195,11 @@ func ValidateEntries(entries []Entry, max int) error {
 			if err == nil {
 				err = validateMetadataChange(c)
 			}
+			if err == nil && len(c.Metadata) > 0 && !utf8.Valid(e.Data) {
+				// decoding turned the bad bytes into U+FFFD: refuse the
+				// raw payload rather than keep altered text
+				err = fmt.Errorf("%w: meta payload is not valid UTF-8", ErrInvalidMetadata)
+			}
 		case KindPop, KindRemove:
 			err = decodePayload(e, &ItemRef{})
 		case KindCompaction:

@@ -1,7 +1,6 @@
 // Package memstore is an in-memory recall.Store, for tests and short-lived
 // agents. It keeps every session's whole log, guarded by one mutex, and
-// returns copies, so callers can never change what it holds. It is also the
-// reference model the conformance suite checks other stores against.
+// returns copies, so callers can never change what it holds.
 package memstore
 
 import (
@@ -12,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/storekit"
 )
 
 // Options configure a Store. The zero value works.
@@ -35,16 +35,30 @@ type session struct {
 	entries []recall.Entry
 }
 
-var _ recall.Store = (*Store)(nil)
+var (
+	_ recall.Store         = (*Store)(nil)
+	_ recall.Cleaner       = (*Store)(nil)
+	_ recall.ProjectLister = (*Store)(nil)
+)
 
 // New returns an empty store.
 func New(opts Options) *Store {
 	return &Store{opts: opts, sessions: map[recall.Key]*session{}}
 }
 
-// lock takes the mutex after checking key; the caller unlocks.
-func (s *Store) lock(key recall.Key) error {
+// lock takes the mutex after checking key and ctx; the caller unlocks.
+// Every method goes through it (or lockAll), so a call under an ended
+// context changes nothing.
+func (s *Store) lock(ctx context.Context, key recall.Key) error {
 	if err := key.Validate(); err != nil {
+		return fmt.Errorf("memstore: %w", err)
+	}
+	return s.lockAll(ctx)
+}
+
+// lockAll takes the mutex after checking ctx; the caller unlocks.
+func (s *Store) lockAll(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("memstore: %w", err)
 	}
 	s.mu.Lock()
@@ -76,11 +90,11 @@ func (s *Store) appendLocked(key recall.Key, entries []recall.Entry) int64 {
 }
 
 // Append implements recall.Store.
-func (s *Store) Append(ctx context.Context, key recall.Key, entries ...recall.Entry) (int64, error) {
+func (s *Store) Append(ctx context.Context, key recall.Key, guard recall.Guard, entries ...recall.Entry) (int64, error) {
 	if err := recall.ValidateEntries(entries, s.opts.MaxItemSize); err != nil {
 		return 0, fmt.Errorf("memstore: append %s: %w", key, err)
 	}
-	if err := s.lock(key); err != nil {
+	if err := s.lock(ctx, key); err != nil {
 		return 0, err
 	}
 	defer s.mu.Unlock()
@@ -89,35 +103,38 @@ func (s *Store) Append(ctx context.Context, key recall.Key, entries ...recall.En
 	if sess != nil {
 		last = sess.meta.LastSeq
 	}
+	if err := guard.Check(sess != nil, last); err != nil {
+		return 0, fmt.Errorf("memstore: append %s: %w", key, err)
+	}
 	if len(entries) == 0 {
 		return last, nil
-	}
-	if err := recall.CheckGuard(entries, last); err != nil {
-		return 0, fmt.Errorf("memstore: append %s: %w", key, err)
 	}
 	return s.appendLocked(key, entries), nil
 }
 
 // Items implements recall.Store.
-func (s *Store) Items(ctx context.Context, key recall.Key, limit int) ([]recall.LiveItem, error) {
-	if err := s.lock(key); err != nil {
-		return nil, err
+func (s *Store) Items(ctx context.Context, key recall.Key, limit int) ([]recall.LiveItem, int64, error) {
+	if err := s.lock(ctx, key); err != nil {
+		return nil, 0, err
 	}
 	defer s.mu.Unlock()
 	sess := s.sessions[key]
 	if sess == nil {
-		return nil, nil
+		return nil, 0, nil
 	}
-	live, err := recall.Tail(limit, recall.Backwards(sess.entries))
+	live, err := storekit.Tail(limit, storekit.Backwards(sess.entries))
+	if err != nil {
+		return nil, 0, err
+	}
 	for i := range live {
 		live[i].Item = live[i].Item.Clone()
 	}
-	return live, err
+	return live, sess.meta.LastSeq, nil
 }
 
 // Pop implements recall.Store.
 func (s *Store) Pop(ctx context.Context, key recall.Key) (recall.Item, error) {
-	if err := s.lock(key); err != nil {
+	if err := s.lock(ctx, key); err != nil {
 		return nil, err
 	}
 	defer s.mu.Unlock()
@@ -125,7 +142,7 @@ func (s *Store) Pop(ctx context.Context, key recall.Key) (recall.Item, error) {
 	if sess == nil {
 		return nil, nil
 	}
-	live, err := recall.Tail(1, recall.Backwards(sess.entries))
+	live, err := storekit.Tail(1, storekit.Backwards(sess.entries))
 	if err != nil || len(live) == 0 {
 		return nil, err
 	}
@@ -135,7 +152,7 @@ func (s *Store) Pop(ctx context.Context, key recall.Key) (recall.Item, error) {
 
 // Stat implements recall.Store.
 func (s *Store) Stat(ctx context.Context, key recall.Key) (recall.Meta, error) {
-	if err := s.lock(key); err != nil {
+	if err := s.lock(ctx, key); err != nil {
 		return recall.Meta{}, err
 	}
 	defer s.mu.Unlock()
@@ -148,7 +165,7 @@ func (s *Store) Stat(ctx context.Context, key recall.Key) (recall.Meta, error) {
 
 // Load implements recall.Store.
 func (s *Store) Load(ctx context.Context, key recall.Key) (recall.Meta, []recall.Entry, error) {
-	if err := s.lock(key); err != nil {
+	if err := s.lock(ctx, key); err != nil {
 		return recall.Meta{}, nil, err
 	}
 	defer s.mu.Unlock()
@@ -161,7 +178,7 @@ func (s *Store) Load(ctx context.Context, key recall.Key) (recall.Meta, []recall
 
 // Entries implements recall.Store.
 func (s *Store) Entries(ctx context.Context, key recall.Key, after int64, limit int) ([]recall.Entry, error) {
-	if err := s.lock(key); err != nil {
+	if err := s.lock(ctx, key); err != nil {
 		return nil, err
 	}
 	defer s.mu.Unlock()
@@ -187,30 +204,28 @@ func cloneEntries(es []recall.Entry) []recall.Entry {
 
 // List implements recall.Store.
 func (s *Store) List(ctx context.Context, project string, opts recall.ListOptions) (recall.Page, error) {
-	if err := recall.CheckListOptions(project, opts); err != nil {
+	if err := storekit.CheckListOptions(project, opts); err != nil {
 		return recall.Page{}, fmt.Errorf("memstore: list: %w", err)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return recall.Page{}, recall.ErrClosed
+	if err := s.lockAll(ctx); err != nil {
+		return recall.Page{}, err
 	}
+	defer s.mu.Unlock()
 	var metas []recall.Meta
 	for _, sess := range s.sessions {
-		if recall.Match(sess.meta, project, opts) {
+		if storekit.Matches(sess.meta, project, opts) {
 			metas = append(metas, sess.meta)
 		}
 	}
-	return recall.Paginate(metas, opts)
+	return storekit.Paginate(metas, opts)
 }
 
-// Projects implements recall.Store.
+// Projects implements recall.ProjectLister.
 func (s *Store) Projects(ctx context.Context) ([]recall.ProjectInfo, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return nil, recall.ErrClosed
+	if err := s.lockAll(ctx); err != nil {
+		return nil, err
 	}
+	defer s.mu.Unlock()
 	byName := map[string]*recall.ProjectInfo{}
 	for k, sess := range s.sessions {
 		if !k.IsMain() {
@@ -235,7 +250,7 @@ func (s *Store) Projects(ctx context.Context) ([]recall.ProjectInfo, error) {
 
 // Remove implements recall.Store.
 func (s *Store) Remove(ctx context.Context, key recall.Key) error {
-	if err := s.lock(key); err != nil {
+	if err := s.lock(ctx, key); err != nil {
 		return err
 	}
 	defer s.mu.Unlock()
@@ -257,43 +272,17 @@ func (s *Store) removeLocked(key recall.Key) int {
 	return n
 }
 
-// Fork implements recall.Store.
-func (s *Store) Fork(ctx context.Context, key recall.Key, atSeq int64, newKey recall.Key) (recall.Meta, error) {
-	if err := newKey.Validate(); err != nil {
-		return recall.Meta{}, fmt.Errorf("memstore: fork: %w", err)
-	}
-	if err := s.lock(key); err != nil {
-		return recall.Meta{}, err
-	}
-	defer s.mu.Unlock()
-	src := s.sessions[key]
-	if src == nil {
-		return recall.Meta{}, fmt.Errorf("memstore: fork %s: %w", key, recall.ErrNotFound)
-	}
-	if s.sessions[newKey] != nil {
-		return recall.Meta{}, fmt.Errorf("memstore: fork onto %s: %w: it exists", newKey, recall.ErrConflict)
-	}
-	log, err := recall.ForkLog(key, src.entries, atSeq, recall.Now())
-	if err != nil {
-		return recall.Meta{}, fmt.Errorf("memstore: %w", err)
-	}
-	meta, _ := recall.Replay(newKey, log)
-	s.sessions[newKey] = &session{meta: meta, entries: log}
-	return meta.Clone(), nil
-}
-
-// Cleanup implements recall.Store.
+// Cleanup implements recall.Cleaner.
 func (s *Store) Cleanup(ctx context.Context, opts recall.CleanupOptions) (recall.CleanupReport, error) {
 	// The project filter is a key like any other: a bad one is refused,
 	// not matched against nothing.
-	if err := recall.CheckListOptions(opts.Project, recall.ListOptions{}); err != nil {
+	if err := storekit.CheckListOptions(opts.Project, recall.ListOptions{}); err != nil {
 		return recall.CleanupReport{}, fmt.Errorf("memstore: cleanup: %w", err)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return recall.CleanupReport{}, recall.ErrClosed
+	if err := s.lockAll(ctx); err != nil {
+		return recall.CleanupReport{}, err
 	}
+	defer s.mu.Unlock()
 	var rep recall.CleanupReport
 	for k, sess := range s.sessions {
 		if !k.IsMain() || opts.Project != "" && k.Project != opts.Project || !sess.meta.Updated.Before(opts.OlderThan) {
@@ -305,7 +294,7 @@ func (s *Store) Cleanup(ctx context.Context, opts recall.CleanupOptions) (recall
 		}
 		rep.Removed = append(rep.Removed, sess.meta.Clone())
 	}
-	recall.SortList(rep.Removed)
+	storekit.SortList(rep.Removed)
 	if !opts.DryRun {
 		for _, m := range rep.Removed {
 			s.removeLocked(m.Key)
@@ -319,7 +308,7 @@ func (s *Store) Import(ctx context.Context, key recall.Key, entries ...recall.En
 	if err := recall.ValidateEntries(entries, s.opts.MaxItemSize); err != nil {
 		return 0, fmt.Errorf("memstore: import %s: %w", key, err)
 	}
-	if err := s.lock(key); err != nil {
+	if err := s.lock(ctx, key); err != nil {
 		return 0, err
 	}
 	defer s.mu.Unlock()
@@ -328,7 +317,7 @@ func (s *Store) Import(ctx context.Context, key recall.Key, entries ...recall.En
 	if sess != nil {
 		last = sess.meta.LastSeq
 	}
-	fresh, err := recall.ImportPlan(last, entries)
+	fresh, err := storekit.ImportPlan(last, entries)
 	if err != nil {
 		return 0, fmt.Errorf("memstore: import %s: %w", key, err)
 	}

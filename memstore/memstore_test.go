@@ -12,8 +12,11 @@ import (
 )
 
 func TestConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) recall.Store {
-		return memstore.New(memstore.Options{})
+	storetest.RunConfig(t, storetest.Config{
+		New: func(t *testing.T) recall.Store {
+			return memstore.New(memstore.Options{})
+		},
+		Plant: memstore.Plant,
 	})
 }
 
@@ -27,17 +30,17 @@ func TestMaxItemSize(t *testing.T) {
 	small := recall.Item(`{"a":1}`)
 	big := recall.Item(`{"a":"` + strings.Repeat("x", 64) + `"}`)
 
-	if _, err := s.Append(ctx, key, recall.ItemEntries(small, big)...); !errors.Is(err, recall.ErrTooLarge) {
+	if _, err := s.Append(ctx, key, recall.Guard{}, recall.ItemEntries(small, big)...); !errors.Is(err, recall.ErrTooLarge) {
 		t.Errorf("Append of a batch with a large item = %v, want ErrTooLarge", err)
 	}
 	if _, err := s.Stat(ctx, key); !errors.Is(err, recall.ErrNotFound) {
 		t.Errorf("a refused batch created the session: %v", err)
 	}
-	if _, err := s.Append(ctx, key, recall.ItemEntry(small)); err != nil {
+	if _, err := s.Append(ctx, key, recall.Guard{}, recall.ItemEntry(small)); err != nil {
 		t.Fatal(err)
 	}
 	comp := recall.NewEntry(recall.KindCompaction, recall.Compaction{Through: 1, Items: []recall.Item{big}})
-	if _, err := s.Append(ctx, key, comp); !errors.Is(err, recall.ErrTooLarge) {
+	if _, err := s.Append(ctx, key, recall.Guard{}, comp); !errors.Is(err, recall.ErrTooLarge) {
 		t.Errorf("a compaction with a large item = %v, want ErrTooLarge", err)
 	}
 	if _, err := s.Import(ctx, key, recall.Entry{Seq: 2, Kind: recall.KindItem, Time: recall.Now(), Data: []byte(big)}); !errors.Is(err, recall.ErrTooLarge) {

@@ -13,7 +13,7 @@ var _ recall.Purger = (*Store)(nil)
 // recall.PurgeLog returns, under the store's mutex, so no reader ever
 // sees a mix.
 func (s *Store) Purge(ctx context.Context, key recall.Key) (recall.PurgeResult, error) {
-	if err := s.lock(key); err != nil {
+	if err := s.lock(ctx, key); err != nil {
 		return recall.PurgeResult{}, err
 	}
 	defer s.mu.Unlock()

@@ -17,7 +17,7 @@ func TestPurge(t *testing.T) {
 		t.Fatalf("Purge of a missing session = %v, want ErrNotFound", err)
 	}
 	a, b, c := recall.Message("user", "a"), recall.Message("assistant", "b"), recall.Message("user", "c")
-	_, err := s.Append(ctx, key, recall.ItemEntries(a, b)...)
+	_, err := s.Append(ctx, key, recall.Guard{}, recall.ItemEntries(a, b)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,12 +32,12 @@ func TestPurge(t *testing.T) {
 	}
 	m, _ := s.Stat(ctx, key)
 	comp := recall.NewEntry(recall.KindCompaction, recall.Compaction{Through: m.LastSeq, Replaced: 2, Items: []recall.Item{recall.Message("user", "summary"), b}})
-	last, err := s.Append(ctx, key, append([]recall.Entry{comp}, recall.ItemEntries(c)...)...)
+	last, err := s.Append(ctx, key, recall.Guard{}, append([]recall.Entry{comp}, recall.ItemEntries(c)...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	before, _ := s.Stat(ctx, key)
-	view, _ := s.Items(ctx, key, 0)
+	view, _, _ := s.Items(ctx, key, 0)
 
 	res, err := s.Purge(ctx, key)
 	if err != nil {
@@ -57,7 +57,7 @@ func TestPurge(t *testing.T) {
 	if after.Title != before.Title || !after.Pinned || after.Created != before.Created || after.Updated != before.Updated || after.LastSeq != before.LastSeq+2 {
 		t.Errorf("metadata after purge %+v, before %+v", after, before)
 	}
-	got, _ := s.Items(ctx, key, 0)
+	got, _, _ := s.Items(ctx, key, 0)
 	if len(got) != len(view) {
 		t.Fatalf("view after purge has %d items, before %d", len(got), len(view))
 	}

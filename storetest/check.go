@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/storekit"
 )
 
 // reporter is what the checks need of a test: *testing.T and *rapid.T both
@@ -29,6 +31,8 @@ type env struct {
 	ctx    context.Context
 	s      recall.Store
 	closed bool
+	// plant is Config.Plant, or nil.
+	plant func(t *testing.T, s recall.Store, key recall.Key, data []byte)
 }
 
 // open makes a fresh store for t. It closes the store when t ends, after
@@ -98,7 +102,7 @@ func (e *env) must(err error) {
 // mustAppend appends items to key and fails the test on error.
 func (e *env) mustAppend(key recall.Key, entries ...recall.Entry) int64 {
 	e.t.Helper()
-	seq, err := e.s.Append(e.ctx, key, entries...)
+	seq, err := e.s.Append(e.ctx, key, recall.Guard{}, entries...)
 	if err != nil {
 		e.t.Fatalf("Append %s: %v", key, err)
 	}
@@ -131,18 +135,47 @@ func (e *env) mustLoad(key recall.Key) (recall.Meta, []recall.Entry) {
 	return m, es
 }
 
-// mustItems returns Items(key, limit) and fails the test on error.
+// mustItems returns Items(key, limit) and fails the test on error. It
+// also checks the LastSeq Items returns against Stat's (see wantLastSeq).
 func (e *env) mustItems(key recall.Key, limit int) []recall.LiveItem {
 	e.t.Helper()
-	live, err := e.s.Items(e.ctx, key, limit)
+	live, last, err := e.s.Items(e.ctx, key, limit)
 	if err != nil {
 		e.t.Fatalf("Items %s %d: %v", key, limit, err)
 	}
+	e.wantLastSeq(fmt.Sprintf("Items(%s, %d)", key, limit), key, last)
 	return live
 }
 
+// wantLastSeq checks a LastSeq that a read of key returned against
+// Stat's, read right after it (0 for a session that does not exist). The
+// tests call it when nothing writes to key meanwhile.
+func (e *env) wantLastSeq(what string, key recall.Key, got int64) {
+	e.t.Helper()
+	want := int64(0)
+	m, err := e.s.Stat(e.ctx, key)
+	switch {
+	case err == nil:
+		want = m.LastSeq
+	case !errors.Is(err, recall.ErrNotFound):
+		e.t.Errorf("Stat(%s): %v", key, err)
+		return
+	}
+	if got != want {
+		e.t.Errorf("%s returned LastSeq %d, Stat says %d", what, got, want)
+	}
+}
+
+// later waits until the clock has moved on, so that the next write's time
+// is after every earlier one: the tests that check the order of Updated
+// call it between writes.
+func (e *env) later() {
+	time.Sleep(2 * time.Millisecond)
+}
+
 // wantView checks every way of reading key's items against want: Items
-// and GetItems for several limits, and the item count in Stat.
+// and GetItems for several limits, the LastSeq Items returns, and the item
+// count in Stat.
 func (e *env) wantView(key recall.Key, want []recall.Item) {
 	e.t.Helper()
 	sess := recall.NewSession(e.s, key)
@@ -151,12 +184,13 @@ func (e *env) wantView(key recall.Key, want []recall.Item) {
 		if limit > 0 && limit < len(w) {
 			w = w[len(w)-limit:]
 		}
-		live, err := e.s.Items(e.ctx, key, limit)
+		live, last, err := e.s.Items(e.ctx, key, limit)
 		if err != nil {
 			e.t.Errorf("Items(%s, %d): %v", key, limit, err)
 			continue
 		}
-		wantItems(e.t, fmt.Sprintf("Items(%s, %d)", key, limit), recall.Items(live), w)
+		e.wantLastSeq(fmt.Sprintf("Items(%s, %d)", key, limit), key, last)
+		wantItems(e.t, fmt.Sprintf("Items(%s, %d)", key, limit), recall.PlainItems(live), w)
 		got, err := sess.GetItems(e.ctx, limit)
 		if err != nil {
 			e.t.Errorf("GetItems(%s, %d): %v", key, limit, err)
@@ -234,6 +268,7 @@ var sentinels = []struct {
 }{
 	{"ErrInvalidKey", recall.ErrInvalidKey},
 	{"ErrInvalidItem", recall.ErrInvalidItem},
+	{"ErrInvalidMetadata", recall.ErrInvalidMetadata},
 	{"ErrTooLarge", recall.ErrTooLarge},
 	{"ErrNotFound", recall.ErrNotFound},
 	{"ErrConflict", recall.ErrConflict},
@@ -290,6 +325,9 @@ func MetaDiff(got, want recall.Meta, times bool) string {
 	}
 	if !(len(got.Labels) == 0 && len(want.Labels) == 0) && !slices.Equal(got.Labels, want.Labels) {
 		add("Labels", fmt.Sprintf("%q", got.Labels), fmt.Sprintf("%q", want.Labels))
+	}
+	if !maps.Equal(got.Metadata, want.Metadata) {
+		add("Metadata", got.Metadata, want.Metadata)
 	}
 	if !reflect.DeepEqual(got.ForkedFrom, want.ForkedFrom) {
 		add("ForkedFrom", forkString(got.ForkedFrom), forkString(want.ForkedFrom))
@@ -466,7 +504,7 @@ func keysOf(metas []recall.Meta) []recall.Key {
 func wantListOrder(t reporter, what string, metas []recall.Meta) {
 	t.Helper()
 	sorted := slices.Clone(metas)
-	recall.SortList(sorted)
+	storekit.SortList(sorted)
 	if !slices.Equal(keysOf(metas), keysOf(sorted)) {
 		t.Errorf("%s: not newest-updated first:\n got %v\nwant %v", what, keysOf(metas), keysOf(sorted))
 	}

@@ -17,18 +17,24 @@ func testClose(e *env) {
 		t.Fatalf("Close: %v", err)
 	}
 	calls := map[string]error{}
-	_, calls["Append"] = e.s.Append(e.ctx, key, recall.ItemEntry(msg("y")))
-	_, calls["Items"] = e.s.Items(e.ctx, key, 0)
+	_, calls["Append"] = e.s.Append(e.ctx, key, recall.Guard{}, recall.ItemEntry(msg("y")))
+	_, _, calls["Items"] = e.s.Items(e.ctx, key, 0)
 	_, calls["Pop"] = e.s.Pop(e.ctx, key)
 	_, calls["Stat"] = e.s.Stat(e.ctx, key)
 	_, _, calls["Load"] = e.s.Load(e.ctx, key)
 	_, calls["Entries"] = e.s.Entries(e.ctx, key, 0, 0)
 	_, calls["List"] = e.s.List(e.ctx, "", recall.ListOptions{})
-	_, calls["Projects"] = e.s.Projects(e.ctx)
+	_, calls["Projects"] = recall.Projects(e.ctx, e.s)
 	calls["Remove"] = e.s.Remove(e.ctx, key)
-	_, calls["Fork"] = e.s.Fork(e.ctx, key, 0, recall.Key{Project: "p", Session: "f"})
-	_, calls["Cleanup"] = e.s.Cleanup(e.ctx, recall.CleanupOptions{OlderThan: oldTime(0)})
+	_, calls["Fork"] = recall.Fork(e.ctx, e.s, key, 0, recall.Key{Project: "p", Session: "f"})
+	_, calls["Cleanup"] = recall.Cleanup(e.ctx, e.s, recall.CleanupOptions{OlderThan: oldTime(0)})
 	_, calls["Import"] = e.s.Import(e.ctx, key, imported(2, 0, recall.ItemEntry(msg("z")))...)
+	_, calls["Create"] = recall.Create(e.ctx, e.s, recall.Key{Project: "p", Session: "new"}, recall.CreateOptions{})
+	_, calls["RemoveItem"] = recall.RemoveItem(e.ctx, e.s, key, recall.ItemRef{Seq: 1})
+	_, calls["SetMetadata"] = recall.SetMetadata(e.ctx, e.s, key, map[string]string{"k": "v"})
+	if p, ok := e.s.(recall.Purger); ok {
+		_, calls["Purge"] = p.Purge(e.ctx, key)
+	}
 	for method, err := range calls {
 		wantErr(t, method+" after Close", err, recall.ErrClosed)
 	}

@@ -104,12 +104,18 @@ func testConcurrentOneSession(e *env) {
 					return
 				default:
 				}
-				live, err := e.s.Items(e.ctx, key, 0)
+				live, last, err := e.s.Items(e.ctx, key, 0)
 				if err != nil {
 					errc <- fmt.Errorf("reader %d: Items: %w", r, err)
 					return
 				}
-				if err := checkTagged(recall.Items(live), false); err != nil {
+				// Every entry is an item, so the view read at LastSeq
+				// holds exactly LastSeq items, the newest at LastSeq.
+				if int64(len(live)) != last || len(live) > 0 && live[len(live)-1].Ref != (recall.ItemRef{Seq: last}) {
+					errc <- fmt.Errorf("reader %d: Items returned %d items at LastSeq %d: not one snapshot", r, len(live), last)
+					return
+				}
+				if err := checkTagged(recall.PlainItems(live), false); err != nil {
 					errc <- fmt.Errorf("reader %d saw a partial state: %w", r, err)
 					return
 				}
@@ -139,7 +145,7 @@ func testConcurrentOneSession(e *env) {
 		}
 	}
 	live := e.mustItems(key, 0)
-	if err := checkTagged(recall.Items(live), true); err != nil {
+	if err := checkTagged(recall.PlainItems(live), true); err != nil {
 		t.Errorf("final view: %v", err)
 	}
 }
@@ -154,7 +160,7 @@ func testConcurrentManySessions(e *env) {
 		wg.Go(func() {
 			key := recall.Key{Project: fmt.Sprintf("p%d", w%3), Session: fmt.Sprintf("s%d", w)}
 			for b := range batchesPerWriter {
-				if _, err := e.s.Append(e.ctx, key, recall.ItemEntries(tagItem(w, b, 0, 2), tagItem(w, b, 1, 2))...); err != nil {
+				if _, err := e.s.Append(e.ctx, key, recall.Guard{}, recall.ItemEntries(tagItem(w, b, 0, 2), tagItem(w, b, 1, 2))...); err != nil {
 					errc <- fmt.Errorf("writer %d: %w", w, err)
 					return
 				}
@@ -167,7 +173,7 @@ func testConcurrentManySessions(e *env) {
 						errc <- fmt.Errorf("writer %d: Pop: %w", w, err)
 						return
 					}
-					if _, err := e.s.Append(e.ctx, key, recall.ItemEntry(tagItem(w, b, 1, 2))); err != nil {
+					if _, err := e.s.Append(e.ctx, key, recall.Guard{}, recall.ItemEntry(tagItem(w, b, 1, 2))); err != nil {
 						errc <- fmt.Errorf("writer %d: %w", w, err)
 						return
 					}
@@ -196,7 +202,7 @@ func testConcurrentManySessions(e *env) {
 			t.Errorf("%s: LastSeq %d ItemCount %d Title %q; want %d, %d, %q", key, m.LastSeq, m.ItemCount, m.Title, want, 2*batchesPerWriter, fmt.Sprintf("title %d", w))
 		}
 		live := e.mustItems(key, 0)
-		items := recall.Items(live)
+		items := recall.PlainItems(live)
 		if err := checkTaggedWriter(items, w); err != nil {
 			t.Errorf("%s: %v", key, err)
 		}

@@ -156,9 +156,9 @@ func edgeTooLargeDefault(e *env) {
 	fresh := recall.Key{Project: "p", Session: "fresh"}
 	limit := strconv.Itoa(recall.DefaultMaxItemSize)
 
-	_, err := e.s.Append(e.ctx, key, recall.ItemEntries(msg("ok"), big)...)
+	_, err := e.s.Append(e.ctx, key, recall.Guard{}, recall.ItemEntries(msg("ok"), big)...)
 	wantRefused(t, "Append of a batch with a large item", err, recall.ErrTooLarge, limit)
-	_, err = e.s.Append(e.ctx, fresh, recall.ItemEntry(big))
+	_, err = e.s.Append(e.ctx, fresh, recall.Guard{}, recall.ItemEntry(big))
 	wantRefused(t, "Append of a large item to a new session", err, recall.ErrTooLarge, limit)
 	e.wantAbsent("a refused large item", fresh)
 	err = recall.NewSession(e.s, key).AddItems(e.ctx, big)
@@ -182,11 +182,11 @@ func edgeLimit(e *env, max int) {
 	e.mustAdd(key, at)
 	before := e.snapshot(key)
 	for _, it := range []recall.Item{over, padded} {
-		_, err := e.s.Append(e.ctx, key, recall.ItemEntry(it))
+		_, err := e.s.Append(e.ctx, key, recall.Guard{}, recall.ItemEntry(it))
 		wantRefused(t, fmt.Sprintf("Append of a %d-byte item, limit %d", len(it), max), err, recall.ErrTooLarge, strconv.Itoa(max))
 	}
 	comp := recall.NewEntry(recall.KindCompaction, recall.Compaction{Through: before.meta.LastSeq, Items: []recall.Item{over}})
-	_, err := e.s.Append(e.ctx, key, comp)
+	_, err := e.s.Append(e.ctx, key, recall.Guard{}, comp)
 	wantRefused(t, "a compaction holding an item over the limit", err, recall.ErrTooLarge, strconv.Itoa(max))
 	fresh := recall.Key{Project: "p", Session: "imported"}
 	_, err = e.s.Import(e.ctx, fresh, imported(1, 0, recall.ItemEntry(over))...)
@@ -199,7 +199,7 @@ func edgeLimit(e *env, max int) {
 		t.Errorf("Import of an item of exactly the limit: %v", err)
 	}
 	comp = recall.NewEntry(recall.KindCompaction, recall.Compaction{Through: before.meta.LastSeq, Items: []recall.Item{at}})
-	if _, err := e.s.Append(e.ctx, key, comp); err != nil {
+	if _, err := e.s.Append(e.ctx, key, recall.Guard{}, comp); err != nil {
 		t.Errorf("a compaction holding an item of exactly the limit: %v", err)
 	}
 	e.wantView(key, []recall.Item{at})
@@ -221,7 +221,7 @@ func edgeLarge(e *env) {
 	big[len(big)/2] = 'X' // the store must have copied it
 
 	if live := e.mustItems(key, 2); len(live) != 2 || !bytes.Equal(live[0].Item, want) {
-		t.Errorf("Items(2) does not return the large item byte for byte: %s", short(recall.Items(live)))
+		t.Errorf("Items(2) does not return the large item byte for byte: %s", short(recall.PlainItems(live)))
 	}
 	m, log := e.mustLoad(key)
 	if m.ItemCount != 3 || len(log) != 3 || !bytes.Equal(log[1].Data, want) {
@@ -232,7 +232,7 @@ func edgeLarge(e *env) {
 		t.Errorf("Entries(after 1, limit 1): %d entries, %v; want the large item", len(es), err)
 	}
 	fork := recall.Key{Project: "p", Session: "fork"}
-	if _, err := e.s.Fork(e.ctx, key, 2, fork); err != nil {
+	if _, err := recall.Fork(e.ctx, e.s, key, 2, fork); err != nil {
 		t.Errorf("Fork of a session holding a large item: %v", err)
 	} else if live := e.mustItems(fork, 1); len(live) != 1 || !bytes.Equal(live[0].Item, want) {
 		t.Errorf("the fork does not end with the large item byte for byte")
@@ -243,7 +243,7 @@ func edgeLarge(e *env) {
 	if it, err := e.s.Pop(e.ctx, key); err != nil || !bytes.Equal(it, want) {
 		t.Errorf("Pop of the large item = %s, %v; want it byte for byte", clip(it), err)
 	}
-	wantItems(t, "Items(0) after the pops", recall.Items(e.mustItems(key, 0)), []recall.Item{msg("before")})
+	wantItems(t, "Items(0) after the pops", recall.PlainItems(e.mustItems(key, 0)), []recall.Item{msg("before")})
 }
 
 // nested returns an item whose innermost value is depth objects and arrays
@@ -284,7 +284,7 @@ func edgeNesting(e *env) {
 	e.mustAdd(key, deep)
 	before := e.snapshot(key)
 	for _, depth := range []int{10_001, 100_000} {
-		_, err := e.s.Append(e.ctx, key, recall.ItemEntry(nested(depth)))
+		_, err := e.s.Append(e.ctx, key, recall.Guard{}, recall.ItemEntry(nested(depth)))
 		wantRefused(t, fmt.Sprintf("Append of JSON nested %d deep", depth), err, recall.ErrInvalidItem, "exceeded max depth")
 	}
 	before.unchanged("refused deep items")
@@ -331,7 +331,7 @@ func edgeNUL(e *env) {
 		recall.Item("\x00{\"a\":1}"),
 		recall.Item("{\"a\x00\":1}"),
 	} {
-		_, err := e.s.Append(e.ctx, key, recall.ItemEntries(msg("ok"), bad)...)
+		_, err := e.s.Append(e.ctx, key, recall.Guard{}, recall.ItemEntries(msg("ok"), bad)...)
 		wantRefused(t, fmt.Sprintf("Append of %q", bad), err, recall.ErrInvalidItem, "")
 	}
 	before.unchanged("refused raw NULs")
@@ -399,7 +399,7 @@ func edgeManyItems(e *env) {
 			t.Fatalf("Load: entry %d is seq %d %s, want seq %d %s", i, ent.Seq, ent.Data, i+1, items[i])
 		}
 	}
-	wantItems(t, "Items(10)", recall.Items(e.mustItems(key, 10)), items[n-10:])
+	wantItems(t, "Items(10)", recall.PlainItems(e.mustItems(key, 10)), items[n-10:])
 	es, err := e.s.Entries(e.ctx, key, int64(n-5), 0)
 	if err != nil || len(es) != 5 || !bytes.Equal(es[4].Data, items[n-1]) {
 		t.Errorf("Entries(after %d) = %d entries, %v; want the last 5", n-5, len(es), err)
@@ -433,10 +433,10 @@ func edgeText(e *env) {
 		`{"title":"a\u0000b","source":"user"}`,
 		"{\"title\":\"caf\xe9\",\"source\":\"user\"}",
 	} {
-		_, err := e.s.Append(e.ctx, key, recall.Entry{Kind: recall.KindTitle, Data: []byte(data)})
+		_, err := e.s.Append(e.ctx, key, recall.Guard{}, recall.Entry{Kind: recall.KindTitle, Data: []byte(data)})
 		wantRefused(t, fmt.Sprintf("Append of a title entry %q", data), err, recall.ErrInvalidItem, "title")
 	}
-	_, err := e.s.Append(e.ctx, key, recall.Entry{Kind: recall.KindMeta, Data: []byte(`{"labels":["x\u0000"],"set_labels":true}`)})
+	_, err := e.s.Append(e.ctx, key, recall.Guard{}, recall.Entry{Kind: recall.KindMeta, Data: []byte(`{"labels":["x\u0000"],"set_labels":true}`)})
 	wantRefused(t, "Append of a label with an escaped NUL", err, recall.ErrInvalidItem, "label")
 	before.unchanged("refused titles and labels")
 

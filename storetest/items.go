@@ -88,7 +88,7 @@ func testSessionHandle(e *env) {
 func testEmptyBatch(e *env) {
 	t := e.t
 	key := recall.Key{Project: "p", Session: "s"}
-	if seq, err := e.s.Append(e.ctx, key); seq != 0 || err != nil {
+	if seq, err := e.s.Append(e.ctx, key, recall.Guard{}); seq != 0 || err != nil {
 		t.Errorf("empty Append on a missing session = %d, %v; want 0, nil", seq, err)
 	}
 	if err := recall.NewSession(e.s, key).AddItems(e.ctx); err != nil {
@@ -100,7 +100,7 @@ func testEmptyBatch(e *env) {
 
 	e.mustAdd(key, msgs("m", 2)...)
 	before, log := e.mustLoad(key)
-	if seq, err := e.s.Append(e.ctx, key); seq != 2 || err != nil {
+	if seq, err := e.s.Append(e.ctx, key, recall.Guard{}); seq != 2 || err != nil {
 		t.Errorf("empty Append = %d, %v; want the last seq 2, nil", seq, err)
 	}
 	after, log2 := e.mustLoad(key)
@@ -138,7 +138,7 @@ func testVerbatim(e *env) {
 		e.mustAdd(key, it)
 		live := e.mustItems(key, 1)
 		if len(live) != 1 || !bytes.Equal(live[0].Item, it) {
-			t.Errorf("Items of %s = %s, want %s", key, short(recall.Items(live)), clip(it))
+			t.Errorf("Items of %s = %s, want %s", key, short(recall.PlainItems(live)), clip(it))
 		}
 		got, err := e.s.Pop(e.ctx, key)
 		if err != nil || !bytes.Equal(got, it) {
@@ -157,7 +157,7 @@ func testInvalidItems(e *env) {
 	for i, bad := range InvalidItems() {
 		what := fmt.Sprintf("item %s", clip(bad))
 		fresh := recall.Key{Project: "p", Session: fmt.Sprintf("fresh-%d", i)}
-		_, err := e.s.Append(e.ctx, fresh, recall.ItemEntries(msg("ok"), bad)...)
+		_, err := e.s.Append(e.ctx, fresh, recall.Guard{}, recall.ItemEntries(msg("ok"), bad)...)
 		wantErr(t, "Append of a batch with "+what, err, recall.ErrInvalidItem)
 		if _, err := e.s.Stat(e.ctx, fresh); !errors.Is(err, recall.ErrNotFound) {
 			t.Errorf("a refused batch with %s created the session: Stat = %v", what, err)
@@ -169,11 +169,11 @@ func testInvalidItems(e *env) {
 		if _, err := e.s.Stat(e.ctx, fresh); !errors.Is(err, recall.ErrNotFound) {
 			t.Errorf("a refused import with %s created the session: Stat = %v", what, err)
 		}
-		// The compaction's guard holds (Through is the last seq), so only
-		// its bad item can refuse it.
+		// The compaction is appended without a guard, so only its bad
+		// item can refuse it.
 		comp := recall.Entry{Kind: recall.KindCompaction,
 			Data: []byte(`{"through":1,"items":[{"type":"message"},` + string(orNull(bad)) + `]}`)}
-		_, err = e.s.Append(e.ctx, existing, comp)
+		_, err = e.s.Append(e.ctx, existing, recall.Guard{}, comp)
 		wantErr(t, "compaction holding "+what, err, recall.ErrInvalidItem)
 	}
 
@@ -185,7 +185,7 @@ func testInvalidItems(e *env) {
 		{Kind: recall.KindPop, Data: []byte(`{"seq":"one"}`)},
 		{Kind: recall.KindCompaction, Data: []byte(`{"items":{}}`)},
 	} {
-		_, err := e.s.Append(e.ctx, existing, recall.ItemEntry(msg("ok")), bad)
+		_, err := e.s.Append(e.ctx, existing, recall.Guard{}, recall.ItemEntry(msg("ok")), bad)
 		wantErr(t, fmt.Sprintf("Append of a %q entry with data %s", bad.Kind, bad.Data), err, recall.ErrInvalidItem)
 	}
 
@@ -212,7 +212,7 @@ func testInvalidUTF8(e *env) {
 	key := recall.Key{Project: "p", Session: "s"}
 	e.mustAdd(key, msg("before"))
 	bad := recall.Item("{\"a\":\"\xff\xfe\x80\"}")
-	_, err := e.s.Append(e.ctx, key, recall.ItemEntry(bad))
+	_, err := e.s.Append(e.ctx, key, recall.Guard{}, recall.ItemEntry(bad))
 	switch {
 	case errors.Is(err, recall.ErrInvalidItem):
 		e.wantView(key, []recall.Item{msg("before")})
@@ -242,8 +242,16 @@ func testCopies(e *env) {
 	if _, err := recall.SetLabels(e.ctx, e.s, key, "a", "b"); err != nil {
 		t.Fatalf("SetLabels: %v", err)
 	}
+	md := map[string]string{"k": "v", "k2": "v2"}
+	if _, err := recall.SetMetadata(e.ctx, e.s, key, md); err != nil {
+		t.Fatalf("SetMetadata: %v", err)
+	}
+	md["k"] = "changed by the caller"
+	if m := e.mustStat(key); m.Metadata["k"] != "v" || len(m.Metadata) != 2 {
+		t.Errorf("Metadata = %v after the caller changed its map", m.Metadata)
+	}
 	fork := recall.Key{Project: "p", Session: "fork"}
-	if _, err := e.s.Fork(e.ctx, key, 0, fork); err != nil {
+	if _, err := recall.Fork(e.ctx, e.s, key, 0, fork); err != nil {
 		t.Fatalf("Fork: %v", err)
 	}
 	e.wantView(key, orig)
@@ -268,7 +276,7 @@ func testCopies(e *env) {
 			}
 		}},
 		{"Items", func() {
-			live, err := e.s.Items(e.ctx, key, 2)
+			live, _, err := e.s.Items(e.ctx, key, 2)
 			if err == nil {
 				for i := range live {
 					scribble(live[i].Item)
@@ -336,7 +344,7 @@ func testCopies(e *env) {
 
 	// Fork's returned metadata is a copy too.
 	fork2 := recall.Key{Project: "p", Session: "fork2"}
-	fm, err := e.s.Fork(e.ctx, fork, 0, fork2)
+	fm, err := recall.Fork(e.ctx, e.s, fork, 0, fork2)
 	if err != nil {
 		t.Fatalf("Fork: %v", err)
 	}
@@ -364,6 +372,12 @@ func messMeta(m *recall.Meta) {
 		m.ForkedFrom.Seq = 999
 		m.ForkedFrom.Key.Session = "changed"
 	}
+	for k := range m.Metadata {
+		m.Metadata[k] = "changed"
+	}
+	if m.Metadata != nil {
+		m.Metadata["added"] = "by the caller"
+	}
 	m.ItemCount = -1
 }
 
@@ -386,8 +400,8 @@ func testMissing(e *env) {
 	t := e.t
 	key := recall.Key{Project: "p", Session: "missing"}
 	e.mustAdd(recall.Key{Project: "p", Session: "other"}, msg("x"))
-	if live, err := e.s.Items(e.ctx, key, 0); len(live) != 0 || err != nil {
-		t.Errorf("Items of a missing session = %v, %v; want nil, nil", live, err)
+	if live, last, err := e.s.Items(e.ctx, key, 0); len(live) != 0 || last != 0 || err != nil {
+		t.Errorf("Items of a missing session = %v, LastSeq %d, %v; want nothing, 0, nil", live, last, err)
 	}
 	if it, err := e.s.Pop(e.ctx, key); it != nil || err != nil {
 		t.Errorf("Pop of a missing session = %s, %v; want nil, nil", clip(it), err)
@@ -406,6 +420,17 @@ func testMissing(e *env) {
 		{"SetArchived", func() error { _, err := recall.SetArchived(e.ctx, e.s, key, true); return err }},
 		{"SetPinned", func() error { _, err := recall.SetPinned(e.ctx, e.s, key, true); return err }},
 		{"SetLabels", func() error { _, err := recall.SetLabels(e.ctx, e.s, key, "l"); return err }},
+		{"SetMetadata", func() error { _, err := recall.SetMetadata(e.ctx, e.s, key, map[string]string{"k": "v"}); return err }},
+		{"MergeMetadata", func() error {
+			v := "v"
+			_, err := recall.MergeMetadata(e.ctx, e.s, key, map[string]*string{"k": &v})
+			return err
+		}},
+		{"RemoveItem", func() error { _, err := recall.RemoveItem(e.ctx, e.s, key, recall.ItemRef{Seq: 1}); return err }},
+		{"Append guarded by IfExists", func() error {
+			_, err := e.s.Append(e.ctx, key, recall.IfExists(), recall.ItemEntry(msg("x")))
+			return err
+		}},
 	} {
 		wantErr(t, set.name+" of a missing session", set.fn(), recall.ErrNotFound)
 	}

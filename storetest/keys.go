@@ -31,11 +31,11 @@ func testInvalidKeys(e *env) {
 		}
 		sess := recall.NewSession(e.s, bad)
 
-		_, err := e.s.Append(e.ctx, bad, item)
+		_, err := e.s.Append(e.ctx, bad, recall.Guard{}, item)
 		call("Append", err)
-		_, err = e.s.Append(e.ctx, bad)
+		_, err = e.s.Append(e.ctx, bad, recall.Guard{})
 		call("Append (empty batch)", err)
-		_, err = e.s.Items(e.ctx, bad, 0)
+		_, _, err = e.s.Items(e.ctx, bad, 0)
 		call("Items", err)
 		_, err = e.s.Pop(e.ctx, bad)
 		call("Pop", err)
@@ -46,9 +46,9 @@ func testInvalidKeys(e *env) {
 		_, err = e.s.Entries(e.ctx, bad, 0, 0)
 		call("Entries", err)
 		call("Remove", e.s.Remove(e.ctx, bad))
-		_, err = e.s.Fork(e.ctx, bad, 0, recall.Key{Project: "p", Session: "fork-target"})
+		_, err = recall.Fork(e.ctx, e.s, bad, 0, recall.Key{Project: "p", Session: "fork-target"})
 		call("Fork from", err)
-		_, err = e.s.Fork(e.ctx, good, 0, bad)
+		_, err = recall.Fork(e.ctx, e.s, good, 0, bad)
 		call("Fork onto", err)
 		_, err = e.s.Import(e.ctx, bad, imported(1, 0, item)...)
 		call("Import", err)
@@ -68,7 +68,7 @@ func testInvalidKeys(e *env) {
 		if bad.Project != "" && (recall.Key{Project: bad.Project, Session: "x"}).Validate() != nil {
 			_, err = e.s.List(e.ctx, bad.Project, recall.ListOptions{})
 			call("List(project)", err)
-			_, err = e.s.Cleanup(e.ctx, recall.CleanupOptions{OlderThan: oldTime(0), Project: bad.Project})
+			_, err = recall.Cleanup(e.ctx, e.s, recall.CleanupOptions{OlderThan: oldTime(0), Project: bad.Project})
 			call("Cleanup(project)", err)
 		}
 		// The session alone, as a List parent.
@@ -87,7 +87,7 @@ func testInvalidKeys(e *env) {
 	if keys := keysOf(got); !slices.Equal(keys, []recall.Key{good}) {
 		t.Errorf("after calls with bad keys the store lists %v, want only %s", keys, good)
 	}
-	if ps, err := e.s.Projects(e.ctx); err != nil || len(ps) != 1 || ps[0].Project != "p" {
+	if ps, err := recall.Projects(e.ctx, e.s); err != nil || len(ps) != 1 || ps[0].Project != "p" {
 		t.Errorf("after calls with bad keys Projects = %+v, %v", ps, err)
 	}
 	if got := listAll(t, e.ctx, e.s, "p", recall.ListOptions{Limit: -1, IncludeArchived: true, Parent: "s"}); len(got) != 0 {
@@ -131,7 +131,7 @@ func testEdgeKeys(e *env) {
 		t.Errorf("List = %v, want %v", got, mains)
 	}
 	fork := recall.Key{Project: keys[1].Project, Session: keys[0].Session}
-	if _, err := e.s.Fork(e.ctx, keys[0], 0, fork); err != nil {
+	if _, err := recall.Fork(e.ctx, e.s, keys[0], 0, fork); err != nil {
 		t.Errorf("Fork between edge keys: %v", err)
 	} else {
 		e.wantView(fork, []recall.Item{msg("item 0")})

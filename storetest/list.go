@@ -2,10 +2,12 @@ package storetest
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/storekit"
 )
 
 // testListFields checks that List returns every metadata field, equal to
@@ -28,6 +30,9 @@ func testListFields(e *env) {
 	if _, err := recall.SetLabels(e.ctx, e.s, a, "l1", "l2"); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := recall.SetMetadata(e.ctx, e.s, a, map[string]string{"team": "core", "ticket": "R-11"}); err != nil {
+		t.Fatal(err)
+	}
 	e.mustAdd(b, msg("b1"))
 	if _, err := recall.SetTitle(e.ctx, e.s, b, "Title B", recall.TitleAuto); err != nil {
 		t.Fatal(err)
@@ -35,7 +40,7 @@ func testListFields(e *env) {
 	if _, err := recall.SetArchived(e.ctx, e.s, b, true); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.s.Fork(e.ctx, a, 1, c); err != nil {
+	if _, err := recall.Fork(e.ctx, e.s, a, 1, c); err != nil {
 		t.Fatal(err)
 	}
 	withUsage := recall.ItemEntry(msg("d1"))
@@ -54,7 +59,9 @@ func testListFields(e *env) {
 		what string
 	}{
 		{want[a].Title == "Title A" && want[a].TitleSource == recall.TitleUser, "a has its user title"},
-		{want[a].ItemCount == 2 && want[a].LastSeq == 5, "a has 2 items and 5 entries"},
+		{want[a].ItemCount == 2 && want[a].LastSeq == 6, "a has 2 items and 6 entries"},
+		{maps.Equal(want[a].Metadata, map[string]string{"team": "core", "ticket": "R-11"}), "a has its metadata"},
+		{want[b].Metadata == nil && want[c].Metadata == nil, "b and c have no metadata (nil)"},
 		{want[a].Pinned && !want[a].Archived, "a is pinned"},
 		{slices.Equal(want[a].Labels, []string{"l1", "l2"}), "a has its labels"},
 		{want[b].Title == "Title B" && want[b].TitleSource == recall.TitleAuto, "b has its auto title"},
@@ -114,8 +121,10 @@ func compareKeys(a, b recall.Key) int {
 }
 
 // testListOrder checks the order of List on sessions whose times the test
-// controls: newest updated first, ties by project then ID, and an update
-// moves a session to the front.
+// controls: newest updated first, ties by project then ID. Conversation
+// activity (an append, a pop, a clear) moves a session to the front; title
+// and meta changes (title, pin, archive, labels, metadata) leave it where
+// it is.
 func testListOrder(e *env) {
 	t := e.t
 	at := func(project, id string, minute int) recall.Key {
@@ -131,25 +140,55 @@ func testListOrder(e *env) {
 	x4 := at("p", "x0", 50) // ties with x1, sorts before it by ID
 	y1 := at("q", "y1", 50) // ties with x1, sorts after it by project
 
-	order := func(project string, want ...recall.Key) {
+	order := func(what, project string, want ...recall.Key) {
 		t.Helper()
 		for _, limit := range []int{-1, 1, 2} {
-			got := keysOf(listAll(t, e.ctx, e.s, project, recall.ListOptions{Limit: limit}))
+			got := keysOf(listAll(t, e.ctx, e.s, project, recall.ListOptions{Limit: limit, IncludeArchived: true}))
 			if !slices.Equal(got, want) {
-				t.Errorf("List(%q, limit %d) = %v, want %v", project, limit, got, want)
+				t.Errorf("%s: List(%q, limit %d) = %v, want %v", what, project, limit, got, want)
 			}
 		}
 	}
-	order("p", x3, x4, x1, x2)
-	order("", x3, x4, x1, y1, x2)
-	order("q", y1)
+	order("imported", "p", x3, x4, x1, x2)
+	order("imported", "", x3, x4, x1, y1, x2)
+	order("imported", "q", y1)
 
 	e.mustAdd(x2, msg("now")) // now is after every imported time
-	order("p", x2, x3, x4, x1)
-	if _, err := recall.SetTitle(e.ctx, e.s, y1, "touched", recall.TitleUser); err != nil {
+	order("after an append to x2", "p", x2, x3, x4, x1)
+	order("after an append to x2", "", x2, x3, x4, x1, y1)
+
+	// Title and meta changes to the sessions at the back move nothing.
+	md := map[string]string{"k": "v"}
+	for _, ch := range []struct {
+		what string
+		fn   func() error
+	}{
+		{"SetTitle(y1)", func() error { _, err := recall.SetTitle(e.ctx, e.s, y1, "touched", recall.TitleUser); return err }},
+		{"SetPinned(y1)", func() error { _, err := recall.SetPinned(e.ctx, e.s, y1, true); return err }},
+		{"SetArchived(x1)", func() error { _, err := recall.SetArchived(e.ctx, e.s, x1, true); return err }},
+		{"SetLabels(x4)", func() error { _, err := recall.SetLabels(e.ctx, e.s, x4, "l"); return err }},
+		{"SetMetadata(x1)", func() error { _, err := recall.SetMetadata(e.ctx, e.s, x1, md); return err }},
+		{"SetPinned(y1, false)", func() error { _, err := recall.SetPinned(e.ctx, e.s, y1, false); return err }},
+	} {
+		e.later()
+		if err := ch.fn(); err != nil {
+			t.Fatalf("%s: %v", ch.what, err)
+		}
+		order("after "+ch.what, "", x2, x3, x4, x1, y1)
+	}
+
+	// Activity moves a session to the front, whatever its kind.
+	e.later()
+	if _, err := e.s.Pop(e.ctx, y1); err != nil {
 		t.Fatal(err)
 	}
-	order("", y1, x2, x3, x4, x1)
+	order("after a pop of y1", "", y1, x2, x3, x4, x1)
+	e.later()
+	if err := recall.Clear(e.ctx, e.s, x1); err != nil {
+		t.Fatal(err)
+	}
+	order("after a clear of x1", "", x1, y1, x2, x3, x4)
+	order("after a clear of x1", "p", x1, x2, x3, x4)
 }
 
 // manySessions imports n sessions into project, their times spread over
@@ -191,7 +230,7 @@ func testListPagination(e *env) {
 					want = append(want, m)
 				}
 			}
-			recall.SortList(want)
+			storekit.SortList(want)
 			for _, limit := range []int{1, 2, 3, 5, 7, 50, -1} {
 				what := fmt.Sprintf("List(%q, archived %t, limit %d)", project, archived, limit)
 				got := listAll(t, e.ctx, e.s, project, recall.ListOptions{Limit: limit, IncludeArchived: archived})
@@ -309,7 +348,7 @@ func testListChanges(e *env) {
 // count and newest update; subagent records alone do not make a project.
 func testProjects(e *env) {
 	t := e.t
-	if ps, err := e.s.Projects(e.ctx); err != nil || len(ps) != 0 {
+	if ps, err := recall.Projects(e.ctx, e.s); err != nil || len(ps) != 0 {
 		t.Errorf("Projects of an empty store = %v, %v", ps, err)
 	}
 	a1 := recall.Key{Project: "a", Session: "1"}
@@ -330,7 +369,7 @@ func testProjects(e *env) {
 
 	check := func(want ...recall.ProjectInfo) {
 		t.Helper()
-		got, err := e.s.Projects(e.ctx)
+		got, err := recall.Projects(e.ctx, e.s)
 		if err != nil {
 			t.Fatalf("Projects: %v", err)
 		}

@@ -269,7 +269,7 @@ func testImport(e *env) {
 	if d := MetaDiff(m, wantMeta, true); d != "" {
 		t.Errorf("imported session metadata: %s", d)
 	}
-	e.wantView(key, recall.Items(wantLive))
+	e.wantView(key, recall.PlainItems(wantLive))
 	if !m.Created.Equal(oldTime(0)) || !m.Updated.Equal(oldTime(6)) {
 		t.Errorf("Created, Updated = %v, %v; want the imported times %v, %v", m.Created, m.Updated, oldTime(0), oldTime(6))
 	}
@@ -391,10 +391,10 @@ func testImportPurged(e *env) {
 	if m.Title != origMeta.Title || m.ItemCount != origMeta.ItemCount || !m.Created.Equal(origMeta.Created) || m.Usage != origMeta.Usage || !m.Pinned {
 		t.Errorf("imported purged session: %+v; the session before the purge: %+v", m, origMeta)
 	}
-	if !slices.EqualFunc(recall.Items(wantLive), recall.Items(origLive), func(a, b recall.Item) bool { return bytes.Equal(a, b) }) {
+	if !slices.EqualFunc(recall.PlainItems(wantLive), recall.PlainItems(origLive), func(a, b recall.Item) bool { return bytes.Equal(a, b) }) {
 		t.Fatalf("PurgeLog changed the view")
 	}
-	e.wantView(key, recall.Items(origLive))
+	e.wantView(key, recall.PlainItems(origLive))
 	es, err := e.s.Entries(e.ctx, key, 0, 2)
 	if err != nil || len(es) != 2 || es[0].Seq != 5 || es[1].Seq != 6 {
 		t.Errorf("Entries from the start of a purged log = %d entries (%v)", len(es), err)
@@ -410,7 +410,7 @@ func testImportPurged(e *env) {
 	}
 	e.wantView(key, []recall.Item{summary, msg("b"), msg("d")})
 	fork := recall.Key{Project: "p", Session: "fork"}
-	if _, err := e.s.Fork(e.ctx, key, 0, fork); err != nil {
+	if _, err := recall.Fork(e.ctx, e.s, key, 0, fork); err != nil {
 		t.Fatalf("Fork of an imported purged session: %v", err)
 	}
 	e.wantView(fork, []recall.Item{summary, msg("b"), msg("d")})
@@ -421,9 +421,22 @@ func compaction(through int64, replaced int, items ...recall.Item) recall.Entry 
 	return recall.NewEntry(recall.KindCompaction, recall.Compaction{Through: through, Replaced: replaced, Items: items, Strategy: "storetest"})
 }
 
-// testCompaction checks the compare-and-swap guard of compaction entries
-// and the view after one: the snapshot, then later items; pops reach into
-// the snapshot.
+// mustCompact appends a compaction of key read at seq through, guarded by
+// recall.IfLastSeq(through) as a compactor writes it, and fails the test on
+// error.
+func (e *env) mustCompact(key recall.Key, through int64, replaced int, items ...recall.Item) int64 {
+	e.t.Helper()
+	seq, err := e.s.Append(e.ctx, key, recall.IfLastSeq(through), compaction(through, replaced, items...))
+	if err != nil {
+		e.t.Fatalf("compaction of %s through %d: %v", key, through, err)
+	}
+	return seq
+}
+
+// testCompaction checks a compaction written as a compactor writes it,
+// guarded by recall.IfLastSeq(through) (a stale guard is ErrConflict and
+// writes nothing), and the view after one: the snapshot, then later items;
+// pops reach into the snapshot.
 func testCompaction(e *env) {
 	t := e.t
 	key := recall.Key{Project: "p", Session: "s"}
@@ -435,11 +448,12 @@ func testCompaction(e *env) {
 	before, log := e.mustLoad(key)
 
 	for _, stale := range []int64{5, 0, 7, -1} {
-		_, err := e.s.Append(e.ctx, key, compaction(stale, 4, summary, it[3]))
+		_, err := e.s.Append(e.ctx, key, recall.IfLastSeq(stale), compaction(stale, 4, summary, it[3]))
 		wantErr(t, fmt.Sprintf("compaction guarded at %d when the log is at 6", stale), err, recall.ErrConflict)
 	}
-	// A stale compaction in a batch with items writes none of them.
-	_, err = e.s.Append(e.ctx, key, recall.ItemEntry(msg("x")), compaction(5, 4, summary))
+	// A stale guard on a batch with items and a compaction writes none of
+	// them.
+	_, err = e.s.Append(e.ctx, key, recall.IfLastSeq(5), recall.ItemEntry(msg("x")), compaction(5, 4, summary))
 	wantErr(t, "a batch holding a stale compaction", err, recall.ErrConflict)
 	after, got := e.mustLoad(key)
 	if d := MetaDiff(after, before, true); d != "" {
@@ -448,7 +462,7 @@ func testCompaction(e *env) {
 	wantLog(t, "log after refused compactions", got, log, true)
 	e.wantView(key, it[:4])
 
-	if seq := e.mustAppend(key, compaction(6, 4, summary, it[3])); seq != 7 {
+	if seq := e.mustCompact(key, 6, 4, summary, it[3]); seq != 7 {
 		t.Errorf("compaction Append = %d, want 7", seq)
 	}
 	e.wantView(key, []recall.Item{summary, it[3]})
@@ -479,10 +493,19 @@ func testCompaction(e *env) {
 	// A second compaction over the first, then a clear.
 	e.mustAdd(key, later...)
 	m := e.mustStat(key)
-	e.mustAppend(key, compaction(m.LastSeq, 2, summary))
+	e.mustCompact(key, m.LastSeq, 2, summary)
 	e.wantView(key, []recall.Item{summary})
 	if err := recall.Clear(e.ctx, e.s, key); err != nil {
 		t.Fatal(err)
 	}
 	e.wantView(key, nil)
+
+	// Through is a record, not a hidden guard: the store checks only the
+	// Guard it is given, so a compaction appended without one is written
+	// whatever its Through says (a replica receives it that way).
+	m = e.mustStat(key)
+	if seq, err := e.s.Append(e.ctx, key, recall.Guard{}, compaction(m.LastSeq-3, 0, summary)); err != nil || seq != m.LastSeq+1 {
+		t.Errorf("an unguarded compaction with an old Through = %d, %v; want %d, nil", seq, err, m.LastSeq+1)
+	}
+	e.wantView(key, []recall.Item{summary})
 }

@@ -5,24 +5,26 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	"pgregory.net/rapid"
 
 	"github.com/recallkit/recall"
-	"github.com/recallkit/recall/memstore"
 )
 
 // RunModel is the model-based test: rapid draws random sequences of
-// operations (append batches, bad batches, pop, clear, titles, archive,
-// pin, labels, fork, remove, import, compaction, list pages, projects,
-// cleanup, item and entry reads) and runs each against the store under
-// test and against a memstore, the reference. Every observable result must
-// agree: returned seqs and items, error classes (see [ErrorClass]), the
-// metadata of every session except its times, list membership, cleanup
+// operations (appends with and without a guard, empty and bad batches,
+// pop, clear, create, titles, archive, pin, labels, metadata set and
+// merged, item removal, fork, remove, import, compaction, list pages,
+// projects, cleanup, item and entry reads) and runs each against the store
+// under test and against a reference: a plain log per session that the
+// test keeps itself, whose metadata and view are what recall.Replay
+// derives from it. Every observable result must agree: returned seqs and
+// items, error classes (see [ErrorClass]), each session's log, metadata
+// (times aside) and view with its LastSeq, list membership, cleanup
 // reports. The store under test must also keep List order by its own
 // times and pass recall.Verify after every sequence.
 //
@@ -45,8 +47,7 @@ func RunModel(t *testing.T, newStore func(t *testing.T) recall.Store) {
 		}
 	})
 	rapid.Check(t, func(rt *rapid.T) {
-		m := &model{t: rt, ctx: rt.Context(), sut: sut, ref: memstore.New(memstore.Options{})}
-		defer m.ref.Close()
+		m := &model{t: rt, ctx: rt.Context(), sut: sut, logs: map[recall.Key][]recall.Entry{}}
 		m.reset()
 		// Start from a few old sessions, imported with times the model
 		// controls: they tie on Updated and fall before cleanup cutoffs.
@@ -64,9 +65,6 @@ func RunModel(t *testing.T, newStore func(t *testing.T) recall.Store) {
 		if err := recall.Verify(m.ctx, sut); err != nil {
 			rt.Fatalf("recall.Verify of the store under test: %v", err)
 		}
-		if err := recall.Verify(m.ctx, m.ref); err != nil {
-			rt.Fatalf("the reference fails recall.Verify (a bug in memstore or the core): %v", err)
-		}
 	})
 }
 
@@ -76,8 +74,9 @@ const maxModelOps = 30
 // modelOps are the operations the model draws from; a name listed twice is
 // drawn twice as often.
 var modelOps = []string{
-	"append", "append", "append", "appendInvalid", "pop", "pop", "clear",
-	"title", "meta", "meta", "fork", "fork", "remove", "import", "import",
+	"append", "append", "append", "appendGuarded", "appendGuarded", "appendInvalid",
+	"pop", "pop", "clear", "create", "title", "meta", "meta", "metadata", "metadata",
+	"removeItem", "removeItem", "fork", "fork", "remove", "import", "import",
 	"compact", "list", "projects", "cleanup", "cleanup", "items", "entries",
 }
 
@@ -103,13 +102,13 @@ func modelKeys() []recall.Key {
 }
 
 // model runs one sequence against the store under test (sut) and the
-// reference (ref).
+// reference logs.
 type model struct {
 	t    *rapid.T
 	ctx  context.Context
 	sut  recall.Store
-	ref  recall.Store
-	next int // numbers items so that each is distinct
+	logs map[recall.Key][]recall.Entry // the reference: every session's log
+	next int                           // numbers items so that each is distinct
 }
 
 // reset removes everything an earlier sequence may have left in sut, then
@@ -124,52 +123,94 @@ func (m *model) reset() {
 	m.compareAll()
 }
 
-// do runs one operation on both stores and compares the outcome.
+// do runs one operation on the store under test and the reference, and
+// compares the outcome.
 func (m *model) do(op string) {
 	t := m.t
 	switch op {
 	case "append":
 		key := m.anyKey()
-		n := rapid.IntRange(1, 3).Draw(t, "n")
-		entries := make([]recall.Entry, n)
-		for i := range entries {
-			entries[i] = recall.ItemEntry(m.item())
-			if rapid.Bool().Draw(t, "usage") {
-				entries[i].Usage = &recall.Usage{InputTokens: int64(m.next), OutputTokens: 1, TotalTokens: int64(m.next) + 1}
-			}
-		}
-		m.sameSeq("Append", key, func(s recall.Store) (int64, error) { return s.Append(m.ctx, key, entries...) })
-		m.compare(key)
+		m.appendWith(key, recall.Guard{}, m.itemEntries(rapid.IntRange(1, 3).Draw(t, "n")))
+
+	case "appendGuarded":
+		key := m.anyKey()
+		last := m.lastSeq(key)
+		guard := rapid.SampledFrom([]recall.Guard{
+			recall.IfExists(), recall.IfNew(), recall.IfLastSeq(last), recall.IfLastSeq(last),
+			recall.IfLastSeq(last - 1), recall.IfLastSeq(last + 1), {Exists: true, CheckSeq: true, LastSeq: last},
+		}).Draw(t, "guard")
+		m.appendWith(key, guard, m.itemEntries(rapid.IntRange(0, 2).Draw(t, "n")))
 
 	case "appendInvalid":
 		key := m.anyKey()
 		bad := rapid.SampledFrom(InvalidItems()).Draw(t, "bad")
 		entries := recall.ItemEntries(m.item(), bad)
-		m.sameSeq("Append with a bad item", key, func(s recall.Store) (int64, error) { return s.Append(m.ctx, key, entries...) })
+		_, err := m.sut.Append(m.ctx, key, recall.Guard{}, entries...)
+		m.wantClass("Append with a bad item to "+key.String(), err, "ErrInvalidItem")
 		m.compare(key)
 
 	case "pop":
 		key := m.anyKey()
-		got, errS := m.sut.Pop(m.ctx, key)
-		want, errR := m.ref.Pop(m.ctx, key)
-		m.sameErr("Pop "+key.String(), errS, errR)
+		got, err := m.sut.Pop(m.ctx, key)
+		m.wantClass("Pop "+key.String(), err, "nil")
+		var want recall.Item
+		if _, live, _ := m.refMeta(key); len(live) > 0 {
+			newest := live[len(live)-1]
+			want = newest.Item
+			m.write(key, recall.NewEntry(recall.KindPop, newest.Ref))
+		}
 		if !bytes.Equal(got, want) || (got == nil) != (want == nil) {
-			t.Fatalf("Pop %s = %s, reference %s", key, clip(got), clip(want))
+			t.Fatalf("Pop %s = %s, want %s", key, clip(got), clip(want))
 		}
 		m.compare(key)
 
 	case "clear":
 		key := m.anyKey()
-		m.sameErr("Clear "+key.String(), recall.Clear(m.ctx, m.sut, key), recall.Clear(m.ctx, m.ref, key))
+		m.wantClass("Clear "+key.String(), recall.Clear(m.ctx, m.sut, key), "nil")
+		if _, ok := m.refLog(key); ok {
+			m.write(key, recall.Entry{Kind: recall.KindClear})
+		}
 		m.compare(key)
+
+	case "create":
+		key := m.anyKey()
+		opts := recall.CreateOptions{
+			Title: rapid.SampledFrom([]string{"", "", "Created", " two\nlines "}).Draw(t, "title"),
+		}
+		if rapid.Bool().Draw(t, "withMetadata") {
+			opts.Metadata = map[string]string{"k1": "x", "k2": "y"}
+		}
+		for range rapid.IntRange(0, 2).Draw(t, "items") {
+			opts.Items = append(opts.Items, m.item())
+		}
+		want := "ErrConflict"
+		if _, ok := m.refLog(key); !ok {
+			want = "nil"
+			entries := []recall.Entry{{Kind: recall.KindCreate}}
+			if opts.Title != "" {
+				entries = append(entries, recall.NewEntry(recall.KindTitle, recall.TitleChange{Title: foldTitle(opts.Title), Source: recall.TitleUser}))
+			}
+			if opts.Metadata != nil {
+				entries = append(entries, recall.NewEntry(recall.KindMeta, recall.MetaChange{Metadata: pointersOf(opts.Metadata)}))
+			}
+			m.write(key, append(entries, recall.ItemEntries(opts.Items...)...)...)
+		}
+		got, err := recall.Create(m.ctx, m.sut, key, opts)
+		m.wantMeta("Create", key, got, err, want)
 
 	case "title":
 		key := m.anyKey()
 		title := rapid.SampledFrom([]string{"", "Alpha", "Beta", "multi\nline  title", "Ünïcode ✓"}).Draw(t, "title")
 		source := rapid.SampledFrom([]recall.TitleSource{recall.TitleAuto, recall.TitleUser}).Draw(t, "source")
-		m.sameMeta("SetTitle", key, func(s recall.Store) (recall.Meta, error) {
-			return recall.SetTitle(m.ctx, s, key, title, source)
-		})
+		want := "ErrNotFound"
+		if meta, _, ok := m.refMeta(key); ok {
+			want = "nil"
+			if recall.AllowTitle(meta.TitleSource, source) {
+				m.write(key, recall.NewEntry(recall.KindTitle, recall.TitleChange{Title: foldTitle(title), Source: source}))
+			}
+		}
+		got, err := recall.SetTitle(m.ctx, m.sut, key, title, source)
+		m.wantMeta("SetTitle", key, got, err, want)
 
 	case "meta":
 		key := m.anyKey()
@@ -185,7 +226,36 @@ func (m *model) do(op string) {
 			c.Labels = rapid.SliceOfN(rapid.SampledFrom([]string{"red", "green", "blue"}), 0, 3).Draw(t, "labels")
 			c.SetLabels = true
 		}
-		m.sameMeta("Update", key, func(s recall.Store) (recall.Meta, error) { return recall.Update(m.ctx, s, key, c) })
+		want := "ErrNotFound"
+		if _, ok := m.refLog(key); ok {
+			want = "nil"
+			m.write(key, recall.NewEntry(recall.KindMeta, c))
+		}
+		got, err := recall.ChangeMeta(m.ctx, m.sut, key, c)
+		m.wantMeta("ChangeMeta", key, got, err, want)
+
+	case "metadata":
+		m.doMetadata()
+
+	case "removeItem":
+		key := m.anyKey()
+		meta, live, _ := m.refMeta(key)
+		refs := []recall.ItemRef{{Seq: 1}, {Seq: meta.LastSeq, Index: 1}, {Seq: meta.LastSeq + 1}}
+		for _, l := range live {
+			refs = append(refs, l.Ref, l.Ref) // in the view: drawn more often
+		}
+		ref := rapid.SampledFrom(refs).Draw(t, "ref")
+		want, class := recall.Item(nil), "ErrNotFound"
+		if i := slices.IndexFunc(live, func(l recall.LiveItem) bool { return l.Ref == ref }); i >= 0 {
+			want, class = live[i].Item, "nil"
+			m.write(key, recall.NewEntry(recall.KindRemove, ref))
+		}
+		got, err := recall.RemoveItem(m.ctx, m.sut, key, ref)
+		m.wantClass(fmt.Sprintf("RemoveItem %s %+v", key, ref), err, class)
+		if !bytes.Equal(got, want) {
+			t.Fatalf("RemoveItem %s %+v = %s, want %s", key, ref, clip(got), clip(want))
+		}
+		m.compare(key)
 
 	case "fork":
 		src := m.mainKey()
@@ -197,19 +267,18 @@ func (m *model) do(op string) {
 			seqs = append(seqs, seq)
 		}
 		at := rapid.SampledFrom(seqs).Draw(t, "atSeq")
-		got, errS := m.sut.Fork(m.ctx, src, at, dst)
-		want, errR := m.ref.Fork(m.ctx, src, at, dst)
-		m.sameErr(fmt.Sprintf("Fork %s at %d onto %s", src, at, dst), errS, errR)
-		if errS == nil {
-			if d := MetaDiff(got, want, false); d != "" {
-				t.Fatalf("Fork %s at %d onto %s returned %s", src, at, dst, d)
-			}
-		}
-		m.compare(src, dst)
+		want := m.refFork(src, at, dst)
+		got, err := recall.Fork(m.ctx, m.sut, src, at, dst)
+		m.wantMeta(fmt.Sprintf("Fork %s at %d onto", src, at), dst, got, err, want)
+		m.compare(src)
 
 	case "remove":
 		key := m.anyKey()
-		m.sameErr("Remove "+key.String(), m.sut.Remove(m.ctx, key), m.ref.Remove(m.ctx, key))
+		want := "ErrNotFound"
+		if m.remove(key) {
+			want = "nil"
+		}
+		m.wantClass("Remove "+key.String(), m.sut.Remove(m.ctx, key), want)
 		m.compareAll()
 
 	case "import":
@@ -233,7 +302,17 @@ func (m *model) do(op string) {
 			entries[i].Seq = first + int64(i)
 			entries[i].Time = oldTime(minute + i)
 		}
-		m.sameSeq("Import", key, func(s recall.Store) (int64, error) { return s.Import(m.ctx, key, entries...) })
+		fresh, want := m.importOutcome(key, entries)
+		got, err := m.sut.Import(m.ctx, key, entries...)
+		m.wantClass("Import "+key.String(), err, want)
+		if want == "nil" {
+			if len(fresh) > 0 {
+				m.logs[key] = append(m.logs[key], fresh...)
+			}
+			if got != m.lastSeq(key) {
+				t.Fatalf("Import %s returned %d, want %d", key, got, m.lastSeq(key))
+			}
+		}
 		m.compare(key)
 
 	case "compact":
@@ -242,17 +321,13 @@ func (m *model) do(op string) {
 		if rapid.Bool().Draw(t, "stale") {
 			through += int64(rapid.SampledFrom([]int{-1, 1}).Draw(t, "off"))
 		}
-		live, err := m.ref.Items(m.ctx, key, 0)
-		if err != nil {
-			t.Fatalf("reference Items: %v", err)
-		}
+		_, live, _ := m.refMeta(key)
 		keep := rapid.IntRange(0, min(2, len(live))).Draw(t, "keep")
 		items := []recall.Item{recall.Item(fmt.Sprintf(`{"type":"message","role":"system","content":"summary %d"}`, m.next))}
-		items = append(items, recall.Items(live[len(live)-keep:])...)
+		items = append(items, recall.PlainItems(live[len(live)-keep:])...)
 		m.next++
-		e := compaction(through, len(live), items...)
-		m.sameSeq("compaction", key, func(s recall.Store) (int64, error) { return s.Append(m.ctx, key, e) })
-		m.compare(key)
+		// written as a compactor writes it: guarded by the seq it read
+		m.appendWith(key, recall.IfLastSeq(through), []recall.Entry{compaction(through, len(live), items...)})
 
 	case "list":
 		project := rapid.SampledFrom(append([]string{""}, modelProjects...)).Draw(t, "project")
@@ -264,17 +339,20 @@ func (m *model) do(op string) {
 		m.compareList(project, opts)
 
 	case "projects":
-		got, errS := m.sut.Projects(m.ctx)
-		want, errR := m.ref.Projects(m.ctx)
-		m.sameErr("Projects", errS, errR)
-		slices.SortFunc(got, func(a, b recall.ProjectInfo) int { return strings.Compare(a.Project, b.Project) })
-		if len(got) != len(want) {
-			t.Fatalf("Projects = %+v, reference %+v", got, want)
-		}
-		for i := range got {
-			if got[i].Project != want[i].Project || got[i].Sessions != want[i].Sessions {
-				t.Fatalf("Projects = %+v, reference %+v", got, want)
+		got, err := recall.Projects(m.ctx, m.sut)
+		m.wantClass("Projects", err, "nil")
+		want := map[string]int{}
+		for k := range m.logs {
+			if k.IsMain() {
+				want[k.Project]++
 			}
+		}
+		gotCounts := map[string]int{}
+		for _, p := range got {
+			gotCounts[p.Project] = p.Sessions
+		}
+		if !maps.Equal(gotCounts, want) {
+			t.Fatalf("Projects = %+v, want sessions per project %v", got, want)
 		}
 
 	case "cleanup":
@@ -289,47 +367,178 @@ func (m *model) do(op string) {
 			DryRun:    rapid.Bool().Draw(t, "dryRun"),
 			Project:   rapid.SampledFrom(append([]string{""}, modelProjects...)).Draw(t, "project"),
 		}
-		got, errS := m.sut.Cleanup(m.ctx, opts)
-		want, errR := m.ref.Cleanup(m.ctx, opts)
-		m.sameErr("Cleanup", errS, errR)
-		gk, wk := keysOf(got.Removed), keysOf(want.Removed)
+		var wantGone []recall.Key
+		wantKept := 0
+		for _, k := range m.refKeys() {
+			meta, _, _ := m.refMeta(k)
+			if !k.IsMain() || opts.Project != "" && k.Project != opts.Project || !meta.Updated.Before(cutoff) {
+				continue
+			}
+			if meta.Pinned {
+				wantKept++
+				continue
+			}
+			wantGone = append(wantGone, k)
+		}
+		if !opts.DryRun {
+			for _, k := range wantGone {
+				m.remove(k)
+			}
+		}
+		got, err := recall.Cleanup(m.ctx, m.sut, opts)
+		m.wantClass("Cleanup", err, "nil")
+		gk := keysOf(got.Removed)
 		slices.SortFunc(gk, compareKeys)
-		slices.SortFunc(wk, compareKeys)
-		if !slices.Equal(gk, wk) || got.Kept != want.Kept {
-			t.Fatalf("Cleanup(%+v) removed %v and kept %d; reference %v and %d", opts, gk, got.Kept, wk, want.Kept)
+		if !slices.Equal(gk, wantGone) || got.Kept != wantKept {
+			t.Fatalf("Cleanup(%+v) removed %v and kept %d; want %v and %d", opts, gk, got.Kept, wantGone, wantKept)
 		}
 		m.compareAll()
 
 	case "items":
 		key := m.anyKey()
 		limit := rapid.IntRange(-1, 4).Draw(t, "limit")
-		got, errS := m.sut.Items(m.ctx, key, limit)
-		want, errR := m.ref.Items(m.ctx, key, limit)
-		m.sameErr(fmt.Sprintf("Items(%s, %d)", key, limit), errS, errR)
+		got, last, err := m.sut.Items(m.ctx, key, limit)
+		m.wantClass(fmt.Sprintf("Items(%s, %d)", key, limit), err, "nil")
+		_, want, _ := m.refMeta(key)
+		if limit > 0 && len(want) > limit {
+			want = want[len(want)-limit:]
+		}
 		if d := liveDiff(got, want); d != "" {
 			t.Fatalf("Items(%s, %d): %s", key, limit, d)
+		}
+		if last != m.lastSeq(key) {
+			t.Fatalf("Items(%s, %d) returned LastSeq %d, want %d", key, limit, last, m.lastSeq(key))
 		}
 
 	case "entries":
 		key := m.anyKey()
 		after := rapid.Int64Range(-1, m.lastSeq(key)+1).Draw(t, "after")
 		limit := rapid.IntRange(-1, 3).Draw(t, "limit")
-		got, errS := m.sut.Entries(m.ctx, key, after, limit)
-		want, errR := m.ref.Entries(m.ctx, key, after, limit)
+		got, err := m.sut.Entries(m.ctx, key, after, limit)
 		what := fmt.Sprintf("Entries(%s, after %d, limit %d)", key, after, limit)
-		m.sameErr(what, errS, errR)
-		if len(got) != len(want) {
-			t.Fatalf("%s: %d entries, reference %d", what, len(got), len(want))
+		log, ok := m.refLog(key)
+		if !ok {
+			m.wantClass(what, err, "ErrNotFound")
+			return
 		}
-		for i := range got {
-			if d := EntryDiff(got[i], want[i], false); d != "" {
-				t.Fatalf("%s: entry %d: %s", what, i, d)
+		m.wantClass(what, err, "nil")
+		var want []recall.Entry
+		for _, e := range log {
+			if e.Seq > after && (limit <= 0 || len(want) < limit) {
+				want = append(want, e)
 			}
 		}
+		m.sameLog(what, got, want)
 
 	default:
 		t.Fatalf("unknown model op %q", op)
 	}
+}
+
+// appendWith appends entries to key under guard in both, and compares.
+func (m *model) appendWith(key recall.Key, guard recall.Guard, entries []recall.Entry) {
+	m.t.Helper()
+	what := fmt.Sprintf("Append of %d entries to %s with guard %+v", len(entries), key, guard)
+	_, exists := m.refLog(key)
+	want := guardOutcome(guard, exists, m.lastSeq(key))
+	got, err := m.sut.Append(m.ctx, key, guard, entries...)
+	m.wantClass(what, err, want)
+	if want == "nil" {
+		if len(entries) > 0 {
+			m.write(key, entries...)
+		}
+		if got != m.lastSeq(key) {
+			m.t.Fatalf("%s returned seq %d, want %d", what, got, m.lastSeq(key))
+		}
+	}
+	m.compare(key)
+}
+
+// itemEntries returns n entries of new items, some with usage.
+func (m *model) itemEntries(n int) []recall.Entry {
+	entries := make([]recall.Entry, n)
+	for i := range entries {
+		entries[i] = recall.ItemEntry(m.item())
+		if rapid.Bool().Draw(m.t, "usage") {
+			entries[i].Usage = &recall.Usage{InputTokens: int64(m.next), OutputTokens: 1, TotalTokens: int64(m.next) + 1}
+		}
+	}
+	return entries
+}
+
+// doMetadata runs SetMetadata or MergeMetadata. The keys are few, so
+// merges collide; "fill" sets the 16 pairs allowed, so that a merge of
+// one more key is over the limit; "over" is 17 pairs.
+func (m *model) doMetadata() {
+	t := m.t
+	key := m.anyKey()
+	fill := map[string]string{}
+	for i := range recall.MaxMetadataPairs {
+		fill[fmt.Sprintf("k%02d", i)] = "f"
+	}
+	over := maps.Clone(fill)
+	over["k1"] = "one too many"
+	meta, _, exists := m.refMeta(key)
+	if rapid.Bool().Draw(t, "set") {
+		md := rapid.SampledFrom([]map[string]string{nil, {"k1": "x"}, {"k1": "y", "k2": "z"}, fill, over}).Draw(t, "md")
+		want := "ErrNotFound"
+		switch {
+		case len(md) > recall.MaxMetadataPairs:
+			want = "ErrInvalidMetadata"
+		case exists:
+			want = "nil"
+			m.write(key, recall.NewEntry(recall.KindMeta, recall.MetaChange{ClearMetadata: true, Metadata: pointersOf(md)}))
+		}
+		got, err := recall.SetMetadata(m.ctx, m.sut, key, md)
+		m.wantMeta(fmt.Sprintf("SetMetadata(%d pairs)", len(md)), key, got, err, want)
+		return
+	}
+	x, y := "x", "y"
+	changes := map[string]*string{}
+	for _, k := range rapid.SliceOfNDistinct(rapid.SampledFrom([]string{"k1", "k2", "k3", "k00"}), 1, 3, rapid.ID[string]).Draw(t, "keys") {
+		changes[k] = rapid.SampledFrom([]*string{&x, &y, nil}).Draw(t, "value")
+	}
+	want := "ErrNotFound"
+	switch {
+	case !exists:
+	case len(mergedMetadata(meta.Metadata, false, changes)) > recall.MaxMetadataPairs:
+		want = "ErrInvalidMetadata"
+	default:
+		want = "nil"
+		m.write(key, recall.NewEntry(recall.KindMeta, recall.MetaChange{Metadata: changes}))
+	}
+	got, err := recall.MergeMetadata(m.ctx, m.sut, key, changes)
+	m.wantMeta(fmt.Sprintf("MergeMetadata(%d changes)", len(changes)), key, got, err, want)
+}
+
+// refFork applies Fork to the reference and returns the error class it
+// must yield: the source must exist and reach atSeq, and the target must
+// not exist.
+func (m *model) refFork(src recall.Key, at int64, dst recall.Key) string {
+	log, ok := m.refLog(src)
+	last := m.lastSeq(src)
+	if at <= 0 {
+		at = last
+	}
+	switch {
+	case !ok || at > last:
+		return "ErrNotFound"
+	case m.logs[dst] != nil:
+		return "ErrConflict"
+	}
+	var upTo []recall.Entry
+	for _, e := range log {
+		if e.Seq <= at {
+			upTo = append(upTo, e)
+		}
+	}
+	_, live := recall.Replay(src, upTo)
+	entries := []recall.Entry{recall.NewEntry(recall.KindFork, recall.ForkOrigin{Key: src, Seq: at})}
+	for _, l := range live {
+		entries = append(entries, recall.ItemEntry(l.Item))
+	}
+	m.write(dst, entries...)
+	return "nil"
 }
 
 // mainKey draws a main session key.
@@ -345,20 +554,11 @@ func (m *model) mainKey() recall.Key {
 func (m *model) anyKey() recall.Key {
 	k := m.mainKey()
 	if rapid.IntRange(0, 3).Draw(m.t, "sub") == 0 {
-		if _, err := m.ref.Stat(m.ctx, k); err == nil {
+		if _, ok := m.refLog(k); ok {
 			k.Subpath = rapid.SampledFrom(modelSubpaths).Draw(m.t, "subpath")
 		}
 	}
 	return k
-}
-
-// lastSeq returns the reference's LastSeq of key, 0 when it is missing.
-func (m *model) lastSeq(key recall.Key) int64 {
-	meta, err := m.ref.Stat(m.ctx, key)
-	if err != nil {
-		return 0
-	}
-	return meta.LastSeq
 }
 
 // item returns a new distinct item in one of a few byte layouts.
@@ -392,65 +592,76 @@ func (m *model) importEntry() recall.Entry {
 	}
 }
 
-// sameErr fails unless both errors have the same class, and neither is
-// outside recall's sentinels.
-func (m *model) sameErr(what string, got, want error) {
+// wantClass fails unless err has the error class want (see ErrorClass).
+func (m *model) wantClass(what string, err error, want string) {
 	m.t.Helper()
-	gc, wc := ErrorClass(got), ErrorClass(want)
-	if strings.HasPrefix(gc, "other") {
-		m.t.Fatalf("%s: error %v wraps no recall sentinel; the reference returned %s", what, got, wc)
-	}
-	if gc != wc {
-		m.t.Fatalf("%s: got %s (%v), reference %s (%v)", what, gc, got, wc, want)
+	if got := ErrorClass(err); got != want {
+		m.t.Fatalf("%s: got %s (%v), want %s", what, got, err, want)
 	}
 }
 
-// sameSeq runs a write that returns a seq on both stores.
-func (m *model) sameSeq(what string, key recall.Key, write func(recall.Store) (int64, error)) {
+// wantMeta checks a write that returns metadata: its error class, the
+// metadata against the reference (times aside), then the session.
+func (m *model) wantMeta(what string, key recall.Key, got recall.Meta, err error, want string) {
 	m.t.Helper()
-	got, errS := write(m.sut)
-	want, errR := write(m.ref)
-	m.sameErr(what+" "+key.String(), errS, errR)
-	if errS == nil && got != want {
-		m.t.Fatalf("%s %s returned seq %d, reference %d", what, key, got, want)
-	}
-}
-
-// sameMeta runs a write that returns metadata on both stores.
-func (m *model) sameMeta(what string, key recall.Key, write func(recall.Store) (recall.Meta, error)) {
-	m.t.Helper()
-	got, errS := write(m.sut)
-	want, errR := write(m.ref)
-	m.sameErr(what+" "+key.String(), errS, errR)
-	if errS == nil {
-		if d := MetaDiff(got, want, false); d != "" {
+	m.wantClass(what+" "+key.String(), err, want)
+	if err == nil {
+		ref, _, _ := m.refMeta(key)
+		if d := MetaDiff(got, ref, false); d != "" {
 			m.t.Fatalf("%s %s returned %s", what, key, d)
 		}
 	}
 	m.compare(key)
 }
 
-// compare checks that both stores hold the same session under each key:
-// the same metadata (times aside) and the same items, refs included.
+// sameLog compares a log the store returned with the reference's. Times
+// compare only where the model chose them (imported entries, stamped by
+// oldTime); the store's clock stamps the rest.
+func (m *model) sameLog(what string, got, want []recall.Entry) {
+	m.t.Helper()
+	if len(got) != len(want) {
+		m.t.Fatalf("%s: %d entries %s, want %d %s", what, len(got), kinds(got), len(want), kinds(want))
+	}
+	for i := range got {
+		if d := EntryDiff(got[i], want[i], want[i].Time.Before(oldTime(24*60))); d != "" {
+			m.t.Fatalf("%s: entry %d: %s", what, i, d)
+		}
+	}
+}
+
+// compare checks that the store under test holds each key as the
+// reference does: the same log (Load), the metadata Replay derives from it
+// (times aside) in Stat and Load, and the same view, refs included, at the
+// same LastSeq.
 func (m *model) compare(keys ...recall.Key) {
 	m.t.Helper()
 	for _, key := range keys {
-		got, errS := m.sut.Stat(m.ctx, key)
-		want, errR := m.ref.Stat(m.ctx, key)
-		m.sameErr("Stat "+key.String(), errS, errR)
-		if errS == nil {
+		want, wantLive, exists := m.refMeta(key)
+		got, err := m.sut.Stat(m.ctx, key)
+		if !exists {
+			m.wantClass("Stat "+key.String(), err, "ErrNotFound")
+		} else {
+			m.wantClass("Stat "+key.String(), err, "nil")
 			if d := MetaDiff(got, want, false); d != "" {
 				m.t.Fatalf("Stat %s: %s", key, d)
 			}
 			if got.Created.IsZero() || got.Updated.Before(got.Created) {
 				m.t.Fatalf("Stat %s: Created %v, Updated %v", key, got.Created, got.Updated)
 			}
+			lm, log, err := m.sut.Load(m.ctx, key)
+			m.wantClass("Load "+key.String(), err, "nil")
+			if d := MetaDiff(lm, want, false); d != "" {
+				m.t.Fatalf("Load %s: %s", key, d)
+			}
+			m.sameLog("Load "+key.String(), log, m.logs[key])
 		}
-		gl, errS := m.sut.Items(m.ctx, key, 0)
-		wl, errR := m.ref.Items(m.ctx, key, 0)
-		m.sameErr("Items "+key.String(), errS, errR)
-		if d := liveDiff(gl, wl); d != "" {
+		live, last, err := m.sut.Items(m.ctx, key, 0)
+		m.wantClass("Items "+key.String(), err, "nil")
+		if d := liveDiff(live, wantLive); d != "" {
 			m.t.Fatalf("Items %s: %s", key, d)
+		}
+		if last != want.LastSeq {
+			m.t.Fatalf("Items %s returned LastSeq %d, want %d", key, last, want.LastSeq)
 		}
 	}
 }
@@ -464,25 +675,26 @@ func (m *model) compareAll() {
 	}
 }
 
-// compareList walks every page of a listing in both stores and compares
-// the sessions found: the same keys with the same metadata (times aside),
-// and the store under test's pages in its own List order.
+// compareList walks every page of a listing in the store under test and
+// compares the sessions found with the reference's: the same keys with the
+// same metadata (times aside), in the store's own List order.
 func (m *model) compareList(project string, opts recall.ListOptions) {
 	m.t.Helper()
-	_, errS := m.sut.List(m.ctx, project, opts)
-	_, errR := m.ref.List(m.ctx, project, opts)
-	m.sameErr(fmt.Sprintf("List(%q, %+v)", project, opts), errS, errR)
-	if errS != nil {
+	what := fmt.Sprintf("List(%q, %+v)", project, opts)
+	_, err := m.sut.List(m.ctx, project, opts)
+	if opts.Parent != "" && project == "" {
+		m.wantClass(what, err, "ErrInvalidKey")
 		return
 	}
+	m.wantClass(what, err, "nil")
 	got := listAll(m.t, m.ctx, m.sut, project, opts)
-	want := listAll(m.t, m.ctx, m.ref, project, opts)
-	wantListOrder(m.t, fmt.Sprintf("List(%q, %+v)", project, opts), got)
+	want := m.refList(project, opts)
+	wantListOrder(m.t, what, got)
 	gk, wk := keysOf(got), keysOf(want)
 	slices.SortFunc(gk, compareKeys)
 	slices.SortFunc(wk, compareKeys)
 	if !slices.Equal(gk, wk) {
-		m.t.Fatalf("List(%q, %+v) = %v, reference %v", project, opts, gk, wk)
+		m.t.Fatalf("%s = %v, want %v", what, gk, wk)
 	}
 	byKey := map[recall.Key]recall.Meta{}
 	for _, w := range want {
@@ -490,14 +702,14 @@ func (m *model) compareList(project string, opts recall.ListOptions) {
 	}
 	for _, g := range got {
 		if d := MetaDiff(g, byKey[g.Key], false); d != "" {
-			m.t.Fatalf("List(%q): %s: %s", project, g.Key, d)
+			m.t.Fatalf("%s: %s: %s", what, g.Key, d)
 		}
 	}
 }
 
 // liveDiff compares two item views, refs included.
 func liveDiff(got, want []recall.LiveItem) string {
-	if d := itemsDiff(recall.Items(got), recall.Items(want)); d != "" {
+	if d := itemsDiff(recall.PlainItems(got), recall.PlainItems(want)); d != "" {
 		return d
 	}
 	for i := range got {

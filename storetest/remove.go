@@ -67,7 +67,7 @@ func testSubagents(e *env) {
 	}
 	_, err := e.s.List(e.ctx, "", recall.ListOptions{Parent: "s"})
 	wantErr(t, "List of subagent records without a project", err, recall.ErrInvalidKey)
-	if ps, err := e.s.Projects(e.ctx); err != nil || len(ps) != 1 || ps[0].Sessions != 2 {
+	if ps, err := recall.Projects(e.ctx, e.s); err != nil || len(ps) != 1 || ps[0].Sessions != 2 {
 		t.Errorf("Projects = %+v, %v; want p with 2 sessions", ps, err)
 	}
 
@@ -88,8 +88,8 @@ func testSubagents(e *env) {
 		if _, err := e.s.Stat(e.ctx, k); !errors.Is(err, recall.ErrNotFound) {
 			t.Errorf("Stat(%s) after removing the parent: %v, want ErrNotFound", k, err)
 		}
-		if live, err := e.s.Items(e.ctx, k, 0); len(live) != 0 || err != nil {
-			t.Errorf("Items(%s) after removing the parent = %d items, %v", k, len(live), err)
+		if live, last, err := e.s.Items(e.ctx, k, 0); len(live) != 0 || last != 0 || err != nil {
+			t.Errorf("Items(%s) after removing the parent = %d items, LastSeq %d, %v; want none, 0", k, len(live), last, err)
 		}
 	}
 	if got := listAll(t, e.ctx, e.s, "p", recall.ListOptions{Limit: -1, Parent: "s"}); len(got) != 0 {
@@ -128,8 +128,8 @@ func testRemove(e *env) {
 	wantErr(t, "Load after Remove", err, recall.ErrNotFound)
 	_, err = e.s.Entries(e.ctx, key, 0, 0)
 	wantErr(t, "Entries after Remove", err, recall.ErrNotFound)
-	if live, err := e.s.Items(e.ctx, key, 0); len(live) != 0 || err != nil {
-		t.Errorf("Items after Remove = %d items, %v", len(live), err)
+	if live, last, err := e.s.Items(e.ctx, key, 0); len(live) != 0 || last != 0 || err != nil {
+		t.Errorf("Items after Remove = %d items, LastSeq %d, %v; want none, 0", len(live), last, err)
 	}
 	if got := keysOf(listAll(t, e.ctx, e.s, "", recall.ListOptions{Limit: -1, IncludeArchived: true})); !slices.Equal(got, []recall.Key{keep}) {
 		t.Errorf("List after Remove = %v, want [%s]", got, keep)
@@ -204,7 +204,7 @@ func testCleanup(e *env) {
 		}
 	}
 
-	rep, err := e.s.Cleanup(e.ctx, recall.CleanupOptions{OlderThan: cutoff, DryRun: true})
+	rep, err := recall.Cleanup(e.ctx, e.s, recall.CleanupOptions{OlderThan: cutoff, DryRun: true})
 	if err != nil {
 		t.Fatalf("dry-run Cleanup: %v", err)
 	}
@@ -214,18 +214,18 @@ func testCleanup(e *env) {
 	}
 	e.wantView(oldSub, []recall.Item{msg("recent record of an old session")})
 
-	rep, err = e.s.Cleanup(e.ctx, recall.CleanupOptions{})
+	rep, err = recall.Cleanup(e.ctx, e.s, recall.CleanupOptions{})
 	if err != nil || len(rep.Removed) != 0 {
 		t.Errorf("Cleanup with a zero cutoff removed %v, %v; want nothing", keysOf(rep.Removed), err)
 	}
 
-	rep, err = e.s.Cleanup(e.ctx, recall.CleanupOptions{OlderThan: cutoff, Project: "q"})
+	rep, err = recall.Cleanup(e.ctx, e.s, recall.CleanupOptions{OlderThan: cutoff, Project: "q"})
 	if err != nil {
 		t.Fatalf("Cleanup of project q: %v", err)
 	}
 	checkReport("Cleanup of project q", rep, []recall.Key{oldQ}, 0)
 
-	rep, err = e.s.Cleanup(e.ctx, recall.CleanupOptions{OlderThan: cutoff})
+	rep, err = recall.Cleanup(e.ctx, e.s, recall.CleanupOptions{OlderThan: cutoff})
 	if err != nil {
 		t.Fatalf("Cleanup: %v", err)
 	}
@@ -242,7 +242,7 @@ func testCleanup(e *env) {
 	}
 
 	// A cutoff in the future takes every unpinned session.
-	rep, err = e.s.Cleanup(e.ctx, recall.CleanupOptions{OlderThan: time.Now().Add(2 * time.Hour)})
+	rep, err = recall.Cleanup(e.ctx, e.s, recall.CleanupOptions{OlderThan: time.Now().Add(2 * time.Hour)})
 	if err != nil {
 		t.Fatalf("Cleanup: %v", err)
 	}

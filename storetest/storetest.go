@@ -1,26 +1,65 @@
 // Package storetest is the conformance suite every recall.Store passes,
 // exported so third-party stores can run it too.
 //
-// A store's tests call [Run] with a function that makes a fresh, empty
-// store:
+// A store's tests call [RunConfig] with a function that makes a fresh,
+// empty store and the hook that plants a damaged record in it (see
+// [Config]); [Run] is RunConfig without the hook, which skips the
+// damaged-data cases:
 //
 //	func TestConformance(t *testing.T) {
-//		storetest.Run(t, func(t *testing.T) recall.Store {
-//			s, err := mystore.Open(mystore.Options{Dir: t.TempDir()})
-//			if err != nil {
-//				t.Fatal(err)
-//			}
-//			return s
+//		storetest.RunConfig(t, storetest.Config{
+//			New: func(t *testing.T) recall.Store {
+//				s, err := mystore.Open(mystore.Options{Dir: t.TempDir()})
+//				if err != nil {
+//					t.Fatal(err)
+//				}
+//				return s
+//			},
+//			Plant: plantRecord, // writes raw bytes as the next item entry
 //		})
 //	}
 //
-// Run checks every contract of recall.Store and recall.Session in its own
-// subtest, each on a new store, and runs recall.Verify on the store when
-// the subtest ends. Like testing/fstest, it reports every failure it can
-// rather than stopping at the first, and it mutates what a store returns to
-// prove that it returns copies. It ends with [RunModel], a model-based test
-// that runs random operations against the store and against memstore and
-// demands the same observable results.
+// The suite checks every contract of recall.Store, of recall.Session and
+// of the root helpers over a store, in its own subtest, each on a new
+// store, and runs recall.Verify on the store when the subtest ends. Like
+// testing/fstest, it reports every failure it can rather than stopping at
+// the first, and it mutates what a store returns to prove that it returns
+// copies. The groups of subtests:
+//
+//   - Session, Items: the Session handle, batches, verbatim items, refused
+//     items, copies, missing sessions.
+//   - Log: seqs, times, Entries pages, unknown kinds, usage, Import and its
+//     refusals, purged logs, compaction guarded by recall.IfLastSeq.
+//   - Meta, Metadata: titles, archive, pin, labels; the metadata map set,
+//     merged, cleared and returned by Stat, Load and List, and its limits
+//     (recall.ErrInvalidMetadata, nothing written).
+//   - List: fields, order by activity, pagination, changes while paging,
+//     projects; Subagents; Fork; Remove; Cleanup.
+//   - Keys: hostile keys refused, edge keys kept apart.
+//   - Guard: every guard of Append against missing, existing, moved and
+//     removed sessions; a failed guard writes nothing; guarded writers
+//     racing (exactly one wins).
+//   - Ghosts: Remove racing each lifecycle helper ([LifecycleOps]) never
+//     leaves a session holding only the helper's entry ([CheckNoGhost]).
+//   - Create: empty sessions, with a title, metadata or items; creating an
+//     existing key is ErrConflict.
+//   - Views: Items returns the LastSeq its view was read at; readers
+//     beside a writer see whole snapshots; recall.VerifySession beside a
+//     writer never reports a healthy session.
+//   - RemoveItem: any one item by its ref, the log keeping it.
+//   - Updated: activity moves Updated, the List order and Cleanup's age;
+//     title and meta changes do not.
+//   - Damaged: records that are not JSON objects ([DamagedItems], planted
+//     with Config.Plant) are left out of every view and counted in
+//     Meta.Corrupt, and recall.Verify names the session.
+//   - Context: every method, optional ability and root helper under a
+//     cancelled context and an expired deadline returns the context's
+//     error and changes nothing.
+//   - Concurrent, Close.
+//
+// It ends with [RunModel], a model-based test that runs random operations
+// against the store and against a plain log the test keeps, replayed with
+// recall.Replay, and demands the same observable results.
 //
 // The suite assumes nothing about time precision beyond microseconds and
 // nothing about the store's clock beyond being within an hour of the
@@ -28,10 +67,11 @@
 // time, so newStore may hand out stores that share a server.
 //
 // A store's own tests can reuse the suite's parts: [RunModel] alone;
-// the corpora [InvalidKeys], [EdgeKeys], [VerbatimItems] and
-// [InvalidItems]; the comparisons [MetaDiff], [EntryDiff] and
-// [ErrorClass]; and [VerifyAfter], which checks a store with
-// recall.Verify when a test ends.
+// the corpora [InvalidKeys], [EdgeKeys], [VerbatimItems], [InvalidItems]
+// and [DamagedItems]; [LifecycleOps] and [CheckNoGhost], to race the
+// lifecycle helpers against a remove across processes; the comparisons
+// [MetaDiff], [EntryDiff] and [ErrorClass]; and [VerifyAfter], which
+// checks a store with recall.Verify when a test ends.
 package storetest
 
 import (
@@ -82,6 +122,19 @@ var tests = []test{
 	{"Concurrent/OneSession", testConcurrentOneSession},
 	{"Concurrent/ManySessions", testConcurrentManySessions},
 	{"Concurrent/Pop", testConcurrentPop},
+	{"Guard", testGuard},
+	{"Guard/Concurrent", testGuardConcurrent},
+	{"Ghosts", testGhosts},
+	{"Create", testCreate},
+	{"Views/Sequential", testViewsSequential},
+	{"Views/Concurrent", testViewsConcurrent},
+	{"Views/VerifyBesideWriter", testVerifyBesideWriter},
+	{"RemoveItem", testRemoveItem},
+	{"Metadata", testMetadata},
+	{"Metadata/Limits", testMetadataLimits},
+	{"Updated", testUpdated},
+	{"Damaged", testDamaged},
+	{"Context", testContext},
 	{"Close", testClose},
 }
 
@@ -89,13 +142,41 @@ var tests = []test{
 // which must return a new, empty store for each call (the suite closes it).
 // Every check is a subtest, so a store can skip one with -run/-skip while
 // its author works on it; the model-based test runs as the subtest "Model"
-// (see [RunModel]).
+// (see [RunModel]). Run skips the damaged-data cases, which need a hook:
+// a store that can plant a record runs [RunConfig] instead.
 func Run(t *testing.T, newStore func(t *testing.T) recall.Store) {
+	t.Helper()
+	RunConfig(t, Config{New: newStore})
+}
+
+// Config is what RunConfig needs of a store.
+type Config struct {
+	// New returns a new, empty store (the suite closes it). Required.
+	New func(t *testing.T) recall.Store
+	// Plant writes data verbatim as the next entry of the existing
+	// session key: an item entry at seq LastSeq+1 whose item is data,
+	// which may be any bytes (not JSON, a JSON array, a string; see
+	// DamagedItems). It bypasses validation, the way a damaged disk, a
+	// buggy writer or another program would leave a record. It keeps the
+	// seqs dense (the store's record of the last seq moves on, so the
+	// next Append follows it), and need not update any other metadata
+	// the store keeps: the suite expects the store's readers to notice
+	// the record (Items, Pop and Load skip or count it). Plant fails t
+	// when it cannot plant. The damaged-data cases ("Damaged") use it.
+	// Default (nil): those cases are skipped, with a log line saying so.
+	Plant func(t *testing.T, s recall.Store, key recall.Key, data []byte)
+}
+
+// RunConfig runs the whole conformance suite, as Run does, with the hooks
+// of cfg, the damaged-data cases included when cfg.Plant is set.
+func RunConfig(t *testing.T, cfg Config) {
 	t.Helper()
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			tc.fn(open(t, newStore))
+			e := open(t, cfg.New)
+			e.plant = cfg.Plant
+			tc.fn(e)
 		})
 	}
-	t.Run("Model", func(t *testing.T) { RunModel(t, newStore) })
+	t.Run("Model", func(t *testing.T) { RunModel(t, cfg.New) })
 }

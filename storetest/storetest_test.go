@@ -16,6 +16,7 @@ import (
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/memstore"
+	"github.com/recallkit/recall/storekit"
 	"github.com/recallkit/recall/storetest"
 )
 
@@ -40,6 +41,12 @@ var plantedBugs = map[string][]string{
 	"fork-off-by-one":     {"Fork", "Model"},
 	"import-no-dedup":     {"Log/Import", "Model"},
 	"lost-title-source":   {"Meta/Titles", "Model"},
+	"guard-ignored":       {"Guard", "Guard/Concurrent", "Ghosts", "Create", "Log/Compaction", "Model"},
+	"ctx-ignored":         {"Context"},
+	"meta-moves-updated":  {"Updated", "List/Order"},
+	"items-stale-seq":     {"Views/Concurrent"},
+	"remove-wrong-item":   {"RemoveItem", "Model"},
+	"metadata-dropped":    {"Metadata", "List/Fields", "Model"},
 }
 
 func TestSuiteCatchesBugs(t *testing.T) {
@@ -105,27 +112,20 @@ type buggy struct {
 	cache map[recall.Key][]recall.LiveItem
 }
 
-func (b *buggy) Append(ctx context.Context, key recall.Key, entries ...recall.Entry) (int64, error) {
+func (b *buggy) Append(ctx context.Context, key recall.Key, guard recall.Guard, entries ...recall.Entry) (int64, error) {
 	switch b.bug {
 	case "partial-batch": // writes the good entries before the bad one
 		for i, e := range entries {
 			if err := recall.ValidateEntries([]recall.Entry{e}, 0); err != nil {
 				if i > 0 {
-					_, _ = b.Store.Append(ctx, key, entries[:i]...)
+					_, _ = b.Store.Append(ctx, key, recall.Guard{}, entries[:i]...)
 				}
 				return 0, err
 			}
 		}
-	case "no-compaction-guard": // rewrites the guard to whatever the log is at
-		m, _ := b.Store.Stat(ctx, key)
-		for i, e := range entries {
-			if e.Kind == recall.KindCompaction {
-				var c recall.Compaction
-				if json.Unmarshal(e.Data, &c) == nil {
-					c.Through = m.LastSeq
-					entries[i] = recall.NewEntry(recall.KindCompaction, c)
-				}
-			}
+	case "no-compaction-guard": // drops the guard of a batch holding a compaction
+		if slices.ContainsFunc(entries, func(e recall.Entry) bool { return e.Kind == recall.KindCompaction }) {
+			guard = recall.Guard{}
 		}
 	case "racy-append": // read-modify-write without a lock
 		if len(entries) == 0 {
@@ -150,6 +150,18 @@ func (b *buggy) Append(ctx context.Context, key recall.Key, entries ...recall.En
 			return last, nil // lost: "someone else wrote that seq"
 		}
 		return last, err
+	case "guard-ignored": // writes whatever the guard says
+		guard = recall.Guard{}
+	case "ctx-ignored": // writes under an ended context
+		ctx = context.Background()
+	case "remove-wrong-item": // a removal takes the newest item instead
+		for i, e := range entries {
+			if e.Kind == recall.KindRemove {
+				if live, _, err := b.Store.Items(ctx, key, 1); err == nil && len(live) == 1 {
+					entries[i] = recall.NewEntry(recall.KindRemove, live[0].Ref)
+				}
+			}
+		}
 	case "lost-title-source": // records every title as auto
 		for i, e := range entries {
 			if e.Kind == recall.KindTitle {
@@ -161,32 +173,41 @@ func (b *buggy) Append(ctx context.Context, key recall.Key, entries ...recall.En
 			}
 		}
 	}
-	return b.Store.Append(ctx, key, entries...)
+	return b.Store.Append(ctx, key, guard, entries...)
 }
 
 func (b *buggy) Pop(ctx context.Context, key recall.Key) (recall.Item, error) {
 	if b.bug != "pop-oldest" {
 		return b.Store.Pop(ctx, key)
 	}
-	live, err := b.Store.Items(ctx, key, 0)
+	live, _, err := b.Store.Items(ctx, key, 0)
 	if err != nil || len(live) == 0 {
 		return nil, err
 	}
-	if _, err := b.Store.Append(ctx, key, recall.NewEntry(recall.KindPop, live[0].Ref)); err != nil {
+	if _, err := b.Store.Append(ctx, key, recall.Guard{}, recall.NewEntry(recall.KindPop, live[0].Ref)); err != nil {
 		return nil, err
 	}
 	return live[0].Item, nil
 }
 
-func (b *buggy) Items(ctx context.Context, key recall.Key, limit int) ([]recall.LiveItem, error) {
+func (b *buggy) Items(ctx context.Context, key recall.Key, limit int) ([]recall.LiveItem, int64, error) {
+	if b.bug == "items-stale-seq" { // reads the seq apart from the view
+		m, err := b.Store.Stat(ctx, key)
+		if err != nil && !errors.Is(err, recall.ErrNotFound) {
+			return nil, 0, err
+		}
+		runtime.Gosched()
+		live, _, err := b.Store.Items(ctx, key, limit)
+		return live, m.LastSeq, err
+	}
 	if b.bug != "shared-items" {
 		return b.Store.Items(ctx, key, limit)
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	all, err := b.Store.Items(ctx, key, 0)
+	all, last, err := b.Store.Items(ctx, key, 0)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if b.cache == nil {
 		b.cache = map[recall.Key][]recall.LiveItem{}
@@ -196,24 +217,63 @@ func (b *buggy) Items(ctx context.Context, key recall.Key, limit int) ([]recall.
 	}
 	b.cache[key] = all
 	if limit > 0 && limit < len(all) {
-		return all[len(all)-limit:], nil
+		return all[len(all)-limit:], last, nil
 	}
-	return all, nil
+	return all, last, nil
 }
 
 func (b *buggy) Stat(ctx context.Context, key recall.Key) (recall.Meta, error) {
 	if b.bug == "bad-key-not-found" && key.Validate() != nil {
 		return recall.Meta{}, recall.ErrNotFound
 	}
-	return b.Store.Stat(ctx, key)
+	m, err := b.Store.Stat(ctx, key)
+	if err == nil && b.bug == "meta-moves-updated" {
+		m = b.touched(ctx, m)
+	}
+	return m, err
+}
+
+func (b *buggy) Load(ctx context.Context, key recall.Key) (recall.Meta, []recall.Entry, error) {
+	m, es, err := b.Store.Load(ctx, key)
+	if err == nil && b.bug == "meta-moves-updated" && len(es) > 0 {
+		m.Updated = es[len(es)-1].Time
+	}
+	return m, es, err
+}
+
+// touched returns m with Updated at its newest entry's time, whatever its
+// kind: the rule before title and meta changes stopped moving it.
+func (b *buggy) touched(ctx context.Context, m recall.Meta) recall.Meta {
+	if _, es, err := b.Store.Load(ctx, m.Key); err == nil && len(es) > 0 {
+		m.Updated = es[len(es)-1].Time
+	}
+	return m
 }
 
 func (b *buggy) List(ctx context.Context, project string, opts recall.ListOptions) (recall.Page, error) {
 	switch b.bug {
+	case "metadata-dropped":
+		p, err := b.Store.List(ctx, project, opts)
+		for i := range p.Sessions {
+			p.Sessions[i].Metadata = nil
+		}
+		return p, err
+	case "meta-moves-updated":
+		if err := storekit.CheckListOptions(project, opts); err != nil {
+			return recall.Page{}, err
+		}
+		all, err := b.Store.List(ctx, project, recall.ListOptions{Limit: -1, IncludeArchived: opts.IncludeArchived, Parent: opts.Parent})
+		if err != nil {
+			return recall.Page{}, err
+		}
+		for i, m := range all.Sessions {
+			all.Sessions[i] = b.touched(ctx, m)
+		}
+		return storekit.Paginate(all.Sessions, opts)
 	case "list-archived":
 		opts.IncludeArchived = true
 	case "cursor-drops-ties": // a keyset on Updated alone skips ties
-		if err := recall.CheckListOptions(project, opts); err != nil {
+		if err := storekit.CheckListOptions(project, opts); err != nil {
 			return recall.Page{}, err
 		}
 		all, err := b.Store.List(ctx, project, recall.ListOptions{Limit: -1, IncludeArchived: opts.IncludeArchived, Parent: opts.Parent})
@@ -222,7 +282,7 @@ func (b *buggy) List(ctx context.Context, project string, opts recall.ListOption
 		}
 		metas := all.Sessions
 		if opts.Cursor != "" {
-			c, err := recall.ParseCursor(opts.Cursor)
+			c, err := storekit.ParseCursor(opts.Cursor)
 			if err != nil {
 				return recall.Page{}, err
 			}
@@ -235,7 +295,7 @@ func (b *buggy) List(ctx context.Context, project string, opts recall.ListOption
 		var p recall.Page
 		if limit > 0 && len(metas) > limit {
 			metas = metas[:limit]
-			p.Next = recall.CursorAt(metas[limit-1]).String()
+			p.Next = storekit.CursorAt(metas[limit-1]).String()
 		}
 		p.Sessions = metas
 		return p, nil
@@ -244,6 +304,9 @@ func (b *buggy) List(ctx context.Context, project string, opts recall.ListOption
 }
 
 func (b *buggy) Remove(ctx context.Context, key recall.Key) error {
+	if b.bug == "ctx-ignored" {
+		ctx = context.Background()
+	}
 	if b.bug != "remove-keeps-subs" || !key.IsMain() {
 		return b.Store.Remove(ctx, key)
 	}
@@ -273,7 +336,7 @@ func (b *buggy) Remove(ctx context.Context, key recall.Key) error {
 
 func (b *buggy) Cleanup(ctx context.Context, opts recall.CleanupOptions) (recall.CleanupReport, error) {
 	if b.bug == "remove-keeps-subs" {
-		rep, err := b.Store.Cleanup(ctx, recall.CleanupOptions{OlderThan: opts.OlderThan, Project: opts.Project, DryRun: true})
+		rep, err := recall.Cleanup(ctx, b.Store, recall.CleanupOptions{OlderThan: opts.OlderThan, Project: opts.Project, DryRun: true})
 		if err != nil || opts.DryRun {
 			return rep, err
 		}
@@ -285,7 +348,7 @@ func (b *buggy) Cleanup(ctx context.Context, opts recall.CleanupOptions) (recall
 		return rep, nil
 	}
 	if b.bug != "cleanup-pinned" {
-		return b.Store.Cleanup(ctx, opts)
+		return recall.Cleanup(ctx, b.Store, opts)
 	}
 	all, err := b.Store.List(ctx, opts.Project, recall.ListOptions{Limit: -1, IncludeArchived: true})
 	if err != nil {
@@ -309,7 +372,7 @@ func (b *buggy) Fork(ctx context.Context, key recall.Key, atSeq int64, newKey re
 	if b.bug == "fork-off-by-one" && atSeq > 1 {
 		atSeq--
 	}
-	return b.Store.Fork(ctx, key, atSeq, newKey)
+	return recall.Fork(ctx, b.Store, key, atSeq, newKey)
 }
 
 func (b *buggy) Import(ctx context.Context, key recall.Key, entries ...recall.Entry) (int64, error) {
@@ -390,6 +453,46 @@ func TestHelpers(t *testing.T) {
 	for _, it := range storetest.InvalidItems() {
 		if err := recall.ValidateItem(it, 0); !errors.Is(err, recall.ErrInvalidItem) {
 			t.Errorf("InvalidItems holds %q, which validates: %v", it, err)
+		}
+	}
+	for _, d := range storetest.DamagedItems() {
+		if _, ok := recall.ItemOf(recall.Entry{Kind: recall.KindItem, Data: d}); ok {
+			t.Errorf("DamagedItems holds %q, which recall.ItemOf accepts", d)
+		}
+	}
+}
+
+// TestCheckNoGhost checks the ghost detector on a session as created, a
+// missing one, and ghosts.
+func TestCheckNoGhost(t *testing.T) {
+	ctx := t.Context()
+	s := memstore.New(memstore.Options{})
+	items := []recall.Item{recall.Item(`{"a":1}`), recall.Item(`{"b":2}`)}
+	key := func(id string) recall.Key { return recall.Key{Project: "p", Session: id} }
+	if _, err := s.Append(ctx, key("ok"), recall.Guard{}, recall.ItemEntries(items...)...); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := recall.SetTitle(ctx, s, key("ok"), "t", recall.TitleUser); err != nil {
+		t.Fatal(err)
+	}
+	if err := storetest.CheckNoGhost(ctx, s, key("ok"), items); err != nil {
+		t.Errorf("a session holding its items: %v", err)
+	}
+	if err := storetest.CheckNoGhost(ctx, s, key("missing"), items); err != nil {
+		t.Errorf("a missing session: %v", err)
+	}
+	ghosts := map[string][]recall.Entry{
+		"title-only":  {recall.NewEntry(recall.KindTitle, recall.TitleChange{Title: "t", Source: recall.TitleUser})},
+		"clear-only":  {{Kind: recall.KindClear}},
+		"other-items": recall.ItemEntries(recall.Item(`{"c":3}`), recall.Item(`{"d":4}`)),
+		"one-item":    recall.ItemEntries(items[0]),
+	}
+	for id, log := range ghosts {
+		if _, err := s.Append(ctx, key(id), recall.Guard{}, log...); err != nil {
+			t.Fatal(err)
+		}
+		if err := storetest.CheckNoGhost(ctx, s, key(id), items); err == nil {
+			t.Errorf("CheckNoGhost missed the ghost %s", id)
 		}
 	}
 }

@@ -1,0 +1,201 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/recallkit/recall"
+)
+
+// testContext calls every Store method, the optional abilities the store
+// has (Cleaner, ProjectLister, Purger) and the root helpers with a context
+// that is already cancelled and with one whose deadline has passed: each
+// returns an error wrapping context.Canceled or context.DeadlineExceeded
+// and changes nothing. The calls are ones that would write or remove
+// something under a live context.
+func testContext(e *env) {
+	t := e.t
+	key := recall.Key{Project: "p", Session: "s"}
+	sub := recall.Key{Project: "p", Session: "s", Subpath: "subagents/x"}
+	oldKey := recall.Key{Project: "q", Session: "old"}
+	fresh := recall.Key{Project: "p", Session: "fresh"}
+	e.mustAdd(key, msgs("m", 3)...)
+	e.mustCompact(key, 3, 3, msg("summary"), msg("m-2"))
+	e.mustAdd(key, msg("after"))
+	e.mustAdd(sub, msg("sub"))
+	if _, err := e.s.Import(e.ctx, oldKey, imported(1, 0, recall.ItemEntry(msg("old")))...); err != nil {
+		t.Fatal(err)
+	}
+	last := e.mustStat(key).LastSeq
+	v := "v"
+
+	type call struct {
+		name string
+		fn   func(ctx context.Context) error
+	}
+	calls := []call{
+		{"Append", func(ctx context.Context) error {
+			_, err := e.s.Append(ctx, key, recall.Guard{}, recall.ItemEntry(msg("x")))
+			return err
+		}},
+		{"Append to a new session", func(ctx context.Context) error {
+			_, err := e.s.Append(ctx, fresh, recall.IfNew(), recall.ItemEntry(msg("x")))
+			return err
+		}},
+		{"Append of an empty batch", func(ctx context.Context) error { _, err := e.s.Append(ctx, key, recall.IfExists()); return err }},
+		{"Items", func(ctx context.Context) error { _, _, err := e.s.Items(ctx, key, 0); return err }},
+		{"Items(1)", func(ctx context.Context) error { _, _, err := e.s.Items(ctx, key, 1); return err }},
+		{"Pop", func(ctx context.Context) error { _, err := e.s.Pop(ctx, key); return err }},
+		{"Stat", func(ctx context.Context) error { _, err := e.s.Stat(ctx, key); return err }},
+		{"Load", func(ctx context.Context) error { _, _, err := e.s.Load(ctx, key); return err }},
+		{"Entries", func(ctx context.Context) error { _, err := e.s.Entries(ctx, key, 0, 0); return err }},
+		{"List", func(ctx context.Context) error { _, err := e.s.List(ctx, "", recall.ListOptions{}); return err }},
+		{"List(parent)", func(ctx context.Context) error {
+			_, err := e.s.List(ctx, "p", recall.ListOptions{Parent: "s"})
+			return err
+		}},
+		{"Remove", func(ctx context.Context) error { return e.s.Remove(ctx, key) }},
+		{"Remove of a subagent record", func(ctx context.Context) error { return e.s.Remove(ctx, sub) }},
+		{"Import", func(ctx context.Context) error {
+			_, err := e.s.Import(ctx, oldKey, imported(2, 1, recall.ItemEntry(msg("more")))...)
+			return err
+		}},
+		{"Import of a new session", func(ctx context.Context) error {
+			_, err := e.s.Import(ctx, fresh, imported(1, 1, recall.ItemEntry(msg("x")))...)
+			return err
+		}},
+		{"recall.Create", func(ctx context.Context) error {
+			_, err := recall.Create(ctx, e.s, fresh, recall.CreateOptions{Title: "t"})
+			return err
+		}},
+		{"recall.SetTitle", func(ctx context.Context) error {
+			_, err := recall.SetTitle(ctx, e.s, key, "t", recall.TitleUser)
+			return err
+		}},
+		{"recall.SetTitle(auto)", func(ctx context.Context) error {
+			_, err := recall.SetTitle(ctx, e.s, key, "t", recall.TitleAuto)
+			return err
+		}},
+		{"recall.SetPinned", func(ctx context.Context) error { _, err := recall.SetPinned(ctx, e.s, key, true); return err }},
+		{"recall.MergeMetadata", func(ctx context.Context) error {
+			_, err := recall.MergeMetadata(ctx, e.s, key, map[string]*string{"k": &v})
+			return err
+		}},
+		{"recall.Clear", func(ctx context.Context) error { return recall.Clear(ctx, e.s, key) }},
+		{"recall.RemoveItem", func(ctx context.Context) error {
+			_, err := recall.RemoveItem(ctx, e.s, key, recall.ItemRef{Seq: last})
+			return err
+		}},
+		{"recall.Fork", func(ctx context.Context) error { _, err := recall.Fork(ctx, e.s, key, 0, fresh); return err }},
+		{"recall.Cleanup", func(ctx context.Context) error {
+			_, err := recall.Cleanup(ctx, e.s, recall.CleanupOptions{OlderThan: time.Now().Add(2 * time.Hour)})
+			return err
+		}},
+		{"recall.Projects", func(ctx context.Context) error { _, err := recall.Projects(ctx, e.s); return err }},
+		{"recall.Verify", func(ctx context.Context) error { return recall.Verify(ctx, e.s) }},
+		{"recall.VerifySession", func(ctx context.Context) error { return recall.VerifySession(ctx, e.s, key) }},
+		{"Session.GetItems", func(ctx context.Context) error { _, err := recall.NewSession(e.s, key).GetItems(ctx, 0); return err }},
+		{"Session.AddItems", func(ctx context.Context) error { return recall.NewSession(e.s, key).AddItems(ctx, msg("x")) }},
+		{"Session.PopItem", func(ctx context.Context) error { _, err := recall.NewSession(e.s, key).PopItem(ctx); return err }},
+	}
+	if c, ok := e.s.(recall.Cleaner); ok {
+		calls = append(calls, call{"Cleaner.Cleanup", func(ctx context.Context) error {
+			_, err := c.Cleanup(ctx, recall.CleanupOptions{OlderThan: time.Now().Add(2 * time.Hour)})
+			return err
+		}})
+	}
+	if p, ok := e.s.(recall.ProjectLister); ok {
+		calls = append(calls, call{"ProjectLister.Projects", func(ctx context.Context) error { _, err := p.Projects(ctx); return err }})
+	}
+	if p, ok := e.s.(recall.Purger); ok {
+		calls = append(calls, call{"Purger.Purge", func(ctx context.Context) error { _, err := p.Purge(ctx, key); return err }})
+	}
+	if f, ok := e.s.(recall.Forker); ok {
+		calls = append(calls, call{"Forker.Fork", func(ctx context.Context) error { _, err := f.Fork(ctx, key, 0, fresh); return err }})
+	}
+
+	ends := []struct {
+		name string
+		ctx  func() context.Context
+		want error
+	}{
+		{"a cancelled context", func() context.Context {
+			ctx, cancel := context.WithCancel(e.ctx)
+			cancel()
+			return ctx
+		}, context.Canceled},
+		{"an expired deadline", func() context.Context {
+			ctx, cancel := context.WithDeadline(e.ctx, time.Now().Add(-time.Second))
+			t.Cleanup(cancel)
+			return ctx
+		}, context.DeadlineExceeded},
+	}
+	watched := []recall.Key{key, sub, oldKey, fresh}
+	for _, end := range ends {
+		for _, c := range calls {
+			before := e.storeState(watched)
+			err := c.fn(end.ctx())
+			if !errors.Is(err, end.want) {
+				t.Errorf("%s under %s: %v; want an error wrapping %v", c.name, end.name, err, end.want)
+			}
+			if d := e.storeState(watched).diff(before); d != "" {
+				t.Errorf("%s under %s changed the store: %s", c.name, end.name, d)
+			}
+		}
+	}
+}
+
+// storeState is every session of a store, for checking that a call
+// changed nothing.
+type storeState struct {
+	keys  []recall.Key // List of every project, archived included, then the watched keys that exist
+	metas map[recall.Key]recall.Meta
+	logs  map[recall.Key][]recall.Entry
+}
+
+// storeState reads the listed sessions and the watched keys (which may
+// not exist, or not be listed: subagent records).
+func (e *env) storeState(watched []recall.Key) storeState {
+	e.t.Helper()
+	st := storeState{metas: map[recall.Key]recall.Meta{}, logs: map[recall.Key][]recall.Entry{}}
+	st.keys = keysOf(listAll(e.t, e.ctx, e.s, "", recall.ListOptions{Limit: -1, IncludeArchived: true}))
+	for _, k := range append(slices.Clone(st.keys), watched...) {
+		m, log, err := e.s.Load(e.ctx, k)
+		switch {
+		case errors.Is(err, recall.ErrNotFound):
+		case err != nil:
+			e.t.Fatalf("Load %s: %v", k, err)
+		default:
+			st.metas[k], st.logs[k] = m, log
+		}
+	}
+	return st
+}
+
+// diff describes how st differs from before, or returns "".
+func (st storeState) diff(before storeState) string {
+	if !slices.Equal(st.keys, before.keys) {
+		return fmt.Sprintf("List shows %v, before %v", st.keys, before.keys)
+	}
+	for k, m := range before.metas {
+		got, ok := st.metas[k]
+		if !ok {
+			return fmt.Sprintf("%s is gone", k)
+		}
+		if d := MetaDiff(got, m, true); d != "" {
+			return fmt.Sprintf("%s: %s", k, d)
+		}
+		if len(st.logs[k]) != len(before.logs[k]) {
+			return fmt.Sprintf("%s: %d entries, before %d", k, len(st.logs[k]), len(before.logs[k]))
+		}
+	}
+	for k := range st.metas {
+		if _, ok := before.metas[k]; !ok {
+			return fmt.Sprintf("%s was created", k)
+		}
+	}
+	return ""
+}

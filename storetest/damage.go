@@ -1,0 +1,222 @@
+package storetest
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/recallkit/recall"
+)
+
+// DamagedItems returns the stored items the damaged-data cases plant with
+// Config.Plant: records that are not a JSON object, as a damaged disk, a
+// buggy writer or another program could leave them. No store accepts them
+// through Append; every store must skip them on read. Each call returns a
+// new slice.
+func DamagedItems() [][]byte {
+	return [][]byte{
+		[]byte(`not json`),
+		[]byte(`[1,2]`),
+		[]byte(`"str"`),
+		[]byte(`42`),
+		[]byte(`{"unterminated"`),
+	}
+}
+
+// testDamaged plants records that are not JSON objects (DamagedItems)
+// among valid items, with Config.Plant, and checks that the store treats
+// them as recall.Replay does: Items and GetItems leave them out, with the
+// other items' refs intact, and a limit counts valid items only; Pop
+// skips them (a planted newest record too); Load's Meta.Corrupt counts
+// them and ItemCount does not; recall.Verify reports the session as
+// ErrCorrupt, naming it. The damaged sessions are removed before the test
+// ends, so the store passes the Verify every subtest ends with.
+func testDamaged(e *env) {
+	t := e.t
+	if e.plant == nil {
+		t.Log("storetest: Config.Plant is nil: the damaged-data cases are skipped")
+		return
+	}
+	key := recall.Key{Project: "p", Session: "damaged"}
+	healthy := recall.Key{Project: "p", Session: "healthy"}
+	e.mustAdd(healthy, msg("healthy"))
+	bad := DamagedItems()
+	valid := msgs("v", len(bad)+1)
+
+	// v0 d0 v1 d1 ... v4 d4 v5, then d-last: a planted newest record.
+	var wantLive []recall.LiveItem
+	for i, v := range valid {
+		seq := e.mustAdd(key, v)
+		wantLive = append(wantLive, recall.LiveItem{Ref: recall.ItemRef{Seq: seq}, Item: v})
+		if i < len(bad) {
+			e.plantAt(key, bad[i], seq+1)
+		}
+	}
+	last := e.plantAt(key, []byte(`[{"type":"message"}]`), 0)
+	corrupt := len(bad) + 1
+
+	e.wantDamagedView(key, wantLive, last)
+	m, log := e.mustLoad(key)
+	if m.Corrupt != corrupt || m.ItemCount != len(valid) || m.LastSeq != last {
+		t.Errorf("Load's metadata: Corrupt %d, ItemCount %d, LastSeq %d; want %d, %d, %d", m.Corrupt, m.ItemCount, m.LastSeq, corrupt, len(valid), last)
+	}
+	if len(log) != int(last) {
+		t.Errorf("Load: %d entries, want %d: a planted record is kept in the log", len(log), last)
+	}
+	if sm := e.mustStat(key); sm.ItemCount != len(valid) || sm.Corrupt != 0 && sm.Corrupt != corrupt {
+		t.Errorf("Stat: ItemCount %d, Corrupt %d; want %d valid items, and Corrupt %d (or 0 where the store cannot count)", sm.ItemCount, sm.Corrupt, len(valid), corrupt)
+	}
+	for _, l := range listAll(t, e.ctx, e.s, "p", recall.ListOptions{Limit: -1}) {
+		if l.Key == key && l.ItemCount != len(valid) {
+			t.Errorf("List: %s has ItemCount %d, want %d", key, l.ItemCount, len(valid))
+		}
+	}
+	e.wantCorrupt(key)
+
+	// A ref to a planted record is not in the view.
+	for _, ent := range log {
+		if _, ok := recall.ItemOf(ent); ent.Kind == recall.KindItem && !ok {
+			before := e.mustStat(key)
+			_, err := recall.RemoveItem(e.ctx, e.s, key, recall.ItemRef{Seq: ent.Seq})
+			wantErr(t, fmt.Sprintf("RemoveItem of the planted record at %d", ent.Seq), err, recall.ErrNotFound)
+			if m := e.mustStat(key); m.LastSeq != before.LastSeq {
+				t.Errorf("a refused RemoveItem of a planted record wrote: LastSeq %d, was %d", m.LastSeq, before.LastSeq)
+			}
+			break
+		}
+	}
+
+	// A fork holds the valid items only, and is healthy.
+	fork := recall.Key{Project: "p", Session: "fork"}
+	if fm, err := recall.Fork(e.ctx, e.s, key, 0, fork); err != nil || fm.Corrupt != 0 {
+		t.Errorf("Fork of a damaged session = Corrupt %d, %v; want a healthy fork", fm.Corrupt, err)
+	} else {
+		e.wantView(fork, recall.PlainItems(wantLive))
+		if err := recall.VerifySession(e.ctx, e.s, fork); err != nil {
+			t.Errorf("VerifySession of the fork: %v", err)
+		}
+	}
+
+	// Pop skips the planted newest record and takes the newest valid item,
+	// then goes on through the planted records between valid ones.
+	for i := len(valid) - 1; i >= 0; i-- {
+		got, err := e.s.Pop(e.ctx, key)
+		if err != nil || !bytes.Equal(got, valid[i]) {
+			t.Errorf("Pop = %s, %v; want %s", clip(got), err, clip(valid[i]))
+			break
+		}
+		wantLive = wantLive[:i]
+		e.wantDamagedView(key, wantLive, e.mustStat(key).LastSeq)
+	}
+	before := e.mustStat(key)
+	if got, err := e.s.Pop(e.ctx, key); got != nil || err != nil {
+		t.Errorf("Pop of a session holding only planted records = %s, %v; want nil, nil", clip(got), err)
+	}
+	if m := e.mustStat(key); m.LastSeq != before.LastSeq {
+		t.Errorf("a Pop with nothing to pop wrote: LastSeq %d, was %d", m.LastSeq, before.LastSeq)
+	}
+	if m, _ := e.mustLoad(key); m.Corrupt != corrupt || m.ItemCount != 0 {
+		t.Errorf("after the pops: Corrupt %d, ItemCount %d; want %d, 0", m.Corrupt, m.ItemCount, corrupt)
+	}
+	// and new items come after them as usual
+	seq := e.mustAdd(key, msg("after"))
+	e.wantDamagedView(key, []recall.LiveItem{{Ref: recall.ItemRef{Seq: seq}, Item: msg("after")}}, seq)
+
+	// A session whose only item is a planted record.
+	only := recall.Key{Project: "p", Session: "only-damage"}
+	if _, err := recall.Create(e.ctx, e.s, only, recall.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.plantAt(only, []byte(`[1,2]`), 2)
+	e.wantDamagedView(only, nil, 2)
+	if got, err := e.s.Pop(e.ctx, only); got != nil || err != nil {
+		t.Errorf("Pop of a session whose only item is planted = %s, %v; want nil, nil", clip(got), err)
+	}
+	if m, _ := e.mustLoad(only); m.Corrupt != 1 || m.ItemCount != 0 || m.LastSeq != 2 {
+		t.Errorf("Load: Corrupt %d, ItemCount %d, LastSeq %d; want 1, 0, 2", m.Corrupt, m.ItemCount, m.LastSeq)
+	}
+	e.wantCorrupt(only)
+
+	// recall.Verify of the store names every damaged session, and only
+	// them.
+	err := recall.Verify(e.ctx, e.s)
+	if !errors.Is(err, recall.ErrCorrupt) {
+		t.Errorf("recall.Verify of a store with damaged sessions = %v, want ErrCorrupt", err)
+	} else {
+		for _, k := range []recall.Key{key, only} {
+			if !strings.Contains(err.Error(), k.String()) {
+				t.Errorf("recall.Verify does not name %s: %v", k, err)
+			}
+		}
+		for _, k := range []recall.Key{healthy, fork} {
+			if strings.Contains(err.Error(), k.String()+":") {
+				t.Errorf("recall.Verify names the healthy %s: %v", k, err)
+			}
+		}
+	}
+	for _, k := range []recall.Key{key, only} {
+		if err := e.s.Remove(e.ctx, k); err != nil {
+			t.Errorf("Remove of the damaged %s: %v", k, err)
+		}
+	}
+}
+
+// plantAt plants data as the next entry of key with Config.Plant and
+// returns its seq, which must be want when want > 0.
+func (e *env) plantAt(key recall.Key, data []byte, want int64) int64 {
+	e.t.Helper()
+	before := e.mustStat(key)
+	e.plant(e.t, e.s, key, data)
+	_, log := e.mustLoad(key)
+	n := len(log)
+	if n == 0 || log[n-1].Seq != before.LastSeq+1 || log[n-1].Kind != recall.KindItem || !bytes.Equal(log[n-1].Data, data) {
+		e.t.Fatalf("Config.Plant of %q: the log does not end with it at seq %d: %s", data, before.LastSeq+1, kinds(log))
+	}
+	if want > 0 && log[n-1].Seq != want {
+		e.t.Fatalf("Config.Plant of %q at seq %d, want %d", data, log[n-1].Seq, want)
+	}
+	return log[n-1].Seq
+}
+
+// wantDamagedView checks every read of key's view against want, refs
+// included: Items (which must return LastSeq last) and GetItems, for
+// several limits, each counting valid items only.
+func (e *env) wantDamagedView(key recall.Key, want []recall.LiveItem, last int64) {
+	e.t.Helper()
+	t := e.t
+	sess := recall.NewSession(e.s, key)
+	for _, limit := range []int{0, 1, 2, 3, len(want), len(want) + 3} {
+		w := want
+		if limit > 0 && limit < len(w) {
+			w = w[len(w)-limit:]
+		}
+		live, got, err := e.s.Items(e.ctx, key, limit)
+		if err != nil {
+			t.Errorf("Items(%s, %d) of a damaged session: %v", key, limit, err)
+			continue
+		}
+		if got != last {
+			t.Errorf("Items(%s, %d) of a damaged session returned LastSeq %d, want %d", key, limit, got, last)
+		}
+		if d := liveDiff(live, w); d != "" {
+			t.Errorf("Items(%s, %d) of a damaged session: %s", key, limit, d)
+		}
+		items, err := sess.GetItems(e.ctx, limit)
+		if err != nil {
+			t.Errorf("GetItems(%s, %d) of a damaged session: %v", key, limit, err)
+			continue
+		}
+		wantItems(t, fmt.Sprintf("GetItems(%s, %d) of a damaged session", key, limit), items, recall.PlainItems(w))
+	}
+}
+
+// wantCorrupt checks that recall.VerifySession reports key as ErrCorrupt,
+// naming it.
+func (e *env) wantCorrupt(key recall.Key) {
+	e.t.Helper()
+	err := recall.VerifySession(e.ctx, e.s, key)
+	if !errors.Is(err, recall.ErrCorrupt) || !strings.Contains(err.Error(), key.String()) {
+		e.t.Errorf("recall.VerifySession of the damaged %s = %v; want ErrCorrupt naming the session", key, err)
+	}
+}

@@ -1,0 +1,191 @@
+package storetest
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/recallkit/recall"
+)
+
+// testUpdated checks what moves Meta.Updated: conversation activity
+// (items, Pop, RemoveItem, Clear, compaction, fork) does; title and meta
+// changes (SetTitle, SetArchived, SetPinned, SetLabels, SetMetadata,
+// MergeMetadata) do not, so they move neither the List order nor
+// Cleanup's age. Every session starts old, imported at a time the test
+// chose.
+func testUpdated(e *env) {
+	t := e.t
+	yes := true
+	md := map[string]string{"k": "v"}
+	v := "v2"
+	type change struct {
+		name string
+		fn   func(k recall.Key) error
+	}
+	quiet := []change{
+		{"SetTitle(user)", func(k recall.Key) error { _, err := recall.SetTitle(e.ctx, e.s, k, "t", recall.TitleUser); return err }},
+		{"SetTitle(auto)", func(k recall.Key) error { _, err := recall.SetTitle(e.ctx, e.s, k, "t", recall.TitleAuto); return err }},
+		{"SetArchived", func(k recall.Key) error { _, err := recall.SetArchived(e.ctx, e.s, k, true); return err }},
+		{"SetPinned then unpinned", func(k recall.Key) error {
+			if _, err := recall.SetPinned(e.ctx, e.s, k, true); err != nil {
+				return err
+			}
+			_, err := recall.SetPinned(e.ctx, e.s, k, false)
+			return err
+		}},
+		{"SetLabels", func(k recall.Key) error { _, err := recall.SetLabels(e.ctx, e.s, k, "a", "b"); return err }},
+		{"SetMetadata", func(k recall.Key) error { _, err := recall.SetMetadata(e.ctx, e.s, k, md); return err }},
+		{"MergeMetadata", func(k recall.Key) error {
+			_, err := recall.MergeMetadata(e.ctx, e.s, k, map[string]*string{"k": &v})
+			return err
+		}},
+	}
+	active := []change{
+		{"an append", func(k recall.Key) error {
+			_, err := e.s.Append(e.ctx, k, recall.Guard{}, recall.ItemEntry(msg("new")))
+			return err
+		}},
+		{"Pop", func(k recall.Key) error { _, err := e.s.Pop(e.ctx, k); return err }},
+		{"RemoveItem", func(k recall.Key) error {
+			_, err := recall.RemoveItem(e.ctx, e.s, k, recall.ItemRef{Seq: 1})
+			return err
+		}},
+		{"Clear", func(k recall.Key) error { return recall.Clear(e.ctx, e.s, k) }},
+		{"a compaction", func(k recall.Key) error {
+			m, err := e.s.Stat(e.ctx, k)
+			if err != nil {
+				return err
+			}
+			_, err = e.s.Append(e.ctx, k, recall.IfLastSeq(m.LastSeq), compaction(m.LastSeq, 2, msg("summary")))
+			return err
+		}},
+	}
+	// Each session is imported at its own old minute, a few entries long
+	// so that every change applies.
+	old := func(name string, minute int) recall.Key {
+		k := recall.Key{Project: "p", Session: name}
+		if _, err := e.s.Import(e.ctx, k, imported(1, minute, recall.ItemEntry(msg("a")), recall.ItemEntry(msg("b")))...); err != nil {
+			t.Fatalf("Import %s: %v", k, err)
+		}
+		return k
+	}
+	quietKeys := map[string]recall.Key{}
+	for i, c := range quiet {
+		quietKeys[c.name] = old(fmt.Sprintf("quiet-%d", i), 10+i)
+	}
+	activeKeys := map[string]recall.Key{}
+	for i, c := range active {
+		activeKeys[c.name] = old(fmt.Sprintf("active-%d", i), 30+i)
+	}
+	listOrder := func() []recall.Key {
+		return keysOf(listAll(t, e.ctx, e.s, "p", recall.ListOptions{Limit: -1, IncludeArchived: true}))
+	}
+	orderBefore := listOrder()
+
+	for i, c := range quiet {
+		k := quietKeys[c.name]
+		before := e.mustStat(k)
+		e.later()
+		if err := c.fn(k); err != nil {
+			t.Errorf("%s: %v", c.name, err)
+			continue
+		}
+		m := e.mustStat(k)
+		if m.LastSeq == before.LastSeq {
+			t.Errorf("%s wrote nothing", c.name)
+		}
+		if !m.Updated.Equal(oldTime(10+i)) || !m.Created.Equal(oldTime(10+i)) {
+			t.Errorf("%s moved Updated to %v (Created %v); want both still %v", c.name, m.Updated, m.Created, oldTime(10+i))
+		}
+	}
+	if got := listOrder(); !slices.Equal(got, orderBefore) {
+		t.Errorf("title and meta changes moved the List order:\n got %v\nwant %v", got, orderBefore)
+	}
+	for _, m := range listAll(t, e.ctx, e.s, "p", recall.ListOptions{Limit: -1, IncludeArchived: true}) {
+		if d := MetaDiff(m, e.mustStat(m.Key), true); d != "" {
+			t.Errorf("List: %s: %s", m.Key, d)
+		}
+	}
+
+	var moved []recall.Key
+	for _, c := range active {
+		k := activeKeys[c.name]
+		e.later()
+		if err := c.fn(k); err != nil {
+			t.Errorf("%s: %v", c.name, err)
+			continue
+		}
+		m := e.mustStat(k)
+		if !plausibleTime(m.Updated) || m.Created.Equal(m.Updated) {
+			t.Errorf("%s left Updated at %v (Created %v); want it now", c.name, m.Updated, m.Created)
+		}
+		moved = append([]recall.Key{k}, moved...) // the latest first
+	}
+	// A fork is a new session, updated now; its source does not move.
+	fork := recall.Key{Project: "p", Session: "fork"}
+	src := quietKeys["SetTitle(user)"]
+	e.later()
+	if m, err := recall.Fork(e.ctx, e.s, src, 0, fork); err != nil || !plausibleTime(m.Updated) || !m.Updated.Equal(m.Created) {
+		t.Errorf("Fork = Updated %v, Created %v, %v; want both now", m.Updated, m.Created, err)
+	}
+	if m := e.mustStat(src); !m.Updated.Equal(oldTime(10)) {
+		t.Errorf("forking moved the source's Updated to %v", m.Updated)
+	}
+	moved = append([]recall.Key{fork}, moved...)
+	rest := slices.DeleteFunc(slices.Clone(orderBefore), func(k recall.Key) bool { return slices.Contains(moved, k) })
+	want := append(slices.Clone(moved), rest...)
+	if got := listOrder(); !slices.Equal(got, want) {
+		t.Errorf("after activity, List order\n got %v\nwant %v", got, want)
+	}
+
+	// Cleanup's age is Updated: a cutoff after the old times removes every
+	// session that only had title and meta changes (the pinned-then-
+	// unpinned one too), and none that had activity.
+	rep, err := recall.Cleanup(e.ctx, e.s, recall.CleanupOptions{OlderThan: oldTime(100)})
+	if err != nil {
+		t.Fatalf("Cleanup: %v", err)
+	}
+	var wantGone []recall.Key
+	for _, c := range quiet {
+		wantGone = append(wantGone, quietKeys[c.name])
+	}
+	got := keysOf(rep.Removed)
+	slices.SortFunc(got, compareKeys)
+	slices.SortFunc(wantGone, compareKeys)
+	if !slices.Equal(got, wantGone) || rep.Kept != 0 {
+		t.Errorf("Cleanup at an old cutoff removed %v and kept %d pinned; want %v and 0", got, rep.Kept, wantGone)
+	}
+	if got := listOrder(); !slices.Equal(got, moved) {
+		t.Errorf("after Cleanup the store holds %v, want %v", got, moved)
+	}
+
+	// Updated starts at the first entry's time whatever its kind, and
+	// moves only with activity after that; an imported log says so too.
+	first := recall.Key{Project: "q", Session: "title-first"}
+	log := []recall.Entry{
+		recall.NewEntry(recall.KindTitle, recall.TitleChange{Title: "t", Source: recall.TitleUser}),
+		recall.NewEntry(recall.KindMeta, recall.MetaChange{Pinned: &yes}),
+	}
+	for i := range log {
+		log[i].Seq, log[i].Time = int64(i+1), oldTime(i)
+	}
+	if _, err := e.s.Import(e.ctx, first, log...); err != nil {
+		t.Fatal(err)
+	}
+	if m := e.mustStat(first); !m.Created.Equal(oldTime(0)) || !m.Updated.Equal(oldTime(0)) {
+		t.Errorf("a log of a title and a pin: Created %v, Updated %v; want both %v", m.Created, m.Updated, oldTime(0))
+	}
+	more := []recall.Entry{recall.ItemEntry(msg("x")), recall.NewEntry(recall.KindMeta, recall.MetaChange{Pinned: &yes})}
+	for i := range more {
+		more[i].Seq, more[i].Time = int64(len(log)+i+1), oldTime(len(log)+i)
+	}
+	if _, err := e.s.Import(e.ctx, first, more...); err != nil {
+		t.Fatal(err)
+	}
+	if m := e.mustStat(first); !m.Updated.Equal(oldTime(2)) {
+		t.Errorf("after an item at %v and a pin at %v: Updated %v, want the item's time", oldTime(2), oldTime(3), m.Updated)
+	}
+	if ps, err := recall.Projects(e.ctx, e.s); err != nil || len(ps) != 2 || !ps[1].Updated.Equal(oldTime(2)) {
+		t.Errorf("Projects = %+v, %v; want q updated at %v", ps, err, oldTime(2))
+	}
+}
