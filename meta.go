@@ -33,8 +33,11 @@ type Meta struct {
 	Usage      Usage             `json:"usage"`
 	// Corrupt counts stored records a store could not use and skipped:
 	// log lines that do not decode (file store), and item entries whose
-	// item is not a JSON object (every store; see ItemOf). They are kept,
-	// never rewritten away; Verify reports them.
+	// item is not a JSON object (every store; see ItemOf). They are kept
+	// for a person to look at; Verify reports them. Only an explicit
+	// Purge drops a damaged item, with the rest of the history before the
+	// compaction it keeps (the file store keeps undecodable lines even
+	// then).
 	Corrupt int `json:"corrupt,omitempty"`
 }
 

@@ -53,7 +53,7 @@ func Verify(ctx context.Context, s Store) error {
 }
 
 // verifyRereads bounds how often VerifySession reads a session again when
-// its LastSeq moved while it was being read.
+// it changed, other than by appends, while it was being read.
 const verifyRereads = 20
 
 // VerifySession checks one session's invariants:
@@ -64,10 +64,12 @@ const verifyRereads = 20
 //   - Items(0) equals the view Replay derives from the log;
 //   - nothing stored is unreadable (Meta.Corrupt is 0).
 //
-// The log (Load) and the view (Items) are compared only when both were
-// read at the same LastSeq; when a writer moved it in between, both are
-// read again. Every error wraps ErrCorrupt and names the session, except
-// a session that does not exist (ErrNotFound).
+// It reads the log (Load) and then the view (Items, with the LastSeq it
+// was read at). When a writer appended in between, the entries past the
+// log's end are read too (Entries), so the view is compared with the log
+// as it stood at the view's LastSeq; only a session that changed in other
+// ways (removed, purged) is read again. Every error wraps ErrCorrupt and
+// names the session, except a session that does not exist (ErrNotFound).
 func VerifySession(ctx context.Context, s Store, key Key) error {
 	for range verifyRereads {
 		meta, entries, err := s.Load(ctx, key)
@@ -78,14 +80,16 @@ func VerifySession(ctx context.Context, s Store, key Key) error {
 		if err != nil {
 			return fmt.Errorf("%s: items: %w", key, err)
 		}
-		if last != meta.LastSeq {
-			continue // appended to (or removed) in between: read again
+		viewLog, ok := logAt(ctx, s, key, meta.LastSeq, entries, last)
+		if !ok {
+			continue // removed, purged or re-created in between: read again
 		}
-		if err := verifySnapshot(key, meta, entries, items); err != nil {
-			// A store whose Load is not one snapshot would show a
-			// writer's half-done batch as a problem: confirm it holds
-			// still before reporting it.
-			if m, serr := s.Stat(ctx, key); serr == nil && m.LastSeq != last {
+		if err := verifySnapshot(key, meta, entries, items, viewLog); err != nil {
+			// Before reporting, confirm the log held still: a session
+			// removed and created anew between the reads, or a store
+			// whose Load is not one snapshot, would show a problem that
+			// is not in the data.
+			if _, again, lerr := s.Load(ctx, key); lerr == nil && !extends(again, viewLog) {
 				continue
 			}
 			return err
@@ -95,8 +99,42 @@ func VerifySession(ctx context.Context, s Store, key Key) error {
 	return fmt.Errorf("%s: %w: the session changed on each of %d reads", key, ErrConflict, verifyRereads)
 }
 
-// verifySnapshot checks one consistent reading of a session.
-func verifySnapshot(key Key, meta Meta, entries []Entry, items []LiveItem) error {
+// logAt returns the log as it stood at seq last, given the log loaded at
+// seq loaded: entries itself, or entries extended by those appended since,
+// read with Entries. It reports false when that log cannot be had (the
+// view is older than the load, or the log changed other than by appends).
+func logAt(ctx context.Context, s Store, key Key, loaded int64, entries []Entry, last int64) ([]Entry, bool) {
+	switch {
+	case last == loaded:
+		return entries, true
+	case last < loaded:
+		return nil, false
+	}
+	more, err := s.Entries(ctx, key, loaded, int(last-loaded))
+	if err != nil || len(more) == 0 || more[0].Seq != loaded+1 || more[len(more)-1].Seq != last {
+		return nil, false
+	}
+	return append(slices.Clip(entries), more...), true
+}
+
+// extends reports whether log begins with exactly the entries of prefix.
+func extends(log, prefix []Entry) bool {
+	if len(log) < len(prefix) {
+		return false
+	}
+	for i, p := range prefix {
+		e := log[i]
+		if e.Seq != p.Seq || e.Kind != p.Kind || !e.Time.Equal(p.Time) || !bytes.Equal(e.Data, p.Data) {
+			return false
+		}
+	}
+	return true
+}
+
+// verifySnapshot checks one consistent reading of a session: meta and
+// entries were read together, items at the end of viewLog (entries, or
+// entries and what was appended after them).
+func verifySnapshot(key Key, meta Meta, entries []Entry, items []LiveItem, viewLog []Entry) error {
 	var errs []error
 	bad := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%s: %w: %s", key, ErrCorrupt, fmt.Sprintf(format, args...)))
@@ -104,12 +142,12 @@ func verifySnapshot(key Key, meta Meta, entries []Entry, items []LiveItem) error
 	if meta.Corrupt > 0 {
 		bad("%d unreadable stored records (kept, skipped by readers)", meta.Corrupt)
 	}
-	for i, e := range entries {
+	for i, e := range viewLog {
 		switch {
 		case i == 0 && e.Seq != 1 && e.Kind != KindCompaction:
 			bad("log starts at seq %d", e.Seq)
-		case i > 0 && e.Seq != entries[i-1].Seq+1:
-			bad("seq %d follows seq %d", e.Seq, entries[i-1].Seq)
+		case i > 0 && e.Seq != viewLog[i-1].Seq+1:
+			bad("seq %d follows seq %d", e.Seq, viewLog[i-1].Seq)
 		}
 	}
 	want, live := Replay(key, entries)
@@ -121,11 +159,14 @@ func verifySnapshot(key Key, meta Meta, entries []Entry, items []LiveItem) error
 	if got := metaKey(meta); got != metaKey(want) {
 		bad("stored metadata %s, log says %s", got, metaKey(want))
 	}
-	if !slices.EqualFunc(items, live, func(a, b LiveItem) bool { return a.Ref == b.Ref && bytes.Equal(a.Item, b.Item) }) {
-		bad("Items returns %d items, the log's view has %d (or they differ)", len(items), len(live))
-	}
 	if meta.ItemCount != len(live) {
 		bad("item count %d, view has %d", meta.ItemCount, len(live))
+	}
+	if len(viewLog) != len(entries) {
+		_, live = Replay(key, viewLog)
+	}
+	if !slices.EqualFunc(items, live, func(a, b LiveItem) bool { return a.Ref == b.Ref && bytes.Equal(a.Item, b.Item) }) {
+		bad("Items returns %d items, the log's view has %d (or they differ)", len(items), len(live))
 	}
 	return errors.Join(errs...)
 }

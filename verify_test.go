@@ -3,6 +3,7 @@ package recall_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -49,14 +50,27 @@ func (d *damaged) Items(ctx context.Context, key recall.Key, limit int) ([]recal
 // next read, as another process chatting beside `recall check` does.
 type racing struct {
 	*memstore.Store
-	writes int // appends still to make, one per Load
+	writes   int  // writes still to make, one per Load
+	recreate bool // remove the session and create it anew instead of appending
+	n        int  // writes made
 }
 
 func (r *racing) Load(ctx context.Context, key recall.Key) (recall.Meta, []recall.Entry, error) {
 	m, es, err := r.Store.Load(ctx, key)
 	if err == nil && r.writes > 0 {
 		r.writes--
-		if _, err := r.Store.Append(ctx, key, recall.IfExists(), recall.ItemEntry(recall.Message("user", "meanwhile"))); err != nil {
+		r.n++
+		batch := []recall.Entry{recall.ItemEntry(recall.Message("user", fmt.Sprint("meanwhile ", r.n)))}
+		if r.recreate {
+			if err := r.Store.Remove(ctx, key); err != nil {
+				return m, es, err
+			}
+			// a new log, longer than the one just loaded, of other items
+			for len(batch) <= len(es) {
+				batch = append(batch, batch[0])
+			}
+		}
+		if _, err := r.Store.Append(ctx, key, recall.Guard{}, batch...); err != nil {
 			return m, es, err
 		}
 	}
@@ -72,15 +86,30 @@ func TestVerifyBesideAWriter(t *testing.T) {
 	if err := recall.NewSession(r, key).AddItems(ctx, recall.Message("user", "a")); err != nil {
 		t.Fatal(err)
 	}
-	r.writes = 5
-	if err := recall.Verify(ctx, r); err != nil {
-		t.Errorf("Verify beside a writer: %v", err)
+	// Appends between the log and the view: the view is checked against
+	// the log extended by what was appended, on every read.
+	for range 5 {
+		r.writes = 1
+		if err := recall.Verify(ctx, r); err != nil {
+			t.Errorf("Verify beside a writer: %v", err)
+		}
+		if r.writes != 0 {
+			t.Fatal("the writer did not write")
+		}
 	}
-	if r.writes != 0 {
-		t.Errorf("%d writes left: Verify did not read again", r.writes)
+	// A session removed and created anew in between is read again.
+	if _, err := r.Store.Append(ctx, key, recall.Guard{}, recall.ItemEntry(recall.Message("user", "b"))); err != nil {
+		t.Fatal(err)
+	}
+	r.writes, r.recreate = 1, true
+	if err := recall.VerifySession(ctx, r, key); err != nil || r.writes != 0 {
+		t.Errorf("VerifySession beside a re-creation: %v (%d writes left)", err, r.writes)
 	}
 	// A session that never holds still is not verified, and says so,
 	// without claiming corruption.
+	if _, err := r.Store.Append(ctx, key, recall.Guard{}, recall.ItemEntry(recall.Message("user", "c"))); err != nil {
+		t.Fatal(err)
+	}
 	r.writes = 1000
 	err := recall.VerifySession(ctx, r, key)
 	if !errors.Is(err, recall.ErrConflict) || errors.Is(err, recall.ErrCorrupt) {

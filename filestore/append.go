@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"hash/crc32"
 	"os"
+	"syscall"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/internal/durable"
 	"github.com/recallkit/recall/internal/flock"
-	"golang.org/x/sys/unix"
+	"github.com/recallkit/recall/storekit"
 )
 
 // writer is a log held for writing: the in-process lock and the file lock
@@ -51,7 +53,7 @@ func (w *writer) open(ctx context.Context) error {
 		if isNotExist(err) {
 			return nil
 		}
-		if errors.Is(err, unix.EISDIR) {
+		if errors.Is(err, syscall.EISDIR) {
 			return fmt.Errorf("%w: %s is the directory of session %s.jsonl's records", recall.ErrConflict, w.l.path, w.l.rel)
 		}
 		if err != nil {
@@ -76,20 +78,23 @@ func (w *writer) open(ctx context.Context) error {
 			continue // removed or replaced: start over with what is there now
 		}
 		w.f = f
-		return w.sync(st)
+		return w.sync(ctx, st)
 	}
 }
 
 // sync makes w.rec describe the locked log whose stat is st: the cached
 // record when it matches, else one derived from the log (reading only the
 // bytes added since the record, when possible). A torn tail is then moved
-// aside.
-func (w *writer) sync(st fileStat) error {
+// aside. It gives up with ctx's error, before any repair, when ctx ends.
+func (w *writer) sync(ctx context.Context, st fileStat) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	rec := w.s.cachedRecord(w.p, w.l.rel, st.size)
 	fresh := rec == nil || rec.st != st
 	if fresh {
 		var err error
-		if rec, err = derive(w.f, w.l.key, w.l.rel, st, rec); err != nil {
+		if rec, err = derive(ctx, w.f, w.l.key, w.l.rel, st, rec); err != nil {
 			return err
 		}
 	}
@@ -142,6 +147,18 @@ func (w *writer) close() {
 	w.unlock()
 }
 
+// exists reports whether the locked log holds a session: at least one
+// entry or one unreadable line, as Stat sees it.
+func (w *writer) exists() bool { return w.rec != nil && !w.rec.empty }
+
+// lastSeq returns the LastSeq of the log as locked, 0 for no log.
+func (w *writer) lastSeq() int64 {
+	if w.rec == nil {
+		return 0
+	}
+	return w.rec.lastSeq()
+}
+
 // meta returns the metadata of the log as locked (a fresh Meta for no log).
 func (w *writer) meta() (recall.Meta, error) {
 	if w.rec == nil {
@@ -159,18 +176,21 @@ var errRaced = errors.New("log created concurrently")
 // returns the metadata after it.
 //
 // The crash-safety story: (1) the whole batch is encoded before anything
-// is written, so a bad entry writes nothing; (2) it goes out in one write
+// is written, so a bad entry writes nothing, and ctx is checked last
+// before the write, the commit point: a call whose context ended changes
+// nothing; (2) it goes out in one write
 // on an O_APPEND file, every line but the last marked "more", so a batch
 // cut by a crash is recognisably incomplete and readers ignore it; (3)
-// with SyncAlways the file is fdatasynced before the call returns; (4) a
+// with SyncAlways the file is synced (durable.SyncData: fdatasync on Linux,
+// F_FULLFSYNC on macOS) before the call returns; (4) a
 // failed write or sync is cut off again, so an error means the batch is
 // not in the log; (5) only then is the index told.
-func (w *writer) write(entries []recall.Entry) (recall.Meta, error) {
+func (w *writer) write(ctx context.Context, entries []recall.Entry) (recall.Meta, error) {
 	m, err := w.meta()
 	if err != nil {
 		return recall.Meta{}, err
 	}
-	var buf []byte
+	buf := make([]byte, 0, batchRoom(entries))
 	if w.rec != nil && w.rec.unterminated {
 		buf = append(buf, '\n') // the last line lost only its newline
 	}
@@ -182,6 +202,9 @@ func (w *writer) write(entries []recall.Entry) (recall.Meta, error) {
 	for _, e := range entries {
 		m.Apply(e)
 	}
+	if err := ctx.Err(); err != nil {
+		return recall.Meta{}, err
+	}
 	if w.f == nil {
 		return m, w.create(buf, m)
 	}
@@ -191,9 +214,9 @@ func (w *writer) write(entries []recall.Entry) (recall.Meta, error) {
 		return recall.Meta{}, err
 	}
 	if w.s.opts.Sync == SyncAlways {
-		if err := unix.Fdatasync(int(w.f.Fd())); err != nil {
+		if err := durable.SyncData(w.f); err != nil {
 			w.cut(pre)
-			return recall.Meta{}, &os.PathError{Op: "fdatasync", Path: w.l.path, Err: err}
+			return recall.Meta{}, err
 		}
 	}
 	// The batch is in the log. What follows only caches its metadata; if
@@ -224,14 +247,17 @@ func (w *writer) cut(size int64) {
 
 // create makes the log with its first batch in one step (temp file, fsync,
 // link, fsync of the directory), so no reader ever sees an empty or half
-// written new session. It returns errRaced when another writer created the
-// log first.
+// written new session. The fsyncs do not depend on the sync policy: a
+// fork (recall.Fork appends its whole log with IfNew) and a created
+// session (recall.Create) are durable once Append returns, as a native
+// fork was. It returns errRaced when another writer created the log
+// first.
 func (w *writer) create(buf []byte, m recall.Meta) error {
 	st, err := createAtomic(w.l.path, buf)
 	if errors.Is(err, os.ErrExist) {
 		return errRaced
 	}
-	if errors.Is(err, unix.ENOTDIR) {
+	if errors.Is(err, errNotDir) {
 		return fmt.Errorf("%w: a log occupies a directory name on the way to %s", recall.ErrConflict, w.l.path)
 	}
 	if err != nil {
@@ -259,8 +285,11 @@ func (s *Store) withWriter(ctx context.Context, l loc, fn func(w *writer) error)
 	}
 }
 
-// Append implements recall.Store.
-func (s *Store) Append(ctx context.Context, key recall.Key, entries ...recall.Entry) (int64, error) {
+// Append implements recall.Store. The guard is checked with the log
+// locked (in this process and, by flock, in every other), against the
+// record the writer has just brought up to date: the same state the seqs
+// are assigned from, so no other writer can come in between.
+func (s *Store) Append(ctx context.Context, key recall.Key, guard recall.Guard, entries ...recall.Entry) (int64, error) {
 	l, err := s.locate(key)
 	if err != nil {
 		return 0, fmt.Errorf("filestore: append %s: %w", key, err)
@@ -270,16 +299,12 @@ func (s *Store) Append(ctx context.Context, key recall.Key, entries ...recall.En
 	}
 	var last int64
 	err = s.withWriter(ctx, l, func(w *writer) error {
-		m, err := w.meta()
-		if err != nil {
+		last = w.lastSeq()
+		if err := guard.Check(w.exists(), last); err != nil {
 			return err
 		}
-		last = m.LastSeq
 		if len(entries) == 0 {
 			return nil
-		}
-		if err := recall.CheckGuard(entries, last); err != nil {
-			return err
 		}
 		batch := make([]recall.Entry, len(entries))
 		now := recall.Now()
@@ -290,7 +315,7 @@ func (s *Store) Append(ctx context.Context, key recall.Key, entries ...recall.En
 			}
 			batch[i] = e
 		}
-		m, err = w.write(batch)
+		m, err := w.write(ctx, batch)
 		last = m.LastSeq
 		return err
 	})
@@ -311,16 +336,14 @@ func (s *Store) Import(ctx context.Context, key recall.Key, entries ...recall.En
 	}
 	var last int64
 	err = s.withWriter(ctx, l, func(w *writer) error {
-		m, err := w.meta()
-		if err != nil {
-			return err
-		}
-		last = m.LastSeq
-		fresh, err := recall.ImportPlan(last, entries)
+		// The plan is made from the LastSeq held under the lock: the
+		// entries it keeps are guarded by the seq they continue.
+		last = w.lastSeq()
+		fresh, err := storekit.ImportPlan(last, entries)
 		if err != nil || len(fresh) == 0 {
 			return err
 		}
-		m, err = w.write(fresh)
+		m, err := w.write(ctx, fresh)
 		last = m.LastSeq
 		return err
 	})
@@ -342,17 +365,13 @@ func (s *Store) Pop(ctx context.Context, key recall.Key) (recall.Item, error) {
 		if w.f == nil {
 			return nil
 		}
-		live, err := recall.Tail(1, backward(w.f, w.rec.off))
+		live, err := storekit.Tail(1, backward(ctx, w.f, w.rec.off))
 		if err != nil || len(live) == 0 {
 			return err
 		}
-		m, err := w.meta()
-		if err != nil {
-			return err
-		}
 		pop := recall.NewEntry(recall.KindPop, live[0].Ref)
-		pop.Seq, pop.Time = m.LastSeq+1, recall.Now()
-		if _, err := w.write([]recall.Entry{pop}); err != nil {
+		pop.Seq, pop.Time = w.lastSeq()+1, recall.Now()
+		if _, err := w.write(ctx, []recall.Entry{pop}); err != nil {
 			return err
 		}
 		item = live[0].Item.Clone()

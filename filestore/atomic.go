@@ -7,53 +7,26 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync/atomic"
-
-	"golang.org/x/sys/unix"
+	"syscall"
 
 	"github.com/recallkit/recall/internal/durable"
 )
 
-var errNotDir = unix.ENOTDIR
+var errNotDir = syscall.ENOTDIR
 
 // fileStat is what the index compares to decide whether a cached Meta still
-// describes a log: the same inode, size and modification time.
+// describes a log: the same inode, size and modification time. fstat,
+// statPath and statLogs make them, by the platform's calls (sys_unix.go,
+// sys_windows.go).
 type fileStat struct {
-	ino   uint64
+	ino   uint64 // the inode; on Windows the file index
 	size  int64
 	mtime int64 // nanoseconds since the epoch
-}
-
-func statOf(st *unix.Stat_t) fileStat {
-	return fileStat{ino: st.Ino, size: st.Size, mtime: st.Mtim.Nano()}
 }
 
 // errNotLog reports a path that exists but is not a regular file (the
 // directory of another session's subagent records): there is no log there.
 var errNotLog = fmt.Errorf("not a regular file: %w", os.ErrNotExist)
-
-// fstat stats an open log; a directory or device is errNotLog.
-func fstat(f *os.File) (fileStat, error) {
-	var st unix.Stat_t
-	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
-		return fileStat{}, &os.PathError{Op: "fstat", Path: f.Name(), Err: err}
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return fileStat{}, &os.PathError{Op: "fstat", Path: f.Name(), Err: errNotLog}
-	}
-	return statOf(&st), nil
-}
-
-// statPath stats a log by name; a directory or device is errNotLog.
-func statPath(path string) (fileStat, error) {
-	var st unix.Stat_t
-	if err := unix.Stat(path, &st); err != nil {
-		return fileStat{}, &os.PathError{Op: "stat", Path: path, Err: err}
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return fileStat{}, &os.PathError{Op: "stat", Path: path, Err: errNotLog}
-	}
-	return statOf(&st), nil
-}
 
 // mkdirDurable creates dir and any missing parents, fsyncing the parent of
 // each directory it creates, so a file later made durable in dir cannot be
@@ -61,7 +34,7 @@ func statPath(path string) (fileStat, error) {
 func mkdirDurable(dir string, perm os.FileMode) error {
 	if fi, err := os.Stat(dir); err == nil {
 		if !fi.IsDir() {
-			return &os.PathError{Op: "mkdir", Path: dir, Err: unix.ENOTDIR}
+			return &os.PathError{Op: "mkdir", Path: dir, Err: errNotDir}
 		}
 		return nil
 	}

@@ -13,22 +13,14 @@ import (
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/filestore"
-	"golang.org/x/sys/unix"
+	"github.com/recallkit/recall/internal/durable"
+	"github.com/recallkit/recall/storekit"
 )
 
 // The benchmarks run with raw baselines in the same run, so that ratios
 // mean something on a busy machine. docs/BENCHMARKS.md has the figures and
 // the command. Data goes to $RECALL_BENCH_DIR when set (to measure another
 // disk), else to the test's temporary directory.
-
-// cpuTime returns the CPU time this process has used, user and system.
-func cpuTime() time.Duration {
-	var ru unix.Rusage
-	if unix.Getrusage(unix.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
 
 // reportCPU adds the CPU time per operation to a benchmark's results
 // (cpu-ms/op): on a machine shared with other work, it shows what an
@@ -110,7 +102,7 @@ func BenchmarkAppend(b *testing.B) {
 			if full {
 				err = f.Sync()
 			} else {
-				err = unix.Fdatasync(int(f.Fd()))
+				err = durable.SyncData(f) // the store's sync: fdatasync on Linux
 			}
 			if err != nil {
 				b.Fatal(err)
@@ -276,13 +268,13 @@ func makeProject(b *testing.B, sessions, items int) string {
 		role := []string{"user", "assistant"}[i%2]
 		e := recall.ItemEntry(recall.Message(role, fmt.Sprintf("message %d %s", i, strings.Repeat("lorem ipsum ", 20))))
 		e.Time = placeholder
-		if _, err := s.Append(ctx, tmpl, e); err != nil {
+		if _, err := s.Append(ctx, tmpl, recall.Guard{}, e); err != nil {
 			b.Fatal(err)
 		}
 	}
 	title := recall.NewEntry(recall.KindTitle, recall.TitleChange{Title: "a session title", Source: recall.TitleUser})
 	title.Time = placeholder
-	if _, err := s.Append(ctx, tmpl, title); err != nil {
+	if _, err := s.Append(ctx, tmpl, recall.Guard{}, title); err != nil {
 		b.Fatal(err)
 	}
 	data, err := os.ReadFile(logPath(b, s, tmpl))
@@ -358,7 +350,7 @@ func BenchmarkList10k(b *testing.B) {
 			}
 			metas = append(metas, m)
 		}
-		if p, err := recall.Paginate(metas, recall.ListOptions{}); err != nil || len(p.Sessions) != 50 {
+		if p, err := storekit.Paginate(metas, recall.ListOptions{}); err != nil || len(p.Sessions) != 50 {
 			b.Fatal(len(p.Sessions), err)
 		}
 	}
@@ -376,8 +368,7 @@ func BenchmarkList10k(b *testing.B) {
 			b.Fatal(err)
 		}
 		for _, name := range names {
-			var st unix.Stat_t
-			if err := unix.Fstatat(int(d.Fd()), name, &st, 0); err != nil {
+			if err := statAt(d, name); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -405,7 +396,7 @@ func BenchmarkFork10k(b *testing.B) {
 	i := 0
 	for b.Loop() {
 		i++
-		if _, err := s.Fork(ctx, key, 0, recall.Key{Project: "bench", Session: fmt.Sprintf("fork-%d", i)}); err != nil {
+		if _, err := recall.Fork(ctx, s, key, 0, recall.Key{Project: "bench", Session: fmt.Sprintf("fork-%d", i)}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -22,33 +22,23 @@ import (
 var errBadLine = errors.New("undecodable log line")
 
 // appendLine appends e as one log line, newline included, to buf. more
-// marks every line of a batch but the last.
+// marks every line of a batch but the last. A time that JSON cannot hold
+// (a year out of RFC 3339's range) is ErrInvalidItem, and buf is returned
+// as it was.
 func appendLine(buf []byte, e recall.Entry, more bool) ([]byte, error) {
-	t, err := marshalTime(e.Time)
-	if err != nil {
-		return buf, err
-	}
-	return appendLineTime(buf, e, more, t), nil
-}
-
-// marshalTime encodes an entry's time as appendLineTime writes it.
-func marshalTime(t time.Time) ([]byte, error) {
-	b, err := t.MarshalJSON()
-	if err != nil {
-		return nil, fmt.Errorf("%w: entry time: %v", recall.ErrInvalidItem, err)
-	}
-	return b, nil
-}
-
-// appendLineTime is appendLine with e.Time already encoded as t (by
-// marshalTime), for a caller writing many entries of one time (Fork).
-func appendLineTime(buf []byte, e recall.Entry, more bool, t []byte) []byte {
+	start := len(buf)
 	buf = append(buf, `{"seq":`...)
 	buf = strconv.AppendInt(buf, e.Seq, 10)
 	buf = append(buf, `,"kind":`...)
 	buf = appendString(buf, string(e.Kind))
-	buf = append(buf, `,"time":`...)
-	buf = append(buf, t...)
+	buf = append(buf, `,"time":"`...)
+	// what time.Time.MarshalJSON writes, appended in place (AppendText
+	// returns nil on error)
+	tb, err := e.Time.AppendText(buf)
+	if err != nil {
+		return buf[:start], fmt.Errorf("%w: entry time: %v", recall.ErrInvalidItem, err)
+	}
+	buf = append(tb, '"')
 	if more {
 		buf = append(buf, `,"more":true`...)
 	}
@@ -75,7 +65,22 @@ func appendLineTime(buf []byte, e recall.Entry, more bool, t []byte) []byte {
 			buf = append(buf, '"')
 		}
 	}
-	return append(buf, "}\n"...)
+	return append(buf, "}\n"...), nil
+}
+
+// lineRoom is the room a line takes besides its payload, enough for the
+// longest seq, kind, time and usage the encoder writes.
+const lineRoom = 256
+
+// batchRoom returns the bytes the lines of entries take, give or take
+// escaping: write sizes its buffer with it, so encoding a batch allocates
+// once.
+func batchRoom(entries []recall.Entry) int {
+	n := 1 // a newline ending a line that lost its own
+	for _, e := range entries {
+		n += len(e.Data) + lineRoom
+	}
+	return n
 }
 
 // embeddable reports whether data can be written as the raw value of
@@ -88,7 +93,7 @@ func embeddable(kind recall.Kind, data []byte) bool {
 		return false
 	}
 	switch kind {
-	case recall.KindItem, recall.KindTitle, recall.KindMeta, recall.KindPop, recall.KindCompaction, recall.KindFork:
+	case recall.KindItem, recall.KindTitle, recall.KindMeta, recall.KindPop, recall.KindRemove, recall.KindCompaction, recall.KindFork:
 		return true // recall.ValidateEntries has decoded these
 	}
 	return jsonvalid.Valid(data)
@@ -112,8 +117,13 @@ func appendString(buf []byte, s string) []byte {
 
 // decodeLine decodes one log line (without its newline). more reports the
 // batch continuation mark. A line that is not a valid entry returns
-// errBadLine: no seq above 0, no kind, a bad time, or an item that is not a
-// JSON object.
+// errBadLine: no seq above 0, no kind, a bad time, or an item payload that
+// is not JSON yet looks like an object (see decodeSlow).
+//
+// An item entry whose item is valid JSON but not an object (an array, a
+// string, nothing) is an entry like any other: it keeps its seq, and the
+// readers leave it out of the view and count it in Meta.Corrupt (see
+// recall.ItemOf), as every store does with such a record.
 func decodeLine(line []byte) (e recall.Entry, more bool, err error) {
 	line = bytes.TrimRight(line, " \t\r")
 	e, more, ok := decodeFast(line)
@@ -125,12 +135,6 @@ func decodeLine(line []byte) (e recall.Entry, more bool, err error) {
 	}
 	if e.Seq <= 0 || e.Kind == "" {
 		return recall.Entry{}, false, errBadLine
-	}
-	if e.Kind == recall.KindItem {
-		t := bytes.TrimLeft(e.Data, " \t\r\n")
-		if len(t) == 0 || t[0] != '{' {
-			return recall.Entry{}, false, errBadLine
-		}
 	}
 	return e, more, nil
 }
@@ -275,7 +279,12 @@ func decodeSlow(line []byte) (recall.Entry, bool, error) {
 	if len(e.Data) == 0 {
 		e.Data = nil
 	}
-	if e.Kind == recall.KindItem && !jsonvalid.Valid(e.Data) {
+	// A payload in "data" is valid JSON (or the line would not decode);
+	// one in "data_text" or "data_b64" may be any bytes. An item readers
+	// would take for an object by its ends (recall.ItemOf) must be one,
+	// so such an item that is not JSON makes the line undecodable. Any
+	// other item that is not JSON is left to ItemOf, which refuses it.
+	if _, looks := recall.ItemOf(e); looks && !jsonvalid.Valid(e.Data) {
 		return recall.Entry{}, false, errBadLine
 	}
 	return e, w.More, nil

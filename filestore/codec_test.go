@@ -45,6 +45,10 @@ func TestLineRoundTrip(t *testing.T) {
 			if bytes.Count(line, []byte("\n")) != 1 || line[len(line)-1] != '\n' {
 				t.Fatalf("entry %d: not one line: %q", i, line)
 			}
+			// the time is written as encoding/json writes it
+			if tj, _ := json.Marshal(e.Time); !bytes.Contains(line, append([]byte(`,"time":`), tj...)) {
+				t.Errorf("entry %d: the line %q does not hold the time as JSON writes it, %s", i, line, tj)
+			}
 			got, gotMore, err := decodeLine(line[:len(line)-1])
 			if err != nil {
 				t.Fatalf("entry %d: decode %q: %v", i, line, err)
@@ -71,8 +75,8 @@ func TestLineRoundTrip(t *testing.T) {
 // the encode (and so the batch) instead of writing an unreadable line.
 func TestEncodeRefusesBadTime(t *testing.T) {
 	e := recall.Entry{Seq: 1, Kind: recall.KindClear, Time: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}
-	if _, err := appendLine(nil, e, false); !errors.Is(err, recall.ErrInvalidItem) {
-		t.Fatalf("appendLine with year 10000 = %v, want ErrInvalidItem", err)
+	if buf, err := appendLine([]byte("kept"), e, false); !errors.Is(err, recall.ErrInvalidItem) || string(buf) != "kept" {
+		t.Fatalf("appendLine with year 10000 = %q, %v; want ErrInvalidItem and the buffer as it was", buf, err)
 	}
 }
 
@@ -114,9 +118,7 @@ func TestDecodeLine(t *testing.T) {
 		`{"seq":-3,"kind":"item","time":"2025-06-01T10:00:00Z","data":{"a":1}}`,
 		`{"kind":"item","time":"2025-06-01T10:00:00Z","data":{"a":1}}`,
 		`{"seq":1,"time":"2025-06-01T10:00:00Z","data":{"a":1}}`,
-		`{"seq":1,"kind":"item","time":"2025-06-01T10:00:00Z","data":[1]}`,
-		`{"seq":1,"kind":"item","time":"2025-06-01T10:00:00Z","data_text":"not json"}`,
-		`{"seq":1,"kind":"item","time":"2025-06-01T10:00:00Z"}`,
+		`{"seq":1,"kind":"item","time":"2025-06-01T10:00:00Z","data_text":"{not json}"}`, // looks like an object to recall.ItemOf
 		`{"seq":1,"kind":"item","time":"yesterday","data":{}}`,
 		"{\"seq\":1,\"kind\":\"item\",\"time\":\"2025-06-01T10:00:00Z\",\"data\":{\"a\":\x00}}",
 		"\x00\x00\x00\x00",
@@ -125,6 +127,26 @@ func TestDecodeLine(t *testing.T) {
 	for _, l := range bad {
 		if e, _, err := decodeLine([]byte(l)); err == nil {
 			t.Errorf("decode %q = %+v, want an error", l, e)
+		}
+	}
+	// An item entry whose item is not a JSON object is an entry: it keeps
+	// its seq, and recall.ItemOf refuses the item, so readers skip it and
+	// count it in Meta.Corrupt, as every store does.
+	unusable := []string{
+		`{"seq":4,"kind":"item","time":"2025-06-01T10:00:00Z","data":[1]}`,
+		`{"seq":4,"kind":"item","time":"2025-06-01T10:00:00Z","data":"a string"}`,
+		`{"seq":4,"kind":"item","time":"2025-06-01T10:00:00Z","data_text":"not json"}`,
+		`{"seq":4,"kind":"item","time":"2025-06-01T10:00:00Z","data_b64":"/w=="}`,
+		`{"seq":4,"kind":"item","time":"2025-06-01T10:00:00Z"}`,
+	}
+	for _, l := range unusable {
+		e, _, err := decodeLine([]byte(l))
+		if err != nil || e.Seq != 4 || e.Kind != recall.KindItem {
+			t.Errorf("decode %q = %+v, %v; want the item entry at seq 4", l, e, err)
+			continue
+		}
+		if _, ok := recall.ItemOf(e); ok {
+			t.Errorf("decode %q: recall.ItemOf accepts %q", l, e.Data)
 		}
 	}
 }

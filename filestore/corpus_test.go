@@ -126,6 +126,17 @@ func loadSeqs(t testing.TB, s recall.Store, key recall.Key) (recall.Meta, []int6
 	return m, seqs
 }
 
+// verifyCorpus checks VerifySession's verdict on a corpus log: healthy,
+// or, when it holds unreadable lines, those reported and nothing else.
+func verifyCorpus(t *testing.T, err error, key recall.Key, corrupt int) {
+	t.Helper()
+	if corrupt > 0 {
+		wantOnlyCorrupt(t, err, key, corrupt)
+	} else if err != nil {
+		t.Errorf("VerifySession: %v", err)
+	}
+}
+
 func seqRange(from, to int64) []int64 {
 	var out []int64
 	for i := from; i <= to; i++ {
@@ -169,22 +180,24 @@ func TestCorpus(t *testing.T) {
 			if m.Corrupt != c.corrupt {
 				t.Errorf("Meta.Corrupt = %d, want %d", m.Corrupt, c.corrupt)
 			}
-			if err := recall.VerifySession(ctx, s, key); err != nil {
-				t.Errorf("VerifySession: %v", err)
-			}
+			verifyCorpus(t, recall.VerifySession(ctx, s, key), key, c.corrupt)
 			page, err := s.List(ctx, "corpus", recall.ListOptions{IncludeArchived: true})
 			if err != nil || len(page.Sessions) != 1 || page.Sessions[0].LastSeq != m.LastSeq || page.Sessions[0].ItemCount != m.ItemCount {
 				t.Errorf("List = %+v, %v; want the session with %d items", page.Sessions, err, m.ItemCount)
 			}
-			all, err := s.Items(ctx, key, 0)
+			all, lastAll, err := s.Items(ctx, key, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
-			tail, err := s.Items(ctx, key, 2)
+			tail, lastTail, err := s.Items(ctx, key, 2)
 			if err != nil || len(all) < 2 || !slices.EqualFunc(tail, all[len(all)-2:], func(a, b recall.LiveItem) bool {
 				return a.Ref == b.Ref && bytes.Equal(a.Item, b.Item)
 			}) {
 				t.Errorf("Items(2) = %v, %v; want the last 2 of Items(0)", tail, err)
+			}
+			// the LastSeq each read the view at: the last committed entry's
+			if lastAll != m.LastSeq || lastTail != m.LastSeq {
+				t.Errorf("Items(0) and Items(2) read at seq %d and %d; Load says %d", lastAll, lastTail, m.LastSeq)
 			}
 
 			// The file is untouched by reads.
@@ -193,7 +206,7 @@ func TestCorpus(t *testing.T) {
 			}
 
 			last := seqs[len(seqs)-1]
-			seq, err := s.Append(ctx, key, recall.ItemEntry(recall.Message("user", "after")))
+			seq, err := s.Append(ctx, key, recall.Guard{}, recall.ItemEntry(recall.Message("user", "after")))
 			if err != nil || seq != last+1 {
 				t.Fatalf("Append = %d, %v; want %d", seq, err, last+1)
 			}
@@ -201,9 +214,7 @@ func TestCorpus(t *testing.T) {
 			if want := append(slices.Clone(c.want), last+1); !slices.Equal(seqs, want) {
 				t.Fatalf("after Append: seqs %v, want %v", seqs, want)
 			}
-			if err := recall.VerifySession(ctx, s, key); err != nil {
-				t.Errorf("VerifySession after Append: %v", err)
-			}
+			verifyCorpus(t, recall.VerifySession(ctx, s, key), key, c.corrupt)
 
 			now, err := os.ReadFile(path)
 			if err != nil {
@@ -259,7 +270,7 @@ func TestTruncatedEveryOffset(t *testing.T) {
 			t.Fatalf("cut at %d: seqs %v, want %v", cut, seqs, want)
 		}
 		next := int64(len(want) + 1)
-		if seq, err := s.Append(ctx, key, recall.ItemEntry(recall.Message("user", "after"))); err != nil || seq != next {
+		if seq, err := s.Append(ctx, key, recall.Guard{}, recall.ItemEntry(recall.Message("user", "after"))); err != nil || seq != next {
 			t.Fatalf("cut at %d: Append = %d, %v; want %d", cut, seq, err, next)
 		}
 		_, seqs := loadSeqs(t, s, key)

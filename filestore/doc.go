@@ -9,7 +9,7 @@
 //	    <session>/<subpath>.jsonl          subagent records (Key.Subpath), e.g.
 //	    <session>/subagents/agent-7.jsonl
 //	    <session>.jsonl#torn-<n>           bytes of a torn tail, kept aside
-//	    #index-v1                          the List cache (see Guarantees)
+//	    #index-v2                          the List cache (see Guarantees)
 //
 // Every name the store makes for itself holds a '#', a byte no key may
 // contain, so it can never collide with a session. Session "a" has the
@@ -37,7 +37,13 @@
 //     write on an O_APPEND file, under an in-process lock and an advisory
 //     file lock (flock), so writers in any number of goroutines and
 //     processes never interleave. Seqs come from the log itself, under the
-//     lock.
+//     lock, and so does the check of Append's recall.Guard: a guard that
+//     fails writes nothing and creates nothing (no log, no directory, no
+//     index record), whichever process removed or extended the session.
+//   - A call whose context has ended returns its error and changes
+//     nothing: a write looks at its context last before the write that
+//     commits it. Reads look at it as they go (every chunk of a log read,
+//     every directory listed), so a Load of a huge log can be cancelled.
 //   - With [SyncAlways] (the default) the log is fsynced before Append
 //     returns: an acknowledged batch survives SIGKILL and power loss.
 //     With [SyncNever] it is not: SIGKILL still loses nothing Append
@@ -53,19 +59,28 @@
 //     the next writer when it opens the log: its bytes are moved into a
 //     side file and cut off, so the next batch starts on a clean line. A
 //     complete line that does not decode is skipped, counted in
-//     Meta.Corrupt and left where it is: no write or rewrite drops it.
+//     Meta.Corrupt and left where it is: no write or rewrite drops it. An
+//     item entry whose item is not a JSON object (written by another
+//     program) decodes, keeps its seq, and is likewise left out of the
+//     view and counted in Meta.Corrupt (see recall.ItemOf).
+//   - Load reads a log once, up to its size when opened, and derives the
+//     metadata from the same bytes as the entries; Items returns the
+//     LastSeq of the bytes its view was read from. Each is one snapshot.
 //   - Readers take no lock: a batch is one write, so they see all of it or
 //     none of it.
 //   - Files the store creates (a new session, a fork, the index) are
 //     written to a temporary file, fsynced, linked or renamed into place,
 //     and their directory is fsynced.
 //   - List reads the index, never the logs: a per-project cache of each
-//     log's Meta, tagged with the log's inode, size and mtime. Every List
+//     log's Meta (the metadata map included), tagged with the log's inode,
+//     size and mtime. Every List
 //     compares it with a directory read plus one stat per log and
 //     re-derives only the logs that changed (usually by reading just their
 //     new bytes), so a session written by another process or copied in by
 //     hand is never hidden, and a missing, stale or damaged index costs
-//     reads, never a wrong answer.
+//     reads, never a wrong answer. The index file's name carries its
+//     version: #index-v1, whose Updated moved with title and meta entries,
+//     is never read; its logs are derived afresh and it is removed.
 //   - GetItems(limit) reads the log backwards from its end: its cost
 //     depends on limit, not on the length of the session.
 package filestore

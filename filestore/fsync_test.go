@@ -1,3 +1,5 @@
+//go:build linux
+
 package filestore_test
 
 import (
@@ -72,7 +74,7 @@ func TestSyncChild(t *testing.T) {
 		for i := range items {
 			items[i] = recall.Message("user", fmt.Sprintf("b%d-i%dof%d %s", b, i, n, strings.Repeat("y", rng.IntN(6000))))
 		}
-		if _, err := s.Append(context.Background(), syncKey, recall.ItemEntries(items...)...); err != nil {
+		if _, err := s.Append(context.Background(), syncKey, recall.Guard{}, recall.ItemEntries(items...)...); err != nil {
 			fmt.Fprintln(os.Stderr, "child:", err) // the file system was shut down under us
 			os.Exit(3)
 		}
@@ -306,7 +308,7 @@ func checkSyncLog(t *testing.T, home string, acked int) (batches int, verified b
 		batches++
 	}
 	verified = recall.VerifySession(ctx, s, syncKey) == nil
-	seq, err := s.Append(ctx, syncKey, recall.ItemEntry(recall.Message("user", "after")))
+	seq, err := s.Append(ctx, syncKey, recall.Guard{}, recall.ItemEntry(recall.Message("user", "after")))
 	if err != nil || seq != m.LastSeq+1 {
 		t.Fatalf("Append after the stop = %d, %v; want seq %d", seq, err, m.LastSeq+1)
 	}

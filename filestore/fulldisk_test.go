@@ -1,3 +1,5 @@
+//go:build linux
+
 package filestore_test
 
 import (
@@ -100,7 +102,7 @@ func TestFullDisk(t *testing.T) {
 	}
 	key := recall.Key{Project: "p", Session: "full"}
 	other := recall.Key{Project: "p", Session: "other"}
-	if _, err := s.Append(ctx, other, recall.ItemEntries(recall.Message("user", "other-0"), recall.Message("assistant", "other-1"))...); err != nil {
+	if _, err := s.Append(ctx, other, recall.Guard{}, recall.ItemEntries(recall.Message("user", "other-0"), recall.Message("assistant", "other-1"))...); err != nil {
 		t.Fatal(err)
 	}
 	path := logPath(t, s, key)
@@ -118,7 +120,7 @@ func TestFullDisk(t *testing.T) {
 		}
 		before := fileState(t, path)
 		batch := []recall.Item{item(i, 20<<10), item(i+1, 20<<10), item(i+2, 20<<10)}
-		_, full = s.Append(ctx, key, recall.ItemEntries(batch...)...)
+		_, full = s.Append(ctx, key, recall.Guard{}, recall.ItemEntries(batch...)...)
 		if full != nil {
 			wantDiskFull(t, "Append", full)
 			if after := fileState(t, path); !bytes.Equal(after, before) {
@@ -135,7 +137,7 @@ func TestFullDisk(t *testing.T) {
 	for i := 0; ; i++ {
 		before := fileState(t, path)
 		it := item(10_000+i, 1<<10)
-		if _, err := s.Append(ctx, key, recall.ItemEntry(it)); err != nil {
+		if _, err := s.Append(ctx, key, recall.Guard{}, recall.ItemEntry(it)); err != nil {
 			wantDiskFull(t, "Append of a small item", err)
 			if after := fileState(t, path); !bytes.Equal(after, before) {
 				t.Fatalf("the failed small append changed the log")
@@ -146,17 +148,17 @@ func TestFullDisk(t *testing.T) {
 	}
 	before := fileState(t, path)
 	fresh := recall.Key{Project: "p", Session: "fresh"}
-	_, err = s.Append(ctx, fresh, recall.ItemEntry(item(-1, 30<<10)))
+	_, err = s.Append(ctx, fresh, recall.Guard{}, recall.ItemEntry(item(-1, 30<<10)))
 	wantDiskFull(t, "Append to a new session", err)
 	if _, err := s.Stat(ctx, fresh); !errors.Is(err, recall.ErrNotFound) {
 		t.Errorf("the failed append created the session: Stat = %v", err)
 	}
-	_, err = s.Fork(ctx, key, 0, recall.Key{Project: "p", Session: "fork"})
+	_, err = recall.Fork(ctx, s, key, 0, recall.Key{Project: "p", Session: "fork"})
 	wantDiskFull(t, "Fork", err)
 	if _, err := s.Stat(ctx, recall.Key{Project: "p", Session: "fork"}); !errors.Is(err, recall.ErrNotFound) {
 		t.Errorf("the failed fork created the session: Stat = %v", err)
 	}
-	_, err = s.Append(ctx, key, recall.ItemEntries(item(-2, 40<<10), item(-3, 40<<10))...)
+	_, err = s.Append(ctx, key, recall.Guard{}, recall.ItemEntries(item(-2, 40<<10), item(-3, 40<<10))...)
 	wantDiskFull(t, "Append of a batch", err)
 	if after := fileState(t, path); !bytes.Equal(after, before) {
 		t.Fatalf("failed writes changed the log: %d bytes before, %d after", len(before), len(after))
@@ -164,7 +166,7 @@ func TestFullDisk(t *testing.T) {
 	noLeftovers(t, home)
 
 	// Reads work on a full disk.
-	live, err := s.Items(ctx, key, 0)
+	live, _, err := s.Items(ctx, key, 0)
 	if err != nil || len(live) != len(acked) {
 		t.Fatalf("Items on a full disk: %d items, %v; want %d", len(live), err, len(acked))
 	}
@@ -177,7 +179,7 @@ func TestFullDisk(t *testing.T) {
 		t.Fatal(err)
 	}
 	last := item(20_000, 10)
-	if _, err := s.Append(ctx, key, recall.ItemEntry(last)); err != nil {
+	if _, err := s.Append(ctx, key, recall.Guard{}, recall.ItemEntry(last)); err != nil {
 		t.Fatalf("Append after space was freed: %v", err)
 	}
 	acked = append(acked, last)
@@ -185,12 +187,12 @@ func TestFullDisk(t *testing.T) {
 		t.Fatalf("Pop after space was freed = %s, %v", it, err)
 	}
 	acked = acked[:len(acked)-1]
-	if _, err := s.Append(ctx, fresh, recall.ItemEntry(item(-1, 10))); err != nil {
+	if _, err := s.Append(ctx, fresh, recall.Guard{}, recall.ItemEntry(item(-1, 10))); err != nil {
 		t.Fatalf("Append to a new session after space was freed: %v", err)
 	}
 	// A new store reads the logs from disk, not from the writer's cache.
 	s2 := openStore(t, home)
-	live, err = s2.Items(ctx, key, 0)
+	live, _, err = s2.Items(ctx, key, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +231,7 @@ func TestFullDiskTornTail(t *testing.T) {
 	defer s.Close()
 	key := recall.Key{Project: "p", Session: "torn"}
 	first := recall.Message("user", "first")
-	if _, err := s.Append(ctx, key, recall.ItemEntry(first)); err != nil {
+	if _, err := s.Append(ctx, key, recall.Guard{}, recall.ItemEntry(first)); err != nil {
 		t.Fatal(err)
 	}
 	path := logPath(t, s, key)
@@ -255,12 +257,12 @@ func TestFullDiskTornTail(t *testing.T) {
 	}
 	filler.Close()
 	before := fileState(t, path)
-	_, err = s.Append(ctx, key, recall.ItemEntry(recall.Message("user", "second")))
+	_, err = s.Append(ctx, key, recall.Guard{}, recall.ItemEntry(recall.Message("user", "second")))
 	wantDiskFull(t, "Append after a torn tail", err)
 	if after := fileState(t, path); !bytes.Equal(after, before) {
 		t.Fatalf("the failed append changed the log (%d bytes, was %d)", len(after), len(before))
 	}
-	if live, err := s.Items(ctx, key, 0); err != nil || len(live) != 1 || !bytes.Equal(live[0].Item, first) {
+	if live, _, err := s.Items(ctx, key, 0); err != nil || len(live) != 1 || !bytes.Equal(live[0].Item, first) {
 		t.Fatalf("Items with a torn tail on a full disk = %v, %v", live, err)
 	}
 	noLeftovers(t, home)
@@ -269,7 +271,7 @@ func TestFullDiskTornTail(t *testing.T) {
 		t.Fatal(err)
 	}
 	second := recall.Message("user", "second")
-	if seq, err := s.Append(ctx, key, recall.ItemEntry(second)); err != nil || seq != 2 {
+	if seq, err := s.Append(ctx, key, recall.Guard{}, recall.ItemEntry(second)); err != nil || seq != 2 {
 		t.Fatalf("Append once there is room = %d, %v; want seq 2", seq, err)
 	}
 	side, _ := filepath.Glob(path + "#torn-*")
@@ -279,7 +281,7 @@ func TestFullDiskTornTail(t *testing.T) {
 	if kept, err := os.ReadFile(side[0]); err != nil || !bytes.Equal(kept, torn) {
 		t.Fatalf("the side file holds %d bytes, %v; want the %d torn bytes", len(kept), err, len(torn))
 	}
-	live, err := openStore(t, home).Items(ctx, key, 0)
+	live, _, err := openStore(t, home).Items(ctx, key, 0)
 	if err != nil || len(live) != 2 || !bytes.Equal(live[0].Item, first) || !bytes.Equal(live[1].Item, second) {
 		t.Fatalf("Items after the repair = %d items, %v", len(live), err)
 	}

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -57,7 +56,7 @@ func FuzzKeyPath(f *testing.F) {
 	f.Fuzz(func(t *testing.T, project, session, subpath string) {
 		ctx := context.Background()
 		key := recall.Key{Project: project, Session: session, Subpath: subpath}
-		_, err := s.Append(ctx, key, item)
+		_, err := s.Append(ctx, key, recall.Guard{}, item)
 		if key.Validate() != nil {
 			if !errors.Is(err, recall.ErrInvalidKey) {
 				t.Fatalf("Append(%+v) = %v; want ErrInvalidKey", key, err)
@@ -131,7 +130,7 @@ func writeRecoveryLog(f *testing.F, s *filestore.Store) recoveryLog {
 			b = []recall.Entry{recall.NewEntry(recall.KindCompaction, recall.Compaction{Through: last, Replaced: 6, Items: []recall.Item{recall.Message("user", "summary")}})}
 		}
 		var err error
-		if last, err = s.Append(ctx, key, b...); err != nil {
+		if last, err = s.Append(ctx, key, recall.Guard{}, b...); err != nil {
 			f.Fatal(err)
 		}
 		data, err := os.ReadFile(path)
@@ -206,7 +205,7 @@ func FuzzLogRecovery(f *testing.F) {
 		checkReaders(t, s, key, meta, got)
 
 		// The next append lands right after the committed entries.
-		seq, err := s.Append(ctx, key, recall.ItemEntry(recall.Item(`{"next":true}`)))
+		seq, err := s.Append(ctx, key, recall.Guard{}, recall.ItemEntry(recall.Item(`{"next":true}`)))
 		if err != nil {
 			t.Fatalf("Append after the garbage: %v", err)
 		}
@@ -260,7 +259,7 @@ func FuzzLogRecovery(f *testing.F) {
 func checkReaders(t *testing.T, s *filestore.Store, key recall.Key, meta recall.Meta, log []recall.Entry) {
 	t.Helper()
 	ctx := context.Background()
-	all, err := s.Items(ctx, key, 0)
+	all, _, err := s.Items(ctx, key, 0)
 	if err != nil {
 		t.Fatalf("Items(0): %v", err)
 	}
@@ -288,7 +287,7 @@ func checkReaders(t *testing.T, s *filestore.Store, key recall.Key, meta recall.
 		}
 	}
 	for _, limit := range []int{1, 2, 5} {
-		tail, err := s.Items(ctx, key, limit)
+		tail, _, err := s.Items(ctx, key, limit)
 		if err != nil {
 			t.Fatalf("Items(%d): %v", limit, err)
 		}
@@ -351,7 +350,7 @@ func makeIndexHome(f *testing.F) indexHome {
 	}
 	must(recall.SetArchived(ctx, s, recall.Key{Project: "p", Session: "s1"}, true))
 	must(recall.SetTitle(ctx, s, recall.Key{Project: "p", Session: "s2"}, "titled", recall.TitleUser))
-	if _, err := s.Append(ctx, recall.Key{Project: "p", Session: "s3", Subpath: "subagents/a"}, recall.ItemEntry(recall.Message("user", "sub"))); err != nil {
+	if _, err := s.Append(ctx, recall.Key{Project: "p", Session: "s3", Subpath: "subagents/a"}, recall.Guard{}, recall.ItemEntry(recall.Message("user", "sub"))); err != nil {
 		f.Fatal(err)
 	}
 	if _, err := s.Pop(ctx, recall.Key{Project: "p", Session: "s4"}); err != nil {
@@ -362,7 +361,7 @@ func makeIndexHome(f *testing.F) indexHome {
 		f.Fatal(err)
 	}
 	s.Close()
-	ih := indexHome{home: home, index: filepath.Join(home, "projects", "p", "#index-v1"), want: page.Sessions, logs: map[string][]byte{}}
+	ih := indexHome{home: home, index: filepath.Join(home, "projects", "p", "#index-v2"), want: page.Sessions, logs: map[string][]byte{}}
 	if len(ih.want) != 6 {
 		f.Fatalf("the seed home lists %d sessions, want 6", len(ih.want))
 	}
@@ -378,11 +377,11 @@ func makeIndexHome(f *testing.F) indexHome {
 		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".jsonl") {
 			return err
 		}
-		var st syscall.Stat_t
-		if err := syscall.Stat(path, &st); err != nil {
+		st, err := filestore.IndexStat(path)
+		if err != nil {
 			return err
 		}
-		ih.stats = append(ih.stats, fmt.Sprintf("%d %d %d", st.Ino, st.Size, st.Mtim.Nano()))
+		ih.stats = append(ih.stats, st)
 		return nil
 	})
 	if err != nil {
@@ -463,7 +462,7 @@ func listMatches(t *testing.T, ih indexHome, what string) {
 	if err != nil || len(page.Sessions) != 2 || page.Next == "" {
 		t.Fatalf("List %s, limit 2 = %v, %v", what, metaKeys(page.Sessions), err)
 	}
-	ps, err := s.Projects(ctx)
+	ps, err := recall.Projects(ctx, s)
 	if err != nil || len(ps) != 1 || ps[0].Sessions != len(ih.want) {
 		t.Fatalf("Projects %s = %+v, %v", what, ps, err)
 	}

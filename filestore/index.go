@@ -2,6 +2,7 @@ package filestore
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
@@ -18,7 +19,7 @@ import (
 )
 
 // The index of a project is a cache of the Meta of each of its logs, so
-// List never reads a log. It is a journal, <project>/#index-v1: one line
+// List never reads a log. It is a journal, <project>/#index-v2: one line
 // per record, the newest line for a log wins. Every write updates the
 // record in memory at once, and the record reaches the journal within
 // flushDelay, or at Close (no fsync: it is a cache). Readers that had to
@@ -45,7 +46,19 @@ import (
 // flags is "-" or a set of: a (archived), e (no entry: not a session yet),
 // u (the committed log ends without a newline).
 
-const indexName = "#index-v1"
+// The name carries the version of what a record means. A version whose
+// records a newer store cannot trust is left unread: the new journal
+// starts empty, every log is derived afresh when it is first listed or
+// stat'ed, and the old journal is removed (see oldIndexNames).
+const indexName = "#index-v2"
+
+// oldIndexNames are the journals of earlier versions:
+//
+//   - #index-v1 cached a Meta whose Updated moved with title and meta
+//     entries too; v2's moves only for conversation activity
+//     (recall.Kind.IsActivity) and holds the metadata map. A v1 record
+//     would keep the old Updated for as long as its log did not change.
+var oldIndexNames = []string{"#index-v1"}
 
 // checkLen is how many bytes before a record's committed end its crc
 // covers: enough to notice a log rewritten in place with more bytes.
@@ -272,6 +285,7 @@ type projectIndex struct {
 	jOff    int64  // bytes of it consumed
 	jLines  int    // lines in it
 	written int    // lines this process appended since it last read it
+	oldGone bool   // the journals of earlier versions were removed
 
 	dirty  map[string]*record // cached but not yet in the journal
 	timer  *time.Timer        // the pending flush of dirty, if any
@@ -325,7 +339,17 @@ func (p *projectIndex) journalSize() int64 {
 
 // refresh reads what was appended to the journal since the last read, or
 // all of it when the file was replaced. The caller holds p.mu.
+//
+// The first refresh of a project in a process removes the journals of
+// earlier index versions (see oldIndexNames): they are never read, and the
+// logs they describe are derived afresh.
 func (p *projectIndex) refresh() error {
+	if !p.oldGone {
+		p.oldGone = true
+		for _, name := range oldIndexNames {
+			os.Remove(filepath.Join(p.dir, name))
+		}
+	}
 	f, err := os.Open(p.path)
 	if err != nil {
 		if isNotExist(err) {
@@ -504,8 +528,9 @@ func tailCheck(f *os.File, off int64) (uint32, error) {
 // derive returns the record of the log f, whose stat is st, bringing prev
 // (the last record known, or nil) up to date. When the log is the same file
 // as prev's and still holds the bytes prev saw, only the bytes after prev's
-// committed end are read; otherwise the whole log is.
-func derive(f *os.File, key recall.Key, rel string, st fileStat, prev *record) (*record, error) {
+// committed end are read; otherwise the whole log is. It stops with ctx's
+// error when ctx ends.
+func derive(ctx context.Context, f *os.File, key recall.Key, rel string, st fileStat, prev *record) (*record, error) {
 	var m recall.Meta
 	from := int64(0)
 	unterminated := false
@@ -520,8 +545,8 @@ func derive(f *os.File, key recall.Key, rel string, st fileStat, prev *record) (
 		m = recall.Meta{Key: key}
 		unterminated = false
 	}
-	sc := scanner{emit: m.Apply}
-	if err := sc.scanFile(f, from, st.size); err != nil {
+	sc := scanner{emit: m.Apply} // Apply counts unusable items in Corrupt
+	if err := sc.scanFile(ctx, f, from, st.size); err != nil {
 		return nil, err
 	}
 	m.Corrupt += sc.corrupt

@@ -75,7 +75,7 @@ func wantSameList(t *testing.T, what string, s, ref recall.Store, project string
 }
 
 func indexPath(t *testing.T, home, project string) string {
-	return filepath.Join(home, "projects", project, "#index-v1")
+	return filepath.Join(home, "projects", project, "#index-v2")
 }
 
 // TestIndexRebuilt damages the index every way a crash or a user can and
@@ -155,10 +155,10 @@ func TestIndexSeesOtherWriters(t *testing.T) {
 		return e
 	}
 	for _, st := range []recall.Store{b, ref} {
-		if _, err := st.Append(ctx, recall.Key{Project: "p", Session: "s005"}, at(recall.Message("user", "more"), 1)); err != nil {
+		if _, err := st.Append(ctx, recall.Key{Project: "p", Session: "s005"}, recall.Guard{}, at(recall.Message("user", "more"), 1)); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := st.Append(ctx, recall.Key{Project: "p", Session: "new"}, at(recall.Message("user", "new"), 2)); err != nil {
+		if _, err := st.Append(ctx, recall.Key{Project: "p", Session: "new"}, recall.Guard{}, at(recall.Message("user", "new"), 2)); err != nil {
 			t.Fatal(err)
 		}
 		if err := st.Remove(ctx, recall.Key{Project: "p", Session: "s007"}); err != nil {
@@ -297,7 +297,7 @@ func TestIndexStaysCompact(t *testing.T) {
 	for round := range rounds {
 		for i := range sessions {
 			k := recall.Key{Project: "p", Session: fmt.Sprintf("s%d", i)}
-			if _, err := writer.Append(ctx, k, recall.ItemEntry(recall.Message("user", "x"))); err != nil {
+			if _, err := writer.Append(ctx, k, recall.Guard{}, recall.ItemEntry(recall.Message("user", "x"))); err != nil {
 				t.Fatal(err)
 			}
 		}

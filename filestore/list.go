@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/recallkit/recall"
-	"golang.org/x/sys/unix"
+	"github.com/recallkit/recall/storekit"
 )
 
 // logFile is a log found on disk.
@@ -25,16 +25,20 @@ type logFile struct {
 // listLogs returns the logs of a project directory: its main sessions, or
 // with parent set, the subagent records under that session. It reads
 // directories and stats files; it opens no log.
-func listLogs(dir, parent string) ([]logFile, error) {
+func listLogs(ctx context.Context, dir, parent string) ([]logFile, error) {
 	if parent == "" {
-		return readLogDir(dir, "", 0)
+		return readLogDir(ctx, dir, "", 0)
 	}
-	return readLogDir(dir, parent, 8)
+	return readLogDir(ctx, dir, parent, 8)
 }
 
 // readLogDir lists the *.jsonl files of dir/sub, descending depth levels
-// of subdirectories. rel names are sub-relative, '/'-separated.
-func readLogDir(dir, sub string, depth int) ([]logFile, error) {
+// of subdirectories. rel names are sub-relative, '/'-separated. It stops
+// with ctx's error, checked before each directory, when ctx ends.
+func readLogDir(ctx context.Context, dir, sub string, depth int) ([]logFile, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	d, err := os.Open(filepath.Join(dir, filepath.FromSlash(sub)))
 	if err != nil {
 		if isNotExist(err) {
@@ -57,7 +61,7 @@ func readLogDir(dir, sub string, depth int) ([]logFile, error) {
 		t := e.Type()
 		if t.IsDir() {
 			if depth > 0 {
-				more, err := readLogDir(dir, path.Join(sub, name), depth-1)
+				more, err := readLogDir(ctx, dir, path.Join(sub, name), depth-1)
 				if err != nil {
 					return nil, err
 				}
@@ -76,25 +80,6 @@ func readLogDir(dir, sub string, depth int) ([]logFile, error) {
 	return append(statLogs(d, own), below...), nil
 }
 
-// statLogs fills in the stat of each log in the directory d, dropping the
-// ones that vanished or are not regular files. One stat per log is most of
-// List's time; it runs in one goroutine on purpose: stats of one directory
-// from two threads contend in the kernel and cost more CPU in all, for
-// little or no gain in time.
-func statLogs(d *os.File, logs []logFile) []logFile {
-	fd := int(d.Fd())
-	out := logs[:0]
-	for _, lf := range logs {
-		var st unix.Stat_t
-		name := lf.rel[strings.LastIndexByte(lf.rel, '/')+1:] + logExt
-		if unix.Fstatat(fd, name, &st, 0) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG {
-			lf.st = statOf(&st)
-			out = append(out, lf)
-		}
-	}
-	return out
-}
-
 // freshRecords returns an up-to-date record of every log that listLogs
 // finds: the cached one when its stat still matches, else one re-derived
 // from the log (usually from its last committed end). Re-derived records
@@ -108,7 +93,7 @@ func (s *Store) freshRecords(ctx context.Context, p *projectIndex, parent string
 		p.refresh() // a journal that cannot be read only costs re-derivations
 		p.mu.Unlock()
 	})
-	logs, err := listLogs(p.dir, parent)
+	logs, err := listLogs(ctx, p.dir, parent)
 	refreshed.Wait()
 	if err != nil {
 		return nil, err
@@ -169,7 +154,7 @@ func (s *Store) freshRecords(ctx context.Context, p *projectIndex, parent string
 		if !ok {
 			continue // removed since the directory was read
 		}
-		r, err := derive(f, k, lf.rel, st, prev[i])
+		r, err := derive(ctx, f, k, lf.rel, st, prev[i])
 		f.Close()
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", l.path, err)
@@ -231,7 +216,10 @@ func (s *Store) List(ctx context.Context, project string, opts recall.ListOption
 	if err := s.checkOpen(); err != nil {
 		return recall.Page{}, err
 	}
-	if err := recall.CheckListOptions(project, opts); err != nil {
+	if err := ctx.Err(); err != nil {
+		return recall.Page{}, fmt.Errorf("filestore: list: %w", err)
+	}
+	if err := storekit.CheckListOptions(project, opts); err != nil {
 		return recall.Page{}, fmt.Errorf("filestore: list: %w", err)
 	}
 	projects := []string{project}
@@ -248,7 +236,7 @@ func (s *Store) List(ctx context.Context, project string, opts recall.ListOption
 			return recall.Page{}, fmt.Errorf("filestore: list %s: %w", name, err)
 		}
 		for _, r := range recs {
-			if !r.empty && recall.Match(r.light(), project, opts) {
+			if !r.empty && storekit.Matches(r.light(), project, opts) {
 				match = append(match, r)
 			}
 		}
@@ -260,12 +248,12 @@ func (s *Store) List(ctx context.Context, project string, opts recall.ListOption
 	return page, nil
 }
 
-// paginate is recall.Paginate over records: it orders them by the fields
+// paginate is storekit.Paginate over records: it orders them by the fields
 // the index keeps undecoded, selects the page without sorting the rest,
 // and decodes the Meta of the page only.
 func paginate(recs []*record, opts recall.ListOptions) (recall.Page, error) {
 	if opts.Cursor != "" {
-		c, err := recall.ParseCursor(opts.Cursor)
+		c, err := storekit.ParseCursor(opts.Cursor)
 		if err != nil {
 			return recall.Page{}, err
 		}
@@ -284,7 +272,7 @@ func paginate(recs []*record, opts recall.ListOptions) (recall.Page, error) {
 	var p recall.Page
 	if limit > 0 && len(recs) > limit {
 		recs = firstN(recs, limit)
-		p.Next = recall.CursorAt(recs[limit-1].light()).String()
+		p.Next = storekit.CursorAt(recs[limit-1].light()).String()
 	} else {
 		slices.SortFunc(recs, listOrder)
 	}
@@ -300,9 +288,9 @@ func paginate(recs []*record, opts recall.ListOptions) (recall.Page, error) {
 	return p, nil
 }
 
-// listOrder is List's order (see recall.CompareListOrder).
+// listOrder is List's order (see storekit.CompareListOrder).
 func listOrder(a, b *record) int {
-	return recall.CompareListOrder(a.updated, a.key, b.updated, b.key)
+	return storekit.CompareListOrder(a.updated, a.key, b.updated, b.key)
 }
 
 // firstN returns the first n of recs in listOrder, sorted, keeping a
@@ -323,10 +311,13 @@ func firstN(recs []*record, n int) []*record {
 	return top
 }
 
-// Projects implements recall.Store.
+// Projects implements recall.ProjectLister from the index, as List does.
 func (s *Store) Projects(ctx context.Context) ([]recall.ProjectInfo, error) {
 	if err := s.checkOpen(); err != nil {
 		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("filestore: projects: %w", err)
 	}
 	names, err := s.projectNames()
 	if err != nil {
@@ -356,12 +347,16 @@ func (s *Store) Projects(ctx context.Context) ([]recall.ProjectInfo, error) {
 	return out, nil
 }
 
-// Cleanup implements recall.Store. Each candidate is checked again under
-// its write lock before it is removed, so a session written to since the
-// scan is kept.
+// Cleanup implements recall.Cleaner. Each candidate is checked again
+// under its write lock before it is removed, so a session written to since
+// the scan is kept. When ctx ends, Cleanup stops before the next removal
+// and returns ctx's error with the report of what it removed so far.
 func (s *Store) Cleanup(ctx context.Context, opts recall.CleanupOptions) (recall.CleanupReport, error) {
 	if err := s.checkOpen(); err != nil {
 		return recall.CleanupReport{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return recall.CleanupReport{}, fmt.Errorf("filestore: cleanup: %w", err)
 	}
 	projects := []string{opts.Project}
 	if opts.Project == "" {
@@ -404,7 +399,7 @@ func (s *Store) Cleanup(ctx context.Context, opts recall.CleanupOptions) (recall
 			rep.Removed = append(rep.Removed, m)
 		}
 	}
-	recall.SortList(rep.Removed)
+	storekit.SortList(rep.Removed)
 	return rep, nil
 }
 
@@ -420,12 +415,8 @@ func sweepTemp(d *os.File, name string) {
 	}
 	pidText, _, _ := strings.Cut(rest, "-")
 	pid, err := strconv.Atoi(pidText)
-	if err != nil || pid <= 0 || pid == os.Getpid() || unix.Kill(pid, 0) != unix.ESRCH {
+	if err != nil || pid <= 0 || pid == os.Getpid() || !processGone(pid) {
 		return
 	}
-	var st unix.Stat_t
-	if unix.Fstatat(int(d.Fd()), name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || time.Since(time.Unix(st.Mtim.Unix())) < time.Minute {
-		return
-	}
-	unix.Unlinkat(int(d.Fd()), name, 0)
+	removeOldTemp(d, name, time.Minute)
 }

@@ -6,11 +6,12 @@ import (
 	"time"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/storekit"
 	"pgregory.net/rapid"
 )
 
 // TestPaginateAgrees checks the index's pagination (a window selection
-// over undecoded records) against recall.Paginate, page after page, with
+// over undecoded records) against storekit.Paginate, page after page, with
 // many ties in Updated.
 func TestPaginateAgrees(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
@@ -29,7 +30,7 @@ func TestPaginateAgrees(t *testing.T) {
 		opts := recall.ListOptions{Limit: rapid.IntRange(-1, 7).Draw(t, "limit")}
 		for page := 0; page < 100; page++ {
 			got, err1 := paginate(append([]*record(nil), recs...), opts)
-			want, err2 := recall.Paginate(append([]recall.Meta(nil), metas...), opts)
+			want, err2 := storekit.Paginate(append([]recall.Meta(nil), metas...), opts)
 			if err1 != nil || err2 != nil {
 				t.Fatal(err1, err2)
 			}

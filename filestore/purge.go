@@ -11,7 +11,7 @@ import (
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/internal/durable"
-	"golang.org/x/sys/unix"
+	"github.com/recallkit/recall/internal/flock"
 )
 
 var _ recall.Purger = (*Store)(nil)
@@ -50,7 +50,7 @@ func (s *Store) Purge(ctx context.Context, key recall.Key) (recall.PurgeResult, 
 		if w.f == nil || w.rec.empty {
 			return recall.ErrNotFound
 		}
-		r, err := w.purge()
+		r, err := w.purge(ctx)
 		res = r
 		return err
 	})
@@ -70,7 +70,7 @@ type logLine struct {
 }
 
 // purge rewrites the locked log; see Purge.
-func (w *writer) purge() (recall.PurgeResult, error) {
+func (w *writer) purge(ctx context.Context) (recall.PurgeResult, error) {
 	buf := make([]byte, w.rec.off)
 	if _, err := w.f.ReadAt(buf, 0); err != nil && !errors.Is(err, io.EOF) {
 		return recall.PurgeResult{}, fmt.Errorf("read log: %w", err)
@@ -109,7 +109,7 @@ func (w *writer) purge() (recall.PurgeResult, error) {
 			return recall.PurgeResult{}, err
 		}
 	}
-	if err := w.replace(nb); err != nil {
+	if err := w.replace(ctx, nb); err != nil {
 		return recall.PurgeResult{}, err
 	}
 	return recall.PurgeResult{Dropped: dropped, From: out[0].Seq, Restored: len(restore)}, nil
@@ -140,8 +140,9 @@ func splitLog(buf []byte) []logLine {
 }
 
 // replace puts data in place of the locked log, by the steps Purge
-// describes, and caches the new log's record.
-func (w *writer) replace(data []byte) error {
+// describes, and caches the new log's record. The rename is the commit:
+// when ctx has ended before it, nothing changes.
+func (w *writer) replace(ctx context.Context, data []byte) error {
 	path := w.l.path
 	tmp := tempName(path)
 	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
@@ -157,13 +158,16 @@ func (w *writer) replace(data []byte) error {
 	}()
 	// Nobody else knows the file yet, so the lock is free; it is taken
 	// now so that it is held the moment the rename publishes the file.
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
-		return &os.PathError{Op: "flock", Path: tmp, Err: err}
+	if err := flock.Lock(context.Background(), f); err != nil {
+		return err
 	}
 	if _, err := f.Write(data); err != nil {
 		return err
 	}
 	if err := f.Sync(); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
 		return err
 	}
 	if err := os.Rename(tmp, path); err != nil {
@@ -176,7 +180,7 @@ func (w *writer) replace(data []byte) error {
 	// The purge is done. What follows only caches the new log's metadata;
 	// if it fails, the next reader derives it from the log.
 	if st, err := fstat(f); err == nil {
-		if rec, err := derive(f, w.l.key, w.l.rel, st, nil); err == nil {
+		if rec, err := derive(context.Background(), f, w.l.key, w.l.rel, st, nil); err == nil {
 			w.p.put(rec)
 		}
 	}

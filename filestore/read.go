@@ -11,6 +11,7 @@ import (
 	"slices"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/storekit"
 )
 
 // Reads take no lock. They see the committed batches of a log (see
@@ -36,23 +37,40 @@ func openLog(l loc) (f *os.File, st fileStat, ok bool, err error) {
 	return f, st, true, nil
 }
 
-// readAll reads the whole log f of the given size in one allocation, and
-// returns its committed entries (aliasing that buffer) and its record.
-func readAll(f *os.File, l loc, st fileStat) ([]recall.Entry, *record, error) {
+// readChunk is how much readAll reads between two looks at its context.
+const readChunk = 1 << 20
+
+// readAll reads the whole log f of the given size into one allocation, and
+// returns its committed entries (aliasing that buffer) and its record: the
+// entries and the metadata are one snapshot, the log's first st.size
+// bytes. It reads in chunks and stops with ctx's error when ctx ends.
+func readAll(ctx context.Context, f *os.File, l loc, st fileStat) ([]recall.Entry, *record, error) {
 	buf := make([]byte, st.size)
-	n, err := f.ReadAt(buf, 0)
-	if err != nil && err != io.EOF {
-		return nil, nil, err
+	n := 0
+	for n < len(buf) {
+		if err := ctx.Err(); err != nil {
+			return nil, nil, err
+		}
+		m, err := f.ReadAt(buf[n:min(len(buf), n+readChunk)], int64(n))
+		n += m
+		if err == io.EOF {
+			break // a log never shrinks below a committed end; a short read only loses a torn tail
+		}
+		if err != nil {
+			return nil, nil, err
+		}
 	}
-	buf = buf[:n] // a log never shrinks below a committed end; a short read only loses a torn tail
+	buf = buf[:n]
 	entries := make([]recall.Entry, 0, bytes.Count(buf, []byte{'\n'})+1)
 	sc := scanner{stable: true, emit: func(e recall.Entry) { entries = append(entries, e) }}
-	sc.scanBytes(buf, 0)
+	if err := sc.scanBytes(ctx, buf, 0); err != nil {
+		return nil, nil, err
+	}
 	m := recall.Meta{Key: l.key}
 	for _, e := range entries {
-		m.Apply(e)
+		m.Apply(e) // counts item entries whose item is unusable in Corrupt
 	}
-	m.Corrupt = sc.corrupt
+	m.Corrupt += sc.corrupt
 	check := crc32.ChecksumIEEE(buf[max(0, sc.end-checkLen):sc.end])
 	st.size = int64(n)
 	return entries, newRecord(l.key, l.rel, st, sc.end, check, sc.unterminated, m), nil
@@ -63,10 +81,13 @@ func readAll(f *os.File, l loc, st fileStat) ([]recall.Entry, *record, error) {
 // the log gained since they were derived.
 func (s *Store) Stat(ctx context.Context, key recall.Key) (recall.Meta, error) {
 	l, err := s.locate(key)
+	if err == nil {
+		err = ctx.Err()
+	}
 	if err != nil {
 		return recall.Meta{}, fmt.Errorf("filestore: stat %s: %w", key, err)
 	}
-	rec, err := s.currentRecord(l)
+	rec, err := s.currentRecord(ctx, l)
 	if err != nil {
 		return recall.Meta{}, fmt.Errorf("filestore: stat %s: %w", key, err)
 	}
@@ -83,7 +104,7 @@ func (s *Store) Stat(ctx context.Context, key recall.Key) (recall.Meta, error) {
 
 // currentRecord returns an up-to-date record of l's log, or nil when it
 // does not exist.
-func (s *Store) currentRecord(l loc) (*record, error) {
+func (s *Store) currentRecord(ctx context.Context, l loc) (*record, error) {
 	p := s.project(l.key.Project)
 	st, err := statPath(l.path)
 	if isNotExist(err) {
@@ -101,7 +122,7 @@ func (s *Store) currentRecord(l loc) (*record, error) {
 		return nil, err
 	}
 	defer f.Close()
-	rec, err = derive(f, l.key, l.rel, st, rec)
+	rec, err = derive(ctx, f, l.key, l.rel, st, rec)
 	if err != nil {
 		return nil, err
 	}
@@ -109,9 +130,13 @@ func (s *Store) currentRecord(l loc) (*record, error) {
 	return rec, nil
 }
 
-// Load implements recall.Store.
+// Load implements recall.Store. The metadata and the entries come from
+// one read of the log, up to its size when it was opened, so they agree.
 func (s *Store) Load(ctx context.Context, key recall.Key) (recall.Meta, []recall.Entry, error) {
 	l, err := s.locate(key)
+	if err == nil {
+		err = ctx.Err()
+	}
 	if err != nil {
 		return recall.Meta{}, nil, fmt.Errorf("filestore: load %s: %w", key, err)
 	}
@@ -123,7 +148,7 @@ func (s *Store) Load(ctx context.Context, key recall.Key) (recall.Meta, []recall
 		return recall.Meta{}, nil, fmt.Errorf("filestore: load %s: %w", key, recall.ErrNotFound)
 	}
 	defer f.Close()
-	entries, rec, err := readAll(f, l, st)
+	entries, rec, err := readAll(ctx, f, l, st)
 	if err != nil {
 		return recall.Meta{}, nil, fmt.Errorf("filestore: load %s: %w", key, err)
 	}
@@ -151,56 +176,70 @@ func (s *Store) remember(l loc, rec *record) {
 // Items implements recall.Store. With a limit it reads the log backwards
 // from its end and stops once it has limit items (or reaches a clear or a
 // compaction), so its cost does not grow with the session.
-func (s *Store) Items(ctx context.Context, key recall.Key, limit int) ([]recall.LiveItem, error) {
+//
+// The view and the LastSeq returned are one snapshot: both come from the
+// log's bytes up to its size when it was opened. The LastSeq is that of
+// the newest committed entry in those bytes, the first one the backward
+// read meets (seqs grow along the log), so it is never newer or older
+// than the view.
+func (s *Store) Items(ctx context.Context, key recall.Key, limit int) ([]recall.LiveItem, int64, error) {
 	l, err := s.locate(key)
-	if err != nil {
-		return nil, fmt.Errorf("filestore: items %s: %w", key, err)
+	if err == nil {
+		err = ctx.Err()
 	}
-	live, err := retryShrunk(func() ([]recall.LiveItem, error) { return s.items(l, limit) })
 	if err != nil {
-		return nil, fmt.Errorf("filestore: items %s: %w", key, err)
+		return nil, 0, fmt.Errorf("filestore: items %s: %w", key, err)
 	}
-	return live, nil
+	var live []recall.LiveItem
+	var last int64
+	err = retryShrunk(func() (err error) {
+		live, last, err = s.items(ctx, l, limit)
+		return err
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("filestore: items %s: %w", key, err)
+	}
+	return live, last, nil
 }
 
 // retryShrunk runs a read that reads from the end of a log again when the
 // log shrank under it (io.EOF): a writer cut a torn tail off meanwhile.
 // Committed bytes never go, so the second try sees a stable end.
-func retryShrunk[T any](read func() (T, error)) (T, error) {
+func retryShrunk(read func() error) error {
 	for range 2 {
-		v, err := read()
-		if !errors.Is(err, io.EOF) {
-			return v, err
+		if err := read(); !errors.Is(err, io.EOF) {
+			return err
 		}
 	}
 	return read()
 }
 
-func (s *Store) items(l loc, limit int) ([]recall.LiveItem, error) {
+func (s *Store) items(ctx context.Context, l loc, limit int) ([]recall.LiveItem, int64, error) {
 	key := l.key
 	f, st, ok, err := openLog(l)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if !ok {
-		return nil, nil
+		return nil, 0, nil
 	}
 	defer f.Close()
 	if limit <= 0 {
-		entries, _, err := readAll(f, l, st)
+		entries, rec, err := readAll(ctx, f, l, st)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		_, live := recall.Replay(key, entries)
-		return live, nil // the items alias a buffer this call allocated
+		return live, rec.lastSeq(), nil // the items alias a buffer this call allocated
 	}
-	var last int64 // the index's last seq sizes the first read, when current
+	var known int64 // the index's last seq sizes the first read, when current
 	if rec := s.project(key.Project).get(l.rel); rec != nil && rec.st == st && !rec.empty {
-		last = rec.lastSeq()
+		known = rec.lastSeq()
 	}
-	live, err := recall.Tail(limit, backwardBlocks(f, st.size, tailBlock(st.size, last, limit)))
+	var last int64
+	live, err := storekit.Tail(limit, backwardBlocks(ctx, f, st.size, tailBlock(st.size, known, limit), &last))
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	// Copy the items out of the read blocks (so those can go) into one
 	// buffer: one allocation instead of one per item. Each item is capped,
@@ -215,7 +254,7 @@ func (s *Store) items(l loc, limit int) ([]recall.LiveItem, error) {
 		buf = append(buf, live[i].Item...)
 		live[i].Item = recall.Item(buf[at:len(buf):len(buf)])
 	}
-	return live, nil
+	return live, last, nil
 }
 
 // Entries implements recall.Store. It reads the log forwards from the
@@ -224,17 +263,24 @@ func (s *Store) items(l loc, limit int) ([]recall.LiveItem, error) {
 // those.
 func (s *Store) Entries(ctx context.Context, key recall.Key, after int64, limit int) ([]recall.Entry, error) {
 	l, err := s.locate(key)
+	if err == nil {
+		err = ctx.Err()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("filestore: entries %s: %w", key, err)
 	}
-	es, err := retryShrunk(func() ([]recall.Entry, error) { return s.entries(l, after, limit) })
+	var es []recall.Entry
+	err = retryShrunk(func() (err error) {
+		es, err = s.entries(ctx, l, after, limit)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("filestore: entries %s: %w", key, err)
 	}
 	return es, nil
 }
 
-func (s *Store) entries(l loc, after int64, limit int) ([]recall.Entry, error) {
+func (s *Store) entries(ctx context.Context, l loc, after int64, limit int) ([]recall.Entry, error) {
 	f, st, ok, err := openLog(l)
 	if err != nil {
 		return nil, err
@@ -253,7 +299,7 @@ func (s *Store) entries(l loc, after int64, limit int) ([]recall.Entry, error) {
 	}
 	var out []recall.Entry
 	if after > 0 && last > 0 && after >= last/2 {
-		for e, err := range backward(f, st.size) {
+		for e, err := range backward(ctx, f, st.size) {
 			if err != nil {
 				return nil, err
 			}
@@ -274,7 +320,7 @@ func (s *Store) entries(l loc, after int64, limit int) ([]recall.Entry, error) {
 			}
 		}
 		sc.done = func() bool { return limit > 0 && len(out) >= limit }
-		if err := sc.scanFile(f, 0, st.size); err != nil {
+		if err := sc.scanFile(ctx, f, 0, st.size); err != nil {
 			return nil, err
 		}
 		if len(out) == 0 && after <= 0 && sc.corrupt == 0 { // no entry at all

@@ -1,3 +1,5 @@
+//go:build linux
+
 package filestore_test
 
 import (
@@ -37,7 +39,7 @@ func readOnlyFixture(t *testing.T, home string) map[recall.Key][]recall.Item {
 	want := map[recall.Key][]recall.Item{}
 	for _, k := range []recall.Key{{Project: "p", Session: "a"}, {Project: "p", Session: "b"}, {Project: "p", Session: "a", Subpath: "subagents/x"}} {
 		items := []recall.Item{recall.Message("user", "q "+k.String()), recall.Message("assistant", "r "+k.String())}
-		if _, err := s.Append(ctx, k, recall.ItemEntries(items...)...); err != nil {
+		if _, err := s.Append(ctx, k, recall.Guard{}, recall.ItemEntries(items...)...); err != nil {
 			t.Fatal(err)
 		}
 		want[k] = items
@@ -60,7 +62,7 @@ func checkReadOnly(home string, want map[recall.Key][]recall.Item, errno error) 
 	}
 	defer s.Close()
 	for k, items := range want {
-		live, err := s.Items(ctx, k, 0)
+		live, _, err := s.Items(ctx, k, 0)
 		if err != nil || len(live) != len(items) || !bytes.Equal(live[1].Item, items[1]) {
 			return fmt.Sprintf("Items(%s) = %d items, %v", k, len(live), err)
 		}
@@ -75,7 +77,7 @@ func checkReadOnly(home string, want map[recall.Key][]recall.Item, errno error) 
 	if err != nil || len(page.Sessions) != 2 {
 		return fmt.Sprintf("List = %d sessions, %v; want 2", len(page.Sessions), err)
 	}
-	if ps, err := s.Projects(ctx); err != nil || len(ps) != 1 {
+	if ps, err := recall.Projects(ctx, s); err != nil || len(ps) != 1 {
 		return fmt.Sprintf("Projects = %v, %v", ps, err)
 	}
 	if err := recall.Verify(ctx, s); err != nil {
@@ -87,18 +89,24 @@ func checkReadOnly(home string, want map[recall.Key][]recall.Item, errno error) 
 		what string
 		fn   func() error
 	}{
-		{"Append", func() error { _, err := s.Append(ctx, a, recall.ItemEntry(recall.Message("user", "x"))); return err }},
+		{"Append", func() error {
+			_, err := s.Append(ctx, a, recall.Guard{}, recall.ItemEntry(recall.Message("user", "x")))
+			return err
+		}},
 		{"Append to a new session", func() error {
-			_, err := s.Append(ctx, recall.Key{Project: "p", Session: "new"}, recall.ItemEntry(recall.Message("user", "x")))
+			_, err := s.Append(ctx, recall.Key{Project: "p", Session: "new"}, recall.Guard{}, recall.ItemEntry(recall.Message("user", "x")))
 			return err
 		}},
 		{"Append to a new project", func() error {
-			_, err := s.Append(ctx, recall.Key{Project: "q", Session: "new"}, recall.ItemEntry(recall.Message("user", "x")))
+			_, err := s.Append(ctx, recall.Key{Project: "q", Session: "new"}, recall.Guard{}, recall.ItemEntry(recall.Message("user", "x")))
 			return err
 		}},
 		{"Pop", func() error { _, err := s.Pop(ctx, a); return err }},
 		{"SetTitle", func() error { _, err := recall.SetTitle(ctx, s, a, "t", recall.TitleUser); return err }},
-		{"Fork", func() error { _, err := s.Fork(ctx, a, 0, recall.Key{Project: "p", Session: "fork"}); return err }},
+		{"Fork", func() error {
+			_, err := recall.Fork(ctx, s, a, 0, recall.Key{Project: "p", Session: "fork"})
+			return err
+		}},
 		{"Remove", func() error { return s.Remove(ctx, recall.Key{Project: "p", Session: "b"}) }},
 	}
 	for _, w := range writes {
@@ -114,7 +122,7 @@ func checkReadOnly(home string, want map[recall.Key][]recall.Item, errno error) 
 	}
 	// Nothing changed.
 	for k, items := range want {
-		if live, err := s.Items(ctx, k, 0); err != nil || len(live) != len(items) {
+		if live, _, err := s.Items(ctx, k, 0); err != nil || len(live) != len(items) {
 			return fmt.Sprintf("after the refused writes, Items(%s) = %d items, %v", k, len(live), err)
 		}
 	}

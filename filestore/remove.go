@@ -19,6 +19,9 @@ import (
 // is gone rather than writing into the unlinked file.
 func (s *Store) Remove(ctx context.Context, key recall.Key) error {
 	l, err := s.locate(key)
+	if err == nil {
+		err = ctx.Err()
+	}
 	if err != nil {
 		return fmt.Errorf("filestore: remove %s: %w", key, err)
 	}
@@ -41,6 +44,9 @@ func (s *Store) Remove(ctx context.Context, key recall.Key) error {
 // is still not updated since cutoff and not pinned.
 func (s *Store) removeIfStale(ctx context.Context, k recall.Key, cutoff time.Time) (bool, error) {
 	l, err := s.locate(k)
+	if err == nil {
+		err = ctx.Err()
+	}
 	if err != nil {
 		return false, err
 	}
@@ -50,7 +56,7 @@ func (s *Store) removeIfStale(ctx context.Context, k recall.Key, cutoff time.Tim
 	}
 	defer unlock()
 	stale := func(f *os.File, st fileStat) (bool, error) {
-		r, err := derive(f, l.key, l.rel, st, s.project(k.Project).get(l.rel))
+		r, err := derive(ctx, f, l.key, l.rel, st, s.project(k.Project).get(l.rel))
 		if err != nil {
 			return false, err
 		}
@@ -67,7 +73,8 @@ func (s *Store) removeIfStale(ctx context.Context, k recall.Key, cutoff time.Tim
 // removeLocked removes l's log (and, for a main session, its directory of
 // subagent records) and returns how many logs it removed. The caller holds
 // the in-process lock. When check is set, it decides under the file lock
-// whether the log goes at all.
+// whether the log goes at all. The unlink of the log is the commit: when
+// ctx has ended before it, nothing is removed.
 func (s *Store) removeLocked(ctx context.Context, l loc, check func(*os.File, fileStat) (bool, error)) (int, error) {
 	n := 0
 	f, err := os.OpenFile(l.path, os.O_RDWR, 0)
@@ -86,6 +93,9 @@ func (s *Store) removeLocked(ctx context.Context, l loc, check func(*os.File, fi
 				return 0, err
 			}
 		}
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
 		if err := os.Remove(l.path); err == nil {
 			n++
 		} else if !isNotExist(err) {
@@ -96,13 +106,19 @@ func (s *Store) removeLocked(ctx context.Context, l loc, check func(*os.File, fi
 	case check != nil:
 		return 0, nil
 	}
+	if n == 0 {
+		// no log: the subagent records are all there is to remove
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+	}
 	for _, t := range tornFiles(l.path) {
 		os.Remove(t)
 	}
 	if l.key.IsMain() {
 		dir := filepath.Join(l.dir, l.key.Session)
 		if fi, err := os.Lstat(dir); err == nil && fi.IsDir() {
-			logs, _ := readLogDir(dir, "", 8)
+			logs, _ := readLogDir(context.WithoutCancel(ctx), dir, "", 8) // past the commit
 			if err := os.RemoveAll(dir); err != nil {
 				return n, err
 			}

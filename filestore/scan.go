@@ -2,6 +2,7 @@ package filestore
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"iter"
 
@@ -24,6 +25,14 @@ import (
 // The committed end of a log is the offset just past its last complete
 // batch. Everything after it is the torn tail that the next writer moves
 // into a side file.
+//
+// Both readers look at their context as they go (every chunk or block
+// read, every scanCheck bytes scanned), so a read of a huge log can be
+// cancelled.
+
+// scanCheck is how many bytes a scan of bytes already in memory covers
+// between two looks at its context.
+const scanCheck = 1 << 20
 
 // scanner reads a log forwards and reports its committed entries.
 type scanner struct {
@@ -89,9 +98,16 @@ func (s *scanner) finish(tail []byte, size int64) {
 }
 
 // scanBytes runs s over data, the whole log from offset base to its end.
-func (s *scanner) scanBytes(data []byte, base int64) {
-	off := 0
+// It stops with ctx's error when ctx ends.
+func (s *scanner) scanBytes(ctx context.Context, data []byte, base int64) error {
+	off, check := 0, scanCheck
 	for {
+		if off >= check {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			check = off + scanCheck
+		}
 		i := bytes.IndexByte(data[off:], '\n')
 		if i < 0 {
 			break
@@ -100,11 +116,13 @@ func (s *scanner) scanBytes(data []byte, base int64) {
 		off += i + 1
 	}
 	s.finish(data[off:], base+int64(len(data)))
+	return nil
 }
 
 // scanFile runs s over r from offset from to size, reading in chunks so a
-// long log is never held in memory at once.
-func (s *scanner) scanFile(r io.ReaderAt, from, size int64) error {
+// long log is never held in memory at once. It stops with ctx's error when
+// ctx ends.
+func (s *scanner) scanFile(ctx context.Context, r io.ReaderAt, from, size int64) error {
 	s.end = from
 	chunk := s.chunk
 	if chunk <= 0 {
@@ -114,6 +132,9 @@ func (s *scanner) scanFile(r io.ReaderAt, from, size int64) error {
 	buf := make([]byte, 0, chunk)
 	pos := from // file offset of buf[0]
 	for read := from; read < size; {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		if free := cap(buf) - len(buf); free == 0 || free < chunk/4 {
 			nb := make([]byte, len(buf), max(2*cap(buf), chunk))
 			copy(nb, buf)
@@ -159,6 +180,7 @@ func (s *scanner) scanFile(r io.ReaderAt, from, size int64) error {
 // comes first with terminated false; the lines yielded stay valid after
 // the iteration (blocks are never reused).
 type reverseLines struct {
+	ctx   context.Context // checked before each block is read
 	r     io.ReaderAt
 	lo    int64  // file offset of buf[0]
 	buf   []byte // file bytes [lo, lo+len(buf)) not yet yielded
@@ -170,12 +192,15 @@ type reverseLines struct {
 // newest few dozen items of a typical session. Later reads double it.
 const firstBlock = 16 << 10
 
-func newReverseLines(r io.ReaderAt, size int64, block int) *reverseLines {
-	return &reverseLines{r: r, lo: size, block: block, tail: true}
+func newReverseLines(ctx context.Context, r io.ReaderAt, size int64, block int) *reverseLines {
+	return &reverseLines{ctx: ctx, r: r, lo: size, block: block, tail: true}
 }
 
 // extend reads the block before lo in front of buf.
 func (rl *reverseLines) extend() error {
+	if err := rl.ctx.Err(); err != nil {
+		return err
+	}
 	n := min(int64(rl.block), rl.lo)
 	nb := make([]byte, int(n)+len(rl.buf))
 	if _, err := rl.r.ReadAt(nb[:n], rl.lo-n); err != nil {
@@ -224,9 +249,10 @@ func (rl *reverseLines) prev() (line []byte, terminated, ok bool, err error) {
 }
 
 // backward yields the committed entries of r[0:size), newest first, by the
-// rules above; it is what recall.Tail reads.
-func backward(r io.ReaderAt, size int64) iter.Seq2[recall.Entry, error] {
-	return backwardBlocks(r, size, firstBlock)
+// rules above; it is what storekit.Tail reads. It yields ctx's error when
+// ctx ends.
+func backward(ctx context.Context, r io.ReaderAt, size int64) iter.Seq2[recall.Entry, error] {
+	return backwardBlocks(ctx, r, size, firstBlock, nil)
 }
 
 // maxTailBlock caps the first read tailBlock sizes: past it, reads double
@@ -250,9 +276,13 @@ func tailBlock(size, lastSeq int64, limit int) int {
 	return int(min(max(n, firstBlock), maxTailBlock))
 }
 
-func backwardBlocks(r io.ReaderAt, size int64, block int) iter.Seq2[recall.Entry, error] {
+// backwardBlocks is backward with a first read of block bytes. When
+// newest is not nil, it is set to the seq of the first entry yielded: the
+// newest committed entry of r[0:size), the log's LastSeq at size (seqs
+// grow along the log).
+func backwardBlocks(ctx context.Context, r io.ReaderAt, size int64, block int, newest *int64) iter.Seq2[recall.Entry, error] {
 	return func(yield func(recall.Entry, error) bool) {
-		rl := newReverseLines(r, size, block)
+		rl := newReverseLines(ctx, r, size, block)
 		skipping := true // still inside the torn tail or an open batch
 		for {
 			l, terminated, ok, err := rl.prev()
@@ -267,25 +297,19 @@ func backwardBlocks(r io.ReaderAt, size int64, block int) iter.Seq2[recall.Entry
 				continue
 			}
 			e, more, err := decodeLine(l)
-			if !terminated {
-				// the final segment: a complete closing entry or torn
-				if err != nil || more {
-					continue
-				}
-				skipping = false
-				if !yield(e, nil) {
-					return
-				}
-				continue
-			}
-			if err != nil {
+			switch {
+			case !terminated && (err != nil || more):
+				continue // the final segment is torn unless it is a complete closing entry
+			case err != nil:
 				skipping = false // a corrupt line closes a batch
 				continue
-			}
-			if skipping && more {
+			case skipping && more:
 				continue
 			}
 			skipping = false
+			if newest != nil {
+				*newest, newest = e.Seq, nil
+			}
 			if !yield(e, nil) {
 				return
 			}

@@ -2,6 +2,7 @@ package filestore
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -89,7 +90,9 @@ func TestScanAgree(t *testing.T) {
 
 		var whole []recall.Entry
 		sc := scanner{stable: true, emit: func(e recall.Entry) { whole = append(whole, e) }}
-		sc.scanBytes(file, 0)
+		if err := sc.scanBytes(context.Background(), file, 0); err != nil {
+			t.Fatal(err)
+		}
 		if got := seqsOf(whole); !slices.Equal(got, want) {
 			t.Fatalf("scanBytes seqs %v, want %v\n%q", got, want, file)
 		}
@@ -99,7 +102,7 @@ func TestScanAgree(t *testing.T) {
 
 		var chunked []recall.Entry
 		sc2 := scanner{chunk: chunk, emit: func(e recall.Entry) { chunked = append(chunked, e.Clone()) }}
-		if err := sc2.scanFile(bytes.NewReader(file), 0, int64(len(file))); err != nil {
+		if err := sc2.scanFile(context.Background(), bytes.NewReader(file), 0, int64(len(file))); err != nil {
 			t.Fatal(err)
 		}
 		if got := seqsOf(chunked); !slices.Equal(got, want) || sc2.end != sc.end || sc2.corrupt != sc.corrupt {
@@ -115,13 +118,16 @@ func TestScanAgree(t *testing.T) {
 		// reads the same.
 		var cut []recall.Entry
 		sc3 := scanner{stable: true, emit: func(e recall.Entry) { cut = append(cut, e) }}
-		sc3.scanBytes(file[:sc.end], 0)
+		if err := sc3.scanBytes(context.Background(), file[:sc.end], 0); err != nil {
+			t.Fatal(err)
+		}
 		if !slices.Equal(seqsOf(cut), want) || sc3.end != sc.end {
 			t.Fatalf("log cut at its committed end %d reads %v (end %d), want %v", sc.end, seqsOf(cut), sc3.end, want)
 		}
 
 		var back []int64
-		for e, err := range backwardBlocks(bytes.NewReader(file), int64(len(file)), block) {
+		var newest int64
+		for e, err := range backwardBlocks(context.Background(), bytes.NewReader(file), int64(len(file)), block, &newest) {
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -131,6 +137,14 @@ func TestScanAgree(t *testing.T) {
 		if !slices.Equal(back, want) {
 			t.Fatalf("backward seqs %v, want %v\n%q", back, want, file)
 		}
+		// the first entry met is the log's LastSeq at that size
+		var wantNewest int64
+		if len(want) > 0 {
+			wantNewest = want[len(want)-1]
+		}
+		if newest != wantNewest {
+			t.Fatalf("backward's newest seq %d, want the last of %v", newest, want)
+		}
 	})
 }
 
@@ -138,7 +152,7 @@ func TestScanAgree(t *testing.T) {
 func TestReverseLinesLong(t *testing.T) {
 	lines := []string{"", "a", strings.Repeat("b", 70000), "c", strings.Repeat("d", 5), ""}
 	file := strings.Join(lines, "\n") // ends without a newline after the last ""
-	rl := newReverseLines(strings.NewReader(file), int64(len(file)), 3)
+	rl := newReverseLines(context.Background(), strings.NewReader(file), int64(len(file)), 3)
 	var got []string
 	for {
 		l, _, ok, err := rl.prev()

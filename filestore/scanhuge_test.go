@@ -1,6 +1,7 @@
 package filestore
 
 import (
+	"context"
 	"io"
 	"testing"
 )
@@ -40,7 +41,7 @@ func (r *flatReader) ReadAt(p []byte, off int64) (int, error) {
 func TestReverseLinesHugeLine(t *testing.T) {
 	const size = 32 << 20
 	r := &flatReader{size: size}
-	rl := newReverseLines(r, size, firstBlock)
+	rl := newReverseLines(context.Background(), r, size, firstBlock)
 	if seg, terminated, ok, err := rl.prev(); err != nil || !ok || terminated || len(seg) != 0 {
 		t.Fatalf("the final segment = %d bytes, %t, %t, %v; want an empty one", len(seg), terminated, ok, err)
 	}

@@ -100,7 +100,7 @@ func TestSoakChild(t *testing.T) {
 				tags[i] = fmt.Sprintf("w%d-n%d", id, n)
 				items[i] = recall.Message("user", tags[i]+" "+strings.Repeat("z", rng.IntN(3000)))
 			}
-			last, err := s.Append(ctx, key, recall.ItemEntries(items...)...)
+			last, err := s.Append(ctx, key, recall.Guard{}, recall.ItemEntries(items...)...)
 			if err != nil {
 				fail("append %s: %v", key, err)
 			}
@@ -124,7 +124,7 @@ func TestSoakChild(t *testing.T) {
 			at := 1 + rng.Int64N(m.LastSeq)
 			n++
 			fork := recall.Key{Project: soakProject, Session: fmt.Sprintf("fork-w%d-n%d", id, n)}
-			if _, err := s.Fork(ctx, key, at, fork); err != nil {
+			if _, err := recall.Fork(ctx, s, key, at, fork); err != nil {
 				fail("fork %s at %d: %v", key, at, err)
 			}
 			fmt.Fprintf(out, "F %s %d %s\n", key.Session, at, fork.Session)
@@ -371,7 +371,7 @@ func checkSoakFork(t *testing.T, s recall.Store, f soakFork, log []recall.Entry)
 		i = len(log)
 	}
 	_, want := recall.Replay(src, log[:i])
-	got, err := s.Items(ctx, fork, 0)
+	got, _, err := s.Items(ctx, fork, 0)
 	if err != nil {
 		t.Errorf("Items %s: %v", fork, err)
 		return
@@ -405,7 +405,7 @@ func checkIndexRebuild(t *testing.T, home string) {
 		if err != nil {
 			t.Fatalf("List: %v", err)
 		}
-		ps, err := s.Projects(ctx)
+		ps, err := recall.Projects(ctx, s)
 		if err != nil {
 			t.Fatalf("Projects: %v", err)
 		}

@@ -28,8 +28,10 @@ const (
 	// (a torn tail is repaired at the next write, and the log stays
 	// readable). A killed process loses nothing the kernel has accepted.
 	// Use it for tests and throwaway sessions only. Files the store creates
-	// in one step (forks, the index) are still fsynced, since a rename
-	// without an fsync may leave an empty file after a crash.
+	// in one step (a new session's log with its first batch, which is how
+	// recall.Fork and recall.Create write; the index) are still fsynced,
+	// with their directory, since a link or rename without an fsync may
+	// leave an empty file after a crash.
 	SyncNever
 )
 
@@ -70,7 +72,11 @@ type Store struct {
 	projects map[string]*projectIndex
 }
 
-var _ recall.Store = (*Store)(nil)
+var (
+	_ recall.Store         = (*Store)(nil)
+	_ recall.Cleaner       = (*Store)(nil)
+	_ recall.ProjectLister = (*Store)(nil)
+)
 
 const (
 	logExt      = ".jsonl"

@@ -56,7 +56,7 @@ func TestHostileKeys(t *testing.T) {
 	home := filepath.Join(outer, "home")
 	s := openStore(t, home)
 	good := recall.Key{Project: "p", Session: "good"}
-	if _, err := s.Append(ctx, good, recall.ItemEntry(recall.Message("user", "hi"))); err != nil {
+	if _, err := s.Append(ctx, good, recall.Guard{}, recall.ItemEntry(recall.Message("user", "hi"))); err != nil {
 		t.Fatal(err)
 	}
 	long := strings.Repeat("a", recall.MaxIDLen+1)
@@ -88,22 +88,22 @@ func TestHostileKeys(t *testing.T) {
 	item := recall.ItemEntry(recall.Message("user", "x"))
 	for _, k := range bad {
 		calls := map[string]error{}
-		_, calls["Append"] = s.Append(ctx, k, item)
+		_, calls["Append"] = s.Append(ctx, k, recall.Guard{}, item)
 		_, calls["Import"] = s.Import(ctx, k, recall.Entry{Seq: 1, Kind: recall.KindClear, Time: recall.Now()})
-		_, calls["Items"] = s.Items(ctx, k, 0)
+		_, _, calls["Items"] = s.Items(ctx, k, 0)
 		_, calls["Pop"] = s.Pop(ctx, k)
 		_, calls["Stat"] = s.Stat(ctx, k)
 		_, _, calls["Load"] = s.Load(ctx, k)
 		_, calls["Entries"] = s.Entries(ctx, k, 0, 0)
 		calls["Remove"] = s.Remove(ctx, k)
-		_, calls["Fork from"] = s.Fork(ctx, k, 0, recall.Key{Project: "p", Session: "target"})
-		_, calls["Fork onto"] = s.Fork(ctx, good, 0, k)
+		_, calls["Fork from"] = recall.Fork(ctx, s, k, 0, recall.Key{Project: "p", Session: "target"})
+		_, calls["Fork onto"] = recall.Fork(ctx, s, good, 0, k)
 		if k.Subpath == "" {
 			_, calls["List"] = s.List(ctx, k.Project, recall.ListOptions{})
 			_, calls["List parent"] = s.List(ctx, "p", recall.ListOptions{Parent: k.Session})
 			_, calls["ProjectDir"] = s.ProjectDir(k.Project)
 			// the zero cutoff removes nothing, even when Project is "" (all)
-			_, calls["Cleanup"] = s.Cleanup(ctx, recall.CleanupOptions{Project: k.Project})
+			_, calls["Cleanup"] = recall.Cleanup(ctx, s, recall.CleanupOptions{Project: k.Project})
 		}
 		for name, err := range calls {
 			// List, ProjectDir and Cleanup only see the project, where ""
@@ -186,7 +186,7 @@ func TestLayout(t *testing.T) {
 	main := recall.Key{Project: "proj", Session: "s1"}
 	sub := recall.Key{Project: "proj", Session: "s1", Subpath: "subagents/agent-7"}
 	for _, k := range []recall.Key{main, sub} {
-		if _, err := s.Append(ctx, k, recall.ItemEntry(recall.Message("user", "hi"))); err != nil {
+		if _, err := s.Append(ctx, k, recall.Guard{}, recall.ItemEntry(recall.Message("user", "hi"))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -204,7 +204,7 @@ func TestLayout(t *testing.T) {
 		return nil
 	})
 	slices.Sort(files)
-	want := []string{"projects/proj/#index-v1", "projects/proj/s1.jsonl", "projects/proj/s1/subagents/agent-7.jsonl"}
+	want := []string{"projects/proj/#index-v2", "projects/proj/s1.jsonl", "projects/proj/s1/subagents/agent-7.jsonl"}
 	if !slices.Equal(files, want) {
 		t.Errorf("files %v, want %v", files, want)
 	}
@@ -228,10 +228,10 @@ func TestNameCollision(t *testing.T) {
 	a := recall.Key{Project: "p", Session: "a"}
 	rec := recall.Key{Project: "p", Session: "a.jsonl", Subpath: "subagents/x"}
 	item := recall.ItemEntry(recall.Message("user", "hi"))
-	if _, err := s.Append(ctx, a, item); err != nil {
+	if _, err := s.Append(ctx, a, recall.Guard{}, item); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Append(ctx, rec, item); !errors.Is(err, recall.ErrConflict) {
+	if _, err := s.Append(ctx, rec, recall.Guard{}, item); !errors.Is(err, recall.ErrConflict) {
 		t.Errorf("Append to %s = %v, want ErrConflict", rec, err)
 	}
 	if err := recall.VerifySession(ctx, s, a); err != nil {
@@ -239,10 +239,10 @@ func TestNameCollision(t *testing.T) {
 	}
 
 	s2 := openStore(t, t.TempDir())
-	if _, err := s2.Append(ctx, rec, item); err != nil {
+	if _, err := s2.Append(ctx, rec, recall.Guard{}, item); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s2.Append(ctx, a, item); !errors.Is(err, recall.ErrConflict) {
+	if _, err := s2.Append(ctx, a, recall.Guard{}, item); !errors.Is(err, recall.ErrConflict) {
 		t.Errorf("Append to %s = %v, want ErrConflict", a, err)
 	}
 	if _, err := s2.Stat(ctx, a); !errors.Is(err, recall.ErrNotFound) {
@@ -305,7 +305,7 @@ func TestConcurrentStores(t *testing.T) {
 		s := openStore(t, home)
 		wg.Go(func() {
 			for b := range batches {
-				_, err := s.Append(ctx, key,
+				_, err := s.Append(ctx, key, recall.Guard{},
 					recall.ItemEntry(recall.Message("user", tag(w, b, 0))),
 					recall.ItemEntry(recall.Message("assistant", tag(w, b, 1))))
 				if err != nil {
@@ -379,7 +379,7 @@ func TestSweepTemp(t *testing.T) {
 	ctx := context.Background()
 	home := t.TempDir()
 	s := openStore(t, home)
-	if _, err := s.Append(ctx, recall.Key{Project: "p", Session: "s"}, recall.ItemEntry(recall.Message("user", "hi"))); err != nil {
+	if _, err := s.Append(ctx, recall.Key{Project: "p", Session: "s"}, recall.Guard{}, recall.ItemEntry(recall.Message("user", "hi"))); err != nil {
 		t.Fatal(err)
 	}
 	dir, _ := s.ProjectDir("p")

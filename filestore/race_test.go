@@ -1,0 +1,444 @@
+package filestore_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/filestore"
+)
+
+// The tests below race this process against another one on the same
+// store: they run this test binary again as a child (TestRaceChild) that
+// removes, appends or compares-and-swaps in a loop until its standard
+// input is closed, then prints "done <count>" and exits.
+const (
+	envRaceHome = "FILESTORE_RACE_HOME"
+	envRaceRole = "FILESTORE_RACE_ROLE" // "remove", "append" or "cas"
+)
+
+// ghostKeys are the sessions TestGhostAcrossProcesses races on.
+var ghostKeys = func() []recall.Key {
+	keys := make([]recall.Key, 6)
+	for i := range keys {
+		keys[i] = recall.Key{Project: "ghost", Session: fmt.Sprintf("g%d", i)}
+	}
+	return keys
+}()
+
+var (
+	verifyKey = recall.Key{Project: "verify", Session: "live"}
+	casKey    = recall.Key{Project: "cas", Session: "counter"}
+)
+
+// TestRaceChild is the child's side; it does nothing in a normal run.
+func TestRaceChild(t *testing.T) {
+	home := os.Getenv(envRaceHome)
+	if home == "" {
+		t.Skip("the child of the cross-process race tests")
+	}
+	s, err := filestore.Open(filestore.Options{Dir: home})
+	if err != nil {
+		fmt.Println("open:", err)
+		os.Exit(2)
+	}
+	stop := make(chan struct{})
+	go func() {
+		io.Copy(io.Discard, os.Stdin)
+		close(stop)
+	}()
+	stopped := func() bool {
+		select {
+		case <-stop:
+			return true
+		default:
+			return false
+		}
+	}
+	fail := func(what string, err error) {
+		fmt.Printf("%s: %v\n", what, err)
+		os.Exit(2)
+	}
+	ctx := context.Background()
+	n := 0
+	fmt.Println("ready")
+	switch os.Getenv(envRaceRole) {
+	case "remove":
+		// what `recall rm` does, over and over: n counts removals
+		for i := 0; !stopped(); i++ {
+			err := s.Remove(ctx, ghostKeys[i%len(ghostKeys)])
+			if err == nil {
+				n++
+			} else if !errors.Is(err, recall.ErrNotFound) {
+				fail("remove", err)
+			}
+			if i%len(ghostKeys) == 0 {
+				time.Sleep(100 * time.Microsecond) // let the other side recreate some
+			}
+		}
+	case "append":
+		// a fast chat: a batch of one to three items every 20ms (an
+		// agent's turn takes seconds), a pop and a title now and then
+		for b := 0; !stopped(); b++ {
+			time.Sleep(20 * time.Millisecond)
+			var batch []recall.Entry
+			for i := range 1 + b%3 {
+				batch = append(batch, recall.ItemEntry(recall.Message("user", fmt.Sprintf("b%d-%d", b, i))))
+			}
+			if _, err := s.Append(ctx, verifyKey, recall.Guard{}, batch...); err != nil {
+				fail("append", err)
+			}
+			switch b % 7 {
+			case 3:
+				if _, err := s.Pop(ctx, verifyKey); err != nil {
+					fail("pop", err)
+				}
+			case 5:
+				if _, err := recall.SetTitle(ctx, s, verifyKey, fmt.Sprintf("title %d", b), recall.TitleAuto); err != nil {
+					fail("title", err)
+				}
+			}
+			n++
+		}
+	case "cas":
+		// compare-and-swap increments: n counts the successful ones
+		for !stopped() {
+			ok, err := casIncrement(ctx, s, "child")
+			if err != nil {
+				fail("cas", err)
+			}
+			if ok {
+				n++
+			}
+		}
+	default:
+		fail("role", fmt.Errorf("unknown role %q", os.Getenv(envRaceRole)))
+	}
+	fmt.Printf("done %d\n", n)
+	os.Exit(0)
+}
+
+// casIncrement reads casKey's LastSeq and appends one item guarded by it,
+// naming the seq the item must land at. ok is false when another writer
+// came first (ErrConflict). A guard that is not atomic with the write lets
+// an append land after another writer's: its seq then differs from the
+// one its guard promised, which is an error here.
+func casIncrement(ctx context.Context, s recall.Store, who string) (ok bool, err error) {
+	m, err := s.Stat(ctx, casKey)
+	if err != nil {
+		return false, err
+	}
+	want := m.LastSeq + 1
+	seq, err := s.Append(ctx, casKey, recall.IfLastSeq(m.LastSeq), recall.ItemEntry(recall.Message("user", fmt.Sprintf("%s@%d", who, want))))
+	if errors.Is(err, recall.ErrConflict) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if seq != want {
+		return false, fmt.Errorf("an append guarded by LastSeq %d landed at seq %d", want-1, seq)
+	}
+	return true, nil
+}
+
+// raceChild is a running child of the race tests.
+type raceChild struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	out   *bufio.Reader
+}
+
+// startRaceChild starts a child with role on the store at home and returns
+// once it is running.
+func startRaceChild(t *testing.T, home, role string) *raceChild {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestRaceChild$", "-test.count=1")
+	cmd.Env = append(os.Environ(), envRaceHome+"="+home, envRaceRole+"="+role)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c := &raceChild{cmd: cmd, stdin: stdin, out: bufio.NewReader(out)}
+	t.Cleanup(func() {
+		if c.cmd.ProcessState == nil {
+			c.cmd.Process.Kill()
+			c.cmd.Wait()
+		}
+	})
+	if line, err := c.out.ReadString('\n'); strings.TrimSpace(line) != "ready" {
+		t.Fatalf("the %s child said %q, %v", role, line, err)
+	}
+	return c
+}
+
+// stop asks the child to finish and returns the count it reports.
+func (c *raceChild) stop(t *testing.T) int {
+	t.Helper()
+	c.stdin.Close()
+	rest, _ := io.ReadAll(c.out)
+	err := c.cmd.Wait()
+	line := strings.TrimSpace(string(rest))
+	n, perr := strconv.Atoi(strings.TrimPrefix(line, "done "))
+	if err != nil || !strings.HasPrefix(line, "done ") || perr != nil {
+		t.Fatalf("the child ended with %v, saying %q", err, line)
+	}
+	return n
+}
+
+// raceFor is how long each cross-process race runs: long enough for
+// hundreds of collisions, short enough for every test run.
+const raceFor = 2 * time.Second
+
+// A `recall rm` in another process, racing every lifecycle helper, never
+// leaves a ghost: a session that exists holding only title, meta or clear
+// entries, brought back after its removal. The helpers append with
+// IfExists, which the file store checks under the log's file lock.
+func TestGhostAcrossProcesses(t *testing.T) {
+	ctx := context.Background()
+	home := t.TempDir()
+	s := openStore(t, home)
+	child := startRaceChild(t, home, "remove")
+
+	helpers := []struct {
+		name string
+		do   func(recall.Key) error
+	}{
+		{"SetTitle", func(k recall.Key) error {
+			_, err := recall.SetTitle(ctx, s, k, "a title", recall.TitleUser)
+			return err
+		}},
+		{"SetPinned", func(k recall.Key) error { _, err := recall.SetPinned(ctx, s, k, true); return err }},
+		{"SetArchived", func(k recall.Key) error { _, err := recall.SetArchived(ctx, s, k, true); return err }},
+		{"SetLabels", func(k recall.Key) error { _, err := recall.SetLabels(ctx, s, k, "x", "y"); return err }},
+		{"Clear", func(k recall.Key) error { return recall.Clear(ctx, s, k) }},
+		{"SetMetadata", func(k recall.Key) error {
+			_, err := recall.SetMetadata(ctx, s, k, map[string]string{"k": "v"})
+			return err
+		}},
+		{"MergeMetadata", func(k recall.Key) error {
+			v := "w"
+			_, err := recall.MergeMetadata(ctx, s, k, map[string]*string{"k2": &v})
+			return err
+		}},
+	}
+	// noGhost checks that k, if it exists, starts with the item that
+	// created it.
+	noGhost := func(k recall.Key, when string) {
+		t.Helper()
+		_, es, err := s.Load(ctx, k)
+		if errors.Is(err, recall.ErrNotFound) {
+			return
+		}
+		if err != nil {
+			t.Fatalf("%s: Load %s: %v", when, k, err)
+		}
+		if len(es) == 0 || es[0].Kind != recall.KindItem {
+			kinds := make([]recall.Kind, len(es))
+			for i, e := range es {
+				kinds[i] = e.Kind
+			}
+			t.Fatalf("%s: %s is a ghost: a session brought back holding %v", when, k, kinds)
+		}
+	}
+	var calls, missed, rounds int
+	deadline := time.Now().Add(raceFor)
+	for ; time.Now().Before(deadline); rounds++ {
+		for _, k := range ghostKeys {
+			// (re)create the session the way a chat does
+			if _, err := s.Append(ctx, k, recall.Guard{}, recall.ItemEntry(recall.Message("user", "hello"))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, h := range helpers {
+			for _, k := range ghostKeys {
+				calls++
+				err := h.do(k)
+				if errors.Is(err, recall.ErrNotFound) {
+					missed++
+				} else if err != nil {
+					t.Fatalf("%s(%s): %v", h.name, k, err)
+				}
+				noGhost(k, h.name)
+			}
+		}
+	}
+	removed := child.stop(t)
+	for _, k := range ghostKeys {
+		noGhost(k, "at the end")
+	}
+	// Clear hides ErrNotFound; the others report it.
+	t.Logf("%d rounds: %d helper calls, %d found their session removed; the other process removed %d sessions", rounds, calls, missed, removed)
+	if removed == 0 || missed == 0 {
+		t.Errorf("no race happened: %d removals, %d helper calls found nothing", removed, missed)
+	}
+	if err := recall.Verify(ctx, openStore(t, home)); err != nil {
+		t.Error(err)
+	}
+}
+
+// VerifySession run over and over beside another process appending to the
+// session (batches, pops, titles) never reports a healthy session: Load
+// and Items are each one snapshot, and it compares them only at the same
+// LastSeq.
+func TestVerifyBesideAppender(t *testing.T) {
+	ctx := context.Background()
+	home := t.TempDir()
+	s := openStore(t, home)
+	if _, err := s.Append(ctx, verifyKey, recall.Guard{}, recall.ItemEntry(recall.Message("user", "first"))); err != nil {
+		t.Fatal(err)
+	}
+	child := startRaceChild(t, home, "append")
+	runs, moved := 0, 0
+	for deadline := time.Now().Add(raceFor); runs < 300 || time.Now().Before(deadline); runs++ {
+		before, _ := s.Stat(ctx, verifyKey)
+		if err := recall.VerifySession(ctx, s, verifyKey); err != nil {
+			child.stop(t)
+			t.Fatalf("run %d: %v", runs, err)
+		}
+		if after, _ := s.Stat(ctx, verifyKey); after.LastSeq != before.LastSeq {
+			moved++
+		}
+		if runs%50 == 0 {
+			if err := recall.Verify(ctx, s); err != nil {
+				child.stop(t)
+				t.Fatalf("run %d: Verify: %v", runs, err)
+			}
+		}
+		if runs > 5000 {
+			break
+		}
+	}
+	batches := child.stop(t)
+	m, err := s.Stat(ctx, verifyKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d verifications, %d of them while the session moved; the other process appended %d batches (LastSeq %d)", runs, moved, batches, m.LastSeq)
+	if batches < 10 || moved < 10 {
+		t.Errorf("too little overlap: %d batches appended, %d verifications raced one", batches, moved)
+	}
+	if err := recall.VerifySession(ctx, s, verifyKey); err != nil {
+		t.Error(err)
+	}
+}
+
+// Appends guarded by IfLastSeq from two processes at once: every one that
+// succeeds lands exactly at the seq its guard promised, so the log holds
+// each writer's items at the seqs they name, and the successes add up to
+// the log's length.
+func TestGuardAcrossProcesses(t *testing.T) {
+	ctx := context.Background()
+	home := t.TempDir()
+	s := openStore(t, home)
+	if _, err := s.Append(ctx, casKey, recall.IfNew(), recall.Entry{Kind: recall.KindCreate}); err != nil {
+		t.Fatal(err)
+	}
+	child := startRaceChild(t, home, "cas")
+	mine, tries := 0, 0
+	for deadline := time.Now().Add(raceFor / 2); time.Now().Before(deadline); tries++ {
+		ok, err := casIncrement(ctx, s, "parent")
+		if err != nil {
+			child.stop(t)
+			t.Fatal(err)
+		}
+		if ok {
+			mine++
+		}
+	}
+	theirs := child.stop(t)
+	m, es, err := s.Load(ctx, casKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.LastSeq != int64(1+mine+theirs) {
+		t.Errorf("LastSeq %d after %d + %d guarded appends (and the create entry)", m.LastSeq, mine, theirs)
+	}
+	for _, e := range es[1:] {
+		text := recall.Item(e.Data).Text()
+		if _, at, _ := strings.Cut(text, "@"); at != strconv.FormatInt(e.Seq, 10) {
+			t.Fatalf("seq %d holds %q: an append landed past its guard", e.Seq, text)
+		}
+	}
+	t.Logf("%d of %d guarded appends here succeeded, %d in the other process", mine, tries, theirs)
+	if mine == 0 || theirs == 0 || tries == mine {
+		t.Errorf("no contention: %d of %d here, %d there", mine, tries, theirs)
+	}
+}
+
+// Items returns the LastSeq of the very bytes its view was read from:
+// while another goroutine appends one item per batch (so seq n is the
+// n-th item and every entry is an item), the newest item of each view is
+// the entry at the LastSeq returned, and a whole view holds LastSeq items,
+// never one more or one less.
+func TestItemsSeqIsTheViews(t *testing.T) {
+	ctx := context.Background()
+	home := t.TempDir()
+	w, err := filestore.Open(filestore.Options{Dir: home, Sync: filestore.SyncNever})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	r := openStore(t, home) // another store: shares nothing with the writer but the files
+	key := recall.Key{Project: "p", Session: "seq"}
+	if _, err := w.Append(ctx, key, recall.Guard{}, recall.ItemEntry(recall.Message("user", "1"))); err != nil {
+		t.Fatal(err)
+	}
+	const appends = 500
+	done := make(chan error, 1)
+	go func() {
+		for i := 2; i <= appends; i++ {
+			if _, err := w.Append(ctx, key, recall.Guard{}, recall.ItemEntry(recall.Message("user", strconv.Itoa(i)))); err != nil {
+				done <- err
+				return
+			}
+			time.Sleep(100 * time.Microsecond) // let the reads interleave
+		}
+		done <- nil
+	}()
+	reads := 0
+	for running := true; running; reads++ {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			running = false
+		default:
+		}
+		for _, st := range []recall.Store{r, w} {
+			limit := []int{0, 1, 5, 1, 5, 1, 5, 50}[reads%8]
+			live, last, err := st.Items(ctx, key, limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(live) == 0 {
+				t.Fatalf("Items(%d) read at seq %d is empty", limit, last)
+			}
+			if newest := live[len(live)-1]; newest.Ref.Seq != last || newest.Item.Text() != strconv.FormatInt(last, 10) {
+				t.Fatalf("Items(%d) read at seq %d, its newest item is %+v", limit, last, newest)
+			}
+			if limit == 0 && int64(len(live)) != last {
+				t.Fatalf("Items(0) read at seq %d holds %d items", last, len(live))
+			}
+		}
+	}
+	t.Logf("%d reads while %d items were appended", reads, appends)
+}
