@@ -68,7 +68,7 @@ func BenchmarkAppend(b *testing.B) {
 				e := recall.ItemEntry(recall.Item(`{"type":"message","role":"user","content":"a message of a typical length, a sentence or two long, to append"}`))
 				i := 0
 				for b.Loop() {
-					if _, err := st.Append(ctx, keys[i%len(keys)], e); err != nil {
+					if _, err := st.Append(ctx, keys[i%len(keys)], recall.Guard{}, e); err != nil {
 						b.Fatal(err)
 					}
 					i++
@@ -133,7 +133,7 @@ func BenchmarkAppendInterleaved(b *testing.B) {
 				var tBare, tMirror time.Duration
 				timed := func(st recall.Store, key recall.Key, sum *time.Duration) {
 					start := time.Now()
-					if _, err := st.Append(ctx, key, e); err != nil {
+					if _, err := st.Append(ctx, key, recall.Guard{}, e); err != nil {
 						b.Fatal(err)
 					}
 					*sum += time.Since(start)

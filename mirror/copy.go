@@ -3,6 +3,7 @@ package mirror
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -22,7 +23,7 @@ var ErrDiverged = errors.New("mirror: replica diverged from primary")
 // primary's: it lacks the first entries, and appending cannot bring them
 // back. A replica that lost a session while a copy of it was under way
 // gets there when the copy's next batch starts with a compaction entry,
-// which Import takes as the start of a purged log (see recall.ImportPlan).
+// which Import takes as the start of a purged log (see storekit.ImportPlan).
 // The cure is to remove the replica's copy and copy the session whole.
 var errHeadless = errors.New("mirror: the replica lacks the start of the session's log")
 
@@ -64,9 +65,11 @@ func (c copier) dstCtx(ctx context.Context) (context.Context, context.CancelFunc
 
 // position returns the last seq dst holds for key (0 when dst has no such
 // session): the authority a cursor is reset from. guess is the position
-// the caller believed; when dst disagrees, the entry at dst's position is
-// compared with the primary's entry of the same seq, so a replica that
-// holds a different log is reported as ErrDiverged rather than appended to.
+// the caller believed. Before dst's position is trusted, dst's log is
+// checked to be src's, by content: the first entries of both (see
+// sameHead) and, when dst's position is not the one guessed, the entries
+// at that position (see sameTip). A replica that holds a different log is
+// reported as ErrDiverged rather than appended to.
 func (c copier) position(ctx context.Context, key recall.Key, guess int64) (int64, error) {
 	cctx, cancel := c.dstCtx(ctx)
 	m, err := c.dst.Stat(cctx, key)
@@ -90,9 +93,13 @@ func (c copier) position(ctx context.Context, key recall.Key, guess int64) (int6
 	return last, c.sameTip(ctx, key, last)
 }
 
-// sameHead checks that dst's log of key does not start after src's, and
-// returns errHeadless when it does. A log of src that starts later (it was
-// purged) is fine: dst keeps the longer history.
+// sameHead compares the first entries of src's and dst's logs of key. A
+// log of dst that starts after src's lacks entries appending cannot bring
+// back: errHeadless. Two logs that start at the same seq must hold the
+// same entry there, or dst's is another log (ErrDiverged): a session
+// removed and re-created locally while dst kept the old one, or another
+// writer. A log of src that starts later (it was purged) is fine: dst
+// keeps the longer history, and sameTip compares what both hold.
 func (c copier) sameHead(ctx context.Context, key recall.Key) error {
 	mine, err := c.src.Entries(ctx, key, 0, 1)
 	if errors.Is(err, recall.ErrNotFound) {
@@ -107,12 +114,20 @@ func (c copier) sameHead(ctx context.Context, key recall.Key) error {
 	if err != nil && !errors.Is(err, recall.ErrNotFound) {
 		return fromReplica(fmt.Errorf("mirror: read %s from replica: %w", key, err))
 	}
-	if len(mine) > 0 && len(theirs) > 0 && theirs[0].Seq > mine[0].Seq {
-		return fmt.Errorf("%w: %s: the replica's log starts at seq %d, the primary's at seq %d", errHeadless, key, theirs[0].Seq, mine[0].Seq)
+	if len(mine) == 0 || len(theirs) == 0 {
+		return nil
+	}
+	a, b := mine[0], theirs[0]
+	switch {
+	case b.Seq > a.Seq:
+		return fmt.Errorf("%w: %s: the replica's log starts at seq %d, the primary's at seq %d", errHeadless, key, b.Seq, a.Seq)
+	case b.Seq == a.Seq && !sameEntry(a, b):
+		return diverged(key, a, b)
 	}
 	return nil
 }
 
+// remove removes key from dst; a dst that does not hold it is fine.
 // remove removes key from dst; a dst that does not hold it is fine.
 func (c copier) remove(ctx context.Context, key recall.Key) error {
 	cctx, cancel := c.dstCtx(ctx)
@@ -124,11 +139,8 @@ func (c copier) remove(ctx context.Context, key recall.Key) error {
 	return fromReplica(fmt.Errorf("mirror: remove %s from replica: %w", key, err))
 }
 
-// sameTip checks that src and dst hold the same entry at seq: same kind and
-// time (for a compaction entry, which a purge re-times, the same payload
-// will do). Times are set by the primary when it writes an entry and
-// carried verbatim by Import, so a re-created session or a foreign writer
-// shows.
+// sameTip checks that src and dst hold the same entry at seq (see
+// sameEntry).
 func (c copier) sameTip(ctx context.Context, key recall.Key, seq int64) error {
 	mine, err := c.src.Entries(ctx, key, seq-1, 1)
 	if errors.Is(err, recall.ErrNotFound) {
@@ -149,17 +161,74 @@ func (c copier) sameTip(ctx context.Context, key recall.Key, seq int64) error {
 	if len(theirs) == 0 || theirs[0].Seq != seq {
 		return fromReplica(fmt.Errorf("mirror: %s: replica reports seq %d but does not return it: %w", key, seq, recall.ErrConflict))
 	}
-	a, b := mine[0], theirs[0]
-	if a.Kind == recall.KindCompaction && b.Kind == recall.KindCompaction && bytes.Equal(a.Data, b.Data) {
-		// A purge that starts the log at this compaction entry gives it
-		// the time of the log's first entry; its payload is unchanged.
-		return nil
-	}
-	if a.Kind != b.Kind || !a.Time.Equal(b.Time) {
-		return fmt.Errorf("%w: %s: at seq %d the primary has %s at %s, the replica %s at %s",
-			ErrDiverged, key, seq, a.Kind, a.Time.Format(time.RFC3339Nano), b.Kind, b.Time.Format(time.RFC3339Nano))
+	if !sameEntry(mine[0], theirs[0]) {
+		return diverged(key, mine[0], theirs[0])
 	}
 	return nil
+}
+
+// sameEntry reports whether a, an entry of the primary, and b, the
+// replica's entry of the same seq, are one entry: the same kind, time,
+// payload bytes and usage. Times alone cannot tell two logs apart (a
+// session removed and re-created within a microsecond, or entries written
+// with an explicit time), and Import carries every field verbatim, so a
+// copy is equal in all of them.
+//
+// The one rewrite a copy may have missed is a purge's (recall.PurgeLog):
+// the compaction entry a purged log starts at gains the session's
+// creation time (Compaction.Created) and the usage of the dropped
+// entries, keeping its seq, time and the rest of its payload. Such an
+// entry matches the replica's copy of the entry before the purge.
+func sameEntry(a, b recall.Entry) bool {
+	if a.Kind != b.Kind || !a.Time.Equal(b.Time) {
+		return false
+	}
+	if bytes.Equal(a.Data, b.Data) && sameUsage(a.Usage, b.Usage) {
+		return true
+	}
+	return a.Kind == recall.KindCompaction && samePurged(a.Data, b.Data)
+}
+
+// samePurged reports whether two compaction payloads are equal but for
+// Compaction.Created, which a purge sets. Both are decoded and encoded
+// again, so that the purge's re-encoding of the items does not count.
+func samePurged(a, b []byte) bool {
+	var ca, cb recall.Compaction
+	if json.Unmarshal(a, &ca) != nil || json.Unmarshal(b, &cb) != nil {
+		return false
+	}
+	ca.Created, cb.Created = time.Time{}, time.Time{}
+	ja, err1 := json.Marshal(ca)
+	jb, err2 := json.Marshal(cb)
+	return err1 == nil && err2 == nil && bytes.Equal(ja, jb)
+}
+
+// sameUsage compares two entries' usage; none and zero are the same.
+func sameUsage(a, b *recall.Usage) bool {
+	var ua, ub recall.Usage
+	if a != nil {
+		ua = *a
+	}
+	if b != nil {
+		ub = *b
+	}
+	return ua == ub
+}
+
+// diverged is the ErrDiverged of a session whose primary holds a and whose
+// replica holds b at the same seq.
+func diverged(key recall.Key, a, b recall.Entry) error {
+	what := "payload"
+	switch {
+	case a.Kind != b.Kind:
+		what = "kind"
+	case !a.Time.Equal(b.Time):
+		what = "time"
+	case bytes.Equal(a.Data, b.Data):
+		what = "usage"
+	}
+	return fmt.Errorf("%w: %s: at seq %d the primary has %s at %s, the replica %s at %s (the %s differs)",
+		ErrDiverged, key, a.Seq, a.Kind, a.Time.Format(time.RFC3339Nano), b.Kind, b.Time.Format(time.RFC3339Nano), what)
 }
 
 // copy imports into dst every entry of key that src holds after from, the

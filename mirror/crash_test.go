@@ -71,7 +71,7 @@ func TestCrashChild(t *testing.T) {
 		if i%50 == 49 {
 			k.Session = fmt.Sprintf("child-%d-%d", os.Getpid(), i)
 		}
-		if _, err := m.Append(ctx, k, recall.ItemEntry(item(fmt.Sprintf("child %d", i)))); err != nil {
+		if _, err := m.Append(ctx, k, recall.Guard{}, recall.ItemEntry(item(fmt.Sprintf("child %d", i)))); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(time.Millisecond)
@@ -114,7 +114,7 @@ func killedMidReplication(t *testing.T, kind, url, name string) {
 			for j := range items {
 				items[j] = item(fmt.Sprintf("backlog %d", j))
 			}
-			if _, err := primary.Append(ctx, k, recall.ItemEntries(items...)...); err != nil {
+			if _, err := primary.Append(ctx, k, recall.Guard{}, recall.ItemEntries(items...)...); err != nil {
 				t.Fatal(err)
 			}
 		}

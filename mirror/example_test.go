@@ -36,7 +36,7 @@ func Example() {
 	if err := store.Flush(fctx); err != nil {
 		fmt.Println("flush:", err)
 	}
-	items, _ := shared.Items(ctx, recall.Key{Project: "demo", Session: "s1"}, 0)
+	items, _, _ := shared.Items(ctx, recall.Key{Project: "demo", Session: "s1"}, 0)
 	fmt.Println("the replica holds", len(items), "item")
 	for _, st := range store.Status(ctx) {
 		fmt.Printf("%s: primary seq %d, replicated %d, lag %d\n", st.Key, st.PrimarySeq, st.ReplicatedSeq, st.Lag)

@@ -30,7 +30,11 @@ type faulty struct {
 	calls, failed atomic.Int64
 }
 
-var _ recall.Store = (*faulty)(nil)
+var (
+	_ recall.Store         = (*faulty)(nil)
+	_ recall.Cleaner       = (*faulty)(nil)
+	_ recall.ProjectLister = (*faulty)(nil)
+)
 
 func newFaulty(inner recall.Store, seed uint64) *faulty {
 	return &faulty{inner: inner, rng: rand.New(rand.NewPCG(seed, 1))}
@@ -71,12 +75,21 @@ func call[T any](f *faulty, op func(recall.Store) (T, error)) (T, error) {
 	return v, err
 }
 
-func (f *faulty) Append(ctx context.Context, key recall.Key, entries ...recall.Entry) (int64, error) {
-	return call(f, func(s recall.Store) (int64, error) { return s.Append(ctx, key, entries...) })
+func (f *faulty) Append(ctx context.Context, key recall.Key, guard recall.Guard, entries ...recall.Entry) (int64, error) {
+	return call(f, func(s recall.Store) (int64, error) { return s.Append(ctx, key, guard, entries...) })
 }
 
-func (f *faulty) Items(ctx context.Context, key recall.Key, limit int) ([]recall.LiveItem, error) {
-	return call(f, func(s recall.Store) ([]recall.LiveItem, error) { return s.Items(ctx, key, limit) })
+type view struct {
+	live []recall.LiveItem
+	last int64
+}
+
+func (f *faulty) Items(ctx context.Context, key recall.Key, limit int) ([]recall.LiveItem, int64, error) {
+	v, err := call(f, func(s recall.Store) (view, error) {
+		live, last, err := s.Items(ctx, key, limit)
+		return view{live, last}, err
+	})
+	return v.live, v.last, err
 }
 
 func (f *faulty) Pop(ctx context.Context, key recall.Key) (recall.Item, error) {
@@ -109,7 +122,7 @@ func (f *faulty) List(ctx context.Context, project string, opts recall.ListOptio
 }
 
 func (f *faulty) Projects(ctx context.Context) ([]recall.ProjectInfo, error) {
-	return call(f, func(s recall.Store) ([]recall.ProjectInfo, error) { return s.Projects(ctx) })
+	return call(f, func(s recall.Store) ([]recall.ProjectInfo, error) { return recall.Projects(ctx, s) })
 }
 
 func (f *faulty) Remove(ctx context.Context, key recall.Key) error {
@@ -117,12 +130,8 @@ func (f *faulty) Remove(ctx context.Context, key recall.Key) error {
 	return err
 }
 
-func (f *faulty) Fork(ctx context.Context, key recall.Key, atSeq int64, newKey recall.Key) (recall.Meta, error) {
-	return call(f, func(s recall.Store) (recall.Meta, error) { return s.Fork(ctx, key, atSeq, newKey) })
-}
-
 func (f *faulty) Cleanup(ctx context.Context, opts recall.CleanupOptions) (recall.CleanupReport, error) {
-	return call(f, func(s recall.Store) (recall.CleanupReport, error) { return s.Cleanup(ctx, opts) })
+	return call(f, func(s recall.Store) (recall.CleanupReport, error) { return recall.Cleanup(ctx, s, opts) })
 }
 
 func (f *faulty) Import(ctx context.Context, key recall.Key, entries ...recall.Entry) (int64, error) {

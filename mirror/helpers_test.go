@@ -167,7 +167,7 @@ func goDown(t tb, m *mirror.Store, replica *faulty, key recall.Key) {
 	t.Helper()
 	ctx := context.Background()
 	replica.setDown(true)
-	if _, err := m.Append(ctx, key, recall.ItemEntry(item("during the outage"))); err != nil {
+	if _, err := m.Append(ctx, key, recall.Guard{}, recall.ItemEntry(item("during the outage"))); err != nil {
 		t.Fatalf("append during the outage: %v", err)
 	}
 	eventually(t, 10*time.Second, "the outage to be seen", func() bool { return m.Summary(ctx).ReplicaDown })

@@ -26,11 +26,21 @@ type lazy struct {
 	closed bool
 }
 
-var _ recall.Store = (*lazy)(nil)
+// lazy has no Fork of its own (recall.Fork's fallback works through it);
+// Cleanup and Projects reach the store's own, when it has them, through
+// recall.Cleanup and recall.Projects.
+var (
+	_ recall.Store         = (*lazy)(nil)
+	_ recall.Cleaner       = (*lazy)(nil)
+	_ recall.ProjectLister = (*lazy)(nil)
+)
 
 // get returns the store, opening it if needed. The lock is held during the
 // open, so concurrent callers wait for one attempt rather than race.
 func (l *lazy) get(ctx context.Context) (recall.Store, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("mirror: %w", err)
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
@@ -47,18 +57,18 @@ func (l *lazy) get(ctx context.Context) (recall.Store, error) {
 	return st, nil
 }
 
-func (l *lazy) Append(ctx context.Context, key recall.Key, entries ...recall.Entry) (int64, error) {
+func (l *lazy) Append(ctx context.Context, key recall.Key, guard recall.Guard, entries ...recall.Entry) (int64, error) {
 	st, err := l.get(ctx)
 	if err != nil {
 		return 0, err
 	}
-	return st.Append(ctx, key, entries...)
+	return st.Append(ctx, key, guard, entries...)
 }
 
-func (l *lazy) Items(ctx context.Context, key recall.Key, limit int) ([]recall.LiveItem, error) {
+func (l *lazy) Items(ctx context.Context, key recall.Key, limit int) ([]recall.LiveItem, int64, error) {
 	st, err := l.get(ctx)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	return st.Items(ctx, key, limit)
 }
@@ -108,7 +118,7 @@ func (l *lazy) Projects(ctx context.Context) ([]recall.ProjectInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	return st.Projects(ctx)
+	return recall.Projects(ctx, st)
 }
 
 func (l *lazy) Remove(ctx context.Context, key recall.Key) error {
@@ -119,20 +129,12 @@ func (l *lazy) Remove(ctx context.Context, key recall.Key) error {
 	return st.Remove(ctx, key)
 }
 
-func (l *lazy) Fork(ctx context.Context, key recall.Key, atSeq int64, newKey recall.Key) (recall.Meta, error) {
-	st, err := l.get(ctx)
-	if err != nil {
-		return recall.Meta{}, err
-	}
-	return st.Fork(ctx, key, atSeq, newKey)
-}
-
 func (l *lazy) Cleanup(ctx context.Context, opts recall.CleanupOptions) (recall.CleanupReport, error) {
 	st, err := l.get(ctx)
 	if err != nil {
 		return recall.CleanupReport{}, err
 	}
-	return st.Cleanup(ctx, opts)
+	return recall.Cleanup(ctx, st, opts)
 }
 
 func (l *lazy) Import(ctx context.Context, key recall.Key, entries ...recall.Entry) (int64, error) {

@@ -232,10 +232,10 @@ func (s *Store) save() error {
 	doc := stateDoc{Replica: s.opts.ReplicaName, Saved: time.Now().UTC(), LastError: s.lastErr, LastErrorAt: s.lastErrAt}
 	mine := make(map[recall.Key]savedSession, len(s.sessions))
 	for k, st := range s.sessions {
-		if !st.verified && st.replicated == 0 && st.lastErr == "" && !st.doubt {
+		if !st.verified && st.replicated == 0 && st.lastErr == "" && !st.doubt && !st.remove {
 			continue // position unknown, and nothing to report
 		}
-		mine[k] = savedSession{Key: k, Seq: st.replicated, Recheck: st.doubt, LastError: st.lastErr, LastErrorAt: st.lastErrAt}
+		mine[k] = savedSession{Key: k, Seq: st.replicated, Recheck: st.doubt, Remove: st.remove, LastError: st.lastErr, LastErrorAt: st.lastErrAt}
 	}
 	gone := maps.Clone(s.forgotten)
 	s.mu.Unlock()

@@ -10,10 +10,13 @@
 //     replica I/O: it marks the session dirty in memory and wakes a worker,
 //     so an outage of the replica never slows the local path.
 //   - Workers copy each dirty session's log with primary.Entries and
-//     replica.Import. Every operation is an entry (items, pops, clears,
-//     titles, archive, pin, labels, compactions, the fork origin), so
-//     replicating the log replicates every operation. Import is idempotent
-//     by seq, so a replay duplicates nothing.
+//     replica.Import. Every operation is an entry (the creation of an
+//     empty session, items, pops, removed items, clears, titles, archive,
+//     pin, labels, metadata, compactions, the fork origin), so replicating
+//     the log replicates every operation. Import is idempotent by seq, so
+//     a replay duplicates nothing. A guarded Append ([recall.Guard]) is
+//     checked by the primary, atomically there; what it writes is
+//     replicated like any other entry.
 //   - The position of a session (the last seq the replica confirmed) is kept
 //     in a small cursor file beside the primary ([Options.StateDir]). The
 //     cursor is a cache: the replica's LastSeq is the authority. On a
@@ -42,7 +45,14 @@
 //     session was removed and re-created locally, or someone else writes
 //     to the replica), or a primary log purged below the replica's
 //     position, is not overwritten: the session stops with ErrDiverged,
-//     shown by Status.
+//     shown by Status. Whenever a position is taken from the replica, the
+//     two logs are compared by content (kind, time, payload bytes and
+//     usage) at their first entry, and at the replica's last one when it
+//     is not the position the cursor expected, so a session re-created
+//     within the same microsecond shows too. With PropagateDeletes a
+//     removal owed to the replica is kept in the cursor file and made
+//     before the session is copied again, so the replica of a session
+//     removed and re-created converges to the new log, across restarts.
 //   - A replica that loses data is refilled after an outage the mirror
 //     sees, on the next write to a session, by Recheck, or by Sync. One
 //     that loses data while the mirror sees no error and the session is
@@ -79,7 +89,8 @@ type Options struct {
 	StateDir string
 
 	// ReplicaName names the replica in the cursor file and in status
-	// reports, for example a URL without its password (see RedactURL).
+	// reports, for example a URL without its secrets (see
+	// storeurl.Redact).
 	// Default "".
 	ReplicaName string
 
@@ -248,7 +259,14 @@ type session struct {
 	lastErrAt time.Time
 }
 
-var _ recall.Store = (*Store)(nil)
+// A mirror has no Fork of its own: recall.Fork's fallback (Load, then
+// Append guarded by IfNew) goes through the mirror, which replicates the
+// new session like any other write.
+var (
+	_ recall.Store         = (*Store)(nil)
+	_ recall.Cleaner       = (*Store)(nil)
+	_ recall.ProjectLister = (*Store)(nil)
+)
 
 // New returns a Store over primary and replica and starts replicating. In
 // the background it first enumerates every session of the primary (every
@@ -291,6 +309,20 @@ func New(primary, replica recall.Store, opts Options) (*Store, error) {
 		}
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	if opts.PropagateDeletes {
+		// Removals owed by an earlier run go first, before any write or
+		// the scan can queue a copy of the session.
+		s.mu.Lock()
+		for k, ss := range saved {
+			if ss.Remove {
+				st := s.sessionLocked(k)
+				st.remove, st.replicated, st.doubt = true, ss.Seq, true
+				st.lastErr, st.lastErrAt = ss.LastError, ss.LastErrorAt
+				s.enqueueLocked(k, st, false)
+			}
+		}
+		s.mu.Unlock()
+	}
 	for range opts.Workers {
 		s.wg.Go(s.worker)
 	}
@@ -319,13 +351,25 @@ func (s *Store) open() error {
 	return nil
 }
 
-// Append implements recall.Store: it returns once the primary has the
-// batch, and replicates it later.
-func (s *Store) Append(ctx context.Context, key recall.Key, entries ...recall.Entry) (int64, error) {
-	if err := s.open(); err != nil {
+// begin is what every method does first: a call under an ended context
+// returns its error and changes nothing, even over a primary that would
+// not check it; a call after Close returns ErrClosed.
+func (s *Store) begin(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("mirror: %w", err)
+	}
+	return s.open()
+}
+
+// Append implements recall.Store: it appends to the primary, which checks
+// guard atomically with the write, returns once the primary has the batch,
+// and replicates what was written later. A failed guard writes nothing,
+// so nothing is replicated.
+func (s *Store) Append(ctx context.Context, key recall.Key, guard recall.Guard, entries ...recall.Entry) (int64, error) {
+	if err := s.begin(ctx); err != nil {
 		return 0, err
 	}
-	seq, err := s.primary.Append(ctx, key, entries...)
+	seq, err := s.primary.Append(ctx, key, guard, entries...)
 	if err == nil && len(entries) > 0 {
 		s.mark(key, seq)
 	}
@@ -335,7 +379,7 @@ func (s *Store) Append(ctx context.Context, key recall.Key, entries ...recall.En
 // Import implements recall.Store: it imports into the primary, which then
 // replicates as usual.
 func (s *Store) Import(ctx context.Context, key recall.Key, entries ...recall.Entry) (int64, error) {
-	if err := s.open(); err != nil {
+	if err := s.begin(ctx); err != nil {
 		return 0, err
 	}
 	seq, err := s.primary.Import(ctx, key, entries...)
@@ -347,7 +391,7 @@ func (s *Store) Import(ctx context.Context, key recall.Key, entries ...recall.En
 
 // Pop implements recall.Store.
 func (s *Store) Pop(ctx context.Context, key recall.Key) (recall.Item, error) {
-	if err := s.open(); err != nil {
+	if err := s.begin(ctx); err != nil {
 		return nil, err
 	}
 	it, err := s.primary.Pop(ctx, key)
@@ -357,23 +401,10 @@ func (s *Store) Pop(ctx context.Context, key recall.Key) (recall.Item, error) {
 	return it, err
 }
 
-// Fork implements recall.Store. The new session is replicated whole, fork
-// entry first.
-func (s *Store) Fork(ctx context.Context, key recall.Key, atSeq int64, newKey recall.Key) (recall.Meta, error) {
-	if err := s.open(); err != nil {
-		return recall.Meta{}, err
-	}
-	m, err := s.primary.Fork(ctx, key, atSeq, newKey)
-	if err == nil {
-		s.mark(newKey, m.LastSeq)
-	}
-	return m, err
-}
-
 // Remove implements recall.Store. The replica keeps the session unless
 // Options.PropagateDeletes.
 func (s *Store) Remove(ctx context.Context, key recall.Key) error {
-	if err := s.open(); err != nil {
+	if err := s.begin(ctx); err != nil {
 		return err
 	}
 	if err := s.primary.Remove(ctx, key); err != nil {
@@ -383,15 +414,17 @@ func (s *Store) Remove(ctx context.Context, key recall.Key) error {
 	return nil
 }
 
-// Cleanup implements recall.Store on the primary. The sessions it deletes
-// are removed from the replica too only with Options.PropagateDeletes; the
-// replica's own cleanup is independent.
+// Cleanup implements recall.Cleaner on the primary (with its own Cleanup
+// when it has one, recall.Cleanup's fallback otherwise). The sessions it
+// deletes are removed from the replica too only with
+// Options.PropagateDeletes; the replica's own cleanup is independent.
 func (s *Store) Cleanup(ctx context.Context, opts recall.CleanupOptions) (recall.CleanupReport, error) {
-	if err := s.open(); err != nil {
+	if err := s.begin(ctx); err != nil {
 		return recall.CleanupReport{}, err
 	}
-	rep, err := s.primary.Cleanup(ctx, opts)
-	if err == nil && !opts.DryRun {
+	rep, err := recall.Cleanup(ctx, s.primary, opts)
+	if !opts.DryRun {
+		// A cleanup that failed part way removed some sessions already.
 		for _, m := range rep.Removed {
 			s.forget(m.Key)
 		}
@@ -400,16 +433,16 @@ func (s *Store) Cleanup(ctx context.Context, opts recall.CleanupOptions) (recall
 }
 
 // Items implements recall.Store from the primary.
-func (s *Store) Items(ctx context.Context, key recall.Key, limit int) ([]recall.LiveItem, error) {
-	if err := s.open(); err != nil {
-		return nil, err
+func (s *Store) Items(ctx context.Context, key recall.Key, limit int) ([]recall.LiveItem, int64, error) {
+	if err := s.begin(ctx); err != nil {
+		return nil, 0, err
 	}
 	return s.primary.Items(ctx, key, limit)
 }
 
 // Stat implements recall.Store from the primary.
 func (s *Store) Stat(ctx context.Context, key recall.Key) (recall.Meta, error) {
-	if err := s.open(); err != nil {
+	if err := s.begin(ctx); err != nil {
 		return recall.Meta{}, err
 	}
 	return s.primary.Stat(ctx, key)
@@ -417,7 +450,7 @@ func (s *Store) Stat(ctx context.Context, key recall.Key) (recall.Meta, error) {
 
 // Load implements recall.Store from the primary.
 func (s *Store) Load(ctx context.Context, key recall.Key) (recall.Meta, []recall.Entry, error) {
-	if err := s.open(); err != nil {
+	if err := s.begin(ctx); err != nil {
 		return recall.Meta{}, nil, err
 	}
 	return s.primary.Load(ctx, key)
@@ -425,7 +458,7 @@ func (s *Store) Load(ctx context.Context, key recall.Key) (recall.Meta, []recall
 
 // Entries implements recall.Store from the primary.
 func (s *Store) Entries(ctx context.Context, key recall.Key, after int64, limit int) ([]recall.Entry, error) {
-	if err := s.open(); err != nil {
+	if err := s.begin(ctx); err != nil {
 		return nil, err
 	}
 	return s.primary.Entries(ctx, key, after, limit)
@@ -433,16 +466,17 @@ func (s *Store) Entries(ctx context.Context, key recall.Key, after int64, limit 
 
 // List implements recall.Store from the primary.
 func (s *Store) List(ctx context.Context, project string, opts recall.ListOptions) (recall.Page, error) {
-	if err := s.open(); err != nil {
+	if err := s.begin(ctx); err != nil {
 		return recall.Page{}, err
 	}
 	return s.primary.List(ctx, project, opts)
 }
 
-// Projects implements recall.Store from the primary.
+// Projects implements recall.ProjectLister from the primary (with its own
+// Projects when it has one, recall.Projects' fallback otherwise).
 func (s *Store) Projects(ctx context.Context) ([]recall.ProjectInfo, error) {
-	if err := s.open(); err != nil {
+	if err := s.begin(ctx); err != nil {
 		return nil, err
 	}
-	return s.primary.Projects(ctx)
+	return recall.Projects(ctx, s.primary)
 }

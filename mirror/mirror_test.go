@@ -54,13 +54,13 @@ func TestReplicatesEveryOperation(t *testing.T) {
 		do   func() error
 	}{
 		{"append", func() error {
-			_, err := m.Append(ctx, k, recall.ItemEntries(item("one"), item("two"), item("three"))...)
+			_, err := m.Append(ctx, k, recall.Guard{}, recall.ItemEntries(item("one"), item("two"), item("three"))...)
 			return err
 		}},
 		{"append with usage", func() error {
 			e := recall.ItemEntry(item("with usage"))
 			e.Usage = &recall.Usage{InputTokens: 3, OutputTokens: 4, TotalTokens: 7}
-			_, err := m.Append(ctx, k, e)
+			_, err := m.Append(ctx, k, recall.Guard{}, e)
 			return err
 		}},
 		{"pop", func() error {
@@ -80,13 +80,16 @@ func TestReplicatesEveryOperation(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			_, err = m.Append(ctx, k, recall.NewEntry(recall.KindCompaction, recall.Compaction{Through: st.LastSeq, Replaced: st.ItemCount, Items: []recall.Item{item("summary")}, Strategy: "test"}))
+			_, err = m.Append(ctx, k, recall.Guard{}, recall.NewEntry(recall.KindCompaction, recall.Compaction{Through: st.LastSeq, Replaced: st.ItemCount, Items: []recall.Item{item("summary")}, Strategy: "test"}))
 			return err
 		}},
-		{"append after compaction", func() error { _, err := m.Append(ctx, k, recall.ItemEntry(item("after"))); return err }},
-		{"fork", func() error { _, err := m.Fork(ctx, k, 0, fork); return err }},
+		{"append after compaction", func() error { _, err := m.Append(ctx, k, recall.Guard{}, recall.ItemEntry(item("after"))); return err }},
+		{"fork", func() error { _, err := recall.Fork(ctx, m, k, 0, fork); return err }},
 		{"clear", func() error { return recall.Clear(ctx, m, fork) }},
-		{"subagent record", func() error { _, err := m.Append(ctx, sub, recall.ItemEntry(item("subagent"))); return err }},
+		{"subagent record", func() error {
+			_, err := m.Append(ctx, sub, recall.Guard{}, recall.ItemEntry(item("subagent")))
+			return err
+		}},
 		{"import", func() error {
 			_, err := m.Import(ctx, imported, recall.Entry{Seq: 1, Kind: recall.KindItem, Time: recall.Now(), Data: json.RawMessage(item("imported"))})
 			return err
@@ -162,7 +165,7 @@ func TestWritesDoNotWaitForAHungReplica(t *testing.T) {
 	m := newMirror(t, primary, replica, fastOptions(""))
 	for i := range 50 {
 		k := recall.Key{Project: "p", Session: "s" + string(rune('a'+i%5))}
-		if _, err := m.Append(ctx, k, recall.ItemEntry(item("x"))); err != nil {
+		if _, err := m.Append(ctx, k, recall.Guard{}, recall.ItemEntry(item("x"))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -186,7 +189,7 @@ func TestFlushWaitsForCopyOfRemovedSession(t *testing.T) {
 	replica := &blocking{Store: inner, release: make(chan struct{})}
 	m := newMirror(t, primary, replica, fastOptions(""))
 	k := recall.Key{Project: "p", Session: "s"}
-	if _, err := m.Append(ctx, k, recall.ItemEntry(item("x"))); err != nil {
+	if _, err := m.Append(ctx, k, recall.Guard{}, recall.ItemEntry(item("x"))); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 10*time.Second, "a worker to call the replica", func() bool { return replica.entered.Load() > 0 })
@@ -241,7 +244,7 @@ func TestOutageBacklogDrainsInOrder(t *testing.T) {
 
 	// Some history replicates while the replica is up.
 	for _, k := range keys {
-		if _, err := m.Append(ctx, k, recall.ItemEntry(item("before"))); err != nil {
+		if _, err := m.Append(ctx, k, recall.Guard{}, recall.ItemEntry(item("before"))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -252,7 +255,7 @@ func TestOutageBacklogDrainsInOrder(t *testing.T) {
 	callsBefore := replica.calls.Load()
 	for i := range 150 {
 		k := keys[i%len(keys)]
-		if _, err := m.Append(ctx, k, recall.ItemEntry(item("during"))); err != nil {
+		if _, err := m.Append(ctx, k, recall.Guard{}, recall.ItemEntry(item("during"))); err != nil {
 			t.Fatalf("append %d during the outage: %v", i, err)
 		}
 		if i%50 == 0 {
@@ -318,7 +321,7 @@ func TestResumesFromCursorFile(t *testing.T) {
 	for i := range 10 {
 		k := recall.Key{Project: "p", Session: "s" + string(rune('a'+i))}
 		keys = append(keys, k)
-		if _, err := m.Append(ctx, k, recall.ItemEntries(item("1"), item("2"))...); err != nil {
+		if _, err := m.Append(ctx, k, recall.Guard{}, recall.ItemEntries(item("1"), item("2"))...); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -328,7 +331,7 @@ func TestResumesFromCursorFile(t *testing.T) {
 	if primary.closes.Load() != 1 || replica.closes.Load() != 1 {
 		t.Fatalf("shutdown closed primary %d times, replica %d times; want once each", primary.closes.Load(), replica.closes.Load())
 	}
-	if _, err := m.Append(ctx, keys[0], recall.ItemEntry(item("late"))); !errors.Is(err, recall.ErrClosed) {
+	if _, err := m.Append(ctx, keys[0], recall.Guard{}, recall.ItemEntry(item("late"))); !errors.Is(err, recall.ErrClosed) {
 		t.Fatalf("append after shutdown: %v, want ErrClosed", err)
 	}
 	if err := m.Shutdown(ctx); !errors.Is(err, recall.ErrClosed) {
@@ -343,7 +346,7 @@ func TestResumesFromCursorFile(t *testing.T) {
 	}
 
 	// While no mirror runs, one session grows.
-	if _, err := primary.Append(ctx, keys[3], recall.ItemEntry(item("3"))); err != nil {
+	if _, err := primary.Append(ctx, keys[3], recall.Guard{}, recall.ItemEntry(item("3"))); err != nil {
 		t.Fatal(err)
 	}
 	counting := newCountingStore(inner)
@@ -409,7 +412,7 @@ func TestBacklogAtStartCatchesUp(t *testing.T) {
 	primary := memstore.New(memstore.Options{})
 	for i := range 30 {
 		k := recall.Key{Project: []string{"p1", "p2", "p3"}[i%3], Session: fmt.Sprintf("s%02d", i)}
-		if _, err := primary.Append(ctx, k, recall.ItemEntries(item("a"), item("b"))...); err != nil {
+		if _, err := primary.Append(ctx, k, recall.Guard{}, recall.ItemEntries(item("a"), item("b"))...); err != nil {
 			t.Fatal(err)
 		}
 		if i%4 == 0 {
@@ -420,7 +423,7 @@ func TestBacklogAtStartCatchesUp(t *testing.T) {
 		if i%5 == 0 {
 			sub := k
 			sub.Subpath = "subagents/w-1"
-			if _, err := primary.Append(ctx, sub, recall.ItemEntry(item("sub"))); err != nil {
+			if _, err := primary.Append(ctx, sub, recall.Guard{}, recall.ItemEntry(item("sub"))); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -467,7 +470,7 @@ func TestSessionRemovedDuringStartScanIsDropped(t *testing.T) {
 	ctx := context.Background()
 	mem := memstore.New(memstore.Options{})
 	k := recall.Key{Project: "p", Session: "s"}
-	if _, err := mem.Append(ctx, k, recall.ItemEntries(item("a"), item("b"))...); err != nil {
+	if _, err := mem.Append(ctx, k, recall.Guard{}, recall.ItemEntries(item("a"), item("b"))...); err != nil {
 		t.Fatal(err)
 	}
 	replica := memstore.New(memstore.Options{})
@@ -500,7 +503,7 @@ func TestReplicaThatLostDataIsRefilled(t *testing.T) {
 	m := newMirror(t, primary, replica, fastOptions(t.TempDir()))
 	for i := range 5 {
 		k := recall.Key{Project: "p", Session: "idle" + string(rune('0'+i))}
-		if _, err := m.Append(ctx, k, recall.ItemEntries(item("a"), item("b"))...); err != nil {
+		if _, err := m.Append(ctx, k, recall.Guard{}, recall.ItemEntries(item("a"), item("b"))...); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -523,7 +526,7 @@ func TestOutageEndIsProbedWithNothingQueued(t *testing.T) {
 	replica := newFaulty(memstore.New(memstore.Options{}), 6)
 	m := newMirror(t, primary, replica, fastOptions(""))
 	idle, gone := recall.Key{Project: "p", Session: "idle"}, recall.Key{Project: "p", Session: "gone"}
-	if _, err := m.Append(ctx, idle, recall.ItemEntry(item("a"))); err != nil {
+	if _, err := m.Append(ctx, idle, recall.Guard{}, recall.ItemEntry(item("a"))); err != nil {
 		t.Fatal(err)
 	}
 	flush(t, m, 10*time.Second)
@@ -573,7 +576,7 @@ func TestPendingRecheckSurvivesRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.Append(ctx, k, recall.ItemEntries(item("a"), item("b"))...); err != nil {
+	if _, err := m.Append(ctx, k, recall.Guard{}, recall.ItemEntries(item("a"), item("b"))...); err != nil {
 		t.Fatal(err)
 	}
 	flush(t, m, 10*time.Second)
@@ -629,7 +632,7 @@ func TestRecheck(t *testing.T) {
 	m := newMirror(t, primary, replica, fastOptions(""))
 	for i := range 5 {
 		k := recall.Key{Project: "p", Session: "s" + string(rune('0'+i))}
-		if _, err := m.Append(ctx, k, recall.ItemEntries(item("a"), item("b"))...); err != nil {
+		if _, err := m.Append(ctx, k, recall.Guard{}, recall.ItemEntries(item("a"), item("b"))...); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -652,15 +655,16 @@ func TestDivergedReplicaIsReportedNotOverwritten(t *testing.T) {
 	replica := memstore.New(memstore.Options{})
 	k := recall.Key{Project: "p", Session: "s"}
 	other := recall.Key{Project: "p", Session: "ok"}
-	if _, err := primary.Append(ctx, k, recall.ItemEntries(item("mine"), item("mine 2"))...); err != nil {
+	t0 := recall.Now()
+	if _, err := primary.Append(ctx, k, recall.Guard{}, at(t0, recall.ItemEntries(item("mine"), item("mine 2"))...)...); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := primary.Append(ctx, other, recall.ItemEntry(item("fine"))); err != nil {
+	if _, err := primary.Append(ctx, other, recall.Guard{}, recall.ItemEntry(item("fine"))); err != nil {
 		t.Fatal(err)
 	}
-	// Someone else wrote a different log under the same key.
-	time.Sleep(time.Millisecond)
-	if _, err := replica.Append(ctx, k, recall.ItemEntry(item("theirs"))); err != nil {
+	// Someone else wrote a different log under the same key, within the
+	// same microsecond.
+	if _, err := replica.Append(ctx, k, recall.Guard{}, at(t0, recall.ItemEntry(item("theirs")))...); err != nil {
 		t.Fatal(err)
 	}
 	_, theirs, _ := replica.Load(ctx, k)
@@ -695,42 +699,13 @@ func TestDivergedReplicaIsReportedNotOverwritten(t *testing.T) {
 	}
 }
 
-// A session removed locally and re-created under the same key (deletes not
-// propagated) is not appended onto the old replica log.
-func TestRecreatedSessionIsNotMixedIntoOldReplicaLog(t *testing.T) {
-	ctx := context.Background()
-	primary, replica := memstore.New(memstore.Options{}), memstore.New(memstore.Options{})
-	m := newMirror(t, primary, replica, fastOptions(""))
-	k := recall.Key{Project: "p", Session: "s"}
-	if _, err := m.Append(ctx, k, recall.ItemEntries(item("old 1"), item("old 2"))...); err != nil {
-		t.Fatal(err)
-	}
-	flush(t, m, 10*time.Second)
-	if err := m.Remove(ctx, k); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(time.Millisecond)
-	if _, err := m.Append(ctx, k, recall.ItemEntries(item("new 1"), item("new 2"), item("new 3"))...); err != nil {
-		t.Fatal(err)
-	}
-	fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if err := m.Flush(fctx); !errors.Is(err, mirror.ErrNotFlushed) || !strings.Contains(err.Error(), "diverged") {
-		t.Fatalf("flush: %v, want ErrNotFlushed for a diverged session", err)
-	}
-	_, es, _ := replica.Load(ctx, k)
-	if len(es) != 2 {
-		t.Fatalf("the replica's old log has %d entries now, want its 2", len(es))
-	}
-}
-
 func TestDeletesStayLocalByDefault(t *testing.T) {
 	ctx := context.Background()
 	primary, replica := memstore.New(memstore.Options{}), memstore.New(memstore.Options{})
 	m := newMirror(t, primary, replica, fastOptions(""))
 	a, b := recall.Key{Project: "p", Session: "a"}, recall.Key{Project: "p", Session: "b"}
 	for _, k := range []recall.Key{a, b} {
-		if _, err := m.Append(ctx, k, recall.ItemEntry(item("x"))); err != nil {
+		if _, err := m.Append(ctx, k, recall.Guard{}, recall.ItemEntry(item("x"))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -738,7 +713,7 @@ func TestDeletesStayLocalByDefault(t *testing.T) {
 	if err := m.Remove(ctx, a); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := m.Cleanup(ctx, recall.CleanupOptions{OlderThan: time.Now().Add(time.Hour)})
+	rep, err := recall.Cleanup(ctx, m, recall.CleanupOptions{OlderThan: time.Now().Add(time.Hour)})
 	if err != nil || len(rep.Removed) != 1 {
 		t.Fatalf("cleanup: %+v %v", rep, err)
 	}
@@ -763,7 +738,7 @@ func TestPropagateDeletes(t *testing.T) {
 	a, b, c := recall.Key{Project: "p", Session: "a"}, recall.Key{Project: "p", Session: "b"}, recall.Key{Project: "p", Session: "c"}
 	sub := recall.Key{Project: "p", Session: "a", Subpath: "subagents/x-1"}
 	for _, k := range []recall.Key{a, b, c, sub} {
-		if _, err := m.Append(ctx, k, recall.ItemEntry(item("x"))); err != nil {
+		if _, err := m.Append(ctx, k, recall.Guard{}, recall.ItemEntry(item("x"))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -777,7 +752,7 @@ func TestPropagateDeletes(t *testing.T) {
 	if err := m.Remove(ctx, a); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := m.Cleanup(ctx, recall.CleanupOptions{OlderThan: time.Now().Add(time.Hour)})
+	rep, err := recall.Cleanup(ctx, m, recall.CleanupOptions{OlderThan: time.Now().Add(time.Hour)})
 	if err != nil || len(rep.Removed) != 1 || rep.Removed[0].Key != b {
 		t.Fatalf("cleanup: %+v %v", rep, err)
 	}
@@ -791,7 +766,7 @@ func TestPropagateDeletes(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A session re-created after its removal replicates afresh.
-	if _, err := m.Append(ctx, a, recall.ItemEntry(item("again"))); err != nil {
+	if _, err := m.Append(ctx, a, recall.Guard{}, recall.ItemEntry(item("again"))); err != nil {
 		t.Fatal(err)
 	}
 	flush(t, m, 10*time.Second)
@@ -821,7 +796,7 @@ func TestShutdownDoesNotWaitOutTheBackoff(t *testing.T) {
 			}
 			k := recall.Key{Project: "p", Session: "s"}
 			for range 3 {
-				if _, err := m.Append(ctx, k, recall.ItemEntry(item("x"))); err != nil {
+				if _, err := m.Append(ctx, k, recall.Guard{}, recall.ItemEntry(item("x"))); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -871,7 +846,7 @@ func TestCorruptCursorFileIsRebuilt(t *testing.T) {
 	}
 	primary, replica := memstore.New(memstore.Options{}), memstore.New(memstore.Options{})
 	k := recall.Key{Project: "p", Session: "s"}
-	if _, err := primary.Append(ctx, k, recall.ItemEntry(item("x"))); err != nil {
+	if _, err := primary.Append(ctx, k, recall.Guard{}, recall.ItemEntry(item("x"))); err != nil {
 		t.Fatal(err)
 	}
 	m := newMirror(t, primary, replica, fastOptions(dir))

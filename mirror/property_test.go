@@ -2,6 +2,7 @@ package mirror_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -71,13 +72,57 @@ func TestPropertyReplicaConvergesUnderFaults(t *testing.T) {
 				for i := range items {
 					items[i] = item(fmt.Sprintf("item %d", i))
 				}
-				_, err := m.Append(ctx, k, recall.ItemEntries(items...)...)
+				_, err := m.Append(ctx, k, recall.Guard{}, recall.ItemEntries(items...)...)
 				check(t, "append", err)
+			},
+			"create": func(t *rapid.T) {
+				k := pick(t)
+				_, exists := m.Stat(ctx, k)
+				opts := recall.CreateOptions{Title: rapid.StringMatching(`[a-z ]{0,8}`).Draw(t, "title")}
+				if rapid.Bool().Draw(t, "with metadata") {
+					opts.Metadata = map[string]string{"k": rapid.StringMatching(`[a-z]{0,5}`).Draw(t, "value")}
+				}
+				if rapid.Bool().Draw(t, "with items") {
+					opts.Items = []recall.Item{item("created")}
+				}
+				_, err := recall.Create(ctx, m, k, opts)
+				if exists == nil {
+					if !errors.Is(err, recall.ErrConflict) {
+						t.Fatalf("create of an existing session: %v, want ErrConflict", err)
+					}
+					return
+				}
+				check(t, "create", err)
+			},
+			"remove item": func(t *rapid.T) {
+				k := pick(t)
+				live, _, err := m.Items(ctx, k, 0)
+				check(t, "items", err)
+				if len(live) == 0 {
+					return
+				}
+				ref := rapid.SampledFrom(live).Draw(t, "item").Ref
+				_, err = recall.RemoveItem(ctx, m, k, ref)
+				check(t, "remove item", err)
+			},
+			"metadata": func(t *rapid.T) {
+				k := pick(t)
+				if _, err := m.Append(ctx, k, recall.Guard{}, recall.ItemEntry(item("x"))); err != nil {
+					t.Fatal(err)
+				}
+				v := rapid.StringMatching(`[a-z]{0,5}`).Draw(t, "value")
+				var err error
+				if rapid.Bool().Draw(t, "merge") {
+					_, err = recall.MergeMetadata(ctx, m, k, map[string]*string{rapid.SampledFrom([]string{"a", "b"}).Draw(t, "key"): &v})
+				} else {
+					_, err = recall.SetMetadata(ctx, m, k, map[string]string{"a": v})
+				}
+				check(t, "metadata", err)
 			},
 			"subagent": func(t *rapid.T) {
 				k := pick(t)
 				k.Subpath = "subagents/w-1"
-				_, err := m.Append(ctx, k, recall.ItemEntry(item("sub")))
+				_, err := m.Append(ctx, k, recall.Guard{}, recall.ItemEntry(item("sub")))
 				check(t, "append subagent", err)
 			},
 			"pop": func(t *rapid.T) {
@@ -89,7 +134,7 @@ func TestPropertyReplicaConvergesUnderFaults(t *testing.T) {
 			},
 			"title": func(t *rapid.T) {
 				k := pick(t)
-				if _, err := m.Append(ctx, k, recall.ItemEntry(item("x"))); err != nil {
+				if _, err := m.Append(ctx, k, recall.Guard{}, recall.ItemEntry(item("x"))); err != nil {
 					t.Fatal(err)
 				}
 				_, err := recall.SetTitle(ctx, m, k, rapid.StringMatching(`[a-z ]{0,12}`).Draw(t, "title"), rapid.SampledFrom([]recall.TitleSource{recall.TitleAuto, recall.TitleUser}).Draw(t, "source"))
@@ -97,7 +142,7 @@ func TestPropertyReplicaConvergesUnderFaults(t *testing.T) {
 			},
 			"meta": func(t *rapid.T) {
 				k := pick(t)
-				if _, err := m.Append(ctx, k, recall.ItemEntry(item("x"))); err != nil {
+				if _, err := m.Append(ctx, k, recall.Guard{}, recall.ItemEntry(item("x"))); err != nil {
 					t.Fatal(err)
 				}
 				b := rapid.Bool().Draw(t, "on")
@@ -118,7 +163,7 @@ func TestPropertyReplicaConvergesUnderFaults(t *testing.T) {
 				if err != nil {
 					return // nothing to compact yet
 				}
-				_, err = m.Append(ctx, k, recall.NewEntry(recall.KindCompaction, recall.Compaction{Through: st.LastSeq, Replaced: st.ItemCount, Items: []recall.Item{item("summary")}}))
+				_, err = m.Append(ctx, k, recall.Guard{}, recall.NewEntry(recall.KindCompaction, recall.Compaction{Through: st.LastSeq, Replaced: st.ItemCount, Items: []recall.Item{item("summary")}}))
 				check(t, "compact", err)
 			},
 			"fork": func(t *rapid.T) {
@@ -127,7 +172,7 @@ func TestPropertyReplicaConvergesUnderFaults(t *testing.T) {
 					return
 				}
 				nk := newKey(k.Project)
-				_, err := m.Fork(ctx, k, 0, nk)
+				_, err := recall.Fork(ctx, m, k, 0, nk)
 				check(t, "fork", err)
 				live = append(live, nk)
 			},

@@ -18,7 +18,7 @@ var _ recall.Purger = (*Store)(nil)
 // holds some of the dropped entries but not all of them cannot be
 // continued from that entry; that session then stops with ErrDiverged.
 func (s *Store) Purge(ctx context.Context, key recall.Key) (recall.PurgeResult, error) {
-	if err := s.open(); err != nil {
+	if err := s.begin(ctx); err != nil {
 		return recall.PurgeResult{}, err
 	}
 	p, ok := s.primary.(recall.Purger)

@@ -16,7 +16,9 @@ import (
 func purgeable(t *testing.T, s recall.Store, k recall.Key) int64 {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := s.Append(ctx, k, recall.ItemEntries(item("1"), item("2"), item("3"))...); err != nil {
+	es := recall.ItemEntries(item("1"), item("2"), item("3"))
+	es[0].Usage = &recall.Usage{InputTokens: 5, OutputTokens: 6, TotalTokens: 11} // the purge moves it
+	if _, err := s.Append(ctx, k, recall.Guard{}, es...); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := recall.SetTitle(ctx, s, k, "kept title", recall.TitleUser); err != nil {
@@ -26,7 +28,7 @@ func purgeable(t *testing.T, s recall.Store, k recall.Key) int64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	seq, err := s.Append(ctx, k, recall.NewEntry(recall.KindCompaction, recall.Compaction{Through: st.LastSeq, Replaced: st.ItemCount, Items: []recall.Item{item("summary")}}))
+	seq, err := s.Append(ctx, k, recall.Guard{}, recall.NewEntry(recall.KindCompaction, recall.Compaction{Through: st.LastSeq, Replaced: st.ItemCount, Items: []recall.Item{item("summary")}}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +72,8 @@ func TestPurgeStaysLocal(t *testing.T) {
 	}
 }
 
-// A replica whose last entry is the compaction entry a purge re-timed is
+// A replica whose last entry is the compaction entry a purge rewrote (it
+// gained the session's creation time and the dropped entries' usage) is
 // not mistaken for a diverged one when its position is checked again.
 func TestPurgedCompactionEntryIsNotDivergence(t *testing.T) {
 	ctx := context.Background()
@@ -83,9 +86,13 @@ func TestPurgedCompactionEntryIsNotDivergence(t *testing.T) {
 	if err := m.Close(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(time.Millisecond) // the purge re-times the entry visibly
 	if _, err := primary.Store.(recall.Purger).Purge(ctx, k); err != nil {
 		t.Fatal(err)
+	}
+	_, mine, _ := primary.Load(ctx, k)
+	_, theirs, _ := replica.Load(ctx, k)
+	if tip := theirs[len(theirs)-1]; tip.Seq != mine[0].Seq || string(tip.Data) == string(mine[0].Data) || tip.Usage != nil {
+		t.Fatalf("the purge did not rewrite the compaction entry (%s) the replica holds as %s: the test is broken", mine[0].Data, tip.Data)
 	}
 	// No cursor file: the new mirror checks the replica's tip.
 	m = newMirror(t, primary, replica, fastOptions(""))
@@ -105,7 +112,7 @@ func TestPurgePastTheReplicaIsReported(t *testing.T) {
 	replica := newFaulty(memstore.New(memstore.Options{}), 7)
 	m := newMirror(t, primary, replica, fastOptions(""))
 	k := recall.Key{Project: "p", Session: "s"}
-	if _, err := m.Append(ctx, k, recall.ItemEntry(item("0"))); err != nil {
+	if _, err := m.Append(ctx, k, recall.Guard{}, recall.ItemEntry(item("0"))); err != nil {
 		t.Fatal(err)
 	}
 	flush(t, m, 10*time.Second)
@@ -154,7 +161,7 @@ func TestPurgeBeforeFirstReplication(t *testing.T) {
 			m := newMirror(t, primary, down, fastOptions(t.TempDir()))
 			k := recall.Key{Project: "p", Session: "s"}
 			comp := purgeable(t, m, k)
-			if _, err := m.Append(ctx, k, recall.ItemEntry(item("after"))); err != nil {
+			if _, err := m.Append(ctx, k, recall.Guard{}, recall.ItemEntry(item("after"))); err != nil {
 				t.Fatal(err)
 			}
 			if res, err := m.Purge(ctx, k); err != nil || res.Dropped == 0 {
@@ -162,7 +169,7 @@ func TestPurgeBeforeFirstReplication(t *testing.T) {
 			}
 			down.setDown(false)
 			flush(t, m, 20*time.Second)
-			if _, err := m.Append(ctx, k, recall.ItemEntry(item("later"))); err != nil {
+			if _, err := m.Append(ctx, k, recall.Guard{}, recall.ItemEntry(item("later"))); err != nil {
 				t.Fatal(err)
 			}
 			flush(t, m, 20*time.Second)
@@ -247,11 +254,11 @@ func headless(t *testing.T, primary, replica recall.Store, k recall.Key) {
 	t.Helper()
 	ctx := context.Background()
 	at := purgeable(t, primary, k)
-	if _, err := primary.Append(ctx, k, recall.ItemEntry(item("after"))); err != nil {
+	if _, err := primary.Append(ctx, k, recall.Guard{}, recall.ItemEntry(item("after"))); err != nil {
 		t.Fatal(err)
 	}
 	sub := recall.Key{Project: k.Project, Session: k.Session, Subpath: "subagents/w-1"}
-	if _, err := primary.Append(ctx, sub, recall.ItemEntry(item("sub"))); err != nil {
+	if _, err := primary.Append(ctx, sub, recall.Guard{}, recall.ItemEntry(item("sub"))); err != nil {
 		t.Fatal(err)
 	}
 	_, es, err := primary.Load(ctx, k)

@@ -67,6 +67,9 @@ func (s *Store) forget(key recall.Key) {
 		st.remove = true
 		s.enqueueLocked(key, st, false)
 	}
+	if s.opts.PropagateDeletes {
+		s.requestSaveLocked() // the removal is owed across a restart too
+	}
 	s.broadcastLocked()
 }
 

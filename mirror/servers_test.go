@@ -150,7 +150,7 @@ func startWriter(m recall.Store, keys []recall.Key) *writer {
 				case i%23 == 22:
 					_, err = recall.SetTitle(ctx, m, k, fmt.Sprintf("title %d", i), recall.TitleAuto)
 				default:
-					_, err = m.Append(ctx, k, recall.ItemEntry(item(fmt.Sprintf("%s #%d", k.Session, i))))
+					_, err = m.Append(ctx, k, recall.Guard{}, recall.ItemEntry(item(fmt.Sprintf("%s #%d", k.Session, i))))
 				}
 				w.writes.Add(1)
 				if err != nil {
@@ -239,7 +239,7 @@ func TestBacklogAtStartAgainstServers(t *testing.T) {
 			primary := openFileStore(t, dir)
 			for i := range 20 {
 				k := recall.Key{Project: []string{"p1", "p2"}[i%2], Session: fmt.Sprintf("s%02d", i)}
-				if _, err := primary.Append(ctx, k, recall.ItemEntries(item("a"), item("b"), item("c"))...); err != nil {
+				if _, err := primary.Append(ctx, k, recall.Guard{}, recall.ItemEntries(item("a"), item("b"), item("c"))...); err != nil {
 					t.Fatal(err)
 				}
 				if i%3 == 0 {
@@ -248,7 +248,7 @@ func TestBacklogAtStartAgainstServers(t *testing.T) {
 					}
 					sub := k
 					sub.Subpath = "subagents/r-1"
-					if _, err := primary.Append(ctx, sub, recall.ItemEntry(item("sub"))); err != nil {
+					if _, err := primary.Append(ctx, sub, recall.Guard{}, recall.ItemEntry(item("sub"))); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -280,7 +280,7 @@ func TestReplicaDownAtStart(t *testing.T) {
 	m := newMirror(t, primary, replica, opts)
 	k := recall.Key{Project: "p", Session: "s"}
 	for i := range 20 {
-		if _, err := m.Append(ctx, k, recall.ItemEntry(item(fmt.Sprint(i)))); err != nil {
+		if _, err := m.Append(ctx, k, recall.Guard{}, recall.ItemEntry(item(fmt.Sprint(i)))); err != nil {
 			t.Fatalf("append %d with the replica down: %v", i, err)
 		}
 	}

@@ -43,7 +43,12 @@ type savedSession struct {
 	Key recall.Key `json:"key"`
 	Seq int64      `json:"seq"`
 	// Recheck: the position is in doubt (see session.doubt).
-	Recheck     bool      `json:"recheck,omitempty"`
+	Recheck bool `json:"recheck,omitempty"`
+	// Remove: a removal from the replica is owed (PropagateDeletes), to
+	// be made before anything of the session is copied again: a restart
+	// neither drops it nor appends a re-created session's log onto the
+	// removed one's.
+	Remove      bool      `json:"remove,omitempty"`
 	LastError   string    `json:"last_error,omitempty"`
 	LastErrorAt time.Time `json:"last_error_at,omitzero"`
 }

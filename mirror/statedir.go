@@ -6,20 +6,21 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net/url"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
+
+	"github.com/recallkit/recall/internal/redact"
 )
 
 // StateDir returns the state directory the CLI uses for a mirror of a store
 // whose home is home to the replica at replicaURL:
 // <home>/mirror/<hash of the URL>, one per replica, so positions kept for
 // one replica are never taken for another's. The hash is of the URL with
-// its password redacted, so a new password keeps the positions.
+// its secrets redacted (storeurl.Redact), so a new password keeps the
+// positions.
 func StateDir(home, replicaURL string) string {
-	sum := sha256.Sum256([]byte(RedactURL(replicaURL)))
+	sum := sha256.Sum256([]byte(redact.URL(replicaURL)))
 	return filepath.Join(home, "mirror", hex.EncodeToString(sum[:8]))
 }
 
@@ -43,17 +44,4 @@ func StateDirs(home string) ([]string, error) {
 	}
 	slices.Sort(dirs)
 	return dirs, nil
-}
-
-// passwordParam matches a password given as a key=value parameter, in a URL
-// query or a key/value DSN.
-var passwordParam = regexp.MustCompile(`(?i)\b(password|pass|pwd)=[^&\s]*`)
-
-// RedactURL returns a store URL fit to show and to record: the password of
-// its user info, and any password parameter, replaced by "xxxxx".
-func RedactURL(raw string) string {
-	if u, err := url.Parse(raw); err == nil && u.Scheme != "" {
-		raw = u.Redacted()
-	}
-	return passwordParam.ReplaceAllString(raw, "${1}=xxxxx")
 }

@@ -190,6 +190,7 @@ func ReadStatus(ctx context.Context, primary recall.Store, stateDir string) (Sum
 			ReplicatedSeq: ss.Seq,
 			Lag:           max(0, m.LastSeq-ss.Seq),
 			Pending:       ss.Recheck,
+			Removing:      ss.Remove,
 			LastError:     ss.LastError,
 			LastErrorAt:   ss.LastErrorAt,
 		})

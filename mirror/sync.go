@@ -169,7 +169,9 @@ func mergeState(state *stateFile, replica string, positions map[recall.Key]saved
 	doc.Saved = time.Now().UTC()
 	for k, ss := range positions {
 		if old, ok := disk[k]; ok && ss.LastError != "" {
-			ss.Seq = old.Seq // a failed session's position is not known
+			// A failed session's position is not known, and a removal
+			// a mirror owes it is still owed.
+			ss.Seq, ss.Remove = old.Seq, old.Remove
 		}
 		disk[k] = ss
 	}

@@ -35,7 +35,7 @@ func fillStore(t *testing.T, s recall.Store, projects, sessions, entries int) {
 		for i := range sessions {
 			k := recall.Key{Project: fmt.Sprintf("p%d", p), Session: fmt.Sprintf("s%02d", i)}
 			for j := range entries {
-				if _, err := s.Append(ctx, k, recall.ItemEntry(item(fmt.Sprintf("%d", j)))); err != nil {
+				if _, err := s.Append(ctx, k, recall.Guard{}, recall.ItemEntry(item(fmt.Sprintf("%d", j)))); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -45,7 +45,7 @@ func fillStore(t *testing.T, s recall.Store, projects, sessions, entries int) {
 				}
 				sub := k
 				sub.Subpath = "subagents/s-1"
-				if _, err := s.Append(ctx, sub, recall.ItemEntry(item("sub"))); err != nil {
+				if _, err := s.Append(ctx, sub, recall.Guard{}, recall.ItemEntry(item("sub"))); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -148,11 +148,11 @@ func TestSyncReportsDivergedSessions(t *testing.T) {
 	ctx := context.Background()
 	src, dst := memstore.New(memstore.Options{}), memstore.New(memstore.Options{})
 	k := recall.Key{Project: "p", Session: "s"}
-	if _, err := src.Append(ctx, k, recall.ItemEntries(item("a"), item("b"))...); err != nil {
+	t0 := recall.Now() // both logs written within one microsecond
+	if _, err := src.Append(ctx, k, recall.Guard{}, at(t0, recall.ItemEntries(item("a"), item("b"))...)...); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(time.Millisecond)
-	if _, err := dst.Append(ctx, k, recall.ItemEntry(item("other"))); err != nil {
+	if _, err := dst.Append(ctx, k, recall.Guard{}, at(t0, recall.ItemEntry(item("other")))...); err != nil {
 		t.Fatal(err)
 	}
 	rep, err := mirror.Sync(ctx, src, dst, mirror.SyncOptions{All: true})
@@ -167,11 +167,11 @@ func TestReadStatusShowsLagAndErrors(t *testing.T) {
 	primary := &keepOpen{Store: memstore.New(memstore.Options{})}
 	replica := newFaulty(memstore.New(memstore.Options{}), 9)
 	opts := fastOptions(dir)
-	opts.ReplicaName = mirror.RedactURL("redis://user:secret@host:6379/0")
+	opts.ReplicaName = "redis://user:xxxxx@host:6379/0"
 	m := newMirror(t, primary, replica, opts)
 	a, b := recall.Key{Project: "p", Session: "a"}, recall.Key{Project: "p", Session: "b"}
 	for _, k := range []recall.Key{a, b} {
-		if _, err := m.Append(ctx, k, recall.ItemEntries(item("1"), item("2"))...); err != nil {
+		if _, err := m.Append(ctx, k, recall.Guard{}, recall.ItemEntries(item("1"), item("2"))...); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -202,24 +202,25 @@ func TestReadStatusShowsLagAndErrors(t *testing.T) {
 	}
 }
 
-func TestStateDirAndRedactURL(t *testing.T) {
-	a := mirror.StateDir("/home/u/.recall", "postgres://u:one@db/x")
-	b := mirror.StateDir("/home/u/.recall", "postgres://u:two@db/x")
-	c := mirror.StateDir("/home/u/.recall", "redis://db:6379/0")
-	if a != b {
-		t.Errorf("a new password moves the state dir: %s vs %s", a, b)
+func TestStateDir(t *testing.T) {
+	dir := func(url string) string { return mirror.StateDir("/home/u/.recall", url) }
+	a, b := dir("postgres://u:one@db/x"), dir("postgres://u:two@db/x")
+	c, d := dir("postgres://u:one@db/x?password=three"), dir("postgres://u:two@db/x?password=four")
+	if a != b || c != d {
+		t.Errorf("a new password moves the state dir: %s %s, %s %s", a, b, c, d)
 	}
-	if a == c || !strings.HasPrefix(a, "/home/u/.recall/mirror/") {
-		t.Errorf("state dirs %s and %s", a, c)
+	if e := dir("redis://db:6379/0"); a == e || a == c || !strings.HasPrefix(a, "/home/u/.recall/mirror/") {
+		t.Errorf("state dirs %s, %s and %s", a, c, e)
 	}
+	// The hash is of the redacted URL, which reads as it did when
+	// redaction hid only passwords: positions kept by earlier versions
+	// stay where they were.
 	for in, want := range map[string]string{
-		"postgres://u:secret@db:5432/x?sslmode=disable": "postgres://u:xxxxx@db:5432/x?sslmode=disable",
-		"postgres://db/x?password=secret&sslmode=off":   "postgres://db/x?password=xxxxx&sslmode=off",
-		"host=db user=u password=secret dbname=x":       "host=db user=u password=xxxxx dbname=x",
-		"redis://db:6379/0":                             "redis://db:6379/0",
+		"postgres://u:secret@db:5432/x?sslmode=disable": "af6c10ee8d804f6f",
+		"host=db user=u password=secret dbname=x":       "cd70c73e6bfd4936",
 	} {
-		if got := mirror.RedactURL(in); got != want || strings.Contains(got, "secret") {
-			t.Errorf("RedactURL(%q) = %q, want %q", in, got, want)
+		if got := mirror.StateDir("/h", in); got != "/h/mirror/"+want {
+			t.Errorf("StateDir(%q) = %s, want /h/mirror/%s", in, got, want)
 		}
 	}
 }
