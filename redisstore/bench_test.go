@@ -62,7 +62,7 @@ func BenchmarkAppend(b *testing.B) {
 	el := benchElement()
 	pair(b,
 		func() error { return rdb.RPush(ctx, rawKey, el).Err() },
-		func() error { _, err := s.Append(ctx, k, e); return err })
+		func() error { _, err := s.Append(ctx, k, recall.Guard{}, e); return err })
 }
 
 // BenchmarkGetItems20 reads the newest 20 items of a 1000-item session;
@@ -171,7 +171,7 @@ func BenchmarkConcurrentAppend(b *testing.B) {
 	for b.Loop() {
 		tr += phase(func(w int) error { return rdb.RPush(ctx, fmt.Sprintf("%sraw:w%d", s.k.prefix, w), el).Err() })
 		ts += phase(func(w int) error {
-			_, err := s.Append(ctx, recall.Key{Project: "bench", Session: fmt.Sprint("w", w)}, e)
+			_, err := s.Append(ctx, recall.Key{Project: "bench", Session: fmt.Sprint("w", w)}, recall.Guard{}, e)
 			return err
 		})
 		n += writers * round

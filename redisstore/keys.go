@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/storekit"
 )
 
 // Key layout, under the store's prefix P (the Lua helpers in lua/common.lua
@@ -21,6 +22,11 @@ import (
 //	P idx:sub:<project>/<session>             zset: a session's subagent records
 //	P projects                                zset: the projects that hold a main session
 //	P expiry                                  zset: sessions with a TTL, by when it ends (ms)
+//	P schema                                  string: the version of the data's rules (migrate.go)
+//
+// A session's metadata hash holds its fields (last, created, updated,
+// items, title, ...; record.go decodeMeta) and one field "m:<key>" per
+// pair of its metadata map.
 //
 // A session's member in the indexes is its key, "<project> <session>[
 // <subpath>]", and its score is minus its update time in µs. Redis orders
@@ -28,7 +34,7 @@ import (
 // newest first and ties sort by project, session and subpath: the space
 // sorts below every byte a name may hold ([A-Za-z0-9._-/]), so a shorter
 // name sorts first, exactly like strings.Compare. Index order is therefore
-// List order (recall.SortList), and an append moves its session with one
+// List order (storekit.SortList), and an append moves its session with one
 // ZADD per index.
 
 // maxMicros bounds the entry times the store accepts: scores and Lua
@@ -52,6 +58,7 @@ type keys struct{ prefix string }
 
 func (k keys) meta(key recall.Key) string { return k.prefix + "meta:" + key.String() }
 func (k keys) log(key recall.Key) string  { return k.prefix + "log:" + key.String() }
+func (k keys) schema() string             { return k.prefix + "schema" }
 func (k keys) sub(key recall.Key) string {
 	return k.prefix + "idx:sub:" + key.Project + "/" + key.Session
 }
@@ -119,7 +126,7 @@ func scoreOf(us int64) string {
 // cursorBound is where the next page after a List cursor starts. A cursor
 // time finer than a microsecond (stores never write one) still splits the
 // list right: every session of its µs and older comes after it.
-func cursorBound(c recall.Cursor) bound {
+func cursorBound(c storekit.Cursor) bound {
 	us := c.Updated.UnixMicro() // floors
 	if c.Updated.Nanosecond()%1000 != 0 {
 		return bound{Score: scoreOf(us)}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/storekit"
 )
 
 // scanBudget is the most index members one list script call looks at
@@ -22,7 +23,10 @@ func (s *Store) List(ctx context.Context, project string, opts recall.ListOption
 	if s.closed.Load() {
 		return recall.Page{}, recall.ErrClosed
 	}
-	if err := recall.CheckListOptions(project, opts); err != nil {
+	if err := storekit.CheckListOptions(project, opts); err != nil {
+		return recall.Page{}, fmt.Errorf("redisstore: list: %w", err)
+	}
+	if err := s.begin(ctx); err != nil {
 		return recall.Page{}, fmt.Errorf("redisstore: list: %w", err)
 	}
 	var idx string
@@ -36,7 +40,7 @@ func (s *Store) List(ctx context.Context, project string, opts recall.ListOption
 	}
 	var start bound
 	if opts.Cursor != "" {
-		c, err := recall.ParseCursor(opts.Cursor)
+		c, err := storekit.ParseCursor(opts.Cursor)
 		if err != nil {
 			return recall.Page{}, fmt.Errorf("redisstore: list: %w", err)
 		}
@@ -59,7 +63,7 @@ func (s *Store) List(ctx context.Context, project string, opts recall.ListOption
 	}
 	if limit > 0 && len(p.Sessions) > limit {
 		p.Sessions = p.Sessions[:limit]
-		p.Next = recall.CursorAt(p.Sessions[limit-1]).String()
+		p.Next = storekit.CursorAt(p.Sessions[limit-1]).String()
 	}
 	if p.Sessions == nil {
 		p.Sessions = []recall.Meta{}
@@ -68,13 +72,17 @@ func (s *Store) List(ctx context.Context, project string, opts recall.ListOption
 }
 
 // scan calls fn for up to want sessions of index idx after bound start, in
-// index order, skipping archived ones when skipArchived.
+// index order, skipping archived ones when skipArchived. The list script
+// unindexes members whose session is gone, so each call checks ctx first.
 func (s *Store) scan(ctx context.Context, idx string, start bound, want int, skipArchived bool, fn func(m recall.Meta)) error {
 	skip := "0"
 	if skipArchived {
 		skip = "1"
 	}
 	for want > 0 {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		res, err := listScript.Run(ctx, s.rdb, []string{idx}, s.k.prefix, start.Score, start.Member, want, skip, scanBudget).Slice()
 		if err != nil {
 			return err
@@ -108,13 +116,16 @@ func (s *Store) scan(ctx context.Context, idx string, start bound, want int, ski
 	return nil
 }
 
-// Projects implements recall.Store. It first unindexes every session whose
-// TTL ran out, so the counts are exact.
+// Projects implements recall.ProjectLister. It first unindexes every
+// session whose TTL ran out, so the counts are exact.
 func (s *Store) Projects(ctx context.Context) ([]recall.ProjectInfo, error) {
-	if s.closed.Load() {
-		return nil, recall.ErrClosed
+	if err := s.begin(ctx); err != nil {
+		return nil, fmt.Errorf("redisstore: projects: %w", err)
 	}
 	if err := s.pruneAll(ctx); err != nil {
+		return nil, fmt.Errorf("redisstore: projects: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("redisstore: projects: %w", err)
 	}
 	res, err := projectsScript.Run(ctx, s.rdb, nil, s.k.prefix).Slice()
@@ -139,6 +150,9 @@ func (s *Store) Projects(ctx context.Context) ([]recall.ProjectInfo, error) {
 func (s *Store) pruneAll(ctx context.Context) error {
 	const batch = 1000
 	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		n, err := pruneScript.Run(ctx, s.rdb, nil, s.k.prefix, batch).Int()
 		if err != nil || n < batch {
 			return err
@@ -146,18 +160,22 @@ func (s *Store) pruneAll(ctx context.Context) error {
 	}
 }
 
-// Cleanup implements recall.Store. It reads the index from the cutoff's
+// Cleanup implements recall.Cleaner. It reads the index from the cutoff's
 // bound, so it looks only at sessions older than the cutoff, and removes
 // each with a script that first checks the session's update time is the
-// one read: a session written to meanwhile is newer and stays.
+// one read: a session written to meanwhile is newer and stays. A context
+// that ends midway stops it before the next removal, with the error.
 func (s *Store) Cleanup(ctx context.Context, opts recall.CleanupOptions) (recall.CleanupReport, error) {
 	if s.closed.Load() {
 		return recall.CleanupReport{}, recall.ErrClosed
 	}
 	if opts.Project != "" {
-		if err := recall.CheckListOptions(opts.Project, recall.ListOptions{}); err != nil {
+		if err := storekit.CheckListOptions(opts.Project, recall.ListOptions{}); err != nil {
 			return recall.CleanupReport{}, fmt.Errorf("redisstore: cleanup: %w", err)
 		}
+	}
+	if err := s.begin(ctx); err != nil {
+		return recall.CleanupReport{}, fmt.Errorf("redisstore: cleanup: %w", err)
 	}
 	var rep recall.CleanupReport
 	if opts.OlderThan.IsZero() {
@@ -178,6 +196,9 @@ func (s *Store) Cleanup(ctx context.Context, opts recall.CleanupOptions) (recall
 	}
 	for _, m := range old {
 		if !opts.DryRun {
+			if err := ctx.Err(); err != nil {
+				return rep, fmt.Errorf("redisstore: cleanup: %w", err)
+			}
 			guard := strconv.FormatInt(m.Updated.UnixMicro(), 10)
 			n, err := removeScript.Run(ctx, s.rdb, s.removeKeys(m.Key), s.k.prefix, member(m.Key), guard).Int64()
 			if err != nil {
@@ -189,7 +210,7 @@ func (s *Store) Cleanup(ctx context.Context, opts recall.CleanupOptions) (recall
 		}
 		rep.Removed = append(rep.Removed, m)
 	}
-	recall.SortList(rep.Removed)
+	storekit.SortList(rep.Removed)
 	return rep, nil
 }
 
@@ -205,7 +226,7 @@ func (s *Store) removeKeys(key recall.Key) []string {
 // Remove implements recall.Store: one script deletes the session, its
 // subagent records and their index members.
 func (s *Store) Remove(ctx context.Context, key recall.Key) error {
-	if err := s.check(key); err != nil {
+	if err := s.check(ctx, key); err != nil {
 		return fmt.Errorf("redisstore: remove %s: %w", key, err)
 	}
 	n, err := removeScript.Run(ctx, s.rdb, s.removeKeys(key), s.k.prefix, member(key), "").Int64()

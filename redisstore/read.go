@@ -10,11 +10,13 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/storekit"
 )
 
-// Stat implements recall.Store.
+// Stat implements recall.Store. It reads the metadata hash only, so its
+// Corrupt is 0 (Load counts damaged elements).
 func (s *Store) Stat(ctx context.Context, key recall.Key) (recall.Meta, error) {
-	if err := s.check(key); err != nil {
+	if err := s.check(ctx, key); err != nil {
 		return recall.Meta{}, fmt.Errorf("redisstore: stat %s: %w", key, err)
 	}
 	h, err := s.rdb.HGetAll(ctx, s.k.meta(key)).Result()
@@ -40,9 +42,12 @@ func (s *Store) lastSeq(ctx context.Context, key recall.Key) (int64, error) {
 	return v, err
 }
 
-// Load implements recall.Store.
+// Load implements recall.Store. The metadata and the log are one
+// snapshot (one MULTI); a damaged element is left out of the entries and
+// counted in Meta.Corrupt, as is an item entry whose item is not a JSON
+// object.
 func (s *Store) Load(ctx context.Context, key recall.Key) (recall.Meta, []recall.Entry, error) {
-	if err := s.check(key); err != nil {
+	if err := s.check(ctx, key); err != nil {
 		return recall.Meta{}, nil, fmt.Errorf("redisstore: load %s: %w", key, err)
 	}
 	m, entries, err := s.load(ctx, key)
@@ -76,12 +81,16 @@ func (s *Store) load(ctx context.Context, key recall.Key) (recall.Meta, []recall
 	if err != nil {
 		return recall.Meta{}, nil, err
 	}
-	entries, err := decodeRun(lc.Val(), first)
-	if err != nil {
-		return recall.Meta{}, nil, err
+	els := lc.Val()
+	if int64(len(els)) != m.LastSeq-first+1 {
+		return recall.Meta{}, nil, fmt.Errorf("%w: log holds %d elements from seq %d, metadata says it ends at %d", recall.ErrCorrupt, len(els), first, m.LastSeq)
 	}
-	if int64(len(entries)) != m.LastSeq-first+1 {
-		return recall.Meta{}, nil, fmt.Errorf("%w: log holds %d entries from seq %d, metadata says it ends at %d", recall.ErrCorrupt, len(entries), first, m.LastSeq)
+	entries, skipped := decodeRun(els, first)
+	m.Corrupt = skipped
+	for _, e := range entries {
+		if _, ok := recall.ItemOf(e); e.Kind == recall.KindItem && !ok {
+			m.Corrupt++
+		}
 	}
 	return m, entries, nil
 }
@@ -100,25 +109,29 @@ func firstSeq(v string) (int64, error) {
 	return n, nil
 }
 
-// decodeRun decodes consecutive log elements, the first holding seq first.
-func decodeRun(els []string, first int64) ([]recall.Entry, error) {
-	out := make([]recall.Entry, len(els))
+// decodeRun decodes consecutive log elements, the first holding seq
+// first. Elements that are not readable entries are left out and counted.
+func decodeRun(els []string, first int64) ([]recall.Entry, int) {
+	out := make([]recall.Entry, 0, len(els))
+	skipped := 0
 	for i, el := range els {
 		e, err := decodeElement(el, first+int64(i))
 		if err != nil {
-			return nil, err
+			skipped++
+			continue
 		}
-		out[i] = e
+		out = append(out, e)
 	}
-	return out, nil
+	return out, skipped
 }
 
 // Entries implements recall.Store. Element i of the log holds seq
 // first+i (first is 1 unless the log was imported from a purged one), so
 // a page is one LRANGE: the read assumes first is 1 and reads again when
-// the metadata read with it says otherwise.
+// the metadata read with it says otherwise. Elements that are not
+// readable entries are left out, as Load leaves them out.
 func (s *Store) Entries(ctx context.Context, key recall.Key, after int64, limit int) ([]recall.Entry, error) {
-	if err := s.check(key); err != nil {
+	if err := s.check(ctx, key); err != nil {
 		return nil, fmt.Errorf("redisstore: entries %s: %w", key, err)
 	}
 	after = max(after, 0)
@@ -151,46 +164,50 @@ func (s *Store) Entries(ctx context.Context, key recall.Key, after int64, limit 
 			first = got
 			continue
 		}
-		entries, err := decodeRun(lc.Val(), first+start)
-		if err != nil {
-			return nil, fmt.Errorf("redisstore: entries %s: %w", key, err)
-		}
+		entries, _ := decodeRun(lc.Val(), first+start)
 		return entries, nil
 	}
 	return nil, fmt.Errorf("redisstore: entries %s: %w: the session was re-created during every read", key, recall.ErrConflict)
 }
 
-// Items implements recall.Store.
-func (s *Store) Items(ctx context.Context, key recall.Key, limit int) ([]recall.LiveItem, error) {
-	if err := s.check(key); err != nil {
-		return nil, fmt.Errorf("redisstore: items %s: %w", key, err)
+// Items implements recall.Store. The view and the last seq it returns are
+// one snapshot: see tail.
+func (s *Store) Items(ctx context.Context, key recall.Key, limit int) ([]recall.LiveItem, int64, error) {
+	if err := s.check(ctx, key); err != nil {
+		return nil, 0, fmt.Errorf("redisstore: items %s: %w", key, err)
 	}
-	live, err := s.tail(ctx, key, limit)
+	live, last, err := s.tail(ctx, key, limit)
 	if err != nil {
-		return nil, fmt.Errorf("redisstore: items %s: %w", key, err)
+		return nil, 0, fmt.Errorf("redisstore: items %s: %w", key, err)
 	}
-	return live, nil
+	return live, last, nil
 }
 
-// tail returns the newest limit items (all when limit <= 0). It reads the log from its end in growing chunks
-// and feeds recall.Tail, which stops at the first clear or compaction, so
-// its cost follows limit, not the length of the log.
+// tail returns the newest limit items (all when limit <= 0) and the last
+// seq of the log they were read from (0 and no items for a missing
+// session). It reads the log from its end in growing chunks and feeds
+// storekit.Tail, which stops at the first clear or compaction, so its cost
+// follows limit, not the length of the log. Elements that are not
+// readable entries are skipped, and Tail skips damaged items.
 //
-// Each chunk is read in a transaction with the session's generation, a
-// random value fixed when the session is created: elements below the end
-// never change while it holds, since the log only grows. A session removed
-// and re-created between two chunks changes it, and the read starts over.
-func (s *Store) tail(ctx context.Context, key recall.Key, limit int) ([]recall.LiveItem, error) {
+// The first chunk is read in one transaction with the last seq, so the
+// two agree; most reads end there. Each later chunk is read in a
+// transaction with the session's generation, a random value fixed when the
+// session is created: elements below the end never change while it holds,
+// since the log only grows, so they are what the first transaction would
+// have read. A session removed and re-created between two chunks changes
+// it, and the read starts over.
+func (s *Store) tail(ctx context.Context, key recall.Key, limit int) ([]recall.LiveItem, int64, error) {
 	for range maxAttempts {
-		live, err := s.tailOnce(ctx, key, limit)
+		live, last, err := s.tailOnce(ctx, key, limit)
 		if !errors.Is(err, errStale) {
-			return live, err
+			return live, last, err
 		}
 	}
-	return nil, fmt.Errorf("%w: the session was re-created during every read", recall.ErrConflict)
+	return nil, 0, fmt.Errorf("%w: the session was re-created during every read", recall.ErrConflict)
 }
 
-func (s *Store) tailOnce(ctx context.Context, key recall.Key, limit int) ([]recall.LiveItem, error) {
+func (s *Store) tailOnce(ctx context.Context, key recall.Key, limit int) ([]recall.LiveItem, int64, error) {
 	chunk := int64(limit) + 4 // a few entries beyond the items: titles, pops
 	if limit <= 0 {
 		chunk = 256
@@ -203,21 +220,21 @@ func (s *Store) tailOnce(ctx context.Context, key recall.Key, limit int) ([]reca
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	gen, _ := mc.Val()[0].(string)
 	lastStr, _ := mc.Val()[1].(string)
 	if gen == "" {
-		return nil, nil // no such session
+		return nil, 0, nil // no such session
 	}
 	last, err := strconv.ParseInt(lastStr, 10, 64)
 	if err != nil {
-		return nil, fmt.Errorf("%w: last seq %q", recall.ErrCorrupt, lastStr)
+		return nil, 0, fmt.Errorf("%w: last seq %q", recall.ErrCorrupt, lastStr)
 	}
 	firstStr, _ := mc.Val()[2].(string)
 	first, err := firstSeq(firstStr)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	els := lc.Val()
 	lo := last - first + 1 - int64(len(els)) // index of the oldest element read
@@ -226,7 +243,10 @@ func (s *Store) tailOnce(ctx context.Context, key recall.Key, limit int) ([]reca
 		for {
 			for i := len(els) - 1; i >= 0; i-- {
 				e, err := decodeElement(els[i], first+lo+int64(i))
-				if !yield(e, err) || err != nil {
+				if err != nil {
+					continue // not a readable entry: skipped, as Load skips it
+				}
+				if !yield(e, nil) {
 					return
 				}
 			}
@@ -252,9 +272,12 @@ func (s *Store) tailOnce(ctx context.Context, key recall.Key, limit int) ([]reca
 			els, lo = lc.Val(), start
 		}
 	}
-	live, err := recall.Tail(limit, iter.Seq2[recall.Entry, error](newestFirst))
+	live, err := storekit.Tail(limit, iter.Seq2[recall.Entry, error](newestFirst))
 	if stale {
-		return nil, errStale
+		return nil, 0, errStale
 	}
-	return live, err
+	if err != nil {
+		return nil, 0, err
+	}
+	return live, last, nil
 }

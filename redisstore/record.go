@@ -15,8 +15,8 @@ import (
 // them in JSON would re-encode them); the append script writes the seq.
 
 // header is the part of an entry stored between its seq and its data. The
-// pop script (lua/common.lua, newest) reads it without a JSON decoder: the
-// kind must come first, and a compaction's item count is N.
+// pop script (lua/common.lua, entry and newest) decodes it too, and finds
+// a compaction's item count in N without decoding the payload.
 type header struct {
 	Kind  recall.Kind   `json:"k"`
 	Time  int64         `json:"t"` // Unix µs
@@ -36,7 +36,10 @@ func encodeBody(e recall.Entry, us int64, n *int) string {
 	return b.String()
 }
 
-// decodeElement decodes a log element that must hold seq want.
+// decodeElement decodes a log element that must hold seq want. An element
+// that is not a readable entry (written by another program, or damaged)
+// is an error wrapping recall.ErrCorrupt; readers skip it and Load counts
+// it in Meta.Corrupt. lua/common.lua (entry) applies the same rules.
 func decodeElement(el string, want int64) (recall.Entry, error) {
 	i := strings.IndexByte(el, '\n')
 	if i < 0 {
@@ -52,8 +55,8 @@ func decodeElement(el string, want int64) (recall.Entry, error) {
 		return recall.Entry{}, fmt.Errorf("%w: log element %d has no data separator", recall.ErrCorrupt, want)
 	}
 	var h header
-	if err := json.Unmarshal([]byte(rest[:j]), &h); err != nil {
-		return recall.Entry{}, fmt.Errorf("%w: log element %d header: %v", recall.ErrCorrupt, want, err)
+	if err := json.Unmarshal([]byte(rest[:j]), &h); err != nil || h.Kind == "" {
+		return recall.Entry{}, fmt.Errorf("%w: log element %d: unreadable header %.40q", recall.ErrCorrupt, want, rest[:j])
 	}
 	e := recall.Entry{Seq: seq, Kind: h.Kind, Time: fromMicros(h.Time), Usage: h.Usage}
 	if data := rest[j+1:]; data != "" {
@@ -64,50 +67,89 @@ func decodeElement(el string, want int64) (recall.Entry, error) {
 
 // effect is what an entry does to the session's metadata, decoded here so
 // that the append script applies recall.Meta.Apply without parsing JSON
-// (see lua/append.lua for the ops). Payloads that do not decode only
-// advance LastSeq and Updated, as in Meta.Apply.
-// A compaction's item count is returned as n too, for its header.
-func effect(e recall.Entry) (op, a1, a2 string, n *int) {
+// (see lua/append.lua for the ops and their arguments). Payloads that do
+// not decode only advance LastSeq, as in Meta.Apply. Whether the entry
+// moves Updated is not an effect of its payload: the script is told
+// e.Kind.IsActivity() beside it. A compaction's item count is returned as
+// n too, for its header.
+func effect(e recall.Entry) (op string, a [3]string, n *int) {
 	switch e.Kind {
 	case recall.KindItem:
-		return "item", "", "", nil
-	case recall.KindPop:
+		return "item", a, nil
+	case recall.KindPop, recall.KindRemove:
 		var ref recall.ItemRef
 		if json.Unmarshal(e.Data, &ref) == nil {
-			return "pop", "", "", nil
+			return "pop", a, nil
 		}
 	case recall.KindClear:
-		return "clear", "", "", nil
+		return "clear", a, nil
 	case recall.KindCompaction:
 		var c recall.Compaction
 		if json.Unmarshal(e.Data, &c) == nil {
 			count := len(c.Items)
-			return "count", strconv.Itoa(count), "", &count
+			a[0] = strconv.Itoa(count)
+			if !c.Created.IsZero() {
+				if us, err := micros(c.Created); err == nil {
+					a[1] = strconv.FormatInt(us, 10)
+				}
+			}
+			return "count", a, &count
 		}
 	case recall.KindTitle:
 		var t recall.TitleChange
 		if json.Unmarshal(e.Data, &t) == nil {
-			return "title", t.Title, string(t.Source), nil
+			return "title", [3]string{t.Title, string(t.Source)}, nil
 		}
 	case recall.KindMeta:
 		var c recall.MetaChange
 		if json.Unmarshal(e.Data, &c) == nil {
-			flags := flag(c.Archived) + flag(c.Pinned)
-			labels := ""
+			a[0] = flag(c.Archived) + flag(c.Pinned)
 			if c.Labels != nil || c.SetLabels {
 				b, _ := json.Marshal(c.Labels) // nil stays null, [] stays []
-				labels = "=" + string(b)
+				a[1] = "=" + string(b)
 			}
-			return "meta", flags, labels, nil
+			a[2] = metadataChange(c)
+			return "meta", a, nil
 		}
 	case recall.KindFork:
 		var f recall.ForkOrigin
 		if json.Unmarshal(e.Data, &f) == nil {
 			b, _ := json.Marshal(f)
-			return "fork", string(b), "", nil
+			return "fork", [3]string{string(b)}, nil
 		}
 	}
-	return "none", "", "", nil
+	return "none", a, nil
+}
+
+// metadataChange encodes the metadata part of a meta entry for the append
+// script, or "" when it changes no metadata: 'c' (clear the map first) or
+// '-', then per pair its key as "<length>:<bytes>" followed by
+// "=<length>:<bytes>" (set) or "~" (delete). Lengths are in bytes, so the
+// script slices the values out without looking into them.
+func metadataChange(c recall.MetaChange) string {
+	if !c.ClearMetadata && len(c.Metadata) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	if c.ClearMetadata {
+		b.WriteByte('c')
+	} else {
+		b.WriteByte('-')
+	}
+	for k, v := range c.Metadata {
+		b.WriteString(strconv.Itoa(len(k)))
+		b.WriteByte(':')
+		b.WriteString(k)
+		if v == nil {
+			b.WriteByte('~')
+			continue
+		}
+		b.WriteByte('=')
+		b.WriteString(strconv.Itoa(len(*v)))
+		b.WriteByte(':')
+		b.WriteString(*v)
+	}
+	return b.String()
 }
 
 func flag(b *bool) string {
@@ -120,7 +162,12 @@ func flag(b *bool) string {
 	return "0"
 }
 
-// decodeMeta builds a session's metadata from its hash fields.
+// metadataField starts the name of each hash field that holds a pair of
+// the session's metadata map (Meta.Metadata): "m:<key>" holds its value.
+const metadataField = "m:"
+
+// decodeMeta builds a session's metadata from its hash fields. Corrupt is
+// left 0: the hash does not count damaged log elements (Load does).
 func decodeMeta(key recall.Key, h map[string]string) (recall.Meta, error) {
 	m := recall.Meta{Key: key, Title: h["title"], TitleSource: recall.TitleSource(h["tsrc"])}
 	m.Archived = h["arch"] == "1"
@@ -144,6 +191,14 @@ func decodeMeta(key recall.Key, h map[string]string) (recall.Meta, error) {
 	m.Usage = recall.Usage{InputTokens: num("uin"), OutputTokens: num("uout"), TotalTokens: num("utot")}
 	if v, ok := h["labels"]; ok && json.Unmarshal([]byte(v), &m.Labels) != nil {
 		errs = append(errs, "labels")
+	}
+	for f, v := range h {
+		if k, ok := strings.CutPrefix(f, metadataField); ok {
+			if m.Metadata == nil {
+				m.Metadata = map[string]string{}
+			}
+			m.Metadata[k] = v
+		}
 	}
 	if v, ok := h["fork"]; ok {
 		m.ForkedFrom = new(recall.ForkOrigin)

@@ -15,13 +15,14 @@ import (
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/memstore"
+	"github.com/recallkit/recall/storekit"
 )
 
 func item(text string) recall.Item { return recall.Message("user", text) }
 
 func mustAppend(t testing.TB, s recall.Store, key recall.Key, entries ...recall.Entry) int64 {
 	t.Helper()
-	last, err := s.Append(context.Background(), key, entries...)
+	last, err := s.Append(context.Background(), key, recall.Guard{}, entries...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +56,7 @@ func TestItemsVerbatim(t *testing.T) {
 	big := recall.Item(`{"type":"blob","data":"` + strings.Repeat("é\n", 1<<20) + `"}`)
 	big = recall.Item(strings.ReplaceAll(string(big), "\n", `\n`))
 	mustAppend(t, s, k, recall.ItemEntries(odd, big, item("last"))...)
-	got, err := s.Items(ctx, k, 0)
+	got, _, err := s.Items(ctx, k, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +111,7 @@ func TestTTL(t *testing.T) {
 	if got := zmembers(t, s.k.prefix+"expiry"); !slices.Equal(got, []string{busyMember}) {
 		t.Errorf("expiry index = %q, want only busy's member", got)
 	}
-	projects, err := s.Projects(ctx)
+	projects, err := recall.Projects(ctx, s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +125,7 @@ func TestTTL(t *testing.T) {
 		if _, err := s.Stat(ctx, k); !errors.Is(err, recall.ErrNotFound) {
 			t.Errorf("Stat %s after expiry: %v, want ErrNotFound", k, err)
 		}
-		if items, err := s.Items(ctx, k, 0); err != nil || items != nil {
+		if items, _, err := s.Items(ctx, k, 0); err != nil || items != nil {
 			t.Errorf("Items %s after expiry = %v, %v; want nothing", k, items, err)
 		}
 	}
@@ -181,20 +182,20 @@ func TestPrefixIsolation(t *testing.T) {
 	mustAppend(t, b, k, recall.ItemEntries(item("from b"), item("more b"))...)
 	mustAppend(t, b, recall.Key{Project: "other", Session: "x"}, recall.ItemEntry(item("b only")))
 
-	ia, _ := a.Items(ctx, k, 0)
-	ib, _ := b.Items(ctx, k, 0)
+	ia, _, _ := a.Items(ctx, k, 0)
+	ib, _, _ := b.Items(ctx, k, 0)
 	if len(ia) != 1 || ia[0].Item.Text() != "from a" || len(ib) != 2 || ib[0].Item.Text() != "from b" {
 		t.Fatalf("items leak across prefixes: a %v, b %v", ia, ib)
 	}
-	pa, _ := a.Projects(ctx)
-	pb, _ := b.Projects(ctx)
+	pa, _ := recall.Projects(ctx, a)
+	pb, _ := recall.Projects(ctx, b)
 	if len(pa) != 1 || len(pb) != 2 {
 		t.Fatalf("projects leak across prefixes: a %+v, b %+v", pa, pb)
 	}
 	if _, err := b.Stat(ctx, sub); !errors.Is(err, recall.ErrNotFound) {
 		t.Fatalf("b sees a's subagent record: %v", err)
 	}
-	rep, err := a.Cleanup(ctx, recall.CleanupOptions{OlderThan: time.Now().Add(time.Hour)})
+	rep, err := recall.Cleanup(ctx, a, recall.CleanupOptions{OlderThan: time.Now().Add(time.Hour)})
 	if err != nil || len(rep.Removed) != 1 {
 		t.Fatalf("cleanup of a = %+v, %v", rep, err)
 	}
@@ -341,7 +342,7 @@ func TestListOrderAndCursor(t *testing.T) {
 		t.Error("the vanished session is still indexed after List read past it")
 	}
 	// A cursor between stored times (finer than a µs) still splits the list right.
-	c := recall.Cursor{Updated: base.Add(2*time.Microsecond + 500*time.Nanosecond), Project: "zzz", Session: "zzz"}
+	c := storekit.Cursor{Updated: base.Add(2*time.Microsecond + 500*time.Nanosecond), Project: "zzz", Session: "zzz"}
 	got, err := s.List(ctx, "", recall.ListOptions{Limit: -1, IncludeArchived: true, Cursor: c.String()})
 	if err != nil {
 		t.Fatal(err)
@@ -359,11 +360,11 @@ func TestListOrderAndCursor(t *testing.T) {
 	for _, cut := range []time.Time{base.Add(3 * time.Microsecond), base.Add(4*time.Microsecond + time.Nanosecond), base.Add(time.Hour)} {
 		for _, dry := range []bool{true, false} {
 			opts := recall.CleanupOptions{OlderThan: cut, DryRun: dry}
-			got, err := s.Cleanup(ctx, opts)
+			got, err := recall.Cleanup(ctx, s, opts)
 			if err != nil {
 				t.Fatal(err)
 			}
-			want, _ := ref.Cleanup(ctx, opts)
+			want, _ := recall.Cleanup(ctx, ref, opts)
 			if fmt.Sprint(keysOf(got.Removed)) != fmt.Sprint(keysOf(want.Removed)) || got.Kept != want.Kept {
 				t.Fatalf("Cleanup(%+v):\n got %v kept %d\nwant %v kept %d", opts, keysOf(got.Removed), got.Kept, keysOf(want.Removed), want.Kept)
 			}
@@ -389,7 +390,7 @@ func TestTimesOutsideRange(t *testing.T) {
 	s := newStore(t, Options{})
 	e := recall.ItemEntry(item("x"))
 	e.Time = time.Date(1500, 1, 1, 0, 0, 0, 0, time.UTC)
-	if _, err := s.Append(context.Background(), recall.Key{Project: "p", Session: "s"}, recall.ItemEntry(item("ok")), e); !errors.Is(err, recall.ErrInvalidItem) {
+	if _, err := s.Append(context.Background(), recall.Key{Project: "p", Session: "s"}, recall.Guard{}, recall.ItemEntry(item("ok")), e); !errors.Is(err, recall.ErrInvalidItem) {
 		t.Fatalf("append of a year-1500 entry: %v, want ErrInvalidItem", err)
 	}
 	if keys := prefixKeys(t, s.k.prefix); len(keys) != 0 {
@@ -404,7 +405,7 @@ func TestOversizedItem(t *testing.T) {
 	k := recall.Key{Project: "p", Session: "s"}
 	small := newStore(t, Options{MaxItemSize: 64})
 	big := recall.Item(`{"type":"message","content":"` + strings.Repeat("x", 64) + `"}`)
-	if _, err := small.Append(ctx, k, recall.ItemEntries(item("fine"), big)...); !errors.Is(err, recall.ErrTooLarge) {
+	if _, err := small.Append(ctx, k, recall.Guard{}, recall.ItemEntries(item("fine"), big)...); !errors.Is(err, recall.ErrTooLarge) {
 		t.Fatalf("append over MaxItemSize: %v, want ErrTooLarge", err)
 	}
 	if _, err := small.Import(ctx, k, recall.Entry{Seq: 1, Kind: recall.KindItem, Time: time.Now(), Data: json.RawMessage(big)}); !errors.Is(err, recall.ErrTooLarge) {
@@ -412,7 +413,7 @@ func TestOversizedItem(t *testing.T) {
 	}
 	def := newStore(t, Options{})
 	huge := recall.Item(`{"c":"` + strings.Repeat("x", recall.DefaultMaxItemSize) + `"}`)
-	if _, err := def.Append(ctx, k, recall.ItemEntry(huge)); !errors.Is(err, recall.ErrTooLarge) || !strings.Contains(err.Error(), "redisstore") {
+	if _, err := def.Append(ctx, k, recall.Guard{}, recall.ItemEntry(huge)); !errors.Is(err, recall.ErrTooLarge) || !strings.Contains(err.Error(), "redisstore") {
 		t.Fatalf("append over the default limit: %v, want ErrTooLarge naming the store", err)
 	}
 	for _, s := range []*Store{small, def} {
@@ -465,7 +466,7 @@ func TestConcurrentAppends(t *testing.T) {
 				for i := range items {
 					items[i] = item(fmt.Sprintf("w%d-b%d-i%d", w, b, i))
 				}
-				if _, err := s.Append(ctx, k, recall.ItemEntries(items...)...); err != nil {
+				if _, err := s.Append(ctx, k, recall.Guard{}, recall.ItemEntries(items...)...); err != nil {
 					errs <- err
 					return
 				}
@@ -514,7 +515,7 @@ func TestConcurrentPops(t *testing.T) {
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		for i := n / 2; i < n; i++ {
-			if _, err := s.Append(ctx, k, recall.ItemEntry(item(fmt.Sprint("i", i)))); err != nil {
+			if _, err := s.Append(ctx, k, recall.Guard{}, recall.ItemEntry(item(fmt.Sprint("i", i)))); err != nil {
 				t.Error(err)
 				return
 			}
@@ -537,7 +538,7 @@ func TestConcurrentPops(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	left, err := s.Items(ctx, k, 0)
+	left, _, err := s.Items(ctx, k, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -559,7 +560,7 @@ func TestRetriedAppendAppliesOnce(t *testing.T) {
 	s := newStore(t, Options{})
 	k := recall.Key{Project: "p", Session: "retry"}
 	mustAppend(t, s, k, recall.ItemEntry(item("first")))
-	keys, args, err := s.writeArgs(k, modeAppend, -1, "", stamp(recall.ItemEntries(item("a"), item("b"))))
+	keys, args, err := s.writeArgs(k, modeAppend, -1, recall.Guard{}, stamp(recall.ItemEntries(item("a"), item("b"))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -603,7 +604,7 @@ func TestLongLog(t *testing.T) {
 	}
 	_, live := recall.Replay(k, entries)
 	for _, limit := range []int{0, 1, 10, 700, 5000} {
-		got, err := s.Items(ctx, k, limit)
+		got, _, err := s.Items(ctx, k, limit)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -639,10 +640,10 @@ func TestNoKeyspaceScans(t *testing.T) {
 	if _, err := s.List(ctx, "", recall.ListOptions{Limit: 2}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Projects(ctx); err != nil {
+	if _, err := recall.Projects(ctx, s); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Cleanup(ctx, recall.CleanupOptions{OlderThan: time.Now().Add(time.Hour)}); err != nil {
+	if _, err := recall.Cleanup(ctx, s, recall.CleanupOptions{OlderThan: time.Now().Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
 	if len(sent) == 0 {
@@ -653,7 +654,7 @@ func TestNoKeyspaceScans(t *testing.T) {
 			t.Errorf("the store sent %s", strings.ToUpper(name))
 		}
 	}
-	for _, src := range []string{luaCommon, luaAppend, luaRemove, luaList, luaProjects, luaPrune} {
+	for _, src := range []string{luaCommon, luaAppend, luaRemove, luaList, luaProjects, luaPrune, luaUpgrade, luaSchema} {
 		if strings.Contains(src, "'KEYS'") || strings.Contains(src, "'SCAN'") {
 			t.Error("a script calls KEYS or SCAN")
 		}
@@ -684,7 +685,7 @@ func TestClosed(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Append(context.Background(), recall.Key{Project: "p", Session: "s"}, recall.ItemEntry(item("x"))); !errors.Is(err, recall.ErrClosed) {
+	if _, err := s.Append(context.Background(), recall.Key{Project: "p", Session: "s"}, recall.Guard{}, recall.ItemEntry(item("x"))); !errors.Is(err, recall.ErrClosed) {
 		t.Fatalf("append after Close: %v", err)
 	}
 	if _, err := s.List(context.Background(), "", recall.ListOptions{}); !errors.Is(err, recall.ErrClosed) {
@@ -725,7 +726,7 @@ func TestItemsAcrossRecreation(t *testing.T) {
 		}
 	}))
 	s := New(client, Options{Prefix: prefix})
-	got, err := s.Items(ctx, k, 0)
+	got, _, err := s.Items(ctx, k, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

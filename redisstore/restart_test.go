@@ -25,7 +25,7 @@ func TestServerRestart(t *testing.T) {
 	defer s.Close()
 	k := recall.Key{Project: "p", Session: "before"}
 	mustAppend(t, s, k, recall.ItemEntries(item("a"), item("b"), item("c"))...)
-	if items, err := s.Items(ctx, k, 0); err != nil || len(items) != 3 {
+	if items, _, err := s.Items(ctx, k, 0); err != nil || len(items) != 3 {
 		t.Fatalf("before the restart: %d items, %v", len(items), err)
 	}
 
@@ -49,7 +49,7 @@ func TestServerRestart(t *testing.T) {
 	if !errors.Is(err, recall.ErrNotFound) {
 		t.Fatalf("Stat after a restart that lost the data: %v; want ErrNotFound", err)
 	}
-	if items, err := s.Items(ctx, k, 0); err != nil || items != nil {
+	if items, _, err := s.Items(ctx, k, 0); err != nil || items != nil {
 		t.Fatalf("Items after the restart = %v, %v; want nothing", items, err)
 	}
 	if p, err := s.List(ctx, "", recall.ListOptions{}); err != nil || len(p.Sessions) != 0 {
@@ -60,7 +60,7 @@ func TestServerRestart(t *testing.T) {
 	}
 	// Writes work again (the script cache is empty: EVALSHA falls back to
 	// EVAL) and start a new log.
-	if last, err := s.Append(ctx, k, recall.ItemEntry(item("after"))); err != nil || last != 1 {
+	if last, err := s.Append(ctx, k, recall.Guard{}, recall.ItemEntry(item("after"))); err != nil || last != 1 {
 		t.Fatalf("Append after the restart = %d, %v; want seq 1", last, err)
 	}
 	verify(t, s)

@@ -4,12 +4,24 @@
 // Per session, the entries live in a list and the metadata in a hash; per
 // project, a sorted set orders the main sessions by update time, and each
 // session's subagent records have a sorted set of their own (keys.go
-// describes the layout). Every write (append, pop, import, fork, remove) is
-// one Lua script, so it is atomic: seqs are assigned inside the script from
-// the hash's last seq, the compaction guard is checked there, a pop finds
-// the newest item and records its removal in the same step, and the
-// metadata and index entries change with the log. Reads that span several
-// commands run in MULTI transactions.
+// describes the layout). Every write (append, pop, import, remove) is one
+// Lua script, so it is atomic: seqs are assigned inside the script from
+// the hash's last seq, the append's recall.Guard is checked there before
+// anything is written, a pop finds the newest item and records its removal
+// in the same step, and the metadata and index entries change with the
+// log. Reads that span several commands run in MULTI transactions (Load,
+// the first chunk of Items) or read only log elements that can no longer
+// change (Items' older chunks, checked against the session's generation).
+//
+// A log element that is not a readable entry, or an item entry whose item
+// is not a JSON object (written by another program, or damaged), is kept
+// and skipped: Items, Pop and the view leave it out, and Load counts it in
+// Meta.Corrupt. Stat and List cannot see it without reading the log, so
+// their Corrupt is 0.
+//
+// Updated is the time of the last conversation activity
+// (recall.Kind.IsActivity); data written before that rule is upgraded on
+// first use (see migrate.go).
 //
 // List reads the sorted sets from a keyset bound (never KEYS, never a SCAN
 // of the keyspace). An optional TTL is refreshed on every append; sessions
@@ -37,6 +49,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/internal/redact"
 )
 
 // DefaultPrefix is the key prefix used when Options.Prefix is empty.
@@ -68,9 +81,19 @@ type Store struct {
 	k      keys
 	ttlMS  int64
 	closed atomic.Bool
+
+	// upgraded is set once the data under the prefix is known to follow
+	// schemaVersion; upgrading holds the one upgrade of this store in
+	// flight (see ready).
+	upgraded  atomic.Bool
+	upgrading chan struct{}
 }
 
-var _ recall.Store = (*Store)(nil)
+var (
+	_ recall.Store         = (*Store)(nil)
+	_ recall.Cleaner       = (*Store)(nil)
+	_ recall.ProjectLister = (*Store)(nil)
+)
 
 // New returns a store on an existing client, which the caller keeps
 // owning: Close does not close it.
@@ -82,50 +105,37 @@ func New(client redis.UniversalClient, opts Options) *Store {
 	if opts.TTL > 0 {
 		ttlMS = int64((opts.TTL + time.Millisecond - 1) / time.Millisecond) // PEXPIRE counts whole ms
 	}
-	return &Store{rdb: client, opts: opts, k: keys{prefix: opts.Prefix}, ttlMS: ttlMS}
+	return &Store{rdb: client, opts: opts, k: keys{prefix: opts.Prefix}, ttlMS: ttlMS, upgrading: make(chan struct{}, 1)}
 }
 
 // Open connects to the Redis at url (redis://, rediss:// or unix://, as
 // go-redis ParseURL reads it: redis://user:password@host:port/db?options)
-// and checks that it answers. Close closes the connection.
+// and checks that it answers. Close closes the connection. An error names
+// the store by its URL with the secrets redacted (storeurl.Redact), and
+// its text never shows the password, even when the URL does not parse.
 func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	o, err := redis.ParseURL(url)
 	if err != nil {
-		return nil, fmt.Errorf("redisstore: open %s: %s", Redact(url), parseError(err))
+		return nil, redact.Wrap("redisstore: open", url, parseError(err))
 	}
 	client := redis.NewClient(o)
 	if err := client.Ping(ctx).Err(); err != nil {
 		_ = client.Close()
-		return nil, fmt.Errorf("redisstore: open %s: %w", Redact(url), err)
+		return nil, redact.Wrap("redisstore: open", url, err, o.Password)
 	}
 	s := New(client, opts)
 	s.owned = true
 	return s, nil
 }
 
-// parseError renders a URL parse error without the URL itself, which may
-// hold a password.
-func parseError(err error) string {
+// parseError is a URL parse error without the URL itself, which
+// redact.Wrap would only show redacted anyway.
+func parseError(err error) error {
 	var ue *url.Error
 	if errors.As(err, &ue) {
-		return "invalid URL: " + ue.Err.Error()
+		return fmt.Errorf("invalid URL: %w", ue.Err)
 	}
-	return err.Error()
-}
-
-// Redact returns rawURL with its password replaced by "xxxxx", fit for an
-// error message; it copes with URLs that do not parse.
-func Redact(rawURL string) string {
-	if u, err := url.Parse(rawURL); err == nil {
-		return u.Redacted()
-	}
-	if i := strings.Index(rawURL, "://"); i >= 0 {
-		rest := rawURL[i+3:]
-		if j := strings.LastIndex(rest, "@"); j >= 0 {
-			return rawURL[:i+3] + "xxxxx" + rest[j:]
-		}
-	}
-	return rawURL
+	return err
 }
 
 // Close implements recall.Store. It closes the client if Open made it.
@@ -139,12 +149,31 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// check validates key and that the store is open.
-func (s *Store) check(key recall.Key) error {
+// begin is the start of every method: the store is open, the data
+// follows the current schema (ready), and ctx is not done. Methods that
+// write check ctx again just before the script that writes.
+func (s *Store) begin(ctx context.Context) error {
 	if s.closed.Load() {
 		return recall.ErrClosed
 	}
-	return key.Validate()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := s.ready(ctx); err != nil {
+		return err
+	}
+	return ctx.Err()
+}
+
+// check is begin for a method on one session: key must be valid too.
+func (s *Store) check(ctx context.Context, key recall.Key) error {
+	if s.closed.Load() {
+		return recall.ErrClosed
+	}
+	if err := key.Validate(); err != nil {
+		return err
+	}
+	return s.begin(ctx)
 }
 
 //go:embed lua/common.lua
@@ -189,14 +218,38 @@ func scriptError(err error) error {
 	switch {
 	case strings.HasPrefix(msg, "RECALL_STALE"):
 		return errStale
-	case strings.HasPrefix(msg, "RECALL_EXISTS"):
-		return fmt.Errorf("%w: the session exists", recall.ErrConflict)
-	case strings.HasPrefix(msg, "RECALL_GUARD"):
-		return fmt.Errorf("%w: the log is now at seq %s", recall.ErrConflict, strings.TrimPrefix(msg, "RECALL_GUARD "))
+	case strings.HasPrefix(msg, "RECALL_GUARD "):
+		var ge guardError
+		var exists int
+		if _, err := fmt.Sscanf(msg, "RECALL_GUARD %d %d", &exists, &ge.last); err == nil {
+			ge.exists = exists == 1
+			return &ge
+		}
+		return fmt.Errorf("%w: %s", recall.ErrConflict, msg)
 	case strings.HasPrefix(msg, "RECALL_GAP"):
 		return fmt.Errorf("%w: %s", recall.ErrConflict, strings.TrimPrefix(msg, "RECALL_GAP "))
 	}
 	return err
+}
+
+// guardError is the append script's report of a failed guard: the state
+// of the session it found.
+type guardError struct {
+	exists bool
+	last   int64
+}
+
+func (e *guardError) Error() string {
+	return fmt.Sprintf("redisstore: guard failed (session exists %t, last seq %d)", e.exists, e.last)
+}
+
+// check returns the error recall.Guard.Check gives for the state found,
+// so that every store words (and classifies) a failed guard alike.
+func (e *guardError) check(g recall.Guard) error {
+	if err := g.Check(e.exists, e.last); err != nil {
+		return err
+	}
+	return fmt.Errorf("%w: the session is at seq %d", recall.ErrConflict, e.last)
 }
 
 // randomHex returns 16 random hex digits: batch tokens and generations

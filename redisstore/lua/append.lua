@@ -1,32 +1,44 @@
 -- append writes a batch of entries to one session's log and updates its
--- metadata and index entries, all in one atomic step.
+-- metadata and index entries, all in one atomic step: the guard is checked
+-- and every seq is assigned here, so a batch that fails writes nothing.
 --
 -- KEYS[1] meta hash, KEYS[2] log list, then the indexes: for a main session
 -- all, active, project all, project active (6 keys); for a subagent record
 -- its parent's index (3 keys).
 --
 -- ARGV[1] prefix, [2] mode: 'a' append (the script assigns seqs), 'i'
--- import (entries carry seqs), 'c' create (import into a session that must
--- not exist), 'p' pop (one entry: a pop whose data the script fills in),
--- [3] expected last seq or '', [4] compaction guard (the Through every
--- compaction entry of the batch read) or '', [5] TTL in ms (0: none), [6]
+-- import (entries carry seqs), 'p' pop (one entry: a pop whose data the
+-- script fills in), [3] expected last seq or '' (Import planned against
+-- it: RECALL_STALE when it moved), [4] guard (recall.Guard): '' checks
+-- nothing, else 'e' (the session must exist), 'n' (must not) and
+-- 's<seq>' (its last seq must be seq) in any combination; a failed guard
+-- is RECALL_GUARD <exists 0|1> <last seq>, [5] TTL in ms (0: none), [6]
 -- generation for a new session, [7] batch token, [8] index member, [9]
--- project, [10] entry count, then 9 values per entry: seq, body, time µs,
--- op, a1, a2, usage in, out, total.
+-- project, [10] entry count, then 11 values per entry: seq, body, time
+-- µs, activity ('1' when recall.Kind.IsActivity says the entry moves
+-- Updated, else ''), op, a1, a2, a3, usage in, out, total.
 --
 -- Ops carry the effect of an entry on the metadata, decoded by the Go side
--- from its payload, so that this script applies recall.Meta.Apply without
--- parsing JSON: item, pop, clear, count (a1 = item count), title (a1 =
--- title, a2 = source), meta (a1 = archived and pinned as '-', '0' or '1';
--- a2 = '=' .. labels JSON, or '' unchanged), fork (a1 = origin JSON), none.
+-- (record.go, effect) from its payload, so that this script applies
+-- recall.Meta.Apply without parsing JSON: item, pop (a pop or a removal),
+-- clear, count (a compaction: a1 = item count, a2 = the creation time of
+-- a purged log or ''), title (a1 = title, a2 = source), meta (a1 =
+-- archived and pinned as '-', '0' or '1'; a2 = '=' .. labels JSON, or ''
+-- unchanged; a3 = the metadata change, see record.go metadataChange), fork
+-- (a1 = origin JSON), none.
+--
+-- Updated is the first entry's time, then moves only for conversation
+-- activity.
 --
 -- Returns the last seq; a pop returns {last seq, item seq, item index, data
 -- and kind of the item's entry}, or {} when there was nothing to pop.
+local W = 11 -- values per entry
 local meta, log = KEYS[1], KEYS[2]
 local mode, expect, guard = ARGV[2], ARGV[3], ARGV[4]
 local ttl = tonumber(ARGV[5])
 local token, member = ARGV[7], ARGV[8]
 local h = redis.call('HMGET', meta, 'last', 'tok', 'created', 'updated', 'items', 'tsrc', 'arch', 'ttl', 'first')
+local exists = h[1] and true or false
 local last = tonumber(h[1] or '0')
 -- the seq of the log's first element: 1, or where a purged log that was
 -- imported starts
@@ -41,28 +53,72 @@ if token ~= '' and h[2] then
     return tonumber(done)
   end
 end
-if mode == 'c' and h[1] then return redis.error_reply('RECALL_EXISTS') end
 if expect ~= '' and tonumber(expect) ~= last then return redis.error_reply('RECALL_STALE ' .. last) end
--- The compaction compare-and-swap: a compaction is written only if nothing
--- was appended since the compactor read the log.
-if guard ~= '' and tonumber(guard) ~= last then return redis.error_reply('RECALL_GUARD ' .. last) end
+if guard ~= '' then
+  local ok = true
+  if string.find(guard, 'e', 1, true) and not exists then ok = false end
+  if string.find(guard, 'n', 1, true) and exists then ok = false end
+  local want = string.match(guard, 's(%-?%d+)')
+  if want and tonumber(want) ~= last then ok = false end
+  if not ok then return redis.error_reply('RECALL_GUARD ' .. (exists and '1' or '0') .. ' ' .. string.format('%d', last)) end
+end
 
 local n = tonumber(ARGV[10])
 if n == 0 then return last end
+
+-- Every check comes before the first write: Redis does not roll a script
+-- back, so a batch refused halfway would be half written.
+if mode == 'i' then
+  local want = last + 1
+  for i = 0, n - 1 do
+    local seq = tonumber(ARGV[10 + i * W + 1])
+    -- A new session may start past seq 1 (at the compaction entry a
+    -- purged log starts with); the Go side checked it (storekit.ImportPlan).
+    if i == 0 and last == 0 then want = seq end
+    if seq ~= want then
+      return redis.error_reply('RECALL_GAP seq ' .. ARGV[10 + i * W + 1] .. ' after ' .. string.format('%d', want - 1))
+    end
+    want = want + 1
+  end
+end
 local pop
 if mode == 'p' then
-  if not h[1] then return {} end
+  if not exists then return {} end
   pop = {newest(log, last, first)}
   if not pop[1] then return {} end
   -- the pop entry's data is its recall.ItemRef, as json.Marshal writes it
-  local ref = '{"seq":' .. string.format('%d', pop[1])
-  if pop[2] > 0 then ref = ref .. ',"index":' .. string.format('%d', pop[2]) end
-  ARGV[12] = ARGV[12] .. ref .. '}'
+  local data = '{"seq":' .. string.format('%d', pop[1])
+  if pop[2] > 0 then data = data .. ',"index":' .. string.format('%d', pop[2]) end
+  ARGV[12] = ARGV[12] .. data .. '}'
 end
-if not h[1] then
+if not exists then
   -- The metadata defines the session: a log without it is a leftover (of
   -- an expiry, say), never something to continue.
   redis.call('DEL', log)
+end
+
+-- applymetadata applies an encoded metadata change to the hash fields
+-- "m:<key>" (record.go, metadataChange).
+local function applymetadata(c)
+  if string.sub(c, 1, 1) == 'c' then
+    for _, f in ipairs(redis.call('HKEYS', meta)) do
+      if string.sub(f, 1, 2) == 'm:' then redis.call('HDEL', meta, f) end
+    end
+  end
+  local pos = 2
+  while pos <= #c do
+    local kl, p = string.match(c, '^(%d+):()', pos)
+    local k = 'm:' .. string.sub(c, p, p + tonumber(kl) - 1)
+    pos = p + tonumber(kl)
+    if string.sub(c, pos, pos) == '~' then
+      redis.call('HDEL', meta, k)
+      pos = pos + 1
+    else
+      local vl, q = string.match(c, '^=(%d+):()', pos)
+      redis.call('HSET', meta, k, string.sub(c, q, q + tonumber(vl) - 1))
+      pos = q + tonumber(vl)
+    end
+  end
 end
 
 local created, updated = h[3], h[4]
@@ -72,23 +128,22 @@ local arch = h[7] or '0'
 local title, pin, labels, fork
 local push = {}
 for i = 0, n - 1 do
-  local o = 10 + i * 9
+  local o = 10 + i * W
   local seq = last + 1
-  if i == 0 and last == 0 and (mode == 'i' or mode == 'c') then
-    -- A new session may start past seq 1 (at the compaction entry a
-    -- purged log starts with); the Go side checked it (recall.ImportPlan).
+  if i == 0 and last == 0 and mode == 'i' then
     seq = tonumber(ARGV[o + 1])
     first = seq
-  end
-  if (mode == 'i' or mode == 'c') and tonumber(ARGV[o + 1]) ~= seq then
-    return redis.error_reply('RECALL_GAP seq ' .. ARGV[o + 1] .. ' after ' .. last)
   end
   last = seq
   push[#push + 1] = string.format('%d', seq) .. '\n' .. ARGV[o + 2]
   local t = ARGV[o + 3]
-  if not created then created = t end
-  if not updated or tonumber(t) > tonumber(updated) then updated = t end
-  local op, a1, a2 = ARGV[o + 4], ARGV[o + 5], ARGV[o + 6]
+  local op, a1, a2, a3 = ARGV[o + 5], ARGV[o + 6], ARGV[o + 7], ARGV[o + 8]
+  if not created then
+    created = t
+    -- the creation time a purge kept in the compaction a log starts with
+    if op == 'count' and a2 ~= '' then created = a2 end
+  end
+  if not updated or (ARGV[o + 4] == '1' and tonumber(t) > tonumber(updated)) then updated = t end
   if op == 'item' then
     items = items + 1
   elseif op == 'pop' then
@@ -108,13 +163,14 @@ for i = 0, n - 1 do
     if ar ~= '-' then arch = ar end
     if pn ~= '-' then pin = pn end
     if a2 ~= '' then labels = string.sub(a2, 2) end
+    if a3 ~= '' then applymetadata(a3) end
   elseif op == 'fork' then
     fork = a1
   end
-  if ARGV[o + 7] ~= '' then
-    redis.call('HINCRBY', meta, 'uin', ARGV[o + 7])
-    redis.call('HINCRBY', meta, 'uout', ARGV[o + 8])
-    redis.call('HINCRBY', meta, 'utot', ARGV[o + 9])
+  if ARGV[o + 9] ~= '' then
+    redis.call('HINCRBY', meta, 'uin', ARGV[o + 9])
+    redis.call('HINCRBY', meta, 'uout', ARGV[o + 10])
+    redis.call('HINCRBY', meta, 'utot', ARGV[o + 11])
   end
 end
 for i = 1, #push, 1000 do
@@ -130,8 +186,8 @@ while #toks > 8 do table.remove(toks, 1) end
 local fields = {'last', string.format('%d', last), 'created', created, 'updated', updated,
   'items', string.format('%d', items), 'tsrc', tsrc, 'arch', arch, 'tok', table.concat(toks, ' '),
   'ttl', ttl > 0 and '1' or '0'}
-if not h[1] then fields[#fields + 1] = 'gen'; fields[#fields + 1] = ARGV[6] end
-if not h[1] and first ~= 1 then fields[#fields + 1] = 'first'; fields[#fields + 1] = string.format('%d', first) end
+if not exists then fields[#fields + 1] = 'gen'; fields[#fields + 1] = ARGV[6] end
+if not exists and first ~= 1 then fields[#fields + 1] = 'first'; fields[#fields + 1] = string.format('%d', first) end
 if title then fields[#fields + 1] = 'title'; fields[#fields + 1] = title end -- '' is no title
 if pin then fields[#fields + 1] = 'pin'; fields[#fields + 1] = pin end
 if labels then fields[#fields + 1] = 'labels'; fields[#fields + 1] = labels end
@@ -149,7 +205,7 @@ else
   redis.call('ZADD', KEYS[3], score, member)
   redis.call('ZADD', KEYS[5], score, member)
   if arch == '1' then
-    if h[7] ~= '1' and h[1] then
+    if h[7] ~= '1' and exists then
       redis.call('ZREM', KEYS[4], member)
       redis.call('ZREM', KEYS[6], member)
     end
@@ -157,7 +213,7 @@ else
     redis.call('ZADD', KEYS[4], score, member)
     redis.call('ZADD', KEYS[6], score, member)
   end
-  if not h[1] then redis.call('ZADD', PROJECTS, 0, ARGV[9]) end
+  if not exists then redis.call('ZADD', PROJECTS, 0, ARGV[9]) end
 end
 
 -- The TTL is refreshed on every append; the expiry index lets later

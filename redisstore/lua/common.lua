@@ -101,23 +101,86 @@ local function rank(idx, score, member)
 end
 
 -- A log element is "<seq>\n<header JSON>\n<data>" (see record.go); the
--- header starts with the kind and holds "n", the item count, for a
--- compaction. split returns an element's header and data.
-local function split(el)
+-- header holds the kind "k", the time "t" and, for a compaction, "n", its
+-- item count. entry decodes an element that must hold seq the way
+-- record.go's decodeElement does, and returns its kind, header and data,
+-- or nothing when it is not a readable entry (damaged, or written by
+-- another program): readers skip such elements.
+local function entry(el, seq)
   local a = string.find(el, '\n', 1, true)
   local b = a and string.find(el, '\n', a + 1, true)
-  if not b then return '', '' end
-  return string.sub(el, a + 1, b - 1), string.sub(el, b + 1)
+  if not b then return end
+  local s = string.sub(el, 1, a - 1)
+  if not string.match(s, '^[+-]?%d+$') or tonumber(s) ~= seq then return end
+  local ok, hd = pcall(cjson.decode, string.sub(el, a + 1, b - 1))
+  if not ok or type(hd) ~= 'table' or type(hd.k) ~= 'string' or hd.k == '' then return end
+  if type(hd.t) ~= 'number' or hd.t ~= math.floor(hd.t) then return end
+  if hd.n == cjson.null then hd.n = nil end
+  if hd.n ~= nil and (type(hd.n) ~= 'number' or hd.n ~= math.floor(hd.n)) then return end
+  if hd.u ~= nil and hd.u ~= cjson.null and type(hd.u) ~= 'table' then return end
+  return hd.k, hd, string.sub(el, b + 1)
+end
+
+-- wslen returns the length in bytes of the white-space character that
+-- starts at byte i of s (one unicode.IsSpace reports, in UTF-8), or 0.
+local function wslen(s, i)
+  local b = string.byte(s, i)
+  if not b then return 0 end
+  if b == 32 or (b >= 9 and b <= 13) then return 1 end
+  local c, d = string.byte(s, i + 1, i + 2)
+  if b == 194 then
+    if c == 133 or c == 160 then return 2 end -- U+0085, U+00A0
+  elseif b == 225 then
+    if c == 154 and d == 128 then return 3 end -- U+1680
+  elseif b == 226 then
+    -- U+2000 to U+200A, U+2028, U+2029, U+202F; U+205F
+    if c == 128 and d and ((d >= 128 and d <= 138) or d == 168 or d == 169 or d == 175) then return 3 end
+    if c == 129 and d == 159 then return 3 end
+  elseif b == 227 then
+    if c == 128 and d == 128 then return 3 end -- U+3000
+  end
+  return 0
+end
+
+-- isobject is recall.ItemOf's check of an item: with the white space
+-- bytes.TrimSpace trims cut off, it starts with '{' and ends with '}'.
+-- An item that fails it is damaged: it is not part of the view.
+local function isobject(s)
+  local i, j = 1, #s
+  while i <= j do
+    local n = wslen(s, i)
+    if n == 0 then break end
+    i = i + n
+  end
+  while j >= i do
+    local n = 0
+    for k = 1, 3 do
+      if j - k + 1 >= i and wslen(s, j - k + 1) == k then n = k break end
+    end
+    if n == 0 then break end
+    j = j - n
+  end
+  return j - i >= 1 and string.byte(s, i) == 123 and string.byte(s, j) == 125
+end
+
+-- ref decodes a pop or removal's payload, a recall.ItemRef, into its seq
+-- and index, or nothing when it does not decode.
+local function ref(data)
+  local ok, r = pcall(cjson.decode, data)
+  if not ok or type(r) ~= 'table' or type(r.seq) ~= 'number' or r.seq ~= math.floor(r.seq) then return end
+  if r.index == nil or r.index == cjson.null then return r.seq, 0 end
+  if type(r.index) ~= 'number' or r.index ~= math.floor(r.index) then return end
+  return r.seq, r.index
 end
 
 local function refkey(seq, index) return string.format('%d:%d', seq, index) end
 
 -- newest finds the newest live item of a log whose last seq is last, the
--- way recall.Tail(1) does: reading back from the end, a pop hides the item
--- it names, and a clear or a compaction ends the scan. It returns the
--- item's seq, its index (in a compaction, else 0), its entry's data and
--- kind, or nothing when the view is empty. Element i of the log holds
--- seq first+i.
+-- way storekit.Tail(1) does: reading back from the end, a pop or removal
+-- hides the item it names, a damaged element or item is skipped, and a
+-- clear or a compaction ends the scan. It returns the item's seq, its
+-- index (in a compaction, else 0), its entry's data and kind, or nothing
+-- when the view is empty. Element i of the log holds seq first+i.
 local function newest(log, last, first)
   local hidden = {}
   local hi, chunk = last - first, 16
@@ -126,20 +189,19 @@ local function newest(log, last, first)
     local els = redis.call('LRANGE', log, lo, hi)
     for i = #els, 1, -1 do
       local seq = first + lo + i - 1
-      local header, data = split(els[i])
-      local kind = string.match(header, '^{"k":"(%l+)"')
+      local kind, hd, data = entry(els[i], seq)
       if kind == 'item' then
-        local r = refkey(seq, 0)
-        if hidden[r] then hidden[r] = nil else return seq, 0, data, kind end
-      elseif kind == 'pop' then
-        local ok, ref = pcall(cjson.decode, data)
-        if ok and type(ref) == 'table' and type(ref.seq) == 'number' then
-          hidden[refkey(ref.seq, tonumber(ref.index) or 0)] = true
+        if isobject(data) then
+          local r = refkey(seq, 0)
+          if hidden[r] then hidden[r] = nil else return seq, 0, data, kind end
         end
+      elseif kind == 'pop' or kind == 'remove' then
+        local rs, ri = ref(data)
+        if rs then hidden[refkey(rs, ri)] = true end
       elseif kind == 'clear' then
         return
       elseif kind == 'compaction' then
-        local n = tonumber(string.match(header, '"n":(%d+)'))
+        local n = hd.n
         if n then
           for j = n - 1, 0, -1 do
             local r = refkey(seq, j)
@@ -156,10 +218,9 @@ end
 
 -- popped rebuilds the reply of the pop that wrote seq, for a retried call.
 local function popped(log, seq, first)
-  local _, data = split(redis.call('LINDEX', log, seq - first) or '')
-  local ok, ref = pcall(cjson.decode, data)
-  if not ok or type(ref) ~= 'table' or type(ref.seq) ~= 'number' then return {} end
-  local index = tonumber(ref.index) or 0
-  local iheader, idata = split(redis.call('LINDEX', log, ref.seq - first) or '')
-  return {seq, ref.seq, index, idata, string.match(iheader, '^{"k":"(%l+)"') or ''}
+  local _, _, data = entry(redis.call('LINDEX', log, seq - first) or '', seq)
+  local rs, ri = ref(data or '')
+  if not rs then return {} end
+  local kind, _, idata = entry(redis.call('LINDEX', log, rs - first) or '', rs)
+  return {seq, rs, ri, idata or '', kind or ''}
 end

@@ -1,0 +1,200 @@
+package redisstore
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/recallkit/recall"
+)
+
+// schemaVersion is the version of the rules the data under a prefix
+// follows, kept in the key P schema:
+//
+//	1 (no key)  a session's updated time (and index score) moved for every entry
+//	2           it moves for conversation activity only (recall.Kind.IsActivity),
+//	            and the metadata map lives in the hash fields "m:<key>"
+//
+// A store upgrades older data before its first operation (ready): nothing
+// is lost, only the times the old rule moved for title and meta entries
+// are computed again from the logs.
+const schemaVersion = 2
+
+//go:embed lua/upgrade.lua
+var luaUpgrade string
+
+//go:embed lua/schema.lua
+var luaSchema string
+
+var (
+	upgradeScript = redis.NewScript(luaUpgrade)
+	schemaScript  = redis.NewScript(luaSchema)
+)
+
+// upgradeChunk is how many log elements one read of an upgrade fetches.
+const upgradeChunk = 1000
+
+// ready makes sure the data under the store's prefix follows
+// schemaVersion before the store's first operation, upgrading it if not.
+// After the first success it costs one atomic load. Goroutines of one
+// store wait for its one upgrade (or for their ctx); several processes
+// may upgrade at once, safely: each session's new time is written only if
+// the session is still the one read (upgrade.lua), and every upgrader
+// computes the same time from the same log. The version is raised only
+// once every session is done, so a process that stops midway leaves the
+// upgrade to the next one.
+func (s *Store) ready(ctx context.Context) error {
+	if s.upgraded.Load() {
+		return nil
+	}
+	select {
+	case s.upgrading <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-s.upgrading }()
+	if s.upgraded.Load() {
+		return nil
+	}
+	if err := s.upgrade(ctx); err != nil {
+		return fmt.Errorf("upgrading the data to schema %d: %w", schemaVersion, err)
+	}
+	s.upgraded.Store(true)
+	return nil
+}
+
+// upgrade brings the data under the prefix to schemaVersion. From version
+// 1 it recomputes the update time of every main session (read from the
+// index of all sessions with ZSCAN, which returns every member present
+// throughout, while the scores it rewrites move them) and of each one's
+// subagent records.
+func (s *Store) upgrade(ctx context.Context) error {
+	v, err := s.rdb.Get(ctx, s.k.schema()).Int()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return err
+	}
+	if v >= schemaVersion {
+		return nil
+	}
+	var cursor uint64
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		page, next, err := s.rdb.ZScan(ctx, s.k.all(""), cursor, "", 256).Result()
+		if err != nil {
+			return err
+		}
+		for i := 0; i < len(page); i += 2 { // member, score, ...
+			key, err := parseMember(page[i])
+			if err != nil || !key.IsMain() {
+				continue // not a session's member: List skips it too
+			}
+			if err := s.recompute(ctx, key); err != nil {
+				return err
+			}
+			subs, err := s.rdb.ZRange(ctx, s.k.sub(key), 0, -1).Result()
+			if err != nil {
+				return err
+			}
+			for _, m := range subs {
+				sub, err := parseMember(m)
+				if err != nil || sub.IsMain() {
+					continue
+				}
+				if err := s.recompute(ctx, sub); err != nil {
+					return err
+				}
+			}
+		}
+		if next == 0 {
+			break
+		}
+		cursor = next
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return schemaScript.Run(ctx, s.rdb, []string{s.k.schema()}, s.k.prefix, schemaVersion).Err()
+}
+
+// recompute sets key's update time to what recall.Meta.Apply derives from
+// its log (the first readable entry's time, moved by conversation activity
+// only) and its index scores to match. The log is read in chunks; the
+// write happens only if the session's last seq and generation are still
+// those read. When a writer got in between, only the elements it added
+// are read before trying again (the log only grows while the generation
+// holds), so even a busy session converges. A session whose hash cannot
+// be read is left as it is (Load and List report it).
+func (s *Store) recompute(ctx context.Context, key recall.Key) error {
+	var (
+		gen          string
+		first, next  int64 = 0, 0 // the log's first seq; the next seq to read
+		updated      int64
+		seen, reread bool
+	)
+	for range maxAttempts {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		h, err := s.rdb.HMGet(ctx, s.k.meta(key), "last", "first", "gen").Result()
+		if err != nil {
+			return err
+		}
+		lastStr, _ := h[0].(string)
+		if lastStr == "" {
+			return nil // gone (removed, expired)
+		}
+		last, err := strconv.ParseInt(lastStr, 10, 64)
+		firstStr, _ := h[1].(string)
+		f, ferr := firstSeq(firstStr)
+		if err != nil || ferr != nil {
+			return nil
+		}
+		g, _ := h[2].(string)
+		if !reread || g != gen || f != first {
+			gen, first, next, updated, seen = g, f, f, 0, false // (re-)created: from the start
+		}
+		reread = true
+		for next <= last {
+			lo := next - first
+			els, err := s.rdb.LRange(ctx, s.k.log(key), lo, min(lo+upgradeChunk, last-first+1)-1).Result()
+			if err != nil {
+				return err
+			}
+			for i, el := range els {
+				e, err := decodeElement(el, next+int64(i))
+				if err != nil {
+					continue // skipped by Load too
+				}
+				us := e.Time.UnixMicro()
+				if !seen || e.Kind.IsActivity() && us > updated {
+					updated, seen = us, true
+				}
+			}
+			if len(els) == 0 {
+				break // the list is shorter than the hash says (Load reports it)
+			}
+			next += int64(len(els))
+		}
+		if !seen {
+			return nil // nothing readable to derive a time from: left as it is
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		keys := append([]string{s.k.meta(key)}, s.k.indexes(key)...)
+		n, err := upgradeScript.Run(ctx, s.rdb, keys, s.k.prefix, lastStr, gen, strconv.FormatInt(updated, 10), scoreOf(updated), member(key)).Int()
+		if err != nil {
+			return err
+		}
+		if n >= 0 {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s: %w: the session kept changing", key, recall.ErrConflict)
+}

@@ -1,0 +1,261 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/storetest"
+)
+
+// writeOldData writes sessions under prefix as the code before schema 2
+// left them: the same logs and hashes, but every session's updated time
+// (and index score) is its newest entry's time, whatever the kind, and
+// there is no schema key. It returns the keys written.
+func writeOldData(t *testing.T, prefix string) []recall.Key {
+	t.Helper()
+	ctx := context.Background()
+	s := New(adminClient(t), Options{Prefix: prefix})
+	t0 := time.Date(2025, 5, 1, 12, 0, 0, 0, time.UTC)
+	at := func(e recall.Entry, d time.Duration) recall.Entry { e.Time = t0.Add(d); return e }
+	yes := true
+	pin := recall.NewEntry(recall.KindMeta, recall.MetaChange{Pinned: &yes})
+	archive := recall.NewEntry(recall.KindMeta, recall.MetaChange{Archived: &yes})
+	title := recall.NewEntry(recall.KindTitle, recall.TitleChange{Title: "t", Source: recall.TitleUser})
+	labels := recall.NewEntry(recall.KindMeta, recall.MetaChange{Labels: []string{"l"}})
+	long := make([]recall.Entry, 2500) // longer than one upgrade read
+	for i := range long {
+		long[i] = at(recall.ItemEntry(item(fmt.Sprint(i))), time.Duration(i)*time.Millisecond)
+	}
+	logs := []struct {
+		key     recall.Key
+		entries []recall.Entry
+	}{
+		// its newest entry is a pin: the old rule moved it past the others
+		{recall.Key{Project: "p", Session: "pinned"}, []recall.Entry{at(recall.ItemEntry(item("x")), 0), at(pin, time.Hour)}},
+		{recall.Key{Project: "p", Session: "talked"}, []recall.Entry{at(title, 5*time.Minute), at(recall.ItemEntry(item("y")), 10*time.Minute)}},
+		{recall.Key{Project: "q", Session: "archived"}, []recall.Entry{at(recall.ItemEntry(item("z")), 20*time.Minute), at(archive, 2*time.Hour)}},
+		{recall.Key{Project: "p", Session: "pinned", Subpath: "subagents/a"}, []recall.Entry{at(recall.ItemEntry(item("s")), time.Minute), at(labels, 3*time.Hour)}},
+		{recall.Key{Project: "q", Session: "long"}, append(long, at(title, 4*time.Hour))},
+	}
+	var keys []recall.Key
+	for _, l := range logs {
+		mustAppend(t, s, l.key, l.entries...)
+		newest := slices.MaxFunc(l.entries, func(a, b recall.Entry) int { return a.Time.Compare(b.Time) }).Time.UnixMicro()
+		if err := adminClient(t).HSet(ctx, s.k.meta(l.key), "updated", newest).Err(); err != nil {
+			t.Fatal(err)
+		}
+		for _, idx := range s.k.indexes(l.key) {
+			if err := adminClient(t).ZAddXX(ctx, idx, redis.Z{Score: float64(-newest), Member: member(l.key)}).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		keys = append(keys, l.key)
+	}
+	if err := adminClient(t).Del(ctx, s.k.schema()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	return keys
+}
+
+// wantUpgraded checks every session of keys against recall.Replay of its
+// log: the hash's updated time and each index score; that nothing else
+// changed is Verify's part. The schema key must say 2.
+func wantUpgraded(t *testing.T, s *Store, keys []recall.Key) {
+	t.Helper()
+	ctx := context.Background()
+	for _, k := range keys {
+		m, entries, err := s.Load(ctx, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := recall.Replay(k, entries)
+		if d := storetest.MetaDiff(m, want, true); d != "" {
+			t.Errorf("%s after the upgrade: %s", k, d)
+		}
+		for _, idx := range s.k.indexes(k) {
+			score, err := adminClient(t).ZScore(ctx, idx, member(k)).Result()
+			if m.Archived && (idx == s.k.active("") || idx == s.k.active(k.Project)) {
+				if err != redis.Nil {
+					t.Errorf("the archived %s is in %s: %v", k, idx, err)
+				}
+				continue
+			}
+			if err != nil || int64(score) != -want.Updated.UnixMicro() {
+				t.Errorf("%s in %s: score %v, %v; want -%d", k, idx, score, err, want.Updated.UnixMicro())
+			}
+		}
+	}
+	if v := adminClient(t).Get(ctx, s.k.schema()).Val(); v != fmt.Sprint(schemaVersion) {
+		t.Errorf("schema key = %q, want %d", v, schemaVersion)
+	}
+}
+
+// TestUpgradeFromOldData opens data written under the old rule of
+// Updated: the first operation recomputes every session's time and index
+// score from its log (a session whose newest entry is a pin falls back to
+// its last item), so List's order is by conversation activity; the logs
+// and everything else are as they were.
+func TestUpgradeFromOldData(t *testing.T) {
+	ctx := context.Background()
+	prefix := testPrefix(t)
+	keys := writeOldData(t, prefix)
+	before := map[recall.Key][]recall.Entry{}
+	old := New(adminClient(t), Options{Prefix: prefix})
+	old.upgraded.Store(true) // reads the data as it lies, without upgrading it
+	for _, k := range keys {
+		_, before[k], _ = old.Load(ctx, k)
+	}
+	p, _ := old.List(ctx, "", recall.ListOptions{IncludeArchived: true})
+	if got := fmt.Sprint(keysOf(p.Sessions)); got != "[q/long@.000000 q/archived@.000000 p/pinned@.000000 p/talked@.000000]" {
+		t.Fatalf("the old data is not in the old order: %s", got)
+	}
+
+	s := newStore(t, Options{Prefix: prefix})
+	p, err := s.List(ctx, "", recall.ListOptions{IncludeArchived: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(keysOf(p.Sessions)); got != "[q/archived@.000000 p/talked@.000000 q/long@.499000 p/pinned@.000000]" {
+		t.Errorf("List after the upgrade: %s", got)
+	}
+	if p, _ := s.List(ctx, "p", recall.ListOptions{}); len(p.Sessions) != 2 {
+		t.Errorf("List(p) of the active sessions: %v", keysOf(p.Sessions))
+	}
+	wantUpgraded(t, s, keys)
+	for _, k := range keys {
+		_, after, _ := s.Load(ctx, k)
+		if len(after) != len(before[k]) {
+			t.Fatalf("%s: %d entries after the upgrade, %d before", k, len(after), len(before[k]))
+		}
+		for i := range after {
+			if d := storetest.EntryDiff(after[i], before[k][i], true); d != "" {
+				t.Fatalf("%s: entry %d changed: %s", k, i, d)
+			}
+		}
+	}
+	if ps, err := recall.Projects(ctx, s); err != nil || len(ps) != 2 || !ps[0].Updated.Equal(time.Date(2025, 5, 1, 12, 10, 0, 0, time.UTC)) {
+		t.Errorf("Projects after the upgrade = %+v, %v", ps, err)
+	}
+	verify(t, s)
+}
+
+// TestUpgradeByManyAtOnce opens old data from three stores (separate
+// clients, as separate processes would) at once, one of them appending to
+// the session whose newest entry is a pin: every session ends with the
+// time its log gives.
+func TestUpgradeByManyAtOnce(t *testing.T) {
+	ctx := context.Background()
+	prefix := testPrefix(t)
+	keys := writeOldData(t, prefix)
+	var stores []*Store
+	for range 3 {
+		o, _ := redis.ParseURL(testURL(t))
+		client := redis.NewClient(o)
+		t.Cleanup(func() { _ = client.Close() })
+		stores = append(stores, New(client, Options{Prefix: prefix}))
+	}
+	var wg sync.WaitGroup
+	for i, s := range stores {
+		wg.Go(func() {
+			if i == 0 {
+				for n := range 20 {
+					if _, err := s.Append(ctx, keys[0], recall.IfExists(), recall.ItemEntry(item(fmt.Sprint("more", n)))); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+				return
+			}
+			if _, err := s.List(ctx, "", recall.ListOptions{IncludeArchived: true}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	wantUpgraded(t, stores[1], keys)
+	verify(t, stores[2])
+}
+
+// TestUpgradeWaitsForContext: an upgrade that cannot start because the
+// context is done returns its error, and a later call does the upgrade.
+func TestUpgradeWaitsForContext(t *testing.T) {
+	prefix := testPrefix(t)
+	keys := writeOldData(t, prefix)
+	s := newStore(t, Options{Prefix: prefix})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := s.Stat(ctx, keys[0]); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Stat under a cancelled context = %v", err)
+	}
+	if v := adminClient(t).Exists(context.Background(), s.k.schema()).Val(); v != 0 {
+		t.Fatal("a cancelled call upgraded the data")
+	}
+	if _, err := s.Stat(context.Background(), keys[0]); err != nil {
+		t.Fatal(err)
+	}
+	wantUpgraded(t, s, keys)
+}
+
+// beforeScript is a client hook that calls fn before each script call
+// with the given SHA and last argument is sent.
+type beforeScript struct {
+	sha, last string
+	fn        func()
+}
+
+func (h beforeScript) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h beforeScript) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if args := cmd.Args(); cmd.Name() == "evalsha" && len(args) > 1 && args[1] == h.sha && args[len(args)-1] == h.last {
+			h.fn()
+		}
+		return next(ctx, cmd)
+	}
+}
+func (h beforeScript) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// TestUpgradeResumesAfterAWrite appends to a session (a pin, then an
+// item) between the upgrade's read of its log and its write: the write is
+// refused, the upgrade reads the new entries and writes the time the whole
+// log gives.
+func TestUpgradeResumesAfterAWrite(t *testing.T) {
+	ctx := context.Background()
+	prefix := testPrefix(t)
+	keys := writeOldData(t, prefix)
+	writer := New(adminClient(t), Options{Prefix: prefix})
+	writer.upgraded.Store(true) // a process that writes meanwhile
+	o, _ := redis.ParseURL(testURL(t))
+	client := redis.NewClient(o)
+	defer client.Close()
+	calls := 0
+	client.AddHook(beforeScript{sha: upgradeScript.Hash(), last: member(keys[0]), fn: func() {
+		calls++
+		switch calls {
+		case 1:
+			if _, err := recall.SetPinned(ctx, writer, keys[0], false); err != nil {
+				t.Error(err)
+			}
+		case 2:
+			mustAppend(t, writer, keys[0], recall.ItemEntry(item("meanwhile")))
+		}
+	}})
+	s := New(client, Options{Prefix: prefix})
+	if _, err := s.Stat(ctx, keys[0]); err != nil {
+		t.Fatal(err)
+	}
+	if calls != 3 {
+		t.Fatalf("%d upgrade writes of %s, want 3: two refused, the last one done", calls, keys[0])
+	}
+	wantUpgraded(t, s, keys)
+	verify(t, s)
+}
