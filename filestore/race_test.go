@@ -322,9 +322,6 @@ func TestVerifyBesideAppender(t *testing.T) {
 				t.Fatalf("run %d: Verify: %v", runs, err)
 			}
 		}
-		if runs > 5000 {
-			break
-		}
 	}
 	batches := child.stop(t)
 	m, err := s.Stat(ctx, verifyKey)

@@ -17,8 +17,10 @@ type SyncPolicy int
 
 const (
 	// SyncAlways (the default, the zero value) fsyncs a log after every
-	// write before the call returns, and fsyncs the directory of every file
-	// it creates. An acknowledged batch survives SIGKILL, a kernel crash and
+	// write before the call returns (fdatasync on Linux, F_FULLFSYNC on
+	// macOS, FlushFileBuffers on Windows), and fsyncs the directory of
+	// every file it creates (Windows has no directory fsync and needs
+	// none). An acknowledged batch survives SIGKILL, a kernel crash and
 	// power loss.
 	SyncAlways SyncPolicy = iota
 

@@ -10,8 +10,6 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/internal/durable"
 	"github.com/recallkit/recall/internal/flock"
@@ -158,7 +156,7 @@ func (f *File) replace(lf *os.File, text string) error {
 		return fmt.Errorf("memory: edit %s: %w", f.Path, err)
 	}
 	defer nf.Close()
-	err = unix.Flock(int(nf.Fd()), unix.LOCK_EX)
+	err = flock.Lock(context.Background(), nf) // free: nobody else knows the file yet
 	if err == nil {
 		_, err = nf.WriteString(text)
 	}
@@ -206,13 +204,13 @@ func (f *File) lock(ctx context.Context, create bool) (*os.File, error) {
 			lf.Close()
 			return nil, err
 		}
-		var a, b unix.Stat_t
-		if err := unix.Fstat(int(lf.Fd()), &a); err != nil {
+		a, err := lf.Stat()
+		if err != nil {
 			lf.Close()
 			return nil, err
 		}
-		if err := unix.Stat(f.Path, &b); err == nil && a.Ino == b.Ino && a.Dev == b.Dev {
-			if a.Size == 0 && create {
+		if b, err := os.Stat(f.Path); err == nil && os.SameFile(a, b) {
+			if a.Size() == 0 && create {
 				// a file this call may have created: make its name durable
 				if err := durable.SyncDir(dir); err != nil {
 					lf.Close()

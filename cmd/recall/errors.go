@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"net"
 	"strings"
-	"syscall"
 
 	oai "github.com/openai/openai-go/v3"
 
@@ -96,7 +95,7 @@ func hintFor(err error) string {
 		return "run 'recall check' to find damaged sessions"
 	case errors.Is(err, recall.ErrConflict):
 		return "another process changed the session; try again"
-	case errors.Is(err, syscall.EROFS):
+	case readOnlyFS(err):
 		return "the recall home is on a read-only file system: reading works, writing does not; remount it read-write, or choose another home with --home or RECALL_HOME"
 	case errors.Is(err, fs.ErrPermission) && errors.As(err, &pe):
 		return fmt.Sprintf("make %s writable, or choose another home with --home or RECALL_HOME", pe.Path)

@@ -54,7 +54,7 @@ after the original. 'recall show ID --format jsonl' shows the seqs.`,
 // as a fork, as an auto title a user title can replace later.
 func forkSession(ctx context.Context, st recall.Store, src recall.Meta, atSeq int64, name string) (recall.Meta, error) {
 	key := recall.Key{Project: src.Key.Project, Session: recall.NewSessionID()}
-	m, err := st.Fork(ctx, src.Key, atSeq, key)
+	m, err := recall.Fork(ctx, st, src.Key, atSeq, key)
 	if err != nil {
 		return recall.Meta{}, fmt.Errorf("fork %s: %w", src.Key.Session, err)
 	}

@@ -33,7 +33,7 @@ d, h, m and s units: 30d, 12h, 1d12h, 90m.`,
 			if err != nil {
 				return err
 			}
-			rep, err := st.Cleanup(ctx, recall.CleanupOptions{OlderThan: time.Now().Add(-age), DryRun: dryRun})
+			rep, err := recall.Cleanup(ctx, st, recall.CleanupOptions{OlderThan: time.Now().Add(-age), DryRun: dryRun})
 			if err != nil {
 				return err
 			}

@@ -15,6 +15,7 @@ import (
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/filestore"
 	"github.com/recallkit/recall/mirror"
+	"github.com/recallkit/recall/storeurl"
 )
 
 // envMirror names the replica `recall chat` mirrors to when --mirror is not
@@ -90,9 +91,11 @@ outage are counted as "to check"; the next mirror checks them first.`,
 				if err != nil {
 					return err
 				}
-				if sum.Replica == "" && to != "" {
-					sum.Replica = mirror.RedactURL(to)
+				if sum.Replica == "" {
+					sum.Replica = to
 				}
+				// again, for a name recorded under older, laxer rules
+				sum.Replica = storeurl.Redact(sum.Replica)
 				r := mirrorReport{StateDir: dir, Summary: sum, Sessions: sessions}
 				if check {
 					rep, err := a.checkReplica(ctx, st, to)
@@ -272,7 +275,7 @@ a terminal; otherwise progress is printed as plain lines.`,
 				All:         all,
 				DryRun:      dryRun,
 				StateDir:    mirror.StateDir(home, to),
-				ReplicaName: mirror.RedactURL(to),
+				ReplicaName: storeurl.Redact(to),
 				Progress:    bar.update,
 			})
 			bar.done()
@@ -414,12 +417,12 @@ func (a *app) useMirror(ctx context.Context, url string) error {
 	case err != nil && exitCode(err) == exitUsage:
 		return err // a URL that can never work
 	case err != nil:
-		a.notef("recall: mirror %s is unreachable (%v); sessions are saved locally and copied when it answers\n", mirror.RedactURL(url), err)
+		a.notef("recall: mirror %s is unreachable (%v); sessions are saved locally and copied when it answers\n", storeurl.Redact(url), err)
 		replica = mirror.Lazy(func(ctx context.Context) (recall.Store, error) { return openURL(ctx, url) })
 	}
 	m, err := mirror.New(primary, replica, mirror.Options{
 		StateDir:    mirror.StateDir(home, url),
-		ReplicaName: mirror.RedactURL(url),
+		ReplicaName: storeurl.Redact(url),
 	})
 	if err != nil {
 		replica.Close()
@@ -444,7 +447,7 @@ func (c *cliMirror) Close() error {
 	}
 	sum := c.Summary(context.Background())
 	fmt.Fprintf(c.warn, "recall: warning: the mirror %s is %s behind; they are saved locally and sent by the next 'recall chat --mirror' or 'recall mirror sync'\n",
-		sum.Replica, entries(sum.Lag))
+		storeurl.Redact(sum.Replica), entries(sum.Lag))
 	var rest []error
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
 		for _, e := range j.Unwrap() {

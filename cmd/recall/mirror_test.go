@@ -13,6 +13,7 @@ import (
 	"github.com/recallkit/recall/filestore"
 	"github.com/recallkit/recall/memstore"
 	"github.com/recallkit/recall/mirror"
+	"github.com/recallkit/recall/storeurl"
 )
 
 // runMirrorCmd runs `recall mirror args...` against the file store in home
@@ -44,18 +45,18 @@ func TestMirrorStatus(t *testing.T) {
 	}
 	keys := []recall.Key{{Project: "p", Session: "one"}, {Project: "p", Session: "two"}}
 	for _, k := range keys {
-		if _, err := fs.Append(ctx, k, recall.ItemEntry(recall.Item(`{"role":"user","content":"hi"}`))); err != nil {
+		if _, err := fs.Append(ctx, k, recall.Guard{}, recall.ItemEntry(recall.Item(`{"role":"user","content":"hi"}`))); err != nil {
 			t.Fatal(err)
 		}
 	}
 	const url = "redis://user:secret@replica.example:6379/0"
 	if _, err := mirror.Sync(ctx, fs, memstore.New(memstore.Options{}), mirror.SyncOptions{
-		All: true, StateDir: mirror.StateDir(home, url), ReplicaName: mirror.RedactURL(url),
+		All: true, StateDir: mirror.StateDir(home, url), ReplicaName: storeurl.Redact(url),
 	}); err != nil {
 		t.Fatal(err)
 	}
 	// One session grows after the sync.
-	if _, err := fs.Append(ctx, keys[1], recall.ItemEntry(recall.Item(`{"role":"user","content":"more"}`))); err != nil {
+	if _, err := fs.Append(ctx, keys[1], recall.Guard{}, recall.ItemEntry(recall.Item(`{"role":"user","content":"more"}`))); err != nil {
 		t.Fatal(err)
 	}
 	fs.Close()
@@ -169,7 +170,7 @@ func TestMirrorSyncToSQLite(t *testing.T) {
 	}
 	for _, p := range []string{"p", "q"} {
 		for _, id := range []string{"a", "b"} {
-			if _, err := fs.Append(ctx, recall.Key{Project: p, Session: id}, recall.ItemEntries(recall.Item(`{"role":"user","content":"1"}`), recall.Item(`{"role":"user","content":"2"}`))...); err != nil {
+			if _, err := fs.Append(ctx, recall.Key{Project: p, Session: id}, recall.Guard{}, recall.ItemEntries(recall.Item(`{"role":"user","content":"1"}`), recall.Item(`{"role":"user","content":"2"}`))...); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -211,7 +212,7 @@ func TestUseMirror(t *testing.T) {
 		t.Fatal(err)
 	}
 	k := recall.Key{Project: "p", Session: "s"}
-	if _, err := st.Append(ctx, k, recall.ItemEntry(recall.Item(`{"role":"user","content":"hi"}`))); err != nil {
+	if _, err := st.Append(ctx, k, recall.Guard{}, recall.ItemEntry(recall.Item(`{"role":"user","content":"hi"}`))); err != nil {
 		t.Fatal(err)
 	}
 	if err := a.close(); err != nil {
@@ -234,7 +235,7 @@ func TestUseMirror(t *testing.T) {
 		t.Fatalf("useMirror with the replica down: %v", err)
 	}
 	st, _ = a.store(ctx)
-	if _, err := st.Append(ctx, k, recall.ItemEntry(recall.Item(`{"role":"user","content":"again"}`))); err != nil {
+	if _, err := st.Append(ctx, k, recall.Guard{}, recall.ItemEntry(recall.Item(`{"role":"user","content":"again"}`))); err != nil {
 		t.Fatal(err)
 	}
 	if err := a.close(); err != nil {

@@ -24,7 +24,7 @@ way Claude Code names its folders: /home/me/src/app is -home-me-src-app.`,
 			if err != nil {
 				return err
 			}
-			ps, err := st.Projects(ctx)
+			ps, err := recall.Projects(ctx, st)
 			if err != nil {
 				return err
 			}

@@ -66,11 +66,11 @@ subagents the session's agent ran (in json, as "subagents").`,
 				}
 				return nil
 			}
-			live, err := st.Items(ctx, m.Key, 0)
+			live, _, err := st.Items(ctx, m.Key, 0)
 			if err != nil {
 				return err
 			}
-			items := recall.Items(live)
+			items := recall.PlainItems(live)
 			var entries []recall.Entry
 			if full {
 				if _, entries, err = st.Load(ctx, m.Key); err != nil {

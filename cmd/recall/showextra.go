@@ -49,7 +49,7 @@ func fullHistory(entries []recall.Entry) []fullPart {
 				continue
 			}
 			_, before := recall.Replay(recall.Key{}, entries[:i])
-			kept := keptCopies(recall.Items(before), c.Items)
+			kept := keptCopies(recall.PlainItems(before), c.Items)
 			strategy := c.Strategy
 			if strategy == "" {
 				strategy = "compaction"
@@ -139,11 +139,11 @@ func subagentRecords(ctx context.Context, st recall.Store, key recall.Key) ([]su
 	})
 	out := make([]subagentRecord, 0, len(metas))
 	for _, m := range metas {
-		live, err := st.Items(ctx, m.Key, 0)
+		live, _, err := st.Items(ctx, m.Key, 0)
 		if err != nil {
 			return nil, err
 		}
-		items := recall.Items(live)
+		items := recall.PlainItems(live)
 		if items == nil {
 			items = []recall.Item{}
 		}

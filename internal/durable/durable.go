@@ -1,30 +1,18 @@
 // Package durable holds the file-system steps that make a change survive
 // a power loss, shared by the file store, the memory file and the mirror's
 // cursor file.
+//
+// The system calls differ by platform, one file each: SyncData is
+// fdatasync(2) on Linux, fcntl(F_FULLFSYNC) on macOS (its fsync leaves the
+// data in the drive's cache), fsync(2) on other unixes and FlushFileBuffers
+// on Windows; SyncDir fsyncs the directory on unix and does nothing on
+// Windows (see durable_windows.go).
 package durable
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 )
-
-// SyncDir fsyncs a directory, making the creation, rename or removal of
-// the names in it durable.
-func SyncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("fsync dir %s: %w", dir, err)
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("fsync dir %s: %w", dir, err)
-	}
-	return nil
-}
 
 // WriteFile replaces (or creates) path with data, atomically and durably:
 // a temporary file beside it (named pattern, as os.CreateTemp does) is

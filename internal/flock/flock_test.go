@@ -1,0 +1,74 @@
+package flock_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/recallkit/recall/internal/flock"
+)
+
+// open opens path a second time: locks belong to an open file, so two
+// opens in one process contend as two processes would.
+func open(t *testing.T, path string) *os.File {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+func TestLockExcludesOtherLockers(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "log")
+	a, b := open(t, path), open(t, path)
+	if err := flock.Lock(context.Background(), a); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if err := flock.Lock(ctx, b); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("second lock while the first is held: %v, want the context's deadline", err)
+	}
+	// The lock is advisory: it keeps out lockers, not reads and writes
+	// (on Windows it covers no byte of the data).
+	if _, err := b.WriteString("x\n"); err != nil {
+		t.Fatalf("write beside the lock: %v", err)
+	}
+	if _, err := os.ReadFile(path); err != nil {
+		t.Fatalf("read beside the lock: %v", err)
+	}
+	a.Close()
+	ctx, cancel = context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := flock.Lock(ctx, b); err != nil {
+		t.Fatalf("lock after the holder closed: %v", err)
+	}
+}
+
+func TestLockBlocksUntilReleased(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "log")
+	a, b := open(t, path), open(t, path)
+	if err := flock.Lock(context.Background(), a); err != nil {
+		t.Fatal(err)
+	}
+	released := make(chan struct{})
+	go func() {
+		time.Sleep(20 * time.Millisecond)
+		close(released)
+		a.Close()
+	}()
+	// A context that never ends blocks in the system call.
+	if err := flock.Lock(context.Background(), b); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-released:
+	default:
+		t.Fatal("the lock was taken while the other file held it")
+	}
+}
