@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/storekit"
 )
 
 // errExists reports that the session a transaction meant to create was
@@ -21,6 +22,9 @@ var errExists = errors.New("sqlstore: session exists")
 type sessionRow struct {
 	sid  int64
 	meta recall.Meta
+	// checked is the row's checked_seq, the watermark of the item rows
+	// this package wrote and validated (see unusable).
+	checked int64
 }
 
 // lockSession reads key's row inside update and locks it against other
@@ -29,15 +33,16 @@ type sessionRow struct {
 // through here or through the row lock of an upsert, which is what makes
 // seq assignment from last_seq atomic.
 func (s *Store) lockSession(ctx context.Context, q querier, key recall.Key) (sessionRow, error) {
+	var checked int64
 	r := q.queryRow(ctx, statSQL+s.db.lockSQL(), key.Project, key.Session, key.Subpath)
-	sid, m, err := scanMeta(r)
+	sid, m, err := scanMeta(r, &checked)
 	if errors.Is(err, sql.ErrNoRows) {
 		return sessionRow{meta: recall.Meta{Key: key}}, nil
 	}
 	if err != nil {
 		return sessionRow{}, err
 	}
-	return sessionRow{sid: sid, meta: m}, nil
+	return sessionRow{sid: sid, meta: m, checked: checked}, nil
 }
 
 // writeEntries writes entries, which carry their Seq and Time and continue
@@ -46,35 +51,61 @@ func (s *Store) lockSession(ctx context.Context, q querier, key recall.Key) (ses
 // session row, and inserts the entries. Creating a session that someone
 // else created meanwhile is errExists.
 func (s *Store) writeEntries(ctx context.Context, q querier, row *sessionRow, entries []recall.Entry) error {
+	prev := row.meta.LastSeq
 	for _, e := range entries {
 		row.meta.Apply(e)
 	}
+	// ValidateEntries checked the batch: the watermark moves over it when
+	// nothing unchecked lies below.
+	row.checked = advanceChecked(row.checked, prev, row.meta.LastSeq)
 	if row.sid == 0 {
 		k := row.meta.Key
-		args := append([]any{k.Project, k.Session, k.Subpath}, s.metaArgs(row.meta)...)
-		err := q.queryRow(ctx, `INSERT INTO sessions (project, id, subpath, `+strings.Join(metaSetCols, ", ")+`)
-			VALUES (`+placeholders(1, len(args))+`)
-			ON CONFLICT (project, id, subpath) DO NOTHING RETURNING sid`, args...).Scan(&row.sid)
+		args := append([]any{k.Project, k.Session, k.Subpath, row.checked}, s.metaArgs(row.meta)...)
+		err := q.queryRow(ctx, insertRowSQL, args...).Scan(&row.sid)
 		if errors.Is(err, sql.ErrNoRows) {
 			return errExists
 		}
 		if err != nil {
 			return err
 		}
-	} else if err := s.updateRow(ctx, q, row.sid, row.meta); err != nil {
+	} else if err := s.updateRow(ctx, q, row.sid, row.meta, row.checked); err != nil {
 		return err
 	}
 	return s.db.insertEntries(ctx, q, row.sid, entries)
 }
 
-// updateRow writes meta into session sid's row.
-func (s *Store) updateRow(ctx context.Context, q querier, sid int64, meta recall.Meta) error {
-	set := make([]string, len(metaSetCols))
-	for i, c := range metaSetCols {
-		set[i] = c + " = $" + strconv.Itoa(i+2)
+// advanceChecked returns a session's checked_seq after this package wrote
+// validated entries that took its log from seq prev to last: last when
+// the watermark was at prev (every row below was checked), and checked
+// otherwise (another program's rows lie between).
+func advanceChecked(checked, prev, last int64) int64 {
+	if checked == prev {
+		return last
 	}
-	_, err := q.exec(ctx, `UPDATE sessions SET `+strings.Join(set, ", ")+` WHERE sid = $1`,
-		append([]any{sid}, s.metaArgs(meta)...)...)
+	return checked
+}
+
+// The statements that write a session row from a recall.Meta: their text
+// never changes, so SQLite prepares them once (see liteBackend.prepare).
+var (
+	// insertRowSQL creates the row of the session with key $1-$3, with
+	// checked_seq $4 and metaSetCols from $5, unless it exists.
+	insertRowSQL = `INSERT INTO sessions (project, id, subpath, checked_seq, ` + strings.Join(metaSetCols, ", ") + `)
+		VALUES (` + placeholders(1, 4+len(metaSetCols)) + `)
+		ON CONFLICT (project, id, subpath) DO NOTHING RETURNING sid`
+	// updateRowSQL sets checked_seq $2 and metaSetCols from $3 in row $1.
+	updateRowSQL = func() string {
+		set := make([]string, len(metaSetCols))
+		for i, c := range metaSetCols {
+			set[i] = c + " = $" + strconv.Itoa(i+3)
+		}
+		return `UPDATE sessions SET checked_seq = $2, ` + strings.Join(set, ", ") + ` WHERE sid = $1`
+	}()
+)
+
+// updateRow writes meta and the watermark checked into session sid's row.
+func (s *Store) updateRow(ctx context.Context, q querier, sid int64, meta recall.Meta, checked int64) error {
+	_, err := q.exec(ctx, updateRowSQL, append([]any{sid, checked}, s.metaArgs(meta)...)...)
 	return err
 }
 
@@ -90,9 +121,13 @@ func placeholders(from, n int) string {
 	return b.String()
 }
 
-// Append implements recall.Store.
-func (s *Store) Append(ctx context.Context, key recall.Key, entries ...recall.Entry) (int64, error) {
-	if err := s.check(key); err != nil {
+// Append implements recall.Store. The guard is checked inside the write
+// transaction, against the session row that transaction has locked (or,
+// on the fast path, holds the lock of, see appendItems), so nothing can
+// change the session between the check and the write; a failed guard
+// rolls the transaction back, leaving no entry and no new row.
+func (s *Store) Append(ctx context.Context, key recall.Key, guard recall.Guard, entries ...recall.Entry) (int64, error) {
+	if err := s.check(ctx, key); err != nil {
 		return 0, err
 	}
 	// Every entry is checked before any SQL runs, so a bad or oversized
@@ -101,16 +136,16 @@ func (s *Store) Append(ctx context.Context, key recall.Key, entries ...recall.En
 		return 0, fmt.Errorf("sqlstore: append %s: %w", key, err)
 	}
 	if len(entries) == 0 {
-		m, err := s.Stat(ctx, key)
-		if errors.Is(err, recall.ErrNotFound) {
-			return 0, nil
+		last, err := s.checkGuard(ctx, key, guard)
+		if err != nil {
+			return 0, fmt.Errorf("sqlstore: append %s: %w", key, ctxError(ctx, err))
 		}
-		return m.LastSeq, err
+		return last, nil
 	}
 	if b, ok := newItemBatch(entries, recall.Now()); ok {
-		last, err := s.db.appendItems(ctx, key, b)
+		last, err := s.db.appendItems(ctx, key, guard, b)
 		if err != nil {
-			return 0, fmt.Errorf("sqlstore: append %s: %w", key, err)
+			return 0, fmt.Errorf("sqlstore: append %s: %w", key, ctxError(ctx, err))
 		}
 		return last, nil
 	}
@@ -120,7 +155,7 @@ func (s *Store) Append(ctx context.Context, key recall.Key, entries ...recall.En
 		if err != nil {
 			return err
 		}
-		if err := recall.CheckGuard(entries, row.meta.LastSeq); err != nil {
+		if err := guard.Check(row.sid != 0, row.meta.LastSeq); err != nil {
 			return err
 		}
 		err = s.writeEntries(ctx, q, &row, stamp(entries, row.meta.LastSeq, recall.Now()))
@@ -131,7 +166,27 @@ func (s *Store) Append(ctx context.Context, key recall.Key, entries ...recall.En
 		return err
 	})
 	if err != nil {
-		return 0, fmt.Errorf("sqlstore: append %s: %w", key, err)
+		return 0, fmt.Errorf("sqlstore: append %s: %w", key, ctxError(ctx, err))
+	}
+	return last, nil
+}
+
+// checkGuard is Append of an empty batch: it checks guard against one
+// reading of the session row and returns its last seq.
+func (s *Store) checkGuard(ctx context.Context, key recall.Key, guard recall.Guard) (int64, error) {
+	var sid, last int64
+	err := s.read(func() error {
+		return s.db.q().queryRow(ctx, lastSeqSQL, key.Project, key.Session, key.Subpath).Scan(&sid, &last)
+	})
+	exists := err == nil
+	if errors.Is(err, sql.ErrNoRows) {
+		err = nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	if err := guard.Check(exists, last); err != nil {
+		return 0, err
 	}
 	return last, nil
 }
@@ -170,7 +225,7 @@ func newItemBatch(entries []recall.Entry, now time.Time) (itemBatch, bool) {
 // written in one transaction that holds the session's row lock, so two
 // concurrent pops remove two different items.
 func (s *Store) Pop(ctx context.Context, key recall.Key) (recall.Item, error) {
-	if err := s.check(key); err != nil {
+	if err := s.check(ctx, key); err != nil {
 		return nil, err
 	}
 	var popped recall.Item
@@ -180,7 +235,7 @@ func (s *Store) Pop(ctx context.Context, key recall.Key) (recall.Item, error) {
 		if err != nil || row.sid == 0 {
 			return err
 		}
-		live, err := recall.Tail(1, backwards(ctx, q, row.sid, row.meta.LastSeq, 16))
+		live, err := storekit.Tail(1, backwards(ctx, q, row.sid, row.meta.LastSeq, row.checked, 16))
 		if err != nil || len(live) == 0 {
 			return err
 		}
@@ -192,14 +247,16 @@ func (s *Store) Pop(ctx context.Context, key recall.Key) (recall.Item, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("sqlstore: pop %s: %w", key, err)
+		return nil, fmt.Errorf("sqlstore: pop %s: %w", key, ctxError(ctx, err))
 	}
 	return popped, nil
 }
 
-// Import implements recall.Store.
+// Import implements recall.Store. storekit.ImportPlan checks the entries
+// against the LastSeq read under the session's row lock, in the
+// transaction that writes them: the plan is the write's guard.
 func (s *Store) Import(ctx context.Context, key recall.Key, entries ...recall.Entry) (int64, error) {
-	if err := s.check(key); err != nil {
+	if err := s.check(ctx, key); err != nil {
 		return 0, err
 	}
 	if err := recall.ValidateEntries(entries, s.opts.MaxItemSize); err != nil {
@@ -211,7 +268,7 @@ func (s *Store) Import(ctx context.Context, key recall.Key, entries ...recall.En
 		if err != nil {
 			return err
 		}
-		fresh, err := recall.ImportPlan(row.meta.LastSeq, entries)
+		fresh, err := storekit.ImportPlan(row.meta.LastSeq, entries)
 		if err != nil {
 			return err
 		}
@@ -232,58 +289,7 @@ func (s *Store) Import(ctx context.Context, key recall.Key, entries ...recall.En
 		return err
 	})
 	if err != nil {
-		return 0, fmt.Errorf("sqlstore: import %s: %w", key, err)
+		return 0, fmt.Errorf("sqlstore: import %s: %w", key, ctxError(ctx, err))
 	}
 	return last, nil
-}
-
-// Fork implements recall.Store. The source's log is read and the fork
-// written in one transaction; the fork's row is created with an insert that
-// does nothing when newKey exists, which is ErrConflict.
-func (s *Store) Fork(ctx context.Context, key recall.Key, atSeq int64, newKey recall.Key) (recall.Meta, error) {
-	if err := s.check(key); err != nil {
-		return recall.Meta{}, err
-	}
-	if err := newKey.Validate(); err != nil {
-		return recall.Meta{}, fmt.Errorf("sqlstore: fork onto: %w", err)
-	}
-	var meta recall.Meta
-	err := s.db.update(ctx, func(ctx context.Context, q querier) error {
-		// The source's row is locked, so it can be neither appended to nor
-		// removed while its log is read.
-		var sid int64
-		err := q.queryRow(ctx, sessionIDSQL+s.db.lockSQL(), key.Project, key.Session, key.Subpath).Scan(&sid)
-		if errors.Is(err, sql.ErrNoRows) {
-			return recall.ErrNotFound
-		}
-		if err != nil {
-			return err
-		}
-		// An existing newKey is the first thing to report, before any
-		// problem with atSeq (as memstore does).
-		if _, err := sessionID(ctx, q, newKey); err == nil {
-			return fmt.Errorf("%w: %s exists", recall.ErrConflict, newKey)
-		} else if !errors.Is(err, recall.ErrNotFound) {
-			return err
-		}
-		entries, err := readEntries(ctx, q, sid, 0, 0)
-		if err != nil {
-			return err
-		}
-		log, err := recall.ForkLog(key, entries, atSeq, recall.Now())
-		if err != nil {
-			return err
-		}
-		row := sessionRow{meta: recall.Meta{Key: newKey}}
-		err = s.writeEntries(ctx, q, &row, log)
-		if errors.Is(err, errExists) {
-			return fmt.Errorf("%w: %s exists", recall.ErrConflict, newKey)
-		}
-		meta = row.meta
-		return err
-	})
-	if err != nil {
-		return recall.Meta{}, fmt.Errorf("sqlstore: fork %s onto %s: %w", key, newKey, err)
-	}
-	return meta, nil
 }

@@ -126,7 +126,7 @@ func BenchmarkGetItems20(b *testing.B) {
 			for i := range es {
 				es[i] = recall.ItemEntry(benchItem)
 			}
-			if _, err := s.Append(ctx, k, es...); err != nil {
+			if _, err := s.Append(ctx, k, recall.Guard{}, es...); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -165,7 +165,7 @@ func BenchmarkListFirstPage(b *testing.B) {
 		ctx := context.Background()
 		phase(b, 2000, benchWriters, func(g int) error {
 			k := recall.Key{Project: fmt.Sprint("p", g%4), Session: recall.NewSessionID()}
-			_, err := s.Append(ctx, k, recall.ItemEntry(benchItem))
+			_, err := s.Append(ctx, k, recall.Guard{}, recall.ItemEntry(benchItem))
 			return err
 		})
 		analyze(b, s)
@@ -177,11 +177,11 @@ func BenchmarkListFirstPage(b *testing.B) {
 					project, id, sub, title, source  string
 					created, updated                 any
 					archived, pinned                 bool
-					labels, forked                   []byte
+					labels, metadata, forked         []byte
 					forkSeq                          sql.NullInt64
 				)
 				return r.Scan(&sid, &project, &id, &sub, &title, &source, &created, &updated, &items, &last,
-					&archived, &pinned, &labels, &forked, &forkSeq, &in, &out, &total)
+					&archived, &pinned, &labels, &metadata, &forked, &forkSeq, &in, &out, &total)
 			})
 		interleave(b, func() error {
 			p, err := s.List(ctx, "", recall.ListOptions{})
@@ -244,7 +244,7 @@ func appendRatio(b *testing.B, s *Store, raw func(g, seq int) error, writers int
 	for done := 0; done < b.N; {
 		n := min(phaseOps, b.N-done)
 		storeT += phase(b, n, writers, func(g int) error {
-			_, err := s.Append(ctx, key(g), recall.ItemEntry(benchItem))
+			_, err := s.Append(ctx, key(g), recall.Guard{}, recall.ItemEntry(benchItem))
 			return err
 		})
 		rawT += phase(b, n, writers, func(g int) error {

@@ -53,8 +53,8 @@ func TestCleanupBatches(t *testing.T) {
 			{OlderThan: cutoff},
 			{OlderThan: cutoff},
 		} {
-			got, err1 := s.Cleanup(ctx, opts)
-			want, err2 := ref.Cleanup(ctx, opts)
+			got, err1 := recall.Cleanup(ctx, s, opts)
+			want, err2 := recall.Cleanup(ctx, ref, opts)
 			if err1 != nil || err2 != nil {
 				t.Fatalf("%+v: %v / memstore %v", opts, err1, err2)
 			}

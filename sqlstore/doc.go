@@ -23,5 +23,28 @@
 // upsert or SELECT ... FOR UPDATE takes, on SQLite by the database's single
 // write lock (BEGIN IMMEDIATE on the one writer connection). Several
 // processes may therefore append to one session at once; each batch gets a
-// dense, distinct run of seqs.
+// dense, distinct run of seqs. Append's recall.Guard is checked under that
+// same lock, inside the transaction that writes: a failed guard writes
+// nothing and creates no row.
+//
+// Reads that must agree run in one snapshot: Load and Entries in a read
+// transaction (REPEATABLE READ on PostgreSQL, a WAL read transaction on
+// SQLite), Items in one statement whose first row is the entry at
+// last_seq, or in a read transaction when it must page. Every method returns the context's error
+// when it ends first; on SQLite a write is checked again once it holds the
+// write lock, which it may have waited for (busy_timeout), and once it has
+// run, so a caller that gave up meanwhile has written nothing.
+//
+// # Metadata and damaged rows
+//
+// The sessions row caches what recall.Meta.Apply derives from the log,
+// the metadata map (a JSON column) and Updated included; Updated moves for
+// conversation activity only (recall.Kind.IsActivity), and migration 2
+// recomputed it for databases written by version 1. An item row whose
+// payload is not a JSON object (written by another program, or damaged)
+// is left out of Items, Pop and the view, returned verbatim by Load and
+// Entries, and counted in Meta.Corrupt by Load and Stat (List, which reads
+// only sessions rows, reports 0). Payloads are checked in full, except
+// those of the rows below the session's checked_seq, which this package
+// wrote and validated (see read.go).
 package sqlstore

@@ -1,56 +1,33 @@
 package sqlstore
 
 import (
-	"net/url"
-	"regexp"
 	"strings"
+
+	"github.com/recallkit/recall/internal/redact"
 )
 
 // storeError is the error of opening a store: one line that names the
-// store, with any password redacted, wrapping the cause for errors.Is.
+// store, with every secret redacted (see storeurl.Redact), wrapping the
+// cause for errors.Is. Its text is made once, so the DSN itself is never
+// kept.
 type storeError struct {
-	store  string // "postgres" or "sqlite"
-	target string // the redacted DSN or path
-	secret string // a password to scrub from the cause's text, if known
-	err    error
+	msg string
+	err error
 }
 
-// openError returns the error of opening dialect's store at dsn.
+// openError returns the error of opening dialect's store at dsn. password
+// is a password the driver found elsewhere (PGPASSWORD, a password file),
+// to scrub from the cause's text too.
 func openError(store, dsn, password string, err error) error {
-	return &storeError{store: store, target: Redact(dsn), secret: password, err: err}
-}
-
-func (e *storeError) Error() string {
-	msg := e.err.Error()
-	if e.secret != "" {
-		msg = strings.ReplaceAll(msg, e.secret, "xxxxx")
-	}
+	msg := redact.Message(err.Error(), dsn, password)
 	// pgx joins the errors of each address it tried with newlines; an
 	// open error is one line.
 	msg = strings.ReplaceAll(strings.ReplaceAll(msg, ":\n", ": "), "\n", "; ")
 	msg = strings.Join(strings.Fields(msg), " ")
 	msg = strings.TrimPrefix(msg, "sqlstore: ")
-	return "sqlstore: open " + e.store + " " + e.target + ": " + msg
+	return &storeError{msg: "sqlstore: open " + store + " " + redact.URL(dsn) + ": " + msg, err: err}
 }
+
+func (e *storeError) Error() string { return e.msg }
 
 func (e *storeError) Unwrap() error { return e.err }
-
-var passwordParam = regexp.MustCompile(`(?i)(password\s*=\s*)('(\\.|[^'])*'|[^&\s]*)`)
-
-// Redact returns dsn with its password, in URL userinfo or as a
-// password= parameter, replaced by "xxxxx", for messages and logs.
-func Redact(dsn string) string {
-	if u, err := url.Parse(dsn); err == nil && u.Scheme != "" && u.User != nil {
-		if _, ok := u.User.Password(); ok {
-			u.User = url.UserPassword(u.User.Username(), "xxxxx")
-			dsn = u.String()
-		}
-	} else if i := strings.LastIndex(dsn, "@"); err != nil && i > 0 && strings.Contains(dsn, "://") {
-		// An unparsable URL: drop whatever stands between user: and @.
-		start := strings.Index(dsn, "://") + 3
-		if j := strings.Index(dsn[start:i], ":"); j >= 0 {
-			dsn = dsn[:start+j+1] + "xxxxx" + dsn[i:]
-		}
-	}
-	return passwordParam.ReplaceAllString(dsn, "${1}xxxxx")
-}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/storekit"
 )
 
 // List implements recall.Store with keyset pagination: the cursor is the
@@ -15,12 +16,12 @@ import (
 // the partial indexes sessions_updated (every project) and
 // sessions_project_updated (one project), which hold exactly the rows
 // with an empty subpath, in List order, so a page costs O(limit) however deep it
-// is. The order and cursors are recall.Paginate's.
+// is. The order and cursors are storekit.Paginate's.
 func (s *Store) List(ctx context.Context, project string, opts recall.ListOptions) (recall.Page, error) {
-	if s.closed.Load() {
-		return recall.Page{}, fmt.Errorf("sqlstore: %w", recall.ErrClosed)
+	if err := s.checkOpen(ctx); err != nil {
+		return recall.Page{}, err
 	}
-	if err := recall.CheckListOptions(project, opts); err != nil {
+	if err := storekit.CheckListOptions(project, opts); err != nil {
 		return recall.Page{}, fmt.Errorf("sqlstore: list: %w", err)
 	}
 	stmt, a, limit, err := s.listQuery(project, opts)
@@ -34,11 +35,11 @@ func (s *Store) List(ctx context.Context, project string, opts recall.ListOption
 		return err
 	})
 	if err != nil {
-		return recall.Page{}, fmt.Errorf("sqlstore: list %q: %w", project, err)
+		return recall.Page{}, fmt.Errorf("sqlstore: list %q: %w", project, ctxError(ctx, err))
 	}
 	if limit > 0 && len(p.Sessions) > limit {
 		p.Sessions = p.Sessions[:limit]
-		p.Next = recall.CursorAt(p.Sessions[limit-1]).String()
+		p.Next = storekit.CursorAt(p.Sessions[limit-1]).String()
 	}
 	return p, nil
 }
@@ -62,7 +63,7 @@ func (s *Store) listQuery(project string, opts recall.ListOptions) (string, args
 		where = append(where, "NOT archived")
 	}
 	if opts.Cursor != "" {
-		c, err := recall.ParseCursor(opts.Cursor)
+		c, err := storekit.ParseCursor(opts.Cursor)
 		if err != nil {
 			return "", nil, 0, err
 		}
@@ -84,10 +85,10 @@ func (s *Store) listQuery(project string, opts recall.ListOptions) (string, args
 	return stmt, a, limit, nil
 }
 
-// Projects implements recall.Store.
+// Projects implements recall.ProjectLister.
 func (s *Store) Projects(ctx context.Context) ([]recall.ProjectInfo, error) {
-	if s.closed.Load() {
-		return nil, fmt.Errorf("sqlstore: %w", recall.ErrClosed)
+	if err := s.checkOpen(ctx); err != nil {
+		return nil, err
 	}
 	var out []recall.ProjectInfo
 	err := s.read(func() error {
@@ -96,7 +97,7 @@ func (s *Store) Projects(ctx context.Context) ([]recall.ProjectInfo, error) {
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("sqlstore: projects: %w", err)
+		return nil, fmt.Errorf("sqlstore: projects: %w", ctxError(ctx, err))
 	}
 	return out, nil
 }

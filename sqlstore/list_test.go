@@ -79,8 +79,8 @@ func TestListLikePaginate(t *testing.T) {
 				}
 			}
 		}
-		a, err1 := s.Projects(ctx)
-		b, err2 := ref.Projects(ctx)
+		a, err1 := recall.Projects(ctx, s)
+		b, err2 := recall.Projects(ctx, ref)
 		if fmt.Sprint(a) != fmt.Sprint(b) || err1 != nil || err2 != nil {
 			t.Fatalf("projects %v %v\nmemstore %v %v", a, err1, b, err2)
 		}

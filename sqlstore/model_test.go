@@ -10,6 +10,7 @@ import (
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/memstore"
+	"github.com/recallkit/recall/storetest"
 )
 
 // TestAgainstMemstore runs the same random operations on a store and on
@@ -48,9 +49,15 @@ func runModel(t *testing.T, s *Store, seed uint64) {
 		n++
 		return recall.Item(fmt.Sprintf(`{"type":"message","role":"user","content":"m%d","x":[1, 2]}`, n))
 	}
-	for op := range 100 {
+	outcomes := map[string]int{} // of the appends, by error class
+	for op := range 120 {
 		var batch []recall.Entry
-		switch r := rng.IntN(100); {
+		guard := recall.Guard{}
+		last := int64(0)
+		if m, err := ref.Stat(ctx, k); err == nil {
+			last = m.LastSeq
+		}
+		switch r := rng.IntN(120); {
 		case r < 40:
 			for range 1 + rng.IntN(3) {
 				e := recall.ItemEntry(item())
@@ -59,6 +66,8 @@ func runModel(t *testing.T, s *Store, seed uint64) {
 				}
 				batch = append(batch, e)
 			}
+			// the items-only fast path, guarded: right and wrong guesses
+			guard = []recall.Guard{{}, {}, recall.IfExists(), recall.IfNew(), recall.IfLastSeq(last), recall.IfLastSeq(last + 1)}[rng.IntN(6)]
 		case r < 70:
 			// pops in runs, to build long stretches Items must skip
 			for range 1 + rng.IntN(12) {
@@ -70,21 +79,37 @@ func runModel(t *testing.T, s *Store, seed uint64) {
 			}
 		case r < 73:
 			batch = []recall.Entry{{Kind: recall.KindClear}}
+			guard = recall.IfExists()
 		case r < 78:
-			m, _ := ref.Stat(ctx, k)
-			live, _ := ref.Items(ctx, k, 0)
-			keep := recall.Items(live)[max(0, len(live)-2):]
+			live, _, _ := ref.Items(ctx, k, 0)
+			keep := recall.PlainItems(live)[max(0, len(live)-2):]
 			batch = []recall.Entry{recall.NewEntry(recall.KindCompaction, recall.Compaction{
-				Through: m.LastSeq, Replaced: len(live), Items: append([]recall.Item{item()}, keep...)})}
+				Through: last, Replaced: len(live), Items: append([]recall.Item{item()}, keep...)})}
+			guard = recall.IfLastSeq(last)
 		case r < 82:
 			// a stale compaction: both must refuse it
-			batch = []recall.Entry{recall.NewEntry(recall.KindCompaction, recall.Compaction{Through: 0, Items: []recall.Item{item()}})}
+			batch = []recall.Entry{recall.NewEntry(recall.KindCompaction, recall.Compaction{Through: last - 1, Items: []recall.Item{item()}})}
+			guard = recall.IfLastSeq(last - 1)
 		case r < 88:
 			src := []recall.TitleSource{recall.TitleAuto, recall.TitleUser}[rng.IntN(2)]
 			batch = []recall.Entry{recall.NewEntry(recall.KindTitle, recall.TitleChange{Title: fmt.Sprint("t", op), Source: src})}
+			guard = []recall.Guard{{}, recall.IfExists(), recall.IfNew()}[rng.IntN(3)]
 		case r < 94:
 			pin := rng.IntN(2) == 0
 			batch = []recall.Entry{recall.NewEntry(recall.KindMeta, recall.MetaChange{Pinned: &pin, Labels: []string{fmt.Sprint("l", op)}})}
+		case r < 100:
+			v := fmt.Sprint("v", op)
+			c := recall.MetaChange{Metadata: map[string]*string{fmt.Sprint("k", rng.IntN(4)): &v, "gone": nil}}
+			c.ClearMetadata = rng.IntN(4) == 0
+			batch = []recall.Entry{recall.NewEntry(recall.KindMeta, c)}
+		case r < 110:
+			// remove one item of the view, guarded by the seq it was read at
+			live, at, _ := ref.Items(ctx, k, 0)
+			if len(live) == 0 {
+				continue
+			}
+			batch = []recall.Entry{recall.NewEntry(recall.KindRemove, live[rng.IntN(len(live))].Ref)}
+			guard = recall.IfLastSeq(at)
 		default:
 			// an unknown kind between items
 			batch = []recall.Entry{recall.ItemEntry(item()), {Kind: "future", Data: []byte(`{"v":1}`)}, recall.ItemEntry(item())}
@@ -94,28 +119,33 @@ func runModel(t *testing.T, s *Store, seed uint64) {
 			for i := range batch {
 				batch[i].Time = now // the same times in both stores
 			}
-			a, err1 := s.Append(ctx, k, batch...)
-			b, err2 := ref.Append(ctx, k, batch...)
-			if a != b || (err1 == nil) != (err2 == nil) {
-				t.Fatalf("op %d: append = %d, %v; memstore %d, %v", op, a, err1, b, err2)
+			a, err1 := s.Append(ctx, k, guard, batch...)
+			b, err2 := ref.Append(ctx, k, guard, batch...)
+			if a != b || storetest.ErrorClass(err1) != storetest.ErrorClass(err2) {
+				t.Fatalf("op %d: append with %+v = %d, %v; memstore %d, %v", op, guard, a, err1, b, err2)
 			}
+			outcomes[storetest.ErrorClass(err1)]++
 		}
 		if op%15 == 14 {
 			compareStores(t, op, s, ref, k)
 		}
 	}
 	compareStores(t, -1, s, ref, k)
+	t.Logf("appends: %v", outcomes)
+	if outcomes["ErrConflict"] == 0 || outcomes["nil"] == 0 {
+		t.Errorf("appends: %v; the guards were not exercised both ways", outcomes)
+	}
 }
 
 func compareStores(t *testing.T, op int, s *Store, ref recall.Store, k recall.Key) {
 	t.Helper()
 	ctx := context.Background()
 	for _, limit := range []int{0, 1, 2, 5, 20, 100} {
-		got, err := s.Items(ctx, k, limit)
+		got, _, err := s.Items(ctx, k, limit)
 		if err != nil {
 			t.Fatalf("op %d: items(%d): %v", op, limit, err)
 		}
-		want, _ := ref.Items(ctx, k, limit)
+		want, _, _ := ref.Items(ctx, k, limit)
 		if len(got) != len(want) {
 			t.Fatalf("op %d: items(%d): %d items, memstore %d", op, limit, len(got), len(want))
 		}
@@ -135,6 +165,14 @@ func compareStores(t *testing.T, op int, s *Store, ref recall.Store, k recall.Ke
 	}
 	// Pops are stamped by each store's clock: Updated may differ.
 	gm.Updated, wm.Updated = time.Time{}, time.Time{}
+	if gm.Corrupt != 0 {
+		t.Fatalf("op %d: Load counts %d damaged rows", op, gm.Corrupt)
+	}
+	// Every write here was this package's, on every path: the watermark
+	// of checked rows is at the end of the log.
+	if checked := checkedSeq(t, s, k); checked != gm.LastSeq {
+		t.Fatalf("op %d: checked_seq %d, LastSeq %d", op, checked, gm.LastSeq)
+	}
 	if a, b := fmt.Sprintf("%+v", gm), fmt.Sprintf("%+v", wm); a != b {
 		t.Fatalf("op %d: meta\n %s\nmemstore\n %s", op, a, b)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/storekit"
 )
 
 // planCase is a statement whose plan must use an index: for a List
@@ -30,7 +31,7 @@ type planCase struct {
 // second).
 func planCases(t *testing.T, s *Store, entriesIndex string) []planCase {
 	t.Helper()
-	cursor := recall.Cursor{Updated: time.Unix(1_700_000_000, 0), Project: "p3", Session: "s00100"}.String()
+	cursor := storekit.Cursor{Updated: time.Unix(1_700_000_000, 0), Project: "p3", Session: "s00100"}.String()
 	var cases []planCase
 	for _, c := range []struct {
 		name, project string
@@ -52,6 +53,7 @@ func planCases(t *testing.T, s *Store, entriesIndex string) []planCase {
 	return append(cases,
 		planCase{"items, newest", newestSQL, []any{"p2", "s00100", "", 28}, entriesIndex, true},
 		planCase{"items, window", windowSQL, []any{int64(100), int64(4000), int64(4256)}, entriesIndex, true},
+		planCase{"stat, unchecked rows", uncheckedSQL, []any{int64(100), int64(990)}, entriesIndex, true},
 	)
 }
 

@@ -114,12 +114,22 @@ func (b *pgBackend) view(ctx context.Context, fn func(ctx context.Context, q que
 }
 
 // lostConnection reports an error that did not come from the server (no
-// PgError), nor from the caller's context or a missing row: the
-// connection failed under the statement.
+// PgError), nor from the caller's context or a missing row, nor from the
+// store's own checks (a guard, a plan, a schema too new): the connection
+// failed under the statement.
 func (b *pgBackend) lostConnection(err error) bool {
 	var pe *pgconn.PgError
-	return !errors.As(err, &pe) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) &&
-		!errors.Is(err, pgx.ErrNoRows) && !errors.Is(err, recall.ErrNotFound) && !errors.Is(err, recall.ErrCorrupt)
+	if errors.As(err, &pe) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, pgx.ErrNoRows) || errors.Is(err, errRetry) || errors.Is(err, ErrSchemaTooNew) {
+		return false
+	}
+	for _, own := range []error{recall.ErrNotFound, recall.ErrConflict, recall.ErrCorrupt, recall.ErrInvalidItem,
+		recall.ErrInvalidMetadata, recall.ErrTooLarge, recall.ErrInvalidKey} {
+		if errors.Is(err, own) {
+			return false
+		}
+	}
+	return true
 }
 
 // update runs fn in a READ COMMITTED transaction. Writers of one session
@@ -170,18 +180,32 @@ func retryable(err error) bool {
 // round trip and one implicit transaction. The upsert creates the session
 // row or takes its row lock and advances last_seq by the batch size; the
 // entries are numbered back from the new last_seq. Concurrent appenders to
-// one session queue on that row lock, so each gets its own dense run.
-const appendItemsPG = `WITH s AS (
-	INSERT INTO sessions AS s (project, id, subpath, created_at, updated_at, item_count, last_seq,
-		input_tokens, output_tokens, total_tokens)
-	VALUES ($1, $2, $3, $4, $5, $6, $6, $7, $8, $9)
-	ON CONFLICT (project, id, subpath) DO UPDATE SET
+// one session queue on that row lock, so each gets its own dense run. It
+// moves updated_at to the batch's latest time, as recall.Meta.Apply does:
+// items are conversation activity (and items are all this path writes).
+// checked_seq follows last_seq when it was at it (see advanceChecked; the
+// right-hand sides read the row as it was).
+var appendItemsPG = appendItemsStmt(`DO UPDATE SET
 		updated_at = GREATEST(s.updated_at, EXCLUDED.updated_at),
 		item_count = s.item_count + EXCLUDED.item_count,
 		last_seq = s.last_seq + EXCLUDED.last_seq,
+		checked_seq = CASE WHEN s.checked_seq = s.last_seq THEN s.last_seq + EXCLUDED.last_seq ELSE s.checked_seq END,
 		input_tokens = s.input_tokens + EXCLUDED.input_tokens,
 		output_tokens = s.output_tokens + EXCLUDED.output_tokens,
-		total_tokens = s.total_tokens + EXCLUDED.total_tokens
+		total_tokens = s.total_tokens + EXCLUDED.total_tokens`)
+
+// createItemsPG is appendItemsPG for a session that must not exist: it
+// writes nothing, and returns no row, when the session does.
+var createItemsPG = appendItemsStmt(`DO NOTHING`)
+
+// appendItemsStmt returns the statement of the item fast path whose
+// upsert resolves a conflict on the session key with onConflict.
+func appendItemsStmt(onConflict string) string {
+	return `WITH s AS (
+	INSERT INTO sessions AS s (project, id, subpath, created_at, updated_at, item_count, last_seq,
+		checked_seq, input_tokens, output_tokens, total_tokens)
+	VALUES ($1, $2, $3, $4, $5, $6, $6, $6, $7, $8, $9)
+	ON CONFLICT (project, id, subpath) ` + onConflict + `
 	RETURNING s.sid, s.last_seq
 ), e AS (
 	INSERT INTO entries (session, seq, kind, payload, time, input_tokens, output_tokens, total_tokens)
@@ -190,8 +214,16 @@ const appendItemsPG = `WITH s AS (
 		WITH ORDINALITY AS u(payload, time, it, ot, tt, ord)
 )
 SELECT last_seq FROM s`
+}
 
-func (b *pgBackend) appendItems(ctx context.Context, key recall.Key, ib itemBatch) (int64, error) {
+// appendItems runs appendItemsPG. With the zero guard that is the whole
+// write. Otherwise the session row is first read with FOR UPDATE in a
+// transaction and the guard checked against it: an existing row stays
+// locked until the upsert, and a missing one is created with
+// createItemsPG, so that a session created by someone else meanwhile is
+// noticed (and the transaction run again, to check the guard against it)
+// rather than appended to.
+func (b *pgBackend) appendItems(ctx context.Context, key recall.Key, guard recall.Guard, ib itemBatch) (int64, error) {
 	n := len(ib.entries)
 	payloads := make([][]byte, n)
 	times := make([]time.Time, n)
@@ -202,13 +234,40 @@ func (b *pgBackend) appendItems(ctx context.Context, key recall.Key, ib itemBatc
 			in[i], out[i], total[i] = &u.InputTokens, &u.OutputTokens, &u.TotalTokens
 		}
 	}
+	args := []any{key.Project, key.Session, key.Subpath, ib.created, ib.updated, int64(n),
+		ib.usage.InputTokens, ib.usage.OutputTokens, ib.usage.TotalTokens,
+		payloads, times, in, out, total}
 	var last int64
-	err := b.retry(ctx, func() error {
-		return b.pool.QueryRow(ctx, appendItemsPG, key.Project, key.Session, key.Subpath, ib.created, ib.updated, int64(n),
-			ib.usage.InputTokens, ib.usage.OutputTokens, ib.usage.TotalTokens,
-			payloads, times, in, out, total).Scan(&last)
+	if guard.IsZero() {
+		err := b.retry(ctx, func() error {
+			return b.pool.QueryRow(ctx, appendItemsPG, args...).Scan(&last)
+		})
+		return last, b.writeError(err)
+	}
+	err := b.update(ctx, func(ctx context.Context, q querier) error {
+		var sid, cur int64
+		err := q.queryRow(ctx, lastSeqSQL+b.lockSQL(), key.Project, key.Session, key.Subpath).Scan(&sid, &cur)
+		exists := err == nil
+		if errors.Is(err, pgx.ErrNoRows) {
+			err = nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := guard.Check(exists, cur); err != nil {
+			return err
+		}
+		stmt := appendItemsPG
+		if !exists {
+			stmt = createItemsPG
+		}
+		err = q.queryRow(ctx, stmt, args...).Scan(&last)
+		if !exists && errors.Is(err, pgx.ErrNoRows) {
+			return errRetry // created meanwhile: check the guard against it
+		}
+		return err
 	})
-	return last, b.writeError(err)
+	return last, err
 }
 
 // insertEntries inserts the whole batch with one statement over arrays,

@@ -79,7 +79,7 @@ func runChild() error {
 		for i := range items {
 			items[i] = msg(fmt.Sprintf("%s %d %d", worker, b, i))
 		}
-		if _, err := s.Append(ctx, childKey, recall.ItemEntries(items...)...); err != nil {
+		if _, err := s.Append(ctx, childKey, recall.Guard{}, recall.ItemEntries(items...)...); err != nil {
 			return err
 		}
 		if b%7 == 6 {
@@ -290,7 +290,7 @@ func TestKilledWriter(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkBatches(t, entries, map[string]int{"k": -(acked + 1)}, maxBatch)
-			if _, err := s.Append(ctx, childKey, recall.ItemEntry(msg("after"))); err != nil {
+			if _, err := s.Append(ctx, childKey, recall.Guard{}, recall.ItemEntry(msg("after"))); err != nil {
 				t.Fatalf("append after the kill: %v", err)
 			}
 			verify(t, s)

@@ -17,7 +17,7 @@ var _ recall.Purger = (*Store)(nil)
 // metadata only the dropped ones held are appended. Readers see the log
 // before or after, never a mix.
 func (s *Store) Purge(ctx context.Context, key recall.Key) (recall.PurgeResult, error) {
-	if err := s.check(key); err != nil {
+	if err := s.check(ctx, key); err != nil {
 		return recall.PurgeResult{}, err
 	}
 	var res recall.PurgeResult
@@ -46,14 +46,17 @@ func (s *Store) Purge(ctx context.Context, key recall.Key) (recall.PurgeResult, 
 			return err
 		}
 		meta, _ := recall.Replay(key, out)
-		if err := s.updateRow(ctx, q, row.sid, meta); err != nil {
+		// The rows kept keep their seqs; the rewritten compaction and the
+		// restored entries were validated here.
+		checked := advanceChecked(row.checked, row.meta.LastSeq, meta.LastSeq)
+		if err := s.updateRow(ctx, q, row.sid, meta, checked); err != nil {
 			return err
 		}
 		res = recall.PurgeResult{Dropped: dropped, From: out[0].Seq, Restored: len(out) - kept}
 		return nil
 	})
 	if err != nil {
-		return recall.PurgeResult{}, fmt.Errorf("sqlstore: purge %s: %w", key, err)
+		return recall.PurgeResult{}, fmt.Errorf("sqlstore: purge %s: %w", key, ctxError(ctx, err))
 	}
 	return res, nil
 }

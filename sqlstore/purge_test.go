@@ -69,18 +69,18 @@ func TestPurge(t *testing.T) {
 		// The view: summary, m28, after0-3, after19 (the pops took
 		// after4-18). Items(2) reads past the 15 pops at the end, more than
 		// its first statement holds.
-		items, err := s.Items(ctx, k, 0)
+		items, _, err := s.Items(ctx, k, 0)
 		if err != nil || len(items) != 7 || !bytes.Equal(items[0].Item, msg("summary")) {
 			t.Fatalf("Items(0) after purge: %d items, %v", len(items), err)
 		}
-		items, err = s.Items(ctx, k, 2)
+		items, _, err = s.Items(ctx, k, 2)
 		if err != nil || len(items) != 2 || !bytes.Equal(items[0].Item, msg("after3")) || !bytes.Equal(items[1].Item, msg("after19")) {
 			t.Fatalf("Items(2) after purge: %v, %v", texts(items), err)
 		}
 		if it, err := s.Pop(ctx, k); err != nil || !bytes.Equal(it, msg("after19")) {
 			t.Fatalf("Pop after purge = %s, %v", it, err)
 		}
-		if _, err := s.Append(ctx, k, recall.ItemEntry(msg("new"))); err != nil {
+		if _, err := s.Append(ctx, k, recall.Guard{}, recall.ItemEntry(msg("new"))); err != nil {
 			t.Fatal(err)
 		}
 		verify(t, s)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/storekit"
 )
 
 // cleanupBatch is how many sessions Cleanup deletes per transaction, so a
@@ -15,7 +16,7 @@ const cleanupBatch = 100
 // Remove implements recall.Store. Entries go with their session row (ON
 // DELETE CASCADE), in the same statement.
 func (s *Store) Remove(ctx context.Context, key recall.Key) error {
-	if err := s.check(key); err != nil {
+	if err := s.check(ctx, key); err != nil {
 		return err
 	}
 	stmt := `DELETE FROM sessions WHERE project = $1 AND id = $2`
@@ -31,7 +32,7 @@ func (s *Store) Remove(ctx context.Context, key recall.Key) error {
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("sqlstore: remove %s: %w", key, err)
+		return fmt.Errorf("sqlstore: remove %s: %w", key, ctxError(ctx, err))
 	}
 	if n == 0 {
 		return fmt.Errorf("sqlstore: remove %s: %w", key, recall.ErrNotFound)
@@ -39,17 +40,17 @@ func (s *Store) Remove(ctx context.Context, key recall.Key) error {
 	return nil
 }
 
-// Cleanup implements recall.Store. It deletes in batches of cleanupBatch
+// Cleanup implements recall.Cleaner. It deletes in batches of cleanupBatch
 // sessions, one transaction each; every batch re-reads its candidates with
 // their rows locked, so a session appended to meanwhile (and so no longer
 // old) is kept.
 func (s *Store) Cleanup(ctx context.Context, opts recall.CleanupOptions) (recall.CleanupReport, error) {
-	if s.closed.Load() {
-		return recall.CleanupReport{}, fmt.Errorf("sqlstore: %w", recall.ErrClosed)
+	if err := s.checkOpen(ctx); err != nil {
+		return recall.CleanupReport{}, err
 	}
 	// The project filter is a key like any other: a bad one is refused,
 	// not matched against nothing.
-	if err := recall.CheckListOptions(opts.Project, recall.ListOptions{}); err != nil {
+	if err := storekit.CheckListOptions(opts.Project, recall.ListOptions{}); err != nil {
 		return recall.CleanupReport{}, fmt.Errorf("sqlstore: cleanup: %w", err)
 	}
 	var rep recall.CleanupReport
@@ -62,26 +63,26 @@ func (s *Store) Cleanup(ctx context.Context, opts recall.CleanupOptions) (recall
 		where += " AND project = " + a.add(opts.Project)
 	}
 	if err := s.db.q().queryRow(ctx, `SELECT count(*) FROM sessions WHERE `+where+` AND pinned`, a...).Scan(&rep.Kept); err != nil {
-		return recall.CleanupReport{}, fmt.Errorf("sqlstore: cleanup: %w", err)
+		return recall.CleanupReport{}, fmt.Errorf("sqlstore: cleanup: %w", ctxError(ctx, err))
 	}
 	candidates := `SELECT ` + metaCols + ` FROM sessions WHERE ` + where + ` AND NOT pinned ORDER BY updated_at, project, id`
 	if opts.DryRun {
 		rs, err := s.db.q().query(ctx, candidates, a...)
 		if err != nil {
-			return recall.CleanupReport{}, fmt.Errorf("sqlstore: cleanup: %w", err)
+			return recall.CleanupReport{}, fmt.Errorf("sqlstore: cleanup: %w", ctxError(ctx, err))
 		}
 		defer rs.Close()
 		for rs.Next() {
 			_, m, err := scanMeta(rs)
 			if err != nil {
-				return recall.CleanupReport{}, fmt.Errorf("sqlstore: cleanup: %w", err)
+				return recall.CleanupReport{}, fmt.Errorf("sqlstore: cleanup: %w", ctxError(ctx, err))
 			}
 			rep.Removed = append(rep.Removed, m)
 		}
 		if err := rs.Err(); err != nil {
-			return recall.CleanupReport{}, fmt.Errorf("sqlstore: cleanup: %w", err)
+			return recall.CleanupReport{}, fmt.Errorf("sqlstore: cleanup: %w", ctxError(ctx, err))
 		}
-		recall.SortList(rep.Removed)
+		storekit.SortList(rep.Removed)
 		return rep, nil
 	}
 	batchSQL := candidates + fmt.Sprintf(" LIMIT %d", cleanupBatch) + s.db.lockSQL()
@@ -114,14 +115,14 @@ func (s *Store) Cleanup(ctx context.Context, opts recall.CleanupOptions) (recall
 			return nil
 		})
 		if err != nil {
-			recall.SortList(rep.Removed)
-			return rep, fmt.Errorf("sqlstore: cleanup (after removing %d sessions): %w", len(rep.Removed), err)
+			storekit.SortList(rep.Removed)
+			return rep, fmt.Errorf("sqlstore: cleanup (after removing %d sessions): %w", len(rep.Removed), ctxError(ctx, err))
 		}
 		rep.Removed = append(rep.Removed, batch...)
 		if len(batch) < cleanupBatch {
 			break
 		}
 	}
-	recall.SortList(rep.Removed)
+	storekit.SortList(rep.Removed)
 	return rep, nil
 }

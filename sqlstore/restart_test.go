@@ -28,21 +28,21 @@ func TestPostgresRestart(t *testing.T) {
 	}
 	defer s.Close()
 	k := recall.Key{Project: "p", Session: "restart"}
-	if _, err := s.Append(ctx, k, recall.ItemEntries(msg("one"), msg("two"))...); err != nil {
+	if _, err := s.Append(ctx, k, recall.Guard{}, recall.ItemEntries(msg("one"), msg("two"))...); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{"one", "two"}
 
 	srv.Stop()
 	srv.Start()
-	items, err := s.Items(ctx, k, 0)
+	items, _, err := s.Items(ctx, k, 0)
 	if err != nil {
 		checkClearError(t, err)
 	} else if got := texts(items); !slices.Equal(got, want) {
 		t.Fatalf("first read after the restart: %q, want %q", got, want)
 	}
 	eventually(t, func() error {
-		_, err := s.Append(ctx, k, recall.ItemEntry(msg("three")))
+		_, err := s.Append(ctx, k, recall.Guard{}, recall.ItemEntry(msg("three")))
 		return err
 	})
 	want = append(want, "three")
@@ -50,7 +50,7 @@ func TestPostgresRestart(t *testing.T) {
 
 	srv.Stop()
 	srv.Start()
-	_, err = s.Append(ctx, k, recall.ItemEntry(msg("four")))
+	_, err = s.Append(ctx, k, recall.Guard{}, recall.ItemEntry(msg("four")))
 	var maybe []string
 	if err != nil {
 		// The outcome of a write whose connection died is unknown: the
@@ -113,7 +113,7 @@ func eventually(t *testing.T, f func() error) {
 // maybe, in order, at the end.
 func checkItems(t *testing.T, s *Store, key recall.Key, want, maybe []string) {
 	t.Helper()
-	items, err := s.Items(context.Background(), key, 0)
+	items, _, err := s.Items(context.Background(), key, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,21 +12,22 @@ import (
 // metaCols are the sessions columns that make up a recall.Meta, in the
 // order scanMeta reads them; sid comes first.
 const metaCols = `sid, project, id, subpath, title, title_source, created_at, updated_at,
-	item_count, last_seq, archived, pinned, labels, forked_from, fork_seq,
+	item_count, last_seq, archived, pinned, labels, metadata, forked_from, fork_seq,
 	input_tokens, output_tokens, total_tokens`
 
-// scanMeta reads a row of metaCols.
-func scanMeta(r interface{ Scan(...any) error }) (int64, recall.Meta, error) {
+// scanMeta reads a row of metaCols, and any further columns into extra.
+func scanMeta(r interface{ Scan(...any) error }, extra ...any) (int64, recall.Meta, error) {
 	var (
 		sid            int64
 		m              recall.Meta
 		source         string
 		labels, forked []byte
+		metadata       []byte
 		forkSeq        sql.NullInt64
 	)
-	err := r.Scan(&sid, &m.Key.Project, &m.Key.Session, &m.Key.Subpath, &m.Title, &source,
+	err := r.Scan(append([]any{&sid, &m.Key.Project, &m.Key.Session, &m.Key.Subpath, &m.Title, &source,
 		dbTime{&m.Created}, dbTime{&m.Updated}, &m.ItemCount, &m.LastSeq, &m.Archived, &m.Pinned,
-		&labels, &forked, &forkSeq, &m.Usage.InputTokens, &m.Usage.OutputTokens, &m.Usage.TotalTokens)
+		&labels, &metadata, &forked, &forkSeq, &m.Usage.InputTokens, &m.Usage.OutputTokens, &m.Usage.TotalTokens}, extra...)...)
 	if err != nil {
 		return 0, recall.Meta{}, err
 	}
@@ -37,6 +38,14 @@ func scanMeta(r interface{ Scan(...any) error }) (int64, recall.Meta, error) {
 		}
 		if len(m.Labels) == 0 {
 			m.Labels = nil
+		}
+	}
+	if len(metadata) > 0 {
+		if err := json.Unmarshal(metadata, &m.Metadata); err != nil {
+			return 0, recall.Meta{}, fmt.Errorf("%w: metadata of %s: %v", recall.ErrCorrupt, m.Key, err)
+		}
+		if len(m.Metadata) == 0 {
+			m.Metadata = nil
 		}
 	}
 	if len(forked) > 0 {
@@ -52,23 +61,27 @@ func scanMeta(r interface{ Scan(...any) error }) (int64, recall.Meta, error) {
 // metaArgs returns the values of the writable meta columns, in the order
 // of metaSetCols.
 func (s *Store) metaArgs(m recall.Meta) []any {
-	var labels, forked, forkSeq any
+	var labels, metadata, forked, forkSeq any
 	if len(m.Labels) > 0 {
 		b, _ := json.Marshal(m.Labels) // a []string always marshals
 		labels = string(b)
+	}
+	if len(m.Metadata) > 0 {
+		b, _ := json.Marshal(m.Metadata) // a map[string]string always marshals
+		metadata = string(b)
 	}
 	if m.ForkedFrom != nil {
 		b, _ := json.Marshal(m.ForkedFrom.Key)
 		forked, forkSeq = string(b), m.ForkedFrom.Seq
 	}
 	return []any{m.Title, string(m.TitleSource), s.db.timeArg(m.Created), s.db.timeArg(m.Updated),
-		m.ItemCount, m.LastSeq, m.Archived, m.Pinned, labels, forked, forkSeq,
+		m.ItemCount, m.LastSeq, m.Archived, m.Pinned, labels, metadata, forked, forkSeq,
 		m.Usage.InputTokens, m.Usage.OutputTokens, m.Usage.TotalTokens}
 }
 
 // metaSetCols are the columns metaArgs fills.
 var metaSetCols = []string{"title", "title_source", "created_at", "updated_at",
-	"item_count", "last_seq", "archived", "pinned", "labels", "forked_from", "fork_seq",
+	"item_count", "last_seq", "archived", "pinned", "labels", "metadata", "forked_from", "fork_seq",
 	"input_tokens", "output_tokens", "total_tokens"}
 
 // entryCols are the entries columns scanEntry reads.

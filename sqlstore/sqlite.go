@@ -132,19 +132,25 @@ type liteBackend struct {
 	// ran, for tests.
 	transactions, calls atomic.Int64
 
-	// stmts holds the reader's prepared statements.
-	stmts *stmtCache
+	// stmts holds the reader's prepared statements, wstmts the writer's
+	// (besides those above) for the general write path.
+	stmts, wstmts *stmtCache
 }
 
 // upsertItemsSQL creates the session row or advances its last_seq by the
-// batch size; see appendItems.
+// batch size; see appendItems. It moves updated_at to the batch's latest
+// time, as recall.Meta.Apply does: items are conversation activity (and
+// items are all this path writes). checked_seq follows last_seq when it
+// was at it (see advanceChecked; the right-hand sides read the row as it
+// was).
 const upsertItemsSQL = `INSERT INTO sessions (project, id, subpath, created_at, updated_at, item_count, last_seq,
-		input_tokens, output_tokens, total_tokens)
-	VALUES ($1, $2, $3, $4, $5, $6, $6, $7, $8, $9)
+		checked_seq, input_tokens, output_tokens, total_tokens)
+	VALUES ($1, $2, $3, $4, $5, $6, $6, $6, $7, $8, $9)
 	ON CONFLICT (project, id, subpath) DO UPDATE SET
 		updated_at = max(updated_at, excluded.updated_at),
 		item_count = item_count + excluded.item_count,
 		last_seq = last_seq + excluded.last_seq,
+		checked_seq = CASE WHEN checked_seq = last_seq THEN last_seq + excluded.last_seq ELSE checked_seq END,
 		input_tokens = input_tokens + excluded.input_tokens,
 		output_tokens = output_tokens + excluded.output_tokens,
 		total_tokens = total_tokens + excluded.total_tokens
@@ -172,8 +178,11 @@ func (b *liteBackend) prepare(ctx context.Context) error {
 	if b.rollbackTo, err = b.w.PrepareContext(ctx, `ROLLBACK TO call`); err != nil {
 		return err
 	}
-	b.release, err = b.w.PrepareContext(ctx, `RELEASE call`)
-	return err
+	if b.release, err = b.w.PrepareContext(ctx, `RELEASE call`); err != nil {
+		return err
+	}
+	b.wstmts = &stmtCache{db: b.w}
+	return b.wstmts.prepare(ctx, writeSQL...)
 }
 
 func (b *liteBackend) name() string { return "sqlite" }
@@ -192,6 +201,9 @@ func (b *liteBackend) timeArg(t time.Time) any { return t.UnixMicro() }
 
 func (b *liteBackend) close() {
 	b.stmts.close()
+	if b.wstmts != nil {
+		b.wstmts.close()
+	}
 	b.r.Close()
 	b.w.Close()
 }
@@ -209,12 +221,28 @@ func (b *liteBackend) view(ctx context.Context, fn func(ctx context.Context, q q
 
 // appendItems is Append's fast path on SQLite: an upsert that creates the
 // session row or advances its last_seq by the batch size, then the
-// entries, numbered back from the new last_seq.
-func (b *liteBackend) appendItems(ctx context.Context, key recall.Key, ib itemBatch) (int64, error) {
+// entries, numbered back from the new last_seq. A guard is checked first,
+// against the row read in the same transaction: it holds the database's
+// write lock, so the row cannot change before the upsert.
+func (b *liteBackend) appendItems(ctx context.Context, key recall.Key, guard recall.Guard, ib itemBatch) (int64, error) {
 	n := int64(len(ib.entries))
 	var last int64
 	err := b.update(ctx, func(ctx context.Context, q querier) error {
 		tx := q.(sqlQuerier).tx
+		if !guard.IsZero() {
+			var sid, cur int64
+			err := q.queryRow(ctx, lastSeqSQL, key.Project, key.Session, key.Subpath).Scan(&sid, &cur)
+			exists := err == nil
+			if errors.Is(err, sql.ErrNoRows) {
+				err = nil
+			}
+			if err != nil {
+				return err
+			}
+			if err := guard.Check(exists, cur); err != nil {
+				return err
+			}
+		}
 		var sid int64
 		err := tx.StmtContext(ctx, b.upsertItems).QueryRowContext(ctx,
 			key.Project, key.Session, key.Subpath, ib.created.UnixMicro(), ib.updated.UnixMicro(), n,

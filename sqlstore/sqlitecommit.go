@@ -20,7 +20,9 @@ import (
 // Each call still sees the state every earlier call left, is all or
 // nothing (a failed call is rolled back to its savepoint and reports its
 // own error, leaving the others alone), and returns only after the commit
-// that made it durable: what it reports is what happened.
+// that made it durable: what it reports is what happened. A call whose
+// context has ended when its turn comes, or by the time it has run, is
+// such a failure (see run).
 
 // writeCall is one update waiting in the queue.
 type writeCall struct {
@@ -99,13 +101,29 @@ func (b *liteBackend) runQueued() {
 	}
 }
 
-// run runs c's function. Its context is not canceled from here on:
-// modernc.org/sqlite cancels a statement with sqlite3_interrupt, and an
-// interrupted write rolls back the whole transaction, which would take the
-// other calls of the group with it. A call whose context ended before it
-// started does not run at all (see runQueued).
+// run runs c's function, and reports c's context's error instead, writing
+// nothing, when the context has ended before the function ran or by the
+// time it returned.
+//
+// The first check matters because the group's BEGIN IMMEDIATE may have
+// waited a long time (up to busy_timeout) for another connection's write
+// lock, typically another process's: a caller that gave up meanwhile must
+// not then write. The second keeps the contract that a write whose context
+// ends before it commits changes nothing: the caller undoes what the
+// function wrote (ROLLBACK TO its savepoint, or of the transaction).
+//
+// The function's own context is not canceled: modernc.org/sqlite cancels
+// a statement with sqlite3_interrupt, and an interrupted write rolls back
+// the whole transaction, which would take the other calls of the group
+// with it.
 func run(c *writeCall, q querier) error {
-	return c.fn(context.WithoutCancel(c.ctx), q)
+	if err := c.ctx.Err(); err != nil {
+		return err
+	}
+	if err := c.fn(context.WithoutCancel(c.ctx), q); err != nil {
+		return err
+	}
+	return c.ctx.Err()
 }
 
 // runGroup runs calls in one transaction on the writer connection. It
@@ -118,7 +136,7 @@ func (b *liteBackend) runGroup(calls []*writeCall) error {
 	if err != nil {
 		return err
 	}
-	q := sqlQuerier{r: tx, tx: tx}
+	q := sqlQuerier{r: tx, tx: tx, cache: b.wstmts}
 	if len(calls) == 1 {
 		if calls[0].err = run(calls[0], q); calls[0].err != nil {
 			_ = tx.Rollback()

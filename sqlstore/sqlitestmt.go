@@ -20,8 +20,21 @@ var readSQL = []string{
 	statSQL,
 	sessionIDSQL,
 	lastSeqSQL,
+	tailSQL,
+	uncheckedSQL,
 	entriesSQL,
 	entriesLimitSQL,
+}
+
+// writeSQL are the statements of the general write path (lockSession,
+// writeEntries) and of a guarded append that the writer connection
+// prepares when the store opens: its transactions never prepare either
+// (see stmtCache.get).
+var writeSQL = []string{
+	statSQL,
+	insertRowSQL,
+	updateRowSQL,
+	lastSeqSQL,
 }
 
 // stmtCache holds prepared statements of one *sql.DB, by text.
@@ -111,7 +124,16 @@ func (s sqlQuerier) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
 }
 
 func (s sqlQuerier) exec(ctx context.Context, query string, args ...any) (int64, error) {
-	res, err := s.r.ExecContext(ctx, query, args...)
+	st, err := s.stmt(ctx, query)
+	if err != nil {
+		return 0, err
+	}
+	var res sql.Result
+	if st != nil {
+		res, err = st.ExecContext(ctx, args...)
+	} else {
+		res, err = s.r.ExecContext(ctx, query, args...)
+	}
 	if err != nil {
 		return 0, err
 	}

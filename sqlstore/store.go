@@ -36,7 +36,11 @@ type Store struct {
 	closed atomic.Bool
 }
 
-var _ recall.Store = (*Store)(nil)
+var (
+	_ recall.Store         = (*Store)(nil)
+	_ recall.Cleaner       = (*Store)(nil)
+	_ recall.ProjectLister = (*Store)(nil)
+)
 
 // backend is what differs between the two dialects: how statements run,
 // how transactions are taken, and the few statements whose SQL differs.
@@ -54,7 +58,10 @@ type backend interface {
 	// transient conflict (errRetry, a deadlock, a connection lost before
 	// anything was sent). fn runs its statements with the ctx it is given,
 	// which on SQLite is not canceled once fn has started (see
-	// sqlitecommit.go).
+	// sqlitecommit.go). When ctx ends before the commit, nothing fn wrote
+	// is committed and update returns ctx's error (PostgreSQL: the
+	// statements or the commit fail with it; SQLite: ctx is checked
+	// after the write lock is taken and after fn returns).
 	update(ctx context.Context, fn func(ctx context.Context, q querier) error) error
 	// lockSQL is appended to a SELECT of a session row inside update to
 	// lock it (" FOR UPDATE"), or "" where the transaction already holds
@@ -63,10 +70,11 @@ type backend interface {
 	// timeArg converts a time into the value its column stores.
 	timeArg(t time.Time) any
 	// appendItems is the fast path of Append for a batch of item entries
-	// only, whose Time is set: it creates or updates the session row and
-	// inserts the entries in one transaction (on PostgreSQL, in one
-	// statement) and returns the seq of the last one.
-	appendItems(ctx context.Context, key recall.Key, b itemBatch) (int64, error)
+	// only, whose Time is set: it checks guard, creates or updates the
+	// session row and inserts the entries in one transaction (on
+	// PostgreSQL, with the zero guard, in one statement) and returns the
+	// seq of the last one. A failed guard writes nothing.
+	appendItems(ctx context.Context, key recall.Key, guard recall.Guard, b itemBatch) (int64, error)
 	// insertEntries inserts entries, which carry their Seq and Time, into
 	// session sid's log.
 	insertEntries(ctx context.Context, q querier, sid int64, entries []recall.Entry) error
@@ -105,15 +113,38 @@ var errRetry = errors.New("sqlstore: retry transaction")
 // maxAttempts bounds the retries of update.
 const maxAttempts = 5
 
-// check validates key and that the store is open.
-func (s *Store) check(key recall.Key) error {
-	if s.closed.Load() {
-		return fmt.Errorf("sqlstore: %w", recall.ErrClosed)
-	}
+// check validates key, that the store is open and that ctx has not
+// ended: every method starts with it (or checkOpen), so a call under an
+// ended context touches nothing.
+func (s *Store) check(ctx context.Context, key recall.Key) error {
 	if err := key.Validate(); err != nil {
 		return fmt.Errorf("sqlstore: %w", err)
 	}
+	return s.checkOpen(ctx)
+}
+
+// checkOpen checks that the store is open and that ctx has not ended.
+func (s *Store) checkOpen(ctx context.Context) error {
+	if s.closed.Load() {
+		return fmt.Errorf("sqlstore: %w", recall.ErrClosed)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("sqlstore: %w", err)
+	}
 	return nil
+}
+
+// ctxError returns err, or, when ctx has ended, an error that also wraps
+// ctx.Err(): a statement the context interrupted fails with the driver's
+// own error ("interrupted"), and the caller should see why.
+func ctxError(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+		return fmt.Errorf("%w (%w)", cerr, err)
+	}
+	return err
 }
 
 // read runs f, a read, and runs it once more when it failed on a

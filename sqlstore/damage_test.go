@@ -1,0 +1,233 @@
+package sqlstore
+
+import (
+	"bytes"
+	"context"
+	"testing"
+
+	"github.com/recallkit/recall"
+)
+
+// TestDamagedRows plants item rows, as another program writing SQL would,
+// whose payloads recall.ItemOf's first-and-last-byte check lets through
+// but that are not JSON ("{x}", a truncated object with a brace at the
+// end), among others: a column holds any bytes, so the store checks in
+// full the rows it did not write (those above the session's checked_seq).
+// Items (its one-statement path and its paging one), Pop and GetItems
+// leave them out; Load returns them verbatim and counts them in
+// Meta.Corrupt, and so does Stat; appends after them do not move the
+// watermark over them.
+func TestDamagedRows(t *testing.T) {
+	t.Parallel()
+	dialects(t, func(t *testing.T, newStore func(t testing.TB) *Store) {
+		s := newStore(t)
+		ctx := context.Background()
+		k := recall.Key{Project: "p", Session: "damaged"}
+		damaged := [][]byte{[]byte(`{x}`), []byte(`{"a":}`), []byte(` {"a":1}} `), []byte(`[1]`), []byte("{\"a\":\"\xff\"") /* ends in " */}
+		var want []recall.Item
+		for i, d := range damaged {
+			it := msg(string(rune('a' + i)))
+			if _, err := s.Append(ctx, k, recall.Guard{}, recall.ItemEntry(it)); err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, it)
+			plant(t, s, k, d)
+		}
+		for _, limit := range []int{0, 1, 2, 5, 50} {
+			live, last, err := s.Items(ctx, k, limit)
+			w := want
+			if limit > 0 && limit < len(w) {
+				w = w[len(w)-limit:]
+			}
+			if err != nil || last != int64(2*len(damaged)) || !sameItems(recall.PlainItems(live), w) {
+				t.Errorf("Items(%d) = %d items at %d, %v; want %d at %d", limit, len(live), last, err, len(w), 2*len(damaged))
+			}
+		}
+		m, log, err := s.Load(ctx, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Corrupt != len(damaged) || m.ItemCount != len(want) || len(log) != 2*len(damaged) {
+			t.Errorf("Load: Corrupt %d, ItemCount %d, %d entries; want %d, %d, %d", m.Corrupt, m.ItemCount, len(log), len(damaged), len(want), 2*len(damaged))
+		}
+		for i, d := range damaged {
+			if e := log[2*i+1]; !bytes.Equal(e.Data, d) || e.Kind != recall.KindItem {
+				t.Errorf("Load: entry %d = %s %q, want the planted row verbatim", e.Seq, e.Kind, e.Data)
+			}
+		}
+		if sm, err := s.Stat(ctx, k); err != nil || sm.Corrupt != len(damaged) || sm.ItemCount != len(want) {
+			t.Errorf("Stat = Corrupt %d, ItemCount %d, %v; want %d, %d", sm.Corrupt, sm.ItemCount, err, len(damaged), len(want))
+		}
+		// This package's appends after the first planted row did not move
+		// the watermark over it.
+		if checked := checkedSeq(t, s, k); checked != 1 {
+			t.Errorf("checked_seq %d, want 1: the row planted at 2 is not this package's", checked)
+		}
+		for i := len(want) - 1; i >= 0; i-- {
+			got, err := s.Pop(ctx, k)
+			if err != nil || !bytes.Equal(got, want[i]) {
+				t.Fatalf("Pop = %s, %v; want %s", got, err, want[i])
+			}
+		}
+		if got, err := s.Pop(ctx, k); got != nil || err != nil {
+			t.Errorf("Pop of a session of damaged rows only = %s, %v", got, err)
+		}
+		if err := recall.VerifySession(ctx, s, k); err == nil {
+			t.Error("VerifySession of a damaged session reported nothing")
+		}
+	})
+}
+
+func sameItems(a, b []recall.Item) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !bytes.Equal(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// checkedSeq returns key's checked_seq.
+func checkedSeq(t *testing.T, s *Store, key recall.Key) int64 {
+	t.Helper()
+	var checked int64
+	if err := s.db.q().queryRow(context.Background(), `SELECT checked_seq FROM sessions WHERE project = $1 AND id = $2 AND subpath = $3`,
+		key.Project, key.Session, key.Subpath).Scan(&checked); err != nil {
+		t.Fatal(err)
+	}
+	return checked
+}
+
+// TestCheckedSeq: every write path of this package keeps checked_seq at
+// last_seq (its rows are validated when written), and none moves it over
+// a row another program planted.
+func TestCheckedSeq(t *testing.T) {
+	t.Parallel()
+	dialects(t, func(t *testing.T, newStore func(t testing.TB) *Store) {
+		s := newStore(t)
+		ctx := context.Background()
+		title := func(n int) recall.Entry {
+			return recall.NewEntry(recall.KindTitle, recall.TitleChange{Title: string(rune('a' + n)), Source: recall.TitleUser})
+		}
+		writes := []struct {
+			name  string
+			write func(k recall.Key) error
+		}{
+			{"items", func(k recall.Key) error {
+				_, err := s.Append(ctx, k, recall.Guard{}, recall.ItemEntries(msg("a"), msg("b"))...)
+				return err
+			}},
+			{"guarded items", func(k recall.Key) error {
+				m, _ := s.Stat(ctx, k)
+				_, err := s.Append(ctx, k, recall.IfLastSeq(m.LastSeq), recall.ItemEntry(msg("c")))
+				return err
+			}},
+			{"general", func(k recall.Key) error {
+				_, err := s.Append(ctx, k, recall.Guard{}, recall.ItemEntry(msg("d")), title(1))
+				return err
+			}},
+			{"pop", func(k recall.Key) error { _, err := s.Pop(ctx, k); return err }},
+			{"import", func(k recall.Key) error {
+				m, _ := s.Stat(ctx, k)
+				_, err := s.Import(ctx, k, recall.Entry{Seq: m.LastSeq + 1, Kind: recall.KindItem, Time: recall.Now(), Data: []byte(msg("e"))})
+				return err
+			}},
+			{"compaction and purge", func(k recall.Key) error {
+				m, _ := s.Stat(ctx, k)
+				if _, err := s.Append(ctx, k, recall.IfLastSeq(m.LastSeq), recall.NewEntry(recall.KindCompaction,
+					recall.Compaction{Through: m.LastSeq, Items: []recall.Item{msg("summary")}})); err != nil {
+					return err
+				}
+				_, err := s.Purge(ctx, k)
+				return err
+			}},
+		}
+		for i, w := range writes {
+			k := recall.Key{Project: "p", Session: string(rune('a' + i))}
+			// a session this package wrote: the watermark follows the log
+			for _, w2 := range writes {
+				if err := w2.write(k); err != nil {
+					t.Fatalf("%s: %v", w2.name, err)
+				}
+				m, _ := s.Stat(ctx, k)
+				if checked := checkedSeq(t, s, k); checked != m.LastSeq {
+					t.Errorf("after %s: checked_seq %d, LastSeq %d", w2.name, checked, m.LastSeq)
+				}
+			}
+			// a row planted by another program stops it for good
+			m, _ := s.Stat(ctx, k)
+			plant(t, s, k, []byte(`{x}`))
+			if err := w.write(k); err != nil {
+				t.Fatalf("%s after a planted row: %v", w.name, err)
+			}
+			if checked := checkedSeq(t, s, k); checked != m.LastSeq {
+				t.Errorf("%s after a row planted at %d: checked_seq %d, want %d", w.name, m.LastSeq+1, checked, m.LastSeq)
+			}
+			wantCorrupt := 1
+			if w.name == "compaction and purge" {
+				wantCorrupt = 0 // the planted row went with the entries the purge dropped
+			}
+			if lm, _, err := s.Load(ctx, k); err != nil || lm.Corrupt != wantCorrupt {
+				t.Errorf("%s after a planted row: Load has Corrupt %d, %v; want %d", w.name, lm.Corrupt, err, wantCorrupt)
+			}
+		}
+		k := recall.Key{Project: "p", Session: "created"}
+		if _, err := recall.Create(ctx, s, k, recall.CreateOptions{Title: "t", Metadata: map[string]string{"a": "b"}}); err != nil {
+			t.Fatal(err)
+		}
+		if checked := checkedSeq(t, s, k); checked != 3 {
+			t.Errorf("Create: checked_seq %d, want 3", checked)
+		}
+	})
+}
+
+// TestItemsLastSeqOfDamagedLog: Items returns the session's last_seq with
+// its view even when the log is not what this package wrote, where its
+// one-statement read (which takes LastSeq from the newest row) does not
+// apply: the newest row deleted by another program, a row above last_seq
+// inserted without moving it, a row planted below.
+func TestItemsLastSeqOfDamagedLog(t *testing.T) {
+	t.Parallel()
+	dialects(t, func(t *testing.T, newStore func(t testing.TB) *Store) {
+		s := newStore(t)
+		ctx := context.Background()
+		k := recall.Key{Project: "p", Session: "holes"}
+		if _, err := s.Append(ctx, k, recall.Guard{}, recall.ItemEntries(msg("a"), msg("b"), msg("c"))...); err != nil {
+			t.Fatal(err)
+		}
+		sid, err := sessionID(ctx, s.db.q(), k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		check := func(what string, want []recall.Item) {
+			t.Helper()
+			for _, limit := range []int{0, 1, 5} {
+				live, last, err := s.Items(ctx, k, limit)
+				w := want
+				if limit > 0 && limit < len(w) {
+					w = w[len(w)-limit:]
+				}
+				if err != nil || last != 3 || !sameItems(recall.PlainItems(live), w) {
+					t.Errorf("%s: Items(%d) = %d items at LastSeq %d, %v; want %d at 3", what, limit, len(live), last, err, len(w))
+				}
+			}
+		}
+		write := func(stmt string, args ...any) {
+			t.Helper()
+			if err := s.db.update(ctx, func(ctx context.Context, q querier) error {
+				_, err := q.exec(ctx, stmt, args...)
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		write(`DELETE FROM entries WHERE session = $1 AND seq = 3`, sid)
+		check("newest row deleted", []recall.Item{msg("a"), msg("b")})
+		write(`INSERT INTO entries (session, seq, kind, payload, time) VALUES ($1, 4, 'item', $2, $3)`,
+			sid, []byte(msg("beyond")), s.db.timeArg(recall.Now()))
+		check("a row above last_seq", []recall.Item{msg("a"), msg("b")})
+	})
+}
