@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/recallkit/recall/internal/jsonvalid"
 )
 
 // Forker is an optional ability of a Store: a fork written natively.
@@ -46,7 +48,8 @@ func Fork(ctx context.Context, s Store, key Key, atSeq int64, newKey Key) (Meta,
 // forkLog builds the log of a fork of src, whose whole log is entries,
 // taken after entry atSeq (the whole log when atSeq <= 0): a fork entry
 // naming src and the seq, then one item entry per item of the view at that
-// point, numbered from 1 and stamped now. An atSeq past the end is
+// point, numbered from 1 and stamped now; an item of the view that is
+// not valid JSON (a damaged record) is left out. An atSeq past the end is
 // ErrNotFound.
 func forkLog(src Key, entries []Entry, atSeq int64, now time.Time) ([]Entry, error) {
 	last := int64(0)
@@ -70,6 +73,11 @@ func forkLog(src Key, entries []Entry, atSeq int64, now time.Time) ([]Entry, err
 	out := make([]Entry, 0, len(live)+1)
 	out = append(out, NewEntry(KindFork, ForkOrigin{Key: src, Seq: atSeq}))
 	for _, l := range live {
+		if !jsonvalid.Valid(l.Item) {
+			// A damaged record that passed ItemOf's cheap check (a SQL
+			// row "{x}"): the fork is a new log and takes none.
+			continue
+		}
 		out = append(out, ItemEntry(l.Item.Clone()))
 	}
 	for i := range out {

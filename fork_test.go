@@ -191,3 +191,22 @@ func TestGuardCheck(t *testing.T) {
 		t.Error("IsZero")
 	}
 }
+
+// A damaged record that the view kept (it looks like an object from its
+// first and last bytes, but is not JSON) is left out of a fork, rather
+// than failing it.
+func TestForkLogLeavesDamagedItemsOut(t *testing.T) {
+	t0 := time.Date(2025, 6, 7, 8, 9, 10, 0, time.UTC)
+	log := []recall.Entry{
+		{Seq: 1, Kind: recall.KindItem, Time: t0, Data: json.RawMessage(`{"a":1}`)},
+		{Seq: 2, Kind: recall.KindItem, Time: t0, Data: json.RawMessage(`{x}`)},
+		{Seq: 3, Kind: recall.KindItem, Time: t0, Data: json.RawMessage(`{"b":2}`)},
+	}
+	fork, err := recall.ForkLog(testKey, log, 0, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fork) != 3 || string(fork[1].Data) != `{"a":1}` || string(fork[2].Data) != `{"b":2}` {
+		t.Errorf("fork of a log with a damaged item: %v", fork)
+	}
+}
