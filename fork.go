@@ -3,9 +3,6 @@ package recall
 import (
 	"context"
 	"fmt"
-	"time"
-
-	"github.com/recallkit/recall/internal/jsonvalid"
 )
 
 // Forker is an optional ability of a Store: a fork written natively.
@@ -35,23 +32,25 @@ func Fork(ctx context.Context, s Store, key Key, atSeq int64, newKey Key) (Meta,
 	if err != nil {
 		return Meta{}, fmt.Errorf("recall: fork %s: %w", key, err)
 	}
-	log, err := forkLog(key, entries, atSeq, Now())
+	live, at, err := ViewAt(key, entries, atSeq)
 	if err != nil {
-		return Meta{}, err
+		return Meta{}, fmt.Errorf("recall: fork: %w", err)
 	}
+	// The fork's log: a fork entry, then the view's items (copies already:
+	// Load returns copies). Append assigns seqs and times.
+	log := append([]Entry{NewEntry(KindFork, ForkOrigin{Key: key, Seq: at})}, ItemEntries(PlainItems(live)...)...)
 	if _, err := s.Append(ctx, newKey, IfNew(), log...); err != nil {
 		return Meta{}, fmt.Errorf("recall: fork %s onto %s: %w", key, newKey, err)
 	}
 	return s.Stat(ctx, newKey)
 }
 
-// forkLog builds the log of a fork of src, whose whole log is entries,
-// taken after entry atSeq (the whole log when atSeq <= 0): a fork entry
-// naming src and the seq, then one item entry per item of the view at that
-// point, numbered from 1 and stamped now; an item of the view that is
-// not valid JSON (a damaged record) is left out. An atSeq past the end is
-// ErrNotFound.
-func forkLog(src Key, entries []Entry, atSeq int64, now time.Time) ([]Entry, error) {
+// ViewAt returns the view of the log entries (a session's whole log in
+// seq order, key's) as it stood after entry atSeq, and the seq it stands
+// at: atSeq, or the last seq when atSeq <= 0. An atSeq past the end is
+// ErrNotFound. It is what a fork copies, and how a session looked at any
+// point of its history.
+func ViewAt(key Key, entries []Entry, atSeq int64) ([]LiveItem, int64, error) {
 	last := int64(0)
 	if n := len(entries); n > 0 {
 		last = entries[n-1].Seq
@@ -60,7 +59,7 @@ func forkLog(src Key, entries []Entry, atSeq int64, now time.Time) ([]Entry, err
 		atSeq = last
 	}
 	if atSeq > last {
-		return nil, fmt.Errorf("%w: fork %s at seq %d: the log ends at %d", ErrNotFound, src, atSeq, last)
+		return nil, 0, fmt.Errorf("%w: %s at seq %d: the log ends at %d", ErrNotFound, key, atSeq, last)
 	}
 	cut := len(entries)
 	for i, e := range entries {
@@ -69,20 +68,6 @@ func forkLog(src Key, entries []Entry, atSeq int64, now time.Time) ([]Entry, err
 			break
 		}
 	}
-	_, live := Replay(src, entries[:cut])
-	out := make([]Entry, 0, len(live)+1)
-	out = append(out, NewEntry(KindFork, ForkOrigin{Key: src, Seq: atSeq}))
-	for _, l := range live {
-		if !jsonvalid.Valid(l.Item) {
-			// A damaged record that passed ItemOf's cheap check (a SQL
-			// row "{x}"): the fork is a new log and takes none.
-			continue
-		}
-		out = append(out, ItemEntry(l.Item.Clone()))
-	}
-	for i := range out {
-		out[i].Seq = int64(i + 1)
-		out[i].Time = now
-	}
-	return out, nil
+	_, live := Replay(key, entries[:cut])
+	return live, atSeq, nil
 }

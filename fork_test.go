@@ -22,7 +22,7 @@ func TestForkLogProperty(t *testing.T) {
 		log := logGen(true).Draw(t, "log")
 		last := int64(len(log))
 		at := rapid.Int64Range(-1, last+1).Draw(t, "atSeq")
-		fork, err := recall.ForkLog(testKey, log, at, now)
+		fork, err := storekit.ForkLog(testKey, log, at, now)
 		if at > last {
 			if !errors.Is(err, recall.ErrNotFound) {
 				t.Fatalf("ForkLog past the end (%d > %d) = %v, want ErrNotFound", at, last, err)
@@ -68,7 +68,7 @@ func TestForkLogProperty(t *testing.T) {
 
 func TestForkLogCopies(t *testing.T) {
 	log := numbered(recall.ItemEntry(recall.Item(`{"a":1}`)))
-	fork, err := recall.ForkLog(testKey, log, 0, time.Now())
+	fork, err := storekit.ForkLog(testKey, log, 0, time.Now())
 	if err != nil || len(fork) != 2 {
 		t.Fatal(fork, err)
 	}
@@ -81,7 +81,7 @@ func TestForkLogCopies(t *testing.T) {
 		t.Errorf("fork entry data %s", fork[0].Data)
 	}
 	// An empty log forks at 0 into a session with only the fork entry.
-	empty, err := recall.ForkLog(testKey, nil, 0, time.Now())
+	empty, err := storekit.ForkLog(testKey, nil, 0, time.Now())
 	if err != nil || len(empty) != 1 {
 		t.Errorf("ForkLog of an empty log = %v, %v", empty, err)
 	}
@@ -189,24 +189,5 @@ func TestGuardCheck(t *testing.T) {
 	}
 	if !(recall.Guard{}).IsZero() || recall.IfExists().IsZero() {
 		t.Error("IsZero")
-	}
-}
-
-// A damaged record that the view kept (it looks like an object from its
-// first and last bytes, but is not JSON) is left out of a fork, rather
-// than failing it.
-func TestForkLogLeavesDamagedItemsOut(t *testing.T) {
-	t0 := time.Date(2025, 6, 7, 8, 9, 10, 0, time.UTC)
-	log := []recall.Entry{
-		{Seq: 1, Kind: recall.KindItem, Time: t0, Data: json.RawMessage(`{"a":1}`)},
-		{Seq: 2, Kind: recall.KindItem, Time: t0, Data: json.RawMessage(`{x}`)},
-		{Seq: 3, Kind: recall.KindItem, Time: t0, Data: json.RawMessage(`{"b":2}`)},
-	}
-	fork, err := recall.ForkLog(testKey, log, 0, t0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(fork) != 3 || string(fork[1].Data) != `{"a":1}` || string(fork[2].Data) != `{"b":2}` {
-		t.Errorf("fork of a log with a damaged item: %v", fork)
 	}
 }

@@ -194,8 +194,11 @@ func (w *writer) write(ctx context.Context, entries []recall.Entry) (recall.Meta
 	if w.rec != nil && w.rec.unterminated {
 		buf = append(buf, '\n') // the last line lost only its newline
 	}
+	// A new log is created whole in one step (create), so its lines need
+	// no batch marks: there is no torn batch to tell apart.
+	whole := w.f == nil
 	for i, e := range entries {
-		if buf, err = appendLine(buf, e, i < len(entries)-1); err != nil {
+		if buf, err = appendLine(buf, e, !whole && i < len(entries)-1); err != nil {
 			return recall.Meta{}, fmt.Errorf("entry %d: %w", i, err)
 		}
 	}

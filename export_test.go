@@ -1,4 +1,0 @@
-package recall
-
-// ForkLog exposes forkLog to the external tests.
-var ForkLog = forkLog
