@@ -92,11 +92,15 @@ func TestContextDone(t *testing.T) {
 			_, err := recall.Fork(ctx, s, k, 0, recall.Key{Project: "p", Session: "fork"})
 			return err
 		},
+		"Fork/sub": func(ctx context.Context) error {
+			_, err := s.Fork(ctx, sub, 0, recall.Key{Project: "p", Session: "s", Subpath: "subagents/fork"})
+			return err
+		},
 	}
 	for _, name := range slices.Sorted(maps.Keys(calls)) {
 		for _, ctx := range []context.Context{cancelled, expired} {
 			err := calls[name](ctx)
-			if !errors.Is(err, ctx.Err()) || !strings.Contains(err.Error(), "redisstore") && name != "Fork" {
+			if !errors.Is(err, ctx.Err()) || !strings.Contains(err.Error(), "redisstore") {
 				t.Errorf("%s under %v = %v; want the context's error, wrapped", name, ctx.Err(), err)
 			}
 		}
@@ -125,7 +129,39 @@ func (h cancelAfter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	}
 }
 func (h cancelAfter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		if *h.armed && h.name == "pipeline" {
+			h.cancel()
+		}
+		return err
+	}
+}
+
+// TestForkCanceledAfterRead cancels the context once Fork has read the
+// source (its one transaction): it writes nothing and returns the
+// context's error.
+func TestForkCanceledAfterRead(t *testing.T) {
+	prefix := testPrefix(t)
+	o, _ := redis.ParseURL(testURL(t))
+	client := redis.NewClient(o)
+	defer client.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	armed := false
+	client.AddHook(cancelAfter{name: "pipeline", cancel: cancel, armed: &armed})
+	s := New(client, Options{Prefix: prefix})
+	k := recall.Key{Project: "p", Session: "s"}
+	mustAppend(t, s, k, recall.ItemEntries(item("a"), item("b"))...)
+	before := dumpPrefix(t, prefix)
+	armed = true
+	_, err := s.Fork(ctx, k, 0, recall.Key{Project: "p", Session: "fork"})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Fork cancelled after its read = %v, want context.Canceled", err)
+	}
+	if after := dumpPrefix(t, prefix); after != before {
+		t.Fatalf("a cancelled Fork changed the data:\nbefore\n%s\nafter\n%s", before, after)
+	}
 }
 
 // TestCleanupStopsWhenContextEnds cancels the context while Cleanup runs,

@@ -149,25 +149,6 @@ func TestGuardRaces(t *testing.T) {
 	verify(t, s)
 }
 
-// TestNoNativeFork: the store leaves Fork to recall.Fork's one
-// implementation over Load and Append(IfNew).
-func TestNoNativeFork(t *testing.T) {
-	s := newStore(t, Options{})
-	if _, ok := any(s).(recall.Forker); ok {
-		t.Fatal("redisstore.Store implements recall.Forker; recall.Fork's fallback is the one fork")
-	}
-	ctx := context.Background()
-	k, f := recall.Key{Project: "p", Session: "src"}, recall.Key{Project: "p", Session: "fork"}
-	mustAppend(t, s, k, recall.ItemEntries(item("a"), item("b"))...)
-	if _, err := recall.Fork(ctx, s, k, 0, f); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := recall.Fork(ctx, s, k, 0, f); !errors.Is(err, recall.ErrConflict) {
-		t.Fatalf("Fork onto an existing key = %v, want ErrConflict", err)
-	}
-	verify(t, s)
-}
-
 // TestImportGapWritesNothing sends the append script an import whose
 // second entry leaves a gap (storekit.ImportPlan refuses that before the
 // script; this is the script's own check): the script refuses before its

@@ -50,7 +50,7 @@ func (s *Store) Load(ctx context.Context, key recall.Key) (recall.Meta, []recall
 	if err := s.check(ctx, key); err != nil {
 		return recall.Meta{}, nil, fmt.Errorf("redisstore: load %s: %w", key, err)
 	}
-	m, entries, err := s.load(ctx, key)
+	m, entries, err := s.load(ctx, key, nil)
 	if err != nil {
 		return recall.Meta{}, nil, fmt.Errorf("redisstore: load %s: %w", key, err)
 	}
@@ -58,13 +58,17 @@ func (s *Store) Load(ctx context.Context, key recall.Key) (recall.Meta, []recall
 }
 
 // load reads the metadata and the whole log in one transaction, so they
-// agree.
-func (s *Store) load(ctx context.Context, key recall.Key) (recall.Meta, []recall.Entry, error) {
+// agree. also, when not nil, queues more commands in that transaction
+// (Fork's look at its target), whose results the caller reads.
+func (s *Store) load(ctx context.Context, key recall.Key, also func(p redis.Pipeliner)) (recall.Meta, []recall.Entry, error) {
 	var hc *redis.MapStringStringCmd
 	var lc *redis.StringSliceCmd
 	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		hc = p.HGetAll(ctx, s.k.meta(key))
 		lc = p.LRange(ctx, s.k.log(key), 0, -1)
+		if also != nil {
+			also(p)
+		}
 		return nil
 	})
 	if err == nil && len(hc.Val()) == 0 {

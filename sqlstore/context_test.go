@@ -63,6 +63,10 @@ func TestContextEnded(t *testing.T) {
 				return err
 			},
 			"Purge": func(ctx context.Context) error { _, err := s.Purge(ctx, k); return err },
+			"Fork": func(ctx context.Context) error {
+				_, err := s.Fork(ctx, k, 0, recall.Key{Project: "p", Session: "fork"})
+				return err
+			},
 		}
 		m0, log0, err := s.Load(bg, k)
 		if err != nil {
@@ -91,7 +95,7 @@ func TestContextEnded(t *testing.T) {
 // Once the lock is released, the Append reports the context's error, and
 // nothing of it was written; a second Append queued behind it, whose
 // context lives, is written. Run for the items-only path, the general
-// path, and Remove.
+// path, Fork and Remove.
 func TestSQLiteCanceledWhileWaitingForLock(t *testing.T) {
 	t.Parallel()
 	bg := context.Background()
@@ -129,6 +133,10 @@ func TestSQLiteCanceledWhileWaitingForLock(t *testing.T) {
 			}
 			return nil
 		}},
+		{"fork", func(ctx context.Context) error {
+			_, err := s.Fork(ctx, kept, 0, recall.Key{Project: "p", Session: "latefork"})
+			return err
+		}, func() error { return absent(s, recall.Key{Project: "p", Session: "latefork"}) }},
 		{"remove", func(ctx context.Context) error { return s.Remove(ctx, kept) }, func() error {
 			_, err := s.Stat(bg, kept)
 			return err

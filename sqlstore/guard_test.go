@@ -242,28 +242,3 @@ func TestGuardRacesAcrossStores(t *testing.T) {
 		})
 	}
 }
-
-// TestNoNativeFork: the store leaves Fork to recall.Fork's one
-// implementation (Load, then Append with IfNew), which works on it.
-func TestNoNativeFork(t *testing.T) {
-	t.Parallel()
-	dialects(t, func(t *testing.T, newStore func(t testing.TB) *Store) {
-		s := newStore(t)
-		if _, ok := any(s).(recall.Forker); ok {
-			t.Fatal("sqlstore.Store implements recall.Forker: the native Fork should be gone")
-		}
-		ctx := context.Background()
-		src, dst := recall.Key{Project: "p", Session: "src"}, recall.Key{Project: "p", Session: "dst"}
-		if _, err := s.Append(ctx, src, recall.Guard{}, recall.ItemEntries(msg("a"), msg("b"), msg("c"))...); err != nil {
-			t.Fatal(err)
-		}
-		m, err := recall.Fork(ctx, s, src, 2, dst)
-		if err != nil || m.ItemCount != 2 || m.ForkedFrom == nil || m.ForkedFrom.Key != src || m.ForkedFrom.Seq != 2 {
-			t.Fatalf("Fork = %+v, %v", m, err)
-		}
-		if _, err := recall.Fork(ctx, s, src, 0, dst); !errors.Is(err, recall.ErrConflict) {
-			t.Errorf("Fork onto an existing key = %v, want ErrConflict", err)
-		}
-		verify(t, s)
-	})
-}

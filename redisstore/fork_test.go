@@ -1,0 +1,262 @@
+package redisstore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/storetest"
+)
+
+// fallbackOnly hides a store's Fork: recall.Fork on it takes its fallback
+// (Load, then Append with IfNew).
+type fallbackOnly struct{ recall.Store }
+
+// forkBothWays forks src at atSeq natively onto native and through the
+// fallback onto fallback, and checks that the two agree: the same error,
+// or the same log but for the times, the same metadata but for the key and
+// the times, the same hash fields but for those the append script draws
+// at random or stamps, a place in the same indexes, the same TTL; the
+// native fork's Meta is what Stat and Load read.
+func forkBothWays(t *testing.T, s *Store, src recall.Key, atSeq int64, native, fallback recall.Key) error {
+	t.Helper()
+	ctx := context.Background()
+	nm, nerr := recall.Fork(ctx, s, src, atSeq, native)
+	fm, ferr := recall.Fork(ctx, fallbackOnly{s}, src, atSeq, fallback)
+	if nerr != nil || ferr != nil {
+		same := nerr != nil && ferr != nil
+		for _, sentinel := range []error{recall.ErrNotFound, recall.ErrConflict, recall.ErrInvalidKey, recall.ErrInvalidItem} {
+			same = same && errors.Is(nerr, sentinel) == errors.Is(ferr, sentinel)
+		}
+		if !same {
+			t.Errorf("fork of %s at %d: native %v, fallback %v", src, atSeq, nerr, ferr)
+		}
+		return nerr
+	}
+	lm, nlog, err := s.Load(ctx, native)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := storetest.MetaDiff(nm, lm, true); d != "" {
+		t.Errorf("fork of %s at %d: the Meta Fork returned differs from Load's: %s", src, atSeq, d)
+	}
+	if sm, err := s.Stat(ctx, native); err != nil || storetest.MetaDiff(sm, lm, true) != "" {
+		t.Errorf("fork of %s at %d: Stat differs from Load: %s, %v", src, atSeq, storetest.MetaDiff(sm, lm, true), err)
+	}
+	wm, flog, err := s.Load(ctx, fallback)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := storetest.MetaDiff(fm, wm, true); d != "" {
+		t.Errorf("fork of %s at %d: the fallback's Meta differs from Load's: %s", src, atSeq, d)
+	}
+	wm.Key = native
+	if d := storetest.MetaDiff(lm, wm, false); d != "" {
+		t.Errorf("fork of %s at %d: native fork's metadata differs from the fallback's: %s", src, atSeq, d)
+	}
+	if len(nlog) != len(flog) {
+		t.Fatalf("fork of %s at %d: native log of %d entries, fallback's %d", src, atSeq, len(nlog), len(flog))
+	}
+	for i := range nlog {
+		n, f := nlog[i], flog[i]
+		if n.Seq != f.Seq || n.Kind != f.Kind || !bytes.Equal(n.Data, f.Data) || (n.Usage == nil) != (f.Usage == nil) {
+			t.Errorf("fork of %s at %d: entry %d: native %d %s %s, fallback %d %s %s", src, atSeq, i, n.Seq, n.Kind, n.Data, f.Seq, f.Kind, f.Data)
+		}
+	}
+
+	rdb := adminClient(t)
+	fields := func(k recall.Key) map[string]string {
+		h, err := rdb.HGetAll(ctx, s.k.meta(k)).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range []string{"gen", "tok", "created", "updated"} {
+			if h[f] == "" && f != "tok" {
+				t.Errorf("fork %s has no %q field", k, f)
+			}
+			delete(h, f)
+		}
+		return h
+	}
+	if nh, fh := fields(native), fields(fallback); !maps.Equal(nh, fh) {
+		t.Errorf("fork of %s at %d: native fork's hash %v, fallback's %v", src, atSeq, nh, fh)
+	}
+	for i, ix := range s.k.indexes(native) {
+		fix := s.k.indexes(fallback)[i]
+		_, nerr := rdb.ZScore(ctx, ix, member(native)).Result()
+		_, ferr := rdb.ZScore(ctx, fix, member(fallback)).Result()
+		if (nerr == nil) != (ferr == nil) {
+			t.Errorf("fork of %s at %d: native fork in index %s: %v; fallback's in %s: %v", src, atSeq, ix, nerr, fix, ferr)
+		}
+	}
+	if s.ttlMS > 0 {
+		for _, k := range []recall.Key{native, fallback} {
+			for _, key := range []string{s.k.meta(k), s.k.log(k)} {
+				if ttl, err := rdb.PTTL(ctx, key).Result(); err != nil || ttl <= 0 {
+					t.Errorf("fork %s: %s has TTL %v, %v; want the store's", k, key, ttl, err)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// TestNativeFork: the store forks natively (recall.Forker), and its fork
+// is the fallback's, at every seq of a session with pops, a removal, a
+// clear, a compaction, a title and metadata, with and without a TTL; a
+// refused fork is refused alike and writes nothing.
+func TestNativeFork(t *testing.T) {
+	for _, ttl := range []time.Duration{0, time.Hour} {
+		t.Run(fmt.Sprint("ttl=", ttl), func(t *testing.T) { testNativeFork(t, ttl) })
+	}
+}
+
+func testNativeFork(t *testing.T, ttl time.Duration) {
+	s := newStore(t, Options{TTL: ttl})
+	if _, ok := any(s).(recall.Forker); !ok {
+		t.Fatal("redisstore.Store does not implement recall.Forker")
+	}
+	ctx := context.Background()
+	src := recall.Key{Project: "p", Session: "src"}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := recall.Create(ctx, s, src, recall.CreateOptions{Title: "t", Metadata: map[string]string{"k": "v"}, Items: []recall.Item{item("a"), item("b")}})
+	must(err)
+	d := recall.ItemEntry(item("d"))
+	d.Usage = &recall.Usage{InputTokens: 3, OutputTokens: 4, TotalTokens: 7}
+	mustAppend(t, s, src, recall.ItemEntry(item("c")), d)
+	_, err = s.Pop(ctx, src)
+	must(err)
+	_, err = recall.RemoveItem(ctx, s, src, recall.ItemRef{Seq: 4}) // a
+	must(err)
+	_, err = recall.SetTitle(ctx, s, src, "u", recall.TitleUser)
+	must(err)
+	must(recall.Clear(ctx, s, src))
+	last := mustAppend(t, s, src, recall.ItemEntries(item("e"), item("f"), item("g"))...)
+	_, err = s.Append(ctx, src, recall.IfLastSeq(last), recall.NewEntry(recall.KindCompaction,
+		recall.Compaction{Through: last, Items: []recall.Item{item("summary"), item("g")}}))
+	must(err)
+	mustAppend(t, s, src, recall.ItemEntries(item("h"), item("i"))...)
+	_, err = s.Pop(ctx, src)
+	must(err)
+	m, err := s.Stat(ctx, src)
+	must(err)
+	for at := int64(-1); at <= m.LastSeq; at++ {
+		must(forkBothWays(t, s, src, at, recall.Key{Project: "p", Session: fmt.Sprint("native", at)},
+			recall.Key{Project: "q", Session: fmt.Sprint("fallback", at)}))
+	}
+	// A fork of a fork, and of a subagent record.
+	must(forkBothWays(t, s, recall.Key{Project: "p", Session: "native0"}, 0,
+		recall.Key{Project: "p", Session: "native-2"}, recall.Key{Project: "q", Session: "fallback-2"}))
+	sub := recall.Key{Project: "p", Session: "src", Subpath: "subagents/x"}
+	mustAppend(t, s, sub, recall.ItemEntry(item("sub")))
+	must(forkBothWays(t, s, sub, 0, recall.Key{Project: "p", Session: "src", Subpath: "subagents/native"},
+		recall.Key{Project: "p", Session: "src", Subpath: "subagents/fallback"}))
+
+	// Refusals, in the fallback's order.
+	taken := recall.Key{Project: "p", Session: "native0"}
+	missing := recall.Key{Project: "p", Session: "missing"}
+	for _, c := range []struct {
+		name            string
+		src             recall.Key
+		at              int64
+		native, fallbck recall.Key
+		want            error
+	}{
+		{"a missing session", missing, 0, recall.Key{Project: "p", Session: "n1"}, recall.Key{Project: "p", Session: "f1"}, recall.ErrNotFound},
+		{"a missing session onto a taken key", missing, 0, taken, taken, recall.ErrNotFound},
+		{"onto a taken key", src, 0, taken, taken, recall.ErrConflict},
+		{"onto itself", src, 2, src, src, recall.ErrConflict},
+		{"past the end", src, m.LastSeq + 1, recall.Key{Project: "p", Session: "n2"}, recall.Key{Project: "p", Session: "f2"}, recall.ErrNotFound},
+		{"past the end onto a taken key", src, m.LastSeq + 1, taken, taken, recall.ErrNotFound},
+		{"onto an invalid key", src, 0, recall.Key{Project: "p"}, recall.Key{Project: "p"}, recall.ErrInvalidKey},
+		{"of an invalid key", recall.Key{Project: "p"}, 0, recall.Key{Project: "p", Session: "n3"}, recall.Key{Project: "p", Session: "f3"}, recall.ErrInvalidKey},
+	} {
+		before := dumpPrefix(t, s.k.prefix)
+		if err := forkBothWays(t, s, c.src, c.at, c.native, c.fallbck); !errors.Is(err, c.want) {
+			t.Errorf("fork %s = %v, want %v", c.name, err, c.want)
+		}
+		if after := dumpPrefix(t, s.k.prefix); after != before {
+			t.Errorf("fork %s wrote:\nbefore\n%s\nafter\n%s", c.name, before, after)
+		}
+	}
+
+	// Concurrent forks onto one key: one wins.
+	var wg sync.WaitGroup
+	var won atomic.Int32
+	race := recall.Key{Project: "p", Session: "race"}
+	for range 4 {
+		wg.Go(func() {
+			_, err := recall.Fork(ctx, s, src, 0, race)
+			switch {
+			case err == nil:
+				won.Add(1)
+			case !errors.Is(err, recall.ErrConflict):
+				t.Errorf("racing fork: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	if won.Load() != 1 {
+		t.Errorf("%d racing forks onto one key won, want 1", won.Load())
+	}
+	verify(t, s)
+}
+
+// TestNativeForkOfDamagedElements: elements another program wrote are
+// treated by the native fork as by the fallback: one that is no entry, or
+// an item recall.ItemOf refuses, is out of the view and of both forks; an
+// item of the view that only looks like a JSON object ("{x}") refuses
+// both with ErrInvalidItem, writing nothing, as Append refuses it; one
+// cleared away does not matter. The forks are healthy.
+func TestNativeForkOfDamagedElements(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t, Options{})
+	k := recall.Key{Project: "p", Session: "damaged"}
+	mustAppend(t, s, k, recall.ItemEntry(item("a")))
+	plantElement(t, s, k, `[1,2]`, "item")
+	plantElement(t, s, k, "garbage without a header", "")
+	mustAppend(t, s, k, recall.ItemEntry(item("b")))
+	if err := forkBothWays(t, s, k, 0, recall.Key{Project: "p", Session: "n1"}, recall.Key{Project: "p", Session: "f1"}); err != nil {
+		t.Fatalf("fork of a session with damaged elements: %v", err)
+	}
+	if m, _, err := s.Load(ctx, recall.Key{Project: "p", Session: "n1"}); err != nil || m.ItemCount != 2 || m.Corrupt != 0 {
+		t.Errorf("fork = ItemCount %d, Corrupt %d, %v; want 2 healthy items", m.ItemCount, m.Corrupt, err)
+	}
+
+	plantElement(t, s, k, `{x}`, "item")
+	before := dumpPrefix(t, s.k.prefix)
+	err := forkBothWays(t, s, k, 0, recall.Key{Project: "p", Session: "n2"}, recall.Key{Project: "p", Session: "f2"})
+	if !errors.Is(err, recall.ErrInvalidItem) {
+		t.Errorf("fork of a view holding {x} = %v, want ErrInvalidItem", err)
+	}
+	if after := dumpPrefix(t, s.k.prefix); after != before {
+		t.Errorf("a refused fork wrote:\nbefore\n%s\nafter\n%s", before, after)
+	}
+	if err := forkBothWays(t, s, k, 4, recall.Key{Project: "p", Session: "n3"}, recall.Key{Project: "p", Session: "f3"}); err != nil {
+		t.Errorf("fork at the seq before {x}: %v", err)
+	}
+	if err := recall.Clear(ctx, s, k); err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, s, k, recall.ItemEntry(item("c")))
+	if err := forkBothWays(t, s, k, 0, recall.Key{Project: "p", Session: "n4"}, recall.Key{Project: "p", Session: "f4"}); err != nil {
+		t.Errorf("fork after {x} was cleared away: %v", err)
+	}
+	for _, nk := range []string{"n1", "n3", "n4"} {
+		if err := recall.VerifySession(ctx, s, recall.Key{Project: "p", Session: nk}); err != nil {
+			t.Errorf("VerifySession of the fork %s: %v", nk, err)
+		}
+	}
+}
