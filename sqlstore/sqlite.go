@@ -133,8 +133,11 @@ type liteBackend struct {
 	transactions, calls atomic.Int64
 
 	// stmts holds the reader's prepared statements, wstmts the writer's
-	// (besides those above) for the general write path.
+	// (besides those above) for the general write path, prepared before
+	// the first write (wprepared), not at open: a store opened to list
+	// pays nothing for them.
 	stmts, wstmts *stmtCache
+	wprepared     sync.Once
 }
 
 // upsertItemsSQL creates the session row or advances its last_seq by the
@@ -182,7 +185,17 @@ func (b *liteBackend) prepare(ctx context.Context) error {
 		return err
 	}
 	b.wstmts = &stmtCache{db: b.w}
-	return b.wstmts.prepare(ctx, writeSQL...)
+	return nil
+}
+
+// prepareWrites prepares writeSQL on the writer connection, once, outside
+// any transaction (see stmtCache.get). A statement that fails to prepare
+// is not cached, and its queries run unprepared.
+func (b *liteBackend) prepareWrites() {
+	if b.wstmts == nil {
+		return // still opening: the migrations run unprepared
+	}
+	b.wprepared.Do(func() { _ = b.wstmts.prepare(context.Background(), writeSQL...) })
 }
 
 func (b *liteBackend) name() string { return "sqlite" }

@@ -132,6 +132,7 @@ func run(c *writeCall, q querier) error {
 // cannot change, even by another process, before the commit. The
 // transaction does not end with any caller's context: it serves them all.
 func (b *liteBackend) runGroup(calls []*writeCall) error {
+	b.prepareWrites()
 	tx, err := b.w.BeginTx(context.Background(), nil)
 	if err != nil {
 		return err

@@ -28,8 +28,8 @@ var readSQL = []string{
 
 // writeSQL are the statements of the general write path (lockSession,
 // writeEntries) and of a guarded append that the writer connection
-// prepares when the store opens: its transactions never prepare either
-// (see stmtCache.get).
+// prepares before its first write (liteBackend.prepareWrites): its
+// transactions never prepare either (see stmtCache.get).
 var writeSQL = []string{
 	statSQL,
 	insertRowSQL,
