@@ -1,7 +1,6 @@
 package redisstore
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -15,10 +14,6 @@ import (
 	"github.com/recallkit/recall/storetest"
 )
 
-// fallbackOnly hides a store's Fork: recall.Fork on it takes its fallback
-// (Load, then Append with IfNew).
-type fallbackOnly struct{ recall.Store }
-
 // forkBothWays forks src at atSeq natively onto native and through the
 // fallback onto fallback, and checks that the two agree: the same error,
 // or the same log but for the times, the same metadata but for the key and
@@ -27,50 +22,11 @@ type fallbackOnly struct{ recall.Store }
 // native fork's Meta is what Stat and Load read.
 func forkBothWays(t *testing.T, s *Store, src recall.Key, atSeq int64, native, fallback recall.Key) error {
 	t.Helper()
+	made, err := storetest.CompareFork(t, s, src, atSeq, native, fallback)
+	if !made {
+		return err
+	}
 	ctx := context.Background()
-	nm, nerr := recall.Fork(ctx, s, src, atSeq, native)
-	fm, ferr := recall.Fork(ctx, fallbackOnly{s}, src, atSeq, fallback)
-	if nerr != nil || ferr != nil {
-		same := nerr != nil && ferr != nil
-		for _, sentinel := range []error{recall.ErrNotFound, recall.ErrConflict, recall.ErrInvalidKey, recall.ErrInvalidItem} {
-			same = same && errors.Is(nerr, sentinel) == errors.Is(ferr, sentinel)
-		}
-		if !same {
-			t.Errorf("fork of %s at %d: native %v, fallback %v", src, atSeq, nerr, ferr)
-		}
-		return nerr
-	}
-	lm, nlog, err := s.Load(ctx, native)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d := storetest.MetaDiff(nm, lm, true); d != "" {
-		t.Errorf("fork of %s at %d: the Meta Fork returned differs from Load's: %s", src, atSeq, d)
-	}
-	if sm, err := s.Stat(ctx, native); err != nil || storetest.MetaDiff(sm, lm, true) != "" {
-		t.Errorf("fork of %s at %d: Stat differs from Load: %s, %v", src, atSeq, storetest.MetaDiff(sm, lm, true), err)
-	}
-	wm, flog, err := s.Load(ctx, fallback)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d := storetest.MetaDiff(fm, wm, true); d != "" {
-		t.Errorf("fork of %s at %d: the fallback's Meta differs from Load's: %s", src, atSeq, d)
-	}
-	wm.Key = native
-	if d := storetest.MetaDiff(lm, wm, false); d != "" {
-		t.Errorf("fork of %s at %d: native fork's metadata differs from the fallback's: %s", src, atSeq, d)
-	}
-	if len(nlog) != len(flog) {
-		t.Fatalf("fork of %s at %d: native log of %d entries, fallback's %d", src, atSeq, len(nlog), len(flog))
-	}
-	for i := range nlog {
-		n, f := nlog[i], flog[i]
-		if n.Seq != f.Seq || n.Kind != f.Kind || !bytes.Equal(n.Data, f.Data) || (n.Usage == nil) != (f.Usage == nil) {
-			t.Errorf("fork of %s at %d: entry %d: native %d %s %s, fallback %d %s %s", src, atSeq, i, n.Seq, n.Kind, n.Data, f.Seq, f.Kind, f.Data)
-		}
-	}
-
 	rdb := adminClient(t)
 	fields := func(k recall.Key) map[string]string {
 		h, err := rdb.HGetAll(ctx, s.k.meta(k)).Result()

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/storetest"
 )
 
 // Benchmarks, each on SQLite and PostgreSQL, each against a raw baseline
@@ -369,8 +370,7 @@ func forkBenchItem(i int) recall.Item {
 // same store, alternately and each first every other time. It reports
 // native-ns/op, fallback-ns/op and x-fallback, the native fork's speed as
 // a multiple of the fallback's (fallback time / native time; above 1 is
-// faster). Each pair of forks is removed again outside the times
-// reported, and one untimed fork each way comes first.
+// faster; see storetest.BenchmarkFork).
 func BenchmarkFork10k(b *testing.B) {
 	benchDialects(b, benchFork)
 }
@@ -389,51 +389,5 @@ func benchFork(b *testing.B, s *Store) {
 		}
 	}
 	analyze(b, s)
-	// One untimed fork each way first: the first fork of a run pays for
-	// cold caches and statements prepared, whichever way it goes.
-	for _, st := range []recall.Store{s, fallbackOnly{s}} {
-		warm := recall.Key{Project: "bench", Session: "warm"}
-		if _, err := recall.Fork(ctx, st, src, 0, warm); err != nil {
-			b.Fatal(err)
-		}
-		if err := s.Remove(ctx, warm); err != nil {
-			b.Fatal(err)
-		}
-	}
-	var nt, ft time.Duration
-	n := 0
-	for b.Loop() {
-		nk := recall.Key{Project: "bench", Session: fmt.Sprint("native", n)}
-		fk := recall.Key{Project: "bench", Session: fmt.Sprint("fallback", n)}
-		native := func() {
-			t0 := time.Now()
-			if _, err := recall.Fork(ctx, s, src, 0, nk); err != nil {
-				b.Fatal(err)
-			}
-			nt += time.Since(t0)
-		}
-		fallback := func() {
-			t0 := time.Now()
-			if _, err := recall.Fork(ctx, fallbackOnly{s}, src, 0, fk); err != nil {
-				b.Fatal(err)
-			}
-			ft += time.Since(t0)
-		}
-		if n%2 == 0 {
-			native()
-			fallback()
-		} else {
-			fallback()
-			native()
-		}
-		for _, k := range []recall.Key{nk, fk} {
-			if err := s.Remove(ctx, k); err != nil {
-				b.Fatal(err)
-			}
-		}
-		n++
-	}
-	b.ReportMetric(float64(nt.Nanoseconds())/float64(n), "native-ns/op")
-	b.ReportMetric(float64(ft.Nanoseconds())/float64(n), "fallback-ns/op")
-	b.ReportMetric(ft.Seconds()/nt.Seconds(), "x-fallback")
+	storetest.BenchmarkFork(b, s, src)
 }
