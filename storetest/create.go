@@ -1,10 +1,8 @@
 package storetest
 
 import (
-	"errors"
 	"fmt"
 	"maps"
-	"sync"
 
 	"github.com/recallkit/recall"
 )
@@ -138,25 +136,10 @@ func testCreate(e *env) {
 	// Of many goroutines creating one key, exactly one succeeds.
 	for r := range 3 {
 		key := recall.Key{Project: "p", Session: fmt.Sprintf("raced-%d", r)}
-		var mu sync.Mutex
-		var ok, conflicts int
-		var wg sync.WaitGroup
-		for w := range writers {
-			wg.Go(func() {
-				_, err := recall.Create(e.ctx, e.s, key, recall.CreateOptions{Title: fmt.Sprintf("by %d", w)})
-				mu.Lock()
-				defer mu.Unlock()
-				switch {
-				case err == nil:
-					ok++
-				case errors.Is(err, recall.ErrConflict):
-					conflicts++
-				default:
-					t.Errorf("racing Create of %s: %v", key, err)
-				}
-			})
-		}
-		wg.Wait()
+		ok, conflicts := race(t, writers, "racing Create of "+key.String(), func(w int) error {
+			_, err := recall.Create(e.ctx, e.s, key, recall.CreateOptions{Title: fmt.Sprintf("by %d", w)})
+			return err
+		})
 		if ok != 1 || conflicts != writers-1 {
 			t.Errorf("%d goroutines creating %s: %d succeeded, %d conflicts; want exactly 1 success", writers, key, ok, conflicts)
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"testing"
 
 	"github.com/recallkit/recall"
 )
@@ -253,25 +254,10 @@ func testGuardConcurrent(e *env) {
 
 	for r := range 4 {
 		fresh := recall.Key{Project: "p", Session: fmt.Sprintf("new-%d", r)}
-		var ok, conflicts int
-		var mu sync.Mutex
-		var wg sync.WaitGroup
-		for w := range writers {
-			wg.Go(func() {
-				_, err := e.s.Append(e.ctx, fresh, recall.IfNew(), recall.ItemEntry(tagItem(w, r, 0, 1)))
-				mu.Lock()
-				defer mu.Unlock()
-				switch {
-				case err == nil:
-					ok++
-				case errors.Is(err, recall.ErrConflict):
-					conflicts++
-				default:
-					t.Errorf("creating %s with IfNew: %v", fresh, err)
-				}
-			})
-		}
-		wg.Wait()
+		ok, conflicts := race(t, writers, "creating "+fresh.String()+" with IfNew", func(w int) error {
+			_, err := e.s.Append(e.ctx, fresh, recall.IfNew(), recall.ItemEntry(tagItem(w, r, 0, 1)))
+			return err
+		})
 		if ok != 1 || ok+conflicts != writers {
 			t.Errorf("%d writers creating %s with IfNew: %d succeeded, %d conflicts; want exactly 1 success", writers, fresh, ok, conflicts)
 		}
@@ -279,4 +265,30 @@ func testGuardConcurrent(e *env) {
 			t.Errorf("%s created by %d racing writers: LastSeq %d, ItemCount %d; want 1, 1", fresh, writers, m.LastSeq, m.ItemCount)
 		}
 	}
+}
+
+// race runs f(0) ... f(writers-1) at once and counts the calls that
+// succeeded and those refused with ErrConflict; any other error fails t,
+// named by what.
+func race(t *testing.T, writers int, what string, f func(w int) error) (ok, conflicts int) {
+	t.Helper()
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			err := f(w)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				ok++
+			case errors.Is(err, recall.ErrConflict):
+				conflicts++
+			default:
+				t.Errorf("%s: %v", what, err)
+			}
+		})
+	}
+	wg.Wait()
+	return ok, conflicts
 }
