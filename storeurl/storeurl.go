@@ -121,18 +121,7 @@ func Redact(rawURL string) string { return redact.URL(rawURL) }
 
 // isScheme reports whether s can be a URL scheme (RFC 3986) of two bytes
 // or more; a one-letter "scheme" is more likely a Windows drive.
-func isScheme(s string) bool {
-	if len(s) < 2 {
-		return false
-	}
-	for i, c := range s {
-		letter := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
-		if !letter && (i == 0 || !(c >= '0' && c <= '9' || c == '+' || c == '-' || c == '.')) {
-			return false
-		}
-	}
-	return true
-}
+func isScheme(s string) bool { return len(s) >= 2 && redact.IsScheme(s) }
 
 // openPath opens the file store at a plain path; a leading ~/ is the
 // user's home directory (RECALL_STORE does not pass through a shell).

@@ -177,11 +177,11 @@ func isPlainPath(raw string) bool {
 		return false
 	}
 	scheme, _, ok := strings.Cut(raw, ":")
-	return !ok || !isScheme(scheme) || len(scheme) == 1 // C:\dir is a path
+	return !ok || !IsScheme(scheme) || len(scheme) == 1 // C:\dir is a path
 }
 
-// isScheme reports whether s is a URL scheme (RFC 3986).
-func isScheme(s string) bool {
+// IsScheme reports whether s is a URL scheme (RFC 3986).
+func IsScheme(s string) bool {
 	if s == "" {
 		return false
 	}
@@ -294,8 +294,8 @@ var userinfoInText = regexp.MustCompile("([A-Za-z][A-Za-z0-9+.-]*://[^\\s/?#@:\"
 // its secrets are is unknown.
 func malformed(raw string) string {
 	scheme, rest, ok := strings.Cut(raw, "://")
-	if !ok || !isScheme(scheme) {
-		if s, _, ok := strings.Cut(raw, ":"); ok && isScheme(s) {
+	if !ok || !IsScheme(scheme) {
+		if s, _, ok := strings.Cut(raw, ":"); ok && IsScheme(s) {
 			return strings.ToLower(s) + ":" + Hidden
 		}
 		return Hidden
