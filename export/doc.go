@@ -1,0 +1,17 @@
+// Package export takes sessions out of a recall store, and brings
+// recall's own export back in.
+//
+// Load reads one session whole (its metadata, its entry log and the
+// subagent records under it); the writers render it:
+//
+//   - [Markdown]: for people, readable in a pull request on GitHub;
+//   - [HTML]: one self-contained page, every piece of content escaped, under
+//     a Content-Security-Policy that forbids scripts;
+//   - [JSON]: the item list of the OpenAI Conversations API
+//     ({"object":"list","data":[…]}), so other tools read it;
+//   - [JSONL]: recall's own log, lossless: a header line with the session's
+//     metadata, then every entry of its log as stored.
+//
+// [ReadJSONL] reads a JSONL export back and [Import] writes it into any
+// store: a round trip gives a session whose items are the same bytes.
+package export

@@ -1,0 +1,94 @@
+package export
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/internal/jsonvalid"
+)
+
+// JSON writes the session's current view (the items the model gets) in
+// the shape of the OpenAI Conversations API's item list, the one
+// conversations.ConversationItemList of openai-go decodes:
+//
+//	{"object":"list","data":[…],"first_id":"…","last_id":"…","has_more":false}
+//
+// Each item is written verbatim. An item without an "id" field gets one,
+// inserted as its first field (the rest of its bytes untouched): ItemID of
+// its place in the log, so the IDs are stable across exports.
+func JSON(w io.Writer, s *Session) error {
+	live := s.Items()
+	bw := bufio.NewWriterSize(w, 64<<10)
+	bw.WriteString(`{"object":"list","data":[`)
+	var first, last string
+	for i, l := range live {
+		if !jsonvalid.Valid(l.Item) {
+			return fmt.Errorf("export: json %s: item %d.%d: %w: not valid JSON", s.Meta.Key, l.Ref.Seq, l.Ref.Index, recall.ErrCorrupt)
+		}
+		id, item := withID(l)
+		if i == 0 {
+			first = id
+		} else {
+			bw.WriteByte(',')
+		}
+		last = id
+		bw.WriteString("\n")
+		bw.Write(item)
+	}
+	if len(live) > 0 {
+		bw.WriteString("\n")
+	}
+	fmt.Fprintf(bw, `],"first_id":%s,"last_id":%s,"has_more":false}`+"\n", quote(first), quote(last))
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("export: json: %w", err)
+	}
+	return nil
+}
+
+// ItemID is the ID JSON gives an item of the view that has none of its
+// own: "item_<seq>" for an item entry, "item_<seq>_<index>" for the
+// index-th item of a compaction.
+func ItemID(ref recall.ItemRef) string {
+	id := "item_" + strconv.FormatInt(ref.Seq, 10)
+	if ref.Index > 0 {
+		id += "_" + strconv.Itoa(ref.Index)
+	}
+	return id
+}
+
+// withID returns the item's ID and its bytes with an "id" field: the item
+// itself when it has one (a string), else the item with ItemID inserted
+// first.
+func withID(l recall.LiveItem) (string, []byte) {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(l.Item, &fields) == nil {
+		if raw, ok := fields["id"]; ok {
+			var id string
+			_ = json.Unmarshal(raw, &id) // a non-string id stays as it is, unnamed
+			return id, l.Item
+		}
+	}
+	id := ItemID(l.Ref)
+	out := make([]byte, 0, len(l.Item)+len(id)+8)
+	i := 0
+	for i < len(l.Item) && l.Item[i] != '{' {
+		i++
+	}
+	out = append(out, l.Item[:i+1]...)
+	out = append(out, `"id":`...)
+	out = append(out, quote(id)...)
+	if len(fields) > 0 {
+		out = append(out, ',')
+	}
+	out = append(out, l.Item[i+1:]...)
+	return id, out
+}
+
+func quote(s string) string {
+	b, _ := json.Marshal(s) // a string always marshals
+	return string(b)
+}
