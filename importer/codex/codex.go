@@ -1,0 +1,289 @@
+// Package codex imports OpenAI Codex CLI rollouts
+// (~/.codex/sessions/YYYY/MM/DD/rollout-<time>-<id>.jsonl, and
+// ~/.codex/archived_sessions) into a recall store.
+//
+// Each rollout becomes one recall session, in the project of the working
+// directory its session_meta names (importer.ProjectKey), with the Codex
+// session id as its ID and the session_meta time as its creation time. Its
+// lines ({"timestamp","type","payload"}) map as follows:
+//
+//   - response_item: the payload is a Responses item already, and is kept
+//     verbatim: the bytes of the rollout are the bytes of the item;
+//   - compacted → a compaction entry whose items are the
+//     replacement_history, verbatim, or else one assistant message with
+//     the summary;
+//   - turn_context → the model (metadata "model");
+//   - event_msg lines are events of Codex's interface; those that carry
+//     conversation (user_message, agent_message, ...) repeat response
+//     items, so every event_msg is skipped and counted by its kind;
+//   - unknown and future line types, lines that do not decode and a torn
+//     last line are skipped and counted, never fatal.
+//
+// .jsonl.zst rollouts are decompressed (github.com/klauspost/compress/zstd);
+// where both a rollout and its .zst sibling exist, the plain one is read,
+// as Codex does. Importing again is idempotent (see package importer): the
+// offset and digest are taken over the decompressed bytes, so a rollout
+// that Codex compressed since it was imported is unchanged.
+package codex
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/importer"
+)
+
+// Tool is the name imported sessions carry in importer.MetaSource.
+const Tool = "codex"
+
+// DefaultPaths returns the folders Codex keeps rollouts in: sessions and
+// archived_sessions under $CODEX_HOME, else ~/.codex.
+func DefaultPaths() ([]string, error) {
+	home := os.Getenv("CODEX_HOME")
+	if home == "" {
+		h, err := os.UserHomeDir()
+		if err != nil {
+			return nil, err
+		}
+		home = filepath.Join(h, ".codex")
+	}
+	return []string{filepath.Join(home, "sessions"), filepath.Join(home, "archived_sessions")}, nil
+}
+
+// Find returns the rollouts under path: path itself when it is a file,
+// else every rollout-*.jsonl and rollout-*.jsonl.zst below it (a .zst
+// file only when its plain sibling is missing), sorted.
+func Find(path string) ([]string, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.IsDir() {
+		return []string{path}, nil
+	}
+	var files []string
+	err = filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if p == path {
+				return err
+			}
+			return nil // an unreadable folder below path is left out
+		}
+		name := d.Name()
+		if d.IsDir() || !strings.HasPrefix(name, "rollout-") {
+			return nil
+		}
+		switch {
+		case strings.HasSuffix(name, ".jsonl"):
+			files = append(files, p)
+		case strings.HasSuffix(name, ".jsonl.zst"):
+			if _, err := os.Stat(strings.TrimSuffix(p, ".zst")); err != nil {
+				files = append(files, p)
+			}
+		}
+		return nil
+	})
+	sort.Strings(files)
+	return files, err
+}
+
+// ErrNoRollouts reports paths that hold no rollout.
+var ErrNoRollouts = errors.New("codex: no rollouts found")
+
+// Import imports every rollout under paths (see Find) into st; a path that
+// does not exist is passed over when another one does. A file that cannot
+// be read is listed in the summary's Failures and the others go on; the
+// error reports paths that cannot be read at all, or hold no rollout
+// (ErrNoRollouts), or ctx's end.
+func Import(ctx context.Context, st recall.Store, paths []string, opts importer.Options) (importer.Summary, error) {
+	var files []string
+	var errs []error
+	for _, p := range paths {
+		f, err := Find(p)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		files = append(files, f...)
+	}
+	if len(files) == 0 {
+		err := fmt.Errorf("%w in %s", ErrNoRollouts, strings.Join(paths, ", "))
+		if len(errs) == len(paths) {
+			err = fmt.Errorf("codex: %w", errors.Join(errs...))
+		}
+		return importer.Summary{Tool: Tool}, err
+	}
+	return importer.Run(ctx, st, Tool, files, ReadFile, opts)
+}
+
+// rolloutLine is one line of a rollout.
+type rolloutLine struct {
+	Timestamp string          `json:"timestamp"`
+	Type      string          `json:"type"`
+	Payload   json.RawMessage `json:"payload"`
+}
+
+type sessionMeta struct {
+	ID        string `json:"id"`
+	Timestamp string `json:"timestamp"`
+	Cwd       string `json:"cwd"`
+}
+
+type compacted struct {
+	Message            string            `json:"message"`
+	ReplacementHistory []json.RawMessage `json:"replacement_history"`
+}
+
+// ReadFile reads one rollout (.jsonl or .jsonl.zst). project, when not
+// empty, is the project key its session goes to instead of the key of its
+// working directory.
+func ReadFile(path, project string) (*importer.Transcript, error) {
+	data, err := importer.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	t := &importer.Transcript{Tool: Tool, File: path, Data: data}
+	tg := &importer.Target{}
+	var meta sessionMeta
+	var cwd string
+	importer.EachLine(data, func(ln importer.Line) {
+		t.Lines++
+		var l rolloutLine
+		if err := json.Unmarshal(ln.Bytes, &l); err != nil {
+			t.Torn(ln)
+			return
+		}
+		at := importer.ParseTime(l.Timestamp)
+		switch l.Type {
+		case "response_item":
+			if !isObject(l.Payload) {
+				t.Skip("malformed")
+				return
+			}
+			tg.Records = append(tg.Records, importer.Record{End: ln.End, Entry: recall.Entry{Kind: recall.KindItem, Time: at, Data: l.Payload}})
+		case "session_meta":
+			if meta.ID != "" {
+				t.Skip("session_meta") // a resumed or forked rollout repeats it
+				return
+			}
+			if json.Unmarshal(l.Payload, &meta) != nil || meta.ID == "" {
+				t.Skip("malformed")
+				return
+			}
+			if ts := importer.ParseTime(meta.Timestamp); !ts.IsZero() {
+				at = ts
+			}
+			tg.Created = at
+		case "turn_context":
+			var tc struct {
+				Model string `json:"model"`
+				Cwd   string `json:"cwd"`
+			}
+			if json.Unmarshal(l.Payload, &tc) != nil {
+				t.Skip("malformed")
+				return
+			}
+			if tc.Model != "" {
+				tg.Model = tc.Model
+			}
+			if cwd == "" {
+				cwd = tc.Cwd
+			}
+			t.Skip("turn_context") // it gives metadata, no entry
+		case "compacted":
+			var c compacted
+			if json.Unmarshal(l.Payload, &c) != nil {
+				t.Skip("malformed")
+				return
+			}
+			tg.Records = append(tg.Records, importer.Record{
+				End:        ln.End,
+				Entry:      recall.Entry{Kind: recall.KindCompaction, Time: at},
+				Compaction: &recall.Compaction{Items: c.items(), Strategy: "codex"},
+			})
+		case "event_msg":
+			var ev struct {
+				Type string `json:"type"`
+			}
+			_ = json.Unmarshal(l.Payload, &ev)
+			t.Skip("event_msg:" + ev.Type)
+		case "":
+			t.Skip("unknown")
+		default:
+			t.Skip("unknown:" + l.Type)
+		}
+	})
+	if meta.ID == "" {
+		meta.ID = idFromName(path)
+	}
+	if meta.ID == "" {
+		return nil, fmt.Errorf("%s: no session_meta line, and no id in the file name", path)
+	}
+	if meta.Cwd == "" {
+		meta.Cwd = cwd
+	}
+	t.SessionID = meta.ID
+	if len(tg.Records) > 0 {
+		if project == "" {
+			key, err := importer.ProjectKey(meta.Cwd)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", path, err)
+			}
+			project = key
+		}
+		tg.Key = recall.Key{Project: project, Session: importer.SessionID(Tool, meta.ID)}
+		t.Targets = []*importer.Target{tg}
+	}
+	t.Finish(importer.FileTime(path))
+	return t, nil
+}
+
+// items returns what a compaction leaves in the view: the replacement
+// history Codex recorded, verbatim, or else the summary as one assistant
+// message (what Codex itself turns a compacted line into).
+func (c compacted) items() []recall.Item {
+	items := []recall.Item{}
+	for _, raw := range c.ReplacementHistory {
+		if isObject(raw) {
+			items = append(items, recall.Item(raw))
+		}
+	}
+	if len(c.ReplacementHistory) == 0 {
+		items = append(items, recall.Message("assistant", c.Message))
+	}
+	return items
+}
+
+// isObject reports whether raw is a JSON object (it decoded as JSON).
+func isObject(raw json.RawMessage) bool {
+	for _, c := range raw {
+		switch c {
+		case ' ', '\t', '\r', '\n':
+			continue
+		}
+		return c == '{'
+	}
+	return false
+}
+
+// idFromName returns the id at the end of a rollout's name
+// (rollout-2025-05-07T17-24-21-<uuid>.jsonl), or "".
+func idFromName(path string) string {
+	name := strings.TrimSuffix(strings.TrimSuffix(filepath.Base(path), ".zst"), ".jsonl")
+	if len(name) < 36 {
+		return ""
+	}
+	id := name[len(name)-36:]
+	if recall.ValidateID(id) != nil || strings.Count(id, "-") != 4 {
+		return ""
+	}
+	return id
+}
