@@ -1,0 +1,238 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"strings"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+
+	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/importer"
+	"github.com/recallkit/recall/importer/claudecode"
+	"github.com/recallkit/recall/importer/codex"
+)
+
+// importFlags are the flags of recall import claude-code and codex.
+type importFlags struct {
+	dryRun  bool
+	project string // --project DIR
+}
+
+func (f *importFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.BoolVar(&f.dryRun, "dry-run", false, "read and count what would be imported; write nothing")
+	fl.StringVar(&f.project, "project", "", "import every session into the project of `DIR` instead of the one each transcript names")
+}
+
+func newImportCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "import",
+		Short: "Bring sessions in from Claude Code, Codex or a recall export",
+		Long: `Import conversations of other tools as recall sessions, which recall can then
+list, show, search, fork, archive and continue.
+
+Importing again is safe: a transcript already imported adds nothing, and one
+that grew adds only its new turns. Each imported session keeps where it came
+from in its metadata (import.source, import.session, import.file).`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			if len(argv) > 0 {
+				return usageError("run 'recall import --help' for the sources", "unknown import source %q", argv[0])
+			}
+			return cmd.Help()
+		},
+	}
+	cmd.AddCommand(newImportClaudeCodeCmd(a), newImportCodexCmd(a), newImportRecallCmd(a))
+	return cmd
+}
+
+func newImportClaudeCodeCmd(a *app) *cobra.Command {
+	var f importFlags
+	cmd := &cobra.Command{
+		Use:   "claude-code [PATH]",
+		Short: "Import Claude Code transcripts (default ~/.claude/projects)",
+		Long: `Import Claude Code transcripts. PATH is the projects folder (default
+~/.claude/projects, or $CLAUDE_CONFIG_DIR/projects), one project's folder, or
+one transcript file.
+
+Each transcript becomes one session, with the transcript's session ID, in the
+project of the directory it was recorded in (the same project 'recall chat'
+uses there, even when that directory does not exist on this machine). Text,
+images, tool calls and results, and thinking become Responses items; the
+title comes from /rename, else Claude Code's own title or summary; token
+usage and times are kept; a /compact becomes a compaction; subagent
+transcripts become subagent records ('recall show ID --subagents').
+Bookkeeping lines, unknown kinds and a torn last line are skipped and
+counted in the summary.
+
+A progress bar is shown when stderr is a terminal. The command fails (exit 1)
+only when nothing could be read.`,
+		Example: `  recall import claude-code
+  recall import claude-code ~/.claude/projects/-home-me-app --dry-run
+  recall --store sqlite:///tmp/r.db import claude-code ~/.claude/projects/-home-me-app/5b4a1c52-0d2e-4c6e-9a53-2f1d3e4b5a61.jsonl`,
+		Args: args(cobra.MaximumNArgs(1)),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			path, err := claudecode.DefaultPath()
+			if len(argv) > 0 {
+				path, err = argv[0], nil
+			}
+			if err != nil {
+				return err
+			}
+			return a.runImport(cmd.Context(), f, func(ctx context.Context, st recall.Store, opts importer.Options) (importer.Summary, error) {
+				return claudecode.Import(ctx, st, path, opts)
+			})
+		},
+	}
+	f.register(cmd)
+	return cmd
+}
+
+func newImportCodexCmd(a *app) *cobra.Command {
+	var f importFlags
+	cmd := &cobra.Command{
+		Use:   "codex [PATH]",
+		Short: "Import Codex CLI rollouts (default ~/.codex/sessions and archived_sessions)",
+		Long: `Import OpenAI Codex CLI rollouts. PATH is a folder searched for
+rollout-*.jsonl and rollout-*.jsonl.zst files, or one rollout file; the
+default is ~/.codex/sessions and ~/.codex/archived_sessions (under $CODEX_HOME
+when it is set).
+
+Each rollout becomes one session, with the Codex session ID, in the project of
+the directory it was recorded in. Its response items are kept byte for byte;
+its compactions become compactions, its model is kept in the metadata. Events
+that repeat response items, unknown kinds and a torn last line are skipped
+and counted in the summary.
+
+A progress bar is shown when stderr is a terminal. The command fails (exit 1)
+only when nothing could be read.`,
+		Example: `  recall import codex
+  recall import codex ~/.codex/sessions/2025/10 --dry-run
+  recall import codex rollout-2025-10-02T08-00-00-0199a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b.jsonl.zst --project ~/src/service`,
+		Args: args(cobra.MaximumNArgs(1)),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			paths, err := codex.DefaultPaths()
+			if len(argv) > 0 {
+				paths, err = argv, nil
+			}
+			if err != nil {
+				return err
+			}
+			return a.runImport(cmd.Context(), f, func(ctx context.Context, st recall.Store, opts importer.Options) (importer.Summary, error) {
+				return codex.Import(ctx, st, paths, opts)
+			})
+		},
+	}
+	f.register(cmd)
+	return cmd
+}
+
+// runImport runs one importer with the flags, a progress bar on a terminal,
+// and prints the summary.
+func (a *app) runImport(ctx context.Context, f importFlags, run func(context.Context, recall.Store, importer.Options) (importer.Summary, error)) error {
+	opts := importer.Options{DryRun: f.dryRun}
+	if f.project != "" {
+		p, err := project(f.project)
+		if err != nil {
+			return err
+		}
+		opts.Project = p
+	}
+	st, err := a.store(ctx)
+	if err != nil {
+		return err
+	}
+	var bar *progressbar.ProgressBar
+	if isTerminal(a.stderr) {
+		opts.Progress = func(done, total int64) {
+			if bar == nil {
+				bar = progressbar.NewOptions64(total,
+					progressbar.OptionSetWriter(a.stderr),
+					progressbar.OptionSetDescription("importing"),
+					progressbar.OptionShowBytes(true),
+					progressbar.OptionThrottle(100*time.Millisecond),
+					progressbar.OptionClearOnFinish(),
+				)
+			}
+			_ = bar.Set64(done)
+		}
+	}
+	sum, err := run(ctx, st, opts)
+	if bar != nil {
+		_ = bar.Finish()
+	}
+	if err != nil {
+		if errors.Is(err, claudecode.ErrNoTranscripts) || errors.Is(err, codex.ErrNoRollouts) || errors.Is(err, fs.ErrNotExist) {
+			return withHint(err, "give the folder or file to import as PATH")
+		}
+		return err
+	}
+	if a.json {
+		if err := a.printJSON(sum); err != nil {
+			return err
+		}
+	} else {
+		writeSummary(a.stdout, sum)
+	}
+	for _, fl := range sum.Failures {
+		where := fl.File
+		if fl.Key != "" {
+			where += " (" + fl.Key + ")"
+		}
+		a.notef("recall: not imported: %s: %s\n", where, fl.Err)
+	}
+	if sum.Read == 0 {
+		return withHint(fmt.Errorf("import %s: none of the %s could be read", sum.Tool, count(sum.Files, "file")),
+			"check the path and the files' permissions")
+	}
+	return nil
+}
+
+// writeSummary prints what an import did, for people.
+func writeSummary(w io.Writer, s importer.Summary) {
+	verb, wrote := "imported", "written"
+	if s.DryRun {
+		verb, wrote = "would import", "to write"
+	}
+	fmt.Fprintf(w, "%s: %d of %s read (%s)", s.Tool, s.Read, count(s.Files, "file"), sizeText(s.Bytes))
+	if s.Empty > 0 {
+		fmt.Fprintf(w, ", %d without conversation", s.Empty)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "sessions %s: %d new, %d updated, %d unchanged\n", verb, s.Sessions.New, s.Sessions.Updated, s.Sessions.Unchanged)
+	if s.Subagents != (importer.Counts{}) {
+		fmt.Fprintf(w, "subagent records: %d new, %d updated, %d unchanged\n", s.Subagents.New, s.Subagents.Updated, s.Subagents.Unchanged)
+	}
+	fmt.Fprintf(w, "%s %s (%d log entries)\n", count(s.Items, "item"), wrote, s.Entries)
+	if len(s.Skipped) > 0 {
+		var parts []string
+		total := 0
+		for _, k := range s.SkippedKinds() {
+			parts = append(parts, fmt.Sprintf("%s %d", k, s.Skipped[k]))
+			total += s.Skipped[k]
+		}
+		fmt.Fprintf(w, "%s of %d skipped: %s\n", count(total, "line"), s.Lines, strings.Join(parts, ", "))
+	}
+	if n := len(s.Failures); n > 0 {
+		fmt.Fprintf(w, "%s failed (listed on stderr)\n", count(n, "file or record"))
+	}
+}
+
+// sizeText renders a byte count: "512 B", "3.4 MB".
+func sizeText(n int64) string {
+	switch {
+	case n < 1000:
+		return fmt.Sprintf("%d B", n)
+	case n < 1000*1000:
+		return fmt.Sprintf("%.1f kB", float64(n)/1e3)
+	case n < 1000*1000*1000:
+		return fmt.Sprintf("%.1f MB", float64(n)/1e6)
+	}
+	return fmt.Sprintf("%.2f GB", float64(n)/1e9)
+}
