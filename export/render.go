@@ -1,0 +1,316 @@
+package export
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/recallkit/recall"
+)
+
+// This file reduces a session's log to what people read, the model the
+// Markdown and HTML writers share: turns of parts, with notes where the
+// history changed (a fork, a compaction, a clear).
+
+// Folding: a block longer than this is folded (<details>).
+const (
+	foldLines = 25
+	foldBytes = 2500
+)
+
+// doc is a session as people read it.
+type doc struct {
+	Meta      recall.Meta
+	Blocks    []block
+	Subagents []doc
+}
+
+// block is a turn (a user message and what followed it) or a note.
+type block struct {
+	Turn  int // 1-based; 0 for a note
+	Time  time.Time
+	Note  string
+	Parts []part
+}
+
+// part is one item of the history.
+type part struct {
+	// Kind is "message", "call", "output", "reasoning", "item" (any
+	// other type, shown as its JSON) or "damaged".
+	Kind    string
+	Role    string // a message's role
+	Type    string // the item's type
+	Name    string // the function a call names
+	CallID  string
+	Text    string  // message text, reasoning summary
+	Code    string  // a call's arguments (pretty JSON), an output, an item's JSON
+	Lang    string  // the fence language of Code: "json" or ""
+	Images  []image // a message's or an output's images
+	Error   bool    // an output or call marked as failed
+	Removed bool    // removed from the view later (undo, pop)
+	Summary bool    // written by a compaction in place of older items
+	Time    time.Time
+}
+
+// Fold reports whether the part's code is long enough to fold.
+func (p part) Fold() bool {
+	return len(p.Code) > foldBytes || strings.Count(p.Code, "\n") >= foldLines
+}
+
+// Lines counts the lines of the part's code.
+func (p part) Lines() int { return strings.Count(strings.TrimRight(p.Code, "\n"), "\n") + 1 }
+
+// image is one image of a message: a data: URI (shown inline by the
+// HTML writer when it is a raster image) or any other reference, shown
+// as text.
+type image struct {
+	URL  string // the image_url as stored
+	Data bool   // URL is a data: URI of a raster image, safe to inline
+	Mime string
+	Size int // bytes of the decoded data (approximately), for a data URI
+}
+
+// dataImage matches the data: URIs the HTML writer inlines: base64 raster
+// images only (no SVG, which may hold scripts).
+var dataImage = regexp.MustCompile(`^data:(image/(?:png|jpeg|gif|webp));base64,[A-Za-z0-9+/]+={0,2}$`)
+
+func newImage(url string) image {
+	if m := dataImage.FindStringSubmatch(url); m != nil {
+		return image{URL: url, Data: true, Mime: m[1], Size: (len(url) - strings.IndexByte(url, ',') - 1) * 3 / 4}
+	}
+	return image{URL: url}
+}
+
+// newDoc builds the readable history of s and its subagent records.
+func newDoc(s *Session) doc {
+	d := doc{Meta: s.Meta, Blocks: history(s.Entries)}
+	for _, sub := range s.Subagents {
+		d.Subagents = append(d.Subagents, newDoc(sub))
+	}
+	return d
+}
+
+// history returns every item the log ever held, in log order, grouped in
+// turns, with notes where a fork, compaction or clear changed the view.
+// Items a compaction kept verbatim are not repeated; its summary is.
+func history(entries []recall.Entry) []block {
+	removed := map[recall.ItemRef]bool{}
+	for _, e := range entries {
+		var ref recall.ItemRef
+		if (e.Kind == recall.KindPop || e.Kind == recall.KindRemove) && json.Unmarshal(e.Data, &ref) == nil {
+			removed[ref] = true
+		}
+	}
+	var (
+		blocks []block
+		turns  int
+	)
+	note := func(t time.Time, format string, args ...any) {
+		blocks = append(blocks, block{Time: t, Note: fmt.Sprintf(format, args...)})
+	}
+	add := func(p part) {
+		if p.Kind == "message" && p.Role == "user" || len(blocks) == 0 || blocks[len(blocks)-1].Turn == 0 {
+			turns++
+			blocks = append(blocks, block{Turn: turns, Time: p.Time})
+		}
+		b := &blocks[len(blocks)-1]
+		b.Parts = append(b.Parts, p)
+	}
+	for i, e := range entries {
+		switch e.Kind {
+		case recall.KindItem:
+			p := describe(e.Data)
+			if _, ok := recall.ItemOf(e); !ok || p.Kind == "damaged" {
+				p = part{Kind: "damaged", Text: fmt.Sprintf("a damaged item of %d bytes (not a JSON object) is kept in the log at seq %d", len(e.Data), e.Seq)}
+			}
+			p.Time, p.Removed = e.Time, removed[recall.ItemRef{Seq: e.Seq}]
+			add(p)
+		case recall.KindFork:
+			var f recall.ForkOrigin
+			if json.Unmarshal(e.Data, &f) == nil {
+				note(e.Time, "Forked from session %s at seq %d.", f.Key.Session, f.Seq)
+			}
+		case recall.KindClear:
+			note(e.Time, "Cleared: the model started afresh here.")
+		case recall.KindCompaction:
+			var c recall.Compaction
+			if json.Unmarshal(e.Data, &c) != nil {
+				continue
+			}
+			_, before := recall.Replay(recall.Key{}, entries[:i])
+			kept := keptCopies(recall.PlainItems(before), c.Items)
+			strategy := c.Strategy
+			if strategy == "" {
+				strategy = "compaction"
+			}
+			summary := len(c.Items) - kept
+			note(e.Time, "Compacted (%s): the %s before this point were replaced by %s%s.",
+				strategy, plural(max(c.Replaced-kept, 0), "item"), plural(summary, "summary item"),
+				map[bool]string{true: fmt.Sprintf(" and the newest %s kept", plural(kept, "item")), false: ""}[kept > 0])
+			for j, it := range c.Items[:summary] {
+				p := describe(it)
+				p.Time, p.Removed, p.Summary = e.Time, removed[recall.ItemRef{Seq: e.Seq, Index: j}], true
+				add(p)
+			}
+		}
+	}
+	return blocks
+}
+
+// keptCopies returns how many of a compaction's items, at its end, are
+// verbatim copies of the view's newest items.
+func keptCopies(view, items []recall.Item) int {
+	for n := min(len(view), len(items)); n > 0; n-- {
+		match := true
+		for k := range n {
+			if !bytes.Equal(view[len(view)-n+k], items[len(items)-n+k]) {
+				match = false
+				break
+			}
+		}
+		if match {
+			return n
+		}
+	}
+	return 0
+}
+
+func plural(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	if strings.HasSuffix(thing, "y") {
+		return fmt.Sprintf("%d %sies", n, strings.TrimSuffix(thing, "y"))
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
+}
+
+// fields is an item decoded leniently: a field of an unexpected type is
+// simply absent, so odd items still render.
+type fields map[string]json.RawMessage
+
+func (f fields) str(name string) string {
+	var s string
+	_ = json.Unmarshal(f[name], &s)
+	return s
+}
+
+// describe reduces one item to a part.
+func describe(it []byte) part {
+	var f fields
+	if json.Unmarshal(it, &f) != nil {
+		return part{Kind: "damaged"}
+	}
+	p := part{Type: f.str("type"), Role: f.str("role"), CallID: f.str("call_id")}
+	if p.Type == "" && p.Role != "" {
+		p.Type = "message"
+	}
+	status := f.str("status")
+	var isErr bool
+	_ = json.Unmarshal(f["is_error"], &isErr)
+	p.Error = isErr || status == "failed" || status == "incomplete" && p.Type != "message"
+	switch {
+	case p.Type == "message":
+		p.Kind = "message"
+		p.Text, p.Images = content(f["content"])
+	case p.CallID != "" && strings.HasSuffix(p.Type, "_call_output"):
+		p.Kind = "output"
+		var s string
+		if json.Unmarshal(f["output"], &s) == nil {
+			p.Code = s
+		} else {
+			p.Code, p.Images = content(f["output"])
+			if p.Code == "" && len(p.Images) == 0 && len(f["output"]) > 0 {
+				p.Code, p.Lang = pretty(f["output"]), "json"
+			}
+		}
+	case p.CallID != "" && strings.HasSuffix(p.Type, "_call"):
+		p.Kind, p.Name = "call", f.str("name")
+		switch {
+		case f["arguments"] != nil:
+			p.Code, p.Lang = prettyString(f.str("arguments"))
+		case f["input"] != nil:
+			p.Code = f.str("input")
+		case f["action"] != nil:
+			p.Code, p.Lang = pretty(f["action"]), "json"
+		}
+	case p.Type == "reasoning":
+		p.Kind = "reasoning"
+		var r struct {
+			Summary []struct {
+				Text string `json:"text"`
+			} `json:"summary"`
+		}
+		_ = json.Unmarshal(it, &r)
+		var texts []string
+		for _, s := range r.Summary {
+			texts = append(texts, s.Text)
+		}
+		p.Text = strings.Join(texts, "\n\n")
+		if c, _ := content(f["content"]); p.Text == "" {
+			p.Text = c
+		}
+		if p.Text == "" {
+			p.Text = "(no summary)"
+		}
+	default:
+		p.Kind, p.Code, p.Lang = "item", pretty(it), "json"
+	}
+	return p
+}
+
+// content returns the text and images of a message's content: a plain
+// string, or an array of parts (input_text, output_text, refusal,
+// input_image, ...).
+func content(raw json.RawMessage) (string, []image) {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s, nil
+	}
+	var parts []fields
+	if json.Unmarshal(raw, &parts) != nil {
+		return "", nil
+	}
+	var (
+		texts  []string
+		images []image
+	)
+	for _, p := range parts {
+		switch t := p.str("type"); {
+		case p["text"] != nil:
+			texts = append(texts, p.str("text"))
+		case t == "refusal":
+			texts = append(texts, "(refused) "+p.str("refusal"))
+		case t == "input_image" || t == "image":
+			url := p.str("image_url")
+			if url == "" && p["file_id"] != nil {
+				url = "file " + p.str("file_id")
+			}
+			images = append(images, newImage(url))
+		case t == "input_file":
+			texts = append(texts, "(file "+p.str("filename")+")")
+		}
+	}
+	return strings.Join(texts, "\n\n"), images
+}
+
+// pretty indents JSON; what does not parse is returned as it is.
+func pretty(raw []byte) string {
+	var b bytes.Buffer
+	if json.Indent(&b, bytes.TrimSpace(raw), "", "  ") != nil {
+		return string(raw)
+	}
+	return b.String()
+}
+
+// prettyString indents a JSON text held in a string (a call's
+// arguments), and says whether it was JSON.
+func prettyString(s string) (string, string) {
+	if !json.Valid([]byte(s)) {
+		return s, ""
+	}
+	return pretty([]byte(s)), "json"
+}
