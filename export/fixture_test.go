@@ -83,7 +83,7 @@ func fixture() *export.Session {
 		item(call("call_1", "read_file", `{"path":"lexer.go","lines":[1,40]}`)).usage(120, 30).
 		item(output("call_1", long.String())).
 		item(recall.Message("assistant", "Found it: `next()` stops one early.\n\n```go\nfor i := 0; i < len(s)-1; i++ {\n```\n\nThe fix is to loop to `len(s)`.")).usage(900, 80).
-		item(recall.Item(`{"type":"message","role":"user","content":[{"type":"input_text","text":"Here is the failing screen:"},{"type":"input_image","image_url":"` + tinyPNG + `"},{"type":"input_image","image_url":"https://example.com/shot.png"}]}`)).
+		item(recall.Item(`{"type":"message","role":"user","content":[{"type":"input_text","text":"Here is the failing screen:"},{"type":"input_image","image_url":"`+tinyPNG+`"},{"type":"input_image","image_url":"https://example.com/shot.png"}]}`)).
 		item(recall.Message("assistant", "A draft I took back.")).
 		payload(recall.KindPop, recall.ItemRef{Seq: 10}).
 		item(call("call_2", "shell", "go test ./...")).

@@ -19,7 +19,8 @@ import (
 //
 // Each item is written verbatim. An item without an "id" field gets one,
 // inserted as its first field (the rest of its bytes untouched): ItemID of
-// its place in the log, so the IDs are stable across exports.
+// its place in the log, so the IDs are stable across exports. An item
+// that has an "id" keeps it, whatever its type.
 func JSON(w io.Writer, s *Session) error {
 	live := s.Items()
 	bw := bufio.NewWriterSize(w, 64<<10)
@@ -68,7 +69,12 @@ func withID(l recall.LiveItem) (string, []byte) {
 	if json.Unmarshal(l.Item, &fields) == nil {
 		if raw, ok := fields["id"]; ok {
 			var id string
-			_ = json.Unmarshal(raw, &id) // a non-string id stays as it is, unnamed
+			if json.Unmarshal(raw, &id) != nil {
+				var n json.Number
+				if json.Unmarshal(raw, &n) == nil {
+					id = n.String() // as openai-go reads a numeric id
+				}
+			}
 			return id, l.Item
 		}
 	}

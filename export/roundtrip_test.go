@@ -592,4 +592,3 @@ func TestReadJSONLStream(t *testing.T) {
 		t.Errorf("first session = %+v", ss[0])
 	}
 }
-
