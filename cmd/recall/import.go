@@ -185,7 +185,7 @@ func (a *app) runImport(ctx context.Context, f importFlags, run func(context.Con
 		if fl.Key != "" {
 			where += " (" + fl.Key + ")"
 		}
-		a.notef("recall: not imported: %s: %s\n", where, fl.Err)
+		a.notef("not imported: %s: %s\n", where, fl.Err)
 	}
 	if sum.Read == 0 {
 		return withHint(fmt.Errorf("import %s: none of the %s could be read", sum.Tool, count(sum.Files, "file")),
