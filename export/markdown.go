@@ -240,14 +240,16 @@ func longestRun(s string, c byte) int {
 	return n
 }
 
-// mdInline escapes s for inline Markdown text on one line: every ASCII
-// punctuation character is backslash-escaped, which CommonMark allows for
-// all of them, so s can start no emphasis, link, tag, entity or heading.
+// mdInline escapes s for inline Markdown text on one line, never at the
+// start of a line: every character that could start emphasis, code, a
+// link, an image, a tag, an entity, a table cell, strikethrough, math or a
+// mention is backslash-escaped (CommonMark allows it for any ASCII
+// punctuation), so s reads as the text it is.
 func mdInline(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
 	var b strings.Builder
 	for _, r := range s {
-		if r < 0x80 && strings.ContainsRune("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~", r) {
+		if r < 0x80 && strings.ContainsRune("\\`*_[]<>&!|~#$@", r) {
 			b.WriteByte('\\')
 		}
 		b.WriteRune(r)

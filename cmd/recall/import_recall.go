@@ -95,7 +95,7 @@ func readExport(a *app, path string) ([]*export.Session, error) {
 	if path != "-" {
 		f, err := os.Open(path)
 		if err != nil {
-			return nil, err
+			return nil, withHint(err, "name a file written by 'recall export --format jsonl', or - for stdin")
 		}
 		defer f.Close()
 		r, name = f, path

@@ -63,6 +63,7 @@ Exit codes: 0 ok, 1 failed, 2 bad usage.`,
 		newCompactCmd(a),
 		newMemoryCmd(a),
 		newImportCmd(a),
+		newExportCmd(a),
 	)
 	return root
 }

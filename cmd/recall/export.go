@@ -1,0 +1,324 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/export"
+	"github.com/recallkit/recall/internal/sessionref"
+)
+
+// exported is what 'recall export --json' reports for one session.
+type exported struct {
+	Key    recall.Key `json:"key"`
+	Title  string     `json:"title,omitempty"`
+	Format string     `json:"format"`
+	File   string     `json:"file"`
+	Bytes  int64      `json:"bytes"`
+}
+
+func newExportCmd(a *app) *cobra.Command {
+	var (
+		format, out, dir    string
+		all, allProj, force bool
+	)
+	cmd := &cobra.Command{
+		Use:   "export ID... | --all | --all-projects",
+		Short: "Write sessions out as Markdown, HTML, JSON or recall's own JSONL",
+		Long: `Export sessions. ID is a full ID, a unique ID prefix, or an exact title.
+
+Formats:
+  markdown  for people: a heading per turn, tool calls and outputs in fenced
+            blocks, long ones folded; readable in a GitHub pull request
+            (default)
+  html      one self-contained page: no script, nothing loaded, light and
+            dark, every piece of content escaped
+  json      the item list of the OpenAI Conversations API
+            ({"object":"list","data":[...]}), for other tools
+  jsonl     recall's own log, lossless; 'recall import recall FILE' reads it
+            back into any store
+
+Markdown and HTML show the whole history (items later compacted away or
+removed included, marked) and the session's subagent records; JSON holds the
+items the model sees now; JSONL holds everything.
+
+Where it goes:
+  (no -o)      stdout; one session, or several in jsonl (one stream)
+  -o FILE      that file; with no --format, its extension (.md, .html, .json,
+               .jsonl) names the format
+  -o DIR       one file per session in DIR, named ID.md, ID.html, ...; DIR must
+               exist or be written with a trailing slash (created); --all-projects
+               puts each project's sessions in a folder named by the project
+
+--all exports every session of the project (archived ones included),
+--all-projects every session of the store. An existing file is not replaced
+unless --force; files are written whole or not at all.`,
+		Example: `  recall export 0199a3f2-1b --format markdown > session.md
+  recall export 0199a3f2-1b -o session.html
+  recall export --all -o exports/ --format html
+  recall export --all-projects --format jsonl -o backup.jsonl`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, refs []string) error {
+			f, err := exportFormat(cmd, format, out, a.json)
+			if err != nil {
+				return err
+			}
+			switch {
+			case all && allProj:
+				return usageError("use one of them", "--all and --all-projects both given")
+			case (all || allProj) && len(refs) > 0:
+				return usageError("give session IDs or --all, not both", "session IDs given with --%s", map[bool]string{true: "all", false: "all-projects"}[all])
+			case !all && !allProj && len(refs) == 0:
+				return usageError("usage: "+cmd.UseLine(), "export: no session named; give an ID, --all or --all-projects")
+			case dir != "" && !all:
+				return usageError("--project goes with --all", "--project given without --all")
+			}
+			ctx := cmd.Context()
+			metas, err := exportTargets(ctx, a, refs, all, allProj, dir)
+			if err != nil {
+				return err
+			}
+			if len(metas) == 0 {
+				return withHint(errors.New("no sessions to export"), "run 'recall ls --all' to see the sessions")
+			}
+			st, err := a.store(ctx)
+			if err != nil {
+				return err
+			}
+			plan, err := planOutput(out, f, metas, allProj, force)
+			if err != nil {
+				return err
+			}
+			var report []exported
+			for _, tg := range plan {
+				write := func(w io.Writer) error {
+					for _, m := range tg.metas {
+						s, err := export.Load(ctx, st, m.Key)
+						if err != nil {
+							return err
+						}
+						if err := export.Write(w, f, s); err != nil {
+							return err
+						}
+					}
+					return nil
+				}
+				if tg.path == "" {
+					if err := write(a.stdout); err != nil {
+						return err
+					}
+					continue
+				}
+				n, err := writeFileAtomic(tg.path, write)
+				if err != nil {
+					return err
+				}
+				for _, m := range tg.metas {
+					report = append(report, exported{Key: m.Key, Title: m.Title, Format: string(f), File: tg.path, Bytes: n})
+					if !a.json {
+						a.printf("wrote %s: %s\n", tg.path, describe(m))
+					}
+				}
+			}
+			if a.json && out != "" && out != "-" {
+				return a.printJSON(report)
+			}
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVarP(&format, "format", "f", "", "output `format`: markdown, html, json or jsonl (default markdown, or the -o file's extension)")
+	fl.StringVarP(&out, "output", "o", "", "write to `FILE` or into DIR (default stdout)")
+	fl.BoolVarP(&all, "all", "a", false, "export every session of the project")
+	fl.BoolVar(&allProj, "all-projects", false, "export every session of every project")
+	fl.StringVar(&dir, "project", "", "with --all: the project of this `DIR` (default: the working directory)")
+	fl.BoolVar(&force, "force", false, "replace files that exist")
+	return cmd
+}
+
+// exportFormat is the format the flags ask for: --format, else the
+// extension of a -o file, else json under --json, else markdown.
+func exportFormat(cmd *cobra.Command, format, out string, asJSON bool) (export.Format, error) {
+	if cmd.Flags().Changed("format") {
+		f, err := export.ParseFormat(format)
+		if err != nil {
+			return "", usageError("use markdown, html, json or jsonl", "unknown format %q", format)
+		}
+		return f, nil
+	}
+	if out != "" && out != "-" && !strings.HasSuffix(out, "/") {
+		for _, f := range append(export.Formats, "md") {
+			if strings.EqualFold(filepath.Ext(out), "."+string(f)) {
+				return export.ParseFormat(string(f))
+			}
+		}
+	}
+	if asJSON && (out == "" || out == "-") {
+		return export.FormatJSON, nil
+	}
+	return export.FormatMarkdown, nil
+}
+
+// exportTargets resolves the sessions to export, every reference first,
+// so a typo exports nothing.
+func exportTargets(ctx context.Context, a *app, refs []string, all, allProj bool, dir string) ([]recall.Meta, error) {
+	if len(refs) > 0 {
+		var metas []recall.Meta
+		seen := map[recall.Key]bool{}
+		for _, ref := range refs {
+			_, m, err := a.resolve(ctx, ref)
+			if err != nil {
+				return nil, err
+			}
+			if !seen[m.Key] {
+				seen[m.Key] = true
+				metas = append(metas, m)
+			}
+		}
+		return metas, nil
+	}
+	st, err := a.store(ctx)
+	if err != nil {
+		return nil, err
+	}
+	proj := ""
+	if all {
+		if proj, err = project(dir); err != nil {
+			return nil, err
+		}
+	}
+	return sessionref.All(ctx, st, proj, true)
+}
+
+// target is one output of an export: a file, or stdout (path ""), and
+// the sessions written to it, in order.
+type target struct {
+	path  string
+	metas []recall.Meta
+}
+
+// planOutput decides where each session goes, and checks every path,
+// before anything is written: several sessions need a directory (or the
+// jsonl stream, on stdout or in one file), and an existing file is
+// refused unless force.
+func planOutput(out string, f export.Format, metas []recall.Meta, byProject, force bool) ([]target, error) {
+	if out == "" || out == "-" {
+		if len(metas) > 1 && f != export.FormatJSONL {
+			return nil, usageError("write them into a directory with -o DIR/, or use --format jsonl", "%d sessions cannot share stdout in %s", len(metas), f)
+		}
+		return []target{{metas: metas}}, nil
+	}
+	if strings.IndexByte(out, 0) >= 0 {
+		return nil, usageError("name a file or a directory", "-o holds a NUL byte")
+	}
+	wantDir := strings.HasSuffix(out, "/") || strings.HasSuffix(out, string(filepath.Separator))
+	fi, err := os.Stat(filepath.Clean(out)) // "file/" would be ENOTDIR
+	isDir := err == nil && fi.IsDir()
+	switch {
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("output %s: %w", out, err)
+	case wantDir && err == nil && !isDir:
+		return nil, usageError("name a directory", "-o %s is a file, not a directory", out)
+	case !isDir && !wantDir && len(metas) > 1 && f != export.FormatJSONL:
+		return nil, usageError("write them into a directory: -o "+out+"/ creates it", "%d sessions cannot share the file %s in %s", len(metas), out, f)
+	case !isDir && !wantDir:
+		// one file: one session, or the jsonl stream of several
+		if err := refuseExisting(out, fi, force); err != nil {
+			return nil, err
+		}
+		return []target{{path: out, metas: metas}}, nil
+	}
+	if !isDir {
+		if err := os.MkdirAll(out, 0o755); err != nil {
+			return nil, fmt.Errorf("output directory: %w", err)
+		}
+	}
+	plan := make([]target, 0, len(metas))
+	seen := map[string]bool{}
+	for _, m := range metas {
+		// Session IDs and project keys are [A-Za-z0-9._-] and never "." or
+		// "..": a name made of them stays inside out.
+		name := m.Key.Session + f.Ext()
+		if byProject {
+			name = filepath.Join(m.Key.Project, name)
+		}
+		p := filepath.Join(out, name)
+		if seen[p] {
+			return nil, usageError("use --all-projects, which writes a folder per project", "two sessions would both be written to %s", p)
+		}
+		seen[p] = true
+		fi, err := os.Lstat(p)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("output %s: %w", p, err)
+		}
+		if err := refuseExisting(p, fi, force); err != nil {
+			return nil, err
+		}
+		plan = append(plan, target{path: p, metas: []recall.Meta{m}})
+	}
+	return plan, nil
+}
+
+// refuseExisting refuses to replace an existing path (fi non-nil) unless
+// force, and never replaces a directory.
+func refuseExisting(path string, fi fs.FileInfo, force bool) error {
+	switch {
+	case fi == nil:
+		return nil
+	case fi.IsDir():
+		return usageError("choose another name", "%s is a directory", path)
+	case !force:
+		return withHint(fmt.Errorf("%s exists", path), "use --force to replace it, or choose another name")
+	}
+	return nil
+}
+
+// writeFileAtomic writes a file whole or not at all: into a temporary file
+// beside it, synced, then renamed into place (over the old file, which
+// --force allowed). A failure leaves no partial file behind.
+func writeFileAtomic(path string, write func(io.Writer) error) (int64, error) {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return 0, fmt.Errorf("output directory: %w", err)
+	}
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return 0, fmt.Errorf("export: %w", err)
+	}
+	defer os.Remove(tmp.Name()) // a no-op once renamed
+	cw := &countWriter{w: tmp}
+	err = write(cw)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("export to %s: %w", path, err)
+	}
+	return cw.n, nil
+}
+
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
