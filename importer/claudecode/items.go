@@ -1,7 +1,10 @@
 package claudecode
 
 import (
-	"encoding/json"
+	stdjson "encoding/json"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/recallkit/recall"
 )
@@ -15,13 +18,13 @@ type block struct {
 	Thinking string `json:"thinking"`
 	Data     string `json:"data"`
 	// tool_use
-	ID    string          `json:"id"`
-	Name  string          `json:"name"`
-	Input json.RawMessage `json:"input"`
+	ID    string         `json:"id"`
+	Name  string         `json:"name"`
+	Input jsontext.Value `json:"input"`
 	// tool_result
-	ToolUseID string          `json:"tool_use_id"`
-	Content   json.RawMessage `json:"content"`
-	IsError   bool            `json:"is_error"`
+	ToolUseID string  `json:"tool_use_id"`
+	Content   content `json:"content"`
+	IsError   bool    `json:"is_error"`
 	// image
 	Source *imageSource `json:"source"`
 }
@@ -31,6 +34,41 @@ type imageSource struct {
 	MediaType string `json:"media_type"`
 	Data      string `json:"data"`
 	URL       string `json:"url"`
+}
+
+// content is a message's or a tool result's content: a string, or an
+// array of blocks. It is decoded in the same pass as the line around it
+// (json.UnmarshalerFrom), where decoding it as a raw value and again would
+// read every byte of it twice more.
+type content struct {
+	// Str is the content when it is a string; Blocks when it is an
+	// array. Other is any other value, as it is.
+	Str    *string
+	Blocks []block
+	Other  jsontext.Value
+}
+
+// UnmarshalJSONFrom implements json.UnmarshalerFrom.
+func (c *content) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	switch dec.PeekKind() {
+	case '"':
+		var s string
+		if err := json.UnmarshalDecode(dec, &s); err != nil {
+			return err
+		}
+		c.Str = &s
+		return nil
+	case '[':
+		return json.UnmarshalDecode(dec, &c.Blocks)
+	}
+	v, err := dec.ReadValue()
+	c.Other = v.Clone()
+	return err
+}
+
+// empty reports whether the content is missing or null.
+func (c *content) empty() bool {
+	return c.Str == nil && c.Blocks == nil && (len(c.Other) == 0 || string(c.Other) == "null")
 }
 
 // The Responses items an import writes.
@@ -78,7 +116,7 @@ type (
 
 // item encodes v, one of the item types above; they always encode.
 func item(v any) recall.Item {
-	b, _ := json.Marshal(v)
+	b, _ := stdjson.Marshal(v)
 	return b
 }
 
@@ -112,24 +150,21 @@ func imagePart(src *imageSource) (part, bool) {
 // output: the string as it is, one text block's text, or content parts
 // (input_text, input_image) when there are several blocks or images. It
 // returns the kinds of blocks it could not keep.
-func toolOutput(raw json.RawMessage) (any, []string) {
-	if len(raw) == 0 || string(raw) == "null" {
-		return "", nil
-	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s, nil
-	}
-	var blocks []block
-	if json.Unmarshal(raw, &blocks) != nil {
-		return string(raw), nil // neither: keep its JSON as the text
-	}
-	if len(blocks) == 1 && blocks[0].Type == "text" {
-		return blocks[0].Text, nil
+func toolOutput(c content) (any, []string) {
+	switch {
+	case c.Str != nil:
+		return *c.Str, nil
+	case c.Blocks == nil:
+		if c.empty() {
+			return "", nil
+		}
+		return string(c.Other), nil // neither: keep its JSON as the text
+	case len(c.Blocks) == 1 && c.Blocks[0].Type == "text":
+		return c.Blocks[0].Text, nil
 	}
 	parts := []part{}
 	var lost []string
-	for _, b := range blocks {
+	for _, b := range c.Blocks {
 		switch b.Type {
 		case "text":
 			parts = append(parts, part{Type: "input_text", Text: b.Text})

@@ -1,11 +1,14 @@
 package claudecode
 
 import (
-	"encoding/json"
+	stdjson "encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/importer"
@@ -30,12 +33,16 @@ type line struct {
 }
 
 type message struct {
-	ID      string          `json:"id"`
-	Role    string          `json:"role"`
-	Model   string          `json:"model"`
-	Content json.RawMessage `json:"content"`
-	Usage   *usage          `json:"usage"`
+	ID      string  `json:"id"`
+	Role    string  `json:"role"`
+	Model   string  `json:"model"`
+	Content content `json:"content"`
+	Usage   *usage  `json:"usage"`
 }
+
+// decodeOptions make the decoder as lenient as encoding/json: a duplicate
+// name takes the last value, and invalid UTF-8 becomes U+FFFD.
+var decodeOptions = json.JoinOptions(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
 
 type usage struct {
 	InputTokens              int64 `json:"input_tokens"`
@@ -162,7 +169,7 @@ func (p *parser) target(l *line) *importer.Target {
 func (p *parser) line(ln importer.Line) {
 	p.t.Lines++
 	var l line
-	if err := json.Unmarshal(ln.Bytes, &l); err != nil {
+	if err := json.Unmarshal(ln.Bytes, &l, decodeOptions); err != nil {
 		p.t.Torn(ln)
 		return
 	}
@@ -229,7 +236,7 @@ func (p *parser) title(l *line, title string, rank int, end int64) {
 // into a function_call_output, each thinking block into a reasoning item.
 func (p *parser) conversation(l *line, end int64) {
 	m := l.Message
-	if m == nil || len(m.Content) == 0 {
+	if m == nil || m.Content.empty() {
 		p.t.Skip("malformed")
 		return
 	}
@@ -241,7 +248,7 @@ func (p *parser) conversation(l *line, end int64) {
 	at := importer.ParseTime(l.Timestamp)
 	before := len(tg.Records)
 	add := func(it recall.Item) {
-		tg.Records = append(tg.Records, importer.Record{End: end, Entry: recall.Entry{Kind: recall.KindItem, Time: at, Data: json.RawMessage(it)}})
+		tg.Records = append(tg.Records, importer.Record{End: end, Entry: recall.Entry{Kind: recall.KindItem, Time: at, Data: stdjson.RawMessage(it)}})
 	}
 	var parts []part
 	flush := func() {
@@ -250,12 +257,11 @@ func (p *parser) conversation(l *line, end int64) {
 			parts = nil
 		}
 	}
-	var text string
-	var blocks []block
+	blocks := m.Content.Blocks
 	switch {
-	case json.Unmarshal(m.Content, &text) == nil:
-		blocks = []block{{Type: "text", Text: text}}
-	case json.Unmarshal(m.Content, &blocks) != nil:
+	case m.Content.Str != nil:
+		blocks = []block{{Type: "text", Text: *m.Content.Str}}
+	case blocks == nil:
 		p.t.Skip("malformed")
 		return
 	}
