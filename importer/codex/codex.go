@@ -28,7 +28,6 @@ package codex
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -36,6 +35,9 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/importer"
@@ -126,10 +128,15 @@ func Import(ctx context.Context, st recall.Store, paths []string, opts importer.
 
 // rolloutLine is one line of a rollout.
 type rolloutLine struct {
-	Timestamp string          `json:"timestamp"`
-	Type      string          `json:"type"`
-	Payload   json.RawMessage `json:"payload"`
+	Timestamp string         `json:"timestamp"`
+	Type      string         `json:"type"`
+	Payload   jsontext.Value `json:"payload"`
 }
+
+// decodeOptions make the decoder (github.com/go-json-experiment/json,
+// faster than encoding/json) as lenient as encoding/json: a duplicate name
+// takes the last value, and invalid UTF-8 becomes U+FFFD.
+var decodeOptions = json.JoinOptions(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
 
 type sessionMeta struct {
 	ID        string `json:"id"`
@@ -138,8 +145,8 @@ type sessionMeta struct {
 }
 
 type compacted struct {
-	Message            string            `json:"message"`
-	ReplacementHistory []json.RawMessage `json:"replacement_history"`
+	Message            string           `json:"message"`
+	ReplacementHistory []jsontext.Value `json:"replacement_history"`
 }
 
 // ReadFile reads one rollout (.jsonl or .jsonl.zst). project, when not
@@ -157,7 +164,7 @@ func ReadFile(path, project string) (*importer.Transcript, error) {
 	importer.EachLine(data, func(ln importer.Line) {
 		t.Lines++
 		var l rolloutLine
-		if err := json.Unmarshal(ln.Bytes, &l); err != nil {
+		if err := json.Unmarshal(ln.Bytes, &l, decodeOptions); err != nil {
 			t.Torn(ln)
 			return
 		}
@@ -168,13 +175,13 @@ func ReadFile(path, project string) (*importer.Transcript, error) {
 				t.Skip("malformed")
 				return
 			}
-			tg.Records = append(tg.Records, importer.Record{End: ln.End, Entry: recall.Entry{Kind: recall.KindItem, Time: at, Data: l.Payload}})
+			tg.Records = append(tg.Records, importer.Record{End: ln.End, Entry: recall.Entry{Kind: recall.KindItem, Time: at, Data: []byte(l.Payload)}})
 		case "session_meta":
 			if meta.ID != "" {
 				t.Skip("session_meta") // a resumed or forked rollout repeats it
 				return
 			}
-			if json.Unmarshal(l.Payload, &meta) != nil || meta.ID == "" {
+			if json.Unmarshal(l.Payload, &meta, decodeOptions) != nil || meta.ID == "" {
 				t.Skip("malformed")
 				return
 			}
@@ -187,7 +194,7 @@ func ReadFile(path, project string) (*importer.Transcript, error) {
 				Model string `json:"model"`
 				Cwd   string `json:"cwd"`
 			}
-			if json.Unmarshal(l.Payload, &tc) != nil {
+			if json.Unmarshal(l.Payload, &tc, decodeOptions) != nil {
 				t.Skip("malformed")
 				return
 			}
@@ -200,7 +207,7 @@ func ReadFile(path, project string) (*importer.Transcript, error) {
 			t.Skip("turn_context") // it gives metadata, no entry
 		case "compacted":
 			var c compacted
-			if json.Unmarshal(l.Payload, &c) != nil {
+			if json.Unmarshal(l.Payload, &c, decodeOptions) != nil {
 				t.Skip("malformed")
 				return
 			}
@@ -213,7 +220,7 @@ func ReadFile(path, project string) (*importer.Transcript, error) {
 			var ev struct {
 				Type string `json:"type"`
 			}
-			_ = json.Unmarshal(l.Payload, &ev)
+			_ = json.Unmarshal(l.Payload, &ev, decodeOptions)
 			t.Skip("event_msg:" + ev.Type)
 		case "":
 			t.Skip("unknown")
@@ -263,7 +270,7 @@ func (c compacted) items() []recall.Item {
 }
 
 // isObject reports whether raw is a JSON object (it decoded as JSON).
-func isObject(raw json.RawMessage) bool {
+func isObject(raw []byte) bool {
 	for _, c := range raw {
 		switch c {
 		case ' ', '\t', '\r', '\n':
