@@ -2,6 +2,7 @@ package export
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -65,32 +66,30 @@ func ItemID(ref recall.ItemRef) string {
 // itself when it has one (a string), else the item with ItemID inserted
 // first.
 func withID(l recall.LiveItem) (string, []byte) {
-	var fields map[string]json.RawMessage
-	if json.Unmarshal(l.Item, &fields) == nil {
-		if raw, ok := fields["id"]; ok {
-			var id string
-			if json.Unmarshal(raw, &id) != nil {
-				var n json.Number
-				if json.Unmarshal(raw, &n) == nil {
-					id = n.String() // as openai-go reads a numeric id
-				}
+	var head struct {
+		ID json.RawMessage `json:"id"` // nil when absent, "null" when null
+	}
+	if json.Unmarshal(l.Item, &head) == nil && head.ID != nil {
+		var id string
+		if json.Unmarshal(head.ID, &id) != nil {
+			var n json.Number
+			if json.Unmarshal(head.ID, &n) == nil {
+				id = n.String() // as openai-go reads a numeric id
 			}
-			return id, l.Item
 		}
+		return id, l.Item
 	}
 	id := ItemID(l.Ref)
+	i := bytes.IndexByte(l.Item, '{') // an item is an object: there is one
+	rest := l.Item[i+1:]
 	out := make([]byte, 0, len(l.Item)+len(id)+8)
-	i := 0
-	for i < len(l.Item) && l.Item[i] != '{' {
-		i++
-	}
 	out = append(out, l.Item[:i+1]...)
 	out = append(out, `"id":`...)
 	out = append(out, quote(id)...)
-	if len(fields) > 0 {
+	if t := bytes.TrimLeft(rest, " \t\r\n"); len(t) > 0 && t[0] != '}' {
 		out = append(out, ',')
 	}
-	out = append(out, l.Item[i+1:]...)
+	out = append(out, rest...)
 	return id, out
 }
 
