@@ -592,3 +592,35 @@ func TestReadJSONLStream(t *testing.T) {
 		t.Errorf("first session = %+v", ss[0])
 	}
 }
+
+// A log whose first entries are missing (lines the source store could not
+// decode) imports with the missing seqs filled by KindDamaged entries, so
+// the store's import, which needs a log without gaps, takes it.
+func TestImportFillsMissingStart(t *testing.T) {
+	ctx := context.Background()
+	b := newLog(recall.Key{Project: "p", Session: "headless"}).
+		add(recall.KindCreate, "").
+		item(recall.Message("user", "one")).
+		item(recall.Message("assistant", "two"))
+	b.entries = b.entries[2:] // the log starts at seq 3
+	s := b.session()
+	dst := memstore.New(memstore.Options{})
+	res, err := export.Import(ctx, dst, s, export.ImportOptions{})
+	if err != nil || res.Damaged != 2 || res.Entries != 3 {
+		t.Fatalf("Import = %+v, %v; want 3 entries, 2 of them damaged", res, err)
+	}
+	got, err := export.Load(ctx, dst, s.Meta.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameItems(t, s.Items(), got.Items())
+	for i, e := range got.Entries[:2] {
+		var d export.Damaged
+		if e.Seq != int64(i+1) || e.Kind != export.KindDamaged || json.Unmarshal(e.Data, &d) != nil || !d.Missing || !e.Time.Equal(s.Entries[0].Time) {
+			t.Errorf("entry %d = %d %s %s at %s, want a missing seq %d at the next entry's time", i, e.Seq, e.Kind, e.Data, e.Time, i+1)
+		}
+	}
+	if a, b := metaJSON(t, s.Meta), metaJSON(t, got.Meta); a != b {
+		t.Errorf("meta:\n got %s\nwant %s", b, a)
+	}
+}

@@ -197,3 +197,31 @@ func TestImportRecallRoundTrip(t *testing.T) {
 	}
 	e.fails(1, "invalid recall log", "import", "recall", filepath.Join(e.dir, "bad.jsonl"))
 }
+
+// An output path that is a symlink is a file that exists: refused, and
+// with --force the link itself is replaced, never the file it points at.
+func TestExportSymlinkOutput(t *testing.T) {
+	e := newEnv(t)
+	e.ok("", "chat", "-p", "hello")
+	id := e.ls()[0].Key.Session
+	victim := filepath.Join(t.TempDir(), "victim.txt")
+	if err := os.WriteFile(victim, []byte("keep me"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(e.dir, "out")
+	if err := os.Mkdir(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(out, id+".md")
+	if err := os.Symlink(victim, link); err != nil {
+		t.Fatal(err)
+	}
+	e.fails(1, "exists", "export", id, "-o", "out")
+	e.ok("", "export", id, "-o", "out", "--force")
+	if b, _ := os.ReadFile(victim); string(b) != "keep me" {
+		t.Errorf("the symlink's target was written: %q", b)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink != 0 {
+		t.Errorf("the link was not replaced by the export: %v %v", fi, err)
+	}
+}
