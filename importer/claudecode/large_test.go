@@ -81,8 +81,8 @@ func writeLarge(t testing.TB, dir string, size int64) (string, int) {
 // file store: every item arrives, in several batches, and importing it
 // again, and after it grew, stays exact.
 func TestLargeTranscript(t *testing.T) {
-	if testing.Short() {
-		t.Skip("writes and imports 50 MB")
+	if testing.Short() || raceEnabled {
+		t.Skip("writes and imports 50 MB: not with -short or -race")
 	}
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -129,7 +129,8 @@ var (
 	benchItems int
 )
 
-// benchFile returns a generated 20 MB transcript, written once per run.
+// benchFile returns a generated 20 MB transcript, written once per run
+// and removed by TestMain.
 func benchFile(b *testing.B) (string, int) {
 	benchOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "recall-claudecode-bench-")
@@ -138,7 +139,6 @@ func benchFile(b *testing.B) (string, int) {
 		}
 		benchPath, benchItems = writeLarge(b, dir, 20<<20)
 	})
-	b.Cleanup(func() {}) // the file is removed by TestMain
 	return benchPath, benchItems
 }
 

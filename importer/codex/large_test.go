@@ -71,8 +71,8 @@ func writeLarge(t testing.TB, dir string, size int64) (string, int) {
 // TestLargeRollout imports a 50 MB rollout, generated here, into the file
 // store, and again.
 func TestLargeRollout(t *testing.T) {
-	if testing.Short() {
-		t.Skip("writes and imports 50 MB")
+	if testing.Short() || raceEnabled {
+		t.Skip("writes and imports 50 MB: not with -short or -race")
 	}
 	ctx := context.Background()
 	path, items := writeLarge(t, t.TempDir(), 50<<20)
