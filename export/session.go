@@ -12,14 +12,6 @@ import (
 	"github.com/recallkit/recall"
 )
 
-// ErrInvalidLog reports input that is not a recall JSONL export, or one
-// whose lines contradict each other (a seq out of order, an entry before
-// any header). Nothing is imported from it.
-var ErrInvalidLog = errors.New("export: invalid recall log")
-
-// ErrUnknownFormat reports a format name Parse does not know.
-var ErrUnknownFormat = errors.New("export: unknown format")
-
 // Session is what the writers render: one session's metadata and whole
 // log, and the subagent records under it.
 type Session struct {
