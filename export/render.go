@@ -147,9 +147,12 @@ func history(entries []recall.Entry) []block {
 				strategy = "compaction"
 			}
 			summary := len(c.Items) - kept
+			keptNote := ""
+			if kept > 0 {
+				keptNote = fmt.Sprintf(" and the newest %s kept", plural(kept, "item"))
+			}
 			note(e.Time, "Compacted (%s): the %s before this point were replaced by %s%s.",
-				strategy, plural(max(c.Replaced-kept, 0), "item"), plural(summary, "summary item"),
-				map[bool]string{true: fmt.Sprintf(" and the newest %s kept", plural(kept, "item")), false: ""}[kept > 0])
+				strategy, plural(max(c.Replaced-kept, 0), "item"), plural(summary, "summary item"), keptNote)
 			for j, it := range c.Items[:summary] {
 				p := describe(it)
 				p.Time, p.Removed, p.Summary = e.Time, removed[recall.ItemRef{Seq: e.Seq, Index: j}], true

@@ -76,7 +76,7 @@ unless --force; files are written whole or not at all.`,
 			case all && allProj:
 				return usageError("use one of them", "--all and --all-projects both given")
 			case (all || allProj) && len(refs) > 0:
-				return usageError("give session IDs or --all, not both", "session IDs given with --%s", map[bool]string{true: "all", false: "all-projects"}[all])
+				return usageError("give session IDs or --all, not both", "session IDs given with --all or --all-projects")
 			case !all && !allProj && len(refs) == 0:
 				return usageError("usage: "+cmd.UseLine(), "export: no session named; give an ID, --all or --all-projects")
 			case dir != "" && !all:
