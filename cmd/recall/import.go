@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -80,7 +81,8 @@ only when nothing could be read.`,
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			path, err := claudecode.DefaultPath()
 			if len(argv) > 0 {
-				path, err = argv[0], nil
+				// absolute, so import.file names the file wherever recall runs
+				path, err = filepath.Abs(argv[0])
 			}
 			if err != nil {
 				return err
@@ -119,7 +121,9 @@ only when nothing could be read.`,
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			paths, err := codex.DefaultPaths()
 			if len(argv) > 0 {
-				paths, err = argv, nil
+				var abs string
+				abs, err = filepath.Abs(argv[0])
+				paths = []string{abs}
 			}
 			if err != nil {
 				return err
