@@ -10,6 +10,7 @@ import (
 	"hash"
 	"maps"
 	"strconv"
+	"strings"
 
 	"github.com/recallkit/recall"
 )
@@ -141,7 +142,7 @@ type writer struct {
 // many that is.
 func (w *writer) resume(m recall.Meta) (int64, error) {
 	md := m.Metadata
-	if md[MetaSource] != w.t.Tool || md[MetaSession] != w.t.SessionID || md[MetaAgent] != w.tg.Agent {
+	if md[MetaSource] != metaValue(w.t.Tool) || md[MetaSession] != metaValue(w.t.SessionID) || md[MetaAgent] != metaValue(w.tg.Agent) {
 		return 0, fmt.Errorf("%w: %s (source %q, session %q)", ErrForeign, w.tg.Key, md[MetaSource], md[MetaSession])
 	}
 	offset, err := strconv.ParseInt(md[MetaOffset], 10, 64)
@@ -233,23 +234,30 @@ func (w *writer) metadata(m recall.Meta, exists bool, end int64) map[string]*str
 	md := map[string]string{
 		MetaOffset: strconv.FormatInt(end, 10),
 		MetaDigest: w.digest(end),
-		MetaFile:   cutLeft(w.t.File, recall.MaxMetadataValueLen),
+		MetaFile:   metaValue(w.t.File),
 	}
 	if !exists {
-		md[MetaSource] = w.t.Tool
-		md[MetaSession] = cutLeft(w.t.SessionID, recall.MaxMetadataValueLen)
+		md[MetaSource] = metaValue(w.t.Tool)
+		md[MetaSession] = metaValue(w.t.SessionID)
 		if w.tg.Agent != "" {
-			md[MetaAgent] = cutLeft(w.tg.Agent, recall.MaxMetadataValueLen)
+			md[MetaAgent] = metaValue(w.tg.Agent)
 		}
 	}
 	if w.tg.Model != "" {
-		md[MetaModel] = cutLeft(w.tg.Model, recall.MaxMetadataValueLen)
+		md[MetaModel] = metaValue(w.tg.Model)
 	}
 	out := make(map[string]*string, len(md))
 	for k, v := range maps.All(md) {
 		out[k] = &v
 	}
 	return out
+}
+
+// metaValue makes s a value recall's metadata takes: valid UTF-8 without
+// NUL bytes, at most MaxMetadataValueLen bytes (the end of a long one).
+func metaValue(s string) string {
+	s = strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "")
+	return cutLeft(s, recall.MaxMetadataValueLen)
 }
 
 // cutLeft keeps the last max bytes of s, starting on a character: a long

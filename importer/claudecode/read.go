@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -101,7 +102,11 @@ func ReadFile(path, project string) (*importer.Transcript, error) {
 	if err != nil {
 		return nil, err
 	}
-	mtime := importer.FileTime(path)
+	return parse(path, data, project, importer.FileTime(path))
+}
+
+// parse reads the lines of a transcript read from path.
+func parse(path string, data []byte, project string, mtime time.Time) (*importer.Transcript, error) {
 	p := newParser(path, data)
 	importer.EachLine(data, p.line)
 	if err := p.finish(project); err != nil {

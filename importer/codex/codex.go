@@ -35,6 +35,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -157,6 +158,11 @@ func ReadFile(path, project string) (*importer.Transcript, error) {
 	if err != nil {
 		return nil, err
 	}
+	return parse(path, data, project, importer.FileTime(path))
+}
+
+// parse reads the lines of a rollout read from path.
+func parse(path string, data []byte, project string, mtime time.Time) (*importer.Transcript, error) {
 	t := &importer.Transcript{Tool: Tool, File: path, Data: data}
 	tg := &importer.Target{}
 	var meta sessionMeta
@@ -211,10 +217,14 @@ func ReadFile(path, project string) (*importer.Transcript, error) {
 				t.Skip("malformed")
 				return
 			}
+			items, dropped := c.items()
+			for range dropped {
+				t.Skip("compacted:not-an-object")
+			}
 			tg.Records = append(tg.Records, importer.Record{
 				End:        ln.End,
 				Entry:      recall.Entry{Kind: recall.KindCompaction, Time: at},
-				Compaction: &recall.Compaction{Items: c.items(), Strategy: "codex"},
+				Compaction: &recall.Compaction{Items: items, Strategy: "codex"},
 			})
 		case "event_msg":
 			var ev struct {
@@ -249,24 +259,27 @@ func ReadFile(path, project string) (*importer.Transcript, error) {
 		tg.Key = recall.Key{Project: project, Session: importer.SessionID(Tool, meta.ID)}
 		t.Targets = []*importer.Target{tg}
 	}
-	t.Finish(importer.FileTime(path))
+	t.Finish(mtime)
 	return t, nil
 }
 
 // items returns what a compaction leaves in the view: the replacement
 // history Codex recorded, verbatim, or else the summary as one assistant
-// message (what Codex itself turns a compacted line into).
-func (c compacted) items() []recall.Item {
-	items := []recall.Item{}
+// message (what Codex itself turns a compacted line into). It counts the
+// entries of the history it dropped for not being JSON objects.
+func (c compacted) items() (items []recall.Item, dropped int) {
+	items = []recall.Item{}
 	for _, raw := range c.ReplacementHistory {
 		if isObject(raw) {
 			items = append(items, recall.Item(raw))
+		} else {
+			dropped++
 		}
 	}
 	if len(c.ReplacementHistory) == 0 {
 		items = append(items, recall.Message("assistant", c.Message))
 	}
-	return items
+	return items, dropped
 }
 
 // isObject reports whether raw is a JSON object (it decoded as JSON).
