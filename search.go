@@ -99,6 +99,12 @@ type SearchPage struct {
 // return exactly the hits the scan would (the same Query semantics and
 // SearchText), in the same order; only Rank and the snippet's cut may
 // differ. storetest checks it.
+//
+// The pieces of the scan are exported so a Searcher need not rewrite
+// them: CheckSearchOptions, ParseQuery and Query.Match, NormalizeText and
+// SearchText for what is indexed, SessionHits for the hits of one log,
+// MakeSnippet, CompareHits for the order, SearchOptions.PageSize, and
+// SearchCursor for the paging (HitCursor, ParseSearchCursor, After).
 type Searcher interface {
 	Search(ctx context.Context, opts SearchOptions) (SearchPage, error)
 }
@@ -319,6 +325,11 @@ func CheckSearchOptions(opts SearchOptions) error {
 	}
 	if opts.Project != "" {
 		if err := (Key{Project: opts.Project, Session: "x"}).Validate(); err != nil {
+			return err
+		}
+	}
+	if opts.Cursor != "" {
+		if _, err := ParseSearchCursor(opts.Cursor); err != nil {
 			return err
 		}
 	}
