@@ -102,7 +102,7 @@ func MakeSnippet(text string, q Query) (string, []Span) {
 // collapsed and trimmed, case kept) and lower (NormalizeText of the same
 // text), with the byte offset of each rune in both.
 type folded struct {
-	display, lower string
+	display, lower  string
 	lowerAt, dispAt []int // rune starts, with len of each string at the end
 }
 
