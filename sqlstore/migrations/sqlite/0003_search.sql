@@ -1,0 +1,45 @@
+-- recall sqlstore schema, version 3 (SQLite): search (recall.Searcher).
+--
+-- search holds one row per searchable item of a main session's log: the
+-- item entries whose item has text (recall.SearchText), and the items of
+-- compaction entries (seq of the compaction, idx the item's index). body is
+-- that text normalized (recall.NormalizeText); live says whether the item
+-- is in the session's view (recall.Replay): a pop or remove entry clears
+-- it for the item it names, a clear for every row, a compaction for every
+-- earlier row. The rows are written by the transaction that appends the
+-- entries (see searchindex.go), so search never lags the logs; they go
+-- with their session (ON DELETE CASCADE). The rows of a database written
+-- before this version are computed by the Go step of this migration.
+CREATE TABLE search (
+	id    INTEGER PRIMARY KEY,
+	sid   INTEGER NOT NULL REFERENCES sessions (sid) ON DELETE CASCADE,
+	seq   INTEGER NOT NULL,
+	idx   INTEGER NOT NULL,
+	role  TEXT NOT NULL,
+	time  INTEGER NOT NULL,          -- the entry's time, as entries.time
+	live  INTEGER NOT NULL,
+	body  TEXT NOT NULL,
+	UNIQUE (sid, seq, idx)
+);
+
+-- Newest first: the order of hits, and the window a common term is
+-- looked for in (see search.go).
+CREATE INDEX search_time ON search (time);
+
+-- Substrings of body, by trigram (FTS5's trigram tokenizer): the
+-- candidates of a term of three characters or more, which search.go then
+-- checks with instr(), since trigrams found in any order are no
+-- substring. The index stores no text (external content) and no
+-- positions (detail=none): a term is looked up as the AND of its
+-- trigrams. The triggers keep it in step with search.
+CREATE VIRTUAL TABLE search_fts USING fts5(body, content='search', content_rowid='id',
+	tokenize='trigram case_sensitive 1', detail=none);
+CREATE TRIGGER search_fts_insert AFTER INSERT ON search BEGIN
+	INSERT INTO search_fts (rowid, body) VALUES (new.id, new.body);
+END;
+CREATE TRIGGER search_fts_delete AFTER DELETE ON search BEGIN
+	INSERT INTO search_fts (search_fts, rowid, body) VALUES ('delete', old.id, old.body);
+END;
+
+-- The session's title, normalized: titles are hits too.
+ALTER TABLE sessions ADD COLUMN search_title TEXT NOT NULL DEFAULT '';
