@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-		"testing"
+	"testing"
 	"time"
 
 	"github.com/recallkit/recall"
