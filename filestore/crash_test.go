@@ -23,7 +23,7 @@ import (
 // writes to a store; the parent kills it with SIGKILL or waits for it, then
 // checks the store. The child's role comes from the environment.
 const (
-	envChild = "FILESTORE_TEST_CHILD" // "appender" or "writer"
+	envChild = "FILESTORE_TEST_CHILD" // "appender", "writer" or "searcher"
 	envHome  = "FILESTORE_TEST_HOME"
 	envArg   = "FILESTORE_TEST_ARG"
 )
@@ -47,6 +47,8 @@ func TestMain(m *testing.M) {
 		childAppender()
 	case "writer":
 		childWriter()
+	case "searcher":
+		childSearcher()
 	}
 	os.Exit(3)
 }
