@@ -210,38 +210,24 @@ func (x *searchIndex) findItems(ctx context.Context, opts recall.SearchOptions, 
 		return cur == nil || cur.After(h.hit)
 	}
 
-	// The window of the newest items.
-	var boundary struct{ ts, tn int64 }
-	err := x.db.QueryRowContext(ctx, "SELECT i.ts, i.tn FROM items i"+where(conds)+" ORDER BY i.ts DESC, i.tn DESC LIMIT 1 OFFSET ?",
-		append(slices.Clone(args), searchWindow-1)...).Scan(&boundary.ts, &boundary.tn)
-	exhaustive := errors.Is(err, sql.ErrNoRows)
-	if err != nil && !exhaustive {
-		return nil, ixErr(err)
-	}
-	wargs := append(append(slices.Clone(args), searchWindow), textArgs...)
-	found, err := x.queryItems(ctx, "SELECT i.id, i.log, i.seq, i.idx, i.pos, i.len, i.ts, i.tn, i.role, i.text FROM (SELECT i.id FROM items i"+where(conds)+
-		" ORDER BY i.ts DESC, i.tn DESC LIMIT ?) w JOIN items i ON i.id = w.id"+where(textConds), wargs, accept)
-	if err != nil {
-		return nil, err
-	}
-	newer := 0
-	for _, h := range found {
-		if h.ts > boundary.ts || h.ts == boundary.ts && int64(h.tn) > boundary.tn {
-			newer++
+	// Windows of the newest items: one, then the trigram index when a
+	// term has one; otherwise ever larger windows, until one holds keep
+	// hits or every item.
+	m := trigramQuery(q)
+	for n := searchWindow; ; n *= 8 {
+		found, done, err := x.window(ctx, n, where(conds), args, where(textConds), textArgs, keep, accept)
+		if err != nil || done {
+			return found, err
 		}
-	}
-	if exhaustive || newer >= keep {
-		slices.SortFunc(found, func(a, b *itemHit) int { return recall.CompareHits(a.hit, b.hit) })
-		if !exhaustive {
-			found = found[:newer] // the rest may be preceded by items outside the window
+		if m != "" {
+			break
 		}
-		return found[:min(len(found), keep)], nil
 	}
 
 	// The exact query, in search order.
 	from := "items i"
 	var ftsArgs []any
-	if m := trigramQuery(q); m != "" {
+	if m != "" {
 		// CROSS JOIN keeps the trigram index's few candidates the outer loop.
 		from = "(SELECT rowid AS id FROM items_fts WHERE items_fts MATCH ?) f CROSS JOIN items i ON i.id = f.id"
 		ftsArgs = []any{m}
@@ -282,6 +268,40 @@ func (x *searchIndex) findItems(ctx context.Context, opts recall.SearchOptions, 
 			return found[:min(len(found), keep)], nil
 		}
 	}
+}
+
+// window matches the newest n items that the conditions on items allow
+// and returns the first keep hits in search order, with done set, when
+// they are sure to be the first of all: keep of them are newer than the
+// oldest item of the window, or the window holds every item.
+func (x *searchIndex) window(ctx context.Context, n int, itemWhere string, args []any, textWhere string, textArgs []any, keep int, accept func(*itemHit) bool) ([]*itemHit, bool, error) {
+	var boundary struct{ ts, tn int64 }
+	err := x.db.QueryRowContext(ctx, "SELECT i.ts, i.tn FROM items i"+itemWhere+" ORDER BY i.ts DESC, i.tn DESC LIMIT 1 OFFSET ?",
+		append(slices.Clone(args), n-1)...).Scan(&boundary.ts, &boundary.tn)
+	exhaustive := errors.Is(err, sql.ErrNoRows)
+	if err != nil && !exhaustive {
+		return nil, false, ixErr(err)
+	}
+	wargs := append(append(slices.Clone(args), n), textArgs...)
+	found, err := x.queryItems(ctx, "SELECT i.id, i.log, i.seq, i.idx, i.pos, i.len, i.ts, i.tn, i.role, i.text FROM (SELECT i.id FROM items i"+itemWhere+
+		" ORDER BY i.ts DESC, i.tn DESC LIMIT ?) w JOIN items i ON i.id = w.id"+textWhere, wargs, accept)
+	if err != nil {
+		return nil, false, err
+	}
+	newer := 0
+	for _, h := range found {
+		if h.ts > boundary.ts || h.ts == boundary.ts && int64(h.tn) > boundary.tn {
+			newer++
+		}
+	}
+	if !exhaustive && newer < keep {
+		return nil, false, nil
+	}
+	slices.SortFunc(found, func(a, b *itemHit) int { return recall.CompareHits(a.hit, b.hit) })
+	if !exhaustive {
+		found = found[:newer] // the rest may be preceded by items outside the window
+	}
+	return found[:min(len(found), keep)], true, nil
 }
 
 // queryItems runs a query of item rows and keeps those accept accepts.
