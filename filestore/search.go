@@ -135,17 +135,20 @@ func (s *Store) searchIndexed(ctx context.Context, opts recall.SearchOptions) (r
 		}
 	}
 	slices.SortFunc(hits, func(a, b *itemHit) int { return recall.CompareHits(a.hit, b.hit) })
-	var page recall.SearchPage
-	if len(hits) >= keep {
+	more := len(hits) >= keep
+	if more {
 		hits = hits[:keep-1]
-		page.Next = recall.HitCursor(hits[len(hits)-1].hit).String()
 	}
-	page.Hits = make([]recall.Hit, len(hits))
 	if err := s.readBack(ctx, hits, q); err != nil {
 		return recall.SearchPage{}, err
 	}
+	var page recall.SearchPage
+	page.Hits = make([]recall.Hit, len(hits))
 	for i, h := range hits {
 		page.Hits[i] = h.hit
+	}
+	if more {
+		page.Next = recall.HitCursor(page.Hits[len(hits)-1]).String()
 	}
 	return page, nil
 }
