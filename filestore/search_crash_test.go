@@ -166,3 +166,53 @@ func missingBatches(t *testing.T, s *filestore.Store, name string, from, last in
 	}
 	return -1
 }
+
+// TestSearchConcurrentProcesses runs two child processes that search (and
+// so catch the shared index up) without pause while the parent writes and
+// searches too: every search of the parent finds what it wrote, and in
+// the end the index agrees with the logs.
+func TestSearchConcurrentProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process test: -short")
+	}
+	ctx := context.Background()
+	home := t.TempDir()
+	s := openSearchStore(t, home)
+	appendItems(t, s, recall.Key{Project: "p", Session: "seed"}, recall.Message("user", "needle seed"))
+	for range 2 {
+		cmd := childCmd(t, "searcher", home, "")
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		var done sync.WaitGroup
+		done.Go(func() {
+			sc := bufio.NewScanner(stdout)
+			for sc.Scan() {
+			}
+			cmd.Wait()
+		})
+		t.Cleanup(func() { cmd.Process.Signal(syscall.SIGKILL); done.Wait() })
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for i := range 60 {
+		k := recall.Key{Project: fmt.Sprintf("p%d", i%2), Session: fmt.Sprintf("s%d", rng.IntN(15))}
+		word := fmt.Sprintf("word%dx", i)
+		appendItems(t, s, k, recall.Message("user", "needle "+word))
+		if i%7 == 3 {
+			if err := s.Remove(ctx, recall.Key{Project: "p1", Session: fmt.Sprintf("s%d", rng.IntN(15))}); err != nil && !strings.Contains(err.Error(), "not found") {
+				t.Fatal(err)
+			}
+			continue
+		}
+		page, err := filestore.SearchIndexOnly(ctx, s, recall.SearchOptions{Query: word})
+		if err != nil || len(page.Hits) != 1 || page.Hits[0].Key != k {
+			t.Fatalf("search %s after writing it to %s: %v, %v", word, k, keysOf(page.Hits), err)
+		}
+	}
+	checkSearch(t, s, recall.SearchOptions{Query: "needle", Limit: 25})
+	checkSearch(t, s, recall.SearchOptions{Query: "needle", WholeLog: true, Limit: 25})
+}
