@@ -106,16 +106,16 @@ func (sq searchQuery) run(ctx context.Context, tx querier) (recall.SearchPage, e
 		hits = hits[:sq.keep-1]
 		page.Next = recall.HitCursor(hits[len(hits)-1].Hit).String()
 	}
+	texts, err := sq.itemTexts(ctx, tx, hits)
+	if err != nil {
+		return recall.SearchPage{}, err
+	}
 	page.Hits = make([]recall.Hit, len(hits))
 	for i, h := range hits {
 		text := h.Title
 		if h.Role != recall.RoleTitle {
-			var err error
-			if text, err = itemText(ctx, tx, h.sid, h.Ref); err != nil {
-				return recall.SearchPage{}, err
-			}
-			if text == "" {
-				text = h.body
+			if text = texts[i]; text == "" {
+				text = h.body // the log no longer holds it (a purge since)
 			}
 		}
 		h.Snippet, h.Matches = recall.MakeSnippet(text, sq.q)
@@ -147,9 +147,9 @@ func (sq searchQuery) sessionFilters(a *args) []string {
 	return where
 }
 
-// timeFilters returns the conditions of the time range and the cursor on
-// a hit whose time is column and whose Ref is (seq, idx).
-func (sq searchQuery) timeFilters(a *args, column, seq, idx string) []string {
+// timeBounds returns the conditions of the time range on column, a hit's
+// time, and the cursor's bound on it.
+func (sq searchQuery) timeBounds(a *args, column string) []string {
 	var where []string
 	if !sq.opts.Since.IsZero() {
 		where = append(where, column+" >= "+a.add(sq.s.db.timeArg(sq.opts.Since)))
@@ -158,14 +158,22 @@ func (sq searchQuery) timeFilters(a *args, column, seq, idx string) []string {
 		where = append(where, column+" < "+a.add(sq.s.db.timeArg(sq.opts.Until)))
 	}
 	if c := sq.cursor; c != nil {
-		t := a.add(sq.s.db.timeArg(c.Time))
-		// The first condition bounds the index range; the second is the
-		// order of recall.CompareHits.
-		where = append(where, column+" <= "+t, fmt.Sprintf("(%s, e.project, e.id, e.subpath, %s, %s) < (%s, %s, %s, %s, %s, %s)",
-			column, seq, idx, t, a.add(c.Key.Project), a.add(c.Key.Session), a.add(c.Key.Subpath),
-			a.add(c.Ref.Seq), a.add(c.Ref.Index)))
+		where = append(where, column+" <= "+a.add(sq.s.db.timeArg(c.Time)))
 	}
 	return where
+}
+
+// afterCursor returns the condition that a hit of time column, session
+// row e and Ref (seq, idx) sorts after the cursor (recall.CompareHits),
+// or nil without a cursor.
+func (sq searchQuery) afterCursor(a *args, column, seq, idx string) []string {
+	c := sq.cursor
+	if c == nil {
+		return nil
+	}
+	return []string{fmt.Sprintf("(%s, e.project, e.id, e.subpath, %s, %s) < (%s, %s, %s, %s, %s, %s)",
+		column, seq, idx, a.add(sq.s.db.timeArg(c.Time)), a.add(c.Key.Project), a.add(c.Key.Session), a.add(c.Key.Subpath),
+		a.add(c.Ref.Seq), a.add(c.Ref.Index))}
 }
 
 // titles returns the first keep title hits.
@@ -175,7 +183,8 @@ func (sq searchQuery) titles(ctx context.Context, tx querier) ([]hitRow, error) 
 	for _, t := range sq.q.Terms {
 		where = append(where, sq.contains(&a, "e.search_title", t))
 	}
-	where = append(where, sq.timeFilters(&a, "e.updated_at", "0", "0")...)
+	where = append(where, sq.timeBounds(&a, "e.updated_at")...)
+	where = append(where, sq.afterCursor(&a, "e.updated_at", "0", "0")...)
 	rank := "0"
 	if sq.pg {
 		rank = sq.pgRank(&a, "e.search_title")
@@ -236,66 +245,143 @@ func (sq searchQuery) items(ctx context.Context, tx querier) ([]hitRow, error) {
 	if err != nil && !isNoRows(err) {
 		return nil, err
 	}
-	hits, err := sq.itemQuery(ctx, tx, windowed, floor, false)
+	hits, err := sq.itemQuery(ctx, tx, windowed, floor, indexPlan{})
 	if err != nil || !windowed || len(hits) >= sq.keep {
 		return hits, err
 	}
-	return sq.itemQuery(ctx, tx, false, time.Time{}, true)
+	plan, err := sq.plan(ctx, tx)
+	if err != nil || plan.none {
+		return nil, err
+	}
+	return sq.itemQuery(ctx, tx, false, time.Time{}, plan)
+}
+
+// indexPlan is how the trigram index serves a query.
+type indexPlan struct {
+	// match is the FTS5 query of the candidate rows (SQLite), or "".
+	match string
+	// like are the terms checked with LIKE, which pg_trgm's index serves
+	// (PostgreSQL): those of three characters or more.
+	like []string
+	// none: a term occurs in no row, so nothing matches.
+	none bool
+}
+
+// maxPrefixGrams bounds the trigrams a two-character term is looked up
+// by; a term that begins more is as well found by reading every row.
+const maxPrefixGrams = 256
+
+// plan returns the indexPlan of the query. On SQLite a term of three
+// characters or more asks for its trigrams (a few of them, see
+// ftsTrigrams), and one of two for any trigram that begins with it (every
+// place it occurs begins one, see the migration); one character is left to
+// instr alone.
+func (sq searchQuery) plan(ctx context.Context, tx querier) (indexPlan, error) {
+	var p indexPlan
+	var groups []string
+	for _, t := range sq.q.Terms {
+		n := utf8.RuneCountInString(t)
+		switch {
+		case sq.pg:
+			if n >= 3 {
+				p.like = append(p.like, t)
+			}
+		case n >= 3:
+			groups = append(groups, ftsTrigrams(t)...)
+		case n == 2:
+			grams, err := prefixGrams(ctx, tx, t)
+			if err != nil {
+				return indexPlan{}, err
+			}
+			if len(grams) == 0 {
+				return indexPlan{none: true}, nil
+			}
+			if len(grams) <= maxPrefixGrams {
+				for i, g := range grams {
+					grams[i] = ftsString(g)
+				}
+				groups = append(groups, "("+strings.Join(grams, " OR ")+")")
+			}
+		}
+	}
+	slices.Sort(groups)
+	p.match = strings.Join(slices.Compact(groups), " AND ")
+	return p, nil
+}
+
+// prefixGrams returns the trigrams of the index that begin with term, up
+// to one more than maxPrefixGrams.
+func prefixGrams(ctx context.Context, tx querier, term string) ([]string, error) {
+	// "\xff" follows every UTF-8 text that begins with term.
+	rs, err := tx.query(ctx, `SELECT term FROM search_vocab WHERE term >= $1 AND term < $2 LIMIT $3`,
+		term, term+"\xff", maxPrefixGrams+1)
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	var out []string
+	for rs.Next() {
+		var g string
+		if err := rs.Scan(&g); err != nil {
+			return nil, err
+		}
+		out = append(out, g)
+	}
+	return out, rs.Err()
 }
 
 // itemQuery reads the first keep item hits: of rows newer than floor when
-// windowed, through the trigram index when indexed (and some term is
-// long enough for it).
-func (sq searchQuery) itemQuery(ctx context.Context, tx querier, windowed bool, floor time.Time, indexed bool) ([]hitRow, error) {
+// windowed, and through the trigram index as plan says.
+func (sq searchQuery) itemQuery(ctx context.Context, tx querier, windowed bool, floor time.Time, plan indexPlan) ([]hitRow, error) {
+	// The conditions on the search row s, then those on its session e.
 	var a args
-	where := []string{"e.sid = s.sid"}
-	where = append(where, sq.sessionFilters(&a)...)
+	var rows []string
 	if !sq.opts.WholeLog {
-		where = append(where, "s.live")
+		rows = append(rows, "s.live")
 	}
 	if sq.opts.Role != "" {
-		where = append(where, "s.role = "+a.add(sq.opts.Role))
+		rows = append(rows, "s.role = "+a.add(sq.opts.Role))
 	}
-	where = append(where, sq.timeFilters(&a, "s.time", "s.seq", "s.idx")...)
+	rows = append(rows, sq.timeBounds(&a, "s.time")...)
 	if windowed {
-		where = append(where, "s.time > "+a.add(sq.s.db.timeArg(floor)))
-	}
-	from := "search s, sessions e"
-	var long []string
-	for _, t := range sq.q.Terms {
-		if indexed && utf8.RuneCountInString(t) >= 3 {
-			long = append(long, t)
-		}
+		rows = append(rows, "s.time > "+a.add(sq.s.db.timeArg(floor)))
 	}
 	for _, t := range sq.q.Terms {
-		if sq.pg && slices.Contains(long, t) {
+		if slices.Contains(plan.like, t) {
 			// LIKE, which pg_trgm's index serves, is the check itself.
-			where = append(where, "s.body LIKE "+a.add(likePattern(t)))
+			rows = append(rows, "s.body LIKE "+a.add(likePattern(t)))
 			continue
 		}
-		where = append(where, sq.contains(&a, "s.body", t))
+		rows = append(rows, sq.contains(&a, "s.body", t))
 	}
-	if len(long) > 0 && !sq.pg {
+	from := "search s, sessions e"
+	if plan.match != "" {
 		// The FTS5 table first (CROSS JOIN keeps the order): its rows
-		// hold every trigram of the long terms; instr checks them.
+		// hold the trigrams of the terms; instr checks them.
 		from = "search_fts f CROSS JOIN search s CROSS JOIN sessions e"
-		where = append(where, "f.rowid = s.id", "search_fts MATCH "+a.add(ftsQuery(long)))
+		rows = append(rows, "f.rowid = s.id", "search_fts MATCH "+a.add(plan.match))
 	}
-	rank := "0"
-	if sq.pg {
-		rank = sq.pgRank(&a, "s.body")
-	}
+	sessions := append([]string{"e.sid = s.sid"}, sq.sessionFilters(&a)...)
+	sessions = append(sessions, sq.afterCursor(&a, "s.time", "s.seq", "s.idx")...)
 	cols := `s.sid, e.project, e.id, e.subpath, e.title, s.seq, s.idx, s.role, s.time, s.body`
-	order := ` ORDER BY s.time DESC, e.project DESC, e.id DESC, e.subpath DESC, s.seq DESC, s.idx DESC LIMIT `
+	order := ` ORDER BY s.time DESC, e.project DESC, e.id DESC, e.subpath DESC, s.seq DESC, s.idx DESC LIMIT ` + a.add(sq.keep)
 	var stmt string
-	if sq.pg && len(long) > 0 {
-		// The rows the trigram index finds, materialized: otherwise the
-		// planner may walk search_time instead, row by row.
-		stmt = `WITH c AS MATERIALIZED (SELECT s.* FROM search s, sessions e WHERE ` + strings.Join(where, " AND ") + `)
-			SELECT ` + strings.ReplaceAll(cols, "s.", "c.") + `, ` + strings.ReplaceAll(rank, "s.", "c.") + `
-			FROM c, sessions e WHERE e.sid = c.sid` + strings.ReplaceAll(order, "s.", "c.") + a.add(sq.keep)
+	if sq.pg {
+		// The search rows first, materialized, then their sessions:
+		// the planner, left to join as it likes, may walk each
+		// session's rows or search_time row by row instead of the
+		// trigram index (or the time window).
+		stmt = `WITH c AS MATERIALIZED (SELECT s.sid, s.seq, s.idx, s.role, s.time, s.body FROM search s WHERE ` +
+			strings.Join(rows, " AND ") + `)
+			SELECT ` + cols + ` FROM c s, sessions e WHERE ` + strings.Join(sessions, " AND ") + order
 	} else {
-		stmt = `SELECT ` + cols + `, ` + rank + ` FROM ` + from + ` WHERE ` + strings.Join(where, " AND ") + order + a.add(sq.keep)
+		stmt = `SELECT ` + cols + ` FROM ` + from + ` WHERE ` + strings.Join(append(rows, sessions...), " AND ") + order
+	}
+	if sq.pg {
+		// ts_rank of the page's rows only.
+		stmt = `SELECT *, ` + sq.pgRank(&a, "h.body") + ` FROM (` + stmt + `) h`
+	} else {
+		stmt = `SELECT *, 0 FROM (` + stmt + `) h`
 	}
 	rs, err := tx.query(ctx, stmt, a...)
 	if err != nil {
@@ -314,33 +400,95 @@ func (sq searchQuery) itemQuery(ctx context.Context, tx querier, windowed bool, 
 	return out, rs.Err()
 }
 
-// itemTextSQL reads the entry of session $1 at seq $2.
+// itemTextSQL reads the entry of session $1 at seq $2 (SQLite).
 const itemTextSQL = `SELECT kind, payload FROM entries WHERE session = $1 AND seq = $2`
 
-// itemText returns the text (recall.SearchText) of the item at ref in
-// session sid's log, or "" when the log no longer holds it.
-func itemText(ctx context.Context, tx querier, sid int64, ref recall.ItemRef) (string, error) {
-	var (
+// itemTextsPGSQL reads the entries of sessions $1 at seqs $2 (PostgreSQL:
+// one round trip for the page).
+const itemTextsPGSQL = `SELECT e.session, e.seq, e.kind, e.payload FROM entries e
+	JOIN unnest($1::int8[], $2::int8[]) AS k(session, seq) ON e.session = k.session AND e.seq = k.seq`
+
+// itemTexts returns the text of each item hit as its log holds it (see
+// itemText), "" for titles.
+func (sq searchQuery) itemTexts(ctx context.Context, tx querier, hits []hitRow) ([]string, error) {
+	texts := make([]string, len(hits))
+	if !sq.pg {
+		for i, h := range hits {
+			if h.Role == recall.RoleTitle {
+				continue
+			}
+			var (
+				kind    string
+				payload []byte
+			)
+			err := tx.queryRow(ctx, itemTextSQL, h.sid, h.Ref.Seq).Scan(&kind, &payload)
+			if isNoRows(err) {
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			texts[i] = itemText(kind, payload, h.Ref)
+		}
+		return texts, nil
+	}
+	var sids, seqs []int64
+	for _, h := range hits {
+		if h.Role != recall.RoleTitle {
+			sids, seqs = append(sids, h.sid), append(seqs, h.Ref.Seq)
+		}
+	}
+	if len(sids) == 0 {
+		return texts, nil
+	}
+	type entryKey struct{ sid, seq int64 }
+	found := map[entryKey]struct {
 		kind    string
 		payload []byte
-	)
-	err := tx.queryRow(ctx, itemTextSQL, sid, ref.Seq).Scan(&kind, &payload)
-	if isNoRows(err) {
-		return "", nil
-	}
+	}{}
+	rs, err := tx.query(ctx, itemTextsPGSQL, sids, seqs)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
+	defer rs.Close()
+	for rs.Next() {
+		var (
+			k       entryKey
+			kind    string
+			payload []byte
+		)
+		if err := rs.Scan(&k.sid, &k.seq, &kind, &payload); err != nil {
+			return nil, err
+		}
+		found[k] = struct {
+			kind    string
+			payload []byte
+		}{kind, payload}
+	}
+	if err := rs.Err(); err != nil {
+		return nil, err
+	}
+	for i, h := range hits {
+		if e, ok := found[entryKey{h.sid, h.Ref.Seq}]; ok && h.Role != recall.RoleTitle {
+			texts[i] = itemText(e.kind, e.payload, h.Ref)
+		}
+	}
+	return texts, nil
+}
+
+// itemText returns the text (recall.SearchText) of the item at ref held
+// by an entry of kind with payload, or "" when it has none.
+func itemText(kind string, payload []byte, ref recall.ItemRef) string {
 	it := recall.Item(payload)
 	if recall.Kind(kind) == recall.KindCompaction {
 		var c recall.Compaction
 		if json.Unmarshal(payload, &c) != nil || ref.Index >= len(c.Items) {
-			return "", nil
+			return ""
 		}
 		it = c.Items[ref.Index]
 	}
 	_, text := recall.SearchText(it)
-	return text, nil
+	return text
 }
 
 // isNoRows reports a query that found no row (pgx's error is
@@ -358,27 +506,28 @@ func likePattern(term string) string {
 // less to intersect.
 const ftsMaxTrigrams = 12
 
-// ftsQuery returns the FTS5 query of the rows holding every trigram of
-// the terms (each of three characters or more).
-func ftsQuery(terms []string) string {
-	var grams []string
-	for _, t := range terms {
-		r := []rune(t)
-		n := len(r) - 2
-		step := 1
-		if n > ftsMaxTrigrams {
-			step = (n + ftsMaxTrigrams - 1) / ftsMaxTrigrams
-		}
-		for i := 0; i < n; i += step {
-			grams = append(grams, `"`+strings.ReplaceAll(string(r[i:i+3]), `"`, `""`)+`"`)
-		}
-		if (n-1)%step != 0 {
-			grams = append(grams, `"`+strings.ReplaceAll(string(r[n-1:n+2]), `"`, `""`)+`"`)
-		}
+// ftsTrigrams returns the trigrams of term (three characters or more)
+// that its FTS5 query asks for, as FTS5 strings: all of them, or
+// ftsMaxTrigrams or so spread over a long term, the last included.
+func ftsTrigrams(term string) []string {
+	r := []rune(term)
+	n := len(r) - 2
+	step := 1
+	if n > ftsMaxTrigrams {
+		step = (n + ftsMaxTrigrams - 1) / ftsMaxTrigrams
 	}
-	slices.Sort(grams)
-	return strings.Join(slices.Compact(grams), " AND ")
+	var grams []string
+	for i := 0; i < n; i += step {
+		grams = append(grams, ftsString(string(r[i:i+3])))
+	}
+	if (n-1)%step != 0 {
+		grams = append(grams, ftsString(string(r[n-1:n+2])))
+	}
+	return grams
 }
+
+// ftsString quotes s as an FTS5 string.
+func ftsString(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
 
 // occurrences counts the places the terms occur in body.
 func occurrences(body string, q recall.Query) int {
