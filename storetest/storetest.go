@@ -186,4 +186,5 @@ func RunConfig(t *testing.T, cfg Config) {
 		})
 	}
 	t.Run("Model", func(t *testing.T) { RunModel(t, cfg.New) })
+	t.Run("SearchModel", func(t *testing.T) { RunSearchModel(t, cfg.New) })
 }
