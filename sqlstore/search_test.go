@@ -188,6 +188,7 @@ func TestSearchLiveness(t *testing.T) {
 					sameAsScan(t, s, opts, 0, 1)
 				}
 			}
+			checkFTS(t, s)
 			if t.Failed() {
 				t.Fatalf("after %s", step)
 			}
@@ -274,6 +275,22 @@ func TestSearchLiveness(t *testing.T) {
 			t.Errorf("%d search rows of removed sessions (%v)", n, err)
 		}
 	})
+}
+
+// checkFTS runs FTS5's integrity-check on a SQLite store: the trigram
+// index holds exactly the rows of the search table.
+func checkFTS(t *testing.T, s *Store) {
+	t.Helper()
+	if s.db.name() != "sqlite" {
+		return
+	}
+	err := s.db.update(context.Background(), func(ctx context.Context, q querier) error {
+		_, err := q.exec(ctx, `INSERT INTO search_fts (search_fts, rank) VALUES ('integrity-check', 1)`)
+		return err
+	})
+	if err != nil {
+		t.Errorf("the trigram index is not in step with the search table: %v", err)
+	}
 }
 
 // TestSearchFilters checks the time range, roles, projects, archived

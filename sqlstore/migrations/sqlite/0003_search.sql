@@ -19,6 +19,8 @@ CREATE TABLE search (
 	time  INTEGER NOT NULL,          -- the entry's time, as entries.time
 	live  INTEGER NOT NULL,
 	body  TEXT NOT NULL,
+	-- What the trigram index indexes (see search_fts).
+	fts   TEXT GENERATED ALWAYS AS (body || ' ') VIRTUAL,
 	UNIQUE (sid, seq, idx)
 );
 
@@ -31,18 +33,19 @@ CREATE INDEX search_time ON search (time);
 -- checks with instr(), since trigrams found in any order are no
 -- substring. The index stores no text (external content) and no
 -- positions (detail=none): a term is looked up as the AND of its
--- trigrams. The text indexed is body and a space, so that every two
+-- trigrams. The text indexed is fts, body and a space, so that every two
 -- characters of body begin a trigram: a term of two characters (a CJK
 -- name) is looked up as the OR of the trigrams search_vocab lists with
--- it as their prefix. The triggers keep the index in step with search.
-CREATE VIRTUAL TABLE search_fts USING fts5(body, content='search', content_rowid='id',
+-- it as their prefix. The triggers keep the index in step with search
+-- (FTS5's integrity-check compares the two).
+CREATE VIRTUAL TABLE search_fts USING fts5(fts, content='search', content_rowid='id',
 	tokenize='trigram case_sensitive 1', detail=none);
 CREATE VIRTUAL TABLE search_vocab USING fts5vocab(search_fts, 'row');
 CREATE TRIGGER search_fts_insert AFTER INSERT ON search BEGIN
-	INSERT INTO search_fts (rowid, body) VALUES (new.id, new.body || ' ');
+	INSERT INTO search_fts (rowid, fts) VALUES (new.id, new.fts);
 END;
 CREATE TRIGGER search_fts_delete AFTER DELETE ON search BEGIN
-	INSERT INTO search_fts (search_fts, rowid, body) VALUES ('delete', old.id, old.body || ' ');
+	INSERT INTO search_fts (search_fts, rowid, fts) VALUES ('delete', old.id, old.fts);
 END;
 
 -- The session's title, normalized: titles are hits too.
