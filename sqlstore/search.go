@@ -152,15 +152,25 @@ func (sq searchQuery) sessionFilters(a *args) []string {
 func (sq searchQuery) timeBounds(a *args, column string) []string {
 	var where []string
 	if !sq.opts.Since.IsZero() {
-		where = append(where, column+" >= "+a.add(sq.s.db.timeArg(sq.opts.Since)))
+		where = append(where, column+" >= "+a.add(sq.s.db.timeArg(ceilMicro(sq.opts.Since))))
 	}
 	if !sq.opts.Until.IsZero() {
-		where = append(where, column+" < "+a.add(sq.s.db.timeArg(sq.opts.Until)))
+		where = append(where, column+" < "+a.add(sq.s.db.timeArg(ceilMicro(sq.opts.Until))))
 	}
 	if c := sq.cursor; c != nil {
 		where = append(where, column+" <= "+a.add(sq.s.db.timeArg(c.Time)))
 	}
 	return where
+}
+
+// ceilMicro rounds t up to the microsecond the columns keep: a stored
+// time u is at or after t (or before it) exactly when it is at or after
+// ceilMicro(t).
+func ceilMicro(t time.Time) time.Time {
+	if c := t.Truncate(time.Microsecond); !c.Equal(t) {
+		return c.Add(time.Microsecond)
+	}
+	return t
 }
 
 // afterCursor returns the condition that a hit of time column, session
@@ -222,10 +232,10 @@ func (sq searchQuery) items(ctx context.Context, tx querier) ([]hitRow, error) {
 	var a args
 	var bounds []string
 	if !sq.opts.Since.IsZero() {
-		bounds = append(bounds, "time >= "+a.add(sq.s.db.timeArg(sq.opts.Since)))
+		bounds = append(bounds, "time >= "+a.add(sq.s.db.timeArg(ceilMicro(sq.opts.Since))))
 	}
 	if !sq.opts.Until.IsZero() {
-		bounds = append(bounds, "time < "+a.add(sq.s.db.timeArg(sq.opts.Until)))
+		bounds = append(bounds, "time < "+a.add(sq.s.db.timeArg(ceilMicro(sq.opts.Until))))
 	}
 	if sq.cursor != nil {
 		bounds = append(bounds, "time <= "+a.add(sq.s.db.timeArg(sq.cursor.Time)))

@@ -337,6 +337,8 @@ func TestSearchFilters(t *testing.T) {
 				{Query: q, Role: recall.RoleAssistant},
 				{Query: q, Role: recall.RoleTitle, IncludeArchived: true},
 				{Query: q, Since: base.Add(10 * time.Minute)},
+				{Query: q, Since: base.Add(10*time.Minute - time.Nanosecond), Until: base.Add(20*time.Minute + time.Nanosecond)},
+				{Query: q, Since: base.Add(10*time.Minute + time.Nanosecond), Until: base.Add(20*time.Minute - time.Nanosecond)},
 				{Query: q, Until: base.Add(21 * time.Minute)},
 				{Query: q, Since: base.Add(11 * time.Minute), Until: base.Add(32 * time.Minute), Project: "p2", IncludeArchived: true},
 			} {
