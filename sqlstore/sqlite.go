@@ -289,6 +289,9 @@ func (b *liteBackend) appendItems(ctx context.Context, key recall.Key, guard rec
 // insertSearch inserts search rows one by one with the prepared
 // statement.
 func (b *liteBackend) insertSearch(ctx context.Context, q querier, sid int64, rows []searchRow) error {
+	if len(rows) == 0 {
+		return nil
+	}
 	st := q.(sqlQuerier).tx.StmtContext(ctx, b.insertSearchRow)
 	for _, r := range rows {
 		if _, err := st.ExecContext(ctx, sid, r.ref.Seq, r.ref.Index, r.role, r.time.UnixMicro(), r.live, r.body); err != nil {
