@@ -33,7 +33,10 @@ type migration struct {
 // version.
 var goSteps = map[string]map[int]func(ctx context.Context, q querier) error{
 	"sqlite": {3: func(ctx context.Context, q querier) error {
-		return backfillSearch(ctx, q, insertSearchLite)
+		if err := backfillSearch(ctx, q, insertSearchLite); err != nil {
+			return err
+		}
+		return indexTail(ctx, q)
 	}},
 	"postgres": {3: func(ctx context.Context, q querier) error {
 		return backfillSearch(ctx, q, insertSearchPG)

@@ -260,7 +260,7 @@ func (sq searchQuery) items(ctx context.Context, tx querier) ([]hitRow, error) {
 		return hits, err
 	}
 	plan, err := sq.plan(ctx, tx)
-	if err != nil || plan.none {
+	if err != nil {
 		return nil, err
 	}
 	return sq.itemQuery(ctx, tx, false, time.Time{}, plan)
@@ -269,12 +269,15 @@ func (sq searchQuery) items(ctx context.Context, tx querier) ([]hitRow, error) {
 // indexPlan is how the trigram index serves a query.
 type indexPlan struct {
 	// match is the FTS5 query of the candidate rows (SQLite), or "".
+	// The rows not yet in the index (the tail, see ftsBatch) are
+	// candidates too.
 	match string
+	// tailOnly: only the tail can hold a match (SQLite), since some term
+	// begins no trigram of the index.
+	tailOnly bool
 	// like are the terms checked with LIKE, which pg_trgm's index serves
 	// (PostgreSQL): those of three characters or more.
 	like []string
-	// none: a term occurs in no row, so nothing matches.
-	none bool
 }
 
 // maxPrefixGrams bounds the trigrams a two-character term is looked up
@@ -304,7 +307,7 @@ func (sq searchQuery) plan(ctx context.Context, tx querier) (indexPlan, error) {
 				return indexPlan{}, err
 			}
 			if len(grams) == 0 {
-				return indexPlan{none: true}, nil
+				return indexPlan{tailOnly: true}, nil
 			}
 			if len(grams) <= maxPrefixGrams {
 				for i, g := range grams {
@@ -365,11 +368,16 @@ func (sq searchQuery) itemQuery(ctx context.Context, tx querier, windowed bool, 
 		rows = append(rows, sq.contains(&a, "s.body", t))
 	}
 	from := "search s, sessions e"
-	if plan.match != "" {
-		// The FTS5 table first (CROSS JOIN keeps the order): its rows
-		// hold the trigrams of the terms; instr checks them.
-		from = "search_fts f CROSS JOIN search s CROSS JOIN sessions e"
-		rows = append(rows, "f.rowid = s.id", "search_fts MATCH "+a.add(plan.match))
+	if plan.match != "" || plan.tailOnly {
+		// The candidates first (CROSS JOIN keeps the order): the rows
+		// of the trigram index that hold the trigrams of the terms, and
+		// the tail; instr checks them.
+		c := `SELECT id FROM search WHERE NOT indexed`
+		if !plan.tailOnly {
+			c = `SELECT rowid AS id FROM search_fts WHERE search_fts MATCH ` + a.add(plan.match) + ` UNION ALL ` + c
+		}
+		from = "(" + c + ") c CROSS JOIN search s CROSS JOIN sessions e"
+		rows = append(rows, "s.id = c.id")
 	}
 	sessions := append([]string{"e.sid = s.sid"}, sq.sessionFilters(&a)...)
 	sessions = append(sessions, sq.afterCursor(&a, "s.time", "s.seq", "s.idx")...)

@@ -174,8 +174,9 @@ func (s *Store) reindex(ctx context.Context, q querier, key recall.Key, sid int6
 	return s.indexEntries(ctx, q, key, sid, log)
 }
 
-// insertSearchLite inserts rows on SQLite, a statement per row (prepared
-// once per connection, see writeSQL).
+// insertSearchLite inserts rows on SQLite, a statement per row, for the
+// migration: the rows go to the trigram index when it ends (see
+// indexTail).
 func insertSearchLite(ctx context.Context, q querier, sid int64, rows []searchRow) error {
 	for _, r := range rows {
 		if _, err := q.exec(ctx, insertSearchSQL, sid, r.ref.Seq, r.ref.Index, r.role, r.time.UnixMicro(), r.live, r.body); err != nil {
@@ -183,6 +184,32 @@ func insertSearchLite(ctx context.Context, q querier, sid int64, rows []searchRo
 		}
 	}
 	return nil
+}
+
+// ftsBatch is how many search rows SQLite leaves out of its trigram index
+// before a writer adds them (see the migration): FTS5 then writes one
+// segment per ftsBatch rows instead of one per append, and a search reads
+// at most about that many rows without the index.
+const ftsBatch = 256
+
+// The statements of the SQLite trigram index's tail.
+const (
+	// tailStartSQL reads the id of the oldest row not yet indexed.
+	tailStartSQL = `SELECT min(id) FROM search WHERE NOT indexed`
+	// indexTailSQL adds the rows not yet indexed to the index;
+	// markTailSQL marks them indexed.
+	indexTailSQL = `INSERT INTO search_fts (rowid, fts) SELECT id, fts FROM search WHERE NOT indexed`
+	markTailSQL  = `UPDATE search SET indexed = 1 WHERE NOT indexed`
+)
+
+// indexTail adds SQLite's search rows not yet in the trigram index to it,
+// inside a write transaction.
+func indexTail(ctx context.Context, q querier) error {
+	if _, err := q.exec(ctx, indexTailSQL); err != nil {
+		return err
+	}
+	_, err := q.exec(ctx, markTailSQL)
+	return err
 }
 
 // insertSearchPG inserts rows on PostgreSQL, in one statement.

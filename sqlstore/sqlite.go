@@ -120,6 +120,8 @@ type liteBackend struct {
 	// connection: modernc.org/sqlite has no statement cache, and parsing
 	// the upsert cost more than running it.
 	upsertItems, insertEntry, insertSearchRow *sql.Stmt
+	// ftsBatch, when not 0, replaces the package's ftsBatch (for tests).
+	ftsBatch int
 	// Savepoints of the calls of a group commit.
 	savepoint, rollbackTo, release *sql.Stmt
 
@@ -293,12 +295,30 @@ func (b *liteBackend) insertSearch(ctx context.Context, q querier, sid int64, ro
 		return nil
 	}
 	st := q.(sqlQuerier).tx.StmtContext(ctx, b.insertSearchRow)
+	var last int64
 	for _, r := range rows {
-		if _, err := st.ExecContext(ctx, sid, r.ref.Seq, r.ref.Index, r.role, r.time.UnixMicro(), r.live, r.body); err != nil {
+		res, err := st.ExecContext(ctx, sid, r.ref.Seq, r.ref.Index, r.role, r.time.UnixMicro(), r.live, r.body)
+		if err != nil {
+			return err
+		}
+		if last, err = res.LastInsertId(); err != nil {
 			return err
 		}
 	}
-	return nil
+	// Ids grow, so last - first + 1 bounds the tail's rows from above
+	// (deleted rows leave gaps).
+	var first int64
+	if err := q.queryRow(ctx, tailStartSQL).Scan(&first); err != nil {
+		return err
+	}
+	batch := ftsBatch
+	if b.ftsBatch > 0 {
+		batch = b.ftsBatch
+	}
+	if last-first+1 < int64(batch) {
+		return nil
+	}
+	return indexTail(ctx, q)
 }
 
 // insertEntries inserts entries one by one with the prepared statement.

@@ -38,6 +38,9 @@ var writeSQL = []string{
 	lastSeqSQL,
 	unliveAllSQL,
 	unliveSQL,
+	tailStartSQL,
+	indexTailSQL,
+	markTailSQL,
 }
 
 // stmtCache holds prepared statements of one *sql.DB, by text.

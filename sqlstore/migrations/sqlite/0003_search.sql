@@ -19,8 +19,10 @@ CREATE TABLE search (
 	time  INTEGER NOT NULL,          -- the entry's time, as entries.time
 	live  INTEGER NOT NULL,
 	body  TEXT NOT NULL,
-	-- What the trigram index indexes (see search_fts).
-	fts   TEXT GENERATED ALWAYS AS (body || ' ') VIRTUAL,
+	-- What the trigram index indexes (see search_fts), and whether it
+	-- holds it yet.
+	fts     TEXT GENERATED ALWAYS AS (body || ' ') VIRTUAL,
+	indexed INTEGER NOT NULL DEFAULT 0,
 	UNIQUE (sid, seq, idx)
 );
 
@@ -36,15 +38,21 @@ CREATE INDEX search_time ON search (time);
 -- trigrams. The text indexed is fts, body and a space, so that every two
 -- characters of body begin a trigram: a term of two characters (a CJK
 -- name) is looked up as the OR of the trigrams search_vocab lists with
--- it as their prefix. The triggers keep the index in step with search
--- (FTS5's integrity-check compares the two).
+-- it as their prefix.
+--
+-- FTS5 writes a segment of its index at every commit that added to it,
+-- which would cost an append more than the rest of it: rows are therefore
+-- added to the index in batches, by the writer whose append makes the
+-- rows not yet indexed (the tail, search_tail) a batch (see
+-- searchindex.go), in that append's transaction. Search reads the tail
+-- itself, with instr(), besides the candidates the index names. A deleted
+-- row leaves the index by the trigger, when it was in it. (FTS5's
+-- integrity-check, once the tail is indexed, compares index and table.)
 CREATE VIRTUAL TABLE search_fts USING fts5(fts, content='search', content_rowid='id',
 	tokenize='trigram case_sensitive 1', detail=none);
 CREATE VIRTUAL TABLE search_vocab USING fts5vocab(search_fts, 'row');
-CREATE TRIGGER search_fts_insert AFTER INSERT ON search BEGIN
-	INSERT INTO search_fts (rowid, fts) VALUES (new.id, new.fts);
-END;
-CREATE TRIGGER search_fts_delete AFTER DELETE ON search BEGIN
+CREATE INDEX search_tail ON search (id) WHERE NOT indexed;
+CREATE TRIGGER search_fts_delete AFTER DELETE ON search WHEN old.indexed BEGIN
 	INSERT INTO search_fts (search_fts, rowid, fts) VALUES ('delete', old.id, old.fts);
 END;
 
