@@ -76,7 +76,7 @@ func (s *Store) metaArgs(m recall.Meta) []any {
 	}
 	return []any{m.Title, string(m.TitleSource), s.db.timeArg(m.Created), s.db.timeArg(m.Updated),
 		m.ItemCount, m.LastSeq, m.Archived, m.Pinned, labels, metadata, forked, forkSeq,
-		m.Usage.InputTokens, m.Usage.OutputTokens, m.Usage.TotalTokens, recall.NormalizeText(m.Title)}
+		m.Usage.InputTokens, m.Usage.OutputTokens, m.Usage.TotalTokens, searchText(m.Title)}
 }
 
 // metaSetCols are the columns metaArgs fills.

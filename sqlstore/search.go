@@ -55,6 +55,9 @@ func (s *Store) Search(ctx context.Context, opts recall.SearchOptions) (recall.S
 		cursor = &c
 	}
 	sq := searchQuery{s: s, pg: s.db.name() == "postgres", q: q, opts: opts, cursor: cursor, keep: opts.PageSize() + 1}
+	for _, t := range q.Terms {
+		sq.terms = append(sq.terms, strings.ReplaceAll(t, "\x00", "\uFFFD")) // as searchText
+	}
 	var page recall.SearchPage
 	err := s.db.view(ctx, func(ctx context.Context, tx querier) error {
 		var err error
@@ -72,6 +75,7 @@ type searchQuery struct {
 	s      *Store
 	pg     bool
 	q      recall.Query
+	terms  []string // q's terms as the search table stores text (see searchText)
 	opts   recall.SearchOptions
 	cursor *recall.SearchCursor
 	keep   int // the page size and one more, which tells a next page exists
@@ -120,7 +124,7 @@ func (sq searchQuery) run(ctx context.Context, tx querier) (recall.SearchPage, e
 		}
 		h.Snippet, h.Matches = recall.MakeSnippet(text, sq.q)
 		if !sq.pg {
-			h.Rank = float64(occurrences(h.body, sq.q))
+			h.Rank = float64(occurrences(h.body, sq.terms))
 		}
 		page.Hits[i] = h.Hit
 	}
@@ -190,7 +194,7 @@ func (sq searchQuery) afterCursor(a *args, column, seq, idx string) []string {
 func (sq searchQuery) titles(ctx context.Context, tx querier) ([]hitRow, error) {
 	var a args
 	where := sq.sessionFilters(&a)
-	for _, t := range sq.q.Terms {
+	for _, t := range sq.terms {
 		where = append(where, sq.contains(&a, "e.search_title", t))
 	}
 	where = append(where, sq.timeBounds(&a, "e.updated_at")...)
@@ -220,7 +224,7 @@ func (sq searchQuery) titles(ctx context.Context, tx querier) ([]hitRow, error) 
 
 // pgRank returns ts_rank of column against the terms (PostgreSQL).
 func (sq searchQuery) pgRank(a *args, column string) string {
-	return "ts_rank(to_tsvector('simple', " + column + "), plainto_tsquery('simple', " + a.add(strings.Join(sq.q.Terms, " ")) + "))"
+	return "ts_rank(to_tsvector('simple', " + column + "), plainto_tsquery('simple', " + a.add(strings.Join(sq.terms, " ")) + "))"
 }
 
 // items returns the first keep item hits: from the newest searchWindow
@@ -292,7 +296,7 @@ const maxPrefixGrams = 256
 func (sq searchQuery) plan(ctx context.Context, tx querier) (indexPlan, error) {
 	var p indexPlan
 	var groups []string
-	for _, t := range sq.q.Terms {
+	for _, t := range sq.terms {
 		n := utf8.RuneCountInString(t)
 		switch {
 		case sq.pg:
@@ -359,7 +363,7 @@ func (sq searchQuery) itemQuery(ctx context.Context, tx querier, windowed bool, 
 	if windowed {
 		rows = append(rows, "s.time > "+a.add(sq.s.db.timeArg(floor)))
 	}
-	for _, t := range sq.q.Terms {
+	for _, t := range sq.terms {
 		if slices.Contains(plan.like, t) {
 			// LIKE, which pg_trgm's index serves, is the check itself.
 			rows = append(rows, "s.body LIKE "+a.add(likePattern(t)))
@@ -548,9 +552,9 @@ func ftsTrigrams(term string) []string {
 func ftsString(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
 
 // occurrences counts the places the terms occur in body.
-func occurrences(body string, q recall.Query) int {
+func occurrences(body string, terms []string) int {
 	n := 0
-	for _, t := range q.Terms {
+	for _, t := range terms {
 		n += strings.Count(body, t)
 	}
 	return n

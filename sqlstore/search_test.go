@@ -143,13 +143,13 @@ func TestSearchText(t *testing.T) {
 			recall.Item(`{"type":"function_call","name":"grep_files","arguments":"{\"pattern\":\"needle\"}","call_id":"c1"}`),
 			recall.Item(`{"type":"function_call_output","call_id":"c1","output":"found the needle in haystack.go"}`),
 			recall.Item(`{"type":"reasoning","encrypted_content":"tokenizer-secret"}`))
-		add(c, recall.Message("user", "北京 is a city; 张 alone"))
+		add(c, recall.Message("user", "北京 is a city; 张 alone"), recall.Message("user", "before\x00after nulbyte"))
 		if _, err := recall.SetTitle(ctx, s, a, "Tokenizer fixes 北京", recall.TitleUser); err != nil {
 			t.Fatal(err)
 		}
 		for _, q := range []string{"tokenizer", "TOKENIZER", "张三", "张", "北京", "住在北京", "words badly", `"words badly"`,
 			`"badly words"`, "split words", "100%", "%", "_", "file_name", `c:\temp\x`, `\`, `"quoted"`, `'single'`, "*star*",
-			"and or not", "needle", "grep_files", "haystack.go", "secret", "fixes", "nothing-like-this", "the", "ok"} {
+			"and or not", "nulbyte", "before", "after", "needle", "grep_files", "haystack.go", "secret", "fixes", "nothing-like-this", "the", "ok"} {
 			for _, opts := range []recall.SearchOptions{{Query: q}, {Query: q, WholeLog: true}, {Query: q, Project: "p"},
 				{Query: q, Role: recall.RoleTool}, {Query: q, Role: recall.RoleTitle}} {
 				sameAsScan(t, s, opts, 0, 1, 2)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/recallkit/recall"
@@ -27,7 +28,7 @@ type searchRow struct {
 	role string
 	time time.Time
 	live bool
-	body string // recall.NormalizeText of the item's text
+	body string // searchText of the item's text
 }
 
 // searchChanges is what a batch of entries, appended to a log, does to
@@ -41,6 +42,16 @@ type searchChanges struct {
 	rows []searchRow
 }
 
+// searchText returns text as the search table stores it: normalized
+// (recall.NormalizeText), with every NUL character replaced by U+FFFD,
+// which PostgreSQL's text cannot hold (and which SQLite's string
+// functions stop at). Terms are stored the same way (see Search), so a
+// term matches as recall.Query.Match says, except that NUL and U+FFFD
+// (which already stands for undecodable bytes) are one character to it.
+func searchText(text string) string {
+	return strings.ReplaceAll(recall.NormalizeText(text), "\x00", "\uFFFD")
+}
+
 // searchRowOf returns the row of item it, held by an entry of time t at
 // ref, or false when it has no text to search.
 func searchRowOf(ref recall.ItemRef, it recall.Item, t time.Time) (searchRow, bool) {
@@ -48,7 +59,7 @@ func searchRowOf(ref recall.ItemRef, it recall.Item, t time.Time) (searchRow, bo
 	if text == "" {
 		return searchRow{}, false
 	}
-	body := recall.NormalizeText(text)
+	body := searchText(text)
 	if body == "" {
 		return searchRow{}, false
 	}
@@ -260,7 +271,7 @@ func backfillSearch(ctx context.Context, q querier, insert func(ctx context.Cont
 		return err
 	}
 	for _, s := range sessions {
-		if t := recall.NormalizeText(s.title); t != "" {
+		if t := searchText(s.title); t != "" {
 			if _, err := q.exec(ctx, `UPDATE sessions SET search_title = $2 WHERE sid = $1`, s.sid, t); err != nil {
 				return err
 			}
