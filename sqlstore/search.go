@@ -231,43 +231,69 @@ func (sq searchQuery) pgRank(a *args, column string) string {
 // rows when they hold that many, and otherwise from the rows the trigram
 // index names (or from every row).
 func (sq searchQuery) items(ctx context.Context, tx querier) ([]hitRow, error) {
-	// The time of the searchWindow-th newest row in range: every row
-	// newer than it is among the searchWindow newest.
-	var a args
-	var bounds []string
-	if !sq.opts.Since.IsZero() {
-		bounds = append(bounds, "time >= "+a.add(sq.s.db.timeArg(ceilMicro(sq.opts.Since))))
-	}
-	if !sq.opts.Until.IsZero() {
-		bounds = append(bounds, "time < "+a.add(sq.s.db.timeArg(ceilMicro(sq.opts.Until))))
-	}
-	if sq.cursor != nil {
-		bounds = append(bounds, "time <= "+a.add(sq.s.db.timeArg(sq.cursor.Time)))
-	}
-	stmt := `SELECT time FROM search`
-	if len(bounds) > 0 {
-		stmt += ` WHERE ` + strings.Join(bounds, " AND ")
-	}
 	window := searchWindow
 	if sq.s.window > 0 {
 		window = sq.s.window
 	}
-	stmt += ` ORDER BY time DESC LIMIT 1 OFFSET ` + a.add(window-1)
-	var floor time.Time
-	err := tx.queryRow(ctx, stmt, a...).Scan(dbTime{&floor})
-	windowed := err == nil
-	if err != nil && !isNoRows(err) {
-		return nil, err
+	windows := []int{window}
+	if !sq.indexable() {
+		// No index can help: a wider window before every row.
+		windows = append(windows, wideWindow*window)
 	}
-	hits, err := sq.itemQuery(ctx, tx, windowed, floor, indexPlan{})
-	if err != nil || !windowed || len(hits) >= sq.keep {
-		return hits, err
+	for _, w := range windows {
+		floor, windowed, err := sq.floor(ctx, tx, w)
+		if err != nil {
+			return nil, err
+		}
+		hits, err := sq.itemQuery(ctx, tx, windowed, floor, indexPlan{})
+		if err != nil || !windowed || len(hits) >= sq.keep {
+			return hits, err
+		}
 	}
 	plan, err := sq.plan(ctx, tx)
 	if err != nil {
 		return nil, err
 	}
 	return sq.itemQuery(ctx, tx, false, time.Time{}, plan)
+}
+
+// wideWindow is how many times searchWindow a query no index serves
+// looks through before it reads every row.
+const wideWindow = 8
+
+// indexable reports whether the trigram index can choose the rows of the
+// query: some term has three characters or more (two on SQLite, see
+// plan).
+func (sq searchQuery) indexable() bool {
+	least := 3
+	if !sq.pg {
+		least = 2
+	}
+	for _, t := range sq.terms {
+		if utf8.RuneCountInString(t) >= least {
+			return true
+		}
+	}
+	return false
+}
+
+// floor returns the time of the window-th newest row in the range the
+// query looks at, and true; every row newer than it is among the window
+// newest. Without so many rows it returns false.
+func (sq searchQuery) floor(ctx context.Context, tx querier, window int) (time.Time, bool, error) {
+	var a args
+	bounds := sq.timeBounds(&a, "time")
+	stmt := `SELECT time FROM search`
+	if len(bounds) > 0 {
+		stmt += ` WHERE ` + strings.Join(bounds, " AND ")
+	}
+	stmt += ` ORDER BY time DESC LIMIT 1 OFFSET ` + a.add(window-1)
+	var floor time.Time
+	err := tx.queryRow(ctx, stmt, a...).Scan(dbTime{&floor})
+	if isNoRows(err) {
+		return time.Time{}, false, nil
+	}
+	return floor, err == nil, err
 }
 
 // indexPlan is how the trigram index serves a query.
