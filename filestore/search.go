@@ -21,6 +21,10 @@ var _ recall.Searcher = (*Store)(nil)
 // which then yields few candidates to sort.
 const searchWindow = 4096
 
+// searchCandidates is how many items the trigram index may select for
+// Search to sort them all rather than look at the newest items first.
+const searchCandidates = 2000
+
 // errIndexDisagrees reports a hit whose entry the log does not hold where
 // the index says it does (the log was rewritten under the search, or the
 // index is damaged in a way the database did not see).
@@ -96,14 +100,15 @@ func (s *Store) searchIndexed(ctx context.Context, opts recall.SearchOptions) (r
 	if err := x.open(ctx); err != nil {
 		return recall.SearchPage{}, err
 	}
-	logs, err := x.catchUp(ctx, s, opts.Project)
+	byID, err := x.catchUp(ctx, s, opts.Project)
 	if err != nil {
 		return recall.SearchPage{}, err
 	}
-	byID := make(map[int64]*indexedLog, len(logs))
-	for _, l := range logs {
-		if opts.IncludeArchived || !l.archived {
-			byID[l.id] = l
+	if !opts.IncludeArchived {
+		for id, l := range byID {
+			if l.archived {
+				delete(byID, id)
+			}
 		}
 	}
 	q, _ := recall.ParseQuery(opts.Query)
@@ -166,14 +171,15 @@ func countTerms(normalized string, q recall.Query) int {
 // findItems returns the first keep item hits after cur, in search order,
 // among the sessions of byID.
 //
-// It first matches the newest searchWindow items the filters on items
-// allow (after the cursor) directly: when keep hits among them are newer
-// than the oldest of the window, no item outside it can come before them,
-// and a common word is answered without the trigram index. Otherwise it
-// asks the trigram index for the items holding every trigram of the terms
-// of three characters or more (their exact match is then checked with
-// instr), or, when every term is shorter than that, matches every item
-// newest first until it has keep hits.
+// When the terms of three characters or more select at most
+// searchCandidates items through the trigram index (the items holding
+// every trigram of them), it sorts those, checking each term's exact
+// match with instr. Otherwise it matches the newest searchWindow items
+// the filters on items allow (after the cursor) directly: when keep hits
+// among them are newer than the oldest of the window, no item outside it
+// can come before them, and a common word is answered at once. When they
+// are not, it sorts the trigram index's candidates after all, or, when
+// every term is shorter than a trigram, matches ever larger windows.
 func (x *searchIndex) findItems(ctx context.Context, opts recall.SearchOptions, q recall.Query, cur *recall.SearchCursor, keep int, byID map[int64]*indexedLog) ([]*itemHit, error) {
 	var conds []string
 	var args []any
@@ -213,11 +219,21 @@ func (x *searchIndex) findItems(ctx context.Context, opts recall.SearchOptions, 
 		return cur == nil || cur.After(h.hit)
 	}
 
-	// Windows of the newest items: one, then the trigram index when a
-	// term has one; otherwise ever larger windows, until one holds keep
-	// hits or every item.
+	// A term of three characters or more has trigrams: when they select
+	// few items, sorting those is the fastest way to the first page.
+	// Otherwise (a common word, or short terms only) windows of the
+	// newest items are matched directly, ever larger, until one holds
+	// keep hits or every item.
 	m := trigramQuery(q)
-	for n := searchWindow; ; n *= 8 {
+	few := false
+	if m != "" {
+		var n int
+		if err := x.conn.QueryRowContext(ctx, "SELECT count(*) FROM (SELECT 1 FROM items_fts WHERE items_fts MATCH ? LIMIT ?)", m, searchCandidates+1).Scan(&n); err != nil {
+			return nil, ixErr(err)
+		}
+		few = n <= searchCandidates
+	}
+	for n := searchWindow; !few; n *= 8 {
 		found, done, err := x.window(ctx, n, where(conds), args, where(textConds), textArgs, keep, accept)
 		if err != nil || done {
 			return found, err
@@ -279,7 +295,7 @@ func (x *searchIndex) findItems(ctx context.Context, opts recall.SearchOptions, 
 // oldest item of the window, or the window holds every item.
 func (x *searchIndex) window(ctx context.Context, n int, itemWhere string, args []any, textWhere string, textArgs []any, keep int, accept func(*itemHit) bool) ([]*itemHit, bool, error) {
 	var boundary struct{ ts, tn int64 }
-	err := x.db.QueryRowContext(ctx, "SELECT i.ts, i.tn FROM items i"+itemWhere+" ORDER BY i.ts DESC, i.tn DESC LIMIT 1 OFFSET ?",
+	err := x.conn.QueryRowContext(ctx, "SELECT i.ts, i.tn FROM items i"+itemWhere+" ORDER BY i.ts DESC, i.tn DESC LIMIT 1 OFFSET ?",
 		append(slices.Clone(args), n-1)...).Scan(&boundary.ts, &boundary.tn)
 	exhaustive := errors.Is(err, sql.ErrNoRows)
 	if err != nil && !exhaustive {
@@ -309,7 +325,7 @@ func (x *searchIndex) window(ctx context.Context, n int, itemWhere string, args 
 
 // queryItems runs a query of item rows and keeps those accept accepts.
 func (x *searchIndex) queryItems(ctx context.Context, query string, args []any, accept func(*itemHit) bool) ([]*itemHit, error) {
-	rows, err := x.db.QueryContext(ctx, query, args...)
+	rows, err := x.conn.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, ixErr(err)
 	}

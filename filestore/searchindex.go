@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -110,9 +111,18 @@ var errIndexDamaged = errors.New("search index damaged")
 type searchIndex struct {
 	path string
 
-	mu  sync.Mutex // held through a catch-up and the query after it
-	db  *sql.DB    // nil until opened
-	ino uint64     // the file db has open
+	mu   sync.Mutex // held through a catch-up and the query after it
+	db   *sql.DB    // nil until opened
+	conn *sql.Conn  // the one connection of db, held (see logs)
+	ino  uint64     // the file db has open
+
+	// logs caches the rows of the logs table, of every project, as read
+	// when the connection's data_version was version. SQLite changes the
+	// data_version a connection sees whenever another connection commits,
+	// so the cache is current while it is unchanged and this process
+	// wrote nothing since (update clears it).
+	logs    map[recall.Key]*indexedLog
+	version int64
 }
 
 // indexErr wraps an error of the index (not of the logs): Search rebuilds
@@ -157,12 +167,18 @@ func (x *searchIndex) open(ctx context.Context) error {
 		db.Close()
 		return err
 	}
-	st, err := statPath(x.path)
+	conn, err := db.Conn(ctx)
 	if err != nil {
 		db.Close()
 		return ixErr(err)
 	}
-	x.db, x.ino = db, st.ino
+	st, err := statPath(x.path)
+	if err != nil {
+		conn.Close()
+		db.Close()
+		return ixErr(err)
+	}
+	x.db, x.conn, x.ino = db, conn, st.ino
 	return nil
 }
 
@@ -214,8 +230,9 @@ func (x *searchIndex) prepare(ctx context.Context, db *sql.DB) error {
 
 func (x *searchIndex) closeLocked() {
 	if x.db != nil {
+		x.conn.Close()
 		x.db.Close()
-		x.db, x.ino = nil, 0
+		x.db, x.conn, x.ino, x.logs = nil, nil, 0, nil
 	}
 }
 
@@ -264,15 +281,17 @@ func scanLog(row interface{ Scan(...any) error }) (*indexedLog, error) {
 	return &r, nil
 }
 
-// indexedLogs returns the rows of logs, of one project or all.
-func indexedLogs(ctx context.Context, q interface {
-	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
-}, project string) (map[recall.Key]*indexedLog, error) {
-	query, args := "SELECT "+logColumns+" FROM logs", []any{}
-	if project != "" {
-		query, args = query+" WHERE project = ?", append(args, project)
+// indexedLogs returns the rows of logs, of every project, from the cache
+// when it is current. The caller holds x.mu.
+func (x *searchIndex) indexedLogs(ctx context.Context) (map[recall.Key]*indexedLog, error) {
+	var version int64
+	if err := x.conn.QueryRowContext(ctx, "PRAGMA data_version").Scan(&version); err != nil {
+		return nil, err
 	}
-	rows, err := q.QueryContext(ctx, query, args...)
+	if x.logs != nil && version == x.version {
+		return x.logs, nil
+	}
+	rows, err := x.conn.QueryContext(ctx, "SELECT "+logColumns+" FROM logs")
 	if err != nil {
 		return nil, err
 	}
@@ -285,12 +304,17 @@ func indexedLogs(ctx context.Context, q interface {
 		}
 		out[r.key] = r
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	x.logs, x.version = out, version
+	return out, nil
 }
 
 // sessionRecords returns the up-to-date records of the main sessions of
 // project (every project when it is ""), as List sees them: logs that
-// hold no entry are left out.
+// hold no entry are left out. Projects are listed in parallel (a stat per
+// log is most of the work).
 func (s *Store) sessionRecords(ctx context.Context, project string) (map[recall.Key]*record, error) {
 	projects := []string{project}
 	if project == "" {
@@ -299,13 +323,28 @@ func (s *Store) sessionRecords(ctx context.Context, project string) (map[recall.
 			return nil, err
 		}
 	}
+	recs := make([][]*record, len(projects))
+	errs := make([]error, len(projects))
+	next := make(chan int, len(projects))
+	for i := range projects {
+		next <- i
+	}
+	close(next)
+	var wg sync.WaitGroup
+	for range min(len(projects), runtime.GOMAXPROCS(0)) {
+		wg.Go(func() {
+			for i := range next {
+				recs[i], errs[i] = s.freshRecords(ctx, s.project(projects[i]), "")
+			}
+		})
+	}
+	wg.Wait()
 	out := map[recall.Key]*record{}
-	for _, name := range projects {
-		recs, err := s.freshRecords(ctx, s.project(name), "")
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
+	for i, name := range projects {
+		if errs[i] != nil {
+			return nil, fmt.Errorf("%s: %w", name, errs[i])
 		}
-		for _, r := range recs {
+		for _, r := range recs[i] {
 			if !r.empty && r.key.IsMain() {
 				out[r.key] = r
 			}
@@ -315,15 +354,15 @@ func (s *Store) sessionRecords(ctx context.Context, project string) (map[recall.
 }
 
 // catchUp brings the index's rows of project (every project when "") up
-// to date with the logs, and returns the rows of the sessions searched.
-// The caller holds x.mu and has opened the index. Errors of the index are
-// indexErrs; errors reading the logs are returned as they are.
-func (x *searchIndex) catchUp(ctx context.Context, s *Store, project string) (map[recall.Key]*indexedLog, error) {
+// to date with the logs, and returns the rows of the sessions searched,
+// by id. The caller holds x.mu and has opened the index. Errors of the
+// index are indexErrs; errors reading the logs are returned as they are.
+func (x *searchIndex) catchUp(ctx context.Context, s *Store, project string) (map[int64]*indexedLog, error) {
 	recs, err := s.sessionRecords(ctx, project)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := indexedLogs(ctx, x.db, project)
+	rows, err := x.indexedLogs(ctx)
 	if err != nil {
 		return nil, ixErr(err)
 	}
@@ -335,25 +374,28 @@ func (x *searchIndex) catchUp(ctx context.Context, s *Store, project string) (ma
 		}
 	}
 	for k, r := range rows {
-		if recs[k] == nil {
+		if recs[k] == nil && (project == "" || k.Project == project) {
 			gone = append(gone, r)
 		}
 	}
-	if len(stale) == 0 && len(gone) == 0 {
-		return rows, nil
-	}
-	if err := x.update(ctx, s, stale, gone); err != nil {
-		return nil, err
-	}
-	if rows, err = indexedLogs(ctx, x.db, project); err != nil {
-		return nil, ixErr(err)
-	}
-	for k := range rows {
-		if recs[k] == nil {
-			delete(rows, k) // a session another process indexed meanwhile: not searched by this call
+	if len(stale) > 0 || len(gone) > 0 {
+		err := x.update(ctx, s, stale, gone)
+		x.logs = nil // written: read again
+		if err != nil {
+			return nil, err
+		}
+		if rows, err = x.indexedLogs(ctx); err != nil {
+			return nil, ixErr(err)
 		}
 	}
-	return rows, nil
+	// Only the sessions listed: not one another process indexed since.
+	out := make(map[int64]*indexedLog, len(recs))
+	for k := range recs {
+		if r := rows[k]; r != nil {
+			out[r.id] = r
+		}
+	}
+	return out, nil
 }
 
 // update indexes the stale logs and drops the gone ones, in transactions
@@ -375,7 +417,7 @@ func (x *searchIndex) update(ctx context.Context, s *Store, stale []*record, gon
 			return nil
 		}
 		var err error
-		tx, err = x.db.BeginTx(ctx, nil)
+		tx, err = x.conn.BeginTx(ctx, nil)
 		return ixErr(err)
 	}
 	defer func() {
