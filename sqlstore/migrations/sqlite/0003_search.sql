@@ -34,8 +34,8 @@ CREATE INDEX search_time ON search (time);
 -- candidates of a term of three characters or more, which search.go then
 -- checks with instr(), since trigrams found in any order are no
 -- substring. The index stores no text (external content) and no
--- positions (detail=none): a term is looked up as the AND of its
--- trigrams. The text indexed is fts, body and a space, so that every two
+-- positions (detail=none) nor sizes (columnsize=0; bm25 is not used): a
+-- term is looked up as the AND of its trigrams. The text indexed is fts, body and a space, so that every two
 -- characters of body begin a trigram: a term of two characters (a CJK
 -- name) is looked up as the OR of the trigrams search_vocab lists with
 -- it as their prefix.
@@ -49,7 +49,7 @@ CREATE INDEX search_time ON search (time);
 -- row leaves the index by the trigger, when it was in it. (FTS5's
 -- integrity-check, once the tail is indexed, compares index and table.)
 CREATE VIRTUAL TABLE search_fts USING fts5(fts, content='search', content_rowid='id',
-	tokenize='trigram case_sensitive 1', detail=none);
+	tokenize='trigram case_sensitive 1', detail=none, columnsize=0);
 CREATE VIRTUAL TABLE search_vocab USING fts5vocab(search_fts, 'row');
 CREATE INDEX search_tail ON search (id) WHERE NOT indexed;
 CREATE TRIGGER search_fts_delete AFTER DELETE ON search WHEN old.indexed BEGIN
