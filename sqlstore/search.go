@@ -25,13 +25,17 @@ const searchWindow = 4096
 //
 // A hit is a row whose body holds every term (instr on SQLite, strpos or
 // LIKE on PostgreSQL: exact substrings, as recall.Query.Match), so the
-// hits are recall.ScanSearch's. The indexes only choose the rows looked
+// hits are recall.ScanSearch's; the indexes only choose the rows looked
 // at. A query first reads the newest searchWindow rows, by time through
 // search_time: a common term fills a page there. When it does not, the
-// rows holding the trigrams of the terms of three characters or more are
-// the candidates (FTS5's trigram index on SQLite, pg_trgm's on
-// PostgreSQL), sorted by time; a query whose terms are all shorter (a
-// two-character CJK name, say) reads every row in time order.
+// candidates are the rows the trigram index names, sorted by time: on
+// SQLite, FTS5's rows holding the trigrams of each term of three
+// characters or more, and one of the trigrams that begin each term of two
+// (search_vocab lists them), besides the rows not yet in the index (the
+// tail, see ftsBatch); on PostgreSQL, pg_trgm's rows for LIKE on each term
+// of three characters or more. A query no trigram serves (every term
+// shorter) looks through a window wideWindow times wider, then reads every
+// row.
 //
 // Rank is the number of times the terms occur on SQLite (the trigram
 // index keeps no positions, so FTS5's bm25 would count trigrams, not
