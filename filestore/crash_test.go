@@ -23,7 +23,7 @@ import (
 // writes to a store; the parent kills it with SIGKILL or waits for it, then
 // checks the store. The child's role comes from the environment.
 const (
-	envChild = "FILESTORE_TEST_CHILD" // "appender" or "writer"
+	envChild = "FILESTORE_TEST_CHILD" // "appender", "writer", "searcher" or "durable-appender"
 	envHome  = "FILESTORE_TEST_HOME"
 	envArg   = "FILESTORE_TEST_ARG"
 )
@@ -47,6 +47,10 @@ func TestMain(m *testing.M) {
 		childAppender()
 	case "writer":
 		childWriter()
+	case "searcher":
+		childSearcher()
+	case "durable-appender":
+		childDurableAppender()
 	}
 	os.Exit(3)
 }

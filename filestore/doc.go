@@ -10,6 +10,7 @@
 //	    <session>/subagents/agent-7.jsonl
 //	    <session>.jsonl#torn-<n>           bytes of a torn tail, kept aside
 //	    #index-v2                          the List cache (see Guarantees)
+//	<home>/#search-v1.db                   the search index (see Store.Search)
 //
 // Every name the store makes for itself holds a '#', a byte no key may
 // contain, so it can never collide with a session. Session "a" has the
@@ -83,4 +84,12 @@
 //     is never read; its logs are derived afresh and it is removed.
 //   - GetItems(limit) reads the log backwards from its end: its cost
 //     depends on limit, not on the length of the session.
+//   - Search answers from an index beside the logs, an SQLite database
+//     with an FTS5 trigram index that nothing writes in the append path:
+//     each search first brings it up to date from the logs (one stat per
+//     log, then the bytes each changed log gained since it was indexed;
+//     a log rewritten or replaced is indexed afresh, a removed one
+//     dropped), so it never hides a hit nor shows a removed session. A
+//     missing or damaged index is built again from the logs; where it
+//     cannot be written (a read-only home) the logs are scanned instead.
 package filestore

@@ -47,6 +47,9 @@ func readOnlyFixture(t *testing.T, home string) map[recall.Key][]recall.Item {
 	if _, err := s.List(ctx, "p", recall.ListOptions{}); err != nil { // the index, too
 		t.Fatal(err)
 	}
+	if _, err := s.Search(ctx, recall.SearchOptions{Query: "q"}); err != nil { // and the search index
+		t.Fatal(err)
+	}
 	return want
 }
 
@@ -82,6 +85,11 @@ func checkReadOnly(home string, want map[recall.Key][]recall.Item, errno error) 
 	}
 	if err := recall.Verify(ctx, s); err != nil {
 		return fmt.Sprintf("Verify: %v", err)
+	}
+
+	// Search answers, though its index cannot be brought up to date.
+	if page, err := s.Search(ctx, recall.SearchOptions{Query: "q"}); err != nil || len(page.Hits) != 2 {
+		return fmt.Sprintf("Search = %d hits, %v; want the 2 main sessions' first items", len(page.Hits), err)
 	}
 
 	a := recall.Key{Project: "p", Session: "a"}

@@ -37,6 +37,10 @@ const scanCheck = 1 << 20
 // scanner reads a log forwards and reports its committed entries.
 type scanner struct {
 	emit func(recall.Entry) // called for each committed entry, in file order
+	// at, when set, is called just before emit with the offset of the
+	// entry's line in the file and the line's length (without its '\n'),
+	// so an entry can be read again on its own (the search index does).
+	at func(pos, n int64)
 	// stable means the bytes given to line stay untouched, so entries may
 	// alias them; otherwise entries held for an open batch are copied.
 	stable bool
@@ -46,6 +50,7 @@ type scanner struct {
 	chunk int
 
 	pending      []recall.Entry
+	pendingAt    []int64 // line offset and length of each pending entry, when at is set
 	corrupt      int
 	end          int64 // committed end
 	unterminated bool  // the committed log ends with a line missing its '\n'
@@ -69,19 +74,29 @@ func (s *scanner) line(l []byte, next int64) {
 			e = e.Clone()
 		}
 		s.pending = append(s.pending, e)
+		if s.at != nil {
+			s.pendingAt = append(s.pendingAt, next-int64(len(l))-1, int64(len(l)))
+		}
 		return
 	default:
 		s.commit()
+		if s.at != nil {
+			s.at(next-int64(len(l))-1, int64(len(l)))
+		}
 		s.emit(e)
 	}
 	s.end = next
 }
 
 func (s *scanner) commit() {
-	for _, e := range s.pending {
+	for i, e := range s.pending {
+		if s.at != nil {
+			s.at(s.pendingAt[2*i], s.pendingAt[2*i+1])
+		}
 		s.emit(e)
 	}
 	s.pending = s.pending[:0]
+	s.pendingAt = s.pendingAt[:0]
 }
 
 // finish handles the bytes after the last newline, which end at offset size.
@@ -91,6 +106,9 @@ func (s *scanner) finish(tail []byte, size int64) {
 	}
 	if e, more, err := decodeLine(tail); err == nil && !more {
 		s.commit()
+		if s.at != nil {
+			s.at(size-int64(len(tail)), int64(len(tail)))
+		}
 		s.emit(e)
 		s.end = size
 		s.unterminated = true

@@ -72,6 +72,8 @@ type Store struct {
 
 	mu       sync.Mutex
 	projects map[string]*projectIndex
+
+	search searchIndex // see Search
 }
 
 var (
@@ -163,6 +165,7 @@ func (s *Store) Close() error {
 	for _, p := range projects {
 		p.close()
 	}
+	s.search.close()
 	return nil
 }
 

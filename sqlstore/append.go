@@ -48,7 +48,7 @@ func (s *Store) lockSession(ctx context.Context, q querier, key recall.Key) (ses
 // writeEntries writes entries, which carry their Seq and Time and continue
 // row's log, inside update: it applies them to the metadata (recall's
 // Meta.Apply, the same rules every store follows), creates or updates the
-// session row, and inserts the entries. Creating a session that someone
+// session row, inserts the entries and updates the search rows. Creating a session that someone
 // else created meanwhile is errExists.
 func (s *Store) writeEntries(ctx context.Context, q querier, row *sessionRow, entries []recall.Entry) error {
 	prev := row.meta.LastSeq
@@ -71,7 +71,10 @@ func (s *Store) writeEntries(ctx context.Context, q querier, row *sessionRow, en
 	} else if err := s.updateRow(ctx, q, row.sid, row.meta, row.checked); err != nil {
 		return err
 	}
-	return s.db.insertEntries(ctx, q, row.sid, entries)
+	if err := s.db.insertEntries(ctx, q, row.sid, entries); err != nil {
+		return err
+	}
+	return s.indexEntries(ctx, q, row.meta.Key, row.sid, entries)
 }
 
 // advanceChecked returns a session's checked_seq after this package wrote
@@ -143,6 +146,9 @@ func (s *Store) Append(ctx context.Context, key recall.Key, guard recall.Guard, 
 		return last, nil
 	}
 	if b, ok := newItemBatch(entries, recall.Now()); ok {
+		if key.IsMain() && !s.noSearch {
+			b.search = itemRows(b.entries)
+		}
 		last, err := s.db.appendItems(ctx, key, guard, b)
 		if err != nil {
 			return 0, fmt.Errorf("sqlstore: append %s: %w", key, ctxError(ctx, err))
@@ -196,6 +202,9 @@ func (s *Store) checkGuard(ctx context.Context, key recall.Key, guard recall.Gua
 // entries have their Time set; their Seq is assigned by the backend.
 type itemBatch struct {
 	entries []recall.Entry
+	// search holds the search row of each entry (see searchindex.go),
+	// nil where it has none; the backend fills in the seq.
+	search  []*searchRow
 	created time.Time // the first entry's time: Created of a new session
 	updated time.Time // the latest entry time
 	usage   recall.Usage

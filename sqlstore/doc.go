@@ -47,4 +47,18 @@
 // only sessions rows, reports 0). Payloads are checked in full, except
 // those of the rows below the session's checked_seq, which this package
 // wrote and validated (see read.go).
+//
+// # Search
+//
+// Store is a recall.Searcher. Migration 3 adds a search table: one row per
+// item of a main session's log that has text (recall.SearchText), its text
+// normalized (recall.NormalizeText), its entry's time, and whether it is in
+// the live view, which pop, remove, clear and compaction entries change as
+// recall.Replay does. The rows are written by the transaction (on
+// PostgreSQL's fast path, the statement) that appends the entries, so
+// search never lags the logs; the migration computes them for the logs
+// written before it. A trigram index chooses the rows a query looks at:
+// FTS5's trigram tokenizer on SQLite, pg_trgm on PostgreSQL; every hit is
+// then checked as an exact substring, so the hits are recall.ScanSearch's.
+// See search.go for how a page is found.
 package sqlstore

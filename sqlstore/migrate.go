@@ -24,6 +24,23 @@ type migration struct {
 	version int
 	name    string
 	sql     string
+	// step, when set, runs after sql, in the same transaction: the part
+	// of the migration SQL cannot do (see goSteps).
+	step func(ctx context.Context, q querier) error
+}
+
+// goSteps are the parts of migrations written in Go, by dialect and
+// version.
+var goSteps = map[string]map[int]func(ctx context.Context, q querier) error{
+	"sqlite": {3: func(ctx context.Context, q querier) error {
+		if err := backfillSearch(ctx, q, insertSearchLite); err != nil {
+			return err
+		}
+		return indexTail(ctx, q)
+	}},
+	"postgres": {3: func(ctx context.Context, q querier) error {
+		return backfillSearch(ctx, q, insertSearchPG)
+	}},
 }
 
 // loadMigrations returns dialect's steps in version order.
@@ -44,7 +61,7 @@ func loadMigrations(dialect string) ([]migration, error) {
 		if err != nil {
 			return nil, fmt.Errorf("migrations: %w", err)
 		}
-		ms = append(ms, migration{version: v, name: f.Name(), sql: string(b)})
+		ms = append(ms, migration{version: v, name: f.Name(), sql: string(b), step: goSteps[dialect][v]})
 	}
 	slices.SortFunc(ms, func(a, b migration) int { return a.version - b.version })
 	for i, m := range ms {
@@ -57,7 +74,7 @@ func loadMigrations(dialect string) ([]migration, error) {
 
 // SchemaVersion is the schema version this package writes: the number of
 // its newest migration.
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 // applyMigrations runs, inside the caller's write transaction, every step
 // newer than the database's version, and records each in recall_schema.
@@ -80,6 +97,11 @@ func applyMigrations(ctx context.Context, q querier, ms []migration) error {
 	for _, m := range ms[cur.Int64:] {
 		if _, err := q.exec(ctx, m.sql); err != nil {
 			return fmt.Errorf("migration %s: %w", m.name, err)
+		}
+		if m.step != nil {
+			if err := m.step(ctx, q); err != nil {
+				return fmt.Errorf("migration %s: %w", m.name, err)
+			}
 		}
 		if _, err := q.exec(ctx, `INSERT INTO recall_schema (version) VALUES ($1)`, m.version); err != nil {
 			return fmt.Errorf("migration %s: %w", m.name, err)

@@ -21,6 +21,12 @@ import (
 // with this package, migrating it.
 func v1Database(t *testing.T, dialect string) (querier, func(time.Time) any, func() *Store) {
 	t.Helper()
+	return versionDatabase(t, dialect, 1)
+}
+
+// versionDatabase is v1Database at schema version v.
+func versionDatabase(t *testing.T, dialect string, v int) (querier, func(time.Time) any, func() *Store) {
+	t.Helper()
 	ctx := context.Background()
 	ms, err := loadMigrations(dialect)
 	if err != nil {
@@ -34,7 +40,7 @@ func v1Database(t *testing.T, dialect string) (querier, func(time.Time) any, fun
 		}
 		t.Cleanup(func() { db.Close() })
 		q := sqlQuerier{r: db}
-		if err := applyMigrations(ctx, q, ms[:1]); err != nil {
+		if err := applyMigrations(ctx, q, ms[:v]); err != nil {
 			t.Fatal(err)
 		}
 		return q, func(t time.Time) any { return t.UnixMicro() }, func() *Store {
@@ -63,7 +69,7 @@ func v1Database(t *testing.T, dialect string) (querier, func(time.Time) any, fun
 		t.Fatal(err)
 	}
 	q := pgQuerier{c}
-	if err := applyMigrations(ctx, q, ms[:1]); err != nil {
+	if err := applyMigrations(ctx, q, ms[:v]); err != nil {
 		t.Fatal(err)
 	}
 	return q, func(t time.Time) any { return t }, func() *Store {

@@ -179,7 +179,8 @@ func retryable(err error) bool {
 // appendItemsPG is Append's fast path on PostgreSQL: one statement, so one
 // round trip and one implicit transaction. The upsert creates the session
 // row or takes its row lock and advances last_seq by the batch size; the
-// entries are numbered back from the new last_seq. Concurrent appenders to
+// entries are numbered back from the new last_seq, and their search rows
+// (see searchindex.go) numbered alike. Concurrent appenders to
 // one session queue on that row lock, so each gets its own dense run. It
 // moves updated_at to the batch's latest time, as recall.Meta.Apply does:
 // items are conversation activity (and items are all this path writes).
@@ -212,6 +213,11 @@ func appendItemsStmt(onConflict string) string {
 	SELECT s.sid, s.last_seq - $6 + u.ord, 'item', u.payload, u.time, u.it, u.ot, u.tt
 	FROM s, unnest($10::bytea[], $11::timestamptz[], $12::int8[], $13::int8[], $14::int8[])
 		WITH ORDINALITY AS u(payload, time, it, ot, tt, ord)
+), x AS (
+	INSERT INTO search (sid, seq, idx, role, time, live, body)
+	SELECT s.sid, s.last_seq - $6 + u.ord, 0, u.role, u.time, true, u.body
+	FROM s, unnest($15::text[], $16::text[], $11::timestamptz[]) WITH ORDINALITY AS u(role, body, time, ord)
+	WHERE u.role IS NOT NULL
 )
 SELECT last_seq FROM s`
 }
@@ -234,9 +240,17 @@ func (b *pgBackend) appendItems(ctx context.Context, key recall.Key, guard recal
 			in[i], out[i], total[i] = &u.InputTokens, &u.OutputTokens, &u.TotalTokens
 		}
 	}
+	// The search rows of the items (see searchindex.go): a NULL role
+	// where an item has none.
+	roles, bodies := make([]*string, n), make([]*string, n)
+	for i, r := range ib.search {
+		if r != nil {
+			roles[i], bodies[i] = &r.role, &r.body
+		}
+	}
 	args := []any{key.Project, key.Session, key.Subpath, ib.created, ib.updated, int64(n),
 		ib.usage.InputTokens, ib.usage.OutputTokens, ib.usage.TotalTokens,
-		payloads, times, in, out, total}
+		payloads, times, in, out, total, roles, bodies}
 	var last int64
 	if guard.IsZero() {
 		err := b.retry(ctx, func() error {
@@ -268,6 +282,11 @@ func (b *pgBackend) appendItems(ctx context.Context, key recall.Key, guard recal
 		return err
 	})
 	return last, err
+}
+
+// insertSearch inserts search rows in one statement.
+func (b *pgBackend) insertSearch(ctx context.Context, q querier, sid int64, rows []searchRow) error {
+	return insertSearchPG(ctx, q, sid, rows)
 }
 
 // insertEntries inserts the whole batch with one statement over arrays,

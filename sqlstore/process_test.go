@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/storetest"
 )
 
 // The tests in this file run the test binary again as a child process (see
@@ -249,6 +250,36 @@ func checkBatches(t *testing.T, entries []recall.Entry, want map[string]int, max
 	}
 }
 
+// checkKilledSearch checks, after a writer was killed, that search finds
+// every item the log holds (the acknowledged ones among them): the search
+// rows were committed with the entries, or not at all.
+func checkKilledSearch(t *testing.T, s *Store, entries []recall.Entry) {
+	t.Helper()
+	ctx := context.Background()
+	items := 0
+	for _, e := range entries {
+		if e.Kind == recall.KindItem {
+			items++
+		}
+	}
+	p, err := s.Search(ctx, recall.SearchOptions{Query: "k", Limit: recall.MaxSearchLimit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hits := 0
+	for _, h := range p.Hits {
+		if h.Role != recall.RoleTitle {
+			hits++
+		}
+	}
+	if hits != items || p.Next != "" {
+		t.Errorf("search after the kill: %d item hits (next %q), the log holds %d items", hits, p.Next, items)
+	}
+	if err := storetest.CompareSearch(ctx, s, recall.SearchOptions{Query: "k", Limit: 7}); err != nil {
+		t.Errorf("search after the kill: %v", err)
+	}
+}
+
 // TestKilledWriter kills a child process with SIGKILL while it appends
 // batches in a loop: every acknowledged batch is there, no batch is torn,
 // and the database takes writes afterwards.
@@ -290,6 +321,7 @@ func TestKilledWriter(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkBatches(t, entries, map[string]int{"k": -(acked + 1)}, maxBatch)
+			checkKilledSearch(t, s, entries)
 			if _, err := s.Append(ctx, childKey, recall.Guard{}, recall.ItemEntry(msg("after"))); err != nil {
 				t.Fatalf("append after the kill: %v", err)
 			}

@@ -45,6 +45,9 @@ func (s *Store) Purge(ctx context.Context, key recall.Key) (recall.PurgeResult, 
 		if err := s.db.insertEntries(ctx, q, row.sid, append(out[:1:1], out[kept:]...)); err != nil {
 			return err
 		}
+		if err := s.reindex(ctx, q, key, row.sid, out); err != nil {
+			return err
+		}
 		meta, _ := recall.Replay(key, out)
 		// The rows kept keep their seqs; the rewritten compaction and the
 		// restored entries were validated here.

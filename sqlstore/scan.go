@@ -76,13 +76,13 @@ func (s *Store) metaArgs(m recall.Meta) []any {
 	}
 	return []any{m.Title, string(m.TitleSource), s.db.timeArg(m.Created), s.db.timeArg(m.Updated),
 		m.ItemCount, m.LastSeq, m.Archived, m.Pinned, labels, metadata, forked, forkSeq,
-		m.Usage.InputTokens, m.Usage.OutputTokens, m.Usage.TotalTokens}
+		m.Usage.InputTokens, m.Usage.OutputTokens, m.Usage.TotalTokens, searchText(m.Title)}
 }
 
 // metaSetCols are the columns metaArgs fills.
 var metaSetCols = []string{"title", "title_source", "created_at", "updated_at",
 	"item_count", "last_seq", "archived", "pinned", "labels", "metadata", "forked_from", "fork_seq",
-	"input_tokens", "output_tokens", "total_tokens"}
+	"input_tokens", "output_tokens", "total_tokens", "search_title"}
 
 // entryCols are the entries columns scanEntry reads.
 const entryCols = `seq, kind, payload, time, input_tokens, output_tokens, total_tokens`

@@ -119,7 +119,9 @@ type liteBackend struct {
 	// Statements of the append path, prepared once on the writer
 	// connection: modernc.org/sqlite has no statement cache, and parsing
 	// the upsert cost more than running it.
-	upsertItems, insertEntry *sql.Stmt
+	upsertItems, insertEntry, insertSearchRow *sql.Stmt
+	// ftsBatch, when not 0, replaces the package's ftsBatch (for tests).
+	ftsBatch int
 	// Savepoints of the calls of a group commit.
 	savepoint, rollbackTo, release *sql.Stmt
 
@@ -173,6 +175,9 @@ func (b *liteBackend) prepare(ctx context.Context) error {
 		return err
 	}
 	if b.insertEntry, err = b.w.PrepareContext(ctx, insertEntrySQL); err != nil {
+		return err
+	}
+	if b.insertSearchRow, err = b.w.PrepareContext(ctx, insertSearchSQL); err != nil {
 		return err
 	}
 	if b.savepoint, err = b.w.PrepareContext(ctx, `SAVEPOINT call`); err != nil {
@@ -268,9 +273,52 @@ func (b *liteBackend) appendItems(ctx context.Context, key recall.Key, guard rec
 			e.Seq = last - n + int64(i) + 1
 			es[i] = e
 		}
-		return b.insertEntries(ctx, q, sid, es)
+		if err := b.insertEntries(ctx, q, sid, es); err != nil {
+			return err
+		}
+		var rows []searchRow
+		for i, r := range ib.search {
+			if r != nil {
+				r.ref.Seq = es[i].Seq
+				rows = append(rows, *r)
+			}
+		}
+		return b.insertSearch(ctx, q, sid, rows)
 	})
 	return last, err
+}
+
+// insertSearch inserts search rows one by one with the prepared
+// statement.
+func (b *liteBackend) insertSearch(ctx context.Context, q querier, sid int64, rows []searchRow) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	st := q.(sqlQuerier).tx.StmtContext(ctx, b.insertSearchRow)
+	var last int64
+	for _, r := range rows {
+		res, err := st.ExecContext(ctx, sid, r.ref.Seq, r.ref.Index, r.role, r.time.UnixMicro(), r.live, r.body)
+		if err != nil {
+			return err
+		}
+		if last, err = res.LastInsertId(); err != nil {
+			return err
+		}
+	}
+	// Ids grow, so last - first + 1 bounds the tail's rows from above
+	// (deleted rows leave gaps).
+	var first int64
+	if err := q.queryRow(ctx, tailStartSQL).Scan(&first); err != nil {
+		return err
+	}
+	batch := ftsBatch
+	if b.ftsBatch > 0 {
+		batch = b.ftsBatch
+	}
+	if last-first+1 < int64(batch) {
+		return nil
+	}
+	return indexTail(ctx, q)
 }
 
 // insertEntries inserts entries one by one with the prepared statement.

@@ -24,6 +24,7 @@ var readSQL = []string{
 	uncheckedSQL,
 	entriesSQL,
 	entriesLimitSQL,
+	itemTextSQL,
 }
 
 // writeSQL are the statements of the general write path (lockSession,
@@ -35,6 +36,11 @@ var writeSQL = []string{
 	insertRowSQL,
 	updateRowSQL,
 	lastSeqSQL,
+	unliveAllSQL,
+	unliveSQL,
+	tailStartSQL,
+	indexTailSQL,
+	markTailSQL,
 }
 
 // stmtCache holds prepared statements of one *sql.DB, by text.

@@ -34,6 +34,11 @@ type Store struct {
 	opts   Options
 	db     backend
 	closed atomic.Bool
+	// window, when not 0, replaces searchWindow (for tests).
+	window int
+	// noSearch leaves the search rows alone: the baseline of
+	// BenchmarkAppendSearch, which measures what they cost.
+	noSearch bool
 }
 
 var (
@@ -78,6 +83,9 @@ type backend interface {
 	// insertEntries inserts entries, which carry their Seq and Time, into
 	// session sid's log.
 	insertEntries(ctx context.Context, q querier, sid int64, entries []recall.Entry) error
+	// insertSearch inserts rows into session sid's search rows (see
+	// searchindex.go).
+	insertSearch(ctx context.Context, q querier, sid int64, rows []searchRow) error
 	// lostConnection reports whether a read failed because the server
 	// dropped the connection (it restarted): the read is worth one more
 	// attempt, on a new connection. Always false on SQLite.

@@ -56,6 +56,12 @@
 //     cancelled context and an expired deadline returns the context's
 //     error and changes nothing.
 //   - Concurrent, Close.
+//   - Search: recall.Search (the store's index when it is a
+//     recall.Searcher) finds what each case expects and the same hits in
+//     the same order as recall.ScanSearch ([CompareSearch]): every role,
+//     titles, phrases, case, CJK, pops, removals, clears, compactions,
+//     WholeLog, archived sessions, projects, time ranges, paging across
+//     appends, bad queries.
 //
 // It ends with [RunModel], a model-based test that runs random operations
 // against the store and against a plain log the test keeps, replayed with
@@ -75,6 +81,7 @@
 package storetest
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/recallkit/recall"
@@ -171,7 +178,7 @@ type Config struct {
 // of cfg, the damaged-data cases included when cfg.Plant is set.
 func RunConfig(t *testing.T, cfg Config) {
 	t.Helper()
-	for _, tc := range tests {
+	for _, tc := range slices.Concat(tests, searchTests) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := open(t, cfg.New)
 			e.plant = cfg.Plant
@@ -179,4 +186,5 @@ func RunConfig(t *testing.T, cfg Config) {
 		})
 	}
 	t.Run("Model", func(t *testing.T) { RunModel(t, cfg.New) })
+	t.Run("SearchModel", func(t *testing.T) { RunSearchModel(t, cfg.New) })
 }

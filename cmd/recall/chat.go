@@ -305,7 +305,7 @@ func (c *chatSession) pick(ctx context.Context) (recall.Meta, error) {
 		}
 		return recall.Meta{}, usageError("pass one of the IDs above: recall chat --resume ID", "--resume without an ID needs a terminal to pick in")
 	}
-	return pickSession(ctx, c.app.stdin, c.app.stdout, metas)
+	return pickSession(ctx, c.app.stdin, c.app.stdout, metas, storeSearch(c.st, sharedProject(metas)))
 }
 
 // newKey returns the key of a new session in the project.

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -28,10 +30,20 @@ func isTerminal(f any) bool {
 
 // pickSession lets the user choose among metas (newest first) in a
 // full-screen list on the terminal: typing filters, the arrows move, Enter
-// resumes, Esc cancels with errNoChoice.
-func pickSession(ctx context.Context, in io.Reader, out io.Writer, metas []recall.Meta) (recall.Meta, error) {
-	p := tea.NewProgram(newPicker(metas, time.Now()), tea.WithInput(in), tea.WithOutput(out), tea.WithContext(ctx), tea.WithAltScreen())
-	final, err := p.Run()
+// resumes, Esc cancels with errNoChoice. The filter matches titles, IDs
+// and projects at once and, through search when it is not nil, the
+// conversations' text a moment later: those sessions follow the title
+// matches, each with the text that matched.
+func pickSession(ctx context.Context, in io.Reader, out io.Writer, metas []recall.Meta, search contentSearch) (recall.Meta, error) {
+	p := newPicker(metas, time.Now())
+	p.search, p.ctx = search, ctx
+	return runPicker(ctx, in, out, p)
+}
+
+// runPicker runs the picker p on the terminal and returns the choice.
+func runPicker(ctx context.Context, in io.Reader, out io.Writer, p picker) (recall.Meta, error) {
+	prog := tea.NewProgram(p, tea.WithInput(in), tea.WithOutput(out), tea.WithContext(ctx), tea.WithAltScreen())
+	final, err := prog.Run()
 	if err != nil {
 		return recall.Meta{}, fmt.Errorf("session picker: %w", err)
 	}
@@ -51,6 +63,87 @@ type picker struct {
 	cursor  int   // index into matches
 	height  int
 	chosen  *recall.Meta
+
+	// The content search: search finds sessions by their text (nil: the
+	// filter matches titles only); snippets holds the text shown beside
+	// a session found that way, by index into all; gen numbers the
+	// filter's edits, so a search of an older filter is dropped.
+	search   contentSearch
+	ctx      context.Context
+	index    map[recall.Key]int
+	snippets map[int]string
+	gen      int
+}
+
+// contentSearch finds the sessions whose conversation text matches the
+// filter, best first, with the text that matched.
+type contentSearch func(ctx context.Context, filter string) ([]contentHit, error)
+
+// contentHit is one session a contentSearch found.
+type contentHit struct {
+	key     recall.Key
+	snippet string
+}
+
+const (
+	// pickerDebounce is how long the filter must stay unchanged before
+	// the picker searches the text: typing a word runs one search.
+	pickerDebounce = 150 * time.Millisecond
+	// pickerSearchHits is how many hits one content search reads.
+	pickerSearchHits = 100
+)
+
+// Messages of the content search: the debounce timer of filter edit gen
+// fired; the search of edit gen finished.
+type (
+	searchTick struct{ gen int }
+	searchDone struct {
+		gen  int
+		hits []contentHit
+	}
+)
+
+// searchLater returns the command that searches the text once the filter
+// has stayed unchanged for pickerDebounce, or nil when there is nothing
+// to search.
+func (p picker) searchLater() tea.Cmd {
+	if p.search == nil || strings.TrimSpace(p.filter) == "" {
+		return nil
+	}
+	gen := p.gen
+	return tea.Tick(pickerDebounce, func(time.Time) tea.Msg { return searchTick{gen: gen} })
+}
+
+// setSnippets shows each text beside its session, as content matches do.
+func (p *picker) setSnippets(byKey map[recall.Key]string) {
+	p.snippets = map[int]string{}
+	for k, s := range byKey {
+		if i, ok := p.index[k]; ok {
+			p.snippets[i] = s
+		}
+	}
+}
+
+// addContent adds the sessions hits found after the title matches, in
+// the order found, each once.
+func (p *picker) addContent(hits []contentHit) {
+	in := map[int]bool{}
+	for _, i := range p.matches {
+		in[i] = true
+	}
+	matches := slices.Clone(p.matches)
+	snippets := maps.Clone(p.snippets)
+	if snippets == nil {
+		snippets = map[int]string{}
+	}
+	for _, h := range hits {
+		if i, ok := p.index[h.key]; ok && !in[i] {
+			in[i] = true
+			matches = append(matches, i)
+			snippets[i] = h.snippet
+		}
+	}
+	p.matches, p.snippets = matches, snippets
 }
 
 func newPicker(metas []recall.Meta, now time.Time) picker {
@@ -59,8 +152,9 @@ func newPicker(metas []recall.Meta, now time.Time) picker {
 		ids[i] = m.Key.Session
 	}
 	short := sessionref.ShortIDs(ids)
-	p := picker{all: metas, height: 20}
+	p := picker{all: metas, height: 20, index: map[recall.Key]int{}}
 	for i, m := range metas {
+		p.index[m.Key] = i
 		p.rows = append(p.rows, fmt.Sprintf("%-14s %s  %-10s %4d items", short[i], runewidth.FillRight(displayTitle(m, titleWidth), titleWidth), ago(m.Updated, now), m.ItemCount))
 		p.keys = append(p.keys, strings.ToLower(m.Title+" "+m.Key.Session+" "+m.Key.Project))
 	}
@@ -88,6 +182,11 @@ func (p *picker) refilter() {
 		}
 	}
 	p.cursor = min(p.cursor, max(len(p.matches)-1, 0))
+	if p.search != nil {
+		// A new filter: the text matches of the old one go.
+		p.gen++
+		p.snippets = nil
+	}
 }
 
 // Init implements tea.Model.
@@ -98,6 +197,22 @@ func (p picker) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		p.height = msg.Height
+	case searchTick:
+		if msg.gen != p.gen {
+			return p, nil // the filter changed since
+		}
+		search, ctx, filter, gen := p.search, p.ctx, p.filter, p.gen
+		return p, func() tea.Msg {
+			hits, err := search(ctx, filter)
+			if err != nil {
+				return nil // the title matches stay; a failing store is not the picker's to report
+			}
+			return searchDone{gen: gen, hits: hits}
+		}
+	case searchDone:
+		if msg.gen == p.gen {
+			p.addContent(msg.hits)
+		}
 	case tea.KeyMsg:
 		switch msg.Type {
 		case tea.KeyCtrlC, tea.KeyEsc:
@@ -120,6 +235,7 @@ func (p picker) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			if r := []rune(p.filter); len(r) > 0 {
 				p.filter = string(r[:len(r)-1])
 				p.refilter()
+				return p, p.searchLater()
 			}
 		case tea.KeyCtrlU:
 			p.filter = ""
@@ -128,10 +244,15 @@ func (p picker) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			p.filter += string(msg.Runes)
 			p.cursor = 0
 			p.refilter()
+			return p, p.searchLater()
 		}
 	}
 	return p, nil
 }
+
+// snippetWidth is the display width of the text shown beside a session
+// found by its content.
+const snippetWidth = 60
 
 // visible is how many rows fit under the header.
 func (p picker) visible() int { return max(p.height-4, 3) }
@@ -152,7 +273,11 @@ func (p picker) View() string {
 		if j == p.cursor {
 			mark = "▸ "
 		}
-		b.WriteString(mark + p.rows[p.matches[j]] + "\n")
+		b.WriteString(mark + p.rows[p.matches[j]])
+		if s, ok := p.snippets[p.matches[j]]; ok {
+			b.WriteString("  " + runewidth.Truncate(escapeControl(s), snippetWidth, "…"))
+		}
+		b.WriteString("\n")
 	}
 	return b.String()
 }

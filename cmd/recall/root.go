@@ -64,6 +64,7 @@ Exit codes: 0 ok, 1 failed, 2 bad usage.`,
 		newMemoryCmd(a),
 		newImportCmd(a),
 		newExportCmd(a),
+		newSearchCmd(a),
 	)
 	return root
 }

@@ -1,0 +1,309 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/mattn/go-runewidth"
+	"github.com/spf13/cobra"
+
+	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/internal/sessionref"
+)
+
+// searchFlags are the flags of recall search.
+type searchFlags struct {
+	all, archived, wholeLog, interactive bool
+	dir, role, since, cursor             string
+	limit                                int
+}
+
+func newSearchCmd(a *app) *cobra.Command {
+	var f searchFlags
+	cmd := &cobra.Command{
+		Use:   "search QUERY...",
+		Short: "Find the sessions and messages that mention something",
+		Long: `Search the conversations of this project (--all: every project), newest
+hits first: message text of every role, tool calls and their output, and
+session titles. The words of the query may come in any order; a "quoted
+phrase" must appear as written; case does not matter; any part of a word
+matches, so Chinese or Japanese text without spaces is found.
+
+Each hit shows the session's title, short ID, age and role, and the text
+around the match (highlighted on a terminal). Popped, removed, cleared and
+compacted-away items are left out unless --whole-log asks for them.
+-i lists the sessions that match and resumes the one you pick with Enter.
+
+The file store and the SQL stores answer from an index; other stores are
+read whole.`,
+		Example: `  recall search tokenizer
+  recall search '"connection refused"' --all --since 7d
+  recall search 张三 --role user --json
+  recall search parser -i`,
+		Args: args(cobra.MinimumNArgs(1)),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			return a.search(cmd, strings.Join(argv, " "), f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.BoolVarP(&f.all, "all", "a", false, "search every project")
+	fl.StringVar(&f.dir, "project", "", "search the sessions of this project directory (default: the working directory)")
+	fl.BoolVar(&f.archived, "archived", false, "search archived sessions too")
+	fl.StringVar(&f.role, "role", "", "only hits of this `ROLE`: user, assistant, system, tool or title")
+	fl.StringVar(&f.since, "since", "", "only hits newer than this `AGE` (30d, 12h, 90m)")
+	fl.IntVarP(&f.limit, "limit", "n", recall.DefaultSearchLimit, fmt.Sprintf("show at most `N` hits (1-%d)", recall.MaxSearchLimit))
+	fl.StringVar(&f.cursor, "cursor", "", "continue after the page whose \"next\" (in --json output) is `CURSOR`")
+	fl.BoolVar(&f.wholeLog, "whole-log", false, "search removed, popped, cleared and compacted-away items too")
+	fl.BoolVarP(&f.interactive, "interactive", "i", false, "pick one of the matching sessions and resume it (needs a terminal)")
+	return cmd
+}
+
+// search runs recall search.
+func (a *app) search(cmd *cobra.Command, query string, f searchFlags) error {
+	ctx := cmd.Context()
+	opts := recall.SearchOptions{
+		Query: query, IncludeArchived: f.archived, Role: f.role,
+		WholeLog: f.wholeLog, Limit: f.limit, Cursor: f.cursor,
+	}
+	switch {
+	case f.limit < 1 || f.limit > recall.MaxSearchLimit:
+		return usageError(fmt.Sprintf("--limit takes 1 to %d", recall.MaxSearchLimit), "--limit %d is out of range", f.limit)
+	case f.all && f.dir != "":
+		return usageError("use one of them", "--all and --project both choose where to search")
+	case f.interactive && a.json:
+		return usageError("use one of them", "--interactive and --json both choose the output")
+	}
+	if f.since != "" {
+		d, err := parseAge(f.since)
+		if err != nil {
+			return usageError("--since takes an age such as 7d or 12h", "%v", err)
+		}
+		opts.Since = time.Now().Add(-d)
+	}
+	if !f.all {
+		p, err := project(f.dir)
+		if err != nil {
+			return err
+		}
+		opts.Project = p
+	}
+	if err := recall.CheckSearchOptions(opts); err != nil {
+		return usageError(`words in any order, "quoted phrases"; --role takes user, assistant, system, tool or title`, "%v", err)
+	}
+	if f.interactive && (!isTerminal(a.stdin) || !isTerminal(a.stdout)) {
+		return usageError("run it without -i to print the hits", "--interactive needs a terminal")
+	}
+	st, err := a.store(ctx)
+	if err != nil {
+		return err
+	}
+	page, err := recall.Search(ctx, st, opts)
+	if errors.Is(err, recall.ErrInvalidQuery) {
+		return usageError(`words in any order, "quoted phrases"`, "%v", err)
+	}
+	if err != nil {
+		return err
+	}
+	if a.json {
+		if page.Hits == nil {
+			page.Hits = []recall.Hit{}
+		}
+		return a.printJSON(page)
+	}
+	if len(page.Hits) == 0 {
+		where := "this project"
+		if f.all {
+			where = "any project"
+		}
+		a.notef("no hits for %s in %s\n", query, where)
+		return nil
+	}
+	scope, err := sessionref.All(ctx, st, "", true)
+	if err != nil {
+		return err
+	}
+	if f.interactive {
+		return a.pickHit(cmd, st, page.Hits)
+	}
+	color := isTerminal(a.stdout) && os.Getenv("NO_COLOR") == ""
+	if err := writeHits(a.stdout, page.Hits, scope, f.all, color, time.Now()); err != nil {
+		return err
+	}
+	if page.Next != "" {
+		a.notef("(more hits: --limit %d, or --json and --cursor to page)\n", min(2*f.limit, recall.MaxSearchLimit))
+	}
+	return nil
+}
+
+// writeHits prints hits: a line with the title, short ID, age and role
+// (and project when withProject), then the snippet, indented, its matches
+// highlighted when color. Short IDs are unique among scope.
+func writeHits(w io.Writer, hits []recall.Hit, scope []recall.Meta, withProject, color bool, now time.Time) error {
+	ids := make([]string, 0, len(hits)+len(scope))
+	for _, h := range hits {
+		ids = append(ids, h.Key.Session)
+	}
+	for _, m := range scope {
+		ids = append(ids, m.Key.Session)
+	}
+	short := sessionref.ShortIDs(ids)
+	var b strings.Builder
+	for i, h := range hits {
+		title := h.Title
+		if title == "" {
+			title = "(untitled)"
+		}
+		head := []string{runewidth.Truncate(escapeControl(title), titleWidth, "…"), short[i], ago(h.Time, now), h.Role}
+		if withProject {
+			head = append(head, h.Key.Project)
+		}
+		line := strings.Join(head, "  ")
+		if color {
+			line = "\x1b[1m" + line + "\x1b[0m"
+		}
+		b.WriteString(line + "\n    " + highlight(h.Snippet, h.Matches, color) + "\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// highlight renders a snippet with its control characters escaped and,
+// when color, its matches in bold yellow. Spans out of range (from a
+// store that got them wrong) are ignored rather than trusted.
+func highlight(snippet string, spans []recall.Span, color bool) string {
+	var b strings.Builder
+	end := 0
+	for _, s := range spans {
+		if s.Start < end || s.End <= s.Start || s.End > len(snippet) {
+			continue
+		}
+		b.WriteString(escapeControl(snippet[end:s.Start]))
+		if color {
+			b.WriteString("\x1b[1;33m" + escapeControl(snippet[s.Start:s.End]) + "\x1b[0m")
+		} else {
+			b.WriteString(escapeControl(snippet[s.Start:s.End]))
+		}
+		end = s.End
+	}
+	b.WriteString(escapeControl(snippet[end:]))
+	return b.String()
+}
+
+// escapeControl makes text safe to print on a terminal: control
+// characters (escape sequences, carriage returns, line breaks) and
+// invalid bytes are shown quoted, as \x1b or \n, instead of acting.
+func escapeControl(s string) string {
+	if !strings.ContainsFunc(s, func(r rune) bool {
+		return unicode.IsControl(r) || r == utf8.RuneError || unicode.Is(unicode.Bidi_Control, r)
+	}) {
+		return s
+	}
+	var b strings.Builder
+	for i, r := range s {
+		switch {
+		case r == utf8.RuneError:
+			if _, n := utf8.DecodeRuneInString(s[i:]); n == 1 {
+				fmt.Fprintf(&b, `\x%02x`, s[i])
+				continue
+			}
+			b.WriteRune(r)
+		case unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r):
+			q := strconv.QuoteRuneToASCII(r)
+			b.WriteString(q[1 : len(q)-1])
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// pickHit lets the user choose among the sessions of hits, each shown
+// with the snippet of its newest hit, and resumes the one chosen with
+// recall chat.
+func (a *app) pickHit(cmd *cobra.Command, st recall.Store, hits []recall.Hit) error {
+	ctx := cmd.Context()
+	var metas []recall.Meta
+	snippets := map[recall.Key]string{}
+	for _, h := range hits {
+		if _, ok := snippets[h.Key]; ok {
+			continue
+		}
+		m, err := st.Stat(ctx, h.Key)
+		if errors.Is(err, recall.ErrNotFound) {
+			continue // removed since the search
+		}
+		if err != nil {
+			return err
+		}
+		metas = append(metas, m)
+		snippets[h.Key] = h.Snippet
+	}
+	p := newPicker(metas, time.Now())
+	p.setSnippets(snippets)
+	m, err := runPicker(ctx, a.stdin, a.stdout, p)
+	if errors.Is(err, errNoChoice) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return a.resume(cmd.Context(), m.Key)
+}
+
+// resume runs recall chat --resume on key, as if typed.
+func (a *app) resume(ctx context.Context, key recall.Key) error {
+	chat := newChatCmd(a)
+	chat.SetContext(ctx)
+	if err := chat.Flags().Set("resume", key.String()); err != nil {
+		return err
+	}
+	return chat.RunE(chat, nil)
+}
+
+// storeSearch is the picker's content search over st: the sessions of
+// project (every project when "") whose text matches filter, newest hit
+// first, each with the snippet of its newest hit. A filter that is not a
+// valid query (an open quote while typing) finds nothing.
+func storeSearch(st recall.Store, project string) contentSearch {
+	return func(ctx context.Context, filter string) ([]contentHit, error) {
+		opts := recall.SearchOptions{Query: filter, Project: project, Limit: pickerSearchHits}
+		if recall.CheckSearchOptions(opts) != nil {
+			return nil, nil
+		}
+		page, err := recall.Search(ctx, st, opts)
+		if err != nil {
+			return nil, err
+		}
+		var out []contentHit
+		seen := map[recall.Key]bool{}
+		for _, h := range page.Hits {
+			if !seen[h.Key] {
+				seen[h.Key] = true
+				out = append(out, contentHit{key: h.Key, snippet: h.Snippet})
+			}
+		}
+		return out, nil
+	}
+}
+
+// sharedProject returns the project every session of metas is in, or ""
+// when they are in several: the scope of the picker's content search.
+func sharedProject(metas []recall.Meta) string {
+	if len(metas) == 0 {
+		return ""
+	}
+	for _, m := range metas {
+		if m.Key.Project != metas[0].Key.Project {
+			return ""
+		}
+	}
+	return metas[0].Key.Project
+}

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/recallkit/recall"
+)
+
+func TestHighlightAndEscape(t *testing.T) {
+	snippet := "fix the \x1b[31mtokenizer\x1b[0m now\r"
+	i := strings.Index(snippet, "tokenizer")
+	spans := []recall.Span{{Start: i, End: i + len("tokenizer")}, {Start: 3, End: 1}, {Start: 0, End: 999}}
+	if got, want := highlight(snippet, spans, false), `fix the \x1b[31mtokenizer\x1b[0m now\r`; got != want {
+		t.Errorf("plain highlight = %q, want %q", got, want)
+	}
+	if got, want := highlight(snippet, spans, true), "fix the \\x1b[31m\x1b[1;33mtokenizer\x1b[0m\\x1b[0m now\\r"; got != want {
+		t.Errorf("colour highlight = %q, want %q", got, want)
+	}
+	for in, want := range map[string]string{
+		"plain 张三":       "plain 张三",
+		"a\nb\tc":        `a\nb\tc`,
+		"bad\xffbyte":    `bad\xffbyte`,
+		"bidi\u202eevil": `bidi\u202eevil`,
+		"ok \uFFFD":      "ok \uFFFD",
+	} {
+		if got := escapeControl(in); got != want {
+			t.Errorf("escapeControl(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestWriteHits(t *testing.T) {
+	now := time.Now()
+	k := recall.Key{Project: "p", Session: "0199aaaa-0001"}
+	hits := []recall.Hit{{Key: k, Title: "Tokenizer \x1b]0;x", Role: "user", Time: now.Add(-2 * time.Hour),
+		Snippet: "fix the tokenizer", Matches: []recall.Span{{Start: 8, End: 17}}}}
+	var b strings.Builder
+	if err := writeHits(&b, hits, []recall.Meta{{Key: k}, {Key: recall.Key{Project: "p", Session: "0199bbbb"}}}, true, false, now); err != nil {
+		t.Fatal(err)
+	}
+	if want := "Tokenizer \\x1b]0;x  0199aaaa  2h ago  user  p\n    fix the tokenizer\n"; b.String() != want {
+		t.Errorf("writeHits wrote\n%q\nwant\n%q", b.String(), want)
+	}
+}
+
+// TestPickerContent checks the picker's content search: after the
+// debounce the filter's text matches follow the title matches, with their
+// snippets; a search of an older filter is dropped.
+func TestPickerContent(t *testing.T) {
+	now := time.Now()
+	metas := []recall.Meta{
+		{Key: recall.Key{Project: "p", Session: "0199aaaa-0003"}, Title: "Fix the parser", Updated: now},
+		{Key: recall.Key{Project: "p", Session: "0199aaaa-0002"}, Title: "Write docs", Updated: now.Add(-time.Hour)},
+		{Key: recall.Key{Project: "p", Session: "0199aaaa-0001"}, Title: "Lunch", Updated: now.Add(-2 * time.Hour)},
+	}
+	var searched []string
+	search := func(_ context.Context, filter string) ([]contentHit, error) {
+		searched = append(searched, filter)
+		if filter == "boom" {
+			return nil, errors.New("store down")
+		}
+		return []contentHit{
+			{key: metas[2].Key, snippet: "the parser in lunch"},
+			{key: metas[0].Key, snippet: "parser again"},       // a title match already
+			{key: recall.Key{Project: "q", Session: "x"}},      // not in the picker
+			{key: metas[2].Key, snippet: "a second hit there"}, // listed once
+		}, nil
+	}
+	p := newPicker(metas, now)
+	p.search, p.ctx = search, context.Background()
+	var m tea.Model = p
+	typeText := func(s string) tea.Cmd {
+		var cmd tea.Cmd
+		m, cmd = m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(s)})
+		return cmd
+	}
+	tick := typeText("pars")
+	if tick == nil {
+		t.Fatal("typing scheduled no search")
+	}
+	stale := tick() // the debounce timer of "pars"
+	tick = typeText("er")
+	if _, cmd := m.Update(stale); cmd != nil {
+		t.Fatal("the timer of an older filter started a search")
+	}
+	_, run := m.Update(tick())
+	if run == nil {
+		t.Fatal("the timer of the current filter started no search")
+	}
+	m, _ = m.Update(run())
+	if len(searched) != 1 || searched[0] != "parser" {
+		t.Fatalf("searched %q, want one search of \"parser\"", searched)
+	}
+	pk := m.(picker)
+	if len(pk.matches) != 2 || pk.matches[0] != 0 || pk.matches[1] != 2 {
+		t.Fatalf("matches = %v, want the title match then the text match", pk.matches)
+	}
+	if v := m.View(); !strings.Contains(v, "Lunch") || !strings.Contains(v, "the parser in lunch") || strings.Contains(v, "parser again") {
+		t.Fatalf("view:\n%s", v)
+	}
+	// A result that arrives after the filter changed is dropped.
+	done := run() // the search of "parser" once more
+	typeText("x")
+	m, _ = m.Update(done)
+	if pk := m.(picker); len(pk.matches) != 0 || len(pk.snippets) != 0 {
+		t.Fatalf("after typing on: matches %v, snippets %v", pk.matches, pk.snippets)
+	}
+	// A failing search leaves the title matches.
+	m = newPicker(metas, now)
+	pk = m.(picker)
+	pk.search, pk.ctx = search, context.Background()
+	m = pk
+	tick = typeText("boom")
+	_, run = m.Update(tick())
+	if msg := run(); msg != nil {
+		m, _ = m.Update(msg)
+	}
+	if pk := m.(picker); len(pk.matches) != 0 {
+		t.Fatalf("after a failing search: matches %v", pk.matches)
+	}
+}

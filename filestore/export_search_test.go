@@ -1,0 +1,58 @@
+package filestore
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+
+	_ "modernc.org/sqlite"
+
+	"github.com/recallkit/recall"
+)
+
+// SearchIndexPath returns the path of the search index in home.
+func SearchIndexPath(home string) string { return filepath.Join(home, searchIndexName) }
+
+// SearchIndexedLogs opens the search index in home on its own and returns
+// its sessions with the seq-free state it recorded: "project/session" →
+// the committed end indexed. It fails when the file is not a usable index.
+func SearchIndexedLogs(home string) (map[string]int64, error) {
+	db, err := sql.Open("sqlite", sqliteURI(SearchIndexPath(home))+"?mode=ro&_pragma=busy_timeout(30000)")
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	rows, err := db.QueryContext(context.Background(), "SELECT project, session, off FROM logs")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var p, s string
+		var off int64
+		if err := rows.Scan(&p, &s, &off); err != nil {
+			return nil, err
+		}
+		out[p+"/"+s] = off
+	}
+	return out, rows.Err()
+}
+
+// SearchIndexOnly is Store.Search without its fallback to the scan, so
+// a test sees the index's own errors.
+func SearchIndexOnly(ctx context.Context, s *Store, opts recall.SearchOptions) (recall.SearchPage, error) {
+	return s.searchIndexed(ctx, opts)
+}
+
+// CheckpointSearchIndex moves the pages of the index's write-ahead log
+// into the database file.
+func CheckpointSearchIndex(home string) error {
+	db, err := sql.Open("sqlite", sqliteURI(SearchIndexPath(home))+"?_pragma=busy_timeout(30000)")
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	_, err = db.Exec("PRAGMA wal_checkpoint(TRUNCATE)")
+	return err
+}

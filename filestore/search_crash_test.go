@@ -1,0 +1,248 @@
+package filestore_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/filestore"
+)
+
+// childSearcher searches its home again and again, printing "searched"
+// after each search, so the parent can kill it while it brings the index
+// up to date.
+func childSearcher() {
+	s := childStore(filestore.SyncNever)
+	out := bufio.NewWriter(os.Stdout)
+	for {
+		if _, err := s.Search(context.Background(), recall.SearchOptions{Query: "needle"}); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		fmt.Fprintln(out, "searched")
+		out.Flush()
+	}
+}
+
+// childDurableAppender is childAppender with SyncAlways only and smaller
+// items: the fsync of each batch paces it, so that a parent catching up
+// the index is not outrun by megabytes a second of padding.
+func childDurableAppender() {
+	round := os.Getenv(envArg)
+	s := childStore(filestore.SyncAlways)
+	var roundNo int
+	fmt.Sscanf(round, "r%d", &roundNo)
+	key := appenderKey(roundNo)
+	rng := rand.New(rand.NewPCG(uint64(os.Getpid()), uint64(time.Now().UnixNano())))
+	out := bufio.NewWriter(os.Stdout)
+	for b := 0; ; b++ {
+		n := 1 + rng.IntN(4)
+		items := make([]recall.Item, n)
+		for i := range items {
+			pad := rng.IntN(500)
+			if rng.IntN(12) == 0 {
+				pad = 8000 + rng.IntN(16_000) // several pages: a longer write
+			}
+			items[i] = recall.Message("user", fmt.Sprintf("%s-b%d-i%dof%d %s", round, b, i, n, strings.Repeat("x", pad)))
+		}
+		if err := recall.NewSession(s, key).AddItems(context.Background(), items...); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		fmt.Fprintf(out, "ack %d\n", b)
+		out.Flush()
+	}
+}
+
+// TestSearchCrashWhileIndexing kills a child process at random moments
+// while it builds or catches up the index, round after round, with new
+// sessions and items between rounds; after every kill the parent's search
+// must agree with the logs, and the index must stay usable (not rebuilt
+// for nothing: it keeps the sessions a finished transaction indexed).
+func TestSearchCrashWhileIndexing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crash test: -short")
+	}
+	const rounds = 12
+	home := t.TempDir()
+	rng := rand.New(rand.NewPCG(3, uint64(time.Now().UnixNano())))
+	s := openSearchStore(t, home)
+	text := strings.Repeat("hay and straw ", 20)
+	for round := range rounds {
+		// new work for the child: sessions, and items in old ones
+		for i := range 60 {
+			k := recall.Key{Project: fmt.Sprintf("p%d", i%3), Session: fmt.Sprintf("s%d", rng.IntN(200))}
+			appendItems(t, s, k, recall.Message("user", fmt.Sprintf("needle r%d-%d %s", round, i, text)), recall.Message("assistant", text))
+		}
+		cmd := childCmd(t, "searcher", home, "")
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		var reader sync.WaitGroup
+		searched := 0
+		reader.Go(func() {
+			sc := bufio.NewScanner(stdout)
+			for sc.Scan() {
+				searched++
+			}
+		})
+		time.Sleep(time.Duration(rng.IntN(400)) * time.Millisecond)
+		cmd.Process.Signal(syscall.SIGKILL)
+		reader.Wait()
+		cmd.Wait()
+		// the parent's search: first from the index the child left, then
+		// compared page by page with the logs
+		if _, err := filestore.SearchIndexOnly(context.Background(), s, recall.SearchOptions{Query: "needle"}); err != nil {
+			t.Fatalf("round %d: the index the child left: %v", round, err)
+		}
+		hits := checkSearch(t, s, recall.SearchOptions{Query: "needle", Limit: 100, WholeLog: true})
+		if len(hits) != 60*(round+1) {
+			t.Fatalf("round %d: %d hits, want %d", round, len(hits), 60*(round+1))
+		}
+		t.Logf("round %d: killed after %d searches", round, searched)
+	}
+}
+
+// TestSearchCrashWhileAppending kills an appending child at random moments
+// (as TestCrashSIGKILL does, with durable appends) while the parent keeps its index up to date:
+// after every kill, a search finds every batch the child saw
+// acknowledged, and agrees with the logs.
+func TestSearchCrashWhileAppending(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crash test: -short")
+	}
+	const kills = 8
+	home := t.TempDir()
+	rng := rand.New(rand.NewPCG(4, uint64(time.Now().UnixNano())))
+	s := openSearchStore(t, home)
+	for round := range kills {
+		name := fmt.Sprintf("r%d", round)
+		cmd := childCmd(t, "durable-appender", home, name)
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		acks := make(chan int, 1<<16)
+		var reader sync.WaitGroup
+		reader.Go(func() {
+			sc := bufio.NewScanner(stdout)
+			for sc.Scan() {
+				if b, err := strconv.Atoi(strings.TrimPrefix(sc.Text(), "ack ")); err == nil {
+					acks <- b
+				}
+			}
+			close(acks)
+		})
+		last := -1
+		for range 1 + rng.IntN(8) {
+			b, ok := <-acks
+			if !ok {
+				t.Fatalf("round %d: the child exited early", round)
+			}
+			last = b
+		}
+		// search while the child appends: its first batch is there
+		if last >= 0 {
+			if missing := missingBatches(t, s, name, 0, 0); missing >= 0 {
+				cmd.Process.Signal(syscall.SIGKILL)
+				t.Fatalf("round %d, while appending: acknowledged batch %d not found", round, missing)
+			}
+		}
+		time.Sleep(time.Duration(rng.IntN(3000)) * time.Microsecond)
+		cmd.Process.Signal(syscall.SIGKILL)
+		reader.Wait()
+		for b := range acks {
+			last = b
+		}
+		cmd.Wait()
+		if missing := missingBatches(t, s, name, 0, last); missing >= 0 {
+			t.Fatalf("round %d: acknowledged batch %d not found", round, missing)
+		}
+		if last >= 0 {
+			checkSearch(t, s, recall.SearchOptions{Query: fmt.Sprintf("%s-b%d-", name, last)})
+		}
+	}
+}
+
+// missingBatches searches for the first item of each batch from to last
+// written by the appender of round name, and returns the first batch not
+// found, or -1.
+func missingBatches(t *testing.T, s *filestore.Store, name string, from, last int) int {
+	t.Helper()
+	for b := from; b <= last; b++ {
+		page, err := s.Search(context.Background(), recall.SearchOptions{Query: fmt.Sprintf("%s-b%d-i0of", name, b)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Hits) != 1 {
+			return b
+		}
+	}
+	return -1
+}
+
+// TestSearchConcurrentProcesses runs two child processes that search (and
+// so catch the shared index up) without pause while the parent writes and
+// searches too: every search of the parent finds what it wrote, and in
+// the end the index agrees with the logs.
+func TestSearchConcurrentProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process test: -short")
+	}
+	ctx := context.Background()
+	home := t.TempDir()
+	s := openSearchStore(t, home)
+	appendItems(t, s, recall.Key{Project: "p", Session: "seed"}, recall.Message("user", "needle seed"))
+	for range 2 {
+		cmd := childCmd(t, "searcher", home, "")
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		var done sync.WaitGroup
+		done.Go(func() {
+			sc := bufio.NewScanner(stdout)
+			for sc.Scan() {
+			}
+			cmd.Wait()
+		})
+		t.Cleanup(func() { cmd.Process.Signal(syscall.SIGKILL); done.Wait() })
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for i := range 60 {
+		k := recall.Key{Project: fmt.Sprintf("p%d", i%2), Session: fmt.Sprintf("s%d", rng.IntN(15))}
+		word := fmt.Sprintf("word%dx", i)
+		appendItems(t, s, k, recall.Message("user", "needle "+word))
+		if i%7 == 3 {
+			if err := s.Remove(ctx, recall.Key{Project: "p1", Session: fmt.Sprintf("s%d", rng.IntN(15))}); err != nil && !strings.Contains(err.Error(), "not found") {
+				t.Fatal(err)
+			}
+			continue
+		}
+		page, err := filestore.SearchIndexOnly(ctx, s, recall.SearchOptions{Query: word})
+		if err != nil || len(page.Hits) != 1 || page.Hits[0].Key != k {
+			t.Fatalf("search %s after writing it to %s: %v, %v", word, k, keysOf(page.Hits), err)
+		}
+	}
+	checkSearch(t, s, recall.SearchOptions{Query: "needle", Limit: 25})
+	checkSearch(t, s, recall.SearchOptions{Query: "needle", WholeLog: true, Limit: 25})
+}

@@ -1,0 +1,659 @@
+package filestore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/recallkit/recall"
+)
+
+// The search index is a cache of the text of every main session, kept
+// beside the logs in <home>/#search-v1.db, an SQLite database with an FTS5
+// trigram index. The logs stay the only truth:
+//
+//   - Nothing writes the index in the append path. Search brings it up to
+//     date before it answers (catchUp): it takes the project indexes' up
+//     to date records (one stat per log, see freshRecords) and compares
+//     each log's inode, committed end and tail checksum with those the
+//     index recorded. A log that grew is read from the end the index
+//     reached; one that was rewritten (a purge renames a new file into
+//     place) or replaced is read whole; a log that is gone, or holds no
+//     entry, loses its rows. So a stale index never hides a hit nor shows
+//     a removed session.
+//   - Each log is brought up to date in one transaction with its row in
+//     logs, so a process killed mid-update (SIGKILL, power loss) leaves
+//     the index as it was before that log or after it. Processes share the
+//     file: SQLite's locks order their transactions (WAL mode, so readers
+//     do not wait for a writer), and a writer re-reads a log's row inside
+//     its transaction, so two catching up at once do the work once.
+//   - A file that is not a database, or a damaged one, is removed and
+//     built again from the logs (see Store.Search); an index that cannot
+//     be opened or written at all (a read-only home) is not used: Search
+//     scans the logs instead (recall.ScanSearch).
+//
+// The index keeps, per item, the normalized text it is searched by and
+// where its entry's line lies in the log; the text of a hit's snippet is
+// read back from the log, which also confirms the hit.
+const searchIndexName = "#search-v1.db"
+
+// searchSchemaVersion is the database's user_version. A file with another
+// version is removed and built anew.
+const searchSchemaVersion = 1
+
+const searchSchema = `
+CREATE TABLE logs(
+	id       INTEGER PRIMARY KEY,
+	project  TEXT NOT NULL,
+	session  TEXT NOT NULL,
+	ino      INTEGER NOT NULL,
+	off      INTEGER NOT NULL, -- committed end indexed
+	chk      INTEGER NOT NULL, -- crc32 of the checkLen bytes before off
+	meta     TEXT NOT NULL,    -- recall.Meta JSON at off
+	title    TEXT NOT NULL,
+	ntitle   TEXT NOT NULL,    -- NormalizeText(title)
+	upd_s    INTEGER NOT NULL, -- Meta.Updated
+	upd_n    INTEGER NOT NULL,
+	archived INTEGER NOT NULL,
+	UNIQUE(project, session)
+);
+CREATE TABLE items(
+	id   INTEGER PRIMARY KEY, -- the rowid in items_fts
+	log  INTEGER NOT NULL,
+	seq  INTEGER NOT NULL,    -- recall.ItemRef
+	idx  INTEGER NOT NULL,
+	pos  INTEGER NOT NULL,    -- the entry's line in the log: offset, length
+	len  INTEGER NOT NULL,
+	ts   INTEGER NOT NULL,    -- the entry's time: Unix seconds, nanoseconds
+	tn   INTEGER NOT NULL,
+	role INTEGER NOT NULL,    -- see searchRoles
+	live INTEGER NOT NULL,    -- in the live view (recall.Replay)
+	text TEXT NOT NULL        -- NormalizeText(SearchText(item))
+);
+CREATE INDEX items_ref ON items(log, seq, idx);
+CREATE INDEX items_time ON items(ts, tn);
+CREATE VIRTUAL TABLE items_fts USING fts5(text, content='', contentless_delete=1, tokenize='trigram', detail=none);
+`
+
+// searchRoles are the roles in items.role, by number.
+var searchRoles = []string{recall.RoleUser, recall.RoleAssistant, recall.RoleSystem, recall.RoleTool}
+
+func roleNumber(role string) int {
+	for i, r := range searchRoles {
+		if r == role {
+			return i
+		}
+	}
+	return -1
+}
+
+// catchUpBatch is about how many items one catch-up transaction writes
+// before it commits and starts the next: a rebuild does not hold the
+// write lock for minutes, and a crash loses at most one batch of work.
+const catchUpBatch = 20000
+
+// errIndexDamaged marks an index the database reports as damaged or not a
+// database at all; the index is then built again.
+var errIndexDamaged = errors.New("search index damaged")
+
+// searchIndex is the process's handle on the index file.
+type searchIndex struct {
+	path string
+
+	mu   sync.Mutex // held through a catch-up and the query after it
+	db   *sql.DB    // nil until opened
+	conn *sql.Conn  // the one connection of db, held (see logs)
+	ino  uint64     // the file db has open
+
+	// logs caches the rows of the logs table, of every project, as read
+	// when the connection's data_version was version. SQLite changes the
+	// data_version a connection sees whenever another connection commits,
+	// so the cache is current while it is unchanged and this process
+	// wrote nothing since (update clears it).
+	logs    map[recall.Key]*indexedLog
+	version int64
+}
+
+// indexErr wraps an error of the index (not of the logs): Search rebuilds
+// a damaged index and otherwise answers by scanning the logs.
+type indexErr struct{ err error }
+
+func (e *indexErr) Error() string { return "search index: " + e.err.Error() }
+func (e *indexErr) Unwrap() error { return e.err }
+
+// ixErr wraps err as an error of the index, marking damage.
+func ixErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB:
+			err = fmt.Errorf("%w: %w", errIndexDamaged, err)
+		}
+	}
+	return &indexErr{err}
+}
+
+// open opens the index file, creating it, or reopens it when the file was
+// removed or replaced since. The caller holds x.mu.
+func (x *searchIndex) open(ctx context.Context) error {
+	if x.db != nil {
+		st, err := statPath(x.path)
+		if err == nil && st.ino == x.ino {
+			return nil
+		}
+		x.closeLocked()
+	}
+	dsn := sqliteURI(x.path) + "?_pragma=busy_timeout(30000)&_pragma=synchronous(NORMAL)&_txlock=immediate"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return ixErr(err)
+	}
+	db.SetMaxOpenConns(1)
+	if err := x.prepare(ctx, db); err != nil {
+		db.Close()
+		return err
+	}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		db.Close()
+		return ixErr(err)
+	}
+	st, err := statPath(x.path)
+	if err != nil {
+		conn.Close()
+		db.Close()
+		return ixErr(err)
+	}
+	x.db, x.conn, x.ino = db, conn, st.ino
+	return nil
+}
+
+// prepare checks the database's version and creates its tables when it
+// is new. A file of another version is damaged for this store.
+func (x *searchIndex) prepare(ctx context.Context, db *sql.DB) error {
+	var mode string
+	if err := db.QueryRowContext(ctx, "PRAGMA journal_mode=WAL").Scan(&mode); err != nil {
+		return ixErr(err)
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return ixErr(err)
+	}
+	defer tx.Rollback()
+	var version int
+	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
+		return ixErr(err)
+	}
+	switch version {
+	case searchSchemaVersion:
+		// Touch every table, so a file whose schema was damaged says so now.
+		for _, t := range []string{"logs", "items", "items_fts"} {
+			var n int
+			if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM (SELECT 1 FROM "+t+" LIMIT 1)").Scan(&n); err != nil {
+				return ixErr(fmt.Errorf("%w: %w", errIndexDamaged, err))
+			}
+		}
+		return nil
+	case 0:
+		var n int
+		if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema").Scan(&n); err != nil {
+			return ixErr(err)
+		}
+		if n != 0 {
+			return ixErr(fmt.Errorf("%w: unknown tables", errIndexDamaged))
+		}
+	default:
+		return ixErr(fmt.Errorf("%w: version %d, want %d", errIndexDamaged, version, searchSchemaVersion))
+	}
+	if _, err := tx.ExecContext(ctx, searchSchema); err != nil {
+		return ixErr(err)
+	}
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", searchSchemaVersion)); err != nil {
+		return ixErr(err)
+	}
+	return ixErr(tx.Commit())
+}
+
+func (x *searchIndex) closeLocked() {
+	if x.db != nil {
+		x.conn.Close()
+		x.db.Close()
+		x.db, x.conn, x.ino, x.logs = nil, nil, 0, nil
+	}
+}
+
+func (x *searchIndex) close() {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.closeLocked()
+}
+
+// reset removes the index file (a damaged one) so the next open builds it
+// afresh. The caller holds x.mu.
+func (x *searchIndex) reset() {
+	x.closeLocked()
+	for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
+		os.Remove(x.path + suffix)
+	}
+}
+
+// indexedLog is a log's row in logs.
+type indexedLog struct {
+	id       int64
+	key      recall.Key
+	ino      uint64
+	off      int64
+	chk      uint32
+	title    string
+	ntitle   string
+	updated  time.Time
+	archived bool
+}
+
+// current reports whether the row describes the log as rec found it.
+func (r *indexedLog) current(rec *record) bool {
+	return r != nil && r.ino == rec.st.ino && r.off == rec.off && r.chk == rec.check
+}
+
+const logColumns = "id, project, session, ino, off, chk, title, ntitle, upd_s, upd_n, archived"
+
+func scanLog(row interface{ Scan(...any) error }) (*indexedLog, error) {
+	var r indexedLog
+	var ino, chk, us, un int64
+	if err := row.Scan(&r.id, &r.key.Project, &r.key.Session, &ino, &r.off, &chk, &r.title, &r.ntitle, &us, &un, &r.archived); err != nil {
+		return nil, err
+	}
+	r.ino, r.chk, r.updated = uint64(ino), uint32(chk), time.Unix(us, un).UTC()
+	return &r, nil
+}
+
+// indexedLogs returns the rows of logs, of every project, from the cache
+// when it is current. The caller holds x.mu.
+func (x *searchIndex) indexedLogs(ctx context.Context) (map[recall.Key]*indexedLog, error) {
+	var version int64
+	if err := x.conn.QueryRowContext(ctx, "PRAGMA data_version").Scan(&version); err != nil {
+		return nil, err
+	}
+	if x.logs != nil && version == x.version {
+		return x.logs, nil
+	}
+	rows, err := x.conn.QueryContext(ctx, "SELECT "+logColumns+" FROM logs")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[recall.Key]*indexedLog{}
+	for rows.Next() {
+		r, err := scanLog(rows)
+		if err != nil {
+			return nil, err
+		}
+		out[r.key] = r
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	x.logs, x.version = out, version
+	return out, nil
+}
+
+// sessionRecords returns the up-to-date records of the main sessions of
+// project (every project when it is ""), as List sees them: logs that
+// hold no entry are left out. Projects are listed in parallel (a stat per
+// log is most of the work).
+func (s *Store) sessionRecords(ctx context.Context, project string) (map[recall.Key]*record, error) {
+	projects := []string{project}
+	if project == "" {
+		var err error
+		if projects, err = s.projectNames(); err != nil {
+			return nil, err
+		}
+	}
+	recs := make([][]*record, len(projects))
+	errs := make([]error, len(projects))
+	next := make(chan int, len(projects))
+	for i := range projects {
+		next <- i
+	}
+	close(next)
+	var wg sync.WaitGroup
+	for range min(len(projects), runtime.GOMAXPROCS(0)) {
+		wg.Go(func() {
+			for i := range next {
+				recs[i], errs[i] = s.freshRecords(ctx, s.project(projects[i]), "")
+			}
+		})
+	}
+	wg.Wait()
+	out := map[recall.Key]*record{}
+	for i, name := range projects {
+		if errs[i] != nil {
+			return nil, fmt.Errorf("%s: %w", name, errs[i])
+		}
+		for _, r := range recs[i] {
+			if !r.empty && r.key.IsMain() {
+				out[r.key] = r
+			}
+		}
+	}
+	return out, nil
+}
+
+// catchUp brings the index's rows of project (every project when "") up
+// to date with the logs, and returns the rows of the sessions searched,
+// by id. The caller holds x.mu and has opened the index. Errors of the
+// index are indexErrs; errors reading the logs are returned as they are.
+func (x *searchIndex) catchUp(ctx context.Context, s *Store, project string) (map[int64]*indexedLog, error) {
+	recs, err := s.sessionRecords(ctx, project)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := x.indexedLogs(ctx)
+	if err != nil {
+		return nil, ixErr(err)
+	}
+	var stale []*record
+	var gone []*indexedLog
+	for k, rec := range recs {
+		if !rows[k].current(rec) {
+			stale = append(stale, rec)
+		}
+	}
+	for k, r := range rows {
+		if recs[k] == nil && (project == "" || k.Project == project) {
+			gone = append(gone, r)
+		}
+	}
+	if len(stale) > 0 || len(gone) > 0 {
+		err := x.update(ctx, s, stale, gone)
+		x.logs = nil // written: read again
+		if err != nil {
+			return nil, err
+		}
+		if rows, err = x.indexedLogs(ctx); err != nil {
+			return nil, ixErr(err)
+		}
+	}
+	// Only the sessions listed: not one another process indexed since.
+	out := make(map[int64]*indexedLog, len(recs))
+	for k := range recs {
+		if r := rows[k]; r != nil {
+			out[r.id] = r
+		}
+	}
+	return out, nil
+}
+
+// update indexes the stale logs and drops the gone ones, in transactions
+// of about catchUpBatch items, each log whole in one. Every row is read
+// again inside the transaction: another process may have done the work.
+func (x *searchIndex) update(ctx context.Context, s *Store, stale []*record, gone []*indexedLog) error {
+	var tx *sql.Tx
+	written := 0
+	commit := func() error {
+		if tx == nil {
+			return nil
+		}
+		err := tx.Commit()
+		tx, written = nil, 0
+		return ixErr(err)
+	}
+	begin := func() error {
+		if tx != nil {
+			return nil
+		}
+		var err error
+		tx, err = x.conn.BeginTx(ctx, nil)
+		return ixErr(err)
+	}
+	defer func() {
+		if tx != nil {
+			tx.Rollback()
+		}
+	}()
+	for _, r := range gone {
+		if err := begin(); err != nil {
+			return err
+		}
+		if err := dropLog(ctx, tx, r.id); err != nil {
+			return ixErr(err)
+		}
+	}
+	for _, rec := range stale {
+		if err := begin(); err != nil {
+			return err
+		}
+		n, err := indexLog(ctx, tx, s, rec.key)
+		if err != nil {
+			return err
+		}
+		if written += n; written >= catchUpBatch {
+			if err := commit(); err != nil {
+				return err
+			}
+		}
+	}
+	return commit()
+}
+
+// dropLog removes a log's row and its items.
+func dropLog(ctx context.Context, tx *sql.Tx, id int64) error {
+	if _, err := tx.ExecContext(ctx, "DELETE FROM items_fts WHERE rowid IN (SELECT id FROM items WHERE log = ?)", id); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, "DELETE FROM items WHERE log = ?", id); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, "DELETE FROM logs WHERE id = ?", id)
+	return err
+}
+
+// indexLog brings the rows of key's log up to date inside tx: from the end
+// its row reached when the log is the same file and still holds the bytes
+// seen there, else from the start. It returns how many items it wrote.
+func indexLog(ctx context.Context, tx *sql.Tx, s *Store, key recall.Key) (int, error) {
+	l, err := s.locate(key)
+	if err != nil {
+		return 0, err
+	}
+	row, err := scanLog(tx.QueryRowContext(ctx, "SELECT "+logColumns+" FROM logs WHERE project = ? AND session = ?", key.Project, key.Session))
+	if errors.Is(err, sql.ErrNoRows) {
+		row, err = nil, nil
+	}
+	if err != nil {
+		return 0, ixErr(err)
+	}
+	f, st, ok, err := openLog(l)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", l.path, err)
+	}
+	if !ok { // removed since it was listed
+		if row != nil {
+			return 0, ixErr(dropLog(ctx, tx, row.id))
+		}
+		return 0, nil
+	}
+	defer f.Close()
+
+	from := int64(0)
+	m := recall.Meta{Key: key}
+	if row != nil && row.ino == st.ino && st.size >= row.off {
+		if c, err := tailCheck(f, row.off); err == nil && c == row.chk {
+			var raw string
+			if err := tx.QueryRowContext(ctx, "SELECT meta FROM logs WHERE id = ?", row.id).Scan(&raw); err != nil {
+				return 0, ixErr(err)
+			}
+			if json.Unmarshal([]byte(raw), &m) == nil {
+				from = row.off
+			} else {
+				m = recall.Meta{Key: key}
+			}
+		}
+	}
+	id := int64(0)
+	switch {
+	case row == nil:
+		err = tx.QueryRowContext(ctx, `INSERT INTO logs(project, session, ino, off, chk, meta, title, ntitle, upd_s, upd_n, archived)
+			VALUES (?, ?, 0, 0, 0, '{}', '', '', 0, 0, 0) RETURNING id`, key.Project, key.Session).Scan(&id)
+	case from == 0: // rewritten or replaced: start over
+		id = row.id
+		if _, err = tx.ExecContext(ctx, "DELETE FROM items_fts WHERE rowid IN (SELECT id FROM items WHERE log = ?)", id); err == nil {
+			_, err = tx.ExecContext(ctx, "DELETE FROM items WHERE log = ?", id)
+		}
+	default:
+		id = row.id
+	}
+	if err != nil {
+		return 0, ixErr(err)
+	}
+
+	w, err := newLogIndexer(ctx, tx, id)
+	if err != nil {
+		return 0, ixErr(err)
+	}
+	defer w.close()
+	var pos, n int64
+	sc := scanner{
+		at: func(p, l int64) { pos, n = p, l },
+		emit: func(e recall.Entry) {
+			m.Apply(e)
+			w.entry(e, pos, n)
+		},
+	}
+	if err := sc.scanFile(ctx, f, from, st.size); err != nil {
+		return 0, err
+	}
+	if w.err != nil {
+		return 0, ixErr(w.err)
+	}
+	m.Corrupt += sc.corrupt
+	check, err := tailCheck(f, sc.end)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", l.path, err)
+	}
+	js, err := json.Marshal(m)
+	if err != nil {
+		return 0, err
+	}
+	_, err = tx.ExecContext(ctx, `UPDATE logs SET ino = ?, off = ?, chk = ?, meta = ?, title = ?, ntitle = ?, upd_s = ?, upd_n = ?, archived = ? WHERE id = ?`,
+		int64(st.ino), sc.end, int64(check), string(js), m.Title, recall.NormalizeText(m.Title),
+		m.Updated.Unix(), m.Updated.Nanosecond(), m.Archived, id)
+	return w.written, ixErr(err)
+}
+
+// logIndexer applies a log's entries to its items, as recall.Replay
+// applies them to the view: an item is added live; a pop or remove takes
+// the item it names out of the view; a clear or a compaction takes every
+// item out, and a compaction adds its own. Every item stays, for
+// SearchOptions.WholeLog.
+type logIndexer struct {
+	ctx     context.Context
+	log     int64
+	insert  *sql.Stmt
+	fts     *sql.Stmt
+	kill    *sql.Stmt
+	killAll *sql.Stmt
+	written int
+	err     error
+}
+
+func newLogIndexer(ctx context.Context, tx *sql.Tx, log int64) (*logIndexer, error) {
+	w := &logIndexer{ctx: ctx, log: log}
+	for _, st := range []struct {
+		p *(*sql.Stmt)
+		q string
+	}{
+		{&w.insert, "INSERT INTO items(log, seq, idx, pos, len, ts, tn, role, live, text) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1, ?) RETURNING id"},
+		{&w.fts, "INSERT INTO items_fts(rowid, text) VALUES (?, ?)"},
+		{&w.kill, "UPDATE items SET live = 0 WHERE log = ? AND seq = ? AND idx = ? AND live = 1"},
+		{&w.killAll, "UPDATE items SET live = 0 WHERE log = ? AND live = 1"},
+	} {
+		s, err := tx.PrepareContext(ctx, st.q)
+		if err != nil {
+			w.close()
+			return nil, err
+		}
+		*st.p = s
+	}
+	return w, nil
+}
+
+func (w *logIndexer) close() {
+	for _, s := range []*sql.Stmt{w.insert, w.fts, w.kill, w.killAll} {
+		if s != nil {
+			s.Close()
+		}
+	}
+}
+
+// entry applies one entry whose line lies at [pos, pos+n) of the log.
+func (w *logIndexer) entry(e recall.Entry, pos, n int64) {
+	if w.err != nil {
+		return
+	}
+	switch e.Kind {
+	case recall.KindItem:
+		if it, ok := recall.ItemOf(e); ok {
+			w.item(e, 0, it, pos, n)
+		}
+	case recall.KindPop, recall.KindRemove:
+		var ref recall.ItemRef
+		if json.Unmarshal(e.Data, &ref) == nil {
+			_, w.err = w.kill.ExecContext(w.ctx, w.log, ref.Seq, ref.Index)
+		}
+	case recall.KindClear:
+		_, w.err = w.killAll.ExecContext(w.ctx, w.log)
+	case recall.KindCompaction:
+		var c recall.Compaction
+		if json.Unmarshal(e.Data, &c) == nil {
+			if _, w.err = w.killAll.ExecContext(w.ctx, w.log); w.err != nil {
+				return
+			}
+			for i, it := range c.Items {
+				w.item(e, i, it, pos, n)
+			}
+		}
+	}
+}
+
+// item adds an item with text to the view; one with no text is never a
+// hit and needs no row (a removal naming it then changes nothing).
+func (w *logIndexer) item(e recall.Entry, index int, it recall.Item, pos, n int64) {
+	if w.err != nil {
+		return
+	}
+	role, text := recall.SearchText(it)
+	if text == "" {
+		return
+	}
+	norm := recall.NormalizeText(text)
+	var id int64
+	if w.err = w.insert.QueryRowContext(w.ctx, w.log, e.Seq, index, pos, n, e.Time.Unix(), e.Time.Nanosecond(), roleNumber(role), norm).Scan(&id); w.err != nil {
+		return
+	}
+	_, w.err = w.fts.ExecContext(w.ctx, id, norm)
+	w.written++
+}
+
+// sqliteURI returns the file: URI of path, with the bytes a URI gives a
+// meaning escaped (the index's own name holds a '#').
+func sqliteURI(path string) string {
+	return "file:" + strings.NewReplacer("%", "%25", "#", "%23", "?", "%3f").Replace(filepath.ToSlash(path))
+}
+
+// searchIndexPath returns where the store keeps its search index.
+func (s *Store) searchIndexPath() string { return filepath.Join(s.home, searchIndexName) }

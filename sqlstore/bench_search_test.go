@@ -1,0 +1,290 @@
+package sqlstore
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/recallkit/recall"
+)
+
+// The search benchmarks run on a synthetic corpus of searchCorpusSessions
+// main sessions of 100 items each (RECALL_BENCH_SEARCH_SESSIONS, default
+// 10,000: 1,000,000 items), mixed English and Chinese, written through
+// Import (so the search rows are the store's own). The corpus is built
+// once and kept, keyed by its size: the SQLite file in
+// $TMPDIR/recall-bench-search, the PostgreSQL schema
+// recall_bench_search_<sessions>. Building it takes minutes.
+//
+// The terms: "xylophonist" in 5 items (rare), "error" in about one item in
+// ten (common), the phrase "quick brown fox" in about one in a thousand,
+// "北京市" (three CJK characters, the trigram index serves it) in about
+// one in five hundred, and "张三" (two, below the trigram index) as often.
+
+// searchCorpusItems is the number of items of a corpus session.
+const searchCorpusItems = 100
+
+func searchCorpusSessions() int {
+	if n, err := strconv.Atoi(os.Getenv("RECALL_BENCH_SEARCH_SESSIONS")); err == nil && n > 0 {
+		return n
+	}
+	return 10_000
+}
+
+// corpusText returns the text of an item of the corpus.
+func corpusText(r *rand.Rand, rare bool) string {
+	const syll = "ba be bi bo bu da de di do du ka ke ki ko ku la le li lo lu ma me mi mo mu na ne ni no nu ra re ri ro ru sa se si so su ta te ti to tu za ze zi zo zu"
+	const han = "的一是不了人我在有他这中大来上个国到说们为子和你地出道也时年得就那要下以生会自着去之过家学对可她里后小么心多天而能好都然没日于起还发成事只作当想看文无开手十用主行方又如前所本见经头面公同三已老从动两长知民样现分将外但身些与高意进把法此实回二理美点月明其种声全工己话儿者向情部正名定女问力机给等几很业最间新什打便位因重被走电四第门相次东政海口使教西再平真听世气信北少关并内加化由却代军产入先山五太水万市眼体别处总才场师书比住员九笑性通目华报立马命张活难神数件安表原车白应路期叫死常提感金何更反合放做系计或司利受光王果亲界及今京务制解各任至清物台象记边共风战干接它许八特觉望直服毛林题建南度统色字请交爱让认算论百吃义科怎元社术结六功指思非流每青管夫连远资队跟带花快条院变联言权往展该领传近留红治决周保达办运武半候七必城父强步完革深区即求品士转量空甚众技轻程告江语英基派满式李息写呢识极令黄德收脸钱党倒未持取设始版双历越史商千片容研像找友孩站广改议形委早房音火际则首单据导影失拿网香似斯专石若兵弟谁校读志飞观争究包组造落视济喜离虽坏兴"
+	words := strings.Fields(syll)
+	hanr := []rune(han)
+	var b strings.Builder
+	n := 8 + r.IntN(20)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		if r.IntN(10) < 3 {
+			for range 2 + r.IntN(6) {
+				b.WriteRune(hanr[r.IntN(len(hanr))])
+			}
+			continue
+		}
+		for range 1 + r.IntN(3) {
+			b.WriteString(words[r.IntN(len(words))])
+		}
+	}
+	switch {
+	case rare:
+		b.WriteString(" the xylophonist played")
+	case r.IntN(10) == 0:
+		b.WriteString(" an error occurred")
+	}
+	if r.IntN(1000) == 0 {
+		b.WriteString(" the quick brown fox")
+	}
+	if r.IntN(500) == 0 {
+		b.WriteString(" 我住在北京市")
+	}
+	if r.IntN(500) == 0 {
+		b.WriteString(" 我叫张三")
+	}
+	return b.String()
+}
+
+// searchCorpus returns a store holding the corpus, building it if needed.
+func searchCorpus(b *testing.B, dialect string) *Store {
+	b.Helper()
+	ctx := context.Background()
+	n := searchCorpusSessions()
+	var s *Store
+	var err error
+	switch dialect {
+	case "sqlite":
+		dir := filepath.Join(os.TempDir(), "recall-bench-search")
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			b.Fatal(err)
+		}
+		s, err = OpenSQLite(ctx, filepath.Join(dir, fmt.Sprintf("corpus-%d.db", n)), Options{})
+	default:
+		needPostgres(b)
+		s, err = OpenPostgres(ctx, pgDSN(), Options{Schema: fmt.Sprintf("recall_bench_search_%d", n)})
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	var have int
+	if err := s.db.q().queryRow(ctx, `SELECT count(*) FROM sessions`).Scan(&have); err != nil {
+		b.Fatal(err)
+	}
+	if have == n {
+		if dialect == "postgres" {
+			// As autovacuum would have by now: the planner's statistics.
+			if _, err := s.db.q().exec(ctx, `ANALYZE sessions, entries, search`); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return s
+	}
+	if have != 0 {
+		b.Fatalf("the corpus store holds %d sessions, not 0 or %d: remove it", have, n)
+	}
+	start := time.Now()
+	r := rand.New(rand.NewPCG(1, 2))
+	base := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	total := n * searchCorpusItems
+	rare := map[int]bool{}
+	for len(rare) < 5 {
+		rare[r.IntN(total)] = true
+	}
+	for i := range n {
+		k := recall.Key{Project: fmt.Sprintf("proj%02d", i%50), Session: fmt.Sprintf("s%06d", i)}
+		at := base.Add(time.Duration(r.IntN(365*24*60)) * time.Minute)
+		es := make([]recall.Entry, searchCorpusItems)
+		for j := range es {
+			role := "user"
+			if j%2 == 1 {
+				role = "assistant"
+			}
+			es[j] = recall.ItemEntry(recall.Message(role, corpusText(r, rare[i*searchCorpusItems+j])))
+			es[j].Seq = int64(j + 1)
+			es[j].Time = at.Add(time.Duration(j) * time.Minute)
+		}
+		if _, err := s.Import(ctx, k, es...); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Logf("built the %s corpus (%d sessions, %d items) in %s", dialect, n, total, time.Since(start).Round(time.Second))
+	if dialect == "postgres" {
+		if _, err := s.db.q().exec(ctx, `ANALYZE sessions, entries, search`); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return s
+}
+
+// BenchmarkSearch measures the first page of hits (20) for each kind of
+// term on the corpus, through the index (native) and, for the rare term,
+// through recall.ScanSearch (scan), the fallback that loads every log:
+// the baseline of the same run. RECALL_BENCH_SEARCH_SCAN=0 skips the
+// scan, which takes seconds per search on the full corpus.
+func BenchmarkSearch(b *testing.B) {
+	ctx := context.Background()
+	for _, dialect := range []string{"sqlite", "postgres"} {
+		b.Run(dialect, func(b *testing.B) {
+			s := searchCorpus(b, dialect)
+			for _, c := range []struct{ name, query string }{
+				{"rare", "xylophonist"},
+				{"common", "error"},
+				{"phrase", `"quick brown fox"`},
+				{"cjk3", "北京市"},
+				{"cjk2", "张三"},
+				{"two-words", "error bakuda"},
+			} {
+				b.Run(c.name, func(b *testing.B) {
+					opts := recall.SearchOptions{Query: c.query}
+					hits := 0
+					for b.Loop() {
+						p, err := s.Search(ctx, opts)
+						if err != nil {
+							b.Fatal(err)
+						}
+						hits = len(p.Hits)
+					}
+					b.ReportMetric(float64(hits), "hits")
+				})
+			}
+			if os.Getenv("RECALL_BENCH_SEARCH_SCAN") != "0" {
+				b.Run("rare-scan", func(b *testing.B) {
+					opts := recall.SearchOptions{Query: "xylophonist"}
+					for b.Loop() {
+						if _, err := recall.ScanSearch(ctx, s, opts); err != nil {
+							b.Fatal(err)
+						}
+					}
+				})
+			}
+			b.Run("size", func(b *testing.B) {
+				for b.Loop() {
+				}
+				reportSizes(b, s, dialect)
+			})
+		})
+	}
+}
+
+// reportSizes reports the bytes of the logs (the entries table with its
+// index) and of the search index (the search table, its indexes and the
+// trigram index).
+func reportSizes(b *testing.B, s *Store, dialect string) {
+	ctx := context.Background()
+	var logs, index int64
+	if dialect == "sqlite" {
+		q := `SELECT coalesce(sum(pgsize), 0) FROM dbstat WHERE name IN `
+		if err := s.db.q().queryRow(ctx, q+`('entries', 'sqlite_autoindex_entries_1')`).Scan(&logs); err != nil {
+			b.Logf("dbstat: %v", err)
+			return
+		}
+		if err := s.db.q().queryRow(ctx, q+`('search', 'search_time', 'sqlite_autoindex_search_1') OR name LIKE 'search_fts%'`).Scan(&index); err != nil {
+			b.Fatal(err)
+		}
+	} else {
+		if err := s.db.q().queryRow(ctx, `SELECT pg_total_relation_size('entries'), pg_total_relation_size('search')`).Scan(&logs, &index); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(logs)/1e6, "logs-MB")
+	b.ReportMetric(float64(index)/1e6, "index-MB")
+	b.ReportMetric(float64(index)/float64(logs), "index/logs")
+}
+
+// BenchmarkAppendSearch measures what the search rows add to an append:
+// one message of about 150 bytes per call, to one of 100 sessions, with
+// the search rows written (indexed) and without (plain, the same store
+// with the maintenance skipped: the baseline of the same run), on a store
+// already holding 100,000 indexed items. On SQLite, rows-only writes the
+// search rows but never adds them to the trigram index, which tells the
+// two costs apart. Each append is a committed
+// transaction (SQLite: WAL, synchronous=NORMAL; PostgreSQL: a commit that
+// waits for its WAL flush).
+func BenchmarkAppendSearch(b *testing.B) {
+	ctx := context.Background()
+	for _, dialect := range []string{"sqlite", "postgres"} {
+		b.Run(dialect, func(b *testing.B) {
+			var s *Store
+			if dialect == "sqlite" {
+				s = newSQLite(b)
+			} else {
+				s = newPostgres(b)
+			}
+			r := rand.New(rand.NewPCG(3, 4))
+			for i := range 1000 {
+				es := make([]recall.Entry, 100)
+				for j := range es {
+					es[j] = recall.ItemEntry(msg(corpusText(r, false)))
+				}
+				if _, err := s.Append(ctx, recall.Key{Project: "p", Session: fmt.Sprintf("s%d", i%100)}, recall.Guard{}, es...); err != nil {
+					b.Fatal(err)
+				}
+			}
+			texts := make([]recall.Item, 1024)
+			for i := range texts {
+				texts[i] = msg(corpusText(r, false))
+			}
+			modes := []string{"plain", "indexed", "plain-again", "indexed-again"}
+			if dialect == "sqlite" {
+				// The search rows without the trigram index's batches: what
+				// each part costs.
+				modes = append(modes, "rows-only")
+			}
+			for _, mode := range modes {
+				b.Run(mode, func(b *testing.B) {
+					s.noSearch = strings.HasPrefix(mode, "plain")
+					if mode == "rows-only" {
+						s.db.(*liteBackend).ftsBatch = 1 << 40
+					}
+					defer func() {
+						s.noSearch = false
+						if lb, ok := s.db.(*liteBackend); ok {
+							lb.ftsBatch = 0
+						}
+					}()
+					i := 0
+					for b.Loop() {
+						k := recall.Key{Project: "p", Session: fmt.Sprintf("s%d", i%100)}
+						if _, err := s.Append(ctx, k, recall.Guard{}, recall.ItemEntry(texts[i%len(texts)])); err != nil {
+							b.Fatal(err)
+						}
+						i++
+					}
+				})
+			}
+		})
+	}
+}

@@ -1,0 +1,591 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/recallkit/recall"
+)
+
+var _ recall.Searcher = (*Store)(nil)
+
+// searchWindow is how many of the newest search rows a query first looks
+// through (see Search).
+const searchWindow = 4096
+
+// Search implements recall.Searcher over the search table (searchindex.go)
+// and the sessions' normalized titles, in one read transaction.
+//
+// A hit is a row whose body holds every term (instr on SQLite, strpos or
+// LIKE on PostgreSQL: exact substrings, as recall.Query.Match), so the
+// hits are recall.ScanSearch's; the indexes only choose the rows looked
+// at. A query first reads the newest searchWindow rows, by time through
+// search_time: a common term fills a page there. When it does not, the
+// candidates are the rows the trigram index names, sorted by time: on
+// SQLite, FTS5's rows holding the trigrams of each term of three
+// characters or more, and one of the trigrams that begin each term of two
+// (search_vocab lists them), besides the rows not yet in the index (the
+// tail, see ftsBatch); on PostgreSQL, pg_trgm's rows for LIKE on each term
+// of three characters or more. A query no trigram serves (every term
+// shorter) looks through a window wideWindow times wider, then reads every
+// row.
+//
+// Rank is the number of times the terms occur on SQLite (the trigram
+// index keeps no positions, so FTS5's bm25 would count trigrams, not
+// terms), and ts_rank with the 'simple' configuration on PostgreSQL. The
+// snippet is cut from the item's text as the log holds it (read for the
+// hits of the page only).
+func (s *Store) Search(ctx context.Context, opts recall.SearchOptions) (recall.SearchPage, error) {
+	if err := s.checkOpen(ctx); err != nil {
+		return recall.SearchPage{}, err
+	}
+	if err := recall.CheckSearchOptions(opts); err != nil {
+		return recall.SearchPage{}, fmt.Errorf("sqlstore: search: %w", err)
+	}
+	q, _ := recall.ParseQuery(opts.Query)
+	var cursor *recall.SearchCursor
+	if opts.Cursor != "" {
+		c, err := recall.ParseSearchCursor(opts.Cursor)
+		if err != nil {
+			return recall.SearchPage{}, fmt.Errorf("sqlstore: search: %w", err)
+		}
+		cursor = &c
+	}
+	sq := searchQuery{s: s, pg: s.db.name() == "postgres", q: q, opts: opts, cursor: cursor, keep: opts.PageSize() + 1}
+	for _, t := range q.Terms {
+		sq.terms = append(sq.terms, strings.ReplaceAll(t, "\x00", "\uFFFD")) // as searchText
+	}
+	var page recall.SearchPage
+	err := s.db.view(ctx, func(ctx context.Context, tx querier) error {
+		var err error
+		page, err = sq.run(ctx, tx)
+		return err
+	})
+	if err != nil {
+		return recall.SearchPage{}, fmt.Errorf("sqlstore: search: %w", ctxError(ctx, err))
+	}
+	return page, nil
+}
+
+// searchQuery is one call of Search.
+type searchQuery struct {
+	s      *Store
+	pg     bool
+	q      recall.Query
+	terms  []string // q's terms as the search table stores text (see searchText)
+	opts   recall.SearchOptions
+	cursor *recall.SearchCursor
+	keep   int // the page size and one more, which tells a next page exists
+}
+
+// hitRow is a hit as read from the database.
+type hitRow struct {
+	recall.Hit
+	sid  int64
+	body string // the normalized text
+}
+
+func (sq searchQuery) run(ctx context.Context, tx querier) (recall.SearchPage, error) {
+	var hits []hitRow
+	if sq.opts.Role == "" || sq.opts.Role == recall.RoleTitle {
+		h, err := sq.titles(ctx, tx)
+		if err != nil {
+			return recall.SearchPage{}, err
+		}
+		hits = append(hits, h...)
+	}
+	if sq.opts.Role != recall.RoleTitle {
+		h, err := sq.items(ctx, tx)
+		if err != nil {
+			return recall.SearchPage{}, err
+		}
+		hits = append(hits, h...)
+	}
+	slices.SortFunc(hits, func(a, b hitRow) int { return recall.CompareHits(a.Hit, b.Hit) })
+	var page recall.SearchPage
+	if len(hits) >= sq.keep {
+		hits = hits[:sq.keep-1]
+		page.Next = recall.HitCursor(hits[len(hits)-1].Hit).String()
+	}
+	texts, err := sq.itemTexts(ctx, tx, hits)
+	if err != nil {
+		return recall.SearchPage{}, err
+	}
+	page.Hits = make([]recall.Hit, len(hits))
+	for i, h := range hits {
+		text := h.Title
+		if h.Role != recall.RoleTitle {
+			if text = texts[i]; text == "" {
+				text = h.body // the log no longer holds it (a purge since)
+			}
+		}
+		h.Snippet, h.Matches = recall.MakeSnippet(text, sq.q)
+		if !sq.pg {
+			h.Rank = float64(occurrences(h.body, sq.terms))
+		}
+		page.Hits[i] = h.Hit
+	}
+	return page, nil
+}
+
+// contains returns the condition that column holds term as a substring.
+func (sq searchQuery) contains(a *args, column, term string) string {
+	if sq.pg {
+		return "strpos(" + column + ", " + a.add(term) + ") > 0"
+	}
+	return "instr(" + column + ", " + a.add(term) + ") > 0"
+}
+
+// sessionFilters returns the conditions on the sessions row e.
+func (sq searchQuery) sessionFilters(a *args) []string {
+	where := []string{"e.subpath = ''"}
+	if sq.opts.Project != "" {
+		where = append(where, "e.project = "+a.add(sq.opts.Project))
+	}
+	if !sq.opts.IncludeArchived {
+		where = append(where, "NOT e.archived")
+	}
+	return where
+}
+
+// timeBounds returns the conditions of the time range on column, a hit's
+// time, and the cursor's bound on it.
+func (sq searchQuery) timeBounds(a *args, column string) []string {
+	var where []string
+	if !sq.opts.Since.IsZero() {
+		where = append(where, column+" >= "+a.add(sq.s.db.timeArg(ceilMicro(sq.opts.Since))))
+	}
+	if !sq.opts.Until.IsZero() {
+		where = append(where, column+" < "+a.add(sq.s.db.timeArg(ceilMicro(sq.opts.Until))))
+	}
+	if c := sq.cursor; c != nil {
+		where = append(where, column+" <= "+a.add(sq.s.db.timeArg(c.Time)))
+	}
+	return where
+}
+
+// ceilMicro rounds t up to the microsecond the columns keep: a stored
+// time u is at or after t (or before it) exactly when it is at or after
+// ceilMicro(t).
+func ceilMicro(t time.Time) time.Time {
+	if c := t.Truncate(time.Microsecond); !c.Equal(t) {
+		return c.Add(time.Microsecond)
+	}
+	return t
+}
+
+// afterCursor returns the condition that a hit of time column, session
+// row e and Ref (seq, idx) sorts after the cursor (recall.CompareHits),
+// or nil without a cursor.
+func (sq searchQuery) afterCursor(a *args, column, seq, idx string) []string {
+	c := sq.cursor
+	if c == nil {
+		return nil
+	}
+	return []string{fmt.Sprintf("(%s, e.project, e.id, e.subpath, %s, %s) < (%s, %s, %s, %s, %s, %s)",
+		column, seq, idx, a.add(sq.s.db.timeArg(c.Time)), a.add(c.Key.Project), a.add(c.Key.Session), a.add(c.Key.Subpath),
+		a.add(c.Ref.Seq), a.add(c.Ref.Index))}
+}
+
+// titles returns the first keep title hits.
+func (sq searchQuery) titles(ctx context.Context, tx querier) ([]hitRow, error) {
+	var a args
+	where := sq.sessionFilters(&a)
+	for _, t := range sq.terms {
+		where = append(where, sq.contains(&a, "e.search_title", t))
+	}
+	where = append(where, sq.timeBounds(&a, "e.updated_at")...)
+	where = append(where, sq.afterCursor(&a, "e.updated_at", "0", "0")...)
+	rank := "0"
+	if sq.pg {
+		rank = sq.pgRank(&a, "e.search_title")
+	}
+	stmt := `SELECT e.sid, e.project, e.id, e.subpath, e.title, e.updated_at, e.search_title, ` + rank + `
+		FROM sessions e WHERE ` + strings.Join(where, " AND ") + `
+		ORDER BY e.updated_at DESC, e.project DESC, e.id DESC, e.subpath DESC LIMIT ` + a.add(sq.keep)
+	rs, err := tx.query(ctx, stmt, a...)
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	var out []hitRow
+	for rs.Next() {
+		h := hitRow{Hit: recall.Hit{Role: recall.RoleTitle}}
+		if err := rs.Scan(&h.sid, &h.Key.Project, &h.Key.Session, &h.Key.Subpath, &h.Title, dbTime{&h.Time}, &h.body, &h.Rank); err != nil {
+			return nil, err
+		}
+		out = append(out, h)
+	}
+	return out, rs.Err()
+}
+
+// pgRank returns ts_rank of column against the terms (PostgreSQL).
+func (sq searchQuery) pgRank(a *args, column string) string {
+	return "ts_rank(to_tsvector('simple', " + column + "), plainto_tsquery('simple', " + a.add(strings.Join(sq.terms, " ")) + "))"
+}
+
+// items returns the first keep item hits: from the newest searchWindow
+// rows when they hold that many, and otherwise from the rows the trigram
+// index names (or from every row).
+func (sq searchQuery) items(ctx context.Context, tx querier) ([]hitRow, error) {
+	window := searchWindow
+	if sq.s.window > 0 {
+		window = sq.s.window
+	}
+	windows := []int{window}
+	if !sq.indexable() {
+		// No index can help: a wider window before every row.
+		windows = append(windows, wideWindow*window)
+	}
+	for _, w := range windows {
+		floor, windowed, err := sq.floor(ctx, tx, w)
+		if err != nil {
+			return nil, err
+		}
+		hits, err := sq.itemQuery(ctx, tx, windowed, floor, indexPlan{})
+		if err != nil || !windowed || len(hits) >= sq.keep {
+			return hits, err
+		}
+	}
+	plan, err := sq.plan(ctx, tx)
+	if err != nil {
+		return nil, err
+	}
+	return sq.itemQuery(ctx, tx, false, time.Time{}, plan)
+}
+
+// wideWindow is how many times searchWindow a query no index serves
+// looks through before it reads every row.
+const wideWindow = 8
+
+// indexable reports whether the trigram index can choose the rows of the
+// query: some term has three characters or more (two on SQLite, see
+// plan).
+func (sq searchQuery) indexable() bool {
+	least := 3
+	if !sq.pg {
+		least = 2
+	}
+	for _, t := range sq.terms {
+		if utf8.RuneCountInString(t) >= least {
+			return true
+		}
+	}
+	return false
+}
+
+// floor returns the time of the window-th newest row in the range the
+// query looks at, and true; every row newer than it is among the window
+// newest. Without so many rows it returns false.
+func (sq searchQuery) floor(ctx context.Context, tx querier, window int) (time.Time, bool, error) {
+	var a args
+	bounds := sq.timeBounds(&a, "time")
+	stmt := `SELECT time FROM search`
+	if len(bounds) > 0 {
+		stmt += ` WHERE ` + strings.Join(bounds, " AND ")
+	}
+	stmt += ` ORDER BY time DESC LIMIT 1 OFFSET ` + a.add(window-1)
+	var floor time.Time
+	err := tx.queryRow(ctx, stmt, a...).Scan(dbTime{&floor})
+	if isNoRows(err) {
+		return time.Time{}, false, nil
+	}
+	return floor, err == nil, err
+}
+
+// indexPlan is how the trigram index serves a query.
+type indexPlan struct {
+	// match is the FTS5 query of the candidate rows (SQLite), or "".
+	// The rows not yet in the index (the tail, see ftsBatch) are
+	// candidates too.
+	match string
+	// tailOnly: only the tail can hold a match (SQLite), since some term
+	// begins no trigram of the index.
+	tailOnly bool
+	// like are the terms checked with LIKE, which pg_trgm's index serves
+	// (PostgreSQL): those of three characters or more.
+	like []string
+}
+
+// maxPrefixGrams bounds the trigrams a two-character term is looked up
+// by; a term that begins more is as well found by reading every row.
+const maxPrefixGrams = 256
+
+// plan returns the indexPlan of the query. On SQLite a term of three
+// characters or more asks for its trigrams (a few of them, see
+// ftsTrigrams), and one of two for any trigram that begins with it (every
+// place it occurs begins one, see the migration); one character is left to
+// instr alone.
+func (sq searchQuery) plan(ctx context.Context, tx querier) (indexPlan, error) {
+	var p indexPlan
+	var groups []string
+	for _, t := range sq.terms {
+		n := utf8.RuneCountInString(t)
+		switch {
+		case sq.pg:
+			if n >= 3 {
+				p.like = append(p.like, t)
+			}
+		case n >= 3:
+			groups = append(groups, ftsTrigrams(t)...)
+		case n == 2:
+			grams, err := prefixGrams(ctx, tx, t)
+			if err != nil {
+				return indexPlan{}, err
+			}
+			if len(grams) == 0 {
+				return indexPlan{tailOnly: true}, nil
+			}
+			if len(grams) <= maxPrefixGrams {
+				for i, g := range grams {
+					grams[i] = ftsString(g)
+				}
+				groups = append(groups, "("+strings.Join(grams, " OR ")+")")
+			}
+		}
+	}
+	slices.Sort(groups)
+	p.match = strings.Join(slices.Compact(groups), " AND ")
+	return p, nil
+}
+
+// prefixGrams returns the trigrams of the index that begin with term, up
+// to one more than maxPrefixGrams.
+func prefixGrams(ctx context.Context, tx querier, term string) ([]string, error) {
+	// "\xff" follows every UTF-8 text that begins with term.
+	rs, err := tx.query(ctx, `SELECT term FROM search_vocab WHERE term >= $1 AND term < $2 LIMIT $3`,
+		term, term+"\xff", maxPrefixGrams+1)
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	var out []string
+	for rs.Next() {
+		var g string
+		if err := rs.Scan(&g); err != nil {
+			return nil, err
+		}
+		out = append(out, g)
+	}
+	return out, rs.Err()
+}
+
+// itemQuery reads the first keep item hits: of rows newer than floor when
+// windowed, and through the trigram index as plan says.
+func (sq searchQuery) itemQuery(ctx context.Context, tx querier, windowed bool, floor time.Time, plan indexPlan) ([]hitRow, error) {
+	// The conditions on the search row s, then those on its session e.
+	var a args
+	var rows []string
+	if !sq.opts.WholeLog {
+		rows = append(rows, "s.live")
+	}
+	if sq.opts.Role != "" {
+		rows = append(rows, "s.role = "+a.add(sq.opts.Role))
+	}
+	rows = append(rows, sq.timeBounds(&a, "s.time")...)
+	if windowed {
+		rows = append(rows, "s.time > "+a.add(sq.s.db.timeArg(floor)))
+	}
+	for _, t := range sq.terms {
+		if slices.Contains(plan.like, t) {
+			// LIKE, which pg_trgm's index serves, is the check itself.
+			rows = append(rows, "s.body LIKE "+a.add(likePattern(t)))
+			continue
+		}
+		rows = append(rows, sq.contains(&a, "s.body", t))
+	}
+	from := "search s, sessions e"
+	if plan.match != "" || plan.tailOnly {
+		// The candidates first (CROSS JOIN keeps the order): the rows
+		// of the trigram index that hold the trigrams of the terms, and
+		// the tail; instr checks them.
+		c := `SELECT id FROM search WHERE NOT indexed`
+		if !plan.tailOnly {
+			c = `SELECT rowid AS id FROM search_fts WHERE search_fts MATCH ` + a.add(plan.match) + ` UNION ALL ` + c
+		}
+		from = "(" + c + ") c CROSS JOIN search s CROSS JOIN sessions e"
+		rows = append(rows, "s.id = c.id")
+	}
+	sessions := append([]string{"e.sid = s.sid"}, sq.sessionFilters(&a)...)
+	sessions = append(sessions, sq.afterCursor(&a, "s.time", "s.seq", "s.idx")...)
+	cols := `s.sid, e.project, e.id, e.subpath, e.title, s.seq, s.idx, s.role, s.time, s.body`
+	order := ` ORDER BY s.time DESC, e.project DESC, e.id DESC, e.subpath DESC, s.seq DESC, s.idx DESC LIMIT ` + a.add(sq.keep)
+	var stmt string
+	if sq.pg {
+		// The search rows first, materialized, then their sessions:
+		// the planner, left to join as it likes, may walk each
+		// session's rows or search_time row by row instead of the
+		// trigram index (or the time window).
+		stmt = `WITH c AS MATERIALIZED (SELECT s.sid, s.seq, s.idx, s.role, s.time, s.body FROM search s WHERE ` +
+			strings.Join(rows, " AND ") + `)
+			SELECT ` + cols + ` FROM c s, sessions e WHERE ` + strings.Join(sessions, " AND ") + order
+	} else {
+		stmt = `SELECT ` + cols + ` FROM ` + from + ` WHERE ` + strings.Join(append(rows, sessions...), " AND ") + order
+	}
+	if sq.pg {
+		// ts_rank of the page's rows only.
+		stmt = `SELECT *, ` + sq.pgRank(&a, "h.body") + ` FROM (` + stmt + `) h`
+	} else {
+		stmt = `SELECT *, 0 FROM (` + stmt + `) h`
+	}
+	rs, err := tx.query(ctx, stmt, a...)
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	var out []hitRow
+	for rs.Next() {
+		var h hitRow
+		if err := rs.Scan(&h.sid, &h.Key.Project, &h.Key.Session, &h.Key.Subpath, &h.Title, &h.Ref.Seq, &h.Ref.Index,
+			&h.Role, dbTime{&h.Time}, &h.body, &h.Rank); err != nil {
+			return nil, err
+		}
+		out = append(out, h)
+	}
+	return out, rs.Err()
+}
+
+// itemTextSQL reads the entry of session $1 at seq $2 (SQLite).
+const itemTextSQL = `SELECT kind, payload FROM entries WHERE session = $1 AND seq = $2`
+
+// itemTextsPGSQL reads the entries of sessions $1 at seqs $2 (PostgreSQL:
+// one round trip for the page).
+const itemTextsPGSQL = `SELECT e.session, e.seq, e.kind, e.payload FROM entries e
+	JOIN unnest($1::int8[], $2::int8[]) AS k(session, seq) ON e.session = k.session AND e.seq = k.seq`
+
+// itemTexts returns the text of each item hit as its log holds it (see
+// itemText), "" for titles.
+func (sq searchQuery) itemTexts(ctx context.Context, tx querier, hits []hitRow) ([]string, error) {
+	texts := make([]string, len(hits))
+	if !sq.pg {
+		for i, h := range hits {
+			if h.Role == recall.RoleTitle {
+				continue
+			}
+			var (
+				kind    string
+				payload []byte
+			)
+			err := tx.queryRow(ctx, itemTextSQL, h.sid, h.Ref.Seq).Scan(&kind, &payload)
+			if isNoRows(err) {
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			texts[i] = itemText(kind, payload, h.Ref)
+		}
+		return texts, nil
+	}
+	var sids, seqs []int64
+	for _, h := range hits {
+		if h.Role != recall.RoleTitle {
+			sids, seqs = append(sids, h.sid), append(seqs, h.Ref.Seq)
+		}
+	}
+	if len(sids) == 0 {
+		return texts, nil
+	}
+	type entryKey struct{ sid, seq int64 }
+	found := map[entryKey]struct {
+		kind    string
+		payload []byte
+	}{}
+	rs, err := tx.query(ctx, itemTextsPGSQL, sids, seqs)
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	for rs.Next() {
+		var (
+			k       entryKey
+			kind    string
+			payload []byte
+		)
+		if err := rs.Scan(&k.sid, &k.seq, &kind, &payload); err != nil {
+			return nil, err
+		}
+		found[k] = struct {
+			kind    string
+			payload []byte
+		}{kind, payload}
+	}
+	if err := rs.Err(); err != nil {
+		return nil, err
+	}
+	for i, h := range hits {
+		if e, ok := found[entryKey{h.sid, h.Ref.Seq}]; ok && h.Role != recall.RoleTitle {
+			texts[i] = itemText(e.kind, e.payload, h.Ref)
+		}
+	}
+	return texts, nil
+}
+
+// itemText returns the text (recall.SearchText) of the item at ref held
+// by an entry of kind with payload, or "" when it has none.
+func itemText(kind string, payload []byte, ref recall.ItemRef) string {
+	it := recall.Item(payload)
+	if recall.Kind(kind) == recall.KindCompaction {
+		var c recall.Compaction
+		if json.Unmarshal(payload, &c) != nil || ref.Index >= len(c.Items) {
+			return ""
+		}
+		it = c.Items[ref.Index]
+	}
+	_, text := recall.SearchText(it)
+	return text
+}
+
+// isNoRows reports a query that found no row (pgx's error is
+// sql.ErrNoRows too).
+func isNoRows(err error) bool { return errors.Is(err, sql.ErrNoRows) }
+
+// likePattern returns the LIKE pattern of the rows holding term.
+func likePattern(term string) string {
+	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
+	return "%" + r.Replace(term) + "%"
+}
+
+// ftsMaxTrigrams bounds the trigrams of one term an FTS5 query asks for:
+// a few, spread over the term, select as well as all of them, and cost
+// less to intersect.
+const ftsMaxTrigrams = 12
+
+// ftsTrigrams returns the trigrams of term (three characters or more)
+// that its FTS5 query asks for, as FTS5 strings: all of them, or
+// ftsMaxTrigrams or so spread over a long term, the last included.
+func ftsTrigrams(term string) []string {
+	r := []rune(term)
+	n := len(r) - 2
+	step := 1
+	if n > ftsMaxTrigrams {
+		step = (n + ftsMaxTrigrams - 1) / ftsMaxTrigrams
+	}
+	var grams []string
+	for i := 0; i < n; i += step {
+		grams = append(grams, ftsString(string(r[i:i+3])))
+	}
+	if (n-1)%step != 0 {
+		grams = append(grams, ftsString(string(r[n-1:n+2])))
+	}
+	return grams
+}
+
+// ftsString quotes s as an FTS5 string.
+func ftsString(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
+
+// occurrences counts the places the terms occur in body.
+func occurrences(body string, terms []string) int {
+	n := 0
+	for _, t := range terms {
+		n += strings.Count(body, t)
+	}
+	return n
+}

@@ -1,0 +1,291 @@
+package sqlstore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/recallkit/recall"
+)
+
+// The search table (migration 0003) holds a row per searchable item of a
+// main session, kept by the transaction that writes the entries; this
+// file computes those rows from the entries written. Its rule is
+// recall.Replay's, so that the rows marked live are exactly the items of
+// the view: an item entry adds a live row (when recall.ItemOf takes it
+// and recall.SearchText finds text in it); a pop or remove entry makes
+// the row it names not live; a clear makes every row not live; a
+// compaction (one that decodes) makes every row not live and adds a live
+// row per item of it, at Ref{Seq: its seq, Index: i}. An item without
+// text, or damaged, has no row: it is never a hit. Sessions that are not
+// main (subagent records) have no rows: search leaves them out.
+
+// searchRow is a row of the search table.
+type searchRow struct {
+	ref  recall.ItemRef
+	role string
+	time time.Time
+	live bool
+	body string // searchText of the item's text
+}
+
+// searchChanges is what a batch of entries, appended to a log, does to
+// the session's search rows.
+type searchChanges struct {
+	// clear: every row written before the batch is no longer live.
+	clear bool
+	// unlive are rows written before the batch that are no longer live.
+	unlive []recall.ItemRef
+	// rows are the batch's new rows, live or not.
+	rows []searchRow
+}
+
+// searchText returns text as the search table stores it: normalized
+// (recall.NormalizeText), with every NUL character replaced by U+FFFD,
+// which PostgreSQL's text cannot hold (and which SQLite's string
+// functions stop at). Terms are stored the same way (see Search), so a
+// term matches as recall.Query.Match says, except that NUL and U+FFFD
+// (which already stands for undecodable bytes) are one character to it.
+func searchText(text string) string {
+	return strings.ReplaceAll(recall.NormalizeText(text), "\x00", "\uFFFD")
+}
+
+// searchRowOf returns the row of item it, held by an entry of time t at
+// ref, or false when it has no text to search.
+func searchRowOf(ref recall.ItemRef, it recall.Item, t time.Time) (searchRow, bool) {
+	role, text := recall.SearchText(it)
+	if text == "" {
+		return searchRow{}, false
+	}
+	body := searchText(text)
+	if body == "" {
+		return searchRow{}, false
+	}
+	return searchRow{ref: ref, role: role, time: t, live: true, body: body}, true
+}
+
+// searchChangesOf returns the changes entries, a batch in seq order with
+// their Seq and Time set, make to the search rows of the session they
+// are appended to.
+func searchChangesOf(entries []recall.Entry) searchChanges {
+	var ch searchChanges
+	for _, e := range entries {
+		switch e.Kind {
+		case recall.KindItem:
+			if it, ok := recall.ItemOf(e); ok {
+				if r, ok := searchRowOf(recall.ItemRef{Seq: e.Seq}, it, e.Time); ok {
+					ch.rows = append(ch.rows, r)
+				}
+			}
+		case recall.KindPop, recall.KindRemove:
+			var ref recall.ItemRef
+			if json.Unmarshal(e.Data, &ref) != nil {
+				continue
+			}
+			found := false
+			for i := range ch.rows {
+				if ch.rows[i].ref == ref {
+					ch.rows[i].live = false
+					found = true
+				}
+			}
+			if !found && !ch.clear {
+				ch.unlive = append(ch.unlive, ref)
+			}
+		case recall.KindClear:
+			ch.unliveAll()
+		case recall.KindCompaction:
+			var c recall.Compaction
+			if json.Unmarshal(e.Data, &c) != nil {
+				continue
+			}
+			ch.unliveAll()
+			for i, it := range c.Items {
+				if r, ok := searchRowOf(recall.ItemRef{Seq: e.Seq, Index: i}, it, e.Time); ok {
+					ch.rows = append(ch.rows, r)
+				}
+			}
+		}
+	}
+	return ch
+}
+
+// unliveAll makes every row not live: those before the batch and the
+// batch's own so far.
+func (ch *searchChanges) unliveAll() {
+	ch.clear = true
+	ch.unlive = nil
+	for i := range ch.rows {
+		ch.rows[i].live = false
+	}
+}
+
+// itemRows returns the row of each of a batch of item entries, live, or
+// nil where it has none: the fast path of Append, which learns the seqs
+// in its statement.
+func itemRows(entries []recall.Entry) []*searchRow {
+	rows := make([]*searchRow, len(entries))
+	for i, e := range entries {
+		if it, ok := recall.ItemOf(e); ok {
+			if r, ok := searchRowOf(recall.ItemRef{Seq: e.Seq}, it, e.Time); ok {
+				rows[i] = &r
+			}
+		}
+	}
+	return rows
+}
+
+// The statements that change the live flag of search rows.
+const (
+	// unliveAllSQL: session $1's rows are no longer live.
+	unliveAllSQL = `UPDATE search SET live = FALSE WHERE sid = $1 AND live`
+	// unliveSQL: session $1's row ($2, $3) is no longer live.
+	unliveSQL = `UPDATE search SET live = FALSE WHERE sid = $1 AND seq = $2 AND idx = $3 AND live`
+	// insertSearchSQL inserts a row (SQLite, one per statement).
+	insertSearchSQL = `INSERT INTO search (sid, seq, idx, role, time, live, body) VALUES ($1, $2, $3, $4, $5, $6, $7)`
+	// insertSearchPGSQL inserts rows from arrays (PostgreSQL).
+	insertSearchPGSQL = `INSERT INTO search (sid, seq, idx, role, time, live, body)
+		SELECT $1, * FROM unnest($2::int8[], $3::int4[], $4::text[], $5::timestamptz[], $6::bool[], $7::text[])`
+	// deleteSearchSQL deletes session $1's rows.
+	deleteSearchSQL = `DELETE FROM search WHERE sid = $1`
+)
+
+// indexEntries applies to session sid's search rows what entries, just
+// written to its log in the same transaction, change. Only main sessions
+// have rows.
+func (s *Store) indexEntries(ctx context.Context, q querier, key recall.Key, sid int64, entries []recall.Entry) error {
+	if !key.IsMain() || s.noSearch {
+		return nil
+	}
+	ch := searchChangesOf(entries)
+	if ch.clear {
+		if _, err := q.exec(ctx, unliveAllSQL, sid); err != nil {
+			return fmt.Errorf("search index: %w", err)
+		}
+	}
+	for _, ref := range ch.unlive {
+		if _, err := q.exec(ctx, unliveSQL, sid, ref.Seq, ref.Index); err != nil {
+			return fmt.Errorf("search index: %w", err)
+		}
+	}
+	if err := s.db.insertSearch(ctx, q, sid, ch.rows); err != nil {
+		return fmt.Errorf("search index: %w", err)
+	}
+	return nil
+}
+
+// reindex replaces session sid's search rows with those of log, its whole
+// new log (Purge rewrites the log).
+func (s *Store) reindex(ctx context.Context, q querier, key recall.Key, sid int64, log []recall.Entry) error {
+	if _, err := q.exec(ctx, deleteSearchSQL, sid); err != nil {
+		return fmt.Errorf("search index: %w", err)
+	}
+	return s.indexEntries(ctx, q, key, sid, log)
+}
+
+// insertSearchLite inserts rows on SQLite, a statement per row, for the
+// migration: the rows go to the trigram index when it ends (see
+// indexTail).
+func insertSearchLite(ctx context.Context, q querier, sid int64, rows []searchRow) error {
+	for _, r := range rows {
+		if _, err := q.exec(ctx, insertSearchSQL, sid, r.ref.Seq, r.ref.Index, r.role, r.time.UnixMicro(), r.live, r.body); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ftsBatch is how many search rows SQLite leaves out of its trigram index
+// before a writer adds them (see the migration): FTS5 then writes one
+// segment per ftsBatch rows instead of one per append, and a search reads
+// at most about that many rows without the index.
+const ftsBatch = 256
+
+// The statements of the SQLite trigram index's tail.
+const (
+	// tailStartSQL reads the id of the oldest row not yet indexed.
+	tailStartSQL = `SELECT min(id) FROM search WHERE NOT indexed`
+	// indexTailSQL adds the rows not yet indexed to the index;
+	// markTailSQL marks them indexed.
+	indexTailSQL = `INSERT INTO search_fts (rowid, fts) SELECT id, fts FROM search WHERE NOT indexed`
+	markTailSQL  = `UPDATE search SET indexed = 1 WHERE NOT indexed`
+)
+
+// indexTail adds SQLite's search rows not yet in the trigram index to it,
+// inside a write transaction.
+func indexTail(ctx context.Context, q querier) error {
+	if _, err := q.exec(ctx, indexTailSQL); err != nil {
+		return err
+	}
+	_, err := q.exec(ctx, markTailSQL)
+	return err
+}
+
+// insertSearchPG inserts rows on PostgreSQL, in one statement.
+func insertSearchPG(ctx context.Context, q querier, sid int64, rows []searchRow) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	n := len(rows)
+	seqs, idxs := make([]int64, n), make([]int32, n)
+	roles, bodies := make([]string, n), make([]string, n)
+	times, live := make([]time.Time, n), make([]bool, n)
+	for i, r := range rows {
+		seqs[i], idxs[i], roles[i], times[i], live[i], bodies[i] = r.ref.Seq, int32(r.ref.Index), r.role, r.time, r.live, r.body
+	}
+	_, err := q.exec(ctx, insertSearchPGSQL, sid, seqs, idxs, roles, times, live, bodies)
+	return err
+}
+
+// backfillSearch is the Go step of migration 0003: it computes the search
+// rows of every main session from its log, and every session's
+// normalized title, in the migration's transaction. insert writes rows
+// (insertSearchLite or insertSearchPG).
+func backfillSearch(ctx context.Context, q querier, insert func(ctx context.Context, q querier, sid int64, rows []searchRow) error) error {
+	type session struct {
+		sid   int64
+		main  bool
+		title string
+	}
+	rs, err := q.query(ctx, `SELECT sid, subpath, title FROM sessions ORDER BY sid`)
+	if err != nil {
+		return err
+	}
+	var sessions []session
+	for rs.Next() {
+		var (
+			s       session
+			subpath string
+		)
+		if err := rs.Scan(&s.sid, &subpath, &s.title); err != nil {
+			rs.Close()
+			return err
+		}
+		s.main = subpath == ""
+		sessions = append(sessions, s)
+	}
+	rs.Close()
+	if err := rs.Err(); err != nil {
+		return err
+	}
+	for _, s := range sessions {
+		if t := searchText(s.title); t != "" {
+			if _, err := q.exec(ctx, `UPDATE sessions SET search_title = $2 WHERE sid = $1`, s.sid, t); err != nil {
+				return err
+			}
+		}
+		if !s.main {
+			continue
+		}
+		entries, err := readEntries(ctx, q, s.sid, 0, 0)
+		if err != nil {
+			return err
+		}
+		if err := insert(ctx, q, s.sid, searchChangesOf(entries).rows); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,219 @@
+package crashsearch_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/filestore"
+	"github.com/recallkit/recall/sqlstore"
+	"github.com/recallkit/recall/storetest"
+)
+
+// The test runs this test binary again as the writer child; its role and
+// store come from the environment.
+const (
+	envChild   = "CRASHSEARCH_CHILD"   // "writer"
+	envBackend = "CRASHSEARCH_BACKEND" // "file" or "sqlite"
+	envPath    = "CRASHSEARCH_PATH"    // the home or database file
+	envRound   = "CRASHSEARCH_ROUND"
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv(envChild) == "writer" {
+		childWriter()
+		os.Exit(3)
+	}
+	os.Exit(m.Run())
+}
+
+func open(backend, path string) (recall.Store, error) {
+	if backend == "sqlite" {
+		return sqlstore.OpenSQLite(context.Background(), path, sqlstore.Options{})
+	}
+	return filestore.Open(filestore.Options{Dir: path})
+}
+
+// keys are the sessions the writer appends to, in turn.
+var keys = []recall.Key{{Project: "crash", Session: "a"}, {Project: "crash", Session: "b"}, {Project: "other", Session: "c"}}
+
+// token is the unique word of one item: no token is a substring of
+// another.
+func token(round, batch, item int) string { return fmt.Sprintf("zq%dq%dq%dzq", round, batch, item) }
+
+// childWriter appends batches of one to three items, each holding its
+// token among common words, and prints "ack <batch> <items>" once Append
+// has returned; every fourth batch it also searches, so a file store's
+// index is caught up, and written, while the kill may come.
+func childWriter() {
+	ctx := context.Background()
+	s, err := open(os.Getenv(envBackend), os.Getenv(envPath))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	var round int
+	fmt.Sscan(os.Getenv(envRound), &round)
+	rng := rand.New(rand.NewPCG(uint64(os.Getpid()), uint64(time.Now().UnixNano())))
+	out := bufio.NewWriter(os.Stdout)
+	for b := 0; ; b++ {
+		n := 1 + rng.IntN(3)
+		entries := make([]recall.Entry, n)
+		for i := range entries {
+			text := fmt.Sprintf("common words %s 北京 %s", token(round, b, i), strings.Repeat("filler ", rng.IntN(300)))
+			entries[i] = recall.ItemEntry(recall.Message("user", text))
+		}
+		if _, err := s.Append(ctx, keys[b%len(keys)], recall.Guard{}, entries...); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		fmt.Fprintf(out, "ack %d %d\n", b, n)
+		out.Flush()
+		if b%4 == 3 {
+			if _, err := recall.Search(ctx, s, recall.SearchOptions{Query: token(round, b, 0), IncludeArchived: true}); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(2)
+			}
+		}
+	}
+}
+
+// TestSearchAfterSIGKILL kills a writer child at a random moment, round
+// after round on the same store, and then, in this process, searches for
+// every item the child saw acknowledged: each is found, once, in its
+// session; the store's search agrees with the scan; the store verifies.
+func TestSearchAfterSIGKILL(t *testing.T) {
+	rounds := 6
+	if testing.Short() {
+		rounds = 2
+	}
+	for _, backend := range []string{"file", "sqlite"} {
+		t.Run(backend, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "store")
+			if backend == "sqlite" {
+				path += ".db"
+			}
+			// An index exists before the first child: the kills land on
+			// an index the writer keeps up to date, not one built after.
+			s, err := open(backend, path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Append(context.Background(), keys[0], recall.Guard{}, recall.ItemEntry(recall.Message("user", "seed"))); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := recall.Search(context.Background(), s, recall.SearchOptions{Query: "seed"}); err != nil {
+				t.Fatal(err)
+			}
+			s.Close()
+			acked := map[string]recall.Key{}
+			for round := range rounds {
+				for tok, k := range killWriter(t, backend, path, round) {
+					acked[tok] = k
+				}
+				checkFound(t, backend, path, acked, round+1)
+			}
+			if len(acked) == 0 {
+				t.Fatal("the children acknowledged nothing")
+			}
+		})
+	}
+}
+
+// killWriter runs a writer child, kills it with SIGKILL after a random
+// delay, and returns the tokens it acknowledged with their sessions.
+func killWriter(t *testing.T, backend, path string, round int) map[string]recall.Key {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), envChild+"=writer", envBackend+"="+backend, envPath+"="+path, fmt.Sprintf("%s=%d", envRound, round))
+	cmd.Stderr = os.Stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	acked := map[string]recall.Key{}
+	var mu sync.Mutex
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			var b, n int
+			if _, err := fmt.Sscanf(sc.Text(), "ack %d %d", &b, &n); err != nil {
+				continue
+			}
+			mu.Lock()
+			for i := range n {
+				acked[token(round, b, i)] = keys[b%len(keys)]
+			}
+			mu.Unlock()
+		}
+	}()
+	time.Sleep(time.Duration(100+rand.IntN(400)) * time.Millisecond)
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	err = cmd.Wait()
+	<-done
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() {
+		t.Fatalf("the writer ended before the kill: %v", err)
+	}
+	return acked
+}
+
+// tokenRE finds an item's token in a snippet.
+var tokenRE = regexp.MustCompile(`zq\d+q\d+q\d+zq`)
+
+// checkFound opens the store and searches for every acknowledged token:
+// one search per round (the prefix its tokens share), read page by page;
+// each token must be a hit once, in its session.
+func checkFound(t *testing.T, backend, path string, acked map[string]recall.Key, rounds int) {
+	t.Helper()
+	ctx := context.Background()
+	s, err := open(backend, path)
+	if err != nil {
+		t.Fatalf("reopen after the kill: %v", err)
+	}
+	defer s.Close()
+	found := map[string]recall.Key{}
+	for r := range rounds {
+		hits, err := storetest.SearchAll(ctx, s, recall.SearchOptions{Query: fmt.Sprintf("zq%dq", r), Limit: recall.MaxSearchLimit}, recall.Search)
+		if err != nil {
+			t.Fatalf("search for round %d: %v", r, err)
+		}
+		for _, h := range hits {
+			tok := tokenRE.FindString(h.Snippet)
+			if _, dup := found[tok]; dup || tok == "" {
+				t.Fatalf("hit %+v: no token in its snippet, or one found twice", h)
+			}
+			found[tok] = h.Key
+		}
+	}
+	for tok, k := range acked {
+		if got, ok := found[tok]; !ok || got != k {
+			t.Fatalf("the acknowledged item %s of %s: found in %v (%v)", tok, k, got, ok)
+		}
+	}
+	for _, opts := range []recall.SearchOptions{{Query: "北京", Limit: 200}, {Query: "common words", Project: "crash", Limit: 97}} {
+		if err := storetest.CompareSearch(ctx, s, opts); err != nil {
+			t.Errorf("after the kill: %v", err)
+		}
+	}
+	if err := recall.Verify(ctx, s); err != nil {
+		t.Errorf("recall.Verify after the kill: %v", err)
+	}
+}
