@@ -62,6 +62,7 @@ Exit codes: 0 ok, 1 failed, 2 bad usage.`,
 		newMirrorCmd(a),
 		newCompactCmd(a),
 		newMemoryCmd(a),
+		newServeCmd(a), newTokenCmd(a),
 	)
 	return root
 }
