@@ -70,11 +70,15 @@ func newConversationID() string {
 // slash, too long) cannot name a conversation: it is a 404, and never
 // reaches the store.
 func (s *Server) convKey(r *http.Request) (recall.Key, error) {
+	return s.userConvKey(r, r.PathValue("conversation_id"))
+}
+
+// userConvKey returns the key of the user's conversation id.
+func (s *Server) userConvKey(r *http.Request, id string) (recall.Key, error) {
 	u, ok := userFrom(r.Context())
 	if !ok {
 		return recall.Key{}, &APIError{Status: http.StatusUnauthorized, Message: "No user for this request.", Type: "invalid_request_error", Code: "invalid_api_key"}
 	}
-	id := r.PathValue("conversation_id")
 	if recall.ValidateID(id) != nil {
 		return recall.Key{}, conversationNotFound(id)
 	}
@@ -133,12 +137,11 @@ func (s *Server) createConversation(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, invalidParam("metadata", "Invalid 'metadata': %v", err))
 		return
 	}
-	key, err := s.convKey(r)
+	key, err := s.userConvKey(r, newConversationID())
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	key.Session = newConversationID()
 	m, err := recall.Create(r.Context(), s.store, key, recall.CreateOptions{Metadata: body.Metadata, Items: items})
 	if err != nil {
 		s.writeError(w, r, err)

@@ -52,7 +52,7 @@ import (
 // a 400: a key names one request.
 
 // IdempotencyProject is the store project that holds idempotency records.
-const IdempotencyProject = "_server.idempotency"
+const IdempotencyProject = ReservedPrefix + "idempotency"
 
 // IdempotencyTTL is how long a request's result is replayed for its key.
 const IdempotencyTTL = 24 * time.Hour
