@@ -18,6 +18,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/compact"
 )
 
 // AuthMode says how requests are authenticated.
@@ -56,6 +57,10 @@ type Options struct {
 	// MaxBodyBytes is the largest request body accepted (413 over it).
 	// Default: the store's item limit plus room for the envelope.
 	MaxBodyBytes int64
+	// Compactor compacts sessions for POST
+	// /api/v1/sessions/{id}/compact. Default: nil, and that route
+	// answers that no model is configured.
+	Compactor compact.Compactor
 }
 
 // ErrBadOptions reports Options New cannot serve with.
@@ -68,6 +73,7 @@ type Server struct {
 	log   *slog.Logger
 	mux   *http.ServeMux
 	h     http.Handler // mux wrapped in the middleware
+	ops   *ops         // the middleware's state: limiters, metrics
 }
 
 // New returns a Server over store. The store stays the caller's to close.
