@@ -18,6 +18,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/recallkit/recall/filestore"
+	"github.com/recallkit/recall/provider/offline"
 	"github.com/recallkit/recall/server"
 	"github.com/recallkit/recall/storeurl"
 )
@@ -63,6 +64,10 @@ The server keeps nothing of its own: tokens, idempotency records and
 sessions live in the store, so any number of 'recall serve' processes over
 one PostgreSQL or Redis store serve the same users as one, behind any load
 balancer.
+
+POST /api/v1/sessions/{id}/compact compacts with the model configured as
+for 'recall chat' (OPENAI_API_KEY, OPENAI_BASE_URL, RECALL_MODEL or the
+flags below); without one, that route answers that no model is set.
 
 It logs one line on start with the address and the store, then one line a
 request, on stderr. SIGINT or SIGTERM stops it gracefully: it takes no new
@@ -132,6 +137,17 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	if f.rate == 0 {
 		opts.RateLimit = -1 // server.Options: negative turns limiting off
 	}
+	model, err := f.model.build()
+	if err != nil {
+		return err
+	}
+	modelLabel := "none (set OPENAI_API_KEY to compact sessions)"
+	if _, off := model.model.(offline.Model); !off {
+		if opts.Compactor, err = compactor(model.model); err != nil {
+			return err
+		}
+		modelLabel = model.label
+	}
 	st, err := a.store(ctx)
 	if err != nil {
 		return err
@@ -154,7 +170,7 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	log.Info("recall serve listening", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String(),
-		"store", a.storeName(), "auth", string(auth))
+		"store", a.storeName(), "auth", string(auth), "model", modelLabel)
 	return serveUntilSignal(ctx, srv, ln, f.grace, log)
 }
 

@@ -340,36 +340,40 @@ func TestServeTokens(t *testing.T) {
 		t.Errorf("openai-go without a token: %v, want 401", err)
 	}
 
-	// recall's own API over plain HTTP: alice lists her one session, the
-	// admin lists every user's, bob lists none.
-	listed := func(token string) []string {
+	// recall's own API over plain HTTP: alice lists her one session, bob
+	// none; the admin lists every user's with all=true, and bob may not.
+	listed := func(token, query string) []string {
 		t.Helper()
-		code, body := s.do("GET", "/api/v1/sessions", token, nil)
+		code, body := s.do("GET", "/api/v1/sessions"+query, token, nil)
 		if code != http.StatusOK {
-			t.Fatalf("GET /api/v1/sessions: %d %s", code, body)
+			t.Fatalf("GET /api/v1/sessions%s: %d %s", query, code, body)
 		}
 		var page struct {
 			Data []struct {
-				ID string `json:"id"`
+				ID   string `json:"id"`
+				User string `json:"user"`
 			} `json:"data"`
 		}
 		if err := json.Unmarshal(body, &page); err != nil {
-			t.Fatalf("GET /api/v1/sessions: %v\n%s", err, body)
+			t.Fatalf("GET /api/v1/sessions%s: %v\n%s", query, err, body)
 		}
 		var ids []string
 		for _, d := range page.Data {
-			ids = append(ids, d.ID)
+			ids = append(ids, d.User+"/"+d.ID)
 		}
 		return ids
 	}
-	if ids := listed(alice); len(ids) != 1 || ids[0] != conv.ID {
-		t.Errorf("alice's sessions: %v, want [%s]", ids, conv.ID)
+	if ids := listed(alice, ""); len(ids) != 1 || ids[0] != "alice/"+conv.ID {
+		t.Errorf("alice's sessions: %v, want [alice/%s]", ids, conv.ID)
 	}
-	if ids := listed(bob); len(ids) != 0 {
+	if ids := listed(bob, ""); len(ids) != 0 {
 		t.Errorf("bob's sessions: %v, want none", ids)
 	}
-	if ids := listed(admin); len(ids) != 1 || ids[0] != conv.ID {
-		t.Errorf("the admin's listing: %v, want [%s]", ids, conv.ID)
+	if ids := listed(admin, "?all=true"); len(ids) != 1 || ids[0] != "alice/"+conv.ID {
+		t.Errorf("the admin's listing of all: %v, want [alice/%s]", ids, conv.ID)
+	}
+	if code, body := s.do("GET", "/api/v1/sessions?all=true", bob, nil); code != http.StatusForbidden {
+		t.Errorf("bob lists all: %d %s, want 403", code, body)
 	}
 
 	// A revoked token is refused from the next request on.
@@ -553,5 +557,47 @@ func TestServeGracefulShutdown(t *testing.T) {
 				t.Errorf("metadata after shutdown: %v", page.Sessions[0].Metadata)
 			}
 		})
+	}
+}
+
+// TestServeShutdownCutsOff stops the server while a request's body is
+// still arriving, with a grace period shorter than the request: the
+// request is cut off after the grace, the process exits 1 saying so, and
+// the request wrote nothing.
+func TestServeShutdownCutsOff(t *testing.T) {
+	e := newEnv(t)
+	s := e.serve("--auth", "none", "--shutdown-timeout", "300ms")
+	host := strings.TrimPrefix(s.URL, "http://")
+	conn, err := net.Dial("tcp", host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	body := `{"items":[{"type":"message","role":"user","content":"never finished"}]}`
+	head := fmt.Sprintf("POST /v1/conversations HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", host, len(body))
+	if _, err := io.WriteString(conn, head+body[:10]); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if code := stop(t, s, syscall.SIGTERM); code != exitFailed {
+		t.Fatalf("exit %d, want %d:\n%s", code, exitFailed, s.log())
+	}
+	lines := strings.Split(strings.TrimSpace(s.log()), "\n")
+	if last := lines[len(lines)-1]; !strings.HasPrefix(last, "recall: serve: requests still running after 300ms were cut off") {
+		t.Errorf("last line: %q", last)
+	}
+	// The connection was closed without an answer.
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if n, err := conn.Read(make([]byte, 1)); n != 0 || err == nil {
+		t.Errorf("the cut-off request was answered (%d bytes, %v)", n, err)
+	}
+	st, err := filestore.Open(filestore.Options{Dir: e.home})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	page, err := st.List(context.Background(), "", recall.ListOptions{IncludeArchived: true})
+	if err != nil || len(page.Sessions) != 0 {
+		t.Fatalf("the cut-off request left sessions: %+v, %v", page.Sessions, err)
 	}
 }
