@@ -8,12 +8,14 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/conversations"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/pagination"
 	"github.com/openai/openai-go/v3/packages/param"
 	"github.com/openai/openai-go/v3/responses"
 	"github.com/openai/openai-go/v3/shared"
@@ -31,16 +33,13 @@ func functionCall(id, callID string) responses.ResponseInputItemUnionParam {
 	return it
 }
 
-// text returns the content of an easy message item as the server sent it.
+// text returns the text of a message item as the server sent it.
 func text(t *testing.T, it conversations.ConversationItemUnion) string {
 	t.Helper()
-	var m struct {
-		Content string `json:"content"`
+	if !json.Valid([]byte(it.RawJSON())) {
+		t.Fatalf("item is not JSON: %s", it.RawJSON())
 	}
-	if err := json.Unmarshal([]byte(it.RawJSON()), &m); err != nil {
-		t.Fatalf("item %s: %v", it.RawJSON(), err)
-	}
-	return m.Content
+	return recall.Item(it.RawJSON()).Text()
 }
 
 // TestConversationsAPI drives every route of the Conversations API with
@@ -574,4 +573,92 @@ func TestItemIDsSurviveRestart(t *testing.T) {
 	if err != nil || it.AsFunctionCall().CallID != "3" {
 		t.Errorf("get the reused id: %v", err)
 	}
+}
+
+// countingStore counts the items Store.Items returns.
+type countingStore struct {
+	recall.Store
+	items atomic.Int64
+	calls atomic.Int64
+}
+
+func (s *countingStore) Items(ctx context.Context, key recall.Key, limit int) ([]recall.LiveItem, int64, error) {
+	live, last, err := s.Store.Items(ctx, key, limit)
+	s.calls.Add(1)
+	s.items.Add(int64(len(live)))
+	return live, last, err
+}
+
+// TestListReadsLittle checks that the newest page of a 10,000-item
+// conversation, the pages after it, and an item near the end read only
+// the newest items of the view, not the whole conversation.
+func TestListReadsLittle(t *testing.T) {
+	ctx := context.Background()
+	st := &countingStore{Store: backends()[0].open(t)}
+	c := client(serve(t, st), "")
+	conv, err := c.Conversations.New(ctx, conversations.ConversationNewParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const total = 10000
+	for start := 0; start < total; start += 500 {
+		batch := make([]recall.Item, 500)
+		for i := range batch {
+			batch[i] = recall.Message("user", fmt.Sprint(start+i))
+		}
+		if _, err := st.Append(ctx, localKey(conv.ID), recall.IfExists(), recall.ItemEntries(batch...)...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reads := func(what string, max int64, call func() error) {
+		t.Helper()
+		st.items.Store(0)
+		if err := call(); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if n := st.items.Load(); n > max {
+			t.Errorf("%s read %d items, want at most %d", what, n, max)
+		}
+	}
+	var page *pagination.ConversationCursorPage[conversations.ConversationItemUnion]
+	reads("the newest page", 21, func() (err error) {
+		page, err = c.Conversations.Items.List(ctx, conv.ID, conversations.ItemListParams{})
+		return err
+	})
+	reads("the second page", 42+84, func() (err error) {
+		page, err = c.Conversations.Items.List(ctx, conv.ID, conversations.ItemListParams{After: param.NewOpt(page.LastID)})
+		return err
+	})
+	if len(page.Data) != 20 || text(t, page.Data[0]) != "9979" {
+		t.Errorf("second page starts at %s", page.Data[0].RawJSON())
+	}
+	reads("an asc page after an item near the end", 42, func() (err error) {
+		page, err = c.Conversations.Items.List(ctx, conv.ID, conversations.ItemListParams{After: param.NewOpt(page.LastID), Order: conversations.ItemListParamsOrderAsc})
+		return err
+	})
+	if len(page.Data) != 20 || text(t, page.Data[0]) != "9961" || text(t, page.Data[19]) != "9980" || !page.HasMore {
+		t.Errorf("asc page starts at %s", page.Data[0].RawJSON())
+	}
+	reads("getting an item near the end", 64, func() error {
+		_, err := c.Conversations.Items.Get(ctx, conv.ID, page.Data[0].ID, conversations.ItemGetParams{})
+		return err
+	})
+	// The first asc page is the oldest items: it reads the whole view.
+	var oldest string
+	reads("the first asc page", total, func() error {
+		p, err := c.Conversations.Items.List(ctx, conv.ID, conversations.ItemListParams{Order: conversations.ItemListParamsOrderAsc, Limit: param.NewOpt[int64](1)})
+		if err == nil {
+			oldest = p.Data[0].ID
+		}
+		return err
+	})
+	// The oldest item is found by reading back to it, four times more
+	// each time.
+	reads("the oldest item", 64+256+1024+4096+total, func() error {
+		it, err := c.Conversations.Items.Get(ctx, conv.ID, oldest, conversations.ItemGetParams{})
+		if err == nil && text(t, *it) != "0" {
+			t.Errorf("oldest item %s", it.RawJSON())
+		}
+		return err
+	})
 }
