@@ -124,20 +124,32 @@ func (s *Server) idempotent(h http.HandlerFunc) http.HandlerFunc {
 		}
 
 		rec := &recorder{ResponseWriter: w, status: http.StatusOK}
+		panicked := true
+		defer func() {
+			if panicked { // release the key for a retry; the panic goes on to the recovery middleware
+				s.recordOutcome(r, rk, seq, idemRecord{State: "released", At: time.Now().UTC(), Fingerprint: fp})
+			}
+		}()
 		h(rec, r)
+		panicked = false
 
-		// The outcome is recorded even when the client has gone: its
-		// retry must find it.
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 30*time.Second)
-		defer cancel()
 		out := idemRecord{State: "released", At: time.Now().UTC(), Fingerprint: fp}
 		if final(rec.status) {
 			out.State, out.Status, out.ContentType, out.Body = "result", rec.status, rec.Header().Get("Content-Type"), rec.body.Bytes()
 		}
-		if _, err := s.store.Append(ctx, rk, recall.IfLastSeq(seq), recall.ItemEntry(out.item())); err != nil {
-			s.log.ErrorContext(ctx, "idempotency: recording the outcome failed; a retry will run the request again",
-				"route", r.Pattern, "status", rec.status, "err", err)
-		}
+		s.recordOutcome(r, rk, seq, out)
+	}
+}
+
+// recordOutcome appends a request's outcome to its record, guarded by the
+// seq of its reservation. It is written even when the client has gone:
+// the client's retry must find it.
+func (s *Server) recordOutcome(r *http.Request, rk recall.Key, seq int64, out idemRecord) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 30*time.Second)
+	defer cancel()
+	if _, err := s.store.Append(ctx, rk, recall.IfLastSeq(seq), recall.ItemEntry(out.item())); err != nil {
+		s.log.ErrorContext(ctx, "idempotency: recording the outcome failed; a retry will run the request again",
+			"route", r.Pattern, "state", out.State, "status", out.Status, "err", err)
 	}
 }
 

@@ -110,3 +110,39 @@ func TestDerivedIDs(t *testing.T) {
 		}
 	}
 }
+
+// TestIdempotencyReleasesOnPanic checks that a handler that panics leaves
+// its key released, so the retry runs at once instead of waiting for the
+// reservation to be abandoned.
+func TestIdempotencyReleasesOnPanic(t *testing.T) {
+	st := memstore.New(memstore.Options{})
+	defer st.Close()
+	s, err := New(context.Background(), st, Options{Auth: AuthNone, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), RateLimit: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := 0
+	h := s.idempotent(func(w http.ResponseWriter, r *http.Request) {
+		runs++
+		if runs == 1 {
+			panic("handler bug")
+		}
+		writeJSON(w, http.StatusOK, map[string]int{"run": runs})
+	})
+	call := func() (rec *httptest.ResponseRecorder, panicked any) {
+		defer func() { panicked = recover() }()
+		req := httptest.NewRequest("POST", "/v1/conversations", strings.NewReader(`{}`))
+		req.Header.Set("Idempotency-Key", "k")
+		req = req.WithContext(withUser(req.Context(), User{Name: DefaultUser}))
+		rec = httptest.NewRecorder()
+		h(rec, req)
+		return rec, nil
+	}
+	if _, p := call(); p != "handler bug" {
+		t.Fatalf("the panic did not go on: %v", p)
+	}
+	rec, p := call()
+	if p != nil || rec.Code != 200 || !strings.Contains(rec.Body.String(), `"run":2`) {
+		t.Errorf("the retry after a panic: %v %d %s", p, rec.Code, rec.Body)
+	}
+}
