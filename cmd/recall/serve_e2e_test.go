@@ -119,7 +119,9 @@ func (e *env) serve(args ...string) *served {
 			_ = cmd.Process.Kill()
 			<-s.done
 		}
-		if e.t.Failed() {
+		if strings.Contains(s.log(), "DATA RACE") {
+			e.t.Errorf("recall serve found a data race:\n%s", s.log())
+		} else if e.t.Failed() {
 			e.t.Logf("recall serve log:\n%s", s.log())
 		}
 	})
@@ -429,7 +431,7 @@ func TestServeUsage(t *testing.T) {
 		}
 		cmd := exec.Command(e.bin, "serve", "--auth", "none", "--addr", addr)
 		cmd.Env = e.serveEnviron()
-		var out bytes.Buffer
+		var out lockedBuffer
 		cmd.Stderr = &out
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -444,6 +446,24 @@ func TestServeUsage(t *testing.T) {
 			t.Errorf("serve --auth none --addr %s: %v\n%s", addr, err, out.String())
 		}
 	}
+}
+
+// lockedBuffer is a bytes.Buffer a process writes while the test reads.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 func ipv6Loopback() bool {

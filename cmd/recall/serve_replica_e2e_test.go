@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -221,6 +222,13 @@ func testReplicas(t *testing.T, e *env) {
 		total += len(views[0])
 	}
 	t.Logf("%d conversations, %d items, through 2 replicas", len(acked), total)
+	// Both replicas stop cleanly (a -race binary that saw a race would
+	// exit 66 here).
+	for i, s := range reps {
+		if code := stop(t, s, syscall.SIGTERM); code != 0 {
+			t.Errorf("replica %d: exit %d after SIGTERM", i, code)
+		}
+	}
 }
 
 // listed is an item as a listing shows it.
