@@ -13,7 +13,8 @@ package server_test
 // loopback HTTP round trip to a handler that answers "{}".
 //
 // The server runs as recall serve runs it: token auth (so every request
-// pays its token lookup in the store), no rate limit, logs discarded.
+// pays its token lookup in the store), no rate limit, logs discarded; and
+// once more with --auth none ("http-noauth"), to show the lookup's cost.
 
 import (
 	"bytes"
@@ -98,21 +99,28 @@ func BenchmarkService(b *testing.B) {
 // benchBackend runs add3 and list20, direct and through HTTP, on st.
 func benchBackend(b *testing.B, st recall.Store, client *http.Client) {
 	ctx := context.Background()
-	const user = "bench"
+	// One user, the one --auth none serves as, so that both servers see
+	// the same conversations.
+	const user = server.DefaultUser
 	token, _, err := server.CreateToken(ctx, st, user, false)
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv, err := server.New(ctx, st, server.Options{
-		Logger:     slog.New(slog.DiscardHandler),
-		Registerer: prometheus.NewRegistry(),
-		RateLimit:  -1,
-	})
-	if err != nil {
-		b.Fatal(err)
+	serve := func(auth server.AuthMode) *httptest.Server {
+		srv, err := server.New(ctx, st, server.Options{
+			Auth:       auth,
+			Logger:     slog.New(slog.DiscardHandler),
+			Registerer: prometheus.NewRegistry(),
+			RateLimit:  -1,
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return httptest.NewServer(srv)
 	}
-	ts := httptest.NewServer(srv)
+	ts, tsNone := serve(server.AuthToken), serve(server.AuthNone)
 	defer ts.Close()
+	defer tsNone.Close()
 	project := server.User{Name: user}.Project()
 
 	// The long conversation list20 reads, written in batches directly.
@@ -149,9 +157,11 @@ func benchBackend(b *testing.B, st recall.Store, client *http.Client) {
 			return err
 		}
 	}
-	add3HTTP := func() func(context.Context) error {
-		url := ts.URL + "/v1/conversations/" + newConv().Session + "/items"
-		return func(ctx context.Context) error { return post(ctx, client, url, token, body) }
+	add3HTTP := func(ts *httptest.Server, token string) func() func(context.Context) error {
+		return func() func(context.Context) error {
+			url := ts.URL + "/v1/conversations/" + newConv().Session + "/items"
+			return func(ctx context.Context) error { return post(ctx, client, url, token, body) }
+		}
 	}
 	list20Direct := func() func(context.Context) error {
 		return func(ctx context.Context) error {
@@ -162,24 +172,33 @@ func benchBackend(b *testing.B, st recall.Store, client *http.Client) {
 			return err
 		}
 	}
-	list20HTTP := func() func(context.Context) error {
-		url := ts.URL + "/v1/conversations/" + long.Session + "/items?limit=20"
-		return func(ctx context.Context) error { return get(ctx, client, url, token) }
+	list20HTTP := func(ts *httptest.Server, token string) func() func(context.Context) error {
+		return func() func(context.Context) error {
+			url := ts.URL + "/v1/conversations/" + long.Session + "/items?limit=20"
+			return func(ctx context.Context) error { return get(ctx, client, url, token) }
+		}
 	}
+	// "http" is the server as recall serve runs it by default, with
+	// token auth; "http-noauth" is --auth none, which shows what the
+	// token lookup costs.
 	for _, c := range []struct {
-		name         string
-		direct, http func() func(context.Context) error
+		name  string
+		modes map[string]func() func(context.Context) error
 	}{
-		{"add3", add3Direct, add3HTTP},
-		{"list20", list20Direct, list20HTTP},
+		{"add3", map[string]func() func(context.Context) error{
+			"direct": add3Direct, "http": add3HTTP(ts, token), "http-noauth": add3HTTP(tsNone, ""),
+		}},
+		{"list20", map[string]func() func(context.Context) error{
+			"direct": list20Direct, "http": list20HTTP(ts, token), "http-noauth": list20HTTP(tsNone, ""),
+		}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			b.Run("direct", func(b *testing.B) {
-				runBoth(b, func(b *testing.B) { serial(b, c.direct()) }, func(b *testing.B) { parallel(b, c.direct) })
-			})
-			b.Run("http", func(b *testing.B) {
-				runBoth(b, func(b *testing.B) { serial(b, c.http()) }, func(b *testing.B) { parallel(b, c.http) })
-			})
+			for _, mode := range []string{"direct", "http", "http-noauth"} {
+				newCall := c.modes[mode]
+				b.Run(mode, func(b *testing.B) {
+					runBoth(b, func(b *testing.B) { serial(b, newCall()) }, func(b *testing.B) { parallel(b, newCall) })
+				})
+			}
 		})
 	}
 }
