@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -660,5 +661,60 @@ func TestListReadsLittle(t *testing.T) {
 			t.Errorf("oldest item %s", it.RawJSON())
 		}
 		return err
+	})
+}
+
+// TestItemIDRace checks that of concurrent adds of items with one id,
+// exactly one is written, and that include and include[] are accepted.
+func TestItemIDRace(t *testing.T) {
+	eachBackend(t, func(t *testing.T, st recall.Store) {
+		ctx := context.Background()
+		srv := serve(t, st)
+		c := client(srv, "")
+		conv, err := c.Conversations.New(ctx, conversations.ConversationNewParams{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		const n = 8
+		statuses := make([]int, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				// Another item without an id moves the log between the
+				// check and the write of the others.
+				body := fmt.Sprintf(`{"items":[{"role":"user","content":"%d"},{"type":"function_call","id":"fc_race","call_id":"c%d","name":"f","arguments":"{}"}]}`, i, i)
+				statuses[i], _, _ = raw(t, srv, "POST", "/v1/conversations/"+conv.ID+"/items", body)
+			}()
+		}
+		wg.Wait()
+		ok := 0
+		for _, s := range statuses {
+			switch s {
+			case http.StatusOK:
+				ok++
+			case http.StatusBadRequest:
+			default:
+				t.Errorf("status %d", s)
+			}
+		}
+		m, err := st.Stat(ctx, localKey(conv.ID))
+		if ok != 1 || err != nil || m.ItemCount != 2 {
+			t.Errorf("%d adds of one id succeeded, %d items (%v); want 1 and 2", ok, m.ItemCount, err)
+		}
+
+		page, err := c.Conversations.Items.List(ctx, conv.ID, conversations.ItemListParams{Include: []responses.ResponseIncludable{responses.ResponseIncludableMessageOutputTextLogprobs}})
+		if err != nil || len(page.Data) != 2 {
+			t.Errorf("list with include[]: %v", err)
+		}
+		for _, q := range []string{"?include=message.output_text.logprobs", "?include[]=reasoning.encrypted_content&include[]=message.input_image.image_url"} {
+			if status, _, body := raw(t, srv, "GET", "/v1/conversations/"+conv.ID+"/items"+q, ""); status != http.StatusOK || !strings.Contains(body, "fc_race") {
+				t.Errorf("list %s: %d %s", q, status, body)
+			}
+			if status, _, body := raw(t, srv, "GET", "/v1/conversations/"+conv.ID+"/items/fc_race"+q, ""); status != http.StatusOK || !strings.Contains(body, "fc_race") {
+				t.Errorf("get %s: %d %s", q, status, body)
+			}
+		}
 	})
 }
