@@ -621,3 +621,57 @@ func TestServeShutdownCutsOff(t *testing.T) {
 		t.Fatalf("the cut-off request left sessions: %+v, %v", page.Sessions, err)
 	}
 }
+
+// TestServeCompaction: recall serve compacts through /api/v1 with the
+// model configured as for recall chat, and without one says so.
+func TestServeCompaction(t *testing.T) {
+	items := `{"items":[` + strings.TrimSuffix(strings.Repeat(`{"type":"message","role":"user","content":"hello"},`, 6), ",") + `]}`
+	create := func(s *served) string {
+		t.Helper()
+		code, body := s.do("POST", "/v1/conversations", "", json.RawMessage(items))
+		var conv struct {
+			ID string `json:"id"`
+		}
+		if code != http.StatusOK || json.Unmarshal(body, &conv) != nil {
+			t.Fatalf("create: %d %s", code, body)
+		}
+		return conv.ID
+	}
+
+	t.Run("no model", func(t *testing.T) {
+		e := newEnv(t)
+		s := e.serve("--auth", "none")
+		contains(t, "start line", s.log(), `model="none`)
+		id := create(s)
+		code, body := s.do("POST", "/api/v1/sessions/"+id+"/compact", "", map[string]int{"keep": 2})
+		if code != http.StatusBadRequest || !strings.Contains(string(body), "no_model") {
+			t.Fatalf("compact without a model: %d %s", code, body)
+		}
+	})
+
+	t.Run("model", func(t *testing.T) {
+		e := newEnv(t)
+		srv := memoryServer(t, e, "chat")
+		s := e.serve("--auth", "none")
+		contains(t, "start line", s.log(), "chat-model at 127.0.0.1")
+		id := create(s)
+		code, body := s.do("POST", "/api/v1/sessions/"+id+"/compact", "", map[string]int{"keep": 2})
+		var res recall.CompactionResult
+		if code != http.StatusOK || json.Unmarshal(body, &res) != nil || !res.Compacted || res.Before != 6 || res.Kept != 2 {
+			t.Fatalf("compact: %d %s", code, body)
+		}
+		summaries := 0
+		for _, r := range srv.Requests() {
+			if isSummaryRequest(r) {
+				summaries++
+			}
+		}
+		if summaries != 1 {
+			t.Errorf("%d summary requests reached the model, want 1", summaries)
+		}
+		code, body = s.do("GET", "/v1/conversations/"+id+"/items?order=asc", "", nil)
+		if code != http.StatusOK || !strings.Contains(string(body), "the user said hello several times") {
+			t.Errorf("items after compaction: %d %s", code, body)
+		}
+	})
+}
