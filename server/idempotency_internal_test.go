@@ -146,3 +146,34 @@ func TestIdempotencyReleasesOnPanic(t *testing.T) {
 		t.Errorf("the retry after a panic: %v %d %s", p, rec.Code, rec.Body)
 	}
 }
+
+// TestIdempotencySweep checks that the sweep removes records idle for
+// twice the TTL and keeps the others.
+func TestIdempotencySweep(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New(memstore.Options{})
+	defer st.Close()
+	s, err := New(ctx, st, Options{Auth: AuthNone, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), RateLimit: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plant := func(key string, at time.Time) recall.Key {
+		rk := idempotencyKey("u", key)
+		rec := idemRecord{State: "result", At: at, Status: 200, Body: []byte(`{}`)}
+		if _, err := st.Import(ctx, rk,
+			recall.Entry{Seq: 1, Kind: recall.KindCreate, Time: at},
+			recall.Entry{Seq: 2, Kind: recall.KindItem, Time: at, Data: []byte(rec.item())}); err != nil {
+			t.Fatal(err)
+		}
+		return rk
+	}
+	old := plant("old", time.Now().Add(-2*IdempotencyTTL-time.Hour))
+	recent := plant("recent", time.Now().Add(-IdempotencyTTL-time.Hour))
+	s.sweepIdempotency()
+	if _, err := st.Stat(ctx, old); err == nil {
+		t.Errorf("the sweep kept a record idle for 2 days and an hour")
+	}
+	if _, err := st.Stat(ctx, recent); err != nil {
+		t.Errorf("the sweep removed a record idle for a day and an hour: %v", err)
+	}
+}
