@@ -3,18 +3,14 @@ package server_test
 // Benchmarks of the service against the store it serves, side by side in
 // one run (docs/BENCHMARKS.md, "Service"):
 //
-//	go test -run '^$' -bench BenchmarkService -benchtime 2s -count 3 ./server
+//	go test -run '^$' -bench BenchmarkService -benchtime 3s -count 3 ./server
 //
-// Each call is measured through HTTP (a real loopback listener, one reused
-// net/http client with a keep-alive pool big enough for 64 clients, raw
-// requests and JSON: the server's cost, not an SDK's) and as the same call
-// on the store directly; on the file store and PostgreSQL; with one client
-// and with 64 concurrent ones. The baseline of the same run is an empty
-// loopback HTTP round trip to a handler that answers "{}".
-//
-// The server runs as recall serve runs it: token auth (so every request
-// pays its token lookup in the store), no rate limit, logs discarded; and
-// once more with --auth none ("http-noauth"), to show the lookup's cost.
+// Calls go through HTTP on a real loopback listener with one reused
+// net/http client (a keep-alive pool big enough for 64 clients; raw
+// requests and bodies, so what is measured is the server, not an SDK's
+// encoding), and to the store directly; on the file store and
+// PostgreSQL. The server runs as recall serve runs it: no rate limit,
+// logs discarded.
 
 import (
 	"bytes"
@@ -24,8 +20,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -49,18 +45,29 @@ const benchClients = 64
 // benchItem is the item the benchmarks append: an easy input message.
 const benchItem = `{"type":"message","role":"user","content":"Summarize the design review notes from Tuesday and list the open questions."}`
 
+// BenchmarkService runs, for each store, call and concurrency, the same
+// call four ways interleaved in one loop, so that all four see the same
+// machine load: on the store directly ("direct"), through the server with
+// token auth as recall serve runs by default ("http"), through a server
+// with --auth none ("noauth": what the token lookup costs), and an empty
+// loopback round trip ("empty", the baseline). Each loop iteration is one
+// round: every way in turn, with one client (c1) or 64 concurrent ones
+// (c64; each makes 4 calls a round).
+//
+// It reports each way's time per call (direct-us, http-us, noauth-us,
+// empty-us; with 64 clients, wall time per call, the inverse of
+// throughput) and two ratios: overhead-rt = (http - direct) / empty, the
+// target being ≤ 1.5, and x-direct = direct / http, the throughput of
+// the server as a fraction of the store's (target ≥ 0.5 with 64 clients
+// on PostgreSQL).
 func BenchmarkService(b *testing.B) {
 	client := benchClient()
-	b.Run("empty", func(b *testing.B) {
-		ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			_, _ = io.Copy(io.Discard, r.Body)
-			w.Header().Set("Content-Type", "application/json")
-			_, _ = io.WriteString(w, "{}")
-		}))
-		defer ts.Close()
-		call := func(ctx context.Context) error { return get(ctx, client, ts.URL+"/", "") }
-		runBoth(b, func(b *testing.B) { serial(b, call) }, func(b *testing.B) { parallel(b, func() func(context.Context) error { return call }) })
-	})
+	empty := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, "{}")
+	}))
+	defer empty.Close()
 	backends := []struct {
 		name string
 		open func(b *testing.B) recall.Store
@@ -91,13 +98,21 @@ func BenchmarkService(b *testing.B) {
 		b.Run(be.name, func(b *testing.B) {
 			st := be.open(b)
 			defer st.Close()
-			benchBackend(b, st, client)
+			benchBackend(b, st, client, empty.URL+"/")
 		})
 	}
 }
 
-// benchBackend runs add3 and list20, direct and through HTTP, on st.
-func benchBackend(b *testing.B, st recall.Store, client *http.Client) {
+// way makes the call one client makes, one way.
+type way struct {
+	name string
+	// newCall returns the call of one client (each client of add3
+	// appends to a conversation of its own, as users do).
+	newCall func() func(context.Context) error
+}
+
+// benchBackend runs add3 and list20 on st, every way.
+func benchBackend(b *testing.B, st recall.Store, client *http.Client, emptyURL string) {
 	ctx := context.Background()
 	// One user, the one --auth none serves as, so that both servers see
 	// the same conversations.
@@ -138,7 +153,6 @@ func benchBackend(b *testing.B, st recall.Store, client *http.Client) {
 		}
 	}
 
-	// Each client appends to a conversation of its own, as users do.
 	var convs atomic.Int64
 	newConv := func() recall.Key {
 		k := recall.Key{Project: project, Session: fmt.Sprintf("conv_add%d", convs.Add(1))}
@@ -149,92 +163,95 @@ func benchBackend(b *testing.B, st recall.Store, client *http.Client) {
 	}
 	three := recall.ItemEntries(recall.Item(benchItem), recall.Item(benchItem), recall.Item(benchItem))
 	body := `{"items":[` + strings.Repeat(benchItem+",", 2) + benchItem + `]}`
-
-	add3Direct := func() func(context.Context) error {
-		k := newConv()
-		return func(ctx context.Context) error {
-			_, err := st.Append(ctx, k, recall.IfExists(), three...)
-			return err
-		}
-	}
-	add3HTTP := func(ts *httptest.Server, token string) func() func(context.Context) error {
-		return func() func(context.Context) error {
+	emptyWay := way{"empty", func() func(context.Context) error {
+		return func(ctx context.Context) error { return get(ctx, client, emptyURL, "") }
+	}}
+	add3HTTP := func(name string, ts *httptest.Server, token string) way {
+		return way{name, func() func(context.Context) error {
 			url := ts.URL + "/v1/conversations/" + newConv().Session + "/items"
 			return func(ctx context.Context) error { return post(ctx, client, url, token, body) }
-		}
+		}}
 	}
-	list20Direct := func() func(context.Context) error {
-		return func(ctx context.Context) error {
-			items, _, err := st.Items(ctx, long, 20)
-			if err == nil && len(items) != 20 {
-				err = fmt.Errorf("%d items", len(items))
-			}
-			return err
-		}
-	}
-	list20HTTP := func(ts *httptest.Server, token string) func() func(context.Context) error {
-		return func() func(context.Context) error {
+	list20HTTP := func(name string, ts *httptest.Server, token string) way {
+		return way{name, func() func(context.Context) error {
 			url := ts.URL + "/v1/conversations/" + long.Session + "/items?limit=20"
 			return func(ctx context.Context) error { return get(ctx, client, url, token) }
-		}
+		}}
 	}
-	// "http" is the server as recall serve runs it by default, with
-	// token auth; "http-noauth" is --auth none, which shows what the
-	// token lookup costs.
-	for _, c := range []struct {
-		name  string
-		modes map[string]func() func(context.Context) error
+	calls := []struct {
+		name string
+		ways []way
 	}{
-		{"add3", map[string]func() func(context.Context) error{
-			"direct": add3Direct, "http": add3HTTP(ts, token), "http-noauth": add3HTTP(tsNone, ""),
+		{"add3", []way{
+			{"direct", func() func(context.Context) error {
+				k := newConv()
+				return func(ctx context.Context) error {
+					_, err := st.Append(ctx, k, recall.IfExists(), three...)
+					return err
+				}
+			}},
+			add3HTTP("http", ts, token), add3HTTP("noauth", tsNone, ""), emptyWay,
 		}},
-		{"list20", map[string]func() func(context.Context) error{
-			"direct": list20Direct, "http": list20HTTP(ts, token), "http-noauth": list20HTTP(tsNone, ""),
+		{"list20", []way{
+			{"direct", func() func(context.Context) error {
+				return func(ctx context.Context) error {
+					items, _, err := st.Items(ctx, long, 20)
+					if err == nil && len(items) != 20 {
+						err = fmt.Errorf("%d items", len(items))
+					}
+					return err
+				}
+			}},
+			list20HTTP("http", ts, token), list20HTTP("noauth", tsNone, ""), emptyWay,
 		}},
-	} {
+	}
+	for _, c := range calls {
 		b.Run(c.name, func(b *testing.B) {
-			for _, mode := range []string{"direct", "http", "http-noauth"} {
-				newCall := c.modes[mode]
-				b.Run(mode, func(b *testing.B) {
-					runBoth(b, func(b *testing.B) { serial(b, newCall()) }, func(b *testing.B) { parallel(b, newCall) })
-				})
-			}
+			b.Run("c1", func(b *testing.B) { interleave(b, c.ways, 1, 1) })
+			b.Run(fmt.Sprintf("c%d", benchClients), func(b *testing.B) { interleave(b, c.ways, benchClients, 4) })
 		})
 	}
 }
 
-// runBoth runs one as "c1" and many as "c64".
-func runBoth(b *testing.B, one, many func(b *testing.B)) {
-	b.Run("c1", one)
-	b.Run(fmt.Sprintf("c%d", benchClients), many)
-}
-
-// serial runs call b.N times from one goroutine.
-func serial(b *testing.B, call func(context.Context) error) {
+// interleave runs rounds until the benchmark's time is up: in each round,
+// every way in turn, with clients concurrent clients making perClient
+// calls each. It reports each way's wall time per call and the ratios.
+func interleave(b *testing.B, ways []way, clients, perClient int) {
 	ctx := context.Background()
-	b.ReportAllocs()
-	for b.Loop() {
-		if err := call(ctx); err != nil {
-			b.Fatal(err)
+	calls := make([][]func(context.Context) error, len(ways))
+	for i, w := range ways {
+		for range clients {
+			calls[i] = append(calls[i], w.newCall())
 		}
 	}
-}
-
-// parallel runs b.N calls from benchClients goroutines, each with the
-// call newCall makes for it.
-func parallel(b *testing.B, newCall func() func(context.Context) error) {
-	ctx := context.Background()
-	b.SetParallelism((benchClients + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
-	b.ReportAllocs()
-	b.RunParallel(func(pb *testing.PB) {
-		call := newCall()
-		for pb.Next() {
-			if err := call(ctx); err != nil {
-				b.Error(err)
-				return
+	spent := make([]time.Duration, len(ways))
+	n := 0
+	for b.Loop() {
+		for i := range ways {
+			start := time.Now()
+			var wg sync.WaitGroup
+			for _, call := range calls[i] {
+				wg.Go(func() {
+					for range perClient {
+						if err := call(ctx); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
 			}
+			wg.Wait()
+			spent[i] += time.Since(start)
 		}
-	})
+		n += clients * perClient
+	}
+	per := map[string]float64{}
+	for i, w := range ways {
+		per[w.name] = float64(spent[i]) / float64(time.Microsecond) / float64(n)
+		b.ReportMetric(per[w.name], w.name+"-us")
+	}
+	b.ReportMetric((per["http"]-per["direct"])/per["empty"], "overhead-rt")
+	b.ReportMetric(per["direct"]/per["http"], "x-direct")
 }
 
 // benchClient is the one HTTP client every benchmark reuses, with room
