@@ -1,0 +1,241 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/time/rate"
+
+	"github.com/recallkit/recall/filestore"
+	"github.com/recallkit/recall/provider/offline"
+	"github.com/recallkit/recall/server"
+	"github.com/recallkit/recall/storeurl"
+)
+
+// The http.Server limits of recall serve. The write timeout is generous
+// because compaction waits for a model's summary before it answers.
+const (
+	serveReadHeaderTimeout = 10 * time.Second
+	serveReadTimeout       = 2 * time.Minute
+	serveWriteTimeout      = 5 * time.Minute
+	serveIdleTimeout       = 2 * time.Minute
+	serveMaxHeaderBytes    = 64 << 10
+)
+
+// serveFlags are the flags of recall serve.
+type serveFlags struct {
+	addr      string
+	auth      string
+	rate      float64
+	burst     int
+	maxBody   int64
+	grace     time.Duration
+	logFormat string
+	model     modelFlags
+}
+
+func newServeCmd(a *app) *cobra.Command {
+	var f serveFlags
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the store over HTTP: OpenAI's Conversations API and recall's /api/v1",
+		Long: `Serve the store to many users over HTTP: OpenAI's Conversations API under
+/v1 (the official OpenAI SDKs are clients: change only their base URL),
+recall's own API under /api/v1 (its OpenAPI document at
+/api/v1/openapi.json), and /healthz, /readyz and /metrics.
+
+With --auth token (the default) every request needs a bearer token made by
+'recall token create' over the same store; each user sees only their own
+conversations. --auth none serves everyone as the one user "local" and is
+accepted only on a loopback address.
+
+The server keeps nothing of its own: tokens, idempotency records and
+sessions live in the store, so any number of 'recall serve' processes over
+one PostgreSQL or Redis store serve the same users as one, behind any load
+balancer.
+
+POST /api/v1/sessions/{id}/compact compacts with the model configured as
+for 'recall chat' (OPENAI_API_KEY, OPENAI_BASE_URL, RECALL_MODEL or the
+flags below); without one, that route answers that no model is set.
+
+It logs one line on start with the address and the store, then one line a
+request, on stderr. SIGINT or SIGTERM stops it gracefully: it takes no new
+requests, lets those in flight finish (up to --shutdown-timeout), then
+closes the store.`,
+		Example: `  recall serve
+  recall serve --addr 0.0.0.0:8080 --store postgres://recall@db/recall
+  recall serve --auth none --addr 127.0.0.1:8080`,
+		Args: args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.serve(cmd.Context(), f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.addr, "addr", "127.0.0.1:8080", "listen on `HOST:PORT` (port 0: any free port, logged on start)")
+	fl.StringVar(&f.auth, "auth", string(server.AuthToken), "authentication: token (bearer tokens from 'recall token create') or none (loopback only)")
+	fl.Float64Var(&f.rate, "rate-limit", 50, "requests a second allowed to each user, per server process (0: no limit)")
+	fl.IntVar(&f.burst, "burst", 100, "requests a user may send at once above --rate-limit")
+	fl.Int64Var(&f.maxBody, "max-body", 0, "largest request body in `BYTES` (default: the store's item limit plus room for the envelope)")
+	fl.DurationVar(&f.grace, "shutdown-timeout", 30*time.Second, "on SIGINT/SIGTERM, how long requests in flight may take to finish")
+	fl.StringVar(&f.logFormat, "log-format", "text", "log lines as text (logfmt) or json")
+	f.model.register(fl)
+	return cmd
+}
+
+// checkServeAddr refuses a listen address that is not HOST:PORT, and
+// --auth none on any address that is not loopback.
+func checkServeAddr(addr string, auth server.AuthMode) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return usageError("--addr takes HOST:PORT, e.g. 127.0.0.1:8080", "--addr %q: %v", addr, err)
+	}
+	if auth == server.AuthNone && !isLoopback(host) {
+		return usageError("use --auth token (create tokens with 'recall token create'), or listen on 127.0.0.1",
+			"--auth none is refused on %q: it serves anyone who can connect, so it is allowed on a loopback address only", addr)
+	}
+	return nil
+}
+
+// isLoopback reports whether host (of an --addr) can be reached from this
+// machine only: localhost, 127.0.0.0/8 or ::1. An empty host listens on
+// every interface.
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func (a *app) serve(ctx context.Context, f serveFlags) error {
+	auth := server.AuthMode(f.auth)
+	if auth != server.AuthToken && auth != server.AuthNone {
+		return usageError("use --auth token or --auth none", "--auth %q: unknown mode", f.auth)
+	}
+	if err := checkServeAddr(f.addr, auth); err != nil {
+		return err
+	}
+	if f.rate < 0 || f.burst < 0 || f.maxBody < 0 || f.grace < 0 {
+		return usageError("use 0 or more", "--rate-limit, --burst, --max-body and --shutdown-timeout must not be negative")
+	}
+	log, err := serveLogger(a.stderr, f.logFormat)
+	if err != nil {
+		return err
+	}
+	opts := server.Options{Auth: auth, Logger: log, RateLimit: rate.Limit(f.rate), Burst: f.burst, MaxBodyBytes: f.maxBody}
+	if f.rate == 0 {
+		opts.RateLimit = -1 // server.Options: negative turns limiting off
+	}
+	model, err := f.model.build()
+	if err != nil {
+		return err
+	}
+	modelLabel := "none (set OPENAI_API_KEY to compact sessions)"
+	if _, off := model.model.(offline.Model); !off {
+		if opts.Compactor, err = compactor(model.model); err != nil {
+			return err
+		}
+		modelLabel = model.label
+	}
+	st, err := a.store(ctx)
+	if err != nil {
+		return err
+	}
+	h, err := server.New(ctx, st, opts)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	ln, err := net.Listen("tcp", f.addr)
+	if err != nil {
+		return withHint(fmt.Errorf("serve: %w", err), "choose another --addr, or stop what listens there")
+	}
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: serveReadHeaderTimeout,
+		ReadTimeout:       serveReadTimeout,
+		WriteTimeout:      serveWriteTimeout,
+		IdleTimeout:       serveIdleTimeout,
+		MaxHeaderBytes:    serveMaxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	log.Info("recall serve listening", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String(),
+		"store", a.storeName(), "auth", string(auth), "model", modelLabel)
+	return serveUntilSignal(ctx, srv, ln, f.grace, log)
+}
+
+// serveUntilSignal serves on ln until SIGINT or SIGTERM (or ctx ends),
+// then shuts srv down: the listener closes, requests in flight run to the
+// end (for up to grace), idle connections close. Only then does the
+// caller close the store, so no request loses its store half-way.
+func serveUntilSignal(ctx context.Context, srv *http.Server, ln net.Listener, grace time.Duration, log *slog.Logger) error {
+	sigCtx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		return fmt.Errorf("serve: %w", err)
+	case <-sigCtx.Done():
+	}
+	stop() // a second signal now kills the process, as usual
+	log.Info("recall serve shutting down", "grace", grace.String())
+	shutCtx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	err := srv.Shutdown(shutCtx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		_ = srv.Close()
+		return withHint(fmt.Errorf("serve: requests still running after %s were cut off", grace),
+			"raise --shutdown-timeout; every write that was cut off either committed whole or not at all")
+	}
+	if err != nil {
+		return fmt.Errorf("serve: shutdown: %w", err)
+	}
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve: %w", err)
+	}
+	log.Info("recall serve stopped")
+	return nil
+}
+
+// serveLogger is the logger of recall serve, on w.
+func serveLogger(w io.Writer, format string) (*slog.Logger, error) {
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, nil)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, nil)), nil
+	}
+	return nil, usageError("use --log-format text or json", "--log-format %q: unknown format", format)
+}
+
+// storeName names the store the flags and environment chose, in the order
+// app.store takes them, with every secret redacted.
+func (a *app) storeName() string {
+	switch {
+	case a.storeURL != "":
+		return storeurl.Redact(a.storeURL)
+	case a.home != "":
+		if abs, err := filepath.Abs(a.home); err == nil {
+			return "file://" + abs
+		}
+		return "file://" + a.home
+	case os.Getenv("RECALL_STORE") != "":
+		return storeurl.Redact(os.Getenv("RECALL_STORE"))
+	}
+	home, err := filestore.DefaultHome()
+	if err != nil {
+		return "file store (default home)"
+	}
+	return "file://" + home
+}

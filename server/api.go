@@ -1,0 +1,324 @@
+package server
+
+import (
+	_ "embed"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/recallkit/recall"
+)
+
+// recall's own API, under /api/v1: what the Conversations API lacks.
+//
+// A session here is the same thing as a conversation there, named by the
+// same id ("conv_…"), in the user's project (User.Project): another
+// user's session is a 404 on every route. An admin may list every user's
+// sessions (?user=NAME, or ?all=true for all of them) and remove them
+// (DELETE …?user=NAME), but every other route serves only the admin's own
+// sessions: an admin cannot read another user's items. The server's own
+// projects (ReservedPrefix: tokens, idempotency records) are never listed.
+//
+// Errors are OpenAI's shape, as under /v1.
+
+// openAPI is the OpenAPI 3.1 document of both APIs, served at
+// /api/v1/openapi.json.
+//
+//go:embed openapi.json
+var openAPI []byte
+
+// OpenAPI returns the OpenAPI 3.1 document of the server's two APIs.
+func OpenAPI() []byte { return append([]byte(nil), openAPI...) }
+
+// apiRoutes registers recall's /api/v1.
+func (s *Server) apiRoutes() {
+	s.mux.HandleFunc("GET /api/v1/openapi.json", func(w http.ResponseWriter, r *http.Request) {
+		writeRawJSON(w, http.StatusOK, openAPI)
+	})
+	s.mux.HandleFunc("GET /api/v1/me", s.me)
+	s.mux.HandleFunc("GET /api/v1/sessions", s.listSessions)
+	s.mux.HandleFunc("GET /api/v1/sessions/{session_id}", s.getSession)
+	s.mux.HandleFunc("PATCH /api/v1/sessions/{session_id}", s.updateSession)
+	s.mux.HandleFunc("DELETE /api/v1/sessions/{session_id}", s.deleteSession)
+	s.mux.HandleFunc("POST /api/v1/sessions/{session_id}/fork", s.idempotent(s.forkSession))
+	s.mux.HandleFunc("GET /api/v1/sessions/{session_id}/entries", s.sessionEntries)
+	s.mux.HandleFunc("GET /api/v1/sessions/{session_id}/usage", s.sessionUsage)
+	s.mux.HandleFunc("GET /api/v1/sessions/{session_id}/subagents", s.sessionSubagents)
+	s.mux.HandleFunc("GET /api/v1/sessions/{session_id}/export", s.exportSession)
+	s.mux.HandleFunc("POST /api/v1/sessions/{session_id}/compact", s.idempotent(s.compactSession))
+}
+
+// session is a session as /api/v1 shows it.
+type session struct {
+	ID          string            `json:"id"`
+	Object      string            `json:"object"` // "session"
+	User        string            `json:"user"`
+	Title       string            `json:"title"`
+	TitleSource string            `json:"title_source,omitempty"`
+	Created     time.Time         `json:"created"`
+	Updated     time.Time         `json:"updated"`
+	ItemCount   int               `json:"item_count"`
+	LastSeq     int64             `json:"last_seq"`
+	Archived    bool              `json:"archived"`
+	Pinned      bool              `json:"pinned"`
+	Labels      []string          `json:"labels"`
+	Metadata    map[string]string `json:"metadata"`
+	ForkedFrom  *forkOrigin       `json:"forked_from,omitempty"`
+	Usage       recall.Usage      `json:"usage"`
+}
+
+// forkOrigin is where a fork was taken from. ID is left out when the
+// origin is not a session of the same user (a session forked by other
+// means, from another project).
+type forkOrigin struct {
+	ID  string `json:"id,omitempty"`
+	Seq int64  `json:"seq"`
+}
+
+func sessionOf(m recall.Meta) session {
+	out := session{
+		ID:          m.Key.Session,
+		Object:      "session",
+		User:        strings.TrimPrefix(m.Key.Project, userPrefix),
+		Title:       m.Title,
+		TitleSource: string(m.TitleSource),
+		Created:     m.Created,
+		Updated:     m.Updated,
+		ItemCount:   m.ItemCount,
+		LastSeq:     m.LastSeq,
+		Archived:    m.Archived,
+		Pinned:      m.Pinned,
+		Labels:      m.Labels,
+		Metadata:    m.Metadata,
+		Usage:       m.Usage,
+	}
+	if out.Labels == nil {
+		out.Labels = []string{}
+	}
+	if out.Metadata == nil {
+		out.Metadata = map[string]string{}
+	}
+	if f := m.ForkedFrom; f != nil {
+		out.ForkedFrom = &forkOrigin{Seq: f.Seq}
+		if f.Key.Project == m.Key.Project && f.Key.IsMain() {
+			out.ForkedFrom.ID = f.Key.Session
+		}
+	}
+	return out
+}
+
+// userPrefix starts every user's project (see User.Project).
+const userPrefix = "user."
+
+// apiUser returns the request's user.
+func apiUser(r *http.Request) (User, error) {
+	u, ok := userFrom(r.Context())
+	if !ok {
+		return User{}, &APIError{Status: http.StatusUnauthorized, Message: "No user for this request.", Type: "invalid_request_error", Code: "invalid_api_key"}
+	}
+	return u, nil
+}
+
+// sessionKey returns the key of the session the path names, in the
+// user's project. An id that is not a valid session ID never reaches the
+// store: it is a 404.
+func sessionKey(r *http.Request) (recall.Key, error) {
+	u, err := apiUser(r)
+	if err != nil {
+		return recall.Key{}, err
+	}
+	id := r.PathValue("session_id")
+	if recall.ValidateID(id) != nil {
+		return recall.Key{}, sessionNotFound(id)
+	}
+	return recall.Key{Project: u.Project(), Session: id}, nil
+}
+
+func sessionNotFound(id string) *APIError {
+	return &APIError{Status: http.StatusNotFound, Message: "Session with id '" + shorten(id) + "' not found.",
+		Type: "invalid_request_error", Param: "session_id"}
+}
+
+// sessionErr turns the store's ErrNotFound into the session's 404.
+func sessionErr(err error, key recall.Key) error {
+	if errors.Is(err, recall.ErrNotFound) {
+		return sessionNotFound(key.Session)
+	}
+	return err
+}
+
+// intParam reads an integer query parameter in [min, max]; def when it
+// is absent.
+func intParam(r *http.Request, name string, def, min, max int64) (int64, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < min || n > max {
+		return 0, invalidParam(name, "Invalid '%s': %q; expected an integer from %d to %d.", name, shorten(v), min, max)
+	}
+	return n, nil
+}
+
+// boolParam reads a boolean query parameter ("true"/"false"/"1"/"0").
+func boolParam(r *http.Request, name string) (bool, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, invalidParam(name, "Invalid '%s': %q; expected true or false.", name, shorten(v))
+	}
+	return b, nil
+}
+
+func (s *Server) me(w http.ResponseWriter, r *http.Request) {
+	u, err := apiUser(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Object string `json:"object"`
+		User   string `json:"user"`
+		Admin  bool   `json:"admin"`
+	}{"user", u.Name, u.Admin})
+}
+
+func (s *Server) getSession(w http.ResponseWriter, r *http.Request) {
+	key, err := sessionKey(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	m, err := s.store.Stat(r.Context(), key)
+	if err != nil {
+		s.writeError(w, r, sessionErr(err, key))
+		return
+	}
+	writeJSON(w, http.StatusOK, sessionOf(m))
+}
+
+// sessionUpdate is the body of PATCH /api/v1/sessions/{id}: every field
+// is optional, and only those present change.
+type sessionUpdate struct {
+	Title    *string   `json:"title"`
+	Pinned   *bool     `json:"pinned"`
+	Archived *bool     `json:"archived"`
+	Labels   *[]string `json:"labels"`
+}
+
+// updateSession renames, pins or unpins, archives or unarchives, and
+// relabels a session. The pin, archive and label changes are one entry,
+// written at once; a title is one entry more.
+func (s *Server) updateSession(w http.ResponseWriter, r *http.Request) {
+	key, err := sessionKey(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var body sessionUpdate
+	if err := s.readJSON(w, r, &body); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if body.Title == nil && body.Pinned == nil && body.Archived == nil && body.Labels == nil {
+		s.writeError(w, r, invalidParam("", "Nothing to change: send one or more of title, pinned, archived and labels."))
+		return
+	}
+	if body.Labels != nil {
+		if len(*body.Labels) > maxLabels {
+			s.writeError(w, r, invalidParam("labels", "At most %d labels.", maxLabels))
+			return
+		}
+		for i, l := range *body.Labels {
+			if l == "" || len(l) > maxLabelLen {
+				s.writeError(w, r, invalidParam(fmt.Sprintf("labels[%d]", i), "Invalid label %q: 1 to %d bytes.", shorten(l), maxLabelLen))
+				return
+			}
+		}
+	}
+	if body.Title != nil && len(*body.Title) > maxTitleLen {
+		s.writeError(w, r, invalidParam("title", "The title is longer than %d bytes.", maxTitleLen))
+		return
+	}
+	// Each change is guarded by the session's existence (IfExists), so a
+	// missing session is a 404 and a removed one is never brought back.
+	ctx := r.Context()
+	var m recall.Meta
+	if body.Pinned != nil || body.Archived != nil || body.Labels != nil {
+		c := recall.MetaChange{Pinned: body.Pinned, Archived: body.Archived}
+		if body.Labels != nil {
+			c.Labels, c.SetLabels = *body.Labels, true
+		}
+		if m, err = recall.ChangeMeta(ctx, s.store, key, c); err != nil {
+			s.writeError(w, r, sessionErr(err, key))
+			return
+		}
+	}
+	if body.Title != nil {
+		if m, err = recall.SetTitle(ctx, s.store, key, *body.Title, recall.TitleUser); err != nil {
+			s.writeError(w, r, sessionErr(err, key))
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, sessionOf(m))
+}
+
+// The bounds of what PATCH sets.
+const (
+	maxTitleLen = 1024
+	maxLabels   = 64
+	maxLabelLen = 256
+)
+
+// deleteSession removes a session with its subagent records. An admin
+// removes another user's with ?user=NAME.
+func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) {
+	key, err := sessionKey(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if name := r.URL.Query().Get("user"); name != "" {
+		u, _ := apiUser(r)
+		if name != u.Name && !u.Admin || ValidateUser(name) != nil {
+			s.writeError(w, r, sessionNotFound(key.Session)) // never a 403: nothing is revealed
+			return
+		}
+		key.Project = User{Name: name}.Project()
+	}
+	if err := s.store.Remove(r.Context(), key); err != nil {
+		s.writeError(w, r, sessionErr(err, key))
+		return
+	}
+	writeJSON(w, http.StatusOK, struct {
+		ID      string `json:"id"`
+		Object  string `json:"object"`
+		Deleted bool   `json:"deleted"`
+	}{key.Session, "session.deleted", true})
+}
+
+// sessionUsage answers the session's token usage totals.
+func (s *Server) sessionUsage(w http.ResponseWriter, r *http.Request) {
+	key, err := sessionKey(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	m, err := s.store.Stat(r.Context(), key)
+	if err != nil {
+		s.writeError(w, r, sessionErr(err, key))
+		return
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Object string `json:"object"`
+		ID     string `json:"id"`
+		recall.Usage
+	}{"session.usage", key.Session, m.Usage})
+}

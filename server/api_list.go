@@ -1,0 +1,198 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/recallkit/recall"
+)
+
+// Listing sessions.
+//
+// GET /api/v1/sessions pages through Store.List: newest activity first,
+// its cursor passed through as next_cursor. The first page (no cursor)
+// starts with every pinned session, newest first, followed by up to
+// limit unpinned ones; later pages hold unpinned sessions only, so each
+// session is listed once. Finding the pinned ones reads the metadata of
+// every session in scope, so a first page costs a scan of the user's
+// sessions (never their items).
+//
+// Filters (title, and for an admin's ?all=true the user projects only)
+// are applied to the store's pages as they are read: a page asks the
+// store for as many sessions as it still lacks, so it always ends on one
+// of the store's cursors. has_more may then be true before a last page
+// that turns out empty.
+
+// Bounds of the listing routes.
+const (
+	defaultListLimit = 20
+	maxListLimit     = 100
+)
+
+// sessionList is the envelope of GET /api/v1/sessions.
+type sessionList struct {
+	Object     string    `json:"object"` // "list"
+	Data       []session `json:"data"`
+	NextCursor string    `json:"next_cursor,omitempty"`
+	HasMore    bool      `json:"has_more"`
+}
+
+func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
+	u, err := apiUser(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	q := r.URL.Query()
+	limit, err := intParam(r, "limit", defaultListLimit, 1, maxListLimit)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	archived, err := boolParam(r, "archived")
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	all, err := boolParam(r, "all")
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if q.Get("q") != "" {
+		s.writeError(w, r, invalidParam("q", "Search (q) is not available yet; filter by title with title=."))
+		return
+	}
+	project := u.Project()
+	if name := q.Get("user"); name != "" && name != u.Name {
+		if err := ValidateUser(name); err != nil {
+			s.writeError(w, r, invalidParam("user", "Invalid user name %q.", shorten(name)))
+			return
+		}
+		if !u.Admin {
+			s.writeError(w, r, notAdmin("Only an admin may list another user's sessions."))
+			return
+		}
+		project = User{Name: name}.Project()
+	}
+	if all {
+		if !u.Admin {
+			s.writeError(w, r, notAdmin("Only an admin may list every user's sessions."))
+			return
+		}
+		project = "" // every project, of which only the users' are kept
+	}
+	title := strings.ToLower(q.Get("title"))
+	keep := func(m recall.Meta) bool {
+		return strings.HasPrefix(m.Key.Project, userPrefix) &&
+			(title == "" || strings.Contains(strings.ToLower(m.Title), title))
+	}
+
+	ctx := r.Context()
+	cursor := q.Get("cursor")
+	out := sessionList{Object: "list", Data: []session{}}
+	if cursor == "" {
+		pinned, _, err := s.collect(ctx, project, recall.ListOptions{IncludeArchived: archived}, -1,
+			func(m recall.Meta) bool { return m.Pinned && keep(m) })
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		for _, m := range pinned {
+			out.Data = append(out.Data, sessionOf(m))
+		}
+	}
+	rest, next, err := s.collect(ctx, project, recall.ListOptions{IncludeArchived: archived, Cursor: cursor}, int(limit),
+		func(m recall.Meta) bool { return !m.Pinned && keep(m) })
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	for _, m := range rest {
+		out.Data = append(out.Data, sessionOf(m))
+	}
+	out.NextCursor, out.HasMore = next, next != ""
+	writeJSON(w, http.StatusOK, out)
+}
+
+func notAdmin(msg string) *APIError {
+	return &APIError{Status: http.StatusForbidden, Message: msg, Type: "permission_error", Code: "admin_required"}
+}
+
+// collect reads the store's pages from opts.Cursor and keeps up to limit
+// sessions (every one when limit < 0) that keep accepts. It returns the
+// cursor after the last page it read, "" when that was the last.
+func (s *Server) collect(ctx context.Context, project string, opts recall.ListOptions, limit int, keep func(recall.Meta) bool) ([]recall.Meta, string, error) {
+	var out []recall.Meta
+	for {
+		opts.Limit = limit - len(out)
+		if limit < 0 {
+			opts.Limit = 500
+		}
+		page, err := s.store.List(ctx, project, opts)
+		if err != nil {
+			return nil, "", err
+		}
+		for _, m := range page.Sessions {
+			if keep(m) {
+				out = append(out, m)
+			}
+		}
+		if page.Next == "" || limit >= 0 && len(out) >= limit {
+			return out, page.Next, nil
+		}
+		opts.Cursor = page.Next
+	}
+}
+
+// subagent is a subagent record of a session, as /api/v1 shows it.
+type subagent struct {
+	Object    string       `json:"object"` // "session.subagent"
+	Subpath   string       `json:"subpath"`
+	Title     string       `json:"title"`
+	Created   time.Time    `json:"created"`
+	Updated   time.Time    `json:"updated"`
+	ItemCount int          `json:"item_count"`
+	LastSeq   int64        `json:"last_seq"`
+	Usage     recall.Usage `json:"usage"`
+}
+
+// sessionSubagents lists the subagent records under a session (see
+// recall.Key.Subpath); their logs are read with entries?subpath=.
+func (s *Server) sessionSubagents(w http.ResponseWriter, r *http.Request) {
+	key, err := sessionKey(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	limit, err := intParam(r, "limit", defaultListLimit, 1, maxListLimit)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	ctx := r.Context()
+	if _, err := s.store.Stat(ctx, key); err != nil {
+		s.writeError(w, r, sessionErr(err, key))
+		return
+	}
+	page, err := s.store.List(ctx, key.Project, recall.ListOptions{
+		Parent: key.Session, Limit: int(limit), Cursor: r.URL.Query().Get("cursor"), IncludeArchived: true,
+	})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	data := make([]subagent, 0, len(page.Sessions))
+	for _, m := range page.Sessions {
+		data = append(data, subagent{Object: "session.subagent", Subpath: m.Key.Subpath, Title: m.Title,
+			Created: m.Created, Updated: m.Updated, ItemCount: m.ItemCount, LastSeq: m.LastSeq, Usage: m.Usage})
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Object     string     `json:"object"`
+		Data       []subagent `json:"data"`
+		NextCursor string     `json:"next_cursor,omitempty"`
+		HasMore    bool       `json:"has_more"`
+	}{"list", data, page.Next, page.Next != ""})
+}

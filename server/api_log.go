@@ -1,0 +1,286 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/compact"
+)
+
+// Bounds of GET …/entries.
+const (
+	defaultEntriesLimit = 100
+	maxEntriesLimit     = 1000
+)
+
+// sessionEntries pages through a session's whole log, every kind of
+// entry with its seq (recall.Entry's JSON): after=SEQ continues after
+// the last seq of the previous page. subpath= reads a subagent record's
+// log instead.
+func (s *Server) sessionEntries(w http.ResponseWriter, r *http.Request) {
+	key, err := sessionKey(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if sub := r.URL.Query().Get("subpath"); sub != "" {
+		key.Subpath = sub
+		if key.Validate() != nil {
+			s.writeError(w, r, invalidParam("subpath", "Invalid subpath %q.", shorten(sub)))
+			return
+		}
+	}
+	after, err := intParam(r, "after", 0, 0, 1<<62)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	limit, err := intParam(r, "limit", defaultEntriesLimit, 1, maxEntriesLimit)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	es, err := s.store.Entries(r.Context(), key, after, int(limit)+1)
+	if err != nil {
+		s.writeError(w, r, sessionErr(err, key))
+		return
+	}
+	more := len(es) > int(limit)
+	if more {
+		es = es[:limit]
+	}
+	if es == nil {
+		es = []recall.Entry{}
+	}
+	var last int64
+	if len(es) > 0 {
+		last = es[len(es)-1].Seq
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Object  string         `json:"object"`
+		Data    []recall.Entry `json:"data"`
+		LastSeq int64          `json:"last_seq"`
+		HasMore bool           `json:"has_more"`
+	}{"list", es, last, more})
+}
+
+// exportPage is how many entries a JSONL export reads a time.
+const exportPage = 1000
+
+// exportSession answers the session as a file: format=json (the
+// default) is the Conversations API's item list of its whole view, the
+// items as GET /v1/conversations/{id}/items shows them, oldest first;
+// format=jsonl is its raw entry log, one recall.Entry a line, lossless.
+func (s *Server) exportSession(w http.ResponseWriter, r *http.Request) {
+	key, err := sessionKey(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	ctx := r.Context()
+	switch format := r.URL.Query().Get("format"); format {
+	case "", "json":
+		if _, err := s.store.Stat(ctx, key); err != nil {
+			s.writeError(w, r, sessionErr(err, key))
+			return
+		}
+		live, _, err := s.store.Items(ctx, key, 0)
+		if err != nil {
+			s.writeError(w, r, sessionErr(err, key))
+			return
+		}
+		items := make([]shown, len(live))
+		for i, l := range live {
+			items[i] = show(l)
+		}
+		w.Header().Set("Content-Disposition", `attachment; filename="`+key.Session+`.json"`)
+		writeList(w, items, false)
+	case "jsonl":
+		// The first page is read before anything is written, so a
+		// missing session is still a clean 404.
+		es, err := s.store.Entries(ctx, key, 0, exportPage)
+		if err != nil {
+			s.writeError(w, r, sessionErr(err, key))
+			return
+		}
+		w.Header().Set("Content-Type", "application/jsonl")
+		w.Header().Set("Content-Disposition", `attachment; filename="`+key.Session+`.jsonl"`)
+		w.WriteHeader(http.StatusOK)
+		enc := json.NewEncoder(w)
+		for len(es) > 0 {
+			for _, e := range es {
+				if err := enc.Encode(e); err != nil {
+					return // the client went away
+				}
+			}
+			if len(es) < exportPage {
+				return
+			}
+			if es, err = s.store.Entries(ctx, key, es[len(es)-1].Seq, exportPage); err != nil {
+				// Half a file is out: cut the connection rather than end
+				// it as if the file were whole.
+				s.log.ErrorContext(ctx, "export cut short", "session", key.Session, "err", err)
+				panic(http.ErrAbortHandler)
+			}
+		}
+	default:
+		s.writeError(w, r, invalidParam("format", "Unknown export format %q; use json or jsonl.", shorten(format)))
+	}
+}
+
+// forkRequest is the body of POST …/fork. At is where to fork: a JSON
+// number is a seq of the log (the view as it stood after that entry), a
+// string is an item id as the Conversations API shows it (the view up
+// to and with that item; an item kept inside a compaction forks at the
+// compaction, with every item it holds). Absent: the whole session.
+type forkRequest struct {
+	At    json.RawMessage `json:"at"`
+	Title *string         `json:"title"`
+}
+
+// forkSession copies a session's view at a point into a new session of
+// the same user and answers the new session (201).
+func (s *Server) forkSession(w http.ResponseWriter, r *http.Request) {
+	key, err := sessionKey(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var body forkRequest
+	if err := s.readJSON(w, r, &body); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	ctx := r.Context()
+	m, err := s.store.Stat(ctx, key)
+	if err != nil {
+		s.writeError(w, r, sessionErr(err, key))
+		return
+	}
+	var at int64
+	switch at0 := bytes.TrimSpace(body.At); {
+	case len(at0) == 0 || string(at0) == "null":
+	case at0[0] == '"':
+		var id string
+		if err := json.Unmarshal(at0, &id); err != nil {
+			s.writeError(w, r, invalidParam("at", "Invalid 'at': %v.", err))
+			return
+		}
+		l, err := s.findItem(ctx, key, id)
+		var ae *APIError
+		if errors.As(err, &ae) && ae.Status == http.StatusNotFound && ae.Param == "item_id" {
+			err = invalidParam("at", "No item with id %q in session %s.", shorten(id), key.Session)
+		}
+		if err != nil {
+			s.writeError(w, r, sessionErr(err, key))
+			return
+		}
+		at = l.Ref.Seq
+	default:
+		n, err := strconv.ParseInt(string(at0), 10, 64)
+		if err != nil || n < 1 || n > m.LastSeq {
+			s.writeError(w, r, invalidParam("at", "Invalid 'at': %s; a seq from 1 to %d, or an item id.", shorten(string(at0)), m.LastSeq))
+			return
+		}
+		at = n
+	}
+	if body.Title != nil && len(*body.Title) > maxTitleLen {
+		s.writeError(w, r, invalidParam("title", "The title is longer than %d bytes.", maxTitleLen))
+		return
+	}
+	newKey := recall.Key{Project: key.Project, Session: newConversationID()}
+	fm, err := recall.Fork(ctx, s.store, key, at, newKey)
+	if err != nil {
+		s.writeError(w, r, sessionErr(err, key))
+		return
+	}
+	if body.Title != nil {
+		if fm, err = recall.SetTitle(ctx, s.store, newKey, *body.Title, recall.TitleUser); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	}
+	writeJSON(w, http.StatusCreated, sessionOf(fm))
+}
+
+// compactRequest is the body of POST …/compact; every field is optional.
+type compactRequest struct {
+	// Keep is the least number of newest items kept verbatim; 0 keeps
+	// none beyond what keeps calls with their outputs. Default:
+	// compact.DefaultKeepLast.
+	Keep *int `json:"keep"`
+	// Instructions is extra guidance for the summary.
+	Instructions string `json:"instructions"`
+}
+
+// maxInstructionsLen bounds compaction instructions.
+const maxInstructionsLen = 8 << 10
+
+// compactSession compacts a session with Options.Compactor, as `recall
+// compact` does, and answers what it did.
+func (s *Server) compactSession(w http.ResponseWriter, r *http.Request) {
+	key, err := sessionKey(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var body compactRequest
+	if err := s.readJSON(w, r, &body); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if s.opts.Compactor == nil {
+		s.writeError(w, r, &APIError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "no_model", NoRetry: true,
+			Message: "Compaction needs a model, and this server has none configured (start recall serve with a model: OPENAI_API_KEY, OPENAI_BASE_URL, --model)."})
+		return
+	}
+	keep := 0 // CompactionArgs: the default
+	if body.Keep != nil {
+		switch k := *body.Keep; {
+		case k < 0 || k > 1<<20:
+			s.writeError(w, r, invalidParam("keep", "Invalid 'keep': %d; expected 0 or more.", k))
+			return
+		case k == 0:
+			keep = -1 // CompactionArgs: negative keeps none
+		default:
+			keep = k
+		}
+	}
+	if len(body.Instructions) > maxInstructionsLen || strings.ContainsRune(body.Instructions, 0) {
+		s.writeError(w, r, invalidParam("instructions", "The instructions are longer than %d bytes or hold a NUL.", maxInstructionsLen))
+		return
+	}
+	ctx := r.Context()
+	if _, err := s.store.Stat(ctx, key); err != nil {
+		s.writeError(w, r, sessionErr(err, key))
+		return
+	}
+	res, err := compact.NewSession(s.store, key, s.opts.Compactor, compact.Options{}).RunCompaction(ctx, recall.CompactionArgs{
+		Force: true, KeepLast: keep, Instructions: body.Instructions,
+	})
+	switch {
+	case errors.Is(err, recall.ErrNotFound):
+		s.writeError(w, r, sessionNotFound(key.Session))
+		return
+	case errors.Is(err, recall.ErrConflict):
+		s.writeError(w, r, &APIError{Status: http.StatusConflict, Type: "invalid_request_error", Code: "conflict",
+			Message: "The session kept changing while it was compacted; try again."})
+		return
+	case err != nil:
+		s.log.ErrorContext(ctx, "compaction failed", "session", key.Session, "err", err)
+		s.writeError(w, r, &APIError{Status: http.StatusBadGateway, Type: "server_error", Code: "model_error",
+			Message: fmt.Sprintf("The model could not compact the session: %v", err)})
+		return
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Object string `json:"object"`
+		ID     string `json:"id"`
+		recall.CompactionResult
+	}{"session.compaction", key.Session, res})
+}

@@ -1,0 +1,546 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"slices"
+	"strconv"
+
+	"github.com/recallkit/recall"
+)
+
+// OpenAI's Conversations API, over the store.
+//
+// A conversation is a session of the user's project (User.Project) whose
+// ID is the conversation id, "conv_" and 48 hex digits for the ones this
+// API creates; any valid recall session ID of the project is served, so
+// sessions made by other means (a fork, the CLI) are conversations too.
+// Another user's conversation lives in another project, so it is simply
+// not found: a 404 on every route, never a 403.
+//
+// Items are served as items.go describes. Lists come newest first by
+// default. Listing the newest page (order=desc without after) reads only
+// limit+1 items; a page after a cursor reads the newest items until the
+// cursor and the page are covered (growing the read fourfold each time),
+// so it costs the distance from the newest item; order=asc without a
+// cursor reads the whole view, as its first page is the oldest items.
+
+// conversationRoutes registers OpenAI's Conversations API under /v1.
+func (s *Server) conversationRoutes() {
+	s.mux.HandleFunc("POST /v1/conversations", s.idempotent(s.createConversation))
+	s.mux.HandleFunc("GET /v1/conversations/{conversation_id}", s.getConversation)
+	s.mux.HandleFunc("POST /v1/conversations/{conversation_id}", s.idempotent(s.updateConversation))
+	s.mux.HandleFunc("DELETE /v1/conversations/{conversation_id}", s.deleteConversation)
+	s.mux.HandleFunc("POST /v1/conversations/{conversation_id}/items", s.idempotent(s.addItems))
+	s.mux.HandleFunc("GET /v1/conversations/{conversation_id}/items", s.listItems)
+	s.mux.HandleFunc("GET /v1/conversations/{conversation_id}/items/{item_id}", s.getItem)
+	s.mux.HandleFunc("DELETE /v1/conversations/{conversation_id}/items/{item_id}", s.deleteItem)
+}
+
+// conversation is OpenAI's Conversation object.
+type conversation struct {
+	ID        string            `json:"id"`
+	Object    string            `json:"object"`
+	CreatedAt int64             `json:"created_at"`
+	Metadata  map[string]string `json:"metadata"`
+}
+
+func conversationOf(m recall.Meta) conversation {
+	md := m.Metadata
+	if md == nil {
+		md = map[string]string{} // OpenAI sends {} rather than null
+	}
+	return conversation{ID: m.Key.Session, Object: "conversation", CreatedAt: m.Created.Unix(), Metadata: md}
+}
+
+// newConversationID returns "conv_" and 48 random hex digits.
+func newConversationID() string {
+	b := make([]byte, 24)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails
+	return "conv_" + hex.EncodeToString(b)
+}
+
+// convKey returns the key of the conversation the request names, in the
+// user's project. An id that is not a valid session ID (a "../", a NUL, a
+// slash, too long) cannot name a conversation: it is a 404, and never
+// reaches the store.
+func (s *Server) convKey(r *http.Request) (recall.Key, error) {
+	return s.userConvKey(r, r.PathValue("conversation_id"))
+}
+
+// userConvKey returns the key of the user's conversation id.
+func (s *Server) userConvKey(r *http.Request, id string) (recall.Key, error) {
+	u, ok := userFrom(r.Context())
+	if !ok {
+		return recall.Key{}, &APIError{Status: http.StatusUnauthorized, Message: "No user for this request.", Type: "invalid_request_error", Code: "invalid_api_key"}
+	}
+	if recall.ValidateID(id) != nil {
+		return recall.Key{}, conversationNotFound(id)
+	}
+	return recall.Key{Project: u.Project(), Session: id}, nil
+}
+
+func conversationNotFound(id string) *APIError {
+	return &APIError{
+		Status:  http.StatusNotFound,
+		Message: "Conversation with id '" + shorten(id) + "' not found.",
+		Type:    "invalid_request_error",
+		Param:   "conversation_id",
+	}
+}
+
+func itemNotFound(id string) *APIError {
+	return &APIError{
+		Status:  http.StatusNotFound,
+		Message: "Item with id '" + shorten(id) + "' not found.",
+		Type:    "invalid_request_error",
+		Param:   "item_id",
+	}
+}
+
+// shorten keeps an id quoted in a message short.
+func shorten(id string) string {
+	if len(id) > 160 {
+		return id[:160] + "..."
+	}
+	return id
+}
+
+// notFoundAs turns the store's ErrNotFound into the conversation's 404.
+func notFoundAs(err error, key recall.Key) error {
+	if errors.Is(err, recall.ErrNotFound) {
+		return conversationNotFound(key.Session)
+	}
+	return err
+}
+
+func (s *Server) createConversation(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Items    []json.RawMessage `json:"items"`
+		Metadata map[string]string `json:"metadata"`
+	}
+	if err := s.readJSON(w, r, &body); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	items, _, err := checkNewItems(body.Items)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if err := recall.ValidateMetadata(body.Metadata); err != nil {
+		s.writeError(w, r, invalidParam("metadata", "Invalid 'metadata': %v", err))
+		return
+	}
+	key, err := s.userConvKey(r, newConversationID())
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	m, err := recall.Create(r.Context(), s.store, key, recall.CreateOptions{Metadata: body.Metadata, Items: items})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, conversationOf(m))
+}
+
+func (s *Server) getConversation(w http.ResponseWriter, r *http.Request) {
+	key, err := s.convKey(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	m, err := s.store.Stat(r.Context(), key)
+	if err != nil {
+		s.writeError(w, r, notFoundAs(err, key))
+		return
+	}
+	writeJSON(w, http.StatusOK, conversationOf(m))
+}
+
+// updateConversation replaces the conversation's metadata with the one
+// sent, as OpenAI does: keys left out are removed.
+func (s *Server) updateConversation(w http.ResponseWriter, r *http.Request) {
+	key, err := s.convKey(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var body struct {
+		Metadata *map[string]string `json:"metadata"`
+	}
+	if err := s.readJSON(w, r, &body); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if body.Metadata == nil || *body.Metadata == nil {
+		s.writeError(w, r, invalidParam("metadata", "Missing required parameter: 'metadata'."))
+		return
+	}
+	if err := recall.ValidateMetadata(*body.Metadata); err != nil {
+		s.writeError(w, r, invalidParam("metadata", "Invalid 'metadata': %v", err))
+		return
+	}
+	m, err := recall.SetMetadata(r.Context(), s.store, key, *body.Metadata)
+	if err != nil {
+		s.writeError(w, r, notFoundAs(err, key))
+		return
+	}
+	writeJSON(w, http.StatusOK, conversationOf(m))
+}
+
+func (s *Server) deleteConversation(w http.ResponseWriter, r *http.Request) {
+	key, err := s.convKey(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if err := s.store.Remove(r.Context(), key); err != nil {
+		s.writeError(w, r, notFoundAs(err, key))
+		return
+	}
+	writeJSON(w, http.StatusOK, struct {
+		ID      string `json:"id"`
+		Object  string `json:"object"`
+		Deleted bool   `json:"deleted"`
+	}{key.Session, "conversation.deleted", true})
+}
+
+// addItems appends the items as one batch and returns them as a list. The
+// append requires the conversation to exist, so a deleted conversation
+// stays deleted. When items carry ids of their own, the ids are checked
+// against the view and the batch is written only if the view is still
+// the one checked (a compare-and-swap on its last seq).
+func (s *Server) addItems(w http.ResponseWriter, r *http.Request) {
+	key, err := s.convKey(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var body struct {
+		Items *[]json.RawMessage `json:"items"`
+	}
+	if err := s.readJSON(w, r, &body); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if body.Items == nil || len(*body.Items) == 0 {
+		s.writeError(w, r, invalidParam("items", "Missing required parameter: 'items' (1 to %d items).", maxItemsPerCall))
+		return
+	}
+	items, ids, err := checkNewItems(*body.Items)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	last, err := s.appendItems(r.Context(), key, items, ids)
+	if err != nil {
+		s.writeError(w, r, notFoundAs(err, key))
+		return
+	}
+	added := make([]shown, len(items))
+	first := last - int64(len(items)) + 1
+	for i, it := range items {
+		added[i] = show(recall.LiveItem{Ref: recall.ItemRef{Seq: first + int64(i)}, Item: it})
+	}
+	writeList(w, added, false)
+}
+
+// maxIDRetries bounds how often addItems checks ids again after another
+// write moved the conversation between its check and its write.
+const maxIDRetries = 16
+
+func (s *Server) appendItems(ctx context.Context, key recall.Key, items []recall.Item, ids []string) (int64, error) {
+	entries := recall.ItemEntries(items...)
+	if !slices.ContainsFunc(ids, func(id string) bool { return id != "" }) {
+		// Derived ids cannot collide: nothing to check.
+		return s.store.Append(ctx, key, recall.IfExists(), entries...)
+	}
+	for range maxIDRetries {
+		live, last, err := s.store.Items(ctx, key, 0)
+		if err != nil {
+			return 0, err
+		}
+		if last == 0 {
+			return 0, conversationNotFound(key.Session)
+		}
+		for _, l := range live {
+			if id := headOf(l.Item).ownID(); id != "" {
+				if i := slices.Index(ids, id); i >= 0 {
+					return 0, &APIError{
+						Status:  http.StatusBadRequest,
+						Message: "An item with id '" + shorten(id) + "' already exists in this conversation.",
+						Type:    "invalid_request_error",
+						Param:   "items[" + strconv.Itoa(i) + "].id",
+						Code:    "duplicate_item_id",
+					}
+				}
+			}
+		}
+		n, err := s.store.Append(ctx, key, recall.IfLastSeq(last), entries...)
+		if errors.Is(err, recall.ErrConflict) {
+			continue // written meanwhile: check the ids again
+		}
+		return n, err
+	}
+	return 0, &APIError{Status: http.StatusConflict, Message: "The conversation kept changing while the item ids were checked; try again.", Type: "invalid_request_error", Code: "conflict"}
+}
+
+// listQuery is a parsed list request.
+type listQuery struct {
+	after string
+	limit int
+	asc   bool
+}
+
+func parseListQuery(r *http.Request) (listQuery, error) {
+	q := r.URL.Query()
+	lq := listQuery{after: q.Get("after"), limit: 20}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 100 {
+			return lq, invalidParam("limit", "Invalid 'limit': expected an integer between 1 and 100, got '%s'.", shorten(v))
+		}
+		lq.limit = n
+	}
+	switch v := q.Get("order"); v {
+	case "", "desc":
+	case "asc":
+		lq.asc = true
+	default:
+		return lq, invalidParam("order", "Invalid 'order': expected 'asc' or 'desc', got '%s'.", shorten(v))
+	}
+	// include and include[] ask for optional output fields; the items are
+	// stored whole, so there is nothing to add and both are accepted.
+	return lq, nil
+}
+
+func (s *Server) listItems(w http.ResponseWriter, r *http.Request) {
+	key, err := s.convKey(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	lq, err := parseListQuery(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	page, more, err := s.listPage(r.Context(), key, lq)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	shownPage := make([]shown, len(page))
+	for i, l := range page {
+		shownPage[i] = show(l)
+	}
+	writeList(w, shownPage, more)
+}
+
+// listPage returns one page of items in the order asked, and whether more
+// follow it.
+func (s *Server) listPage(ctx context.Context, key recall.Key, lq listQuery) ([]recall.LiveItem, bool, error) {
+	n := lq.limit
+	switch {
+	case lq.after == "" && !lq.asc:
+		live, last, err := s.store.Items(ctx, key, n+1)
+		if err != nil || last == 0 {
+			return nil, false, notFound(err, key)
+		}
+		more := len(live) > n
+		page := live[max(0, len(live)-n):]
+		slices.Reverse(page)
+		return page, more, nil
+	case lq.after == "":
+		live, last, err := s.store.Items(ctx, key, 0)
+		if err != nil || last == 0 {
+			return nil, false, notFound(err, key)
+		}
+		return live[:min(n, len(live))], len(live) > n, nil
+	}
+	// After a cursor: read back from the newest item until the cursor is
+	// found and, for desc, the page before it too.
+	var lo, hi int
+	var found bool
+	live, _, err := s.readBack(ctx, key, 2*(n+1), func(live []recall.LiveItem, all bool) bool {
+		lo, hi, found = locate(live, lq.after, all)
+		return found && (lq.asc || lo > n)
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	if !found {
+		return nil, false, invalidParam("after", "Invalid 'after': no item with id '%s' in this conversation.", shorten(lq.after))
+	}
+	if lq.asc {
+		newer := live[hi:]
+		return newer[:min(n, len(newer))], len(newer) > n, nil
+	}
+	page := slices.Clone(live[max(0, lo-n):lo])
+	slices.Reverse(page)
+	return page, lo > n, nil
+}
+
+func notFound(err error, key recall.Key) error {
+	if err != nil {
+		return notFoundAs(err, key)
+	}
+	return conversationNotFound(key.Session)
+}
+
+// readBack reads the newest n items of the view, and four times more each
+// time done says they are not enough, until done is satisfied or the
+// whole view is read. A conversation that does not exist is a 404.
+func (s *Server) readBack(ctx context.Context, key recall.Key, n int, done func(live []recall.LiveItem, all bool) bool) ([]recall.LiveItem, bool, error) {
+	for {
+		live, last, err := s.store.Items(ctx, key, n)
+		if err != nil || last == 0 {
+			return nil, false, notFound(err, key)
+		}
+		all := len(live) < n
+		if done(live, all) || all {
+			return live, all, nil
+		}
+		n *= 4
+	}
+}
+
+// locate finds where the cursor id sits in live, a window of the newest
+// items of the view (all of it when all): the items older than the cursor
+// are live[:lo] and the newer ones live[hi:]. An id of an item in the
+// window is found exactly (hi = lo+1). A derived id whose item is no
+// longer in the view (deleted meanwhile) still marks a place in the
+// order, so a client paging through a conversation while items are
+// deleted goes on where it was (hi = lo). found is false when the window
+// does not cover the cursor.
+func locate(live []recall.LiveItem, id string, all bool) (lo, hi int, found bool) {
+	for i, l := range live {
+		if itemID(l) == id {
+			return i, i + 1, true
+		}
+	}
+	ref, ok := parseDerivedID(id)
+	if !ok {
+		return 0, 0, false
+	}
+	p, _ := slices.BinarySearchFunc(live, ref, func(l recall.LiveItem, ref recall.ItemRef) int {
+		return compareRefs(l.Ref, ref)
+	})
+	if p == 0 && !all {
+		return 0, 0, false // the place may be older than the window
+	}
+	return p, p, true
+}
+
+// compareRefs orders refs as the view does: by seq, then index.
+func compareRefs(a, b recall.ItemRef) int {
+	if a.Seq != b.Seq {
+		if a.Seq < b.Seq {
+			return -1
+		}
+		return 1
+	}
+	return a.Index - b.Index
+}
+
+// findItem returns the item of the view the id names, reading back from
+// the newest item until it is found; a derived id stops the read as soon
+// as the window reaches back to its place.
+func (s *Server) findItem(ctx context.Context, key recall.Key, id string) (recall.LiveItem, error) {
+	ref, derived := parseDerivedID(id)
+	var hit recall.LiveItem
+	var found bool
+	_, _, err := s.readBack(ctx, key, 64, func(live []recall.LiveItem, all bool) bool {
+		for _, l := range live {
+			if itemID(l) == id {
+				hit, found = l, true
+				return true
+			}
+		}
+		return derived && len(live) > 0 && compareRefs(live[0].Ref, ref) <= 0
+	})
+	if err != nil {
+		return recall.LiveItem{}, err
+	}
+	if !found {
+		return recall.LiveItem{}, itemNotFound(id)
+	}
+	return hit, nil
+}
+
+func (s *Server) getItem(w http.ResponseWriter, r *http.Request) {
+	key, err := s.convKey(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	l, err := s.findItem(r.Context(), key, r.PathValue("item_id"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeRawJSON(w, http.StatusOK, show(l).json)
+}
+
+// deleteItem removes the item from the conversation's view (the log keeps
+// it) and returns the conversation, as OpenAI does.
+func (s *Server) deleteItem(w http.ResponseWriter, r *http.Request) {
+	key, err := s.convKey(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	id := r.PathValue("item_id")
+	l, err := s.findItem(r.Context(), key, id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if _, err := recall.RemoveItem(r.Context(), s.store, key, l.Ref); err != nil {
+		if errors.Is(err, recall.ErrNotFound) {
+			err = itemNotFound(id) // removed meanwhile, or the conversation was
+		}
+		s.writeError(w, r, err)
+		return
+	}
+	m, err := s.store.Stat(r.Context(), key)
+	if err != nil {
+		s.writeError(w, r, notFoundAs(err, key))
+		return
+	}
+	writeJSON(w, http.StatusOK, conversationOf(m))
+}
+
+// writeList sends OpenAI's list envelope around items, whose JSON goes
+// out as it is (not re-encoded), so an item's bytes are the stored ones.
+func writeList(w http.ResponseWriter, items []shown, more bool) {
+	var b bytes.Buffer
+	b.WriteString(`{"object":"list","data":[`)
+	for i, it := range items {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(it.json)
+	}
+	var first, last string
+	if len(items) > 0 {
+		first, last = items[0].id, items[len(items)-1].id
+	}
+	b.WriteString(`],"first_id":` + quote(first) + `,"last_id":` + quote(last) + `,"has_more":` + strconv.FormatBool(more) + "}\n")
+	writeRawJSON(w, http.StatusOK, b.Bytes())
+}
+
+// writeRawJSON sends b, already JSON, with status.
+func writeRawJSON(w http.ResponseWriter, status int, b []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}

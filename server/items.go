@@ -1,0 +1,206 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/recallkit/recall"
+)
+
+// Item ids.
+//
+// Every item the Conversations API shows has an "id", unique in its
+// conversation and stable across reads, deletes and restarts:
+//
+//   - An item that arrived with a string "id" keeps it. The item is stored
+//     verbatim, so the id is in the stored bytes.
+//   - An item without one (the common case: recall.Message, an SDK's easy
+//     input message) gets a derived id computed from where it sits in the
+//     log, its recall.ItemRef: "recall-<seq>" for an item entry, and
+//     "recall-<seq>.<index>" for the index-th item of a compaction entry
+//     (a summary, or a copy of an item kept through compaction). The
+//     seq of an entry is never reused, so derived ids never repeat, and
+//     they are inserted only into the JSON sent back: the stored bytes are
+//     never rewritten.
+//
+// The prefix "recall-" is reserved: an item sent with an id that starts
+// with it is refused (400), so a client id can never equal a derived one.
+// OpenAI's own ids ("msg_…", "fc_…", "rs_…") use underscores and never
+// collide with it. An item sent with an id already in the conversation's
+// view (or twice in one request) is refused with a 400 as well; an id
+// whose item was deleted may be used again.
+//
+// Known limit: an id-less item kept through a compaction is a new item of
+// the compaction entry, so its derived id changes at the compaction.
+
+// derivedPrefix starts every derived item id.
+const derivedPrefix = "recall-"
+
+// derivedID returns the id of an item without an id of its own.
+func derivedID(ref recall.ItemRef) string {
+	if ref.Index == 0 {
+		return derivedPrefix + strconv.FormatInt(ref.Seq, 10)
+	}
+	return derivedPrefix + strconv.FormatInt(ref.Seq, 10) + "." + strconv.Itoa(ref.Index)
+}
+
+// parseDerivedID returns the ref a derived id names, and whether id is
+// one (exactly as derivedID writes it).
+func parseDerivedID(id string) (recall.ItemRef, bool) {
+	rest, ok := strings.CutPrefix(id, derivedPrefix)
+	if !ok {
+		return recall.ItemRef{}, false
+	}
+	seqText, indexText, hasIndex := strings.Cut(rest, ".")
+	seq, err := strconv.ParseInt(seqText, 10, 64)
+	if err != nil || seq <= 0 {
+		return recall.ItemRef{}, false
+	}
+	ref := recall.ItemRef{Seq: seq}
+	if hasIndex {
+		i, err := strconv.Atoi(indexText)
+		if err != nil || i <= 0 {
+			return recall.ItemRef{}, false
+		}
+		ref.Index = i
+	}
+	if derivedID(ref) != id { // "recall-007", "recall-+7": not ours
+		return recall.ItemRef{}, false
+	}
+	return ref, true
+}
+
+// itemHead is what the server reads of an item: its id, and what tells
+// an easy input message (a role, no type).
+type itemHead struct {
+	ID   json.RawMessage `json:"id"`
+	Type *string         `json:"type"`
+	Role string          `json:"role"`
+}
+
+func headOf(it recall.Item) itemHead {
+	var h itemHead
+	_ = json.Unmarshal(it, &h) // stored items are JSON objects; a bad one has no head
+	return h
+}
+
+// ownID returns the item's own "id" when it is a non-empty string.
+func (h itemHead) ownID() string {
+	var id string
+	if json.Unmarshal(h.ID, &id) != nil {
+		return ""
+	}
+	return id
+}
+
+// itemID returns the id the API shows for l.
+func itemID(l recall.LiveItem) string {
+	if id := headOf(l.Item).ownID(); id != "" {
+		return id
+	}
+	return derivedID(l.Ref)
+}
+
+// shown is one item as the API sends it: its id and its JSON.
+type shown struct {
+	id   string
+	json []byte
+}
+
+// show returns l as the API sends it: the stored bytes, with "id" inserted
+// when the item has none of its own, and "type":"message" when it is an
+// easy input message (a role and no type), as OpenAI returns it. Nothing
+// else of the bytes changes.
+func show(l recall.LiveItem) shown {
+	h := headOf(l.Item)
+	id := h.ownID()
+	var add []string
+	if id == "" {
+		id = derivedID(l.Ref)
+		add = append(add, `"id":`+quote(id))
+	}
+	if h.Type == nil && h.Role != "" {
+		add = append(add, `"type":"message"`)
+	}
+	if len(add) == 0 {
+		return shown{id: id, json: l.Item}
+	}
+	it := []byte(l.Item)
+	open := bytes.IndexByte(it, '{')
+	rest := it[open+1:]
+	var b bytes.Buffer
+	b.Grow(len(it) + 64)
+	b.Write(it[:open+1])
+	b.WriteString(strings.Join(add, ","))
+	if t := bytes.TrimLeft(rest, " \t\r\n"); len(t) > 0 && t[0] != '}' {
+		b.WriteByte(',')
+	}
+	b.Write(rest)
+	return shown{id: id, json: b.Bytes()}
+}
+
+func quote(s string) string {
+	b, _ := json.Marshal(s) // a string always marshals
+	return string(b)
+}
+
+// maxItemsPerCall is how many items one create or add call may carry,
+// as OpenAI allows.
+const maxItemsPerCall = 20
+
+// maxItemIDLen bounds the id a client gives an item.
+const maxItemIDLen = 256
+
+// checkNewItems validates the items of a create or add call before
+// anything is written: each must be a JSON object within the default item
+// limit, and an "id" it carries must be a non-empty string, not a derived
+// id, and unique in the call. It returns the items and their own ids (""
+// for none).
+func checkNewItems(raw []json.RawMessage) ([]recall.Item, []string, error) {
+	if len(raw) > maxItemsPerCall {
+		return nil, nil, invalidParam("items", "Invalid 'items': array too long. Expected an array with maximum length %d, but got an array with length %d instead.", maxItemsPerCall, len(raw))
+	}
+	items := make([]recall.Item, len(raw))
+	ids := make([]string, len(raw))
+	seen := map[string]int{}
+	for i, r := range raw {
+		param := fmt.Sprintf("items[%d]", i)
+		it := recall.Item(r)
+		if err := recall.ValidateItem(it, 0); err != nil {
+			return nil, nil, itemError(param, err)
+		}
+		h := headOf(it)
+		if h.ID != nil {
+			id := h.ownID()
+			switch {
+			case id == "":
+				return nil, nil, invalidParam(param+".id", "Invalid '%s.id': expected a non-empty string.", param)
+			case len(id) > maxItemIDLen:
+				return nil, nil, invalidParam(param+".id", "Invalid '%s.id': longer than %d bytes.", param, maxItemIDLen)
+			case strings.HasPrefix(id, derivedPrefix):
+				return nil, nil, invalidParam(param+".id", "Invalid '%s.id': ids starting with %q are reserved for the ids the server gives items without one.", param, derivedPrefix)
+			}
+			if j, dup := seen[id]; dup {
+				return nil, nil, invalidParam(param+".id", "Duplicate item id %q: items[%d] has it too.", id, j)
+			}
+			seen[id] = i
+			ids[i] = id
+		}
+		items[i] = it
+	}
+	return items, ids, nil
+}
+
+// itemError is the 400 (or 413) of an item the store would refuse.
+func itemError(param string, err error) *APIError {
+	ae := invalidParam(param, "Invalid '%s': %v", param, err)
+	if errors.Is(err, recall.ErrTooLarge) {
+		ae.Status = http.StatusRequestEntityTooLarge
+	}
+	return ae
+}

@@ -1,0 +1,195 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/recallkit/recall"
+)
+
+// metrics are the server's Prometheus collectors.
+type metrics struct {
+	requests *prometheus.CounterVec   // by route pattern, method and status
+	latency  *prometheus.HistogramVec // request latency by route pattern
+	storeOps *prometheus.HistogramVec // store call latency by operation and outcome
+	inflight prometheus.Gauge
+}
+
+// latencyBuckets span a cached read on loopback (100µs) to a compaction
+// waiting on a model (a minute).
+var latencyBuckets = []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}
+
+// newMetrics registers the collectors on reg. A collector that reg holds
+// already (a second Server on one registry) is shared rather than an
+// error.
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "recall", Subsystem: "http", Name: "requests_total",
+			Help: "HTTP requests served, by route pattern, method and status code.",
+		}, []string{"route", "method", "code"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "recall", Subsystem: "http", Name: "request_duration_seconds",
+			Help:    "Time from a request's arrival to its last byte written, by route pattern.",
+			Buckets: latencyBuckets,
+		}, []string{"route"}),
+		storeOps: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "recall", Subsystem: "store", Name: "operation_duration_seconds",
+			Help:    "Latency of the store calls the server makes, by operation and outcome (ok, not_found, conflict, error).",
+			Buckets: latencyBuckets,
+		}, []string{"op", "outcome"}),
+		inflight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "recall", Subsystem: "http", Name: "requests_in_flight",
+			Help: "Requests being served now.",
+		}),
+	}
+	var err error
+	m.requests = register(reg, m.requests, &err)
+	m.latency = register(reg, m.latency, &err)
+	m.storeOps = register(reg, m.storeOps, &err)
+	m.inflight = register(reg, m.inflight, &err)
+	if err != nil {
+		return nil, errors.Join(ErrBadOptions, err)
+	}
+	return m, nil
+}
+
+// register registers c on reg, or returns the equal collector reg has
+// already; a failure is kept in *errp.
+func register[C prometheus.Collector](reg prometheus.Registerer, c C, errp *error) C {
+	err := reg.Register(c)
+	var are prometheus.AlreadyRegisteredError
+	if errors.As(err, &are) {
+		if old, ok := are.ExistingCollector.(C); ok {
+			return old
+		}
+	}
+	if err != nil && *errp == nil {
+		*errp = err
+	}
+	return c
+}
+
+// observe records the latency of one store call.
+func (m *metrics) observe(op string, start time.Time, err error) {
+	outcome := "ok"
+	switch {
+	case err == nil:
+	case errors.Is(err, recall.ErrNotFound):
+		outcome = "not_found"
+	case errors.Is(err, recall.ErrConflict):
+		outcome = "conflict"
+	default:
+		outcome = "error"
+	}
+	m.storeOps.WithLabelValues(op, outcome).Observe(time.Since(start).Seconds())
+}
+
+// timedStore is the server's store: every call is timed into
+// recall_store_operation_duration_seconds. It passes the optional
+// abilities of recall.Store the server's routes use through (Forker,
+// Cleaner, ProjectLister), so the root package's helpers behave over it
+// as over the store itself. The server never purges, so Purger is not
+// passed through.
+type timedStore struct {
+	recall.Store
+	m *metrics
+}
+
+var (
+	_ recall.Store         = (*timedStore)(nil)
+	_ recall.Forker        = (*timedStore)(nil)
+	_ recall.Cleaner       = (*timedStore)(nil)
+	_ recall.ProjectLister = (*timedStore)(nil)
+)
+
+func (t *timedStore) Append(ctx context.Context, key recall.Key, g recall.Guard, es ...recall.Entry) (int64, error) {
+	start := time.Now()
+	n, err := t.Store.Append(ctx, key, g, es...)
+	t.m.observe("append", start, err)
+	return n, err
+}
+
+func (t *timedStore) Items(ctx context.Context, key recall.Key, limit int) ([]recall.LiveItem, int64, error) {
+	start := time.Now()
+	items, last, err := t.Store.Items(ctx, key, limit)
+	t.m.observe("items", start, err)
+	return items, last, err
+}
+
+func (t *timedStore) Pop(ctx context.Context, key recall.Key) (recall.Item, error) {
+	start := time.Now()
+	it, err := t.Store.Pop(ctx, key)
+	t.m.observe("pop", start, err)
+	return it, err
+}
+
+func (t *timedStore) Stat(ctx context.Context, key recall.Key) (recall.Meta, error) {
+	start := time.Now()
+	m, err := t.Store.Stat(ctx, key)
+	t.m.observe("stat", start, err)
+	return m, err
+}
+
+func (t *timedStore) Load(ctx context.Context, key recall.Key) (recall.Meta, []recall.Entry, error) {
+	start := time.Now()
+	m, es, err := t.Store.Load(ctx, key)
+	t.m.observe("load", start, err)
+	return m, es, err
+}
+
+func (t *timedStore) Entries(ctx context.Context, key recall.Key, after int64, limit int) ([]recall.Entry, error) {
+	start := time.Now()
+	es, err := t.Store.Entries(ctx, key, after, limit)
+	t.m.observe("entries", start, err)
+	return es, err
+}
+
+func (t *timedStore) List(ctx context.Context, project string, opts recall.ListOptions) (recall.Page, error) {
+	start := time.Now()
+	p, err := t.Store.List(ctx, project, opts)
+	t.m.observe("list", start, err)
+	return p, err
+}
+
+func (t *timedStore) Remove(ctx context.Context, key recall.Key) error {
+	start := time.Now()
+	err := t.Store.Remove(ctx, key)
+	t.m.observe("remove", start, err)
+	return err
+}
+
+func (t *timedStore) Import(ctx context.Context, key recall.Key, es ...recall.Entry) (int64, error) {
+	start := time.Now()
+	n, err := t.Store.Import(ctx, key, es...)
+	t.m.observe("import", start, err)
+	return n, err
+}
+
+// Fork uses the store's native fork when it has one, and the root
+// package's fallback over the store otherwise (timed as one call).
+func (t *timedStore) Fork(ctx context.Context, key recall.Key, atSeq int64, newKey recall.Key) (recall.Meta, error) {
+	start := time.Now()
+	m, err := recall.Fork(ctx, t.Store, key, atSeq, newKey)
+	t.m.observe("fork", start, err)
+	return m, err
+}
+
+// Cleanup is the store's, or the root package's fallback.
+func (t *timedStore) Cleanup(ctx context.Context, opts recall.CleanupOptions) (recall.CleanupReport, error) {
+	start := time.Now()
+	r, err := recall.Cleanup(ctx, t.Store, opts)
+	t.m.observe("cleanup", start, err)
+	return r, err
+}
+
+// Projects is the store's, or the root package's fallback.
+func (t *timedStore) Projects(ctx context.Context) ([]recall.ProjectInfo, error) {
+	start := time.Now()
+	p, err := recall.Projects(ctx, t.Store)
+	t.m.observe("projects", start, err)
+	return p, err
+}

@@ -1,0 +1,105 @@
+// Package server serves a recall.Store over HTTP to many users: OpenAI's
+// Conversations API under /v1 (so the official OpenAI SDKs are clients),
+// recall's own API under /api/v1, and /healthz, /readyz and /metrics.
+//
+// The server keeps nothing of its own between requests: users' tokens,
+// idempotency records and sessions all live in the store, so any number
+// of servers over one shared store (PostgreSQL, Redis) serve the same
+// users as one.
+package server
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/time/rate"
+
+	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/compact"
+)
+
+// AuthMode says how requests are authenticated.
+type AuthMode string
+
+const (
+	// AuthToken requires a bearer token made by CreateToken on every
+	// request but /healthz, /readyz and /metrics. It is the default.
+	AuthToken AuthMode = "token"
+	// AuthNone serves every request as the single user DefaultUser. It is
+	// meant for a server on a loopback address only.
+	AuthNone AuthMode = "none"
+)
+
+// DefaultUser is the user every request is served as under AuthNone.
+const DefaultUser = "local"
+
+// Options configures a Server. The zero Options is a token-authenticated
+// server with the defaults below.
+type Options struct {
+	// Auth is the authentication mode. Default: AuthToken.
+	Auth AuthMode
+	// Logger receives one structured line per request and the errors
+	// the server recovers from. Default: slog.Default().
+	Logger *slog.Logger
+	// Registerer is where the server's Prometheus metrics are registered;
+	// /metrics serves Gatherer. Default: a new registry of the server's
+	// own, serving both.
+	Registerer prometheus.Registerer
+	Gatherer   prometheus.Gatherer
+	// RateLimit and Burst limit each user's requests (per server
+	// process). Default: 50 requests a second, bursts of 100. A negative
+	// RateLimit turns limiting off.
+	RateLimit rate.Limit
+	Burst     int
+	// MaxBodyBytes is the largest request body accepted (413 over it).
+	// Default: the store's item limit plus room for the envelope.
+	MaxBodyBytes int64
+	// Compactor compacts sessions for POST
+	// /api/v1/sessions/{id}/compact. Default: nil, and that route
+	// answers that no model is configured.
+	Compactor compact.Compactor
+}
+
+// ErrBadOptions reports Options New cannot serve with.
+var ErrBadOptions = errors.New("server: bad options")
+
+// Server is an http.Handler serving one store. Make it with New.
+type Server struct {
+	store recall.Store
+	opts  Options
+	log   *slog.Logger
+	mux   *http.ServeMux
+	h     http.Handler // mux wrapped in the middleware
+	ops   *ops         // the middleware's state: limiters, metrics
+}
+
+// New returns a Server over store. The store stays the caller's to close.
+func New(ctx context.Context, store recall.Store, opts Options) (*Server, error) {
+	if store == nil {
+		return nil, errors.Join(ErrBadOptions, errors.New("server: nil store"))
+	}
+	if opts.Auth == "" {
+		opts.Auth = AuthToken
+	}
+	if opts.Auth != AuthToken && opts.Auth != AuthNone {
+		return nil, errors.Join(ErrBadOptions, errors.New("server: auth must be token or none"))
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	s := &Server{store: store, opts: opts, log: opts.Logger, mux: http.NewServeMux()}
+	if err := s.init(ctx); err != nil {
+		return nil, err
+	}
+	s.conversationRoutes()
+	s.apiRoutes()
+	s.opsRoutes()
+	s.h = s.middleware(s.mux)
+	return s, nil
+}
+
+// ServeHTTP serves one request.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.h.ServeHTTP(w, r) }
