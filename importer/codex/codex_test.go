@@ -63,9 +63,13 @@ func TestImportFixture(t *testing.T) {
 				t.Fatalf("summary %+v", sum)
 			}
 			wantSkipped := map[string]int{
-				"event_msg:user_message": 1, "event_msg:agent_message": 1,
-				"event_msg:token_count": 1, // the repeated one; the first gave the usage
-				"turn_context":          3, "unknown:world_state": 1, "malformed": 1, "torn": 1,
+				"event_msg:user_message":  1,
+				"event_msg:agent_message": 1,
+				"event_msg:token_count":   1, // the repeated one; the first gave the usage
+				"turn_context":            3,
+				"unknown:world_state":     1,
+				"malformed":               1,
+				"torn":                    1,
 			}
 			if !reflect.DeepEqual(sum.Skipped, wantSkipped) {
 				t.Errorf("skipped %v\nwant    %v", sum.Skipped, wantSkipped)
