@@ -12,6 +12,7 @@ import (
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/importer"
+	"github.com/recallkit/recall/internal/testsvc"
 )
 
 const (
@@ -237,4 +238,48 @@ func TestImportKilledMidway(t *testing.T) {
 		}
 	}
 	t.Logf("killed mid-import: %v; the second import: %+v", killed, sum.Sessions)
+}
+
+// TestImportOnServerStores imports both fixtures into PostgreSQL and
+// Redis through --store, twice.
+func TestImportOnServerStores(t *testing.T) {
+	name := fmt.Sprintf("recall_import_%d", time.Now().UnixNano())
+	backends := []struct {
+		name string
+		url  func(t *testing.T) string
+	}{
+		{"postgres", func(t *testing.T) string {
+			dsn := testsvc.PostgresDSN(t)
+			t.Cleanup(func() { dropSchema(t, dsn, name) })
+			return addQuery(dsn, "schema="+name)
+		}},
+		{"redis", func(t *testing.T) string {
+			u := testsvc.RedisURL(t)
+			t.Cleanup(func() { dropPrefix(t, u, name+":") })
+			return addQuery(u, "prefix="+name+":")
+		}},
+	}
+	claudeDir, _ := filepath.Abs(claudeFixture) // recall runs in the test's project directory
+	codexDir, _ := filepath.Abs(codexFixture)
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.store = b.url(t)
+			claude := importSummary(t, e.ok("", "--json", "import", "claude-code", claudeDir))
+			codex := importSummary(t, e.ok("", "--json", "import", "codex", codexDir))
+			if claude.Sessions != (importer.Counts{New: 1}) || claude.Subagents != (importer.Counts{New: 2}) || codex.Sessions != (importer.Counts{New: 2}) {
+				t.Fatalf("claude-code %+v, codex %+v", claude, codex)
+			}
+			if m, items := e.show(claudeSID); len(items) != 2 || m.Title != "Go files tour" {
+				t.Errorf("claude-code session: %+v", m)
+			}
+			if m, _ := e.show(codexSID); m.ItemCount != 3 || m.Usage.TotalTokens != 2080 {
+				t.Errorf("codex session: %+v", m)
+			}
+			again := importSummary(t, e.ok("", "--json", "import", "codex", codexDir))
+			if again.Sessions != (importer.Counts{Unchanged: 2}) || again.Entries != 0 {
+				t.Errorf("again: %+v", again)
+			}
+		})
+	}
 }
