@@ -103,7 +103,10 @@ type Target struct {
 // Transcript.Data) of the source line it came from. Records of one line
 // share End, and are written together or not at all.
 type Record struct {
-	End   int64
+	End int64
+	// Turn, when set, names the turn the record belongs to (Claude Code's
+	// message id): the records of one turn are written in one batch.
+	Turn  string
 	Entry recall.Entry
 	// Compaction, when set, is the payload of a compaction entry: Write
 	// fills in Through and Replaced from the log it appends to.

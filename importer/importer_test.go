@@ -116,6 +116,30 @@ func TestWriteBatches(t *testing.T) {
 	}
 }
 
+// TestWriteKeepsTurnsWhole: a batch that is full in the middle of a turn
+// takes the rest of the turn.
+func TestWriteKeepsTurnsWhole(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New(memstore.Options{})
+	tr, tg := transcript(batchRecords + 20)
+	for i := batchRecords - 5; i < batchRecords+5; i++ {
+		tg.Records[i].Turn = "msg_1"
+	}
+	if _, err := Write(ctx, st, tr, tg, false); err != nil {
+		t.Fatal(err)
+	}
+	_, entries, _ := st.Load(ctx, tg.Key)
+	for i, e := range entries {
+		if e.Kind == recall.KindMeta {
+			// the create entry, then the items of the first batch
+			if items := i - 1; items != batchRecords+5 {
+				t.Errorf("the first batch holds %d items, want %d", items, batchRecords+5)
+			}
+			break
+		}
+	}
+}
+
 func TestWriteRefusesForeignSessions(t *testing.T) {
 	ctx := context.Background()
 	st := memstore.New(memstore.Options{})

@@ -173,7 +173,8 @@ func (w *writer) digest(n int64) string {
 // consumed offset bytes: the entries of the following lines (at most one
 // batch's worth, never splitting a line), then one meta entry recording
 // the offset they reach. A new record's batch starts with its create entry
-// and source metadata. It returns no entries when nothing is left, and
+// and source metadata. A batch ends between two lines, and never inside a
+// turn (Record.Turn). It returns no entries when nothing is left, and
 // how many item entries the batch holds and the offset it reaches.
 func (w *writer) batch(m recall.Meta, exists bool, offset int64) ([]recall.Entry, int, int64) {
 	recs := w.tg.Records
@@ -195,8 +196,8 @@ func (w *writer) batch(m recall.Meta, exists bool, offset int64) ([]recall.Entry
 	end := offset
 	for j := i; j < len(recs); j++ {
 		r := recs[j]
-		if r.End != end && (j-i >= batchRecords || size >= batchBytes) {
-			break // a full batch ends between two lines
+		if j > i && r.End != end && (j-i >= batchRecords || size >= batchBytes) && (r.Turn == "" || r.Turn != recs[j-1].Turn) {
+			break // a full batch ends between two lines, never inside a turn
 		}
 		e := r.Entry
 		if r.Compaction != nil {

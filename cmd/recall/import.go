@@ -36,11 +36,12 @@ func newImportCmd(a *app) *cobra.Command {
 		Use:   "import",
 		Short: "Bring sessions in from Claude Code, Codex or a recall export",
 		Long: `Import conversations of other tools as recall sessions, which recall can then
-list, show, search, fork, archive and continue.
+list, show, fork, archive and export; or read back a recall export.
 
-Importing again is safe: a transcript already imported adds nothing, and one
-that grew adds only its new turns. Each imported session keeps where it came
-from in its metadata (import.source, import.session, import.file).`,
+Importing a Claude Code or Codex transcript again is safe: one already
+imported adds nothing, and one that grew adds only its new lines. Each
+imported session keeps where it came from in its metadata (import.source,
+import.session, import.file).`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			if len(argv) > 0 {

@@ -2,14 +2,17 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/importer"
+	"github.com/recallkit/recall/internal/testsvc"
 )
 
 const (
@@ -166,5 +169,117 @@ func TestImportProgressOnTerminal(t *testing.T) {
 	// the bar is drawn, then cleared before the summary
 	if !strings.Contains(string(out), "importing") || !strings.Contains(string(out), "% |") {
 		t.Errorf("no progress bar on a terminal:\n%q", out)
+	}
+}
+
+// TestImportKilledMidway kills an import of a large transcript with
+// SIGKILL once its first batch is on disk, and imports again: the session
+// ends with every item exactly once.
+func TestImportKilledMidway(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes a 20 MB transcript")
+	}
+	e := newEnv(t)
+	dir := filepath.Join(t.TempDir(), "projects", "-home-dev-crash")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const sid = "3c1e2d4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f"
+	var b strings.Builder
+	rounds := 0
+	for ; b.Len() < 20<<20; rounds++ {
+		for _, role := range []string{"user", "assistant"} {
+			line, _ := json.Marshal(map[string]any{
+				"type": role, "cwd": "/home/dev/crash", "sessionId": sid, "uuid": fmt.Sprintf("%s-%d", role, rounds),
+				"timestamp": fmt.Sprintf("2025-10-01T09:%02d:%02d.%03dZ", rounds/60000%60, rounds/1000%60, rounds%1000),
+				"message": map[string]any{"id": fmt.Sprintf("msg_%d", rounds), "role": role,
+					"content": []any{map[string]any{"type": "text", "text": fmt.Sprintf("turn %d: %s", rounds, strings.Repeat("words ", 60))}}},
+			})
+			b.Write(line)
+			b.WriteByte('\n')
+		}
+	}
+	path := filepath.Join(dir, sid+".jsonl")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	cmd := exec.Command(e.bin, "import", "claude-code", path)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + filepath.Join(e.home, "user"), "RECALL_HOME=" + e.home, "GORACE=atexit_sleep_ms=0"}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	log := filepath.Join(e.home, "projects", "-home-dev-crash", sid+".jsonl")
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if fi, err := os.Stat(log); err == nil && fi.Size() > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatal("the import wrote nothing within a minute")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := cmd.Process.Kill(); err != nil { // SIGKILL
+		t.Fatal(err)
+	}
+	state, _ := cmd.Process.Wait()
+	killed := !state.Success()
+
+	sum := importSummary(t, e.ok("", "--json", "import", "claude-code", path))
+	m, items := e.show(sid)
+	if len(items) != 2*rounds || m.ItemCount != 2*rounds {
+		t.Fatalf("after the kill (killed: %v) and a second import: %d items, want %d", killed, len(items), 2*rounds)
+	}
+	for i, it := range items {
+		if want := fmt.Sprintf("turn %d: ", i/2); !strings.HasPrefix(it.Text(), want) {
+			t.Fatalf("item %d is %.20q, want %q...: a line lost or repeated", i, it.Text(), want)
+		}
+	}
+	t.Logf("killed mid-import: %v; the second import: %+v", killed, sum.Sessions)
+}
+
+// TestImportOnServerStores imports both fixtures into PostgreSQL and
+// Redis through --store, twice.
+func TestImportOnServerStores(t *testing.T) {
+	name := fmt.Sprintf("recall_import_%d", time.Now().UnixNano())
+	backends := []struct {
+		name string
+		url  func(t *testing.T) string
+	}{
+		{"postgres", func(t *testing.T) string {
+			dsn := testsvc.PostgresDSN(t)
+			t.Cleanup(func() { dropSchema(t, dsn, name) })
+			return addQuery(dsn, "schema="+name)
+		}},
+		{"redis", func(t *testing.T) string {
+			u := testsvc.RedisURL(t)
+			t.Cleanup(func() { dropPrefix(t, u, name+":") })
+			return addQuery(u, "prefix="+name+":")
+		}},
+	}
+	claudeDir, _ := filepath.Abs(claudeFixture) // recall runs in the test's project directory
+	codexDir, _ := filepath.Abs(codexFixture)
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.store = b.url(t)
+			claude := importSummary(t, e.ok("", "--json", "import", "claude-code", claudeDir))
+			codex := importSummary(t, e.ok("", "--json", "import", "codex", codexDir))
+			if claude.Sessions != (importer.Counts{New: 1}) || claude.Subagents != (importer.Counts{New: 2}) || codex.Sessions != (importer.Counts{New: 2}) {
+				t.Fatalf("claude-code %+v, codex %+v", claude, codex)
+			}
+			if m, items := e.show(claudeSID); len(items) != 2 || m.Title != "Go files tour" {
+				t.Errorf("claude-code session: %+v", m)
+			}
+			if m, _ := e.show(codexSID); m.ItemCount != 3 || m.Usage.TotalTokens != 2080 {
+				t.Errorf("codex session: %+v", m)
+			}
+			again := importSummary(t, e.ok("", "--json", "import", "codex", codexDir))
+			if again.Sessions != (importer.Counts{Unchanged: 2}) || again.Entries != 0 {
+				t.Errorf("again: %+v", again)
+			}
+		})
 	}
 }

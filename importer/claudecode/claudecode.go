@@ -8,8 +8,8 @@
 //
 //   - user and assistant text (and images) → a message item (input_text,
 //     output_text and input_image parts); the lines of one assistant
-//     message (one content block each) are one turn, whose token usage is
-//     counted once;
+//     message (one content block each) are one turn, written in one batch,
+//     whose token usage is counted once;
 //   - tool_use → function_call (call_id = the tool_use id, arguments = the
 //     input as a JSON string); tool_result → function_call_output with the
 //     same call_id, and "is_error": true on a result marked as an error;

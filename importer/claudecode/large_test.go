@@ -31,7 +31,8 @@ func writeLarge(t testing.TB, dir string, size int64) (string, int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := bufio.NewWriter(f)
+	cw := &countingWriter{w: f}
+	w := bufio.NewWriter(cw)
 	enc := json.NewEncoder(w)
 	start := time.Date(2025, 10, 1, 9, 0, 0, 0, time.UTC)
 	output := strings.Repeat("main.go:12: a line of tool output, with \"quotes\" and <tags>\n", 60)
@@ -66,10 +67,10 @@ func writeLarge(t testing.TB, dir string, size int64) (string, int) {
 			}
 		}
 		items += 4
-		written = int64(w.Buffered()) + written
 		if err := w.Flush(); err != nil {
 			t.Fatal(err)
 		}
+		written = cw.n
 	}
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
@@ -98,6 +99,9 @@ func TestLargeTranscript(t *testing.T) {
 	sum, err := Import(ctx, st, path, importer.Options{})
 	if err != nil || len(sum.Failures) > 0 {
 		t.Fatal(err, sum.Failures)
+	}
+	if sum.Bytes > 51<<20 {
+		t.Fatalf("generated %d bytes, not about 50 MB", sum.Bytes)
 	}
 	if sum.Items != items || sum.Sessions != (importer.Counts{New: 1}) || sum.Skipped["file-history-snapshot"] != items/4 {
 		t.Fatalf("summary %+v, want %d items", sum, items)
@@ -209,4 +213,16 @@ func BenchmarkImport(b *testing.B) {
 			report(b)
 		})
 	}
+}
+
+// countingWriter counts the bytes written through it.
+type countingWriter struct {
+	w interface{ Write([]byte) (int, error) }
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }

@@ -251,9 +251,13 @@ func (p *parser) conversation(l *line, end int64) {
 		tg.Model = m.Model
 	}
 	at := importer.ParseTime(l.Timestamp)
+	turn := ""
+	if role == "assistant" {
+		turn = m.ID
+	}
 	before := len(tg.Records)
 	add := func(it recall.Item) {
-		tg.Records = append(tg.Records, importer.Record{End: end, Entry: recall.Entry{Kind: recall.KindItem, Time: at, Data: stdjson.RawMessage(it)}})
+		tg.Records = append(tg.Records, importer.Record{End: end, Turn: turn, Entry: recall.Entry{Kind: recall.KindItem, Time: at, Data: stdjson.RawMessage(it)}})
 	}
 	var parts []part
 	flush := func() {

@@ -13,9 +13,11 @@
 //     replacement_history, verbatim, or else one assistant message with
 //     the summary;
 //   - turn_context → the model (metadata "model");
-//   - event_msg lines are events of Codex's interface; those that carry
-//     conversation (user_message, agent_message, ...) repeat response
-//     items, so every event_msg is skipped and counted by its kind;
+//   - event_msg token_count → the token usage (last_token_usage) of the
+//     item before it, counted once;
+//   - other event_msg lines are events of Codex's interface; those that
+//     carry conversation (user_message, agent_message, ...) repeat
+//     response items, so they are skipped and counted by their kind;
 //   - unknown and future line types, lines that do not decode and a torn
 //     last line are skipped and counted, never fatal.
 //
@@ -150,6 +152,25 @@ type compacted struct {
 	ReplacementHistory []jsontext.Value `json:"replacement_history"`
 }
 
+// tokenUsage is a token_count event's usage. Codex counts cached input in
+// input_tokens and reasoning in output_tokens, as recall.Usage does.
+type tokenUsage struct {
+	InputTokens  int64 `json:"input_tokens"`
+	OutputTokens int64 `json:"output_tokens"`
+	TotalTokens  int64 `json:"total_tokens"`
+}
+
+func (u *tokenUsage) recall() *recall.Usage {
+	r := recall.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, TotalTokens: u.TotalTokens}
+	if r.TotalTokens == 0 {
+		r.TotalTokens = r.InputTokens + r.OutputTokens
+	}
+	if r.IsZero() {
+		return nil
+	}
+	return &r
+}
+
 // ReadFile reads one rollout (.jsonl or .jsonl.zst). project, when not
 // empty, is the project key its session goes to instead of the key of its
 // working directory.
@@ -167,6 +188,7 @@ func parse(path string, data []byte, project string, mtime time.Time) (*importer
 	tg := &importer.Target{}
 	var meta sessionMeta
 	var cwd string
+	lastItem := -1 // the index of the newest item record
 	importer.EachLine(data, func(ln importer.Line) {
 		t.Lines++
 		var l rolloutLine
@@ -181,6 +203,7 @@ func parse(path string, data []byte, project string, mtime time.Time) (*importer
 				t.Skip("malformed")
 				return
 			}
+			lastItem = len(tg.Records)
 			tg.Records = append(tg.Records, importer.Record{End: ln.End, Entry: recall.Entry{Kind: recall.KindItem, Time: at, Data: []byte(l.Payload)}})
 		case "session_meta":
 			if meta.ID != "" {
@@ -229,8 +252,19 @@ func parse(path string, data []byte, project string, mtime time.Time) (*importer
 		case "event_msg":
 			var ev struct {
 				Type string `json:"type"`
+				Info *struct {
+					Last *tokenUsage `json:"last_token_usage"`
+				} `json:"info"`
 			}
-			_ = json.Unmarshal(l.Payload, &ev, decodeOptions)
+			err := json.Unmarshal(l.Payload, &ev, decodeOptions)
+			// A token_count gives the usage of the model call that wrote
+			// the items before it; a repeated one (no item since) is not
+			// counted twice.
+			if err == nil && ev.Type == "token_count" && ev.Info != nil && ev.Info.Last != nil &&
+				lastItem >= 0 && tg.Records[lastItem].Entry.Usage == nil {
+				tg.Records[lastItem].Entry.Usage = ev.Info.Last.recall()
+				return
+			}
 			t.Skip("event_msg:" + ev.Type)
 		case "":
 			t.Skip("unknown")

@@ -63,8 +63,13 @@ func TestImportFixture(t *testing.T) {
 				t.Fatalf("summary %+v", sum)
 			}
 			wantSkipped := map[string]int{
-				"event_msg:user_message": 1, "event_msg:agent_message": 1, "event_msg:token_count": 1,
-				"turn_context": 3, "unknown:world_state": 1, "malformed": 1, "torn": 1,
+				"event_msg:user_message":  1,
+				"event_msg:agent_message": 1,
+				"event_msg:token_count":   1, // the repeated one; the first gave the usage
+				"turn_context":            3,
+				"unknown:world_state":     1,
+				"malformed":               1,
+				"torn":                    1,
 			}
 			if !reflect.DeepEqual(sum.Skipped, wantSkipped) {
 				t.Errorf("skipped %v\nwant    %v", sum.Skipped, wantSkipped)
@@ -133,6 +138,9 @@ func checkFixture(t *testing.T, ctx context.Context, st recall.Store) {
 	}
 	if m.Metadata[importer.MetaModel] != "gpt-5.1-codex" || m.Metadata[importer.MetaSource] != Tool || m.Metadata[importer.MetaSession] != fixtureID {
 		t.Errorf("metadata %v", m.Metadata)
+	}
+	if want := (recall.Usage{InputTokens: 2000, OutputTokens: 80, TotalTokens: 2080}); m.Usage != want {
+		t.Errorf("usage %+v, want %+v", m.Usage, want)
 	}
 	if got := m.Created.Format("2006-01-02T15:04:05.000Z"); got != "2025-10-02T07:59:59.500Z" {
 		t.Errorf("created %s", got)

@@ -31,7 +31,8 @@ func writeLarge(t testing.TB, dir string, size int64) (string, int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := bufio.NewWriter(f)
+	cw := &countingWriter{w: f}
+	w := bufio.NewWriter(cw)
 	enc := json.NewEncoder(w)
 	start := time.Date(2025, 10, 3, 8, 0, 0, 0, time.UTC)
 	line := func(at time.Time, typ string, payload any) {
@@ -57,10 +58,10 @@ func writeLarge(t testing.TB, dir string, size int64) (string, int) {
 		line(at, "response_item", map[string]any{"type": "message", "role": "assistant", "content": []any{map[string]any{"type": "output_text", "text": "All tests pass now."}}})
 		line(at, "event_msg", map[string]any{"type": "agent_message", "message": "All tests pass now."})
 		items += 5
-		written += int64(w.Buffered())
 		if err := w.Flush(); err != nil {
 			t.Fatal(err)
 		}
+		written = cw.n
 	}
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
@@ -85,12 +86,20 @@ func TestLargeRollout(t *testing.T) {
 	if err != nil || len(sum.Failures) > 0 {
 		t.Fatal(err, sum.Failures)
 	}
-	if sum.Items != items || sum.Skipped["event_msg:token_count"] != items/5 {
+	if sum.Bytes < 50<<20 || sum.Bytes > 51<<20 {
+		t.Fatalf("generated %d bytes, not about 50 MB", sum.Bytes)
+	}
+	if sum.Items != items || sum.Skipped["event_msg:user_message"] != items/5 {
 		t.Fatalf("summary %+v, want %d items", sum, items)
 	}
 	key := recall.Key{Project: "-home-dev-big", Session: largeID}
-	if m, err := st.Stat(ctx, key); err != nil || m.ItemCount != items {
+	m, err := st.Stat(ctx, key)
+	if err != nil || m.ItemCount != items {
 		t.Fatalf("%+v, %v", m, err)
+	}
+	// one token_count per round
+	if want := int64(4000 * items / 5); m.Usage.InputTokens != want {
+		t.Errorf("usage %+v, want %d input tokens", m.Usage, want)
 	}
 	again, err := Import(ctx, st, []string{path}, importer.Options{})
 	if err != nil || again.Sessions != (importer.Counts{Unchanged: 1}) {
@@ -178,4 +187,16 @@ func BenchmarkImport(b *testing.B) {
 			report(b)
 		})
 	}
+}
+
+// countingWriter counts the bytes written through it.
+type countingWriter struct {
+	w interface{ Write([]byte) (int, error) }
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
