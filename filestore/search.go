@@ -55,17 +55,21 @@ func (s *Store) Search(ctx context.Context, opts recall.SearchOptions) (recall.S
 			return page, nil
 		case ctx.Err() != nil:
 			return recall.SearchPage{}, fmt.Errorf("filestore: search: %w", ctx.Err())
-		case attempt < 2 && (errors.As(err, &ie) || errors.Is(err, errIndexDisagrees)):
-			// Damage, or a log rewritten under the search, or an error of
-			// a connection that outlived a change to the file (it was
-			// truncated under it, say): once more on a fresh connection;
-			// the second time, from an index built afresh.
+		case attempt < 2 && (errors.Is(err, errIndexDamaged) || errors.Is(err, errIndexDisagrees)):
+			// A damaged index is built afresh. A hit the log does not
+			// hold where the index says is a log rewritten under the
+			// search (a purge): the next catch-up reads it again; if the
+			// log still disagrees, the index is built afresh.
 			s.search.mu.Lock()
-			if attempt == 1 || errors.Is(err, errIndexDamaged) {
+			if errors.Is(err, errIndexDamaged) || attempt == 1 {
 				s.search.reset()
-			} else {
-				s.search.closeLocked()
 			}
+			s.search.mu.Unlock()
+		case attempt == 0 && errors.As(err, &ie):
+			// Once more on a fresh connection: this one may have outlived
+			// a change to the file (truncated under it, say).
+			s.search.mu.Lock()
+			s.search.closeLocked()
 			s.search.mu.Unlock()
 		case errors.As(err, &ie) || errors.Is(err, errIndexDisagrees):
 			// The index cannot be used here (a read-only home, a full

@@ -203,3 +203,29 @@ func BenchmarkAppendSearchIndex(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSearchIndexBuild measures building the whole index from the
+// logs, as the first search of a home without one (or with a damaged one)
+// does.
+func BenchmarkSearchIndexBuild(b *testing.B) {
+	home, sessions, items := searchCorpus(b)
+	ctx := context.Background()
+	for b.Loop() {
+		b.StopTimer()
+		for _, suffix := range []string{"", "-wal", "-shm"} {
+			os.Remove(filestore.SearchIndexPath(home) + suffix)
+		}
+		s, err := filestore.Open(filestore.Options{Dir: home})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		if _, err := s.Search(ctx, recall.SearchOptions{Query: "zanzibarite"}); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		s.Close()
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(sessions*items)*float64(b.N)/b.Elapsed().Seconds(), "items/s")
+}

@@ -519,3 +519,32 @@ func TestSearchItemShapes(t *testing.T) {
 		t.Fatal("bad fixture")
 	}
 }
+
+// TestSearchIndexDisagrees: an index whose rows are valid to SQLite but
+// point at the wrong place of a log (or a log rewritten under it) is
+// caught when the hits are read back from the logs, and built again.
+func TestSearchIndexDisagrees(t *testing.T) {
+	for _, stmt := range []string{
+		"UPDATE items SET pos = pos + 1",
+		"UPDATE items SET seq = seq + 1000",
+		"UPDATE items SET idx = 3",
+	} {
+		t.Run(stmt, func(t *testing.T) {
+			home := t.TempDir()
+			s := openSearchStore(t, home)
+			for i := range 5 {
+				appendItems(t, s, recall.Key{Project: "p", Session: fmt.Sprintf("s%d", i)}, recall.Message("user", fmt.Sprintf("needle %d", i)))
+			}
+			want := checkSearch(t, s, recall.SearchOptions{Query: "needle"})
+			if err := filestore.SearchIndexExec(home, stmt); err != nil {
+				t.Fatal(err)
+			}
+			if got := checkSearch(t, s, recall.SearchOptions{Query: "needle"}); sameHits(got, want) != "" {
+				t.Fatal(sameHits(got, want))
+			}
+			if _, err := filestore.SearchIndexOnly(context.Background(), s, recall.SearchOptions{Query: "needle"}); err != nil {
+				t.Fatalf("the index was not built again: %v", err)
+			}
+		})
+	}
+}
