@@ -361,7 +361,7 @@ func trigramQuery(q recall.Query) string {
 		r := []rune(t)
 		for i := 0; i+3 <= len(r); i++ {
 			g := string(r[i : i+3])
-			if seen[g] {
+			if seen[g] || strings.IndexByte(g, 0) >= 0 { // FTS5 reads its query up to a NUL; instr checks the term whole
 				continue
 			}
 			seen[g] = true

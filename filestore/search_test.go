@@ -117,6 +117,11 @@ func checkSearch(t *testing.T, s *filestore.Store, opts recall.SearchOptions) []
 	if !reflect.DeepEqual(gc, wc) {
 		t.Fatalf("search %+v: cursors %q, want %q", opts, gc, wc)
 	}
+	// and it was the index that answered, not the scan Search falls back to
+	idx, _ := allPages(t, func(o recall.SearchOptions) (recall.SearchPage, error) { return filestore.SearchIndexOnly(ctx, s, o) }, opts)
+	if d := sameHits(idx, want); d != "" {
+		t.Fatalf("search %+v, the index alone: %s", opts, d)
+	}
 	return got
 }
 
@@ -157,6 +162,7 @@ func TestSearchFinds(t *testing.T) {
 	if _, err := recall.SetTitle(ctx, s, b, "张三的会话", recall.TitleUser); err != nil {
 		t.Fatal(err)
 	}
+	appendItems(t, s, recall.Key{Project: "p", Session: "n"}, recall.Message("user", "a nul\x00byte inside"))
 	for _, c := range []struct {
 		query string
 		want  []string
@@ -168,6 +174,9 @@ func TestSearchFinds(t *testing.T) {
 		{"住在北京", []string{"q/b@1.0/user"}},
 		{"三", []string{"q/b@2.0/assistant", "q/b@1.0/user", "q/b@0.0/title"}},
 		{"nothing-like-this", nil},
+		{"nul\x00byte", []string{"p/n@1.0/user"}},
+		{"l\x00b", []string{"p/n@1.0/user"}},
+		{"\x00", []string{"p/n@1.0/user"}},
 	} {
 		hits := checkSearch(t, s, recall.SearchOptions{Query: c.query})
 		if got := keysOf(hits); !reflect.DeepEqual(got, c.want) {
@@ -175,8 +184,8 @@ func TestSearchFinds(t *testing.T) {
 		}
 	}
 	idx, err := filestore.SearchIndexedLogs(s.Home())
-	if err != nil || len(idx) != 2 {
-		t.Fatalf("index holds %v (%v), want both sessions", idx, err)
+	if err != nil || len(idx) != 3 {
+		t.Fatalf("index holds %v (%v), want the 3 sessions", idx, err)
 	}
 }
 
