@@ -72,7 +72,12 @@
 // test's. It shares no state between subtests, and runs them one at a
 // time, so newStore may hand out stores that share a server.
 //
-// A store's own tests can reuse the suite's parts: [RunModel] alone;
+// Then [RunSearchModel], the same for search: random sequences searched
+// with random options against a brute force over the test's own logs.
+//
+// A store's own tests can reuse the suite's parts: [RunModel],
+// [RunSearch] and [RunSearchModel] alone; [CompareSearch] and [SearchAll]
+// on data of their own;
 // the corpora [InvalidKeys], [EdgeKeys], [VerbatimItems], [InvalidItems]
 // and [DamagedItems]; [LifecycleOps] and [CheckNoGhost], to race the
 // lifecycle helpers against a remove across processes; the comparisons
