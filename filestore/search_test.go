@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -426,6 +427,9 @@ func TestSearchRebuildsIndex(t *testing.T) {
 		"garbage header": func(p string) error { return overwrite(p, 0, 4096) },
 		"garbage pages":  func(p string) error { return overwrite(p, 4096, 1<<20) },
 		"not sqlite":     func(p string) error { return os.WriteFile(p, []byte("hello, I am not a database\n"), 0o600) },
+		"older version": func(p string) error {
+			return filestore.SearchIndexExec(filepath.Dir(p), "PRAGMA user_version = 1")
+		},
 		"other schema": func(p string) error {
 			if err := os.Remove(p); err != nil {
 				return err
