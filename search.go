@@ -69,7 +69,8 @@ type Span struct {
 
 // Hit is one item (or title) that matched a search.
 type Hit struct {
-	Key   Key    `json:"key"`
+	Key Key `json:"key"`
+	// Title is the session's current title, on item hits too.
 	Title string `json:"title,omitempty"`
 	// Ref names the item: the item entry's seq, or a compaction entry's
 	// seq and the index of its item. A title hit has the zero Ref.

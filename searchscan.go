@@ -34,6 +34,7 @@ func ScanSearch(ctx context.Context, s Store, opts SearchOptions) (SearchPage, e
 	}
 	top := topHits{keep: opts.PageSize() + 1}
 	lopts := ListOptions{Limit: scanListPage, IncludeArchived: opts.IncludeArchived}
+pages:
 	for {
 		page, err := s.List(ctx, opts.Project, lopts)
 		if err != nil {
@@ -44,7 +45,7 @@ func ScanSearch(ctx context.Context, s Store, opts SearchOptions) (SearchPage, e
 				continue
 			}
 			if top.full() && m.Updated.Before(top.last().Time) || !opts.Since.IsZero() && m.Updated.Before(opts.Since) {
-				goto done // every session left is older
+				break pages // every session left is older
 			}
 			if err := ctx.Err(); err != nil {
 				return SearchPage{}, fmt.Errorf("recall: search: %w", err)
@@ -70,7 +71,6 @@ func ScanSearch(ctx context.Context, s Store, opts SearchOptions) (SearchPage, e
 		}
 		lopts.Cursor = page.Next
 	}
-done:
 	hits := top.sorted()
 	var out SearchPage
 	if len(hits) == top.keep {

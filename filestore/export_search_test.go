@@ -56,3 +56,15 @@ func CheckpointSearchIndex(home string) error {
 	_, err = db.Exec("PRAGMA wal_checkpoint(TRUNCATE)")
 	return err
 }
+
+// SearchIndexExec runs a statement on the search index in home, to damage
+// it in ways SQLite cannot see.
+func SearchIndexExec(home, stmt string) error {
+	db, err := sql.Open("sqlite", sqliteURI(SearchIndexPath(home))+"?_pragma=busy_timeout(30000)")
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	_, err = db.Exec(stmt)
+	return err
+}

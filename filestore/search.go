@@ -55,17 +55,21 @@ func (s *Store) Search(ctx context.Context, opts recall.SearchOptions) (recall.S
 			return page, nil
 		case ctx.Err() != nil:
 			return recall.SearchPage{}, fmt.Errorf("filestore: search: %w", ctx.Err())
-		case attempt < 2 && (errors.As(err, &ie) || errors.Is(err, errIndexDisagrees)):
-			// Damage, or a log rewritten under the search, or an error of
-			// a connection that outlived a change to the file (it was
-			// truncated under it, say): once more on a fresh connection;
-			// the second time, from an index built afresh.
+		case attempt < 2 && (errors.Is(err, errIndexDamaged) || errors.Is(err, errIndexDisagrees)):
+			// A damaged index is built afresh. A hit the log does not
+			// hold where the index says is a log rewritten under the
+			// search (a purge): the next catch-up reads it again; if the
+			// log still disagrees, the index is built afresh.
 			s.search.mu.Lock()
-			if attempt == 1 || errors.Is(err, errIndexDamaged) {
+			if errors.Is(err, errIndexDamaged) || attempt == 1 {
 				s.search.reset()
-			} else {
-				s.search.closeLocked()
 			}
+			s.search.mu.Unlock()
+		case attempt == 0 && errors.As(err, &ie):
+			// Once more on a fresh connection: this one may have outlived
+			// a change to the file (truncated under it, say).
+			s.search.mu.Lock()
+			s.search.closeLocked()
 			s.search.mu.Unlock()
 		case errors.As(err, &ie) || errors.Is(err, errIndexDisagrees):
 			// The index cannot be used here (a read-only home, a full
@@ -171,15 +175,15 @@ func countTerms(normalized string, q recall.Query) int {
 // findItems returns the first keep item hits after cur, in search order,
 // among the sessions of byID.
 //
-// When the terms of three characters or more select at most
-// searchCandidates items through the trigram index (the items holding
-// every trigram of them), it sorts those, checking each term's exact
-// match with instr. Otherwise it matches the newest searchWindow items
-// the filters on items allow (after the cursor) directly: when keep hits
-// among them are newer than the oldest of the window, no item outside it
-// can come before them, and a common word is answered at once. When they
-// are not, it sorts the trigram index's candidates after all, or, when
-// every term is shorter than a trigram, matches ever larger windows.
+// When the trigram index selects at most searchCandidates items for the
+// terms of two characters or more (see trigramQuery), it sorts those,
+// checking each term's exact match with instr. Otherwise it matches the
+// newest searchWindow items the filters on items allow (after the cursor)
+// directly: when keep hits among them are newer than the oldest of the
+// window, no item outside it can come before them, and a common word is
+// answered at once. When they are not, it sorts the trigram index's
+// candidates after all, or, when every term is a single character,
+// matches ever larger windows.
 func (x *searchIndex) findItems(ctx context.Context, opts recall.SearchOptions, q recall.Query, cur *recall.SearchCursor, keep int, byID map[int64]*indexedLog) ([]*itemHit, error) {
 	var conds []string
 	var args []any
@@ -219,12 +223,14 @@ func (x *searchIndex) findItems(ctx context.Context, opts recall.SearchOptions, 
 		return cur == nil || cur.After(h.hit)
 	}
 
-	// A term of three characters or more has trigrams: when they select
-	// few items, sorting those is the fastest way to the first page.
-	// Otherwise (a common word, or short terms only) windows of the
-	// newest items are matched directly, ever larger, until one holds
-	// keep hits or every item.
-	m := trigramQuery(q)
+	// When the trigrams select few items, sorting those is the fastest
+	// way to the first page. Otherwise (a common word, or terms of one
+	// character only) windows of the newest items are matched directly,
+	// ever larger, until one holds keep hits or every item.
+	m, some, err := x.trigramQuery(ctx, q)
+	if err != nil || !some {
+		return nil, err
+	}
 	few := false
 	if m != "" {
 		var n int
@@ -347,28 +353,78 @@ func (x *searchIndex) queryItems(ctx context.Context, query string, args []any, 
 	return out, ixErr(rows.Err())
 }
 
-// trigramQuery returns the FTS5 query for the items that hold every
-// trigram of every term of three characters or more, "" when there is no
-// such term.
-func trigramQuery(q recall.Query) string {
-	seen := map[string]bool{}
-	var b strings.Builder
+// maxPrefixGrams bounds the trigrams a two-character term is looked up
+// by; a term that begins more is as well found by reading the items.
+const maxPrefixGrams = 256
+
+// maxTermGrams bounds the trigrams of one term the FTS5 query asks for: a
+// few, spread over the term, select as well as all of them, and cost less
+// to intersect.
+const maxTermGrams = 12
+
+// trigramQuery returns the FTS5 query of the items that may hold every
+// term: the AND of the trigrams of each term of three characters or more
+// (maxTermGrams of them, spread over a long term), and for a term of two,
+// the OR of the trigrams of the index that begin with it (every place it
+// occurs begins one, see searchSchema). It returns "" when no term has
+// trigrams to ask for, and none false when some term begins no trigram of
+// the index, so no item holds it.
+func (x *searchIndex) trigramQuery(ctx context.Context, q recall.Query) (match string, some bool, err error) {
+	var groups []string
 	for _, t := range q.Terms {
+		if strings.IndexByte(t, 0) >= 0 {
+			continue // FTS5 reads its query up to a NUL; instr checks the term whole
+		}
 		r := []rune(t)
-		for i := 0; i+3 <= len(r); i++ {
-			g := string(r[i : i+3])
-			if seen[g] {
-				continue
+		switch n := len(r); {
+		case n >= 3:
+			step := max(1, (n-2+maxTermGrams-1)/maxTermGrams)
+			for i := 0; i < n-2; i += step {
+				groups = append(groups, ftsString(string(r[i:i+3])))
 			}
-			seen[g] = true
-			if b.Len() > 0 {
-				b.WriteByte(' ')
+			groups = append(groups, ftsString(string(r[n-3:])))
+		case n == 2:
+			grams, err := x.prefixGrams(ctx, t)
+			if err != nil {
+				return "", false, err
 			}
-			b.WriteString(`"` + strings.ReplaceAll(g, `"`, `""`) + `"`)
+			if len(grams) == 0 {
+				return "", false, nil
+			}
+			if len(grams) <= maxPrefixGrams {
+				for i, g := range grams {
+					grams[i] = ftsString(g)
+				}
+				groups = append(groups, "("+strings.Join(grams, " OR ")+")")
+			}
 		}
 	}
-	return b.String()
+	slices.Sort(groups)
+	return strings.Join(slices.Compact(groups), " AND "), true, nil
 }
+
+// prefixGrams returns the trigrams of the index that begin with term, up
+// to one more than maxPrefixGrams.
+func (x *searchIndex) prefixGrams(ctx context.Context, term string) ([]string, error) {
+	// "\xff" sorts after every UTF-8 text that begins with term.
+	rows, err := x.conn.QueryContext(ctx, "SELECT term FROM items_vocab WHERE term >= ? AND term < ? LIMIT ?", term, term+"\xff", maxPrefixGrams+1)
+	if err != nil {
+		return nil, ixErr(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var g string
+		if err := rows.Scan(&g); err != nil {
+			return nil, ixErr(err)
+		}
+		out = append(out, g)
+	}
+	return out, ixErr(rows.Err())
+}
+
+// ftsString quotes s as an FTS5 string.
+func ftsString(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
 
 // readBack reads the entry of every item hit from its log, to cut the
 // snippet from the text a person reads and to confirm the hit: an entry

@@ -72,7 +72,10 @@ func TestSearchCrashWhileIndexing(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash test: -short")
 	}
-	const rounds = 12
+	rounds := 12
+	if raceBuild {
+		rounds = 3
+	}
 	home := t.TempDir()
 	rng := rand.New(rand.NewPCG(3, uint64(time.Now().UnixNano())))
 	s := openSearchStore(t, home)
@@ -124,7 +127,10 @@ func TestSearchCrashWhileAppending(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash test: -short")
 	}
-	const kills = 8
+	kills := 8
+	if raceBuild {
+		kills = 2
+	}
 	home := t.TempDir()
 	rng := rand.New(rand.NewPCG(4, uint64(time.Now().UnixNano())))
 	s := openSearchStore(t, home)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -117,6 +118,11 @@ func checkSearch(t *testing.T, s *filestore.Store, opts recall.SearchOptions) []
 	if !reflect.DeepEqual(gc, wc) {
 		t.Fatalf("search %+v: cursors %q, want %q", opts, gc, wc)
 	}
+	// and it was the index that answered, not the scan Search falls back to
+	idx, _ := allPages(t, func(o recall.SearchOptions) (recall.SearchPage, error) { return filestore.SearchIndexOnly(ctx, s, o) }, opts)
+	if d := sameHits(idx, want); d != "" {
+		t.Fatalf("search %+v, the index alone: %s", opts, d)
+	}
 	return got
 }
 
@@ -157,6 +163,7 @@ func TestSearchFinds(t *testing.T) {
 	if _, err := recall.SetTitle(ctx, s, b, "张三的会话", recall.TitleUser); err != nil {
 		t.Fatal(err)
 	}
+	appendItems(t, s, recall.Key{Project: "p", Session: "n"}, recall.Message("user", "a nul\x00byte inside"))
 	for _, c := range []struct {
 		query string
 		want  []string
@@ -168,6 +175,9 @@ func TestSearchFinds(t *testing.T) {
 		{"住在北京", []string{"q/b@1.0/user"}},
 		{"三", []string{"q/b@2.0/assistant", "q/b@1.0/user", "q/b@0.0/title"}},
 		{"nothing-like-this", nil},
+		{"nul\x00byte", []string{"p/n@1.0/user"}},
+		{"l\x00b", []string{"p/n@1.0/user"}},
+		{"\x00", []string{"p/n@1.0/user"}},
 	} {
 		hits := checkSearch(t, s, recall.SearchOptions{Query: c.query})
 		if got := keysOf(hits); !reflect.DeepEqual(got, c.want) {
@@ -175,8 +185,8 @@ func TestSearchFinds(t *testing.T) {
 		}
 	}
 	idx, err := filestore.SearchIndexedLogs(s.Home())
-	if err != nil || len(idx) != 2 {
-		t.Fatalf("index holds %v (%v), want both sessions", idx, err)
+	if err != nil || len(idx) != 3 {
+		t.Fatalf("index holds %v (%v), want the 3 sessions", idx, err)
 	}
 }
 
@@ -417,6 +427,9 @@ func TestSearchRebuildsIndex(t *testing.T) {
 		"garbage header": func(p string) error { return overwrite(p, 0, 4096) },
 		"garbage pages":  func(p string) error { return overwrite(p, 4096, 1<<20) },
 		"not sqlite":     func(p string) error { return os.WriteFile(p, []byte("hello, I am not a database\n"), 0o600) },
+		"older version": func(p string) error {
+			return filestore.SearchIndexExec(filepath.Dir(p), "PRAGMA user_version = 1")
+		},
 		"other schema": func(p string) error {
 			if err := os.Remove(p); err != nil {
 				return err
@@ -517,5 +530,34 @@ func TestSearchItemShapes(t *testing.T) {
 	var raw map[string]any
 	if json.Unmarshal(items[0], &raw) != nil {
 		t.Fatal("bad fixture")
+	}
+}
+
+// TestSearchIndexDisagrees: an index whose rows are valid to SQLite but
+// point at the wrong place of a log (or a log rewritten under it) is
+// caught when the hits are read back from the logs, and built again.
+func TestSearchIndexDisagrees(t *testing.T) {
+	for _, stmt := range []string{
+		"UPDATE items SET pos = pos + 1",
+		"UPDATE items SET seq = seq + 1000",
+		"UPDATE items SET idx = 3",
+	} {
+		t.Run(stmt, func(t *testing.T) {
+			home := t.TempDir()
+			s := openSearchStore(t, home)
+			for i := range 5 {
+				appendItems(t, s, recall.Key{Project: "p", Session: fmt.Sprintf("s%d", i)}, recall.Message("user", fmt.Sprintf("needle %d", i)))
+			}
+			want := checkSearch(t, s, recall.SearchOptions{Query: "needle"})
+			if err := filestore.SearchIndexExec(home, stmt); err != nil {
+				t.Fatal(err)
+			}
+			if got := checkSearch(t, s, recall.SearchOptions{Query: "needle"}); sameHits(got, want) != "" {
+				t.Fatal(sameHits(got, want))
+			}
+			if _, err := filestore.SearchIndexOnly(context.Background(), s, recall.SearchOptions{Query: "needle"}); err != nil {
+				t.Fatalf("the index was not built again: %v", err)
+			}
+		})
 	}
 }

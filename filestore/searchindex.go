@@ -45,12 +45,15 @@ import (
 //
 // The index keeps, per item, the normalized text it is searched by and
 // where its entry's line lies in the log; the text of a hit's snippet is
-// read back from the log, which also confirms the hit.
+// read back from the log, which also confirms the hit. Its trigram index
+// serves terms of two characters too (see searchSchema): only a query of
+// one-character terms reads the items' text, newest first, until a page
+// is full.
 const searchIndexName = "#search-v1.db"
 
 // searchSchemaVersion is the database's user_version. A file with another
 // version is removed and built anew.
-const searchSchemaVersion = 1
+const searchSchemaVersion = 2
 
 const searchSchema = `
 CREATE TABLE logs(
@@ -83,7 +86,15 @@ CREATE TABLE items(
 );
 CREATE INDEX items_ref ON items(log, seq, idx);
 CREATE INDEX items_time ON items(ts, tn);
-CREATE VIRTUAL TABLE items_fts USING fts5(text, content='', contentless_delete=1, tokenize='trigram', detail=none);
+-- The trigrams of each item's text and a space (so that every two
+-- characters of the text begin a trigram: a term of two characters, a CJK
+-- name, is looked up as the OR of the trigrams items_vocab lists with it
+-- as their prefix). The text is normalized already, so the tokenizer
+-- keeps case. It stores no text and no positions: a term is looked up as
+-- the AND of its trigrams, and its candidates checked with instr().
+CREATE VIRTUAL TABLE items_fts USING fts5(text, content='', contentless_delete=1,
+	tokenize='trigram case_sensitive 1', detail=none);
+CREATE VIRTUAL TABLE items_vocab USING fts5vocab(items_fts, 'row');
 `
 
 // searchRoles are the roles in items.role, by number.
@@ -645,7 +656,7 @@ func (w *logIndexer) item(e recall.Entry, index int, it recall.Item, pos, n int6
 	if w.err = w.insert.QueryRowContext(w.ctx, w.log, e.Seq, index, pos, n, e.Time.Unix(), e.Time.Nanosecond(), roleNumber(role), norm).Scan(&id); w.err != nil {
 		return
 	}
-	_, w.err = w.fts.ExecContext(w.ctx, id, norm)
+	_, w.err = w.fts.ExecContext(w.ctx, id, norm+" ")
 	w.written++
 }
 

@@ -74,20 +74,20 @@ func SearchAll(ctx context.Context, s recall.Store, opts recall.SearchOptions,
 func CompareSearch(ctx context.Context, s recall.Store, opts recall.SearchOptions) error {
 	got, err := SearchAll(ctx, s, opts, recall.Search)
 	if err != nil {
-		return fmt.Errorf("Search %+v: %w", opts, err)
+		return fmt.Errorf("recall.Search %q %s: %w", opts.Query, optsString(opts), err)
 	}
 	want, err := SearchAll(ctx, s, opts, recall.ScanSearch)
 	if err != nil {
-		return fmt.Errorf("ScanSearch %+v: %w", opts, err)
+		return fmt.Errorf("recall.ScanSearch %q %s: %w", opts.Query, optsString(opts), err)
 	}
 	q, _ := recall.ParseQuery(opts.Query)
 	var errs []error
 	if d := hitsDiff(got, want); d != "" {
-		errs = append(errs, fmt.Errorf("Search %q %s differs from ScanSearch: %s", opts.Query, optsString(opts), d))
+		errs = append(errs, fmt.Errorf("recall.Search %q %s differs from recall.ScanSearch: %s", opts.Query, optsString(opts), d))
 	}
 	for _, h := range got {
 		if err := checkSnippet(h, q); err != nil {
-			errs = append(errs, fmt.Errorf("Search %q: hit %s: %w", opts.Query, idOf(h), err))
+			errs = append(errs, fmt.Errorf("recall.Search %q: hit %s: %w", opts.Query, idOf(h), err))
 		}
 	}
 	return errors.Join(errs...)

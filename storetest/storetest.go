@@ -65,14 +65,18 @@
 //
 // It ends with [RunModel], a model-based test that runs random operations
 // against the store and against a plain log the test keeps, replayed with
-// recall.Replay, and demands the same observable results.
+// recall.Replay, and demands the same observable results; then with
+// [RunSearchModel], the same for search: random sequences searched with
+// random options against a brute force over the test's own logs.
 //
 // The suite assumes nothing about time precision beyond microseconds and
 // nothing about the store's clock beyond being within an hour of the
 // test's. It shares no state between subtests, and runs them one at a
 // time, so newStore may hand out stores that share a server.
 //
-// A store's own tests can reuse the suite's parts: [RunModel] alone;
+// A store's own tests can reuse the suite's parts: [RunModel],
+// [RunSearch] and [RunSearchModel] alone; [CompareSearch] and [SearchAll]
+// on data of their own;
 // the corpora [InvalidKeys], [EdgeKeys], [VerbatimItems], [InvalidItems]
 // and [DamagedItems]; [LifecycleOps] and [CheckNoGhost], to race the
 // lifecycle helpers against a remove across processes; the comparisons

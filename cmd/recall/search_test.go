@@ -10,6 +10,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/memstore"
 )
 
 func TestHighlightAndEscape(t *testing.T) {
@@ -123,5 +124,26 @@ func TestPickerContent(t *testing.T) {
 	}
 	if pk := m.(picker); len(pk.matches) != 0 {
 		t.Fatalf("after a failing search: matches %v", pk.matches)
+	}
+}
+
+// TestResumeFromSearch checks what Enter on a hit runs: recall chat
+// resuming that session, of any project, here with no input (the REPL
+// ends at once).
+func TestResumeFromSearch(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New(memstore.Options{})
+	key := recall.Key{Project: "elsewhere", Session: "0199aaaa-0001"}
+	if _, err := st.Append(ctx, key, recall.Guard{}, recall.ItemEntries(recall.Message("user", "hi"), recall.Message("assistant", "hello"))...); err != nil {
+		t.Fatal(err)
+	}
+	var out, errs strings.Builder
+	a := &app{stdin: strings.NewReader(""), stdout: &out, stderr: &errs, st: st}
+	t.Chdir(t.TempDir())
+	if err := a.resume(ctx, key); err != nil {
+		t.Fatalf("resume: %v\n%s", err, errs.String())
+	}
+	if !strings.Contains(errs.String(), "restored 2 items") {
+		t.Errorf("resume did not restore the session: stdout %q stderr %q", out.String(), errs.String())
 	}
 }

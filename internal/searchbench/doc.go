@@ -9,5 +9,7 @@
 //	go test -run '^$' -bench . -benchtime 20x ./internal/searchbench
 //
 // RECALL_SEARCH_BENCH_SESSIONS sets the corpus size in sessions of 100
-// items (default 1,000: 100,000 items; 10000 is the 1,000,000).
+// items (default 1,000: 100,000 items; 10000 is the 1,000,000);
+// RECALL_SEARCH_BENCH_STORES, a comma-separated list, limits the stores
+// beside the file store and the scan (sqlite, postgres; default both).
 package searchbench

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -181,35 +182,43 @@ func setUp(b *testing.B) []contender {
 	b.Logf("corpus: %d sessions, %d items, generated in %s", n, n*itemsPerSession, time.Since(start).Round(time.Millisecond))
 	dir := b.TempDir()
 
+	want := func(name string) bool {
+		only := os.Getenv("RECALL_SEARCH_BENCH_STORES")
+		return only == "" || slices.Contains(strings.Split(only, ","), name)
+	}
 	home := filepath.Join(dir, "file")
 	fs, err := filestore.Open(filestore.Options{Dir: home})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { fs.Close() })
+	stores, names := []recall.Store{fs}, []string{"file"}
 	dbPath := filepath.Join(dir, "recall.db")
-	lite, err := sqlstore.OpenSQLite(ctx, dbPath, sqlstore.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { lite.Close() })
-	stores := []recall.Store{fs, lite}
-	var pg *sqlstore.Store
-	dsn := testsvc.PostgresDSN(b)
-	schema := fmt.Sprintf("recall_searchbench_%d", time.Now().UnixNano())
-	if pg, err = sqlstore.OpenPostgres(ctx, dsn, sqlstore.Options{Schema: schema}); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		pg.Close()
-		if conn, err := pgx.Connect(ctx, dsn); err == nil {
-			conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE")
-			conn.Close(ctx)
+	var lite, pg *sqlstore.Store
+	if want("sqlite") {
+		if lite, err = sqlstore.OpenSQLite(ctx, dbPath, sqlstore.Options{}); err != nil {
+			b.Fatal(err)
 		}
-	})
-	stores = append(stores, pg)
+		b.Cleanup(func() { lite.Close() })
+		stores, names = append(stores, lite), append(names, "sqlite")
+	}
+	var dsn, schema string
+	if want("postgres") {
+		dsn = testsvc.PostgresDSN(b)
+		schema = fmt.Sprintf("recall_searchbench_%d", time.Now().UnixNano())
+		if pg, err = sqlstore.OpenPostgres(ctx, dsn, sqlstore.Options{Schema: schema}); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() {
+			pg.Close()
+			if conn, err := pgx.Connect(ctx, dsn); err == nil {
+				conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE")
+				conn.Close(ctx)
+			}
+		})
+		stores, names = append(stores, pg), append(names, "postgres")
+	}
 
-	names := []string{"file", "sqlite", "postgres"}
 	var wg sync.WaitGroup
 	errs := make([]error, len(stores))
 	for i, s := range stores {
@@ -225,9 +234,11 @@ func setUp(b *testing.B) []contender {
 			b.Fatal(err)
 		}
 	}
-	if conn, err := pgx.Connect(ctx, dsn); err == nil {
-		conn.Exec(ctx, "ANALYZE "+schema+".sessions, "+schema+".entries, "+schema+".search")
-		conn.Close(ctx)
+	if pg != nil {
+		if conn, err := pgx.Connect(ctx, dsn); err == nil {
+			conn.Exec(ctx, "ANALYZE "+schema+".sessions, "+schema+".entries, "+schema+".search")
+			conn.Close(ctx)
+		}
 	}
 	// The first search builds the file store's index from the logs (the
 	// index is a cache beside them); the SQL stores wrote theirs with
@@ -245,8 +256,12 @@ func setUp(b *testing.B) []contender {
 		{name: "literal-scan", search: func(_ context.Context, _, literal string) (int, error) { return literalScan(home, literal) }},
 		{name: "file", search: searchFirstPage(fs), logs: logs,
 			index: dirSize(home, func(p string) bool { return strings.Contains(filepath.Base(p), "#search") })},
-		{name: "sqlite", search: searchFirstPage(lite), logs: logs, index: sqliteSearchBytes(b, dbPath)},
-		{name: "postgres", search: searchFirstPage(pg), logs: logs, index: postgresSearchBytes(b, dsn, schema)},
+	}
+	if lite != nil {
+		out = append(out, contender{name: "sqlite", search: searchFirstPage(lite), logs: logs, index: sqliteSearchBytes(b, dbPath)})
+	}
+	if pg != nil {
+		out = append(out, contender{name: "postgres", search: searchFirstPage(pg), logs: logs, index: postgresSearchBytes(b, dsn, schema)})
 	}
 	for _, c := range out[1:] {
 		b.Logf("%s: search index %.1f MB, JSONL logs of the same items %.1f MB (%.2f×)", c.name,
