@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -18,7 +19,8 @@ import (
 // conversation and stable across reads, deletes and restarts:
 //
 //   - An item that arrived with a string "id" keeps it. The item is stored
-//     verbatim, so the id is in the stored bytes.
+//     verbatim, so the id is in the stored bytes. ("id": null counts as
+//     no id; any other id that is not a non-empty string is refused.)
 //   - An item without one (the common case: recall.Message, an SDK's easy
 //     input message) gets a derived id computed from where it sits in the
 //     log, its recall.ItemRef: "recall-<seq>" for an item entry, and
@@ -114,23 +116,28 @@ type shown struct {
 
 // show returns l as the API sends it: the stored bytes, with "id" inserted
 // when the item has none of its own, and "type":"message" when it is an
-// easy input message (a role and no type), as OpenAI returns it. Nothing
-// else of the bytes changes.
+// easy input message (a role and no type), as OpenAI returns it. An "id"
+// that is not a non-empty string (null, a number: only items written by
+// other means than this API hold one) is replaced by the derived id.
+// Nothing else of the bytes changes.
 func show(l recall.LiveItem) shown {
 	h := headOf(l.Item)
 	id := h.ownID()
+	it := []byte(l.Item)
 	var add []string
 	if id == "" {
 		id = derivedID(l.Ref)
 		add = append(add, `"id":`+quote(id))
+		if h.ID != nil {
+			it = withoutMember(it, "id")
+		}
 	}
 	if h.Type == nil && h.Role != "" {
 		add = append(add, `"type":"message"`)
 	}
 	if len(add) == 0 {
-		return shown{id: id, json: l.Item}
+		return shown{id: id, json: it}
 	}
-	it := []byte(l.Item)
 	open := bytes.IndexByte(it, '{')
 	rest := it[open+1:]
 	var b bytes.Buffer
@@ -142,6 +149,36 @@ func show(l recall.LiveItem) shown {
 	}
 	b.Write(rest)
 	return shown{id: id, json: b.Bytes()}
+}
+
+// withoutMember returns obj, a JSON object, without its first top-level
+// member called name, or obj itself when it has none.
+func withoutMember(obj []byte, name string) []byte {
+	dec := json.NewDecoder(bytes.NewReader(obj))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return obj
+	}
+	for i := 0; dec.More(); i++ {
+		start := dec.InputOffset() // after '{' or the previous value: before its comma
+		key, err := dec.Token()
+		if err != nil {
+			return obj
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return obj
+		}
+		if key != name {
+			continue
+		}
+		end := dec.InputOffset()
+		if i > 0 {
+			return slices.Concat(obj[:start], obj[end:]) // drops the comma before it
+		}
+		rest := bytes.TrimLeft(obj[end:], " \t\r\n")
+		return slices.Concat(obj[:start], bytes.TrimPrefix(rest, []byte(","))) // and the one after it
+	}
+	return obj
 }
 
 func quote(s string) string {
@@ -175,7 +212,7 @@ func checkNewItems(raw []json.RawMessage) ([]recall.Item, []string, error) {
 			return nil, nil, itemError(param, err)
 		}
 		h := headOf(it)
-		if h.ID != nil {
+		if h.ID != nil && string(h.ID) != "null" { // "id": null is no id
 			id := h.ownID()
 			switch {
 			case id == "":
