@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/tidwall/gjson"
 	"net/http"
 	"slices"
 	"strconv"
@@ -80,25 +81,33 @@ func parseDerivedID(id string) (recall.ItemRef, bool) {
 // itemHead is what the server reads of an item: its id, and what tells
 // an easy input message (a role, no type).
 type itemHead struct {
-	ID   json.RawMessage `json:"id"`
-	Type *string         `json:"type"`
-	Role string          `json:"role"`
+	id      string // the "id" member when it is a string
+	hasID   bool   // whether there is an "id" member at all
+	nullID  bool   // whether it is "id": null
+	hasType bool
+	role    string
 }
 
+// headOf reads the head of a stored item. Listing shows every item it
+// returns, so this runs once per item per page: gjson finds the three
+// top-level members without decoding the rest (a tool output of many
+// KiB is skipped, not parsed), several times faster than unmarshalling.
+// Stored items are JSON objects (the store validates them on write).
 func headOf(it recall.Item) itemHead {
-	var h itemHead
-	_ = json.Unmarshal(it, &h) // stored items are JSON objects; a bad one has no head
+	r := gjson.GetManyBytes(it, "id", "type", "role")
+	h := itemHead{hasID: r[0].Exists(), hasType: r[1].Exists()}
+	h.nullID = h.hasID && r[0].Type == gjson.Null
+	if r[0].Type == gjson.String {
+		h.id = r[0].Str
+	}
+	if r[2].Type == gjson.String {
+		h.role = r[2].Str
+	}
 	return h
 }
 
 // ownID returns the item's own "id" when it is a non-empty string.
-func (h itemHead) ownID() string {
-	var id string
-	if json.Unmarshal(h.ID, &id) != nil {
-		return ""
-	}
-	return id
-}
+func (h itemHead) ownID() string { return h.id }
 
 // itemID returns the id the API shows for l.
 func itemID(l recall.LiveItem) string {
@@ -128,11 +137,11 @@ func show(l recall.LiveItem) shown {
 	if id == "" {
 		id = derivedID(l.Ref)
 		add = append(add, `"id":`+quote(id))
-		if h.ID != nil {
+		if h.hasID {
 			it = withoutMember(it, "id")
 		}
 	}
-	if h.Type == nil && h.Role != "" {
+	if !h.hasType && h.role != "" {
 		add = append(add, `"type":"message"`)
 	}
 	if len(add) == 0 {
@@ -212,7 +221,7 @@ func checkNewItems(raw []json.RawMessage) ([]recall.Item, []string, error) {
 			return nil, nil, itemError(param, err)
 		}
 		h := headOf(it)
-		if h.ID != nil && string(h.ID) != "null" { // "id": null is no id
+		if h.hasID && !h.nullID { // "id": null is no id
 			id := h.ownID()
 			switch {
 			case id == "":
