@@ -309,13 +309,14 @@ func TestItemsVerbatim(t *testing.T) {
 		`{"role":"user",  "content":"h\u00e9llo <b>&amp;</b>", "extra": {"z":1,"a":[1, 2]}}`,
 		`{ }`,
 		`{"type":"function_call","id":"fc_x","call_id":"c","name":"f","arguments":"{}"}`,
+		`{"id":null,"type":"function_call_output","call_id":"c","output":"ok"}`,
 	}
 	status, _, body := raw(t, srv, "POST", "/v1/conversations/"+conv.ID+"/items", `{"items":[`+strings.Join(items, ",")+`]}`)
 	if status != http.StatusOK {
 		t.Fatalf("add: %d %s", status, body)
 	}
 	live, _, err := st.Items(context.Background(), localKey(conv.ID), 0)
-	if err != nil || len(live) != 3 {
+	if err != nil || len(live) != 4 {
 		t.Fatalf("stored %d items, %v", len(live), err)
 	}
 	for i, l := range live {
@@ -329,8 +330,9 @@ func TestItemsVerbatim(t *testing.T) {
 			`{"id":"recall-` + fmt.Sprint(live[0].Ref.Seq) + `","type":"message","role":"user",  "content":"h\u00e9llo <b>&amp;</b>", "extra": {"z":1,"a":[1, 2]}}`,
 			`{"id":"recall-` + fmt.Sprint(live[1].Ref.Seq) + `" }`,
 			items[2],
+			`{"id":"recall-` + fmt.Sprint(live[3].Ref.Seq) + `","type":"function_call_output","call_id":"c","output":"ok"}`,
 		} {
-			if strings.HasSuffix(path, "fc_x") && i < 2 {
+			if strings.HasSuffix(path, "fc_x") && i != 2 {
 				continue
 			}
 			if !strings.Contains(body, want) {

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/tidwall/gjson"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -18,7 +20,8 @@ import (
 // conversation and stable across reads, deletes and restarts:
 //
 //   - An item that arrived with a string "id" keeps it. The item is stored
-//     verbatim, so the id is in the stored bytes.
+//     verbatim, so the id is in the stored bytes. ("id": null counts as
+//     no id; any other id that is not a non-empty string is refused.)
 //   - An item without one (the common case: recall.Message, an SDK's easy
 //     input message) gets a derived id computed from where it sits in the
 //     log, its recall.ItemRef: "recall-<seq>" for an item entry, and
@@ -78,25 +81,33 @@ func parseDerivedID(id string) (recall.ItemRef, bool) {
 // itemHead is what the server reads of an item: its id, and what tells
 // an easy input message (a role, no type).
 type itemHead struct {
-	ID   json.RawMessage `json:"id"`
-	Type *string         `json:"type"`
-	Role string          `json:"role"`
+	id      string // the "id" member when it is a string
+	hasID   bool   // whether there is an "id" member at all
+	nullID  bool   // whether it is "id": null
+	hasType bool
+	role    string
 }
 
+// headOf reads the head of a stored item. Listing shows every item it
+// returns, so this runs once per item per page: gjson finds the three
+// top-level members without decoding the rest (a tool output of many
+// KiB is skipped, not parsed), several times faster than unmarshalling.
+// Stored items are JSON objects (the store validates them on write).
 func headOf(it recall.Item) itemHead {
-	var h itemHead
-	_ = json.Unmarshal(it, &h) // stored items are JSON objects; a bad one has no head
+	r := gjson.GetManyBytes(it, "id", "type", "role")
+	h := itemHead{hasID: r[0].Exists(), hasType: r[1].Exists()}
+	h.nullID = h.hasID && r[0].Type == gjson.Null
+	if r[0].Type == gjson.String {
+		h.id = r[0].Str
+	}
+	if r[2].Type == gjson.String {
+		h.role = r[2].Str
+	}
 	return h
 }
 
 // ownID returns the item's own "id" when it is a non-empty string.
-func (h itemHead) ownID() string {
-	var id string
-	if json.Unmarshal(h.ID, &id) != nil {
-		return ""
-	}
-	return id
-}
+func (h itemHead) ownID() string { return h.id }
 
 // itemID returns the id the API shows for l.
 func itemID(l recall.LiveItem) string {
@@ -114,23 +125,28 @@ type shown struct {
 
 // show returns l as the API sends it: the stored bytes, with "id" inserted
 // when the item has none of its own, and "type":"message" when it is an
-// easy input message (a role and no type), as OpenAI returns it. Nothing
-// else of the bytes changes.
+// easy input message (a role and no type), as OpenAI returns it. An "id"
+// that is not a non-empty string (null, a number: only items written by
+// other means than this API hold one) is replaced by the derived id.
+// Nothing else of the bytes changes.
 func show(l recall.LiveItem) shown {
 	h := headOf(l.Item)
 	id := h.ownID()
+	it := []byte(l.Item)
 	var add []string
 	if id == "" {
 		id = derivedID(l.Ref)
 		add = append(add, `"id":`+quote(id))
+		if h.hasID {
+			it = withoutMember(it, "id")
+		}
 	}
-	if h.Type == nil && h.Role != "" {
+	if !h.hasType && h.role != "" {
 		add = append(add, `"type":"message"`)
 	}
 	if len(add) == 0 {
-		return shown{id: id, json: l.Item}
+		return shown{id: id, json: it}
 	}
-	it := []byte(l.Item)
 	open := bytes.IndexByte(it, '{')
 	rest := it[open+1:]
 	var b bytes.Buffer
@@ -142,6 +158,36 @@ func show(l recall.LiveItem) shown {
 	}
 	b.Write(rest)
 	return shown{id: id, json: b.Bytes()}
+}
+
+// withoutMember returns obj, a JSON object, without its first top-level
+// member called name, or obj itself when it has none.
+func withoutMember(obj []byte, name string) []byte {
+	dec := json.NewDecoder(bytes.NewReader(obj))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return obj
+	}
+	for i := 0; dec.More(); i++ {
+		start := dec.InputOffset() // after '{' or the previous value: before its comma
+		key, err := dec.Token()
+		if err != nil {
+			return obj
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return obj
+		}
+		if key != name {
+			continue
+		}
+		end := dec.InputOffset()
+		if i > 0 {
+			return slices.Concat(obj[:start], obj[end:]) // drops the comma before it
+		}
+		rest := bytes.TrimLeft(obj[end:], " \t\r\n")
+		return slices.Concat(obj[:start], bytes.TrimPrefix(rest, []byte(","))) // and the one after it
+	}
+	return obj
 }
 
 func quote(s string) string {
@@ -175,7 +221,7 @@ func checkNewItems(raw []json.RawMessage) ([]recall.Item, []string, error) {
 			return nil, nil, itemError(param, err)
 		}
 		h := headOf(it)
-		if h.ID != nil {
+		if h.hasID && !h.nullID { // "id": null is no id
 			id := h.ownID()
 			switch {
 			case id == "":
