@@ -65,6 +65,7 @@ Exit codes: 0 ok, 1 failed, 2 bad usage.`,
 		newImportCmd(a),
 		newExportCmd(a),
 		newSearchCmd(a),
+		newMcpCmd(a),
 	)
 	return root
 }
