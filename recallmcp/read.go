@@ -245,4 +245,3 @@ func findItem(live []recall.LiveItem, arg, s string) (int, error) {
 	}
 	return i, nil
 }
-

@@ -71,8 +71,8 @@ func writeInfo(b *strings.Builder, n int, si SessionInfo, withProject bool) {
 func (s *server) addTools(srv *mcp.Server) {
 	ro := &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: new(false)}
 	mcp.AddTool(srv, &mcp.Tool{
-		Name:  "search_sessions",
-		Title: "Search past sessions",
+		Name:        "search_sessions",
+		Title:       "Search past sessions",
 		Description: `Search the user's past conversations with AI agents (recall sessions) for words or "quoted phrases": messages of every role, tool calls and their output, and session titles. Words match in any order, case-insensitively, and any part of a word matches, so Chinese or Japanese text is found without spaces. Searches the current project unless project is "all". Returns hits newest first, each with the session ID, title, age, role and a snippet around the match; pass a hit's session and item to read_session (as id and around) to read the conversation there.`,
 		Annotations: ro,
 	}, s.search)
@@ -83,8 +83,8 @@ func (s *server) addTools(srv *mcp.Server) {
 		Annotations: ro,
 	}, s.list)
 	mcp.AddTool(srv, &mcp.Tool{
-		Name:  "read_session",
-		Title: "Read a session",
+		Name:        "read_session",
+		Title:       "Read a session",
 		Description: `Read one session's conversation as text, a page at a time: the newest items by default, or the items around one item (around, e.g. the item of a search hit), or the page before/after an item (pass the older or newer value of a previous page as before or after). Long messages, tool calls and tool outputs are shortened. Each item has a ref and its position in the session.`,
 		Annotations: ro,
 	}, s.read)
