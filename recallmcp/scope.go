@@ -101,7 +101,7 @@ func refError(ref string, err error) error {
 			}
 			ids = append(ids, m.Key.Session)
 		}
-		return fmt.Errorf("%w: id %q matches %d sessions (%s); pass more of the ID", err, ref, len(amb.Matches), strings.Join(ids, ", "))
+		return fmt.Errorf("id %q matches %d sessions (%s); pass more of the ID: %w", ref, len(amb.Matches), strings.Join(ids, ", "), sessionref.ErrAmbiguous)
 	case errors.Is(err, recall.ErrNotFound):
 		return fmt.Errorf("no session %q: %w; list_sessions or search_sessions show the IDs", ref, recall.ErrNotFound)
 	}
