@@ -109,7 +109,7 @@ func seed(t *testing.T, st recall.Store, project, id, title string, texts ...str
 }
 
 // seedLong writes a session of n messages in one Append.
-func seedLong(t *testing.T, st recall.Store, project, id string, n int) recall.Key {
+func seedLong(t testing.TB, st recall.Store, project, id string, n int) recall.Key {
 	t.Helper()
 	key := recall.Key{Project: project, Session: id}
 	items := make([]recall.Item, n)
@@ -126,7 +126,7 @@ func seedLong(t *testing.T, st recall.Store, project, id string, n int) recall.K
 	return key
 }
 
-func newStore(t *testing.T) recall.Store {
+func newStore(t testing.TB) recall.Store {
 	st := memstore.New(memstore.Options{})
 	t.Cleanup(func() { st.Close() })
 	return st
