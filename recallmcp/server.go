@@ -50,14 +50,15 @@ type Options struct {
 	// AllowWrite adds the tools that change sessions: title_session and
 	// pin_session. Default: read-only; the server never writes.
 	AllowWrite bool
-	// MaxResultChars caps the text of every tool result and resource, in
-	// characters; a longer result is cut at a record boundary and says how
-	// to read the rest. Default (0): DefaultMaxResultChars; at least
-	// MinMaxResultChars.
+	// MaxResultChars caps every tool result, in characters: its text and
+	// its structured JSON together (a record shortened to fit alone aside);
+	// a longer result is cut at a record boundary and says how to read the
+	// rest. It caps a resource's Markdown too. Default (0):
+	// DefaultMaxResultChars; at least MinMaxResultChars.
 	MaxResultChars int
 	// MaxItemChars caps the text read_session shows of one message (tool
 	// calls and outputs get a quarter), in characters. Default (0):
-	// DefaultMaxItemChars.
+	// DefaultMaxItemChars; at most a quarter of MaxResultChars.
 	MaxItemChars int
 	// Version is the server version reported at initialization. Default:
 	// "dev".
@@ -72,7 +73,7 @@ func (o Options) withDefaults() Options {
 	if o.MaxItemChars <= 0 {
 		o.MaxItemChars = DefaultMaxItemChars
 	}
-	o.MaxItemChars = min(o.MaxItemChars, o.MaxResultChars/2)
+	o.MaxItemChars = min(o.MaxItemChars, o.MaxResultChars/4) // its text and JSON fit a result twice
 	if o.Version == "" {
 		o.Version = "dev"
 	}

@@ -1,6 +1,7 @@
 package recallmcp
 
 import (
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -93,18 +94,36 @@ func ago(t, now time.Time) string {
 	return fmt.Sprintf("%dd ago", int(d/(24*time.Hour)))
 }
 
-// fitRecords returns how many of the records (each rendered alone) fit,
-// in order, in budget characters; at least one when there is one, since
-// every record is already shortened to fit a result on its own.
-func fitRecords(records []string, budget int) int {
+// fitRecords returns how many records, in order, fit in budget
+// characters, given each one's cost; at least one when there is one,
+// since every record is already shortened to fit a result on its own.
+func fitRecords(costs []int, budget int) int {
 	used := 0
-	for i, r := range records {
-		used += chars(r)
+	for i, c := range costs {
+		used += c
 		if used > budget && i > 0 {
 			return i
 		}
 	}
-	return len(records)
+	return len(costs)
+}
+
+// cost is what a record adds to a result: its text, and its JSON in the
+// structured result, which carries the same record.
+func cost(text string, record any) int {
+	b, _ := json.Marshal(record)
+	return chars(text) + chars(string(b))
+}
+
+// titleChars is the most characters of a title a result shows.
+const titleChars = 300
+
+// shortTitle cuts a long title to titleChars, with "…".
+func shortTitle(t string) string {
+	if s, cutN := cut(t, titleChars); cutN > 0 {
+		return s + "…"
+	}
+	return t
 }
 
 // parseSince reads a search's since argument: an age (30d, 12h, 90m, or

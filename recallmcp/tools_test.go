@@ -239,11 +239,17 @@ func TestResultCap(t *testing.T) {
 	}
 	const max = 3000
 	cs := connect(t, st, Options{Project: "p", MaxResultChars: max})
-	check := func(what, txt string) {
+	// capped calls a tool and checks that its whole result, text and
+	// structured JSON, is within the cap.
+	capped := func(name string, args map[string]any, out any) string {
 		t.Helper()
-		if n := chars(txt); n > max {
-			t.Errorf("%s: %d characters, cap %d", what, n, max)
+		txt := callOK(t, cs, name, args, out)
+		res := call(t, cs, name, args)
+		b, _ := json.Marshal(res.StructuredContent)
+		if n := chars(txt) + chars(string(b)); n > max {
+			t.Errorf("%s %v: %d characters (%d text), cap %d", name, args, n, chars(txt), max)
 		}
+		return txt
 	}
 
 	var list ListOutput
@@ -254,7 +260,7 @@ func TestResultCap(t *testing.T) {
 		if cursor != "" {
 			args["cursor"] = cursor
 		}
-		check("list_sessions", callOK(t, cs, "list_sessions", args, &list))
+		capped("list_sessions", args, &list)
 		for _, s := range list.Sessions {
 			ids = append(ids, s.ID)
 		}
@@ -277,7 +283,7 @@ func TestResultCap(t *testing.T) {
 		if cursor != "" {
 			args["cursor"] = cursor
 		}
-		check("search_sessions", callOK(t, cs, "search_sessions", args, &out))
+		capped("search_sessions", args, &out)
 		for _, h := range out.Hits {
 			hits = append(hits, h.Session)
 		}
@@ -290,8 +296,20 @@ func TestResultCap(t *testing.T) {
 	}
 
 	var read ReadOutput
-	txt := callOK(t, cs, "read_session", map[string]any{"id": "s-0001"}, &read)
-	check("read_session", txt)
+	var seen int
+	args := map[string]any{"id": "s-0001", "limit": 200}
+	for {
+		capped("read_session", args, &read)
+		seen += len(read.Items)
+		if read.Older == "" {
+			break
+		}
+		args["before"] = read.Older
+	}
+	if seen != 2 {
+		t.Errorf("read %d items of s-0001 in capped pages, want 2", seen)
+	}
+	txt := capped("read_session", map[string]any{"id": "s-0001"}, &read)
 	if len(read.Items) == 0 || read.Items[0].Omitted == 0 || !strings.Contains(txt, "more characters") {
 		t.Errorf("a 10,000-character message is not shortened: %+v", read.Items)
 	}
