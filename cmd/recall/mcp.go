@@ -68,7 +68,7 @@ func (a *app) mcp(cmd *cobra.Command, f mcpFlags) error {
 	case f.maxChars < recallmcp.MinMaxResultChars:
 		return usageError(fmt.Sprintf("--max-chars takes %d or more", recallmcp.MinMaxResultChars), "--max-chars %d is too small", f.maxChars)
 	}
-	opts := recallmcp.Options{AllowWrite: f.allowWrite, MaxResultChars: f.maxChars, Version: "recall"}
+	opts := recallmcp.Options{AllowWrite: f.allowWrite, MaxResultChars: f.maxChars}
 	if !f.all {
 		p, err := project(f.dir)
 		if err != nil {
