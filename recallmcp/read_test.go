@@ -7,8 +7,6 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/recallkit/recall"
 )
 
 // TestReadSessionPaging reads a 10,000-item session backwards from the
@@ -232,4 +230,59 @@ func TestResources(t *testing.T) {
 	}
 }
 
-var _ = recall.Key{}
+// TestReadAroundCut checks that a page around an item that does not fit
+// the cap whole still holds that item, and that an empty page says how to
+// get back.
+func TestReadAroundCut(t *testing.T) {
+	st := newStore(t)
+	var texts []string
+	for i := range 30 {
+		texts = append(texts, fmt.Sprintf("item %02d %s", i+1, strings.Repeat("x", 400)))
+	}
+	seed(t, st, "p", "0199around", "", texts...)
+	cs := connect(t, st, Options{Project: "p", MaxResultChars: MinMaxResultChars})
+
+	var all ReadOutput
+	callOK(t, cs, "read_session", map[string]any{"id": "0199around", "limit": 200}, &all)
+	if len(all.Items) == 0 || len(all.Items) >= 30 || all.Items[len(all.Items)-1].Position != 30 {
+		t.Fatalf("newest capped page: %v", positions(all))
+	}
+	var ref string
+	var page ReadOutput
+	callOK(t, cs, "read_session", map[string]any{"id": "0199around", "before": all.Items[0].Ref, "limit": 200}, &page)
+	for page.Older != "" {
+		callOK(t, cs, "read_session", map[string]any{"id": "0199around", "before": page.Older, "limit": 200}, &page)
+	}
+	if page.Items[0].Position != 1 {
+		t.Fatalf("the oldest page starts at %d", page.Items[0].Position)
+	}
+	// The ref of item 25, found by paging forward from the first.
+	cur := page
+	for ref == "" {
+		for _, it := range cur.Items {
+			if it.Position == 25 {
+				ref = it.Ref
+			}
+		}
+		if ref == "" {
+			callOK(t, cs, "read_session", map[string]any{"id": "0199around", "after": cur.Items[len(cur.Items)-1].Ref, "limit": 200}, &cur)
+		}
+	}
+	callOK(t, cs, "read_session", map[string]any{"id": "0199around", "around": ref, "limit": 40}, &page)
+	if p := positions(page); !containsInt(p, 25) {
+		t.Errorf("around item 25: positions %v", p)
+	}
+	txt := callOK(t, cs, "read_session", map[string]any{"id": "0199around", "after": all.Items[len(all.Items)-1].Ref}, &page)
+	if len(page.Items) != 0 || page.Older != "" || page.Newer != "" || !strings.Contains(txt, "with only id") {
+		t.Errorf("after the newest item: %+v\n%s", page, txt)
+	}
+}
+
+func containsInt(s []int, v int) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
