@@ -97,6 +97,7 @@ func New(ctx context.Context, store recall.Store, opts Options) (*Server, error)
 	s.conversationRoutes()
 	s.apiRoutes()
 	s.opsRoutes()
+	s.mcpRoutes()
 	s.h = s.middleware(s.mux)
 	return s, nil
 }

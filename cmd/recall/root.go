@@ -66,6 +66,7 @@ Exit codes: 0 ok, 1 failed, 2 bad usage.`,
 		newExportCmd(a),
 		newSearchCmd(a),
 		newServeCmd(a), newTokenCmd(a),
+		newMcpCmd(a),
 	)
 	return root
 }

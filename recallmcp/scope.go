@@ -1,0 +1,109 @@
+package recallmcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/internal/sessionref"
+)
+
+// errBadArgument reports a tool argument the tool cannot use; the message
+// says what it takes.
+var errBadArgument = errors.New("bad argument")
+
+// badArg returns a tool error for a bad argument.
+func badArg(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{errBadArgument}, args...)...)
+}
+
+// scope turns a tool's project argument into the project to read: ""
+// means every project. An empty argument is the default project; "all"
+// every project the server may see.
+func (s *server) scope(arg string) (string, error) {
+	arg = strings.TrimSpace(arg)
+	switch {
+	case s.opts.OnlyProject && (arg == "" || arg == AllProjects || arg == s.opts.Project):
+		return s.opts.Project, nil
+	case s.opts.OnlyProject:
+		return "", fmt.Errorf("%w: project %q (this server serves only project %q)", ErrOutOfScope, arg, s.opts.Project)
+	case arg == "":
+		return s.opts.Project, nil
+	case arg == AllProjects:
+		return "", nil
+	}
+	if err := (recall.Key{Project: arg, Session: "x"}).Validate(); err != nil {
+		return "", badArg("project %q is not a project key (use one a listing shows, or \"all\"): %v", arg, err)
+	}
+	return arg, nil
+}
+
+// visible reports whether the server may show the session key.
+func (s *server) visible(key recall.Key) bool {
+	return !s.opts.OnlyProject || key.Project == s.opts.Project
+}
+
+// resolve finds the one session ref names among the sessions the server
+// may see, archived ones included: a full ID, "project/id", an exact
+// title, or a unique ID prefix, in that order, as the CLI resolves them
+// (see sessionref.Resolve). Where a reference matches sessions in several
+// projects, the one in the default project wins.
+func (s *server) resolve(ctx context.Context, ref string) (recall.Meta, error) {
+	ref = strings.TrimSpace(ref)
+	if ref == "" {
+		return recall.Meta{}, badArg("id is empty: pass a session ID or a unique prefix of one")
+	}
+	if !s.opts.OnlyProject {
+		m, err := sessionref.Resolve(ctx, s.st, s.opts.Project, ref)
+		return m, refError(ref, err)
+	}
+	all, err := sessionref.All(ctx, s.st, s.opts.Project, true)
+	if err != nil {
+		return recall.Meta{}, err
+	}
+	rules := []func(recall.Meta) bool{
+		func(m recall.Meta) bool { return m.Key.Session == ref || m.Key.String() == ref },
+		func(m recall.Meta) bool { return m.Title != "" && m.Title == ref },
+		func(m recall.Meta) bool { return strings.HasPrefix(m.Key.Session, ref) },
+	}
+	for _, rule := range rules {
+		var matches []recall.Meta
+		for _, m := range all {
+			if rule(m) {
+				matches = append(matches, m)
+			}
+		}
+		switch len(matches) {
+		case 0:
+			continue
+		case 1:
+			return matches[0], nil
+		}
+		return recall.Meta{}, refError(ref, &sessionref.AmbiguousError{Ref: ref, Matches: matches})
+	}
+	return recall.Meta{}, refError(ref, recall.ErrNotFound)
+}
+
+// refError explains a failed session reference to a model.
+func refError(ref string, err error) error {
+	var amb *sessionref.AmbiguousError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &amb):
+		var ids []string
+		for i, m := range amb.Matches {
+			if i == 5 {
+				ids = append(ids, "…")
+				break
+			}
+			ids = append(ids, m.Key.Session)
+		}
+		return fmt.Errorf("id %q matches %d sessions (%s); pass more of the ID: %w", ref, len(amb.Matches), strings.Join(ids, ", "), sessionref.ErrAmbiguous)
+	case errors.Is(err, recall.ErrNotFound):
+		return fmt.Errorf("no session %q: %w; list_sessions or search_sessions show the IDs", ref, recall.ErrNotFound)
+	}
+	return err
+}
