@@ -14,7 +14,7 @@ import (
 // The defaults of Options.RateLimit and Options.Burst.
 const (
 	DefaultRateLimit rate.Limit = 50
-	DefaultBurst                = 100
+	DefaultBurst     int        = 100
 )
 
 // opsPaths are served to anyone, without a token and without a rate

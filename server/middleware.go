@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -122,7 +123,7 @@ func (s *Server) observe(next http.Handler) http.Handler {
 			if route == "" {
 				route = "unmatched"
 			}
-			s.ops.metrics.requests.WithLabelValues(route, r.Method, fmt.Sprint(status)).Inc()
+			s.ops.metrics.requests.WithLabelValues(route, r.Method, strconv.Itoa(status)).Inc()
 			s.ops.metrics.latency.WithLabelValues(route).Observe(d.Seconds())
 			level := slog.LevelInfo
 			if status >= 500 {
