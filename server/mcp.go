@@ -12,7 +12,7 @@ import (
 // read-only. An admin reads only their own sessions here too: an admin
 // may list and remove other users' sessions but never read their items.
 func (s *Server) mcpRoutes() {
-	s.mux.Handle("/mcp", recallmcp.Handler(s.store, func(r *http.Request) (recallmcp.Options, bool) {
+	s.mux.Handle("POST /mcp", recallmcp.Handler(s.store, func(r *http.Request) (recallmcp.Options, bool) {
 		u, ok := userFrom(r.Context())
 		return recallmcp.Options{Project: u.Project(), OnlyProject: true}, ok
 	}))

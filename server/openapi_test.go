@@ -271,6 +271,11 @@ func TestOpenAPIResponses(t *testing.T) {
 	c.check("DELETE", "/api/v1/sessions/"+fork.ID, "alice", nil, 200, true)
 	c.check("DELETE", cp, "alice", nil, 200, true)
 
+	// The MCP server: an initialize request, as an MCP client sends it.
+	c.check("POST", "/mcp", "alice", obj{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": obj{
+		"protocolVersion": "2025-06-18", "capabilities": obj{}, "clientInfo": obj{"name": "check", "version": "1"},
+	}}, 200, true, "Accept", "application/json, text/event-stream")
+
 	// Errors: each in the document's error shape.
 	other := e.newConv("bob", msg("user", "bob's"))
 	c.check("GET", "/v1/conversations/"+other, "alice", nil, 404, true)
