@@ -94,11 +94,11 @@ func ExampleJSON() {
 	}
 	// Output:
 	// {"object":"list","data":[
-	// {"id":"item_3","type":"message","role":"user","content":[{"type":"input_text","text":"Which files are here?"}]},
-	// {"id":"item_4","type":"function_call","call_id":"c1","name":"ls","arguments":"{\"dir\":\".\"}"},
-	// {"id":"item_5","type":"function_call_output","call_id":"c1","output":"a.go\nb.go"},
-	// {"id":"item_6","type":"message","role":"assistant","content":[{"type":"output_text","text":"Two: a.go and b.go."}]}
-	// ],"first_id":"item_3","last_id":"item_6","has_more":false}
+	// {"id":"recall-3","type":"message","role":"user","content":[{"type":"input_text","text":"Which files are here?"}]},
+	// {"id":"recall-4","type":"function_call","call_id":"c1","name":"ls","arguments":"{\"dir\":\".\"}"},
+	// {"id":"recall-5","type":"function_call_output","call_id":"c1","output":"a.go\nb.go"},
+	// {"id":"recall-6","type":"message","role":"assistant","content":[{"type":"output_text","text":"Two: a.go and b.go."}]}
+	// ],"first_id":"recall-3","last_id":"recall-6","has_more":false}
 }
 
 // Copy a session from one store to another through recall's own log: the

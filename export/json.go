@@ -52,12 +52,14 @@ func JSON(w io.Writer, s *Session) error {
 }
 
 // ItemID is the ID JSON gives an item of the view that has none of its
-// own: "item_<seq>" for an item entry, "item_<seq>_<index>" for the
-// index-th item of a compaction.
+// own: "recall-<seq>" for an item entry, "recall-<seq>.<index>" for the
+// index-th item of a compaction. It is the ID recall serve's
+// Conversations API shows for the same item, so an export and the
+// service name items alike.
 func ItemID(ref recall.ItemRef) string {
-	id := "item_" + strconv.FormatInt(ref.Seq, 10)
+	id := "recall-" + strconv.FormatInt(ref.Seq, 10)
 	if ref.Index > 0 {
-		id += "_" + strconv.Itoa(ref.Index)
+		id += "." + strconv.Itoa(ref.Index)
 	}
 	return id
 }

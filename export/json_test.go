@@ -33,11 +33,11 @@ func TestJSONIsAConversationItemList(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &list); err != nil {
 		t.Fatalf("openai-go cannot decode the export: %v\n%s", err, out.Bytes())
 	}
-	wantIDs := []string{"item_1", "rs_own", "item_3", "item_4", "item_5", "7"}
+	wantIDs := []string{"recall-1", "rs_own", "recall-3", "recall-4", "recall-5", "7"}
 	if len(list.Data) != len(wantIDs) {
 		t.Fatalf("%d items, want %d:\n%s", len(list.Data), len(wantIDs), out.Bytes())
 	}
-	if string(list.Object) != "list" || list.FirstID != "item_1" || list.LastID != "7" || list.HasMore {
+	if string(list.Object) != "list" || list.FirstID != "recall-1" || list.LastID != "7" || list.HasMore {
 		t.Errorf("list = object %q first %q last %q has_more %v", list.Object, list.FirstID, list.LastID, list.HasMore)
 	}
 	var raw struct {

@@ -220,9 +220,9 @@ func refString(ref recall.ItemRef) string {
 }
 
 // parseRef reads an item ref as refString writes it, or as the export
-// package's item IDs ("item_12", "item_12_3").
+// package's and the service's item IDs ("recall-12", "recall-12.3").
 func parseRef(s string) (recall.ItemRef, bool) {
-	s = strings.TrimPrefix(strings.TrimSpace(s), "item_")
+	s = strings.TrimPrefix(strings.TrimSpace(s), "recall-")
 	seq, idx, hasIdx := strings.Cut(strings.ReplaceAll(s, "_", "."), ".")
 	var ref recall.ItemRef
 	var err error

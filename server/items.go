@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/recallkit/recall/export"
 	"github.com/tidwall/gjson"
 	"net/http"
 	"slices"
@@ -44,13 +45,9 @@ import (
 // derivedPrefix starts every derived item id.
 const derivedPrefix = "recall-"
 
-// derivedID returns the id of an item without an id of its own.
-func derivedID(ref recall.ItemRef) string {
-	if ref.Index == 0 {
-		return derivedPrefix + strconv.FormatInt(ref.Seq, 10)
-	}
-	return derivedPrefix + strconv.FormatInt(ref.Seq, 10) + "." + strconv.Itoa(ref.Index)
-}
+// derivedID returns the id of an item without an id of its own: the
+// export package's, so `recall export --format json` names items alike.
+func derivedID(ref recall.ItemRef) string { return export.ItemID(ref) }
 
 // parseDerivedID returns the ref a derived id names, and whether id is
 // one (exactly as derivedID writes it).
