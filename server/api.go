@@ -40,6 +40,7 @@ func (s *Server) apiRoutes() {
 	})
 	s.mux.HandleFunc("GET /api/v1/me", s.me)
 	s.mux.HandleFunc("GET /api/v1/sessions", s.listSessions)
+	s.mux.HandleFunc("GET /api/v1/search", s.search)
 	s.mux.HandleFunc("GET /api/v1/sessions/{session_id}", s.getSession)
 	s.mux.HandleFunc("PATCH /api/v1/sessions/{session_id}", s.updateSession)
 	s.mux.HandleFunc("DELETE /api/v1/sessions/{session_id}", s.deleteSession)

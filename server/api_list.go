@@ -61,8 +61,12 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	if q.Get("q") != "" {
-		s.writeError(w, r, invalidParam("q", "Search (q) is not available yet; filter by title with title=."))
+	if q.Has("q") {
+		if all || q.Get("user") != "" && q.Get("user") != u.Name {
+			s.writeError(w, r, invalidParam("q", "Search (q) covers your own sessions only; an admin lists others' without it."))
+			return
+		}
+		s.searchSessions(w, r, u, int(limit))
 		return
 	}
 	project := u.Project()

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/recallkit/recall/export"
 	"net/http"
 	"strconv"
 	"strings"
@@ -76,7 +77,9 @@ const exportPage = 1000
 // exportSession answers the session as a file: format=json (the
 // default) is the Conversations API's item list of its whole view, the
 // items as GET /v1/conversations/{id}/items shows them, oldest first;
-// format=jsonl is its raw entry log, one recall.Entry a line, lossless.
+// format=jsonl is its raw entry log, one recall.Entry a line, lossless;
+// format=markdown (or md) and format=html are the export package's
+// readable renderings of its whole history, subagent records included.
 func (s *Server) exportSession(w http.ResponseWriter, r *http.Request) {
 	key, err := sessionKey(r)
 	if err != nil {
@@ -129,8 +132,32 @@ func (s *Server) exportSession(w http.ResponseWriter, r *http.Request) {
 				panic(http.ErrAbortHandler)
 			}
 		}
+	case "markdown", "md", "html":
+		f, _ := export.ParseFormat(format)
+		sess, err := export.Load(ctx, s.store, key)
+		if err != nil {
+			s.writeError(w, r, sessionErr(err, key))
+			return
+		}
+		var b bytes.Buffer
+		if err := export.Write(&b, f, sess); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		ct := "text/markdown; charset=utf-8"
+		if f == export.FormatHTML {
+			// The page is self-contained and runs nothing; say so to the
+			// browser too, whatever its own meta tag says.
+			ct = "text/html; charset=utf-8"
+			w.Header().Set("Content-Security-Policy", export.CSP)
+		}
+		w.Header().Set("Content-Type", ct)
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Header().Set("Content-Disposition", `attachment; filename="`+key.Session+f.Ext()+`"`)
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(b.Bytes())
 	default:
-		s.writeError(w, r, invalidParam("format", "Unknown export format %q; use json or jsonl.", shorten(format)))
+		s.writeError(w, r, invalidParam("format", "Unknown export format %q; use json, jsonl, markdown or html.", shorten(format)))
 	}
 }
 

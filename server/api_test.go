@@ -114,7 +114,7 @@ func TestAPIListSessions(t *testing.T) {
 			e.do("GET", "/api/v1/sessions?user=bob", "alice", nil).wantError(t, http.StatusForbidden)
 			e.do("GET", "/api/v1/sessions?user=alice", "alice", nil).want(t, http.StatusOK)
 
-			for _, bad := range []string{"limit=0", "limit=101", "limit=x", "archived=maybe", "q=report", "user=../x", "cursor=garbage"} {
+			for _, bad := range []string{"limit=0", "limit=101", "limit=x", "archived=maybe", "q=%22unterminated", "user=../x", "cursor=garbage"} {
 				e.do("GET", "/api/v1/sessions?"+bad, "alice", nil).wantError(t, http.StatusBadRequest)
 			}
 		})

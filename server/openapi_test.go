@@ -260,6 +260,11 @@ func TestOpenAPIResponses(t *testing.T) {
 	c.check("GET", sp+"/subagents", "alice", nil, 200, true)
 	c.check("GET", sp+"/export", "alice", nil, 200, true)
 	c.check("GET", sp+"/export?format=jsonl", "alice", nil, 200, true)
+	c.check("GET", sp+"/export?format=markdown", "alice", nil, 200, true)
+	c.check("GET", sp+"/export?format=html", "alice", nil, 200, true)
+	c.check("GET", "/api/v1/search?q=hello&role=user&limit=5", "alice", nil, 200, true)
+	c.check("GET", "/api/v1/sessions?q=hello", "alice", nil, 200, true)
+	c.check("GET", "/api/v1/search?q=", "alice", nil, 400, false)
 	var fork struct {
 		ID string `json:"id"`
 	}
@@ -288,7 +293,7 @@ func TestOpenAPIResponses(t *testing.T) {
 	c.check("POST", "/v1/conversations", "alice", `{"metadata":{"k":"`+strings.Repeat("x", 70<<10)+`"}}`, 413, false)
 	c.check("GET", "/api/v1/sessions?limit=0", "alice", nil, 400, false)
 	c.check("GET", "/api/v1/sessions?all=true", "alice", nil, 403, true)
-	c.check("GET", "/api/v1/sessions/"+other+"/export?format=pdf", "bob", nil, 400, true)
+	c.check("GET", "/api/v1/sessions/"+other+"/export?format=pdf", "bob", nil, 400, false)
 	c.check("PUT", "/v1/conversations", "alice", nil, 405, false)
 	c.check("GET", "/v2/nothing", "alice", nil, 404, false)
 

@@ -1,0 +1,167 @@
+package server
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/recallkit/recall"
+)
+
+// Searching a user's sessions (recall.Search, on the store's own index
+// when it has one).
+//
+// GET /api/v1/search answers hits: one per matching item (or title), newest
+// first, each naming its session, the item (seq and index), its role, and
+// a snippet with the byte ranges that matched; next_cursor pages on.
+//
+// GET /api/v1/sessions?q=… answers sessions instead: those with a hit, in
+// the order of their newest hit, each once per page; next_cursor is the
+// search's cursor, so a session whose hits span pages can appear again on
+// a later page.
+
+// hit is one search hit as /api/v1 shows it.
+type hit struct {
+	Object    string        `json:"object"` // "search.hit"
+	SessionID string        `json:"session_id"`
+	Title     string        `json:"title"`
+	Seq       int64         `json:"seq"`   // 0 for a title hit
+	Index     int           `json:"index"` // the item's place in a compaction entry
+	Role      string        `json:"role"`
+	Time      time.Time     `json:"time"`
+	Snippet   string        `json:"snippet"`
+	Matches   []recall.Span `json:"matches"`
+	Rank      float64       `json:"rank"`
+}
+
+// searchOptions reads the search parameters of r for the user's project:
+// q (required), role, since and until (RFC 3339), archived, whole_log,
+// limit and cursor.
+func searchOptions(r *http.Request, u User, limit int) (recall.SearchOptions, error) {
+	q := r.URL.Query()
+	opts := recall.SearchOptions{Query: q.Get("q"), Project: u.Project(), Role: q.Get("role"), Cursor: q.Get("cursor"), Limit: limit}
+	var err error
+	if opts.IncludeArchived, err = boolParam(r, "archived"); err != nil {
+		return opts, err
+	}
+	if opts.WholeLog, err = boolParam(r, "whole_log"); err != nil {
+		return opts, err
+	}
+	for _, p := range []struct {
+		name string
+		t    *time.Time
+	}{{"since", &opts.Since}, {"until", &opts.Until}} {
+		if v := q.Get(p.name); v != "" {
+			if *p.t, err = time.Parse(time.RFC3339Nano, v); err != nil {
+				return opts, invalidParam(p.name, "Invalid '%s': %q; expected an RFC 3339 time.", p.name, shorten(v))
+			}
+		}
+	}
+	switch opts.Role {
+	case "", recall.RoleUser, recall.RoleAssistant, recall.RoleSystem, recall.RoleTool, recall.RoleTitle:
+	default:
+		return opts, invalidParam("role", "Invalid 'role': %q; expected user, assistant, system, tool or title.", shorten(opts.Role))
+	}
+	if opts.Cursor != "" {
+		if _, err := recall.ParseSearchCursor(opts.Cursor); err != nil {
+			return opts, invalidParam("cursor", "Invalid 'cursor': not one this server gave.")
+		}
+	}
+	if err := recall.CheckSearchOptions(opts); err != nil {
+		return opts, searchErr(err)
+	}
+	return opts, nil
+}
+
+func (s *Server) search(w http.ResponseWriter, r *http.Request) {
+	u, err := apiUser(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	limit, err := intParam(r, "limit", defaultListLimit, 1, maxListLimit)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	opts, err := searchOptions(r, u, int(limit))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	page, err := recall.Search(r.Context(), s.store, opts)
+	if err != nil {
+		s.writeError(w, r, searchErr(err))
+		return
+	}
+	data := make([]hit, 0, len(page.Hits))
+	for _, h := range page.Hits {
+		m := h.Matches
+		if m == nil {
+			m = []recall.Span{}
+		}
+		data = append(data, hit{Object: "search.hit", SessionID: h.Key.Session, Title: h.Title, Seq: h.Ref.Seq, Index: h.Ref.Index,
+			Role: h.Role, Time: h.Time, Snippet: h.Snippet, Matches: m, Rank: h.Rank})
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Object     string `json:"object"`
+		Data       []hit  `json:"data"`
+		NextCursor string `json:"next_cursor,omitempty"`
+		HasMore    bool   `json:"has_more"`
+	}{"list", data, page.Next, page.Next != ""})
+}
+
+// searchSessions answers GET /api/v1/sessions?q=: the sessions of the
+// user's newest hits, each once, up to limit.
+func (s *Server) searchSessions(w http.ResponseWriter, r *http.Request, u User, limit int) {
+	opts, err := searchOptions(r, u, recall.MaxSearchLimit)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	ctx := r.Context()
+	out := sessionList{Object: "list", Data: []session{}}
+	seen := map[string]bool{}
+	for len(out.Data) < limit {
+		page, err := recall.Search(ctx, s.store, opts)
+		if err != nil {
+			s.writeError(w, r, searchErr(err))
+			return
+		}
+		for i, h := range page.Hits {
+			if seen[h.Key.Session] {
+				continue
+			}
+			m, err := s.store.Stat(ctx, h.Key)
+			if errors.Is(err, recall.ErrNotFound) {
+				continue // removed since the search
+			} else if err != nil {
+				s.writeError(w, r, err)
+				return
+			}
+			seen[h.Key.Session] = true
+			out.Data = append(out.Data, sessionOf(m))
+			if len(out.Data) == limit {
+				if i < len(page.Hits)-1 || page.Next != "" {
+					out.NextCursor = recall.HitCursor(h).String()
+				}
+				break
+			}
+		}
+		if len(out.Data) == limit || page.Next == "" {
+			break
+		}
+		opts.Cursor = page.Next
+	}
+	out.HasMore = out.NextCursor != ""
+	writeJSON(w, http.StatusOK, out)
+}
+
+// searchErr makes a bad query the caller's 400; anything else stays as is.
+func searchErr(err error) error {
+	if errors.Is(err, recall.ErrInvalidQuery) {
+		return invalidParam("q", "Invalid search: %s.", strings.TrimPrefix(err.Error(), "recall: "))
+	}
+	return err
+}
