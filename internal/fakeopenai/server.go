@@ -52,6 +52,11 @@ type Reply struct {
 	// and then ends the body cleanly, without a final event: a server
 	// that went away mid-reply.
 	CutStream bool
+	// StallStream, when set on a streamed reply, sends the first text
+	// delta and then holds the stream open, sending nothing more, until
+	// the client goes away or the server closes: a client that
+	// disconnects mid-stream.
+	StallStream bool
 	// Hang holds the request open until the client goes away or the
 	// server closes; crash tests use it to catch a turn in flight.
 	Hang bool
@@ -235,7 +240,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			rep.ToolCalls[i].Arguments = "{}"
 		}
 	}
-	r2 := render{req: req, rep: rep, w: w}
+	r2 := render{req: req, rep: rep, w: w, done: r.Context().Done()}
 	switch req.API {
 	case "responses":
 		r2.responses()
