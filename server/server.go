@@ -126,6 +126,7 @@ func New(ctx context.Context, store recall.Store, opts Options) (*Server, error)
 	s.responseRoutes()
 	s.apiRoutes()
 	s.opsRoutes()
+	s.webRoutes()
 	s.h = s.middleware(s.mux)
 	return s, nil
 }
