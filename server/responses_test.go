@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +18,7 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/compact"
 	"github.com/recallkit/recall/internal/fakeopenai"
 	"github.com/recallkit/recall/memstore"
 	oaiprov "github.com/recallkit/recall/provider/openai"
@@ -590,4 +592,59 @@ func TestResponsesConcurrent(t *testing.T) {
 			t.Errorf("the retry sent %d messages upstream, want 3 (the first turn and its own input)", n)
 		}
 	})
+}
+
+// TestResponsesContextTokens: a conversation over ContextTokens is
+// compacted (by the configured compactor, here a summary by the same fake
+// model) before it goes upstream, and the compacted view is what is sent.
+func TestResponsesContextTokens(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New(memstore.Options{})
+	t.Cleanup(func() { st.Close() })
+	up := fakeopenai.New()
+	t.Cleanup(up.Close)
+	m, err := oaiprov.New(oaiprov.Config{BaseURL: up.URL(), APIKey: "k", Model: "fake", API: oaiprov.APIChat, MaxRetries: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := serve(t, st, server.Options{Auth: server.AuthNone, Upstream: up.URL(), UpstreamAPI: oaiprov.APIChat,
+		ContextTokens: 400, Compactor: &compact.Summarizer{Model: m}})
+	c := client(srv, "")
+	var items []responses.ResponseInputItemUnionParam
+	for i := range 40 {
+		items = append(items, responses.ResponseInputItemParamOfMessage(fmt.Sprintf("question %d: %s", i, strings.Repeat("words ", 10)), responses.EasyInputMessageRoleUser))
+	}
+	conv, err := c.Conversations.New(ctx, conversations.ConversationNewParams{Items: items[:20]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Conversations.Items.New(ctx, conv.ID, conversations.ItemNewParams{Items: items[20:]}); err != nil {
+		t.Fatal(err)
+	}
+	up.Enqueue(fakeopenai.Reply{Text: "SUMMARY: forty questions about words"})
+	r, err := c.Responses.New(ctx, textParams(conv.ID, "And now?"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.OutputText() != "echo: And now?" {
+		t.Errorf("answer %q", r.OutputText())
+	}
+	reqs := up.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d upstream requests, want a summary and the turn", len(reqs))
+	}
+	sent := reqs[1].Messages()
+	if len(sent) >= 41 || !strings.Contains(string(reqs[1].Body), "SUMMARY: forty questions") {
+		t.Errorf("the turn sent %d messages, not the compacted view: %s", len(sent), reqs[1].Body)
+	}
+	if last := sent[len(sent)-1]; last.Text != "And now?" {
+		t.Errorf("last message sent %+v", last)
+	}
+	// Under the limit, nothing is compacted again.
+	if _, err := c.Responses.New(ctx, textParams(conv.ID, "Short.")); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(up.Requests()); n != 3 {
+		t.Errorf("%d upstream requests after a turn under the limit, want 3", n)
+	}
 }
