@@ -86,6 +86,7 @@ type Server struct {
 	seq       int
 	notify    chan Request
 	noCompact bool
+	noRecord  bool
 }
 
 // New starts a server. Close it when done.
@@ -137,6 +138,15 @@ func (s *Server) SetNoCompact(off bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.noCompact = off
+}
+
+// SetRecord sets whether requests are kept for Requests (the default);
+// benchmarks that send many large requests turn it off, so that a long
+// run holds no memory. Requests are numbered either way.
+func (s *Server) SetRecord(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.noRecord = !on
 }
 
 // Requests returns every request received so far, in order.
@@ -198,7 +208,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.seq++
 	req.N = s.seq
-	s.requests = append(s.requests, req)
+	if !s.noRecord {
+		s.requests = append(s.requests, req)
+	}
 	if s.apiKey != "" && r.Header.Get("Authorization") != "Bearer "+s.apiKey {
 		s.mu.Unlock()
 		writeError(w, http.StatusUnauthorized, "Incorrect API key provided.", 0)
