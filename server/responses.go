@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/recallkit/recall"
@@ -123,6 +125,7 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var t *turn
+	var upItems []recall.Item // the items sent upstream, with a conversation
 	if convID != "" {
 		if req.PreviousResponseID != nil && *req.PreviousResponseID != "" {
 			s.writeError(w, r, &APIError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "mutually_exclusive_parameters", NoRetry: true,
@@ -135,11 +138,9 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, r, err)
 			return
 		}
-		delete(body, "conversation")
-		all := append(history, t.input...)
-		body["input"], _ = json.Marshal(all)
+		upItems = append(history, t.input...)
 	}
-	res, err := s.up.send(r.Context(), body, stream)
+	res, err := s.up.send(r.Context(), body, t != nil, upItems, stream)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -306,19 +307,30 @@ func (s *Server) commit(ctx context.Context, t *turn, output []recall.Item, usag
 	return nil
 }
 
-// send posts the request body upstream, translated for a Chat
-// Completions upstream. An upstream that cannot be reached is a 502.
-func (u *upstream) send(ctx context.Context, body map[string]json.RawMessage, stream bool) (*http.Response, error) {
+// send posts the request upstream, translated for a Chat Completions
+// upstream: the body as received, or, for a request on a conversation
+// (withConv), with items as its input and without "conversation". An
+// upstream that cannot be reached is a 502.
+func (u *upstream) send(ctx context.Context, body map[string]json.RawMessage, withConv bool, items []recall.Item, stream bool) (*http.Response, error) {
 	path := "/responses"
 	var out []byte
-	if u.api == openai.APIChat {
+	switch {
+	case u.api == openai.APIChat:
 		path = "/chat/completions"
-		b, err := chatRequest(body, stream)
+		if !withConv {
+			var err error
+			if items, err = inputItems(body["input"]); err != nil {
+				return nil, err
+			}
+		}
+		b, err := chatRequest(body, items, stream)
 		if err != nil {
 			return nil, err
 		}
 		out = b
-	} else {
+	case withConv:
+		out = upstreamBody(body, items)
+	default:
 		out, _ = json.Marshal(body)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.base+path, bytes.NewReader(out))
@@ -346,6 +358,42 @@ func (u *upstream) send(ctx context.Context, body map[string]json.RawMessage, st
 			Message: "The upstream model server could not be reached: " + msg}
 	}
 	return res, nil
+}
+
+// upstreamBody is the body of a request on a conversation as it goes
+// upstream: the client's fields as received, but "conversation", and
+// items as "input". The items are written as stored, byte for byte (the
+// store keeps only valid JSON), not encoded again: a long conversation
+// costs a copy, not a parse.
+func upstreamBody(body map[string]json.RawMessage, items []recall.Item) []byte {
+	size := 16
+	for _, v := range body {
+		size += len(v) + 32
+	}
+	for _, it := range items {
+		size += len(it) + 1
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, size))
+	buf.WriteByte('{')
+	for _, k := range slices.Sorted(maps.Keys(body)) {
+		if k == "conversation" || k == "input" {
+			continue
+		}
+		kb, _ := json.Marshal(k)
+		buf.Write(kb)
+		buf.WriteByte(':')
+		buf.Write(body[k])
+		buf.WriteByte(',')
+	}
+	buf.WriteString(`"input":[`)
+	for i, it := range items {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		buf.Write(it)
+	}
+	buf.WriteString("]}")
+	return buf.Bytes()
 }
 
 // relayError answers with the upstream's error: its status, and its body

@@ -22,13 +22,9 @@ import (
 // hosted tools, include, ...) has no Chat Completions counterpart and is
 // left out.
 
-// chatRequest translates a Responses request body to a Chat Completions
-// one.
-func chatRequest(body map[string]json.RawMessage, stream bool) ([]byte, error) {
-	input, err := inputItems(body["input"])
-	if err != nil {
-		return nil, err
-	}
+// chatRequest translates a Responses request body, with input as its
+// input items, to a Chat Completions one.
+func chatRequest(body map[string]json.RawMessage, input []recall.Item, stream bool) ([]byte, error) {
 	var instructions string
 	if raw, ok := body["instructions"]; ok {
 		_ = json.Unmarshal(raw, &instructions)
