@@ -648,3 +648,95 @@ func TestResponsesContextTokens(t *testing.T) {
 		t.Errorf("%d upstream requests after a turn under the limit, want 3", n)
 	}
 }
+
+func TestResponsesStreamToolCall(t *testing.T) {
+	eachAPI(t, func(t *testing.T, e *respEnv) {
+		id := e.newConversation(t)
+		e.up.Enqueue(fakeopenai.Reply{Text: "Let me look.", ToolCalls: []fakeopenai.ToolCall{{Name: "lookup", Arguments: `{"q":"recall"}`}}})
+		p := textParams(id, "Look it up.")
+		p.Tools = []responses.ToolUnionParam{responses.ToolParamOfFunction("lookup", map[string]any{"type": "object"}, false)}
+		stream := e.c.Responses.NewStreaming(context.Background(), p)
+		var doneItems []string
+		var done *responses.Response
+		for stream.Next() {
+			switch ev := stream.Current(); ev.Type {
+			case "response.output_item.done":
+				doneItems = append(doneItems, ev.Item.Type)
+			case "response.completed":
+				r := ev.AsResponseCompleted().Response
+				done = &r
+			}
+		}
+		if err := stream.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(doneItems, []string{"message", "function_call"}) || done == nil {
+			t.Fatalf("items done %q, completed %v", doneItems, done != nil)
+		}
+		var call responses.ResponseFunctionToolCall
+		for _, o := range done.Output {
+			if o.Type == "function_call" {
+				call = o.AsFunctionCall()
+			}
+		}
+		if call.Name != "lookup" || call.Arguments != `{"q":"recall"}` || call.CallID == "" {
+			t.Errorf("completed call %+v", call)
+		}
+		items := e.items(t, id)
+		if got := kinds(items); !slices.Equal(got, []string{"message/user", "message/assistant", "function_call"}) {
+			t.Fatalf("conversation %q", got)
+		}
+		if items[2].CallID() != call.CallID {
+			t.Errorf("stored call id %q, want %q", items[2].CallID(), call.CallID)
+		}
+	})
+}
+
+// TestResponsesConcurrentStreams: of two streamed turns on one
+// conversation at once, the one stored second cannot be: it gets an error
+// event in place of response.completed, and nothing of it is stored.
+func TestResponsesConcurrentStreams(t *testing.T) {
+	eachAPI(t, func(t *testing.T, e *respEnv) {
+		id := e.newConversation(t)
+		arrived, release := make(chan struct{}, 2), make(chan struct{})
+		e.up.SetResponder(func(r fakeopenai.Request) fakeopenai.Reply {
+			arrived <- struct{}{}
+			<-release
+			return fakeopenai.Echo(r)
+		})
+		texts := []string{"stream A", "stream B"}
+		completed := make([]bool, 2)
+		failed := make([]string, 2)
+		var wg sync.WaitGroup
+		for i, text := range texts {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				stream := e.c.Responses.NewStreaming(context.Background(), textParams(id, text))
+				for stream.Next() {
+					switch ev := stream.Current(); ev.Type {
+					case "response.completed":
+						completed[i] = true
+					case "error":
+						failed[i] = ev.Code
+					}
+				}
+			}()
+		}
+		<-arrived
+		<-arrived
+		close(release)
+		wg.Wait()
+		won := slices.Index(completed, true)
+		if won < 0 || completed[1-won] || failed[1-won] != "conversation_changed" || failed[won] != "" {
+			t.Fatalf("completed %v, error codes %q: want one completed and one conversation_changed", completed, failed)
+		}
+		var got []string
+		for _, it := range e.items(t, id) {
+			got = append(got, firstText(it))
+		}
+		if want := []string{texts[won], "echo: " + texts[won]}; !slices.Equal(got, want) {
+			t.Errorf("conversation %q, want %q", got, want)
+		}
+	})
+}
