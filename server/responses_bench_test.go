@@ -54,6 +54,9 @@ func BenchmarkResponsesProxy(b *testing.B) {
 	up := fakeopenai.New()
 	defer up.Close()
 	up.SetRecord(false)
+	// A fixed reply: the upstream does not parse the messages to echo
+	// one, so less of each turn is the fake's own work.
+	up.SetResponder(func(fakeopenai.Request) fakeopenai.Reply { return fakeopenai.Reply{Text: "Noted."} })
 	backends := []struct {
 		name string
 		open func(b *testing.B) recall.Store
