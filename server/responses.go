@@ -96,9 +96,10 @@ type responseRequest struct {
 // storing its items.
 type turn struct {
 	key   recall.Key
-	last  int64         // the conversation's last seq when read
-	input []recall.Item // the request's input items
-	store bool          // false: store nothing
+	last  int64             // the conversation's last seq when read
+	live  []recall.LiveItem // the conversation's view when read
+	input []recall.Item     // the request's input items
+	store bool              // false: store nothing
 }
 
 func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) {
@@ -242,11 +243,96 @@ func (s *Server) startTurn(r *http.Request, convID string, req responseRequest) 
 			return nil, nil, notFoundAs(err, key)
 		}
 	}
+	if err := checkInputIDs(live, input); err != nil {
+		return nil, nil, err
+	}
 	history := make([]recall.Item, len(live))
 	for i, l := range live {
 		history[i] = l.Item
 	}
-	return &turn{key: key, last: last, input: input, store: req.Store == nil || *req.Store}, history, nil
+	return &turn{key: key, last: last, live: live, input: input, store: req.Store == nil || *req.Store}, history, nil
+}
+
+// checkInputIDs keeps the item ids of a conversation unique, as the
+// Conversations API does: an input item whose "id" is not a string,
+// reserved, repeated, or already in the conversation is a 400, before the
+// model is asked.
+func checkInputIDs(live []recall.LiveItem, input []recall.Item) error {
+	ids := map[string]int{}
+	for i, it := range input {
+		h := headOf(it)
+		if h.ID == nil {
+			continue
+		}
+		param := fmt.Sprintf("input[%d].id", i)
+		id := h.ownID()
+		switch {
+		case id == "":
+			return invalidParam(param, "Invalid '%s': expected a non-empty string.", param)
+		case len(id) > maxItemIDLen:
+			return invalidParam(param, "Invalid '%s': longer than %d bytes.", param, maxItemIDLen)
+		case strings.HasPrefix(id, derivedPrefix):
+			return invalidParam(param, "Invalid '%s': ids starting with %q are reserved for the ids the server gives items without one.", param, derivedPrefix)
+		}
+		if j, dup := ids[id]; dup {
+			return invalidParam(param, "Duplicate item id %q: input[%d] has it too.", id, j)
+		}
+		ids[id] = i
+	}
+	for id, i := range ids {
+		if inView(live, id) {
+			ae := invalidParam(fmt.Sprintf("input[%d].id", i), "An item with id '%s' already exists in this conversation.", shorten(id))
+			ae.Code = "duplicate_item_id"
+			return ae
+		}
+	}
+	return nil
+}
+
+// inView reports whether an item of live has id as its own id. Only
+// items holding the id's JSON text are decoded, so a long conversation
+// costs a byte search.
+func inView(live []recall.LiveItem, id string) bool {
+	q, _ := json.Marshal(id)
+	for _, l := range live {
+		if bytes.Contains(l.Item, q) && headOf(l.Item).ownID() == id {
+			return true
+		}
+	}
+	return false
+}
+
+// uniqueOutputIDs returns output with the "id" taken off any item whose
+// id is already in the conversation or the turn (an upstream's ids are
+// its own business; the conversation's must stay unique), so that the
+// Conversations API gives those items derived ids. Other items are kept
+// byte for byte.
+func (t *turn) uniqueOutputIDs(output []recall.Item) []recall.Item {
+	seen := map[string]bool{}
+	for _, it := range t.input {
+		if id := headOf(it).ownID(); id != "" {
+			seen[id] = true
+		}
+	}
+	out := make([]recall.Item, len(output))
+	for i, it := range output {
+		out[i] = it
+		h := headOf(it)
+		if h.ID == nil {
+			continue
+		}
+		id := h.ownID()
+		if id != "" && !strings.HasPrefix(id, derivedPrefix) && len(id) <= maxItemIDLen && !seen[id] && !inView(t.live, id) {
+			seen[id] = true
+			continue
+		}
+		var m map[string]json.RawMessage
+		if json.Unmarshal(it, &m) == nil {
+			delete(m, "id")
+			out[i], _ = json.Marshal(m)
+		}
+	}
+	return out
 }
 
 // asConversationParam names the "conversation" parameter in a 404 of the
@@ -288,7 +374,7 @@ func (s *Server) commit(ctx context.Context, t *turn, output []recall.Item, usag
 	if t == nil || !t.store {
 		return nil
 	}
-	items := append(append([]recall.Item(nil), t.input...), output...)
+	items := append(append([]recall.Item(nil), t.input...), t.uniqueOutputIDs(output)...)
 	if len(items) == 0 {
 		return nil
 	}

@@ -740,3 +740,56 @@ func TestResponsesConcurrentStreams(t *testing.T) {
 		}
 	})
 }
+
+// TestResponsesItemIDs: the conversation's item ids stay unique. An input
+// item with an id the conversation has is a 400 before the model is
+// asked; an output item whose upstream id the conversation has already
+// is stored without it, and gets a derived id.
+func TestResponsesItemIDs(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New(memstore.Options{})
+	t.Cleanup(func() { st.Close() })
+	e := newRespEnv(t, st, oaiprov.APIResponses)
+	// The fake names its first reply's message "msg_1".
+	conv, err := e.c.Conversations.New(ctx, conversations.ConversationNewParams{Items: []responses.ResponseInputItemUnionParam{
+		{OfMessage: &responses.EasyInputMessageParam{Role: responses.EasyInputMessageRoleUser, Content: responses.EasyInputMessageContentUnionParam{OfString: openai.String("seed")}}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, _, body := raw(t, e.srv, "POST", "/v1/conversations/"+conv.ID+"/items", `{"items":[{"type":"message","id":"msg_1","role":"assistant","content":[{"type":"output_text","text":"taken"}]}]}`)
+	if code != http.StatusOK {
+		t.Fatalf("seed: %d %s", code, body)
+	}
+	code, _, body = raw(t, e.srv, "POST", "/v1/responses", `{"model":"m","conversation":"`+conv.ID+`","input":[{"type":"message","id":"msg_1","role":"user","content":"again"}]}`)
+	if code != http.StatusBadRequest || !strings.Contains(body, "duplicate_item_id") || !strings.Contains(body, `"input[0].id"`) {
+		t.Errorf("input with a taken id: %d %s", code, body)
+	}
+	if n := len(e.up.Requests()); n != 0 {
+		t.Fatalf("%d requests went upstream", n)
+	}
+	r, err := e.c.Responses.New(ctx, textParams(conv.ID, "Hello."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Output[0].ID != "msg_1" {
+		t.Fatalf("the fake's reply id %q, want msg_1 (the test relies on it)", r.Output[0].ID)
+	}
+	ids := map[string]bool{}
+	iter := e.c.Conversations.Items.ListAutoPaging(ctx, conv.ID, conversations.ItemListParams{})
+	n := 0
+	for iter.Next() {
+		id := iter.Current().ID
+		if ids[id] {
+			t.Errorf("id %q twice in the conversation", id)
+		}
+		ids[id] = true
+		n++
+	}
+	if err := iter.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n != 4 {
+		t.Errorf("%d items, want 4", n)
+	}
+}
