@@ -61,8 +61,13 @@ type upstream struct {
 // maxUpstreamError is how much of an upstream error body is relayed.
 const maxUpstreamError = 64 << 10
 
+// responseRoutes registers POST /v1/responses when there is an upstream
+// to relay to; a server without one does not serve the Responses API, and
+// the route is unknown there (404), as any other.
 func (s *Server) responseRoutes() {
-	s.mux.HandleFunc("POST /v1/responses", s.createResponse)
+	if s.up != nil {
+		s.mux.HandleFunc("POST /v1/responses", s.createResponse)
+	}
 }
 
 // newUpstream checks the upstream options.
@@ -103,11 +108,6 @@ type turn struct {
 }
 
 func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) {
-	if s.up == nil {
-		s.writeError(w, r, &APIError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "no_upstream", NoRetry: true,
-			Message: "This server has no upstream model configured (start recall serve with --upstream URL)."})
-		return
-	}
 	var body map[string]json.RawMessage
 	if err := s.readJSON(w, r, &body); err != nil {
 		s.writeError(w, r, err)

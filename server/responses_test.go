@@ -479,11 +479,13 @@ func TestResponsesBadRequests(t *testing.T) {
 	_, err = deadClient.Responses.New(ctx, textParams(id, "Hi"))
 	wantAPIError(t, err, http.StatusBadGateway, "", "could not be reached")
 
-	// A server without an upstream says so.
+	// A server without an upstream has no such route.
 	srv = serve(t, st)
 	plain := client(srv, "")
 	_, err = plain.Responses.New(ctx, textParams(id, "Hi"))
-	wantAPIError(t, err, http.StatusBadRequest, "", "no upstream")
+	if ae := apiError(t, err); ae.StatusCode != http.StatusNotFound {
+		t.Errorf("POST /v1/responses without an upstream: %d %s", ae.StatusCode, ae.RawJSON())
+	}
 	if got := e.items(t, id); len(got) != 0 {
 		t.Errorf("failed requests stored %q", kinds(got))
 	}

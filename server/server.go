@@ -66,8 +66,8 @@ type Options struct {
 	// Upstream is the base URL (ending in /v1 for most servers, e.g.
 	// http://localhost:11434/v1 for Ollama) of the OpenAI-compatible
 	// model server that POST /v1/responses relays to, with recall keeping
-	// the conversations (see responses.go). Default: "", and that route
-	// answers that no upstream is configured.
+	// the conversations (see responses.go). Default: "", and the server
+	// has no such route (404).
 	Upstream string
 	// UpstreamAPI is the upstream's wire API: openai.APIResponses or
 	// openai.APIChat. Default: as openai.ResolveAPI picks (the Responses
