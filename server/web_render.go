@@ -62,6 +62,39 @@ type codeRenderer struct{}
 
 func (codeRenderer) RegisterFuncs(reg renderer.NodeRendererFuncRegisterer) {
 	reg.Register(ast.KindFencedCodeBlock, renderFenced)
+	reg.Register(ast.KindRawHTML, renderRawHTML)
+	reg.Register(ast.KindHTMLBlock, renderHTMLBlock)
+}
+
+// renderRawHTML shows inline HTML in a message as the text it is (a
+// transcript shows what was written; nothing of it becomes markup).
+func renderRawHTML(w util.BufWriter, src []byte, n ast.Node, entering bool) (ast.WalkStatus, error) {
+	if entering {
+		segs := n.(*ast.RawHTML).Segments
+		for i := 0; i < segs.Len(); i++ {
+			seg := segs.At(i)
+			_, _ = w.WriteString(template.HTMLEscapeString(string(seg.Value(src))))
+		}
+	}
+	return ast.WalkSkipChildren, nil
+}
+
+// renderHTMLBlock shows a block of HTML as text, as renderRawHTML does.
+func renderHTMLBlock(w util.BufWriter, src []byte, n ast.Node, entering bool) (ast.WalkStatus, error) {
+	if !entering {
+		return ast.WalkContinue, nil
+	}
+	b := n.(*ast.HTMLBlock)
+	_, _ = w.WriteString(`<p class="raw">`)
+	for i := 0; i < b.Lines().Len(); i++ {
+		seg := b.Lines().At(i)
+		_, _ = w.WriteString(template.HTMLEscapeString(string(seg.Value(src))))
+	}
+	if b.HasClosure() {
+		_, _ = w.WriteString(template.HTMLEscapeString(string(b.ClosureLine.Value(src))))
+	}
+	_, err := w.WriteString("</p>\n")
+	return ast.WalkSkipChildren, err
 }
 
 func renderFenced(w util.BufWriter, src []byte, n ast.Node, entering bool) (ast.WalkStatus, error) {

@@ -65,9 +65,12 @@
   var items = document.getElementById("items");
   var session = document.getElementById("session");
   if (items && session) {
-    var opened = false;
+    // Open at the newest item (unless a link names one), then load older
+    // pages as the reader scrolls up to them.
+    if (!location.hash) {
+      window.scrollTo(0, document.documentElement.scrollHeight);
+    }
     observe("older", function (a, done) {
-      if (!opened) { done(); return; } // not before the reader has scrolled
       fetchHTML(a.getAttribute("href"), function (html) {
         var h = document.documentElement.scrollHeight;
         a.parentNode.remove();
@@ -76,10 +79,6 @@
         done();
       });
     });
-    if (!location.hash) {
-      window.scrollTo(0, document.documentElement.scrollHeight);
-    }
-    window.addEventListener("scroll", function () { opened = true; }, { once: true, passive: true });
 
     // Live updates.
     if ("EventSource" in window) {
