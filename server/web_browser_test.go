@@ -644,7 +644,7 @@ func TestWebBrowser(t *testing.T) {
 				{"list", "/", "#rows"}, {"session", "/s/" + rich, "#items > li.item:nth-child(6)"},
 			} {
 				browse(t, alice, chromedp.EmulateViewport(vp.w, vp.h, opts...), chromedp.Navigate(e.a.URL+pg.path),
-					chromedp.WaitVisible(chromedp.CSS(pg.ready)))
+					chromedp.WaitVisible(chromedp.CSS(pg.ready)), chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, 0)`))
 				time.Sleep(200 * time.Millisecond)
 				if over := eval[int](t, alice, `document.documentElement.scrollWidth`); over > int(vp.w) {
 					t.Errorf("%s at %s is %dpx wide: it scrolls sideways", pg.name, vp.name, over)
