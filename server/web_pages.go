@@ -330,11 +330,19 @@ func (s *Server) webListPage(r *http.Request, u User, d *listData) error {
 	keep := func(m recall.Meta) bool { return !d.Archived || m.Archived }
 	var metas []recall.Meta
 	if cursor == "" {
-		pinned, _, err := s.collect(ctx, d.Project, opts, -1, func(m recall.Meta) bool { return m.Pinned && keep(m) })
+		// The pinned sessions come first: one unlimited listing of the
+		// metadata (never items), cheaper on every store than paging.
+		all := opts
+		all.Limit = -1
+		page, err := s.store.List(ctx, d.Project, all)
 		if err != nil {
 			return err
 		}
-		metas = pinned
+		for _, m := range page.Sessions {
+			if m.Pinned && keep(m) {
+				metas = append(metas, m)
+			}
+		}
 	}
 	opts.Cursor = cursor
 	rest, next, err := s.collect(ctx, d.Project, opts, webPageSize, func(m recall.Meta) bool { return !m.Pinned && keep(m) })
