@@ -388,15 +388,15 @@ func TestWebBrowser(t *testing.T) {
 	t.Run("OpenSession", func(t *testing.T) {
 		browse(t, alice, chromedp.Navigate(e.a.URL+"/s/"+rich), chromedp.WaitVisible(chromedp.CSS("#items")))
 		checks := map[string]string{
-			`document.querySelector("#items > li.item:nth-child(1) .md strong").textContent`:                                                                     "deploy",
-			`document.querySelector("#items > li.item:nth-child(1) img.pic").src.slice(0, 22)`:                                                                   "data:image/png;base64,",
-			`document.querySelector("#items > li.item:nth-child(2).k-reasoning .md").textContent.trim()`:                                                         "The user wants the failing step; read the logs first.",
-			`document.querySelector("#items > li.item:nth-child(3) .label").textContent`:                                                                         "tool call: shell",
-			`document.querySelector("#items > li.item:nth-child(3) pre").textContent`:                                                                            "{\n  \"cmd\": \"kubectl get pods -n web\"\n}",
-			`String(document.querySelector("#items > li.item:nth-child(4) details.fold").open)`:                                                                  "false",
+			`document.querySelector("#items > li.item:nth-child(1) .md strong").textContent`:                                                                                                                       "deploy",
+			`document.querySelector("#items > li.item:nth-child(1) img.pic").src.slice(0, 22)`:                                                                                                                     "data:image/png;base64,",
+			`document.querySelector("#items > li.item:nth-child(2).k-reasoning .md").textContent.trim()`:                                                                                                           "The user wants the failing step; read the logs first.",
+			`document.querySelector("#items > li.item:nth-child(3) .label").textContent`:                                                                                                                           "tool call: shell",
+			`document.querySelector("#items > li.item:nth-child(3) pre").textContent`:                                                                                                                              "{\n  \"cmd\": \"kubectl get pods -n web\"\n}",
+			`String(document.querySelector("#items > li.item:nth-child(4) details.fold").open)`:                                                                                                                    "false",
 			`String(document.querySelectorAll("#items > li.item:nth-child(5) pre.chroma span.kd, #items > li.item:nth-child(5) pre.chroma span.kt, #items > li.item:nth-child(5) pre.chroma span.nx").length > 0)`: "true",
-			`document.querySelector("#items > li.item:nth-child(5) table td strong").textContent`:                                                                "missing",
-			`getComputedStyle(document.querySelector("#items > li.item:nth-child(5) pre.chroma")).backgroundColor === "rgba(0, 0, 0, 0)" ? "none" : "styled"`:    "styled",
+			`document.querySelector("#items > li.item:nth-child(5) table td strong").textContent`:                                                                                                                  "missing",
+			`getComputedStyle(document.querySelector("#items > li.item:nth-child(5) pre.chroma")).backgroundColor === "rgba(0, 0, 0, 0)" ? "none" : "styled"`:                                                      "styled",
 		}
 		for js, want := range checks {
 			if got := eval[string](t, alice, js); got != want {

@@ -61,6 +61,7 @@ func (s *Server) webEvents(w http.ResponseWriter, r *http.Request) {
 			break
 		}
 	}
+	csrf := s.csrfToken(w, r) // for the fork forms of new items; before the head is written
 	rc := http.NewResponseController(w)
 	_ = rc.SetWriteDeadline(time.Now().Add(liveMax + 10*time.Second))
 	h := w.Header()
@@ -114,7 +115,7 @@ func (s *Server) webEvents(w http.ResponseWriter, r *http.Request) {
 			case recall.KindItem:
 				if it, ok := recall.ItemOf(e); ok {
 					wi := renderItem(recall.LiveItem{Ref: recall.ItemRef{Seq: e.Seq}, Item: it})
-					if err := webTemplates.ExecuteTemplate(&items, "item", itemCtx{wi, key.Session, s.csrfToken(w, r)}); err != nil {
+					if err := webTemplates.ExecuteTemplate(&items, "item", itemCtx{wi, key.Session, csrf}); err != nil {
 						s.log.ErrorContext(ctx, "web: render", "error", err)
 					}
 				}
