@@ -32,6 +32,10 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
+		if isWebPath(r.URL.Path) { // the web viewer: a session cookie (web.go)
+			s.authenticateWeb(w, r, next)
+			return
+		}
 		u := User{Name: DefaultUser}
 		if s.opts.Auth == AuthToken {
 			token, ok := bearer(r.Header.Get("Authorization"))

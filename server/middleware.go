@@ -17,7 +17,8 @@ import (
 //
 //	observe      request id, one log line and the metrics of every request
 //	recoverPanic a panic is a logged 500 in OpenAI's error shape
-//	authenticate the bearer token (or AuthNone's user) into the context
+//	authenticate the bearer token (the web viewer: its session cookie, or
+//	             AuthNone's user) into the context
 //	rateLimit    each user's token bucket (429 with Retry-After)
 //	routeErrors  the mux's own 404 and 405 in OpenAI's error shape
 //

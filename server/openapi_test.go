@@ -66,8 +66,8 @@ func muxRoutes(t *testing.T) []string {
 	re := regexp.MustCompile(`s\.mux\.Handle(?:Func)?\("([A-Z]+ /[^"]*)"`)
 	var out []string
 	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
+		if strings.HasSuffix(f, "_test.go") || strings.HasPrefix(f, "web") {
+			continue // the web viewer's pages are not an API
 		}
 		b, err := os.ReadFile(f)
 		if err != nil {
@@ -209,7 +209,8 @@ func TestOpenAPIResponses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := newEnv(t, memstore.New(memstore.Options{}), Options{RateLimit: -1, MaxBodyBytes: 64 << 10, Compactor: &compact.Summarizer{Model: model}}, nil)
+	e := newEnv(t, memstore.New(memstore.Options{}), Options{RateLimit: -1, MaxBodyBytes: 64 << 10, Compactor: &compact.Summarizer{Model: model},
+		Upstream: fake.URL(), UpstreamAPI: openai.APIResponses}, nil)
 	c := newChecker(t, e)
 	type obj = map[string]any
 
@@ -275,6 +276,14 @@ func TestOpenAPIResponses(t *testing.T) {
 	c.check("POST", sp+"/compact", "alice", obj{"keep": 1}, 200, true)
 	c.check("DELETE", "/api/v1/sessions/"+fork.ID, "alice", nil, 200, true)
 	c.check("DELETE", cp, "alice", nil, 200, true)
+
+	// The Responses API through the upstream, with and without a conversation.
+	rconv := e.newConv("alice", msg("user", "hello"))
+	fake.Enqueue(fakeopenai.Reply{Text: "hello back"})
+	c.check("POST", "/v1/responses", "alice", obj{"model": "fake", "input": "hello again", "conversation": rconv}, 200, true)
+	fake.Enqueue(fakeopenai.Reply{Text: "stateless"})
+	c.check("POST", "/v1/responses", "alice", obj{"model": "fake", "input": "no conversation"}, 200, true)
+	c.check("POST", "/v1/responses", "alice", obj{"model": "fake", "input": "x", "conversation": rconv, "previous_response_id": "resp_1"}, 400, true)
 
 	// The MCP server: an initialize request, as an MCP client sends it.
 	c.check("POST", "/mcp", "alice", obj{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": obj{

@@ -19,6 +19,7 @@ import (
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/compact"
+	"github.com/recallkit/recall/provider/openai"
 )
 
 // AuthMode says how requests are authenticated.
@@ -61,6 +62,28 @@ type Options struct {
 	// /api/v1/sessions/{id}/compact. Default: nil, and that route
 	// answers that no model is configured.
 	Compactor compact.Compactor
+
+	// Upstream is the base URL (ending in /v1 for most servers, e.g.
+	// http://localhost:11434/v1 for Ollama) of the OpenAI-compatible
+	// model server that POST /v1/responses relays to, with recall keeping
+	// the conversations (see responses.go). Default: "", and the server
+	// has no such route (404).
+	Upstream string
+	// UpstreamAPI is the upstream's wire API: openai.APIResponses or
+	// openai.APIChat. Default: as openai.ResolveAPI picks (the Responses
+	// API for api.openai.com, Chat Completions for any other server).
+	UpstreamAPI openai.API
+	// UpstreamKey is sent to the upstream as a bearer token. Default: none.
+	UpstreamKey string
+	// UpstreamClient sends the upstream requests. Default: a client of
+	// its own, without an overall timeout (a stream lasts as long as the
+	// model writes; a client that goes away cancels it).
+	UpstreamClient *http.Client
+	// ContextTokens is the context a model takes, estimated at 4 bytes of
+	// JSON a token. When a conversation's view plus a request's input is
+	// over it, POST /v1/responses compacts the conversation with
+	// Compactor first and sends the compacted view. Default: 0, no limit.
+	ContextTokens int
 }
 
 // ErrBadOptions reports Options New cannot serve with.
@@ -74,6 +97,7 @@ type Server struct {
 	mux   *http.ServeMux
 	h     http.Handler // mux wrapped in the middleware
 	ops   *ops         // the middleware's state: limiters, metrics
+	up    *upstream    // where POST /v1/responses goes; nil: nowhere
 }
 
 // New returns a Server over store. The store stays the caller's to close.
@@ -90,14 +114,20 @@ func New(ctx context.Context, store recall.Store, opts Options) (*Server, error)
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	s := &Server{store: store, opts: opts, log: opts.Logger, mux: http.NewServeMux()}
+	up, err := newUpstream(opts)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{store: store, opts: opts, log: opts.Logger, mux: http.NewServeMux(), up: up}
 	if err := s.init(ctx); err != nil {
 		return nil, err
 	}
 	s.conversationRoutes()
+	s.responseRoutes()
 	s.apiRoutes()
 	s.opsRoutes()
 	s.mcpRoutes()
+	s.webRoutes()
 	s.h = s.middleware(s.mux)
 	return s, nil
 }

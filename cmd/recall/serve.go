@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 
 	"github.com/recallkit/recall/filestore"
 	"github.com/recallkit/recall/provider/offline"
+	"github.com/recallkit/recall/provider/openai"
 	"github.com/recallkit/recall/server"
 	"github.com/recallkit/recall/storeurl"
 )
@@ -43,6 +45,10 @@ type serveFlags struct {
 	grace     time.Duration
 	logFormat string
 	model     modelFlags
+	// upstream, upstreamAPI and contextTokens configure POST /v1/responses.
+	upstream      string
+	upstreamAPI   string
+	contextTokens int
 }
 
 func newServeCmd(a *app) *cobra.Command {
@@ -69,13 +75,25 @@ POST /api/v1/sessions/{id}/compact compacts with the model configured as
 for 'recall chat' (OPENAI_API_KEY, OPENAI_BASE_URL, RECALL_MODEL or the
 flags below); without one, that route answers that no model is set.
 
+With --upstream URL (an OpenAI-compatible model server such as Ollama's
+http://localhost:11434/v1 or vLLM's), POST /v1/responses relays OpenAI's
+Responses API to it, and a request that names a "conversation" is
+answered from the stored conversation and stored to it afterwards: the
+OpenAI SDKs get server-side conversation state against a model server
+that keeps none. --upstream-api says which API the upstream speaks
+(default: responses for api.openai.com, chat for any other server, or
+$RECALL_API); OPENAI_API_KEY, when set, is sent to it as the key. When a
+conversation plus the input is over --context-tokens (estimated), it is
+compacted with the configured model first.
+
 It logs one line on start with the address and the store, then one line a
 request, on stderr. SIGINT or SIGTERM stops it gracefully: it takes no new
 requests, lets those in flight finish (up to --shutdown-timeout), then
 closes the store.`,
 		Example: `  recall serve
   recall serve --addr 0.0.0.0:8080 --store postgres://recall@db/recall
-  recall serve --auth none --addr 127.0.0.1:8080`,
+  recall serve --auth none --addr 127.0.0.1:8080
+  recall serve --upstream http://localhost:11434/v1 --context-tokens 8000`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.serve(cmd.Context(), f)
@@ -89,6 +107,9 @@ closes the store.`,
 	fl.Int64Var(&f.maxBody, "max-body", 0, "largest request body in `BYTES` (default: the store's item limit plus room for the envelope)")
 	fl.DurationVar(&f.grace, "shutdown-timeout", 30*time.Second, "on SIGINT/SIGTERM, how long requests in flight may take to finish")
 	fl.StringVar(&f.logFormat, "log-format", "text", "log lines as text (logfmt) or json")
+	fl.StringVar(&f.upstream, "upstream", "", "relay POST /v1/responses to the OpenAI-compatible model server at `URL`, keeping conversations (e.g. http://localhost:11434/v1)")
+	fl.StringVar(&f.upstreamAPI, "upstream-api", "", "the upstream's wire API: responses or chat (default $RECALL_API, else responses for OpenAI and chat for other servers)")
+	fl.IntVar(&f.contextTokens, "context-tokens", 0, "compact a conversation before relaying it when it and the input are estimated over `N` tokens (0: never)")
 	f.model.register(fl)
 	return cmd
 }
@@ -137,6 +158,9 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	if f.rate == 0 {
 		opts.RateLimit = -1 // server.Options: negative turns limiting off
 	}
+	if err := f.upstreamOptions(&opts); err != nil {
+		return err
+	}
 	model, err := f.model.build()
 	if err != nil {
 		return err
@@ -170,8 +194,53 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	log.Info("recall serve listening", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String(),
-		"store", a.storeName(), "auth", string(auth), "model", modelLabel)
+		"store", a.storeName(), "auth", string(auth), "model", modelLabel, "upstream", upstreamLabel(opts))
 	return serveUntilSignal(ctx, srv, ln, f.grace, log)
+}
+
+// upstreamOptions sets the upstream of POST /v1/responses from the flags
+// and the environment: the API from --upstream-api, else $RECALL_API, else
+// as the chat command picks; the key from OPENAI_API_KEY. Unless another
+// is named, the upstream is also the model that compacts.
+func (f *serveFlags) upstreamOptions(opts *server.Options) error {
+	if f.contextTokens < 0 {
+		return usageError("use 0 or more", "--context-tokens must not be negative")
+	}
+	if f.upstream == "" {
+		if f.upstreamAPI != "" {
+			return usageError("add --upstream URL", "--upstream-api needs --upstream")
+		}
+		return nil
+	}
+	api := openai.API(strings.ToLower(strings.TrimSpace(f.upstreamAPI)))
+	if api == "" {
+		api = openai.ConfigFromEnv().API
+	}
+	resolved, err := openai.ResolveAPI(f.upstream, api)
+	if err != nil {
+		return usageError("--upstream takes an http(s) URL such as http://localhost:11434/v1; --upstream-api takes responses or chat", "%v", err)
+	}
+	opts.Upstream, opts.UpstreamAPI = f.upstream, resolved
+	opts.UpstreamKey = os.Getenv("OPENAI_API_KEY")
+	opts.ContextTokens = f.contextTokens
+	// The model that compacts (for --context-tokens) is the upstream too,
+	// unless --base-url or OPENAI_BASE_URL names another.
+	if f.model.baseURL == "" && os.Getenv("OPENAI_BASE_URL") == "" {
+		f.model.baseURL = f.upstream
+		if f.model.api == "" {
+			f.model.api = string(resolved)
+		}
+	}
+	return nil
+}
+
+// upstreamLabel names the upstream for the start line, without any
+// password in its URL.
+func upstreamLabel(opts server.Options) string {
+	if opts.Upstream == "" {
+		return "none"
+	}
+	return storeurl.Redact(opts.Upstream) + " (" + string(opts.UpstreamAPI) + " API)"
 }
 
 // serveUntilSignal serves on ln until SIGINT or SIGTERM (or ctx ends),

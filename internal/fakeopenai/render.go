@@ -17,6 +17,8 @@ type render struct {
 	rep Reply
 	w   http.ResponseWriter
 	seq int // SSE sequence_number
+	// done is closed when the client goes away (for StallStream).
+	done <-chan struct{}
 }
 
 // chunks splits text into the deltas a stream sends: words, and runs of
@@ -159,6 +161,10 @@ func (r *render) responses() {
 			if i == 0 && r.rep.CutStream {
 				return
 			}
+			if i == 0 && r.rep.StallStream {
+				<-r.done
+				return
+			}
 		}
 		ev("response.output_text.done", obj{"item_id": id, "output_index": idx, "content_index": 0, "text": text, "logprobs": []any{}})
 		ev("response.content_part.done", obj{"item_id": id, "output_index": idx, "content_index": 0, "part": r.textPart(text)})
@@ -261,6 +267,10 @@ func (r *render) chat() {
 			return
 		}
 		if i == 0 && r.rep.CutStream {
+			return
+		}
+		if i == 0 && r.rep.StallStream {
+			<-r.done
 			return
 		}
 	}

@@ -52,6 +52,11 @@ type Reply struct {
 	// and then ends the body cleanly, without a final event: a server
 	// that went away mid-reply.
 	CutStream bool
+	// StallStream, when set on a streamed reply, sends the first text
+	// delta and then holds the stream open, sending nothing more, until
+	// the client goes away or the server closes: a client that
+	// disconnects mid-stream.
+	StallStream bool
 	// Hang holds the request open until the client goes away or the
 	// server closes; crash tests use it to catch a turn in flight.
 	Hang bool
@@ -81,6 +86,7 @@ type Server struct {
 	seq       int
 	notify    chan Request
 	noCompact bool
+	noRecord  bool
 }
 
 // New starts a server. Close it when done.
@@ -132,6 +138,15 @@ func (s *Server) SetNoCompact(off bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.noCompact = off
+}
+
+// SetRecord sets whether requests are kept for Requests (the default);
+// benchmarks that send many large requests turn it off, so that a long
+// run holds no memory. Requests are numbered either way.
+func (s *Server) SetRecord(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.noRecord = !on
 }
 
 // Requests returns every request received so far, in order.
@@ -193,7 +208,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.seq++
 	req.N = s.seq
-	s.requests = append(s.requests, req)
+	if !s.noRecord {
+		s.requests = append(s.requests, req)
+	}
 	if s.apiKey != "" && r.Header.Get("Authorization") != "Bearer "+s.apiKey {
 		s.mu.Unlock()
 		writeError(w, http.StatusUnauthorized, "Incorrect API key provided.", 0)
@@ -235,7 +252,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			rep.ToolCalls[i].Arguments = "{}"
 		}
 	}
-	r2 := render{req: req, rep: rep, w: w}
+	r2 := render{req: req, rep: rep, w: w, done: r.Context().Done()}
 	switch req.API {
 	case "responses":
 		r2.responses()

@@ -148,24 +148,27 @@ func (m *Model) chatParams(req *agent.Request, stream bool) oai.ChatCompletionNe
 		p.Temperature = param.NewOpt(*req.Temperature)
 	}
 	for _, t := range req.Tools {
-		raw, _ := json.Marshal(struct {
-			Type     string `json:"type"`
-			Function struct {
-				Name        string          `json:"name"`
-				Description string          `json:"description,omitempty"`
-				Parameters  json.RawMessage `json:"parameters"`
-			} `json:"function"`
-		}{Type: "function", Function: struct {
-			Name        string          `json:"name"`
-			Description string          `json:"description,omitempty"`
-			Parameters  json.RawMessage `json:"parameters"`
-		}{t.Name(), t.Description(), toolSchema(t)}})
-		p.Tools = append(p.Tools, param.Override[oai.ChatCompletionToolUnionParam](json.RawMessage(raw)))
+		raw := chatTool(t.Name(), t.Description(), toolSchema(t))
+		p.Tools = append(p.Tools, param.Override[oai.ChatCompletionToolUnionParam](raw))
 	}
 	if stream {
 		p.StreamOptions = oai.ChatCompletionStreamOptionsParam{IncludeUsage: param.NewOpt(true)}
 	}
 	return p
+}
+
+// chatTool is a function tool as Chat Completions takes it.
+func chatTool(name, description string, parameters json.RawMessage) json.RawMessage {
+	type function struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description,omitempty"`
+		Parameters  json.RawMessage `json:"parameters"`
+	}
+	raw, _ := json.Marshal(struct {
+		Type     string   `json:"type"`
+		Function function `json:"function"`
+	}{"function", function{name, description, parameters}})
+	return raw
 }
 
 // chatUsage is Chat Completions usage as received.
@@ -235,110 +238,150 @@ func (m *Model) chat(ctx context.Context, req *agent.Request) (*agent.Response, 
 		if err != nil {
 			return nil, err
 		}
-		var w struct {
-			Choices []struct {
-				Message struct {
-					Content   flexText       `json:"content"`
-					Refusal   flexText       `json:"refusal"`
-					ToolCalls []chatToolCall `json:"tool_calls"`
-				} `json:"message"`
-			} `json:"choices"`
-			Usage *chatUsage `json:"usage"`
+		items, usage, err := ChatCompletionItems([]byte(resp.RawJSON()))
+		if err != nil {
+			return nil, err
 		}
-		if err := json.Unmarshal([]byte(resp.RawJSON()), &w); err != nil {
-			return nil, fmt.Errorf("decode chat completion: %w", err)
-		}
-		if len(w.Choices) == 0 {
-			return nil, fmt.Errorf("chat completion without choices")
-		}
-		msg := w.Choices[0].Message
-		return &agent.Response{
-			Items: chatReply(string(msg.Content), string(msg.Refusal), msg.ToolCalls),
-			Usage: w.Usage.usage(),
-		}, nil
+		return &agent.Response{Items: items, Usage: usage}, nil
 	}
 
 	stream := m.client.Chat.Completions.NewStreaming(ctx, m.chatParams(req, true))
 	defer stream.Close()
-	var (
-		content, refusal strings.Builder
-		calls            = map[int64]*chatToolCall{}
-		usage            *chatUsage
-		finished         bool
-	)
+	var acc ChatStream
 	for stream.Next() {
-		var chunk struct {
-			Choices []struct {
-				Index        int64   `json:"index"`
-				FinishReason *string `json:"finish_reason"`
-				Delta        struct {
-					Content   flexText `json:"content"`
-					Refusal   flexText `json:"refusal"`
-					ToolCalls []struct {
-						Index    int64  `json:"index"`
-						ID       string `json:"id"`
-						Function struct {
-							Name      string   `json:"name"`
-							Arguments flexText `json:"arguments"`
-						} `json:"function"`
-					} `json:"tool_calls"`
-				} `json:"delta"`
-			} `json:"choices"`
-			Usage *chatUsage `json:"usage"`
+		d, err := acc.Add([]byte(stream.Current().RawJSON()))
+		if err != nil {
+			return nil, err
 		}
-		if err := json.Unmarshal([]byte(stream.Current().RawJSON()), &chunk); err != nil {
-			return nil, fmt.Errorf("decode chat chunk: %w", err)
-		}
-		if chunk.Usage != nil {
-			usage = chunk.Usage
-		}
-		for _, ch := range chunk.Choices {
-			if ch.Index != 0 {
-				continue
-			}
-			if ch.FinishReason != nil && *ch.FinishReason != "" {
-				finished = true
-			}
-			if d := string(ch.Delta.Content); d != "" {
-				content.WriteString(d)
-				req.OnDelta(d)
-			}
-			refusal.WriteString(string(ch.Delta.Refusal))
-			// A tool call arrives in pieces keyed by index: the first
-			// piece carries its id and name, later ones more arguments.
-			for _, tc := range ch.Delta.ToolCalls {
-				c := calls[tc.Index]
-				if c == nil {
-					c = &chatToolCall{Type: "function"}
-					calls[tc.Index] = c
-				}
-				if tc.ID != "" {
-					c.ID = tc.ID
-				}
-				c.Function.Name += tc.Function.Name
-				c.Function.Arguments += tc.Function.Arguments
-			}
+		if d != "" {
+			req.OnDelta(d)
 		}
 	}
 	if err := stream.Err(); err != nil {
 		return nil, err
 	}
-	if !finished {
+	if !acc.Finished() {
 		// The SDK ends a stream quietly at EOF; a reply without a finish
 		// reason was cut off and must not be stored as if complete.
 		return nil, fmt.Errorf("chat stream ended before the reply finished")
 	}
-	idx := make([]int64, 0, len(calls))
-	for i := range calls {
+	return &agent.Response{Items: acc.Items(), Usage: acc.Usage()}, nil
+}
+
+// ChatCompletionItems converts a Chat Completions response body (a
+// "chat.completion" object) to Responses items, as ChatStream does for a
+// stream: a message with the text (and refusal), then one function_call
+// per tool call. It returns the usage the server reported.
+func ChatCompletionItems(body []byte) ([]recall.Item, recall.Usage, error) {
+	var w struct {
+		Choices []struct {
+			Message struct {
+				Content   flexText       `json:"content"`
+				Refusal   flexText       `json:"refusal"`
+				ToolCalls []chatToolCall `json:"tool_calls"`
+			} `json:"message"`
+		} `json:"choices"`
+		Usage *chatUsage `json:"usage"`
+	}
+	if err := json.Unmarshal(body, &w); err != nil {
+		return nil, recall.Usage{}, fmt.Errorf("decode chat completion: %w", err)
+	}
+	if len(w.Choices) == 0 {
+		return nil, recall.Usage{}, fmt.Errorf("chat completion without choices")
+	}
+	msg := w.Choices[0].Message
+	return chatReply(string(msg.Content), string(msg.Refusal), msg.ToolCalls), w.Usage.usage(), nil
+}
+
+// ChatStream gathers a streamed Chat Completions reply, chunk by chunk,
+// into Responses items. The zero value is ready to use.
+type ChatStream struct {
+	content, refusal strings.Builder
+	calls            map[int64]*chatToolCall
+	usage            *chatUsage
+	finished         bool
+}
+
+// Add takes one chunk (the JSON of a "chat.completion.chunk" event) and
+// returns the text it adds to the reply, if any. Only the first choice
+// is kept.
+func (c *ChatStream) Add(chunk []byte) (string, error) {
+	var ck struct {
+		Choices []struct {
+			Index        int64   `json:"index"`
+			FinishReason *string `json:"finish_reason"`
+			Delta        struct {
+				Content   flexText `json:"content"`
+				Refusal   flexText `json:"refusal"`
+				ToolCalls []struct {
+					Index    int64  `json:"index"`
+					ID       string `json:"id"`
+					Function struct {
+						Name      string   `json:"name"`
+						Arguments flexText `json:"arguments"`
+					} `json:"function"`
+				} `json:"tool_calls"`
+			} `json:"delta"`
+		} `json:"choices"`
+		Usage *chatUsage `json:"usage"`
+	}
+	if err := json.Unmarshal(chunk, &ck); err != nil {
+		return "", fmt.Errorf("decode chat chunk: %w", err)
+	}
+	if ck.Usage != nil {
+		c.usage = ck.Usage
+	}
+	var delta strings.Builder
+	for _, ch := range ck.Choices {
+		if ch.Index != 0 {
+			continue
+		}
+		if ch.FinishReason != nil && *ch.FinishReason != "" {
+			c.finished = true
+		}
+		d := string(ch.Delta.Content)
+		c.content.WriteString(d)
+		delta.WriteString(d)
+		c.refusal.WriteString(string(ch.Delta.Refusal))
+		// A tool call arrives in pieces keyed by index: the first piece
+		// carries its id and name, later ones more arguments.
+		for _, tc := range ch.Delta.ToolCalls {
+			if c.calls == nil {
+				c.calls = map[int64]*chatToolCall{}
+			}
+			call := c.calls[tc.Index]
+			if call == nil {
+				call = &chatToolCall{Type: "function"}
+				c.calls[tc.Index] = call
+			}
+			if tc.ID != "" {
+				call.ID = tc.ID
+			}
+			call.Function.Name += tc.Function.Name
+			call.Function.Arguments += tc.Function.Arguments
+		}
+	}
+	return delta.String(), nil
+}
+
+// Finished reports whether a chunk carried a finish reason: a stream that
+// ends without one was cut off.
+func (c *ChatStream) Finished() bool { return c.finished }
+
+// Usage is the usage the stream reported (zero if none).
+func (c *ChatStream) Usage() recall.Usage { return c.usage.usage() }
+
+// Items returns the reply so far as Responses items: the message, then
+// the function calls in index order.
+func (c *ChatStream) Items() []recall.Item {
+	idx := make([]int64, 0, len(c.calls))
+	for i := range c.calls {
 		idx = append(idx, i)
 	}
 	sort.Slice(idx, func(a, b int) bool { return idx[a] < idx[b] })
 	ordered := make([]chatToolCall, len(idx))
 	for i, k := range idx {
-		ordered[i] = *calls[k]
+		ordered[i] = *c.calls[k]
 	}
-	return &agent.Response{
-		Items: chatReply(content.String(), refusal.String(), ordered),
-		Usage: usage.usage(),
-	}, nil
+	return chatReply(c.content.String(), c.refusal.String(), ordered)
 }

@@ -1,0 +1,587 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/compact"
+	"github.com/recallkit/recall/provider/openai"
+)
+
+// POST /v1/responses: OpenAI's Responses API, relayed to an upstream
+// model server (Options.Upstream) that keeps no state of its own, with
+// recall keeping the conversation.
+//
+// A request that names a conversation ("conversation": "conv_…" or
+// {"id": "conv_…"}) of the caller is served as OpenAI serves it: the
+// conversation's items (its view, compacted when Options.ContextTokens
+// says it is too long) go upstream before the request's input, and when
+// the model has answered, the input items and the output items are
+// appended to the conversation in one batch, with the turn's usage on
+// the last entry. The append is guarded by the conversation's last seq as
+// read before the model was asked: when another request on the same
+// conversation stored its turn meanwhile, this one stores nothing and
+// answers 409 with x-should-retry: false (code "conversation_changed"),
+// since its answer was made from a history that is no longer the
+// conversation's; sent again, it is answered from the new history. So two
+// turns never interleave and nothing is half-stored: each request's turn
+// is stored whole or not at all, and the client is told which.
+//
+// A streamed request ("stream": true) relays the upstream's events as
+// they arrive, and holds back the final response.completed event until
+// the turn is stored; when the store refuses it, an "error" event goes
+// out in its place. A client that goes away before then cancels the
+// upstream request and stores nothing.
+//
+// A request without a conversation is relayed unchanged (translated for
+// a Chat Completions upstream) and nothing is stored. "store": false
+// stores nothing either. An upstream error is answered with the
+// upstream's status and error body (OpenAI's shape); an upstream that
+// cannot be reached is a 502. Idempotency-Key is not honoured on this
+// route: a model's answer cannot be replayed from a record.
+
+// upstream is where POST /v1/responses goes.
+type upstream struct {
+	base   string // the base URL, without a trailing "/"
+	api    openai.API
+	key    string
+	client *http.Client
+}
+
+// maxUpstreamError is how much of an upstream error body is relayed.
+const maxUpstreamError = 64 << 10
+
+// responseRoutes registers POST /v1/responses when there is an upstream
+// to relay to; a server without one does not serve the Responses API, and
+// the route is unknown there (404), as any other.
+func (s *Server) responseRoutes() {
+	if s.up != nil {
+		s.mux.HandleFunc("POST /v1/responses", s.createResponse)
+	}
+}
+
+// newUpstream checks the upstream options.
+func newUpstream(opts Options) (*upstream, error) {
+	if opts.Upstream == "" {
+		return nil, nil
+	}
+	api, err := openai.ResolveAPI(opts.Upstream, opts.UpstreamAPI)
+	if err != nil {
+		return nil, errors.Join(ErrBadOptions, err)
+	}
+	c := opts.UpstreamClient
+	if c == nil {
+		c = &http.Client{}
+	}
+	return &upstream{base: strings.TrimSuffix(opts.Upstream, "/"), api: api, key: opts.UpstreamKey, client: c}, nil
+}
+
+// responseRequest is what the proxy reads of a Responses request; the
+// rest of the body goes upstream untouched.
+type responseRequest struct {
+	Conversation       json.RawMessage `json:"conversation"`
+	PreviousResponseID *string         `json:"previous_response_id"`
+	Store              *bool           `json:"store"`
+	Stream             *bool           `json:"stream"`
+	Input              json.RawMessage `json:"input"`
+	Instructions       *string         `json:"instructions"`
+}
+
+// turn is one request on a conversation, between reading its history and
+// storing its items.
+type turn struct {
+	key   recall.Key
+	last  int64             // the conversation's last seq when read
+	live  []recall.LiveItem // the conversation's view when read
+	input []recall.Item     // the request's input items
+	store bool              // false: store nothing
+}
+
+func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) {
+	var body map[string]json.RawMessage
+	if err := s.readJSON(w, r, &body); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	raw, _ := json.Marshal(body)
+	var req responseRequest
+	if err := json.Unmarshal(raw, &req); err != nil {
+		s.writeError(w, r, invalidParam("", "Invalid request body: %v", err))
+		return
+	}
+	stream := req.Stream != nil && *req.Stream
+	convID, err := conversationParam(req.Conversation)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var t *turn
+	var upItems []recall.Item // the items sent upstream, with a conversation
+	if convID != "" {
+		if req.PreviousResponseID != nil && *req.PreviousResponseID != "" {
+			s.writeError(w, r, &APIError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "mutually_exclusive_parameters", NoRetry: true,
+				Message: "Mutually exclusive parameters: Ensure you are only providing one of: 'previous_response_id' or 'conversation'."})
+			return
+		}
+		var history []recall.Item
+		t, history, err = s.startTurn(r, convID, req)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		upItems = append(history, t.input...)
+	}
+	res, err := s.up.send(r.Context(), body, t != nil, upItems, stream)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	defer res.Body.Close()
+	if res.StatusCode >= 300 {
+		s.relayError(w, res)
+		return
+	}
+	switch {
+	case stream && s.up.api == openai.APIChat:
+		s.streamChat(w, r, res, body, t)
+	case stream:
+		s.streamResponses(w, r, res, t)
+	default:
+		s.finishResponse(w, r, res, body, t)
+	}
+}
+
+// conversationParam returns the conversation id of a "conversation"
+// field: a string, or an object with an "id"; "" when there is none.
+func conversationParam(raw json.RawMessage) (string, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", nil
+	}
+	var id string
+	if json.Unmarshal(raw, &id) == nil {
+		if id == "" {
+			return "", invalidParam("conversation", "Invalid 'conversation': an empty string.")
+		}
+		return id, nil
+	}
+	var obj struct {
+		ID string `json:"id"`
+	}
+	if json.Unmarshal(raw, &obj) != nil || obj.ID == "" {
+		return "", invalidParam("conversation", "Invalid 'conversation': expected a conversation id or an object with an 'id'.")
+	}
+	return obj.ID, nil
+}
+
+// inputItems returns the request's input as items: a string is one user
+// message; a list is taken item by item, each a JSON object.
+func inputItems(raw json.RawMessage) ([]recall.Item, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var text string
+	if json.Unmarshal(raw, &text) == nil {
+		b, _ := json.Marshal(map[string]any{
+			"type": "message", "role": "user",
+			"content": []any{map[string]string{"type": "input_text", "text": text}},
+		})
+		return []recall.Item{b}, nil
+	}
+	var list []json.RawMessage
+	if json.Unmarshal(raw, &list) != nil {
+		return nil, invalidParam("input", "Invalid 'input': expected a string or a list of items.")
+	}
+	items := make([]recall.Item, len(list))
+	for i, it := range list {
+		t := bytes.TrimSpace(it)
+		if len(t) == 0 || t[0] != '{' {
+			return nil, invalidParam(fmt.Sprintf("input[%d]", i), "Invalid 'input[%d]': expected an object.", i)
+		}
+		items[i] = recall.Item(t)
+	}
+	return items, nil
+}
+
+// startTurn reads the conversation the request continues: its history
+// (the view, compacted first when it and the input are estimated over
+// Options.ContextTokens) and the last seq that guards the turn's append.
+func (s *Server) startTurn(r *http.Request, convID string, req responseRequest) (*turn, []recall.Item, error) {
+	key, err := s.userConvKey(r, convID)
+	if err != nil {
+		return nil, nil, asConversationParam(err)
+	}
+	input, err := inputItems(req.Input)
+	if err != nil {
+		return nil, nil, err
+	}
+	ctx := r.Context()
+	live, last, err := s.store.Items(ctx, key, 0)
+	if err != nil {
+		return nil, nil, asConversationParam(notFoundAs(err, key))
+	}
+	if last == 0 {
+		return nil, nil, asConversationParam(conversationNotFound(convID))
+	}
+	if s.overContext(live, input, req.Instructions) && s.opts.Compactor != nil {
+		_, err := compact.NewSession(s.store, key, s.opts.Compactor, compact.Options{}).RunCompaction(ctx, recall.CompactionArgs{Force: true})
+		if err != nil {
+			s.log.ErrorContext(ctx, "compaction before a response failed", "session", key.Session, "err", err)
+			return nil, nil, &APIError{Status: http.StatusBadGateway, Type: "server_error", Code: "model_error",
+				Message: "The conversation is over the server's context limit and could not be compacted."}
+		}
+		if live, last, err = s.store.Items(ctx, key, 0); err != nil {
+			return nil, nil, notFoundAs(err, key)
+		}
+	}
+	if err := checkInputIDs(live, input); err != nil {
+		return nil, nil, err
+	}
+	history := make([]recall.Item, len(live))
+	for i, l := range live {
+		history[i] = l.Item
+	}
+	return &turn{key: key, last: last, live: live, input: input, store: req.Store == nil || *req.Store}, history, nil
+}
+
+// checkInputIDs keeps the item ids of a conversation unique, as the
+// Conversations API does: an input item whose "id" is not a string,
+// reserved, repeated, or already in the conversation is a 400, before the
+// model is asked.
+func checkInputIDs(live []recall.LiveItem, input []recall.Item) error {
+	ids := map[string]int{}
+	for i, it := range input {
+		h := headOf(it)
+		if !h.hasID {
+			continue
+		}
+		param := fmt.Sprintf("input[%d].id", i)
+		id := h.ownID()
+		switch {
+		case id == "":
+			return invalidParam(param, "Invalid '%s': expected a non-empty string.", param)
+		case len(id) > maxItemIDLen:
+			return invalidParam(param, "Invalid '%s': longer than %d bytes.", param, maxItemIDLen)
+		case strings.HasPrefix(id, derivedPrefix):
+			return invalidParam(param, "Invalid '%s': ids starting with %q are reserved for the ids the server gives items without one.", param, derivedPrefix)
+		}
+		if j, dup := ids[id]; dup {
+			return invalidParam(param, "Duplicate item id %q: input[%d] has it too.", id, j)
+		}
+		ids[id] = i
+	}
+	for id, i := range ids {
+		if inView(live, id) {
+			ae := invalidParam(fmt.Sprintf("input[%d].id", i), "An item with id '%s' already exists in this conversation.", shorten(id))
+			ae.Code = "duplicate_item_id"
+			return ae
+		}
+	}
+	return nil
+}
+
+// inView reports whether an item of live has id as its own id. Only
+// items holding the id's JSON text are decoded, so a long conversation
+// costs a byte search.
+func inView(live []recall.LiveItem, id string) bool {
+	q, _ := json.Marshal(id)
+	for _, l := range live {
+		if bytes.Contains(l.Item, q) && headOf(l.Item).ownID() == id {
+			return true
+		}
+	}
+	return false
+}
+
+// uniqueOutputIDs returns output with the "id" taken off any item whose
+// id is already in the conversation or the turn (an upstream's ids are
+// its own business; the conversation's must stay unique), so that the
+// Conversations API gives those items derived ids. Other items are kept
+// byte for byte.
+func (t *turn) uniqueOutputIDs(output []recall.Item) []recall.Item {
+	seen := map[string]bool{}
+	for _, it := range t.input {
+		if id := headOf(it).ownID(); id != "" {
+			seen[id] = true
+		}
+	}
+	out := make([]recall.Item, len(output))
+	for i, it := range output {
+		out[i] = it
+		h := headOf(it)
+		if !h.hasID {
+			continue
+		}
+		id := h.ownID()
+		if id != "" && !strings.HasPrefix(id, derivedPrefix) && len(id) <= maxItemIDLen && !seen[id] && !inView(t.live, id) {
+			seen[id] = true
+			continue
+		}
+		var m map[string]json.RawMessage
+		if json.Unmarshal(it, &m) == nil {
+			delete(m, "id")
+			out[i], _ = json.Marshal(m)
+		}
+	}
+	return out
+}
+
+// asConversationParam names the "conversation" parameter in a 404 of the
+// conversation, as OpenAI's Responses API does.
+func asConversationParam(err error) error {
+	var ae *APIError
+	if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
+		c := *ae
+		c.Param = "conversation"
+		return &c
+	}
+	return err
+}
+
+// overContext reports whether the history and input are estimated over
+// Options.ContextTokens, at 4 bytes of JSON a token.
+func (s *Server) overContext(live []recall.LiveItem, input []recall.Item, instructions *string) bool {
+	limit := s.opts.ContextTokens
+	if limit <= 0 {
+		return false
+	}
+	n := 0
+	for _, l := range live {
+		n += len(l.Item)
+	}
+	for _, it := range input {
+		n += len(it)
+	}
+	if instructions != nil {
+		n += len(*instructions)
+	}
+	return n/4 > limit
+}
+
+// commit stores the turn: its input and output items in one batch,
+// guarded by the last seq its history was read at, with usage on the last
+// entry. It stores nothing for store: false or an empty turn.
+func (s *Server) commit(ctx context.Context, t *turn, output []recall.Item, usage recall.Usage) error {
+	if t == nil || !t.store {
+		return nil
+	}
+	items := append(append([]recall.Item(nil), t.input...), t.uniqueOutputIDs(output)...)
+	if len(items) == 0 {
+		return nil
+	}
+	entries := recall.ItemEntries(items...)
+	if !usage.IsZero() {
+		entries[len(entries)-1].Usage = &usage
+	}
+	_, err := s.store.Append(ctx, t.key, recall.IfLastSeq(t.last), entries...)
+	switch {
+	case errors.Is(err, recall.ErrConflict):
+		return &APIError{Status: http.StatusConflict, Type: "invalid_request_error", Code: "conversation_changed", Param: "conversation", NoRetry: true,
+			Message: "The conversation changed while the model answered (another request on it was stored first), so this turn was not stored; send it again to be answered from the new history."}
+	case err != nil:
+		return notFoundAs(err, t.key)
+	}
+	return nil
+}
+
+// send posts the request upstream, translated for a Chat Completions
+// upstream: the body as received, or, for a request on a conversation
+// (withConv), with items as its input and without "conversation". An
+// upstream that cannot be reached is a 502.
+func (u *upstream) send(ctx context.Context, body map[string]json.RawMessage, withConv bool, items []recall.Item, stream bool) (*http.Response, error) {
+	path := "/responses"
+	var out []byte
+	switch {
+	case u.api == openai.APIChat:
+		path = "/chat/completions"
+		if !withConv {
+			var err error
+			if items, err = inputItems(body["input"]); err != nil {
+				return nil, err
+			}
+		}
+		b, err := chatRequest(body, items, stream)
+		if err != nil {
+			return nil, err
+		}
+		out = b
+	case withConv:
+		out = upstreamBody(body, items)
+	default:
+		out, _ = json.Marshal(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.base+path, bytes.NewReader(out))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if stream {
+		req.Header.Set("Accept", "text/event-stream")
+	}
+	if u.key != "" {
+		req.Header.Set("Authorization", "Bearer "+u.key)
+	}
+	res, err := u.client.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		msg := err.Error()
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			msg = ue.Err.Error() // without the URL
+		}
+		return nil, &APIError{Status: http.StatusBadGateway, Type: "server_error", Code: "upstream_unreachable",
+			Message: "The upstream model server could not be reached: " + msg}
+	}
+	return res, nil
+}
+
+// upstreamBody is the body of a request on a conversation as it goes
+// upstream: the client's fields as received, but "conversation", and
+// items as "input". The items are written as stored, byte for byte (the
+// store keeps only valid JSON), not encoded again: a long conversation
+// costs a copy, not a parse.
+func upstreamBody(body map[string]json.RawMessage, items []recall.Item) []byte {
+	size := 16
+	for _, v := range body {
+		size += len(v) + 32
+	}
+	for _, it := range items {
+		size += len(it) + 1
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, size))
+	buf.WriteByte('{')
+	for _, k := range slices.Sorted(maps.Keys(body)) {
+		if k == "conversation" || k == "input" {
+			continue
+		}
+		kb, _ := json.Marshal(k)
+		buf.Write(kb)
+		buf.WriteByte(':')
+		buf.Write(body[k])
+		buf.WriteByte(',')
+	}
+	buf.WriteString(`"input":[`)
+	for i, it := range items {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		buf.Write(it)
+	}
+	buf.WriteString("]}")
+	return buf.Bytes()
+}
+
+// relayError answers with the upstream's error: its status, and its body
+// when that is OpenAI's error shape; otherwise the body's text wrapped in
+// that shape.
+func (s *Server) relayError(w http.ResponseWriter, res *http.Response) {
+	b, _ := io.ReadAll(io.LimitReader(res.Body, maxUpstreamError))
+	var shape struct {
+		Error *struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	for _, h := range []string{"Retry-After", "Retry-After-Ms", "X-Should-Retry"} {
+		if v := res.Header.Get(h); v != "" {
+			w.Header().Set(h, v)
+		}
+	}
+	if json.Unmarshal(b, &shape) == nil && shape.Error != nil {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(res.StatusCode)
+		_, _ = w.Write(b)
+		return
+	}
+	typ := "invalid_request_error"
+	if res.StatusCode >= 500 {
+		typ = "server_error"
+	}
+	msg := strings.TrimSpace(string(b))
+	if msg == "" {
+		msg = http.StatusText(res.StatusCode)
+	}
+	writeJSON(w, res.StatusCode, map[string]any{"error": map[string]any{
+		"message": "upstream: " + msg, "type": typ, "param": nil, "code": "upstream_error",
+	}})
+}
+
+// finishResponse answers a request that was not streamed: it reads the
+// upstream's answer, stores the turn and sends the response with the
+// conversation echoed.
+func (s *Server) finishResponse(w http.ResponseWriter, r *http.Request, res *http.Response, body map[string]json.RawMessage, t *turn) {
+	b, err := io.ReadAll(io.LimitReader(res.Body, 64<<20))
+	if err != nil {
+		s.writeError(w, r, badUpstream(err))
+		return
+	}
+	var resp map[string]json.RawMessage
+	var output []recall.Item
+	var usage recall.Usage
+	storable := true
+	if s.up.api == openai.APIChat {
+		items, u, err := openai.ChatCompletionItems(b)
+		if err != nil {
+			s.writeError(w, r, badUpstream(err))
+			return
+		}
+		output, usage = items, u
+		resp = responseObject(body, "completed", items, &usage, newObjectID("resp_"))
+	} else {
+		if err := json.Unmarshal(b, &resp); err != nil {
+			s.writeError(w, r, badUpstream(err))
+			return
+		}
+		output, usage, storable = readResponse(resp)
+	}
+	if t != nil && storable {
+		if err := s.commit(r.Context(), t, output, usage); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	}
+	if t != nil {
+		resp["conversation"], _ = json.Marshal(map[string]string{"id": t.key.Session})
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// readResponse returns the output items and usage of a Responses API
+// response object, and whether the turn is to be stored: a response that
+// failed or was cancelled is not.
+func readResponse(resp map[string]json.RawMessage) ([]recall.Item, recall.Usage, bool) {
+	var w struct {
+		Status string            `json:"status"`
+		Output []json.RawMessage `json:"output"`
+		Usage  *recall.Usage     `json:"usage"`
+	}
+	b, _ := json.Marshal(resp)
+	_ = json.Unmarshal(b, &w)
+	items := make([]recall.Item, 0, len(w.Output))
+	for _, o := range w.Output {
+		items = append(items, recall.Item(o))
+	}
+	var u recall.Usage
+	if w.Usage != nil {
+		u = *w.Usage
+	}
+	if u.TotalTokens == 0 {
+		u.TotalTokens = u.InputTokens + u.OutputTokens
+	}
+	return items, u, w.Status != "failed" && w.Status != "cancelled"
+}
+
+func badUpstream(err error) *APIError {
+	return &APIError{Status: http.StatusBadGateway, Type: "server_error", Code: "upstream_error",
+		Message: "The upstream model server sent an answer that could not be read: " + err.Error()}
+}

@@ -1,0 +1,316 @@
+package server
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/recallkit/recall/provider/openai"
+)
+
+// Streamed responses: Server-Sent Events relayed (or, from a Chat
+// Completions upstream, translated) as they arrive. The final
+// response.completed event is held until the turn is stored.
+
+// maxSSELine bounds one line of an upstream stream.
+const maxSSELine = 16 << 20
+
+// errStopStream ends the reading of an upstream stream early.
+var errStopStream = errors.New("stream stopped")
+
+// sseEvent is one event of a stream: its lines as received, and its data.
+type sseEvent struct {
+	raw  []byte // the event's lines, each ending in "\n", without the blank line
+	data []byte // the data lines joined
+}
+
+// readSSE calls fn with each event of a Server-Sent Events stream until
+// the stream ends or fn returns an error. A clean end returns nil.
+func readSSE(r io.Reader, fn func(sseEvent) error) error {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var ev sseEvent
+	for {
+		line, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			// A long line: read the rest of it.
+			rest, err2 := readLongLine(br, line)
+			line, err = rest, err2
+		}
+		if len(line) == 0 && err != nil {
+			if errors.Is(err, io.EOF) {
+				if len(ev.raw) > 0 {
+					return fn(ev)
+				}
+				return nil
+			}
+			return err
+		}
+		trimmed := bytes.TrimRight(line, "\r\n")
+		if len(trimmed) == 0 {
+			if len(ev.raw) > 0 {
+				if ferr := fn(ev); ferr != nil {
+					return ferr
+				}
+			}
+			ev = sseEvent{}
+		} else {
+			ev.raw = append(ev.raw, trimmed...)
+			ev.raw = append(ev.raw, '\n')
+			if d, ok := bytes.CutPrefix(trimmed, []byte("data:")); ok {
+				if len(ev.data) > 0 {
+					ev.data = append(ev.data, '\n')
+				}
+				ev.data = append(ev.data, bytes.TrimPrefix(d, []byte(" "))...)
+			}
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				if len(ev.raw) > 0 {
+					return fn(ev)
+				}
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+func readLongLine(br *bufio.Reader, first []byte) ([]byte, error) {
+	line := append([]byte(nil), first...)
+	for {
+		more, err := br.ReadSlice('\n')
+		line = append(line, more...)
+		if len(line) > maxSSELine {
+			return nil, fmt.Errorf("an event line over %d bytes", maxSSELine)
+		}
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return line, err
+		}
+	}
+}
+
+// sseWriter writes events to the client and flushes each.
+type sseWriter struct {
+	w   http.ResponseWriter
+	rc  *http.ResponseController
+	seq int64 // the next sequence_number of an event made here
+}
+
+func newSSEWriter(w http.ResponseWriter) *sseWriter {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	return &sseWriter{w: w, rc: http.NewResponseController(w)}
+}
+
+// raw relays an event as it was received.
+func (sw *sseWriter) raw(ev []byte) error {
+	if _, err := sw.w.Write(append(ev, '\n')); err != nil {
+		return err
+	}
+	return sw.rc.Flush()
+}
+
+// event sends a Responses stream event of type typ with fields, numbered
+// with the writer's own sequence.
+func (sw *sseWriter) event(typ string, fields map[string]any) error {
+	fields["type"] = typ
+	fields["sequence_number"] = sw.seq
+	sw.seq++
+	b, _ := json.Marshal(fields)
+	return sw.raw(fmt.Appendf(nil, "event: %s\ndata: %s\n", typ, b))
+}
+
+// fail sends an "error" event for err, in the shape OpenAI's streams use.
+func (sw *sseWriter) fail(err error) error {
+	code, msg := "server_error", err.Error()
+	var ae *APIError
+	if errors.As(err, &ae) {
+		msg = ae.Message
+		if c, ok := ae.Code.(string); ok && c != "" {
+			code = c
+		}
+	}
+	return sw.event("error", map[string]any{"code": code, "message": msg, "param": nil})
+}
+
+// streamResponses relays a Responses API stream. The events go out as
+// received, with the conversation added to the response they carry; the
+// final response.completed (or response.incomplete) waits until the
+// turn is stored, and is replaced by an error event when it cannot be.
+func (s *Server) streamResponses(w http.ResponseWriter, r *http.Request, res *http.Response, t *turn) {
+	ctx := r.Context()
+	sw := newSSEWriter(w)
+	err := readSSE(res.Body, func(ev sseEvent) error {
+		var m map[string]json.RawMessage
+		if t == nil || json.Unmarshal(ev.data, &m) != nil {
+			return sw.raw(ev.raw)
+		}
+		var typ string
+		_ = json.Unmarshal(m["type"], &typ)
+		var resp map[string]json.RawMessage
+		if json.Unmarshal(m["response"], &resp) != nil || resp == nil {
+			return sw.raw(ev.raw)
+		}
+		switch typ {
+		case "response.completed", "response.incomplete":
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			output, usage, _ := readResponse(resp)
+			if err := s.commit(ctx, t, output, usage); err != nil {
+				var seq int64
+				_ = json.Unmarshal(m["sequence_number"], &seq)
+				sw.seq = seq
+				_ = sw.fail(err)
+				return errStopStream
+			}
+		}
+		resp["conversation"], _ = json.Marshal(map[string]string{"id": t.key.Session})
+		m["response"], _ = json.Marshal(resp)
+		b, _ := json.Marshal(m)
+		return sw.raw(fmt.Appendf(nil, "event: %s\ndata: %s\n", typ, b))
+	})
+	s.streamEnded(ctx, sw, err)
+}
+
+// streamEnded reports how a relayed stream ended when it did not end
+// well: a client that went away is logged; an upstream that broke off
+// gets an error event, if the client can still take one.
+func (s *Server) streamEnded(ctx context.Context, sw *sseWriter, err error) {
+	switch {
+	case err == nil, errors.Is(err, errStopStream):
+	case ctx.Err() != nil:
+		s.log.InfoContext(ctx, "client went away mid-stream; nothing stored")
+	default:
+		s.log.WarnContext(ctx, "upstream stream broke off; nothing stored", "err", err)
+		_ = sw.fail(&APIError{Code: "upstream_error", Message: "The upstream model server's stream broke off: " + err.Error()})
+	}
+}
+
+// streamChat translates a Chat Completions stream into Responses API
+// events: the text as output_text deltas while it arrives, the function
+// calls when the reply is complete, then response.completed once the
+// turn is stored.
+func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, res *http.Response, body map[string]json.RawMessage, t *turn) {
+	ctx := r.Context()
+	sw := newSSEWriter(w)
+	respID, msgID := newObjectID("resp_"), newObjectID("msg_")
+	withConv := func(resp map[string]json.RawMessage) map[string]json.RawMessage {
+		if t != nil {
+			resp["conversation"], _ = json.Marshal(map[string]string{"id": t.key.Session})
+		}
+		return resp
+	}
+	start := withConv(responseObject(body, "in_progress", nil, nil, respID))
+	if err := sw.event("response.created", map[string]any{"response": start}); err != nil {
+		return
+	}
+	if err := sw.event("response.in_progress", map[string]any{"response": start}); err != nil {
+		return
+	}
+	textPart := func(text string) map[string]any {
+		return map[string]any{"type": "output_text", "text": text, "annotations": []any{}, "logprobs": []any{}}
+	}
+	message := func(status string, content []any) map[string]any {
+		return map[string]any{"type": "message", "id": msgID, "status": status, "role": "assistant", "content": content}
+	}
+	var (
+		acc     openai.ChatStream
+		text    bytes.Buffer
+		started bool
+		done    bool
+	)
+	err := readSSE(res.Body, func(ev sseEvent) error {
+		data := bytes.TrimSpace(ev.data)
+		if len(data) == 0 {
+			return nil
+		}
+		if string(data) == "[DONE]" {
+			done = true
+			return errStopStream
+		}
+		var e struct {
+			Error *struct {
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		if json.Unmarshal(data, &e) == nil && e.Error != nil {
+			_ = sw.fail(&APIError{Code: "upstream_error", Message: e.Error.Message})
+			return errStopStream
+		}
+		d, err := acc.Add(data)
+		if err != nil {
+			return err
+		}
+		if d == "" {
+			return nil
+		}
+		if !started {
+			started = true
+			if err := sw.event("response.output_item.added", map[string]any{"output_index": 0, "item": message("in_progress", []any{})}); err != nil {
+				return err
+			}
+			if err := sw.event("response.content_part.added", map[string]any{"item_id": msgID, "output_index": 0, "content_index": 0, "part": textPart("")}); err != nil {
+				return err
+			}
+		}
+		text.WriteString(d)
+		return sw.event("response.output_text.delta", map[string]any{"item_id": msgID, "output_index": 0, "content_index": 0, "delta": d, "logprobs": []any{}})
+	})
+	if err != nil && !errors.Is(err, errStopStream) || ctx.Err() != nil {
+		s.streamEnded(ctx, sw, err)
+		return
+	}
+	if !acc.Finished() {
+		if done || err == nil {
+			_ = sw.fail(&APIError{Code: "upstream_error", Message: "The upstream model server's stream ended before the reply finished."})
+		}
+		return
+	}
+	items, usage := acc.Items(), acc.Usage()
+	idx := 0
+	for _, it := range items {
+		var item map[string]any
+		_ = json.Unmarshal(it, &item)
+		switch {
+		case it.Type() == "message" && started:
+			t := text.String()
+			for _, ev := range []struct {
+				typ    string
+				fields map[string]any
+			}{
+				{"response.output_text.done", map[string]any{"item_id": msgID, "output_index": idx, "content_index": 0, "text": t, "logprobs": []any{}}},
+				{"response.content_part.done", map[string]any{"item_id": msgID, "output_index": idx, "content_index": 0, "part": textPart(t)}},
+			} {
+				if sw.event(ev.typ, ev.fields) != nil {
+					return
+				}
+			}
+			item["id"] = msgID
+			item["status"] = "completed"
+		default:
+			if sw.event("response.output_item.added", map[string]any{"output_index": idx, "item": item}) != nil {
+				return
+			}
+		}
+		if sw.event("response.output_item.done", map[string]any{"output_index": idx, "item": item}) != nil {
+			return
+		}
+		idx++
+	}
+	if ctx.Err() != nil {
+		s.streamEnded(ctx, sw, ctx.Err())
+		return
+	}
+	if err := s.commit(ctx, t, items, usage); err != nil {
+		_ = sw.fail(err)
+		return
+	}
+	_ = sw.event("response.completed", map[string]any{"response": withConv(responseObject(body, "completed", items, &usage, respID))})
+}
