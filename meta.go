@@ -21,8 +21,8 @@ type Meta struct {
 	// can tell sessions apart without reading their items. It is set once,
 	// by the first entry that carries a prompt, and stays through
 	// removals, clears and compactions; "" until then.
-	FirstPrompt string `json:"first_prompt,omitempty"`
-	Created     time.Time   `json:"created"`
+	FirstPrompt string    `json:"first_prompt,omitempty"`
+	Created     time.Time `json:"created"`
 	// Updated is the time of the last conversation activity (see
 	// Kind.IsActivity): items, pops, removals, clears, compactions, forks,
 	// creation. Title, archive, pin, label and metadata changes do not
