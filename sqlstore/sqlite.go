@@ -149,9 +149,10 @@ type liteBackend struct {
 // was at it (see advanceChecked; the right-hand sides read the row as it
 // was).
 const upsertItemsSQL = `INSERT INTO sessions (project, id, subpath, created_at, updated_at, item_count, last_seq,
-		checked_seq, input_tokens, output_tokens, total_tokens)
-	VALUES ($1, $2, $3, $4, $5, $6, $6, $6, $7, $8, $9)
+		checked_seq, input_tokens, output_tokens, total_tokens, first_prompt)
+	VALUES ($1, $2, $3, $4, $5, $6, $6, $6, $7, $8, $9, $10)
 	ON CONFLICT (project, id, subpath) DO UPDATE SET
+		first_prompt = CASE WHEN first_prompt = '' THEN excluded.first_prompt ELSE first_prompt END,
 		updated_at = max(updated_at, excluded.updated_at),
 		item_count = item_count + excluded.item_count,
 		last_seq = last_seq + excluded.last_seq,
@@ -264,7 +265,7 @@ func (b *liteBackend) appendItems(ctx context.Context, key recall.Key, guard rec
 		var sid int64
 		err := tx.StmtContext(ctx, b.upsertItems).QueryRowContext(ctx,
 			key.Project, key.Session, key.Subpath, ib.created.UnixMicro(), ib.updated.UnixMicro(), n,
-			ib.usage.InputTokens, ib.usage.OutputTokens, ib.usage.TotalTokens).Scan(&sid, &last)
+			ib.usage.InputTokens, ib.usage.OutputTokens, ib.usage.TotalTokens, ib.prompt).Scan(&sid, &last)
 		if err != nil {
 			return err
 		}
