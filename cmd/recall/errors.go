@@ -86,7 +86,7 @@ func hintFor(err error) string {
 	case errors.Is(err, agent.ErrMaxTurns):
 		return "the model kept calling tools; what it did is saved, ask it to go on"
 	case errors.As(err, &amb):
-		return "use a longer ID prefix: " + candidates(amb.Matches)
+		return "use a longer ID prefix, or project/ID"
 	case errors.Is(err, recall.ErrNotFound):
 		return "run 'recall ls --all' to see the sessions and their IDs"
 	case errors.Is(err, recall.ErrInvalidKey):
@@ -118,21 +118,4 @@ func modelHint(status int) string {
 		return "the model server failed; run 'recall chat -c' to try again (your message is saved)"
 	}
 	return "the model server rejected the request; your message is saved"
-}
-
-// candidates lists a few ambiguous matches for a hint.
-func candidates(ms []recall.Meta) string {
-	var parts []string
-	for i, m := range ms {
-		if i == 4 {
-			parts = append(parts, fmt.Sprintf("and %d more", len(ms)-i))
-			break
-		}
-		s := m.Key.Session
-		if m.Title != "" {
-			s += fmt.Sprintf(" (%q)", m.Title)
-		}
-		parts = append(parts, s)
-	}
-	return strings.Join(parts, ", ")
 }
