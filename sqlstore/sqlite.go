@@ -26,9 +26,11 @@ const sqliteBusyTimeout = 10 * time.Second
 // OpenSQLite opens (and creates or migrates, as needed) a store in the
 // SQLite database file at path, creating its directory if missing.
 //
-// The database runs in WAL mode with synchronous=NORMAL: a committed append
-// survives a crash of the process; a power loss may lose the last
-// transactions, never corrupt the database. Writes go through a single
+// The database runs in WAL mode with synchronous=FULL: a committed append
+// is on the disk before it is acknowledged, and survives a power loss.
+// With opts.SQLiteSync = SyncNormal it survives a crash of the process but
+// a power loss may lose the last transactions (never corrupt the
+// database). Writes go through a single
 // connection whose transactions begin IMMEDIATE, taking the write lock
 // before reading the session row, so writers in other processes queue on
 // busy_timeout (10s) instead of failing mid-transaction; writers in this
@@ -43,7 +45,10 @@ func OpenSQLite(ctx context.Context, path string, opts Options) (*Store, error) 
 			return nil, openError("sqlite", path, "", err)
 		}
 	}
-	pragmas := fmt.Sprintf("_pragma=busy_timeout(%d)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)", sqliteBusyTimeout.Milliseconds())
+	if opts.SQLiteSync != SyncFull && opts.SQLiteSync != SyncNormal {
+		return nil, openError("sqlite", path, "", fmt.Errorf("unknown synchronous setting %d", opts.SQLiteSync))
+	}
+	pragmas := fmt.Sprintf("_pragma=busy_timeout(%d)&_pragma=foreign_keys(1)&_pragma=synchronous(%s)", sqliteBusyTimeout.Milliseconds(), opts.SQLiteSync)
 	w, err := sql.Open("sqlite", path+"?"+pragmas+"&_txlock=immediate")
 	if err != nil {
 		return nil, openError("sqlite", path, "", err)
