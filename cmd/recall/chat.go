@@ -32,6 +32,7 @@ type chatFlags struct {
 	mirror  string
 	model   modelFlags
 	history int
+	recap   int
 	memory  bool
 	compact int
 }
@@ -75,6 +76,7 @@ Commands inside the REPL:
   /compact [TEXT]   summarize the older part of the session (TEXT: what to keep)
   /sessions         list this project's sessions
   /resume [ID]      switch to another session (no ID: pick one)
+  /history [N]      print the last N turns (default 20)
   /help             list the commands
   /exit             leave (Ctrl-D too)`,
 		Example: `  recall chat
@@ -111,6 +113,7 @@ Commands inside the REPL:
 	fl.StringVarP(&f.prompt, "print", "p", "", "send this `PROMPT`, print the reply and exit ('-': read it from stdin)")
 	fl.StringVar(&f.mirror, "mirror", "", "also copy the sessions, in the background, to the store at this `URL` (default $RECALL_MIRROR; see 'recall mirror')")
 	fl.IntVar(&f.history, "history", 0, "send at most the newest N stored items to the model (0: all)")
+	fl.IntVar(&f.recap, "show-history", historyTurnsDefault, "on resuming, print the last `N` turns of the conversation (0: none)")
 	fl.BoolVar(&f.memory, "memory", false, "keep the project's memory in MEMORY.md and give it to the sessions (see 'recall memory')")
 	fl.IntVar(&f.compact, "compact-tokens", compactTokensDefault(), "compact the session once its history passes about `N` tokens (0: never; default $"+envCompactTokens+", else 0)")
 	f.model.register(fl)
@@ -128,6 +131,8 @@ func (a *app) chat(cmd *cobra.Command, f chatFlags) error {
 		return usageError("fork what: add --continue or --resume ID", "--fork needs --continue or --resume")
 	case f.history < 0:
 		return usageError("--history 0 sends everything", "--history must not be negative")
+	case f.recap < 0:
+		return usageError("--show-history 0 prints none", "--show-history must not be negative")
 	case f.compact < 0:
 		return usageError("--compact-tokens 0 never compacts", "--compact-tokens must not be negative")
 	}
@@ -176,6 +181,7 @@ func (a *app) chat(cmd *cobra.Command, f chatFlags) error {
 		interactive: interactive,
 		model:       model,
 		history:     f.history,
+		recapTurns:  f.recap,
 		agent: &agent.Agent{
 			Name:         "recall",
 			Instructions: instructions(dir),
