@@ -188,7 +188,9 @@ func (a *app) chat(cmd *cobra.Command, f chatFlags) error {
 			Model:        model.model,
 			Tools:        ws.Tools(),
 		},
+		workspaces: newChatWorkspaces(dir, proj, ws),
 	}
+	defer c.workspaces.close()
 	if c.extras, err = newChatExtras(ctx, c, f.memory, f.compact, model.cheap); err != nil {
 		return err
 	}

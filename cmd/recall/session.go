@@ -37,6 +37,9 @@ type chatSession struct {
 	pendingTitle string
 
 	extras chatExtras // memory and compaction (chatextra.go)
+	// workspaces keeps the tools in the current session's project folder
+	// (workspace.go); nil: the tools stay as they are.
+	workspaces *chatWorkspaces
 
 	// recapTurns is how many turns resuming a session prints (--show-history);
 	// hinted records that the model was named, which is said once.
@@ -56,6 +59,7 @@ func (c *chatSession) switchTo(ctx context.Context, key recall.Key, name string)
 	if err != nil && !errors.Is(err, recall.ErrNotFound) {
 		return err
 	}
+	c.followWorkspace(m, exists)
 	if name != "" {
 		if err := c.rename(ctx, name); err != nil {
 			return err
@@ -208,9 +212,12 @@ func (c *chatSession) catchInterrupts() (stop func()) {
 	}
 }
 
-// onPersist sets a pending title once the first write has created the
-// session.
+// onPersist records the workspace folder and sets a pending title once
+// the first write has created the session.
 func (c *chatSession) onPersist(ctx context.Context, _ []recall.Item) error {
+	if err := c.recordWorkspace(ctx); err != nil {
+		return err
+	}
 	if c.pendingTitle == "" {
 		return nil
 	}
