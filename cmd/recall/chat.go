@@ -171,7 +171,8 @@ func (a *app) chat(cmd *cobra.Command, f chatFlags) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancelCause := context.WithCancelCause(ctx)
+	cancel := func() { cancelCause(errInterrupted) } // only Ctrl-C calls it before the end
 	defer cancel()
 	c := &chatSession{
 		cancelAll:   cancel,
@@ -206,7 +207,7 @@ func (a *app) chat(cmd *cobra.Command, f chatFlags) error {
 		return err
 	}
 	if f.prompt != "" {
-		return c.send(ctx, prompt)
+		return interrupted(ctx, c.send(ctx, prompt))
 	}
 	return c.repl(ctx)
 }
