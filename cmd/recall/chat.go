@@ -198,10 +198,7 @@ func (a *app) chat(cmd *cobra.Command, f chatFlags) error {
 	defer c.catchInterrupts()()
 	key, err := c.choose(ctx, f)
 	if err != nil {
-		if errors.Is(err, errNoChoice) {
-			return nil
-		}
-		return err
+		return err // errNoChoice too: exit 130
 	}
 	if err := c.switchTo(ctx, key, f.name); err != nil {
 		return err
@@ -314,7 +311,7 @@ func (c *chatSession) pick(ctx context.Context) (recall.Meta, error) {
 		}
 		return recall.Meta{}, usageError("pass one of the IDs above: recall chat --resume ID", "--resume without an ID needs a terminal to pick in")
 	}
-	return pickSession(ctx, c.app.stdin, c.app.stdout, metas, storeSearch(c.st, sharedProject(metas)))
+	return pickFromStore(ctx, c.app.stdin, c.app.stdout, c.st, c.project, metas, all)
 }
 
 // newKey returns the key of a new session in the project.
