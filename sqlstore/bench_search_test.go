@@ -261,6 +261,11 @@ func BenchmarkAppendSearch(b *testing.B) {
 			for i := range texts {
 				texts[i] = msg(corpusText(r, false))
 			}
+			if v, err := strconv.Atoi(os.Getenv("RECALL_FTS_BATCH")); err == nil {
+				if lb, ok := s.db.(*liteBackend); ok {
+					lb.ftsBatch = v
+				}
+			}
 			var plain, indexed time.Duration
 			i := 0
 			appendOne := func(search bool) time.Duration {

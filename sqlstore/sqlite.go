@@ -301,30 +301,14 @@ func (b *liteBackend) insertSearch(ctx context.Context, q querier, sid int64, ro
 		return nil
 	}
 	st := q.(sqlQuerier).tx.StmtContext(ctx, b.insertSearchRow)
-	var last int64
 	for _, r := range rows {
-		res, err := st.ExecContext(ctx, sid, r.ref.Seq, r.ref.Index, r.role, r.time.UnixMicro(), r.live, r.body)
-		if err != nil {
-			return err
-		}
-		if last, err = res.LastInsertId(); err != nil {
+		if _, err := st.ExecContext(ctx, sid, r.ref.Seq, r.ref.Index, r.role, r.time.UnixMicro(), r.live, r.body); err != nil {
 			return err
 		}
 	}
-	// Ids grow, so last - first + 1 bounds the tail's rows from above
-	// (deleted rows leave gaps).
-	var first int64
-	if err := q.queryRow(ctx, tailStartSQL).Scan(&first); err != nil {
-		return err
-	}
-	batch := ftsBatch
-	if b.ftsBatch > 0 {
-		batch = b.ftsBatch
-	}
-	if last-first+1 < int64(batch) {
-		return nil
-	}
-	return indexTail(ctx, q)
+	// The rows stay in the tail: the next search adds them to the trigram
+	// index (see catchUpIndex), which costs the append nothing more.
+	return nil
 }
 
 // insertEntries inserts entries one by one with the prepared statement.
