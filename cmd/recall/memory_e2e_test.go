@@ -175,10 +175,13 @@ func TestCompactCommand(t *testing.T) {
 		t.Errorf("jsonl has %d entries", n)
 	}
 
-	// --purge removes the replaced entries for good; the view stays.
-	r = e.ok("", "compact", id, "--purge", "--keep", "10")
-	contains(t, "compact --purge", r.stdout, "nothing to compact")
+	// --purge removes the replaced entries for good, without compacting
+	// again; the view stays.
+	r = e.ok("", "compact", id, "--purge")
 	contains(t, "compact --purge", r.stdout, "purged ")
+	if strings.Contains(r.stdout, "compact") {
+		t.Errorf("compact --purge compacted again:\n%s", r.stdout)
+	}
 	r = e.ok("", "show", id, "--format", "jsonl")
 	var firstEntry recall.Entry
 	json.Unmarshal([]byte(strings.SplitN(r.stdout, "\n", 2)[0]), &firstEntry)
