@@ -44,9 +44,10 @@ func count(n int, thing string) string {
 }
 
 // displayTitle is a session's title for a listing: cut to width display
-// columns (never inside a character), with its archived and pinned marks.
+// columns (never inside a character), with its archived and pinned marks
+// and its control characters shown escaped (\x1b, \a), never acting.
 func displayTitle(m recall.Meta, width int) string {
-	t := m.Title
+	t := escapeControl(m.Title)
 	if t == "" {
 		t = "(untitled)"
 	}

@@ -34,6 +34,9 @@ var readOnlyCommands = map[string]bool{
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	a := &app{stdin: stdin, stdout: stdout, stderr: stderr}
 	root := newRootCmd(a)
+	root.Version = version()
+	root.SetVersionTemplate("recall {{.Version}}\n")
+	setupCompletion(root, a)
 	root.SetArgs(args)
 	root.SetIn(stdin)
 	root.SetOut(stdout)
