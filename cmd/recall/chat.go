@@ -35,6 +35,8 @@ type chatFlags struct {
 	recap   int
 	memory  bool
 	compact int
+	// output is -p's --output-format: text, json or stream-json.
+	output string
 }
 
 func newChatCmd(a *app) *cobra.Command {
@@ -99,6 +101,10 @@ Commands inside the REPL:
 				return usageError(`give the prompt: -p "..." (or -p - to read it from stdin)`, "-p got an empty prompt")
 			case fl.Changed("resume") && f.resume == "":
 				return usageError("give an ID or title, or no value to pick one", "--resume got an empty value")
+			case f.output != outputText && f.output != outputJSON && f.output != outputStreamJSON:
+				return usageError("--output-format takes text, json or stream-json", "unknown output format %q", f.output)
+			case fl.Changed("output-format") && !fl.Changed("print"):
+				return usageError(`use it with -p "..."`, "--output-format needs -p")
 			}
 			return a.chat(cmd, f)
 		},
@@ -111,6 +117,7 @@ Commands inside the REPL:
 	fl.StringVar(&f.name, "name", "", "title the session")
 	fl.StringVar(&f.dir, "project", "", "project directory: sessions are grouped by it and tools are confined to it (default: the working directory)")
 	fl.StringVarP(&f.prompt, "print", "p", "", "send this `PROMPT`, print the reply and exit ('-': read it from stdin)")
+	fl.StringVar(&f.output, "output-format", outputText, "with -p: text, json (one result object) or stream-json (one JSON event per line)")
 	fl.StringVar(&f.mirror, "mirror", "", "also copy the sessions, in the background, to the store at this `URL` (default $RECALL_MIRROR; see 'recall mirror')")
 	fl.IntVar(&f.history, "history", 0, "send at most the newest N stored items to the model (0: all)")
 	fl.IntVar(&f.recap, "show-history", historyTurnsDefault, "on resuming, print the last `N` turns of the conversation (0: none)")
@@ -202,6 +209,9 @@ func (a *app) chat(cmd *cobra.Command, f chatFlags) error {
 	}
 	if err := c.switchTo(ctx, key, f.name); err != nil {
 		return err
+	}
+	if f.prompt != "" && f.output != outputText {
+		return interrupted(ctx, c.sendStructured(ctx, prompt, f.output, dir))
 	}
 	if f.prompt != "" {
 		return interrupted(ctx, c.send(ctx, prompt))
