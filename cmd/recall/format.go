@@ -120,3 +120,17 @@ func writeTable(w io.Writer, rows [][]string) error {
 	_, err := io.WriteString(w, b.String())
 	return err
 }
+
+// escapeTerminal is escapeControl for text of several lines: line breaks
+// and tabs stay, every other control character is shown escaped.
+func escapeTerminal(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		parts := strings.Split(l, "\t")
+		for j, p := range parts {
+			parts[j] = escapeControl(p)
+		}
+		lines[i] = strings.Join(parts, "\t")
+	}
+	return strings.Join(lines, "\n")
+}
