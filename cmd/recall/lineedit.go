@@ -197,7 +197,17 @@ func newEditModel(hist []string, width int) editModel {
 func (m editModel) Init() tea.Cmd { return nil }
 
 func (m editModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
-	if k, ok := msg.(tea.KeyMsg); ok && !k.Paste {
+	k, isKey := msg.(tea.KeyMsg)
+	if isKey && (k.Type == tea.KeyRunes && !k.Alt || k.Paste) {
+		// Typed or pasted text is inserted as it is: matched against the
+		// key bindings, the word "end" would move to the end of the line.
+		m.ta.InsertString(string(k.Runes))
+		var cmd tea.Cmd
+		m.ta, cmd = m.ta.Update(nil)
+		m.fit()
+		return m, cmd
+	}
+	if isKey {
 		switch k.String() {
 		case "ctrl+c":
 			if m.ta.Value() == "" {

@@ -25,7 +25,7 @@ type ptyRun struct {
 	tty  *os.File
 	mu   sync.Mutex
 	out  bytes.Buffer // everything the process wrote
-	mark int          // where the next expect starts looking
+	mark int          // where the next expect starts looking, in all()
 	done chan struct{}
 	code int
 }
@@ -91,38 +91,47 @@ func screenText(out string) string {
 	return strings.ReplaceAll(ansiSeq.ReplaceAllString(out, ""), "\r", "")
 }
 
-// expect waits until the text written since the last expect contains
-// want (escape sequences removed), and moves past it.
-func (p *ptyRun) expect(want string) string {
+// expect waits until the screen text written since the last expect
+// (escape sequences removed) shows each of wants, in order, and moves past
+// the last; it returns the text up to there.
+func (p *ptyRun) expect(wants ...string) string {
 	p.t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		p.mu.Lock()
-		raw := p.out.String()[p.mark:]
-		p.mu.Unlock()
-		text := screenText(raw)
-		if i := strings.Index(text, want); i >= 0 {
-			// Move the mark to the end of what was read: the output up to now.
-			p.mu.Lock()
-			p.mark += len(raw)
-			p.mu.Unlock()
-			return text
+		text := p.all()
+		if p.mark > len(text) {
+			p.mark = len(text)
 		}
-		if time.Now().After(deadline) {
-			p.t.Fatalf("screen never showed %q; it showed:\n%s", want, text)
+		seen, at, ok := text[p.mark:], 0, true
+		for _, w := range wants {
+			i := strings.Index(seen[at:], w)
+			if i < 0 {
+				ok = false
+				break
+			}
+			at += i + len(w)
+		}
+		if ok {
+			p.mark += at
+			return seen[:at]
 		}
 		select {
 		case <-p.done:
-			p.mu.Lock()
-			text = screenText(p.out.String()[p.mark:])
-			p.mu.Unlock()
-			if strings.Contains(text, want) {
-				return text
+			if text == p.all() {
+				p.t.Fatalf("recall exited (%d) without showing %q; it showed:\n%s", p.code, wants, seen)
 			}
-			p.t.Fatalf("recall exited (%d) without showing %q; it showed:\n%s", p.code, want, text)
 		case <-time.After(20 * time.Millisecond):
 		}
+		if time.Now().After(deadline) {
+			p.t.Fatalf("screen never showed %q; it showed:\n%s", wants, seen)
+		}
 	}
+}
+
+// reply waits for want and then for the prompt of the next message.
+func (p *ptyRun) reply(want string) string {
+	p.t.Helper()
+	return p.expect(want, "> ")
 }
 
 // send types s.
