@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/recallkit/recall"
-	"github.com/recallkit/recall/internal/fakeopenai"
 	"github.com/recallkit/recall/compact"
+	"github.com/recallkit/recall/internal/fakeopenai"
 	"github.com/recallkit/recall/provider/openai"
 )
 
