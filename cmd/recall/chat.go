@@ -302,26 +302,21 @@ func (c *chatSession) choose(ctx context.Context, f chatFlags) (recall.Key, erro
 // when this one has none) in the picker. Outside a terminal it prints the
 // list and fails with a usage error, since nothing can be picked.
 func (c *chatSession) pick(ctx context.Context) (recall.Meta, error) {
-	metas, err := sessionref.All(ctx, c.st, c.project, false)
+	terminal := isTerminal(c.app.stdin) && isTerminal(c.app.stdout)
+	metas, more, all, err := firstSessions(ctx, c.st, c.project, terminal)
 	if err != nil {
 		return recall.Meta{}, err
-	}
-	all := len(metas) == 0
-	if all {
-		if metas, err = sessionref.All(ctx, c.st, "", false); err != nil {
-			return recall.Meta{}, err
-		}
 	}
 	if len(metas) == 0 {
 		return recall.Meta{}, withHint(errors.New("no sessions to resume"), "start one with 'recall chat'")
 	}
-	if !isTerminal(c.app.stdin) || !isTerminal(c.app.stdout) {
+	if !terminal {
 		if err := writeSessions(c.app.stdout, metas, nil, all); err != nil {
 			return recall.Meta{}, err
 		}
 		return recall.Meta{}, usageError("pass one of the IDs above: recall chat --resume ID", "--resume without an ID needs a terminal to pick in")
 	}
-	return pickFromStore(ctx, c.app.stdin, c.app.stdout, c.st, c.project, metas, all)
+	return pickFromStore(ctx, c.app.stdin, c.app.stdout, c.st, c.project, metas, more, all)
 }
 
 // newKey returns the key of a new session in the project.

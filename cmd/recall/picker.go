@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -41,9 +42,12 @@ func isTerminal(f any) bool {
 // and, a moment later, by the conversations' text (recall.Search); Tab
 // switches between this project's sessions and every project's; the
 // arrows move, Enter resumes, Esc and Ctrl-C leave with errNoChoice.
-func pickFromStore(ctx context.Context, in io.Reader, out io.Writer, st recall.Store, project string, metas []recall.Meta, all bool) (recall.Meta, error) {
+//
+// metas may be the first page only (more): the picker shows it at once
+// and reads the rest while the user looks.
+func pickFromStore(ctx context.Context, in io.Reader, out io.Writer, st recall.Store, project string, metas []recall.Meta, more, all bool) (recall.Meta, error) {
 	p := newPicker(metas, time.Now())
-	p.ctx, p.project, p.allProjects = ctx, project, all
+	p.ctx, p.project, p.allProjects, p.more = ctx, project, all, more
 	p.load = func(ctx context.Context, all bool) ([]recall.Meta, error) {
 		if all {
 			return sessionref.All(ctx, st, "", false)
@@ -58,6 +62,31 @@ func pickFromStore(ctx context.Context, in io.Reader, out io.Writer, st recall.S
 	}
 	p.search = p.searchIn(all)
 	return runPicker(ctx, in, out, p)
+}
+
+// pickerFirstPage is how many sessions the picker reads before it opens;
+// it reads the rest once open, so it opens as fast over 10,000 sessions
+// as over 100.
+const pickerFirstPage = 200
+
+// firstSessions returns what the picker opens with: the newest sessions
+// of project (the first page only when page, with more set when there
+// are others; all of them otherwise) or, when project has none, every
+// project's (all set).
+func firstSessions(ctx context.Context, st recall.Store, project string, page bool) (metas []recall.Meta, more, all bool, err error) {
+	read := func(project string) ([]recall.Meta, bool, error) {
+		if !page {
+			metas, err := sessionref.All(ctx, st, project, false)
+			return metas, false, err
+		}
+		p, err := st.List(ctx, project, recall.ListOptions{Limit: pickerFirstPage})
+		return p.Sessions, p.Next != "", err
+	}
+	if metas, more, err = read(project); err != nil || len(metas) > 0 {
+		return metas, more, false, err
+	}
+	metas, more, err = read("")
+	return metas, more, true, err
 }
 
 // runPicker runs the picker p on the terminal and returns the choice.
@@ -98,6 +127,9 @@ type picker struct {
 	searchIn    func(all bool) contentSearch
 	loadGen     int
 	loadErr     error
+	// more is set while all is only the first page of the scope: Init
+	// reads the whole of it.
+	more bool
 
 	// The content search: search finds sessions by their text (nil: the
 	// filter matches titles only); snippets holds the text shown beside
@@ -290,7 +322,16 @@ func (p *picker) refilter() {
 }
 
 // Init implements tea.Model.
-func (p picker) Init() tea.Cmd { return nil }
+func (p picker) Init() tea.Cmd {
+	if !p.more || p.load == nil {
+		return nil
+	}
+	load, ctx, all, gen := p.load, p.ctx, p.allProjects, p.loadGen
+	return func() tea.Msg {
+		metas, err := load(ctx, all)
+		return pickerLoaded{gen: gen, metas: metas, err: err}
+	}
+}
 
 // Update implements tea.Model.
 func (p picker) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
@@ -301,10 +342,21 @@ func (p picker) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if msg.gen != p.loadGen {
 			return p, nil // Tab was pressed again since
 		}
-		p.loadErr = msg.err
+		p.loadErr, p.more = msg.err, false
 		if msg.err == nil {
+			// The session under the cursor stays under it.
+			var at *recall.Key
+			if p.cursor < len(p.matches) {
+				k := p.all[p.matches[p.cursor]].Key
+				at = &k
+			}
 			p.search = p.searchIn(p.allProjects)
 			p.setSessions(msg.metas)
+			if at != nil {
+				if i := slices.IndexFunc(p.matches, func(j int) bool { return p.all[j].Key == *at }); i >= 0 {
+					p.cursor = i
+				}
+			}
 			return p, p.searchLater()
 		}
 	case searchTick:
@@ -397,7 +449,11 @@ func (p picker) View() string {
 	if p.load != nil {
 		tab = " · Tab: " + other
 	}
-	fmt.Fprintf(&b, "Resume a session of %s (%d) · type to filter · ↑↓ move · Enter resume%s · Esc cancel\n", scope, len(p.all), tab)
+	total := strconv.Itoa(len(p.all))
+	if p.more {
+		total += "+" // the rest is being read
+	}
+	fmt.Fprintf(&b, "Resume a session of %s (%s) · type to filter · ↑↓ move · Enter resume%s · Esc cancel\n", scope, total, tab)
 	fmt.Fprintf(&b, "> %s\n", escapeControl(p.filter))
 	if p.loadErr != nil {
 		fmt.Fprintf(&b, "  (could not list the sessions: %s)\n", escapeControl(p.loadErr.Error()))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -124,11 +125,14 @@ func TestPickerLeaves(t *testing.T) {
 	}
 }
 
-// BenchmarkPickerOpen measures opening the picker over 10,000 sessions:
-// reading them (sessionref.All, which List pages through) and building
-// the first screen. Its baseline, in the same run, is the List of one
-// page of those sessions, the read every listing pays: the ratio says
-// what the picker adds. Opening must stay under 100 ms.
+// BenchmarkPickerOpen measures opening the picker over 10,000 sessions
+// (in the memory store, whose List costs least): reading the first page
+// (firstSessions) and building the first screen, what happens before
+// anything shows. Its baseline, in the same run, is that List of the page
+// alone: the ratio says what the picker adds. "read-the-rest" is the
+// background read that follows (sessionref.All and the rows rebuilt),
+// while the user already sees the first screen. Opening must stay under
+// 100 ms.
 func BenchmarkPickerOpen(b *testing.B) {
 	ctx := context.Background()
 	st := memstore.New(memstore.Options{})
@@ -145,31 +149,56 @@ func BenchmarkPickerOpen(b *testing.B) {
 	}
 	b.Run("baseline-list-page", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := st.List(ctx, "p", recall.ListOptions{Limit: 1000}); err != nil {
+			if _, err := st.List(ctx, "p", recall.ListOptions{Limit: pickerFirstPage}); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
-	b.Run("build-first-screen", func(b *testing.B) {
-		metas, err := sessionref.All(ctx, st, "p", false)
-		if err != nil || len(metas) != n {
-			b.Fatalf("All = %d, %v", len(metas), err)
-		}
+	b.Run("open", func(b *testing.B) {
 		for b.Loop() {
+			metas, more, _, err := firstSessions(ctx, st, "p", true)
+			if err != nil || !more {
+				b.Fatalf("firstSessions = %d sessions, more %t, %v", len(metas), more, err)
+			}
 			p := newPicker(metas, time.Now())
 			m, _ := p.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
 			_ = m.View()
 		}
 	})
-	b.Run("list-all-and-build", func(b *testing.B) {
+	b.Run("read-the-rest", func(b *testing.B) {
 		for b.Loop() {
 			metas, err := sessionref.All(ctx, st, "p", false)
-			if err != nil {
-				b.Fatal(err)
+			if err != nil || len(metas) != n {
+				b.Fatalf("All = %d, %v", len(metas), err)
 			}
 			p := newPicker(metas, time.Now())
-			m, _ := p.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
-			_ = m.View()
+			_ = p.View()
 		}
 	})
+}
+
+// TestPickerReadsTheRest: opened on the first page of a project's
+// sessions, the picker reads the rest at once, keeping the session under
+// the cursor under it.
+func TestPickerReadsTheRest(t *testing.T) {
+	now := time.Now()
+	metas := pickerMetas(now)
+	p := newPicker(metas[:2], now)
+	p.ctx, p.more = context.Background(), true
+	p.load = func(context.Context, bool) ([]recall.Meta, error) { return metas, nil }
+	p.searchIn = func(bool) contentSearch { return nil }
+	if v := p.View(); !strings.Contains(v, "(2+)") {
+		t.Errorf("the first page's header does not say more are coming:\n%s", v)
+	}
+	var m tea.Model = p
+	m, _ = m.Update(tea.KeyMsg{Type: tea.KeyDown})
+	cmd := m.Init()
+	if cmd == nil {
+		t.Fatal("a picker opened on the first page reads nothing more")
+	}
+	m, _ = m.Update(cmd())
+	pk := m.(picker)
+	if len(pk.all) != len(metas) || pk.more || pk.all[pk.matches[pk.cursor]].Key != metas[1].Key {
+		t.Fatalf("after the read: %d sessions, more %t, cursor on %v; want %d, false, %v", len(pk.all), pk.more, pk.all[pk.matches[pk.cursor]].Key, len(metas), metas[1].Key)
+	}
 }
