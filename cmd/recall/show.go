@@ -40,7 +40,7 @@ subagents the session's agent ran (in json, as "subagents").`,
   recall show "Fix the parser" --format markdown > notes.md
   recall show 0199a3f2-1b --full --subagents`,
 		Args: args(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, argv []string) error {
+		RunE: func(cmd *cobra.Command, argv []string) (err error) {
 			if a.json && !cmd.Flags().Changed("format") {
 				format = "json"
 			}
@@ -66,6 +66,15 @@ subagents the session's agent ran (in json, as "subagents").`,
 					}
 				}
 				return nil
+			}
+			if format != "json" {
+				// Long sessions page in a terminal (pager.go).
+				wait := a.startPager()
+				defer func() {
+					if perr := wait(); err == nil {
+						err = perr
+					}
+				}()
 			}
 			live, _, err := st.Items(ctx, m.Key, 0)
 			if err != nil {
