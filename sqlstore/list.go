@@ -77,11 +77,7 @@ func (s *Store) listQuery(project string, opts recall.ListOptions) (string, args
 	if limit == 0 {
 		limit = recall.DefaultListLimit
 	}
-	cols := metaCols
-	if s.db.name() == "sqlite" {
-		cols = liteListCols
-	}
-	stmt := `SELECT ` + cols + ` FROM sessions WHERE ` + strings.Join(where, " AND ") +
+	stmt := `SELECT ` + metaCols + ` FROM sessions WHERE ` + strings.Join(where, " AND ") +
 		` ORDER BY updated_at DESC, project, id, subpath`
 	if limit > 0 {
 		stmt += " LIMIT " + a.add(limit+1) // one more tells whether a next page exists
@@ -132,14 +128,8 @@ func (s *Store) listPage(ctx context.Context, stmt string, a args) (recall.Page,
 	}
 	defer rs.Close()
 	p := recall.Page{Sessions: []recall.Meta{}}
-	lite := s.db.name() == "sqlite"
 	for rs.Next() {
-		var m recall.Meta
-		if lite {
-			m, err = scanLiteList(rs)
-		} else {
-			_, m, err = scanMeta(rs)
-		}
+		_, m, err := scanMeta(rs)
 		if err != nil {
 			return recall.Page{}, err
 		}

@@ -4,8 +4,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/recallkit/recall"
@@ -33,17 +31,10 @@ func scanMeta(r interface{ Scan(...any) error }, extra ...any) (int64, recall.Me
 	if err != nil {
 		return 0, recall.Meta{}, err
 	}
-	m, err = decodeMeta(m, source, labels, metadata, forked, forkSeq.Int64)
-	return sid, m, err
-}
-
-// decodeMeta completes m, scanned from a row, with its columns that need
-// decoding.
-func decodeMeta(m recall.Meta, source string, labels, metadata, forked []byte, forkSeq int64) (recall.Meta, error) {
 	m.TitleSource = recall.TitleSource(source)
 	if len(labels) > 0 {
 		if err := json.Unmarshal(labels, &m.Labels); err != nil {
-			return recall.Meta{}, fmt.Errorf("%w: labels of %s: %v", recall.ErrCorrupt, m.Key, err)
+			return 0, recall.Meta{}, fmt.Errorf("%w: labels of %s: %v", recall.ErrCorrupt, m.Key, err)
 		}
 		if len(m.Labels) == 0 {
 			m.Labels = nil
@@ -51,7 +42,7 @@ func decodeMeta(m recall.Meta, source string, labels, metadata, forked []byte, f
 	}
 	if len(metadata) > 0 {
 		if err := json.Unmarshal(metadata, &m.Metadata); err != nil {
-			return recall.Meta{}, fmt.Errorf("%w: metadata of %s: %v", recall.ErrCorrupt, m.Key, err)
+			return 0, recall.Meta{}, fmt.Errorf("%w: metadata of %s: %v", recall.ErrCorrupt, m.Key, err)
 		}
 		if len(m.Metadata) == 0 {
 			m.Metadata = nil
@@ -60,50 +51,11 @@ func decodeMeta(m recall.Meta, source string, labels, metadata, forked []byte, f
 	if len(forked) > 0 {
 		var k recall.Key
 		if err := json.Unmarshal(forked, &k); err != nil {
-			return recall.Meta{}, fmt.Errorf("%w: forked_from of %s: %v", recall.ErrCorrupt, m.Key, err)
+			return 0, recall.Meta{}, fmt.Errorf("%w: forked_from of %s: %v", recall.ErrCorrupt, m.Key, err)
 		}
-		m.ForkedFrom = &recall.ForkOrigin{Key: k, Seq: forkSeq}
+		m.ForkedFrom = &recall.ForkOrigin{Key: k, Seq: forkSeq.Int64}
 	}
-	return m, nil
-}
-
-// liteListCols are the columns of a List page on SQLite: metaCols without
-// sid, their ten integers in one text (liteInts), since modernc.org/sqlite
-// costs about as much per column read as the query itself (two calls, each
-// taking the connection's mutex): read one by one, the twenty columns cost
-// List four times a plain query of five.
-const liteListCols = `project, id, subpath, title, title_source, labels, metadata, forked_from, first_prompt,
-	printf('%d %d %d %d %d %d %d %d %d %d', created_at, updated_at, item_count, last_seq, archived, pinned,
-		ifnull(fork_seq, 0), input_tokens, output_tokens, total_tokens)`
-
-// scanLiteList reads a row of liteListCols.
-func scanLiteList(r interface{ Scan(...any) error }) (recall.Meta, error) {
-	var (
-		m                        recall.Meta
-		source, ints             string
-		labels, metadata, forked []byte
-	)
-	if err := r.Scan(&m.Key.Project, &m.Key.Session, &m.Key.Subpath, &m.Title, &source,
-		&labels, &metadata, &forked, &m.FirstPrompt, &ints); err != nil {
-		return recall.Meta{}, err
-	}
-	var v [10]int64
-	f := strings.Fields(ints)
-	if len(f) != len(v) {
-		return recall.Meta{}, fmt.Errorf("%w: columns of %s: %q", recall.ErrCorrupt, m.Key, ints)
-	}
-	for i := range v {
-		n, err := strconv.ParseInt(f[i], 10, 64)
-		if err != nil {
-			return recall.Meta{}, fmt.Errorf("%w: columns of %s: %v", recall.ErrCorrupt, m.Key, err)
-		}
-		v[i] = n
-	}
-	m.Created, m.Updated = time.UnixMicro(v[0]).UTC(), time.UnixMicro(v[1]).UTC()
-	m.ItemCount, m.LastSeq = int(v[2]), v[3]
-	m.Archived, m.Pinned = v[4] != 0, v[5] != 0
-	m.Usage.InputTokens, m.Usage.OutputTokens, m.Usage.TotalTokens = v[7], v[8], v[9]
-	return decodeMeta(m, source, labels, metadata, forked, v[6])
+	return sid, m, nil
 }
 
 // metaArgs returns the values of the writable meta columns, in the order
