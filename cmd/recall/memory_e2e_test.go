@@ -229,7 +229,10 @@ func TestCompactCommandWithEndpoint(t *testing.T) {
 func TestChatCompacts(t *testing.T) {
 	e := newEnv(t)
 	srv := memoryServer(t, e, "chat")
-	r := e.ok("/compact\none\ntwo\nthree\nfour\nfive\nsix\n/compact keep the greetings\nseven\n", "chat")
+	// The first message is long: a compaction is written only when it
+	// shrinks the session.
+	first := "one" + strings.Repeat(", and more", 40)
+	r := e.ok("/compact\n"+first+"\ntwo\nthree\nfour\nfive\nsix\n/compact keep the greetings\nseven\n", "chat")
 	// /compact keeps the newest 10 items: nothing to do at first, then
 	// the oldest 2 of 12 are summarized
 	contains(t, "stderr", r.stderr, "nothing to compact")
