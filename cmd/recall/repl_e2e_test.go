@@ -193,6 +193,7 @@ func TestReplSpinnerAndInterrupt(t *testing.T) {
 func TestReplHistoryOnResume(t *testing.T) {
 	e := newEnv(t)
 	e.ok("one\ntwo\nthree\nfour\n", "chat")
+	id := replLs(e)[0].Key.Session
 	p := e.startPty("chat", "-c")
 	p.expect("restored 8 items (model:")
 	out := p.reply("You said: four")
@@ -207,6 +208,9 @@ func TestReplHistoryOnResume(t *testing.T) {
 	out = p.expect("new session")
 	p.send("/sessions" + keyEnter)
 	out += p.expect("ITEMS")
+	// /resume prints the last turns too.
+	p.send("/resume " + id[:8] + keyEnter)
+	out = p.expect("restored 8 items", "> two", "You said: four")
 	p.send(keyCtrlD)
 	code, all := p.wait()
 	if code != 0 {
@@ -218,7 +222,7 @@ func TestReplHistoryOnResume(t *testing.T) {
 	_ = out
 	// --show-history 0 prints none.
 	p = e.startPty("chat", "-c", "--show-history", "0")
-	p.expect("restored")
+	p.reply("Ctrl-D leaves")
 	p.send(keyCtrlD)
 	if _, all := p.wait(); strings.Contains(all, "You said") {
 		t.Errorf("--show-history 0 printed turns:\n%s", all)
