@@ -128,7 +128,7 @@ func BenchmarkListPlain(b *testing.B) {
 		for _, d := range []struct {
 			name string
 			open func(testing.TB) *Store
-		}{{"sqlite", newSQLiteNormal}, {"postgres", newPostgres}} {
+		}{{"sqlite", newSQLite}, {"postgres", newPostgres}} {
 			b.Run(fmt.Sprintf("%s/%d", d.name, n), func(b *testing.B) {
 				s := d.open(b)
 				ctx := context.Background()
@@ -183,11 +183,10 @@ func BenchmarkListPlain(b *testing.B) {
 	}
 }
 
-// newSQLiteNormal is newSQLite with synchronous=NORMAL: for benchmarks
-// whose setup appends thousands of sessions and that measure reads.
-func newSQLiteNormal(t testing.TB) *Store {
+// newSQLiteFull is newSQLite with the default synchronous=FULL.
+func newSQLiteFull(t testing.TB) *Store {
 	t.Helper()
-	s, err := OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "recall.db"), Options{SQLiteSync: SyncNormal})
+	s, err := OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "recall.db"), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +201,7 @@ func BenchmarkPopAppend(b *testing.B) {
 	for _, d := range []struct {
 		name string
 		open func(testing.TB) *Store
-	}{{"sqlite", newSQLite}, {"postgres", newPostgres}} {
+	}{{"sqlite", newSQLiteFull}, {"postgres", newPostgres}} {
 		b.Run(d.name, func(b *testing.B) {
 			s := d.open(b)
 			ctx := context.Background()

@@ -241,9 +241,9 @@ func BenchmarkAppendSearch(b *testing.B) {
 			var s *Store
 			switch dialect {
 			case "sqlite":
-				s = newSQLite(b)
+				s = newSQLiteFull(b)
 			case "sqlite-normal":
-				s = newSQLiteNormal(b)
+				s = newSQLite(b)
 			default:
 				s = newPostgres(b)
 			}
