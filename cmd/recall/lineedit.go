@@ -34,15 +34,16 @@ const historyMax = 1000
 type lineEditor struct {
 	in   io.Reader
 	out  io.Writer
-	file string // the history file ("" keeps the history in memory)
-	hist []string
+	file  string // the history file ("" keeps the history in memory)
+	hist  []string
+	lines int // entries in the file, up to twice historyMax
 }
 
 // newLineEditor returns an editor whose history is the file, read now
 // when it exists. The file is created by the first entry saved.
 func newLineEditor(in io.Reader, out io.Writer, file string) *lineEditor {
 	e := &lineEditor{in: in, out: out, file: file}
-	e.hist = loadHistory(file)
+	e.hist, e.lines = loadHistory(file)
 	return e
 }
 
@@ -52,21 +53,25 @@ func historyFile(home, project string) string {
 	return filepath.Join(home, "history", hex.EncodeToString(sum[:8])+".jsonl")
 }
 
-// loadHistory reads the newest historyMax entries of file; a missing or
-// damaged file gives what could be read.
-func loadHistory(file string) []string {
+// loadHistory reads the newest historyMax entries of file, and how many
+// lines it has; a missing or damaged file gives what could be read.
+func loadHistory(file string) ([]string, int) {
 	if file == "" {
-		return nil
+		return nil, 0
 	}
 	f, err := os.Open(file)
 	if err != nil {
-		return nil
+		return nil, 0
 	}
 	defer f.Close()
-	var hist []string
+	var (
+		hist  []string
+		lines int
+	)
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
 	for sc.Scan() {
+		lines++
 		var s string
 		if json.Unmarshal(sc.Bytes(), &s) == nil && s != "" {
 			hist = append(hist, s)
@@ -75,7 +80,7 @@ func loadHistory(file string) []string {
 	if len(hist) > historyMax {
 		hist = hist[len(hist)-historyMax:]
 	}
-	return hist
+	return hist, lines
 }
 
 // add appends s to the history and its file, unless it repeats the last
@@ -85,10 +90,10 @@ func (e *lineEditor) add(s string) error {
 		return nil
 	}
 	e.hist = append(e.hist, s)
-	rewrite := len(e.hist) > historyMax
-	if rewrite {
+	if len(e.hist) > historyMax {
 		e.hist = e.hist[len(e.hist)-historyMax:]
 	}
+	rewrite := e.lines >= 2*historyMax
 	if e.file == "" {
 		return nil
 	}
@@ -113,6 +118,10 @@ func (e *lineEditor) add(s string) error {
 		f.Close()
 		return fmt.Errorf("input history: %w", err)
 	}
+	if rewrite {
+		e.lines = 0
+	}
+	e.lines += len(lines)
 	return f.Close()
 }
 
