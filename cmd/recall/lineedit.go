@@ -32,8 +32,8 @@ const historyMax = 1000
 // (bubbles' textarea) with the usual keys and an input history kept in a
 // file, one JSON string a line.
 type lineEditor struct {
-	in   io.Reader
-	out  io.Writer
+	in    io.Reader
+	out   io.Writer
 	file  string // the history file ("" keeps the history in memory)
 	hist  []string
 	lines int // entries in the file, up to twice historyMax
