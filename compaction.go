@@ -89,6 +89,13 @@ type CompactionResult struct {
 	// Usage is the token usage of the model calls the compaction made. It
 	// is also recorded on the compaction entry, so Meta.Usage counts it.
 	Usage Usage `json:"usage"`
+	// NoGain is true when a compaction was made but not written because
+	// its view would not have had fewer estimated tokens than
+	// TokensBefore: compaction only shrinks. TokensAfter is then
+	// TokensBefore, and TokensWouldBe what the compacted view would have
+	// taken.
+	NoGain        bool `json:"no_gain"`
+	TokensWouldBe int  `json:"tokens_would_be,omitempty"`
 }
 
 // EstimateTokens estimates the tokens items take in a model's context: one

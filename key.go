@@ -138,14 +138,13 @@ func projectName(path string) string {
 	return string(b[:maxProjectLen]) + "-" + hex.EncodeToString(sum[:])[:12]
 }
 
-// NewSessionID returns a new time-ordered session ID (a UUIDv7 in its
-// canonical text form), so IDs sort by creation time.
+// NewSessionID returns a new session ID: a random UUID (version 4) in its
+// canonical text form. Its first 8 hex characters are 32 random bits, so
+// they tell apart sessions created in the same minute, and a person can
+// type them to name a session: two of 10,000 sessions share them with a
+// chance of about 1%. (IDs were time-ordered UUIDv7 before, whose first 8
+// characters are the same for every session of about a minute; such IDs
+// stay valid. A session's creation time is Meta.Created.)
 func NewSessionID() string {
-	id, err := uuid.NewV7()
-	if err != nil {
-		// NewV7 fails only when the system's random source fails; a v4
-		// ID is still unique, only not time ordered.
-		return uuid.NewString()
-	}
-	return id.String()
+	return uuid.NewString()
 }

@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"maps"
 	"slices"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Meta is what List returns for a session: its metadata, never its items.
@@ -13,7 +16,13 @@ type Meta struct {
 	Key         Key         `json:"key"`
 	Title       string      `json:"title,omitempty"`
 	TitleSource TitleSource `json:"title_source,omitempty"`
-	Created     time.Time   `json:"created"`
+	// FirstPrompt is the text of the session's first user message, one
+	// line of at most MaxFirstPrompt bytes (see PromptOf), so a listing
+	// can tell sessions apart without reading their items. It is set once,
+	// by the first entry that carries a prompt, and stays through
+	// removals, clears and compactions; "" until then.
+	FirstPrompt string    `json:"first_prompt,omitempty"`
+	Created     time.Time `json:"created"`
 	// Updated is the time of the last conversation activity (see
 	// Kind.IsActivity): items, pops, removals, clears, compactions, forks,
 	// creation. Title, archive, pin, label and metadata changes do not
@@ -72,6 +81,9 @@ func (m *Meta) Apply(e Entry) {
 	if e.Usage != nil {
 		m.Usage.Add(*e.Usage)
 	}
+	if m.FirstPrompt == "" {
+		m.FirstPrompt = PromptOf(e)
+	}
 	switch e.Kind {
 	case KindItem:
 		if _, ok := ItemOf(e); ok {
@@ -126,6 +138,64 @@ func (m *Meta) Apply(e Entry) {
 			m.ForkedFrom = &f
 		}
 	}
+}
+
+// MaxFirstPrompt is the longest Meta.FirstPrompt, in bytes.
+const MaxFirstPrompt = 200
+
+// PromptOf returns the prompt an entry offers for Meta.FirstPrompt: for
+// an item entry holding a user message, its text; for a compaction (a
+// purged or imported log starts with one), the text of the first user
+// message it keeps; else "". The text is made one line (control
+// characters and runs of spaces become one space, invalid UTF-8 is
+// dropped) and cut to MaxFirstPrompt bytes on a rune boundary. Apply
+// uses it; a store that keeps FirstPrompt outside Go computes it here.
+func PromptOf(e Entry) string {
+	switch e.Kind {
+	case KindItem:
+		if it, ok := ItemOf(e); ok && it.Role() == "user" {
+			return oneLine(it.Text(), MaxFirstPrompt)
+		}
+	case KindCompaction:
+		var c Compaction
+		if json.Unmarshal(e.Data, &c) == nil {
+			for _, it := range c.Items {
+				if it.Role() == "user" {
+					if p := oneLine(it.Text(), MaxFirstPrompt); p != "" {
+						return p
+					}
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// oneLine turns s into one line of at most max bytes: control characters
+// and whitespace runs become a single space, the ends are trimmed, invalid
+// UTF-8 is dropped, and the cut falls on a rune boundary.
+func oneLine(s string, max int) string {
+	var b strings.Builder
+	space := false
+	for _, r := range strings.ToValidUTF8(s, "") {
+		if unicode.IsSpace(r) || unicode.IsControl(r) {
+			space = b.Len() > 0
+			continue
+		}
+		n := utf8.RuneLen(r)
+		if space {
+			n++
+		}
+		if b.Len()+n > max {
+			break
+		}
+		if space {
+			b.WriteByte(' ')
+			space = false
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // ItemOf returns the item an item entry holds and whether it is usable:

@@ -110,7 +110,7 @@ func allContenders(ctx context.Context, root, pgDSN, redisURL string) []contende
 		},
 		sqliteFloor(root, "floor: SQLite INSERT", mediumModernc, "sqlite",
 			"a bare single-row INSERT loop (n rows for a batch of n, one autocommit each) on modernc.org/sqlite "+
-				"with the settings sqlstore uses (WAL, synchronous=NORMAL: no fsync per commit).",
+				"with the settings of sqlstore's `?synchronous=normal` (WAL, synchronous=NORMAL: no fsync per commit).",
 			"?_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=busy_timeout(10000)"),
 		sqliteFloor(root, "floor: SQLite INSERT (mattn)", mediumMattn, "sqlite3",
 			"the same INSERT loop on mattn/go-sqlite3 with LangChainGo's settings (rollback journal, "+

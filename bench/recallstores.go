@@ -55,8 +55,7 @@ func recallContenders(ctx context.Context, root, pgDSN, pgDown, pgInfo, redisURL
 			kind:   kindRecall,
 			medium: mediumModernc,
 			note: "recall's SQL store on SQLite (`sqlstore.OpenSQLite`, modernc.org/sqlite, pure Go): WAL with " +
-				"synchronous=NORMAL, so a commit is not fsynced (it survives a crash of the process; a power " +
-				"loss may lose the last commits).",
+				"synchronous=FULL, the default, so every commit is fsynced and survives a power loss.",
 			open: storeOpener(func(ctx context.Context, scope string) (recall.Store, error) {
 				return sqlstore.OpenSQLite(ctx, filepath.Join(root, "sqlite", scope+".db"), sqlstore.Options{})
 			}),

@@ -76,6 +76,10 @@ type plan struct {
 // items were appended), keeps the summary and only takes the new items
 // in; otherwise it compacts anew. After Options.MaxRetries lost races it
 // returns an error wrapping recall.ErrConflict.
+//
+// A compaction only shrinks: when the compacted view would not take fewer
+// estimated tokens (recall.EstimateTokens) than the view, nothing is
+// written, and the result says so (NoGain).
 func (s *Session) RunCompaction(ctx context.Context, args recall.CompactionArgs) (recall.CompactionResult, error) {
 	if s.compactor == nil {
 		return recall.CompactionResult{}, fmt.Errorf("compact %s: no compactor", s.Key())
@@ -136,6 +140,15 @@ func (s *Session) RunCompaction(ctx context.Context, args recall.CompactionArgs)
 			Replaced: len(items),
 			Items:    append(recall.CloneItems(summary.Items), recall.CloneItems(kept)...),
 			Strategy: summary.Strategy,
+		}
+		if t := recall.EstimateTokens(c.Items...); t >= res.TokensBefore {
+			// Compaction only shrinks: a summary as long as what it
+			// replaces (a third compaction of a short session) is not
+			// written.
+			res.NoGain, res.TokensWouldBe = true, t
+			res.Summarized, res.Kept = p.cut, len(kept)
+			res.Strategy = summary.Strategy
+			return res, nil
 		}
 		e := recall.NewEntry(recall.KindCompaction, c)
 		if u := summary.Usage; !u.IsZero() {

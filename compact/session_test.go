@@ -293,6 +293,8 @@ func TestServerCompactorAndFallback(t *testing.T) {
 		f := newFixture(t, openai.APIResponses)
 		f.srv.SetNoCompact(noCompact)
 		items := conv("u a u a")
+		// a long answer, so that compacting shrinks the session
+		items[1] = recall.Message("assistant", strings.Repeat("a long answer ", 50))
 		f.add(t, items...)
 		c := compact.Fallback(compact.Server(f.model), &compact.Summarizer{Model: f.model})
 		f.srv.Enqueue(fakeopenai.Reply{Text: "OPAQUE"})

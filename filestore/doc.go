@@ -9,7 +9,7 @@
 //	    <session>/<subpath>.jsonl          subagent records (Key.Subpath), e.g.
 //	    <session>/subagents/agent-7.jsonl
 //	    <session>.jsonl#torn-<n>           bytes of a torn tail, kept aside
-//	    #index-v2                          the List cache (see Guarantees)
+//	    #index-v3                          the List cache (see Guarantees)
 //	<home>/#search-v1.db                   the search index (see Store.Search)
 //
 // Every name the store makes for itself holds a '#', a byte no key may

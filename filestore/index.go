@@ -19,7 +19,7 @@ import (
 )
 
 // The index of a project is a cache of the Meta of each of its logs, so
-// List never reads a log. It is a journal, <project>/#index-v2: one line
+// List never reads a log. It is a journal, <project>/#index-v3: one line
 // per record, the newest line for a log wins. Every write updates the
 // record in memory at once, and the record reaches the journal within
 // flushDelay, or at Close (no fsync: it is a cache). Readers that had to
@@ -50,7 +50,7 @@ import (
 // records a newer store cannot trust is left unread: the new journal
 // starts empty, every log is derived afresh when it is first listed or
 // stat'ed, and the old journal is removed (see oldIndexNames).
-const indexName = "#index-v2"
+const indexName = "#index-v3"
 
 // oldIndexNames are the journals of earlier versions:
 //
@@ -58,7 +58,9 @@ const indexName = "#index-v2"
 //     entries too; v2's moves only for conversation activity
 //     (recall.Kind.IsActivity) and holds the metadata map. A v1 record
 //     would keep the old Updated for as long as its log did not change.
-var oldIndexNames = []string{"#index-v1"}
+//   - #index-v2 cached a Meta without FirstPrompt; a v2 record would list
+//     its session without one for as long as its log did not change.
+var oldIndexNames = []string{"#index-v1", "#index-v2"}
 
 // checkLen is how many bytes before a record's committed end its crc
 // covers: enough to notice a log rewritten in place with more bytes.

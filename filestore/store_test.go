@@ -204,7 +204,7 @@ func TestLayout(t *testing.T) {
 		return nil
 	})
 	slices.Sort(files)
-	want := []string{"projects/proj/#index-v2", "projects/proj/s1.jsonl", "projects/proj/s1/subagents/agent-7.jsonl"}
+	want := []string{"projects/proj/#index-v3", "projects/proj/s1.jsonl", "projects/proj/s1/subagents/agent-7.jsonl"}
 	if !slices.Equal(files, want) {
 		t.Errorf("files %v, want %v", files, want)
 	}

@@ -18,11 +18,12 @@ import (
 //	1 (no key)  a session's updated time (and index score) moved for every entry
 //	2           it moves for conversation activity only (recall.Kind.IsActivity),
 //	            and the metadata map lives in the hash fields "m:<key>"
+//	3           the hash field "fp" holds recall.Meta.FirstPrompt
 //
 // A store upgrades older data before its first operation (ready): nothing
-// is lost, only the times the old rule moved for title and meta entries
-// are computed again from the logs.
-const schemaVersion = 2
+// is lost, only the times the old rule moved for title and meta entries,
+// and the first prompts, are computed again from the logs.
+const schemaVersion = 3
 
 //go:embed lua/upgrade.lua
 var luaUpgrade string
@@ -68,7 +69,7 @@ func (s *Store) ready(ctx context.Context) error {
 }
 
 // upgrade brings the data under the prefix to schemaVersion. From version
-// 1 it recomputes the update time of every main session (read from the
+// 1 or 2 it recomputes the update time and first prompt of every main session (read from the
 // index of all sessions with ZSCAN, which returns every member present
 // throughout, while the scores it rewrites move them) and of each one's
 // subagent records.
@@ -122,9 +123,10 @@ func (s *Store) upgrade(ctx context.Context) error {
 	return schemaScript.Run(ctx, s.rdb, []string{s.k.schema()}, s.k.prefix, schemaVersion).Err()
 }
 
-// recompute sets key's update time to what recall.Meta.Apply derives from
-// its log (the first readable entry's time, moved by conversation activity
-// only) and its index scores to match. The log is read in chunks; the
+// recompute sets key's update time and first prompt to what
+// recall.Meta.Apply derives from its log (the first readable entry's time,
+// moved by conversation activity only; the first recall.PromptOf) and its
+// index scores to match. The log is read in chunks; the
 // write happens only if the session's last seq and generation are still
 // those read. When a writer got in between, only the elements it added
 // are read before trying again (the log only grows while the generation
@@ -135,6 +137,7 @@ func (s *Store) recompute(ctx context.Context, key recall.Key) error {
 		gen          string
 		first, next  int64 = 0, 0 // the log's first seq; the next seq to read
 		updated      int64
+		prompt       string
 		seen, reread bool
 	)
 	for range maxAttempts {
@@ -157,7 +160,7 @@ func (s *Store) recompute(ctx context.Context, key recall.Key) error {
 		}
 		g, _ := h[2].(string)
 		if !reread || g != gen || f != first {
-			gen, first, next, updated, seen = g, f, f, 0, false // (re-)created: from the start
+			gen, first, next, updated, prompt, seen = g, f, f, 0, "", false // (re-)created: from the start
 		}
 		reread = true
 		for next <= last {
@@ -170,6 +173,9 @@ func (s *Store) recompute(ctx context.Context, key recall.Key) error {
 				e, err := decodeElement(el, next+int64(i))
 				if err != nil {
 					continue // skipped by Load too
+				}
+				if prompt == "" {
+					prompt = recall.PromptOf(e)
 				}
 				us := e.Time.UnixMicro()
 				if !seen || e.Kind.IsActivity() && us > updated {
@@ -188,7 +194,7 @@ func (s *Store) recompute(ctx context.Context, key recall.Key) error {
 			return err
 		}
 		keys := append([]string{s.k.meta(key)}, s.k.indexes(key)...)
-		n, err := upgradeScript.Run(ctx, s.rdb, keys, s.k.prefix, lastStr, gen, strconv.FormatInt(updated, 10), scoreOf(updated), member(key)).Int()
+		n, err := upgradeScript.Run(ctx, s.rdb, keys, s.k.prefix, lastStr, gen, strconv.FormatInt(updated, 10), scoreOf(updated), member(key), prompt).Int()
 		if err != nil {
 			return err
 		}

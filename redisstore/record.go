@@ -231,7 +231,7 @@ const metadataField = "m:"
 // decodeMeta builds a session's metadata from its hash fields. Corrupt is
 // left 0: the hash does not count damaged log elements (Load does).
 func decodeMeta(key recall.Key, h map[string]string) (recall.Meta, error) {
-	m := recall.Meta{Key: key, Title: h["title"], TitleSource: recall.TitleSource(h["tsrc"])}
+	m := recall.Meta{Key: key, Title: h["title"], TitleSource: recall.TitleSource(h["tsrc"]), FirstPrompt: h["fp"]}
 	m.Archived = h["arch"] == "1"
 	m.Pinned = h["pin"] == "1"
 	var errs []string

@@ -17,8 +17,8 @@ import (
 
 // writeOldData writes sessions under prefix as the code before schema 2
 // left them: the same logs and hashes, but every session's updated time
-// (and index score) is its newest entry's time, whatever the kind, and
-// there is no schema key. It returns the keys written.
+// (and index score) is its newest entry's time, whatever the kind, no
+// first prompt (field fp, schema 3), and there is no schema key. It returns the keys written.
 func writeOldData(t *testing.T, prefix string) []recall.Key {
 	t.Helper()
 	ctx := context.Background()
@@ -52,6 +52,10 @@ func writeOldData(t *testing.T, prefix string) []recall.Key {
 		if err := adminClient(t).HSet(ctx, s.k.meta(l.key), "updated", newest).Err(); err != nil {
 			t.Fatal(err)
 		}
+		// schema 3's first prompt: not there before
+		if err := adminClient(t).HDel(ctx, s.k.meta(l.key), "fp").Err(); err != nil {
+			t.Fatal(err)
+		}
 		for _, idx := range s.k.indexes(l.key) {
 			if err := adminClient(t).ZAddXX(ctx, idx, redis.Z{Score: float64(-newest), Member: member(l.key)}).Err(); err != nil {
 				t.Fatal(err)
@@ -66,8 +70,9 @@ func writeOldData(t *testing.T, prefix string) []recall.Key {
 }
 
 // wantUpgraded checks every session of keys against recall.Replay of its
-// log: the hash's updated time and each index score; that nothing else
-// changed is Verify's part. The schema key must say 2.
+// log: the hash's updated time, its first prompt and each index score;
+// that nothing else changed is Verify's part. The schema key must say
+// schemaVersion.
 func wantUpgraded(t *testing.T, s *Store, keys []recall.Key) {
 	t.Helper()
 	ctx := context.Background()
@@ -205,7 +210,8 @@ func TestUpgradeWaitsForContext(t *testing.T) {
 }
 
 // beforeScript is a client hook that calls fn before each script call
-// with the given SHA and last argument is sent.
+// with the given SHA and second to last argument (the upgrade script's
+// session member) is sent.
 type beforeScript struct {
 	sha, last string
 	fn        func()
@@ -214,7 +220,7 @@ type beforeScript struct {
 func (h beforeScript) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (h beforeScript) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if args := cmd.Args(); cmd.Name() == "evalsha" && len(args) > 1 && args[1] == h.sha && args[len(args)-1] == h.last {
+		if args := cmd.Args(); cmd.Name() == "evalsha" && len(args) > 1 && args[1] == h.sha && args[len(args)-2] == h.last {
 			h.fn()
 		}
 		return next(ctx, cmd)

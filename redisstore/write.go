@@ -66,7 +66,7 @@ func (s *Store) writeArgs(key recall.Key, mode string, expect int64, guard recal
 	if expect >= 0 {
 		exp = strconv.FormatInt(expect, 10)
 	}
-	args := make([]any, 0, 10+11*len(entries))
+	args := make([]any, 0, 10+12*len(entries))
 	args = append(args, s.k.prefix, mode, exp, encodeGuard(guard), s.ttlMS, randomHex(), randomHex(),
 		member(key), key.Project, len(entries))
 	for _, e := range entries {
@@ -90,7 +90,7 @@ func (s *Store) writeArgs(key recall.Key, mode string, expect int64, guard recal
 		if e.Kind.IsActivity() {
 			activity = "1" // moves Updated and the index score
 		}
-		args = append(args, seq, encodeBody(e, us, n), us, activity, op, a[0], a[1], a[2], uin, uout, utot)
+		args = append(args, seq, encodeBody(e, us, n), us, activity, op, a[0], a[1], a[2], uin, uout, utot, recall.PromptOf(e))
 	}
 	return keys, args, nil
 }

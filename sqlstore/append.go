@@ -208,6 +208,9 @@ type itemBatch struct {
 	created time.Time // the first entry's time: Created of a new session
 	updated time.Time // the latest entry time
 	usage   recall.Usage
+	// prompt is the batch's first recall.PromptOf: FirstPrompt of a
+	// session that has none yet.
+	prompt string
 }
 
 // newItemBatch returns the batch for entries when they are all items.
@@ -220,6 +223,9 @@ func newItemBatch(entries []recall.Entry, now time.Time) (itemBatch, bool) {
 	b := itemBatch{entries: stamp(entries, 0, now)}
 	b.created = b.entries[0].Time
 	for _, e := range b.entries {
+		if b.prompt == "" {
+			b.prompt = recall.PromptOf(e)
+		}
 		if e.Time.After(b.updated) {
 			b.updated = e.Time
 		}

@@ -74,10 +74,14 @@ func newPostgresSchema(t testing.TB) (*Store, string) {
 	return s, schema
 }
 
-// newSQLite opens a store in a new database file of a temp directory.
+// newSQLite opens a store in a new database file of a temp directory,
+// with synchronous=NORMAL: an fsync per commit would make the suites slow
+// and tests nothing a test here can see (a power loss). The default, FULL,
+// is checked by TestSQLiteSynchronous, and the tests that open stores
+// themselves (crash and open tests) run with it.
 func newSQLite(t testing.TB) *Store {
 	t.Helper()
-	s, err := OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "recall.db"), Options{})
+	s, err := OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "recall.db"), Options{SQLiteSync: SyncNormal})
 	if err != nil {
 		t.Fatal(err)
 	}

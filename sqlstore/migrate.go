@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/recallkit/recall"
 )
 
 // migrationFS holds the schema of each dialect as numbered steps,
@@ -37,10 +39,57 @@ var goSteps = map[string]map[int]func(ctx context.Context, q querier) error{
 			return err
 		}
 		return indexTail(ctx, q)
-	}},
+	}, 4: backfillFirstPrompt},
 	"postgres": {3: func(ctx context.Context, q querier) error {
 		return backfillSearch(ctx, q, insertSearchPG)
-	}},
+	}, 4: backfillFirstPrompt},
+}
+
+// backfillFirstPrompt fills the first_prompt column that migration 4
+// adds: each session's recall.Meta.FirstPrompt, from its log read in
+// chunks up to the first entry that offers one (recall.PromptOf).
+func backfillFirstPrompt(ctx context.Context, q querier) error {
+	rs, err := q.query(ctx, `SELECT sid FROM sessions ORDER BY sid`)
+	if err != nil {
+		return err
+	}
+	var sids []int64
+	for rs.Next() {
+		var sid int64
+		if err := rs.Scan(&sid); err != nil {
+			rs.Close()
+			return err
+		}
+		sids = append(sids, sid)
+	}
+	rs.Close()
+	if err := rs.Err(); err != nil {
+		return err
+	}
+	const chunk = 256
+	for _, sid := range sids {
+		var after int64
+	read:
+		for {
+			entries, err := readEntries(ctx, q, sid, after, chunk)
+			if err != nil {
+				return err
+			}
+			for _, e := range entries {
+				if p := recall.PromptOf(e); p != "" {
+					if _, err := q.exec(ctx, `UPDATE sessions SET first_prompt = $2 WHERE sid = $1`, sid, p); err != nil {
+						return err
+					}
+					break read
+				}
+			}
+			if len(entries) < chunk {
+				break
+			}
+			after = entries[len(entries)-1].Seq
+		}
+	}
+	return nil
 }
 
 // loadMigrations returns dialect's steps in version order.
@@ -74,7 +123,7 @@ func loadMigrations(dialect string) ([]migration, error) {
 
 // SchemaVersion is the schema version this package writes: the number of
 // its newest migration.
-const SchemaVersion = 3
+const SchemaVersion = 4
 
 // applyMigrations runs, inside the caller's write transaction, every step
 // newer than the database's version, and records each in recall_schema.

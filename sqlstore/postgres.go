@@ -187,6 +187,7 @@ func retryable(err error) bool {
 // checked_seq follows last_seq when it was at it (see advanceChecked; the
 // right-hand sides read the row as it was).
 var appendItemsPG = appendItemsStmt(`DO UPDATE SET
+		first_prompt = CASE WHEN s.first_prompt = '' THEN EXCLUDED.first_prompt ELSE s.first_prompt END,
 		updated_at = GREATEST(s.updated_at, EXCLUDED.updated_at),
 		item_count = s.item_count + EXCLUDED.item_count,
 		last_seq = s.last_seq + EXCLUDED.last_seq,
@@ -204,8 +205,8 @@ var createItemsPG = appendItemsStmt(`DO NOTHING`)
 func appendItemsStmt(onConflict string) string {
 	return `WITH s AS (
 	INSERT INTO sessions AS s (project, id, subpath, created_at, updated_at, item_count, last_seq,
-		checked_seq, input_tokens, output_tokens, total_tokens)
-	VALUES ($1, $2, $3, $4, $5, $6, $6, $6, $7, $8, $9)
+		checked_seq, input_tokens, output_tokens, total_tokens, first_prompt)
+	VALUES ($1, $2, $3, $4, $5, $6, $6, $6, $7, $8, $9, $17)
 	ON CONFLICT (project, id, subpath) ` + onConflict + `
 	RETURNING s.sid, s.last_seq
 ), e AS (
@@ -250,7 +251,7 @@ func (b *pgBackend) appendItems(ctx context.Context, key recall.Key, guard recal
 	}
 	args := []any{key.Project, key.Session, key.Subpath, ib.created, ib.updated, int64(n),
 		ib.usage.InputTokens, ib.usage.OutputTokens, ib.usage.TotalTokens,
-		payloads, times, in, out, total, roles, bodies}
+		payloads, times, in, out, total, roles, bodies, ib.prompt}
 	var last int64
 	if guard.IsZero() {
 		err := b.retry(ctx, func() error {

@@ -62,6 +62,11 @@ func (s *Store) Search(ctx context.Context, opts recall.SearchOptions) (recall.S
 	for _, t := range q.Terms {
 		sq.terms = append(sq.terms, strings.ReplaceAll(t, "\x00", "\uFFFD")) // as searchText
 	}
+	if lb, ok := s.db.(*liteBackend); ok {
+		if err := lb.catchUpIndex(ctx); err != nil {
+			return recall.SearchPage{}, fmt.Errorf("sqlstore: search: index: %w", ctxError(ctx, err))
+		}
+	}
 	var page recall.SearchPage
 	err := s.db.view(ctx, func(ctx context.Context, tx querier) error {
 		var err error

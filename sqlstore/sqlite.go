@@ -26,9 +26,11 @@ const sqliteBusyTimeout = 10 * time.Second
 // OpenSQLite opens (and creates or migrates, as needed) a store in the
 // SQLite database file at path, creating its directory if missing.
 //
-// The database runs in WAL mode with synchronous=NORMAL: a committed append
-// survives a crash of the process; a power loss may lose the last
-// transactions, never corrupt the database. Writes go through a single
+// The database runs in WAL mode with synchronous=FULL: a committed append
+// is on the disk before it is acknowledged, and survives a power loss.
+// With opts.SQLiteSync = SyncNormal it survives a crash of the process but
+// a power loss may lose the last transactions (never corrupt the
+// database). Writes go through a single
 // connection whose transactions begin IMMEDIATE, taking the write lock
 // before reading the session row, so writers in other processes queue on
 // busy_timeout (10s) instead of failing mid-transaction; writers in this
@@ -43,7 +45,10 @@ func OpenSQLite(ctx context.Context, path string, opts Options) (*Store, error) 
 			return nil, openError("sqlite", path, "", err)
 		}
 	}
-	pragmas := fmt.Sprintf("_pragma=busy_timeout(%d)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)", sqliteBusyTimeout.Milliseconds())
+	if opts.SQLiteSync != SyncFull && opts.SQLiteSync != SyncNormal {
+		return nil, openError("sqlite", path, "", fmt.Errorf("unknown synchronous setting %d", opts.SQLiteSync))
+	}
+	pragmas := fmt.Sprintf("_pragma=busy_timeout(%d)&_pragma=foreign_keys(1)&_pragma=synchronous(%s)", sqliteBusyTimeout.Milliseconds(), opts.SQLiteSync)
 	w, err := sql.Open("sqlite", path+"?"+pragmas+"&_txlock=immediate")
 	if err != nil {
 		return nil, openError("sqlite", path, "", err)
@@ -149,9 +154,10 @@ type liteBackend struct {
 // was at it (see advanceChecked; the right-hand sides read the row as it
 // was).
 const upsertItemsSQL = `INSERT INTO sessions (project, id, subpath, created_at, updated_at, item_count, last_seq,
-		checked_seq, input_tokens, output_tokens, total_tokens)
-	VALUES ($1, $2, $3, $4, $5, $6, $6, $6, $7, $8, $9)
+		checked_seq, input_tokens, output_tokens, total_tokens, first_prompt)
+	VALUES ($1, $2, $3, $4, $5, $6, $6, $6, $7, $8, $9, $10)
 	ON CONFLICT (project, id, subpath) DO UPDATE SET
+		first_prompt = CASE WHEN first_prompt = '' THEN excluded.first_prompt ELSE first_prompt END,
 		updated_at = max(updated_at, excluded.updated_at),
 		item_count = item_count + excluded.item_count,
 		last_seq = last_seq + excluded.last_seq,
@@ -264,7 +270,7 @@ func (b *liteBackend) appendItems(ctx context.Context, key recall.Key, guard rec
 		var sid int64
 		err := tx.StmtContext(ctx, b.upsertItems).QueryRowContext(ctx,
 			key.Project, key.Session, key.Subpath, ib.created.UnixMicro(), ib.updated.UnixMicro(), n,
-			ib.usage.InputTokens, ib.usage.OutputTokens, ib.usage.TotalTokens).Scan(&sid, &last)
+			ib.usage.InputTokens, ib.usage.OutputTokens, ib.usage.TotalTokens, ib.prompt).Scan(&sid, &last)
 		if err != nil {
 			return err
 		}
@@ -295,30 +301,14 @@ func (b *liteBackend) insertSearch(ctx context.Context, q querier, sid int64, ro
 		return nil
 	}
 	st := q.(sqlQuerier).tx.StmtContext(ctx, b.insertSearchRow)
-	var last int64
 	for _, r := range rows {
-		res, err := st.ExecContext(ctx, sid, r.ref.Seq, r.ref.Index, r.role, r.time.UnixMicro(), r.live, r.body)
-		if err != nil {
-			return err
-		}
-		if last, err = res.LastInsertId(); err != nil {
+		if _, err := st.ExecContext(ctx, sid, r.ref.Seq, r.ref.Index, r.role, r.time.UnixMicro(), r.live, r.body); err != nil {
 			return err
 		}
 	}
-	// Ids grow, so last - first + 1 bounds the tail's rows from above
-	// (deleted rows leave gaps).
-	var first int64
-	if err := q.queryRow(ctx, tailStartSQL).Scan(&first); err != nil {
-		return err
-	}
-	batch := ftsBatch
-	if b.ftsBatch > 0 {
-		batch = b.ftsBatch
-	}
-	if last-first+1 < int64(batch) {
-		return nil
-	}
-	return indexTail(ctx, q)
+	// The rows stay in the tail: the next search adds them to the trigram
+	// index (see catchUpIndex), which costs the append nothing more.
+	return nil
 }
 
 // insertEntries inserts entries one by one with the prepared statement.

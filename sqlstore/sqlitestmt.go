@@ -25,6 +25,7 @@ var readSQL = []string{
 	entriesSQL,
 	entriesLimitSQL,
 	itemTextSQL,
+	tailSizeSQL,
 }
 
 // writeSQL are the statements of the general write path (lockSession,
@@ -38,7 +39,6 @@ var writeSQL = []string{
 	lastSeqSQL,
 	unliveAllSQL,
 	unliveSQL,
-	tailStartSQL,
 	indexTailSQL,
 	markTailSQL,
 }

@@ -21,6 +21,33 @@ type Options struct {
 	// missing. It lets several applications (or tests) share a database.
 	// Ignored by SQLite. Default (""): "public".
 	Schema string
+
+	// SQLiteSync is SQLite's synchronous setting. Default (SyncFull): a
+	// commit waits for the write-ahead log to reach the disk, so an
+	// acknowledged append survives a power loss, as it does on the file
+	// store and PostgreSQL. SyncNormal skips that fsync: an append still
+	// survives a crash of the process, but a power loss may lose the last
+	// appends acknowledged (never corrupt the database). In a store URL:
+	// sqlite:///path.db?synchronous=normal. Ignored by PostgreSQL.
+	SQLiteSync SQLiteSync
+}
+
+// SQLiteSync is SQLite's synchronous setting (see Options.SQLiteSync).
+type SQLiteSync int
+
+const (
+	// SyncFull (the default) syncs the write-ahead log at every commit.
+	SyncFull SQLiteSync = iota
+	// SyncNormal syncs it only at checkpoints: not durable on power loss.
+	SyncNormal
+)
+
+// String returns the setting as SQLite's PRAGMA synchronous names it.
+func (s SQLiteSync) String() string {
+	if s == SyncNormal {
+		return "NORMAL"
+	}
+	return "FULL"
 }
 
 // ErrSchemaTooNew reports a database whose schema was written by a newer

@@ -305,6 +305,9 @@ func MetaDiff(got, want recall.Meta, times bool) string {
 	if got.Title != want.Title || got.TitleSource != want.TitleSource {
 		add("Title", fmt.Sprintf("%q/%q", got.Title, got.TitleSource), fmt.Sprintf("%q/%q", want.Title, want.TitleSource))
 	}
+	if got.FirstPrompt != want.FirstPrompt {
+		add("FirstPrompt", fmt.Sprintf("%q", got.FirstPrompt), fmt.Sprintf("%q", want.FirstPrompt))
+	}
 	if times && !got.Created.Equal(want.Created) {
 		add("Created", got.Created, want.Created)
 	}

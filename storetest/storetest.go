@@ -117,6 +117,7 @@ var tests = []test{
 	{"Log/Compaction", testCompaction},
 	{"Meta/Titles", testTitles},
 	{"Meta/ArchivePinLabels", testArchivePinLabels},
+	{"Meta/FirstPrompt", testFirstPrompt},
 	{"List/Fields", testListFields},
 	{"List/Order", testListOrder},
 	{"List/Pagination", testListPagination},

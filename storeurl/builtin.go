@@ -71,11 +71,19 @@ func openSQLite(ctx context.Context, u *url.URL) (recall.Store, error) {
 		return nil, q.errorf("no database path: use sqlite:///abs/path.db or sqlite:relative.db")
 	}
 	var opts sqlstore.Options
+	switch v := strings.ToLower(q.take("synchronous")); v {
+	case "", "full":
+		opts.SQLiteSync = sqlstore.SyncFull
+	case "normal":
+		opts.SQLiteSync = sqlstore.SyncNormal
+	default:
+		return nil, q.errorf("synchronous=%q: want full or normal", v)
+	}
 	var err error
 	if opts.MaxItemSize, err = q.maxItemSize(); err != nil {
 		return nil, err
 	}
-	if err := q.done(); err != nil {
+	if err := q.done("synchronous"); err != nil {
 		return nil, err
 	}
 	return sqlstore.OpenSQLite(ctx, path, opts)

@@ -12,6 +12,8 @@
 // Query parameters set store options:
 //
 //	file:    sync=always|never
+//	sqlite:  synchronous=full|normal (full, the default, fsyncs every commit;
+//	         normal does not: a power loss may lose the last appends)
 //	redis:   prefix=recall: ttl=720h (other parameters go to go-redis, e.g. dial_timeout=3s)
 //	postgres: schema=name (other parameters go to pgx, e.g. sslmode=disable)
 //	any:     max_item_size=bytes

@@ -138,9 +138,13 @@ func TestSQLite(t *testing.T) {
 	if _, err := small.Append(context.Background(), key, recall.Guard{}, recall.ItemEntry(item("longer than thirty-two bytes"))); !errors.Is(err, recall.ErrTooLarge) {
 		t.Errorf("max_item_size=32 was not applied: %v", err)
 	}
+	for _, sync := range []string{"full", "normal", "NORMAL"} {
+		roundTrip(t, open(t, "sqlite://"+filepath.Join(dir, sync+".db")+"?synchronous="+sync))
+	}
 	for _, tc := range []struct{ url, want string }{
 		{"sqlite://", "no database path"},
-		{"sqlite://" + path + "?journal=off", "unknown option journal"},
+		{"sqlite://" + path + "?journal=off", "unknown option journal (this store takes synchronous, max_item_size)"},
+		{"sqlite://" + path + "?synchronous=off", `synchronous="off": want full or normal`},
 	} {
 		if err := openErr(t, tc.url); !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Open(%s): %v, want it to mention %q", tc.url, err, tc.want)

@@ -144,7 +144,7 @@ func TestLsArchivePinRm(t *testing.T) {
 	if got := e.ls(); len(got) != 3 {
 		t.Fatalf("a failed rm removed sessions: %d left", len(got))
 	}
-	r = e.ok("", "rm", ms[0].Key.Session, ms[1].Key.Session)
+	r = e.ok("", "rm", ms[0].Key.Session, ms[1].Key.Session, "--yes")
 	contains(t, "rm", r.stdout, "removed "+ms[0].Key.Session)
 	if got := e.ls(); len(got) != 1 || got[0].Key.Session != oldest {
 		t.Fatalf("after rm: %+v", got)
@@ -152,12 +152,16 @@ func TestLsArchivePinRm(t *testing.T) {
 	e.fails(1, "no session matches", "rm", ms[0].Key.Session)
 
 	// Every listing speaks JSON.
-	var ps []recall.ProjectInfo
-	if err := json.Unmarshal([]byte(e.ok("", "projects", "--json").stdout), &ps); err != nil || len(ps) != 1 || ps[0].Sessions != 1 {
+	var ps struct {
+		Projects []recall.ProjectInfo `json:"projects"`
+	}
+	if err := json.Unmarshal([]byte(e.ok("", "projects", "--json").stdout), &ps); err != nil || len(ps.Projects) != 1 || ps.Projects[0].Sessions != 1 {
 		t.Errorf("projects --json: %+v, %v", ps, err)
 	}
-	var pinned []recall.Meta
-	if err := json.Unmarshal([]byte(e.ok("", "pin", oldest, "--json").stdout), &pinned); err != nil || len(pinned) != 1 || !pinned[0].Pinned {
+	var pinned struct {
+		Sessions []recall.Meta `json:"sessions"`
+	}
+	if err := json.Unmarshal([]byte(e.ok("", "pin", oldest, "--json").stdout), &pinned); err != nil || len(pinned.Sessions) != 1 || !pinned.Sessions[0].Pinned {
 		t.Errorf("pin --json: %+v, %v", pinned, err)
 	}
 	var check struct {
@@ -236,7 +240,7 @@ func TestGc(t *testing.T) {
 
 	r := e.ok("", "gc", "--dry-run")
 	contains(t, "gc --dry-run", r.stdout, "would remove old-session")
-	contains(t, "gc --dry-run", r.stdout, "would remove 1 session not updated for 30d; kept 1 pinned")
+	contains(t, "gc --dry-run", r.stdout, "would remove 1 session in this project not updated for 30d; kept 1 pinned")
 	if strings.Contains(r.stdout, "week-old") {
 		t.Errorf("gc --dry-run of 30d lists a week-old session:\n%s", r.stdout)
 	}
@@ -246,18 +250,30 @@ func TestGc(t *testing.T) {
 
 	var rep struct {
 		DryRun  bool          `json:"dry_run"`
-		Removed []recall.Meta `json:"removed"`
+		Removed []recall.Meta `json:"sessions"`
 		Kept    int           `json:"kept_pinned"`
 	}
+	// gc covers this project; --all every one.
 	if err := json.Unmarshal([]byte(e.ok("", "gc", "--older-than", "6d", "--dry-run", "--json").stdout), &rep); err != nil {
 		t.Fatal(err)
 	}
-	if !rep.DryRun || len(rep.Removed) != 2 || rep.Kept != 1 {
+	if !rep.DryRun || len(rep.Removed) != 1 || rep.Kept != 1 {
 		t.Fatalf("gc --older-than 6d --dry-run --json: %+v", rep)
 	}
+	if err := json.Unmarshal([]byte(e.ok("", "gc", "--all", "--older-than", "6d", "--dry-run", "--json").stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if !rep.DryRun || len(rep.Removed) != 2 || rep.Kept != 1 {
+		t.Fatalf("gc --all --older-than 6d --dry-run --json: %+v", rep)
+	}
 
-	r = e.ok("", "gc", "--older-than", "1d12h")
-	contains(t, "gc", r.stdout, "removed 2 sessions not updated for 1d12h; kept 1 pinned")
+	// Without a terminal, deleting needs --yes.
+	e.fails(2, "pass --yes", "gc", "--all", "--older-than", "1d12h")
+	if n := len(e.ls("--all")); n != 4 {
+		t.Fatalf("gc without --yes removed sessions: %d left", n)
+	}
+	r = e.ok("", "gc", "--all", "--older-than", "1d12h", "--yes")
+	contains(t, "gc", r.stdout, "removed 2 sessions in every project not updated for 1d12h; kept 1 pinned")
 	left := e.ls("--all")
 	if len(left) != 2 {
 		t.Fatalf("after gc: %+v", left)
@@ -281,7 +297,7 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{[]string{"ls", "--bogus"}, "unknown flag: --bogus"},
 		{[]string{"ls", "extra"}, "ls: unknown command"},
 		{[]string{"ls", "--limit", "-1"}, "--limit must not be negative"},
-		{[]string{"ls", "--limit", "many"}, "invalid argument"},
+		{[]string{"ls", "--limit", "many"}, `--limit takes a whole number, not "many"`},
 		{[]string{"show"}, "usage: recall show ID"},
 		{[]string{"show", "x", "--format", "pdf"}, `unknown format "pdf"`},
 		{[]string{"rename", "x"}, "usage: recall rename ID TITLE"},

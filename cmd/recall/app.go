@@ -20,6 +20,9 @@ type app struct {
 	home     string // --home
 	storeURL string // --store
 	json     bool   // --json
+	// readOnly is set for the commands that only read (ls, show, ...):
+	// opening the store for them creates nothing.
+	readOnly bool
 
 	st recall.Store
 }
@@ -43,9 +46,9 @@ func (a *app) store(ctx context.Context) (recall.Store, error) {
 		err error
 	)
 	if url != "" {
-		st, err = openURL(ctx, url)
+		st, err = openURLFor(ctx, url, a.readOnly)
 	} else {
-		st, err = openHome(a.home)
+		st, err = openHome(a.home, a.readOnly)
 	}
 	if err != nil {
 		return nil, err

@@ -32,8 +32,11 @@ type chatFlags struct {
 	mirror  string
 	model   modelFlags
 	history int
+	recap   int
 	memory  bool
 	compact int
+	// output is -p's --output-format: text, json or stream-json.
+	output string
 }
 
 func newChatCmd(a *app) *cobra.Command {
@@ -75,6 +78,7 @@ Commands inside the REPL:
   /compact [TEXT]   summarize the older part of the session (TEXT: what to keep)
   /sessions         list this project's sessions
   /resume [ID]      switch to another session (no ID: pick one)
+  /history [N]      print the last N turns (default 20)
   /help             list the commands
   /exit             leave (Ctrl-D too)`,
 		Example: `  recall chat
@@ -97,6 +101,10 @@ Commands inside the REPL:
 				return usageError(`give the prompt: -p "..." (or -p - to read it from stdin)`, "-p got an empty prompt")
 			case fl.Changed("resume") && f.resume == "":
 				return usageError("give an ID or title, or no value to pick one", "--resume got an empty value")
+			case f.output != outputText && f.output != outputJSON && f.output != outputStreamJSON:
+				return usageError("--output-format takes text, json or stream-json", "unknown output format %q", f.output)
+			case fl.Changed("output-format") && !fl.Changed("print"):
+				return usageError(`use it with -p "..."`, "--output-format needs -p")
 			}
 			return a.chat(cmd, f)
 		},
@@ -109,8 +117,10 @@ Commands inside the REPL:
 	fl.StringVar(&f.name, "name", "", "title the session")
 	fl.StringVar(&f.dir, "project", "", "project directory: sessions are grouped by it and tools are confined to it (default: the working directory)")
 	fl.StringVarP(&f.prompt, "print", "p", "", "send this `PROMPT`, print the reply and exit ('-': read it from stdin)")
+	fl.StringVar(&f.output, "output-format", outputText, "with -p: text, json (one result object) or stream-json (one JSON event per line)")
 	fl.StringVar(&f.mirror, "mirror", "", "also copy the sessions, in the background, to the store at this `URL` (default $RECALL_MIRROR; see 'recall mirror')")
 	fl.IntVar(&f.history, "history", 0, "send at most the newest N stored items to the model (0: all)")
+	fl.IntVar(&f.recap, "show-history", historyTurnsDefault, "on resuming, print the last `N` turns of the conversation (0: none)")
 	fl.BoolVar(&f.memory, "memory", false, "keep the project's memory in MEMORY.md and give it to the sessions (see 'recall memory')")
 	fl.IntVar(&f.compact, "compact-tokens", compactTokensDefault(), "compact the session once its history passes about `N` tokens (0: never; default $"+envCompactTokens+", else 0)")
 	f.model.register(fl)
@@ -128,6 +138,8 @@ func (a *app) chat(cmd *cobra.Command, f chatFlags) error {
 		return usageError("fork what: add --continue or --resume ID", "--fork needs --continue or --resume")
 	case f.history < 0:
 		return usageError("--history 0 sends everything", "--history must not be negative")
+	case f.recap < 0:
+		return usageError("--show-history 0 prints none", "--show-history must not be negative")
 	case f.compact < 0:
 		return usageError("--compact-tokens 0 never compacts", "--compact-tokens must not be negative")
 	}
@@ -166,7 +178,8 @@ func (a *app) chat(cmd *cobra.Command, f chatFlags) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancelCause := context.WithCancelCause(ctx)
+	cancel := func() { cancelCause(errInterrupted) } // only Ctrl-C calls it before the end
 	defer cancel()
 	c := &chatSession{
 		cancelAll:   cancel,
@@ -176,29 +189,32 @@ func (a *app) chat(cmd *cobra.Command, f chatFlags) error {
 		interactive: interactive,
 		model:       model,
 		history:     f.history,
+		recapTurns:  f.recap,
 		agent: &agent.Agent{
 			Name:         "recall",
 			Instructions: instructions(dir),
 			Model:        model.model,
 			Tools:        ws.Tools(),
 		},
+		workspaces: newChatWorkspaces(dir, proj, ws),
 	}
+	defer c.workspaces.close()
 	if c.extras, err = newChatExtras(ctx, c, f.memory, f.compact, model.cheap); err != nil {
 		return err
 	}
 	defer c.catchInterrupts()()
 	key, err := c.choose(ctx, f)
 	if err != nil {
-		if errors.Is(err, errNoChoice) {
-			return nil
-		}
-		return err
+		return err // errNoChoice too: exit 130
 	}
 	if err := c.switchTo(ctx, key, f.name); err != nil {
 		return err
 	}
+	if f.prompt != "" && f.output != outputText {
+		return interrupted(ctx, c.sendStructured(ctx, prompt, f.output, dir))
+	}
 	if f.prompt != "" {
-		return c.send(ctx, prompt)
+		return interrupted(ctx, c.send(ctx, prompt))
 	}
 	return c.repl(ctx)
 }
@@ -286,26 +302,21 @@ func (c *chatSession) choose(ctx context.Context, f chatFlags) (recall.Key, erro
 // when this one has none) in the picker. Outside a terminal it prints the
 // list and fails with a usage error, since nothing can be picked.
 func (c *chatSession) pick(ctx context.Context) (recall.Meta, error) {
-	metas, err := sessionref.All(ctx, c.st, c.project, false)
+	terminal := isTerminal(c.app.stdin) && isTerminal(c.app.stdout)
+	metas, more, all, err := firstSessions(ctx, c.st, c.project, terminal)
 	if err != nil {
 		return recall.Meta{}, err
-	}
-	all := len(metas) == 0
-	if all {
-		if metas, err = sessionref.All(ctx, c.st, "", false); err != nil {
-			return recall.Meta{}, err
-		}
 	}
 	if len(metas) == 0 {
 		return recall.Meta{}, withHint(errors.New("no sessions to resume"), "start one with 'recall chat'")
 	}
-	if !isTerminal(c.app.stdin) || !isTerminal(c.app.stdout) {
+	if !terminal {
 		if err := writeSessions(c.app.stdout, metas, nil, all); err != nil {
 			return recall.Meta{}, err
 		}
 		return recall.Meta{}, usageError("pass one of the IDs above: recall chat --resume ID", "--resume without an ID needs a terminal to pick in")
 	}
-	return pickSession(ctx, c.app.stdin, c.app.stdout, metas, storeSearch(c.st, sharedProject(metas)))
+	return pickFromStore(ctx, c.app.stdin, c.app.stdout, c.st, c.project, metas, more, all)
 }
 
 // newKey returns the key of a new session in the project.

@@ -109,9 +109,10 @@ func TestChatResumeByPrefixAndTitle(t *testing.T) {
 	}
 	contains(t, "stderr", r.stderr, `"Alpha work": restored 8 items`)
 
-	// A prefix both share is ambiguous; an unknown one is not found.
-	common := commonPrefix(ms[0].Key.Session, ms[1].Key.Session)
-	checkFailure(t, e.run("", "chat", "-r", common, "-p", "x"), 1, "matches 2 sessions", nil)
+	// A prefix two sessions share is ambiguous; an unknown one is not
+	// found.
+	e.plant(e.dir, nil, "0123abcd-1111-4111-8111-111111111111", "0123abcd-2222-4222-8222-222222222222")
+	checkFailure(t, e.run("", "chat", "-r", "0123abcd", "-p", "x"), 1, "matches 2 sessions", nil)
 	checkFailure(t, e.run("", "chat", "-r", "no-such-session", "-p", "x"), 1, `no session matches "no-such-session"`, nil)
 
 	// --fork continues in a copy and leaves the original alone.
@@ -125,14 +126,6 @@ func TestChatResumeByPrefixAndTitle(t *testing.T) {
 	if orig.ItemCount != 10 || fork.ItemCount != 12 || fork.ForkedFrom == nil || fork.ForkedFrom.Key.Session != alpha.Key.Session {
 		t.Errorf("after --fork: original %d items, fork %d items from %+v", orig.ItemCount, fork.ItemCount, fork.ForkedFrom)
 	}
-}
-
-func commonPrefix(a, b string) string {
-	n := 0
-	for n < len(a) && n < len(b) && a[n] == b[n] {
-		n++
-	}
-	return a[:n]
 }
 
 func TestChatResumeOutsideTerminal(t *testing.T) {

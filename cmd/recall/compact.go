@@ -32,10 +32,14 @@ least --keep, more when the cut would separate a tool call from its output).
 On OpenAI's Responses API the server's own compact endpoint is used instead
 of a summary.
 
+A compaction only shrinks: when the summary would not take fewer tokens
+than what it replaces, nothing is written and compact says so.
+
 The replaced items stay in the session's log: 'recall show ID --full' and
-'recall show ID --format jsonl' still show them. --purge then removes them
-for good, rewriting the log (file store and mem:// only); the session's
-title, labels and state are kept.
+'recall show ID --format jsonl' still show them. 'recall compact ID --purge'
+then removes what earlier compactions replaced, for good, rewriting the log
+(file store and mem:// only), without compacting again and without a model;
+the session's title, labels and state are kept.
 
 Compaction asks the model configured as for 'recall chat' (OPENAI_API_KEY,
 OPENAI_BASE_URL, RECALL_MODEL or the flags below). 'recall chat' compacts
@@ -51,7 +55,7 @@ by itself past --compact-tokens, and /compact compacts by hand.`,
 	fl := cmd.Flags()
 	fl.IntVar(&f.keep, "keep", compact.DefaultKeepLast, "keep at least the newest `N` items verbatim")
 	fl.StringVar(&f.instructions, "instructions", "", "extra guidance for the summary, e.g. \"keep the API decisions\"")
-	fl.BoolVar(&f.purge, "purge", false, "then remove the replaced entries from the log for good")
+	fl.BoolVar(&f.purge, "purge", false, "do not compact: remove from the log, for good, what earlier compactions replaced")
 	f.model.register(fl)
 	return cmd
 }
@@ -59,6 +63,9 @@ by itself past --compact-tokens, and /compact compacts by hand.`,
 func (a *app) compact(ctx context.Context, ref string, f compactFlags) error {
 	if f.keep < 0 {
 		return usageError("--keep 0 summarizes everything", "--keep must not be negative")
+	}
+	if f.purge {
+		return a.purge(ctx, ref)
 	}
 	model, err := f.model.build()
 	if err != nil {
@@ -82,36 +89,55 @@ func (a *app) compact(ctx context.Context, ref string, f compactFlags) error {
 	if err != nil {
 		return fmt.Errorf("compact %s: %w", m.Key.Session, err)
 	}
-	var purged *recall.PurgeResult
-	if f.purge {
-		p, ok := st.(recall.Purger)
-		if !ok {
-			return withHint(fmt.Errorf("purge %s: %w: this store cannot rewrite a log", m.Key.Session, recall.ErrUnsupported),
-				"the file store (the default) and mem:// can purge; the compaction itself is done")
-		}
-		pr, err := p.Purge(ctx, m.Key)
-		if err != nil {
-			return fmt.Errorf("purge %s: %w", m.Key.Session, err)
-		}
-		purged = &pr
-	}
 	if a.json {
-		return a.printJSON(struct {
-			Session    string                  `json:"session"`
-			Compaction recall.CompactionResult `json:"compaction"`
-			Purge      *recall.PurgeResult     `json:"purge,omitempty"`
-		}{m.Key.Session, res, purged})
+		return a.printJSON(compactJSON{Session: m.Key.Session, Compaction: &res})
 	}
 	a.printf("%s\n", describeCompaction(m.Key.Session, res))
-	if purged != nil {
-		a.printf("purged %d replaced log entries\n", purged.Dropped)
+	return nil
+}
+
+// compactJSON is the shape of compact --json: the compaction made, or
+// (with --purge) what the purge dropped; the other is null.
+type compactJSON struct {
+	Session    string                   `json:"session"`
+	Compaction *recall.CompactionResult `json:"compaction"`
+	Purge      *recall.PurgeResult      `json:"purge"`
+}
+
+// purge removes from the log of ref what its compactions replaced,
+// without compacting again (compaction and purge are separate steps).
+func (a *app) purge(ctx context.Context, ref string) error {
+	st, m, err := a.resolve(ctx, ref)
+	if err != nil {
+		return err
 	}
+	p, ok := st.(recall.Purger)
+	if !ok {
+		return withHint(fmt.Errorf("purge %s: %w: this store cannot rewrite a log", m.Key.Session, recall.ErrUnsupported),
+			"the file store (the default) and mem:// can purge")
+	}
+	pr, err := p.Purge(ctx, m.Key)
+	if err != nil {
+		return fmt.Errorf("purge %s: %w", m.Key.Session, err)
+	}
+	if a.json {
+		return a.printJSON(compactJSON{Session: m.Key.Session, Purge: &pr})
+	}
+	if pr.Dropped == 0 {
+		a.printf("%s: nothing to purge (no compaction replaced anything; 'recall compact %s' compacts it first)\n", m.Key.Session, m.Key.Session)
+		return nil
+	}
+	a.printf("purged %d replaced log entries of %s\n", pr.Dropped, m.Key.Session)
 	return nil
 }
 
 // describeCompaction is the status line of a compaction.
 func describeCompaction(id string, r recall.CompactionResult) string {
-	if !r.Compacted {
+	switch {
+	case r.NoGain:
+		return fmt.Sprintf("%s: not compacted: the summary would not shrink it (~%d -> ~%d tokens); nothing written",
+			id, r.TokensBefore, r.TokensWouldBe)
+	case !r.Compacted:
 		return fmt.Sprintf("%s: nothing to compact (%s, all kept)", id, count(r.Before, "item"))
 	}
 	return fmt.Sprintf("compacted %s: %s -> %d (%d summarized, %d kept; ~%d -> ~%d tokens; %s)",

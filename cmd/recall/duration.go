@@ -1,34 +1,76 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 )
 
-// parseAge parses an age such as "30d", "12h", "90m", "1d12h" or any Go
-// duration ("1h30m"). A day is 24 hours. The age must be positive.
+// maxAge is the longest age parseAge accepts: a hundred years. Anything
+// longer is a typo, and would overflow time.Duration soon after.
+const maxAge = 100 * 365 * 24 * time.Hour
+
+// ageUnits are the units parseAge knows beyond Go's, in the order they
+// must appear. A year is 365 days, a week 7 and a day 24 hours.
+var ageUnits = []struct {
+	unit byte
+	d    time.Duration
+}{
+	{'y', 365 * 24 * time.Hour},
+	{'w', 7 * 24 * time.Hour},
+	{'d', 24 * time.Hour},
+}
+
+// errAge is the reason every bad age shares.
+var errAge = errors.New("use a positive whole number and a unit: y, w, d, h, m or s, as in 30d, 12h or 1d12h")
+
+// parseAge parses an age such as "30d", "12h", "1y", "2w", "90m",
+// "1d12h" or any positive Go duration ("1h30m"). It refuses negative and
+// zero ages and ones longer than a hundred years.
 func parseAge(s string) (time.Duration, error) {
 	rest := strings.TrimSpace(s)
+	if rest == "" {
+		return 0, fmt.Errorf("bad age %q: %w", s, errAge)
+	}
+	if strings.HasPrefix(rest, "-") {
+		return 0, fmt.Errorf("bad age %q: an age cannot be negative", s)
+	}
 	var d time.Duration
-	if i := strings.IndexByte(rest, 'd'); i >= 0 {
-		days, err := strconv.ParseUint(rest[:i], 10, 16)
-		if err != nil {
-			return 0, fmt.Errorf("bad age %q: days must be a whole number", s)
+	for _, u := range ageUnits {
+		i := strings.IndexByte(rest, u.unit)
+		if i < 0 {
+			continue
 		}
-		d = time.Duration(days) * 24 * time.Hour
+		n, err := strconv.ParseUint(rest[:i], 10, 32)
+		if err != nil || i == 0 {
+			if errors.Is(err, strconv.ErrRange) {
+				return 0, fmt.Errorf("bad age %q: longer than 100 years", s)
+			}
+			return 0, fmt.Errorf("bad age %q: %w", s, errAge)
+		}
+		if time.Duration(n) > maxAge/u.d {
+			return 0, fmt.Errorf("bad age %q: longer than 100 years", s)
+		}
+		d += time.Duration(n) * u.d
 		rest = rest[i+1:]
 	}
 	if rest != "" {
+		if strings.HasPrefix(rest, "-") || strings.HasPrefix(rest, "+") {
+			return 0, fmt.Errorf("bad age %q: %w", s, errAge)
+		}
 		r, err := time.ParseDuration(rest)
 		if err != nil {
-			return 0, fmt.Errorf("bad age %q: use d, h, m or s, as in 30d or 12h", s)
+			return 0, fmt.Errorf("bad age %q: %w", s, errAge)
 		}
 		d += r
 	}
-	if d <= 0 {
+	switch {
+	case d <= 0:
 		return 0, fmt.Errorf("bad age %q: must be more than zero", s)
+	case d > maxAge:
+		return 0, fmt.Errorf("bad age %q: longer than 100 years", s)
 	}
 	return d, nil
 }

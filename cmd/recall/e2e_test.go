@@ -178,11 +178,13 @@ func checkFailure(t *testing.T, r result, code int, want string, args []string) 
 func (e *env) ls(args ...string) []recall.Meta {
 	e.t.Helper()
 	r := e.ok("", append([]string{"ls", "--json"}, args...)...)
-	var ms []recall.Meta
-	if err := json.Unmarshal([]byte(r.stdout), &ms); err != nil {
+	var page struct {
+		Sessions []recall.Meta `json:"sessions"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &page); err != nil || page.Sessions == nil {
 		e.t.Fatalf("ls --json: %v\n%s", err, r.stdout)
 	}
-	return ms
+	return page.Sessions
 }
 
 // show returns a session's metadata and items from "recall show --json".

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -8,6 +9,8 @@ import (
 	"strings"
 
 	oai "github.com/openai/openai-go/v3"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/agent"
@@ -19,6 +22,9 @@ const (
 	exitOK     = 0
 	exitFailed = 1
 	exitUsage  = 2
+	// exitInterrupted is what a shell reports for a process ended by
+	// SIGINT (128+2): Ctrl-C, or Esc in a picker.
+	exitInterrupted = 130
 )
 
 // cliError is an error with the exit code and the hint the user sees.
@@ -47,17 +53,31 @@ func exitCode(err error) int {
 		return exitOK
 	}
 	var ce *cliError
-	if errors.As(err, &ce) {
+	switch {
+	case errors.As(err, &ce):
 		return ce.code
+	case errors.Is(err, errInterrupted):
+		return exitInterrupted
+	case errors.Is(err, recall.ErrInvalidKey):
+		return exitUsage // a reference typed wrong, such as ""
 	}
 	return exitFailed
 }
+
+// errInterrupted is the cause of a command's context when the user
+// pressed Ctrl-C (SIGINT): the command stops and recall exits 130.
+var errInterrupted = errors.New("interrupted")
 
 // errorLine renders err as the single line the user sees on stderr:
 // "recall: <what failed>; hint: <what to do>". Multi-line errors (joined
 // ones) are folded onto the line, so scripts can rely on one line.
 func errorLine(err error) string {
 	msg := strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", "; ")), " ")
+	// The root package prefixes its errors with "recall: " too; the
+	// line says it once.
+	for strings.HasPrefix(msg, "recall: ") {
+		msg = strings.TrimPrefix(msg, "recall: ")
+	}
 	line := "recall: " + msg
 	if h := hintFor(err); h != "" {
 		line += "; hint: " + h
@@ -86,7 +106,7 @@ func hintFor(err error) string {
 	case errors.Is(err, agent.ErrMaxTurns):
 		return "the model kept calling tools; what it did is saved, ask it to go on"
 	case errors.As(err, &amb):
-		return "use a longer ID prefix: " + candidates(amb.Matches)
+		return "use a longer ID prefix, or project/ID"
 	case errors.Is(err, recall.ErrNotFound):
 		return "run 'recall ls --all' to see the sessions and their IDs"
 	case errors.Is(err, recall.ErrInvalidKey):
@@ -120,19 +140,40 @@ func modelHint(status int) string {
 	return "the model server rejected the request; your message is saved"
 }
 
-// candidates lists a few ambiguous matches for a hint.
-func candidates(ms []recall.Meta) string {
-	var parts []string
-	for i, m := range ms {
-		if i == 4 {
-			parts = append(parts, fmt.Sprintf("and %d more", len(ms)-i))
-			break
-		}
-		s := m.Key.Session
-		if m.Title != "" {
-			s += fmt.Sprintf(" (%q)", m.Title)
-		}
-		parts = append(parts, s)
+// flagError turns a flag the command line got wrong into a usage error
+// (exit 2) that says what the flag wants, without strconv's wording.
+func flagError(cmd *cobra.Command, err error) error {
+	hint := "run '" + cmd.CommandPath() + " --help'"
+	var ive *pflag.InvalidValueError
+	if !errors.As(err, &ive) {
+		return usageError(hint, "%v", err)
 	}
-	return strings.Join(parts, ", ")
+	f := ive.GetFlag()
+	want := "a valid value"
+	switch f.Value.Type() {
+	case "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64":
+		want = "a whole number"
+	case "float32", "float64":
+		want = "a number"
+	case "bool":
+		want = "true or false"
+	case "duration":
+		want = "a duration such as 30s, 5m or 2h"
+	}
+	return usageError(hint+" ("+f.Usage+")", "--%s takes %s, not %q", f.Name, want, ive.GetValue())
+}
+
+// interrupted returns errInterrupted (exit 130) in place of err when ctx
+// ended because the user pressed Ctrl-C, and err otherwise.
+func interrupted(ctx context.Context, err error) error {
+	if err != nil && errors.Is(context.Cause(ctx), errInterrupted) {
+		return withCode(fmt.Errorf("%w by Ctrl-C; what was said before is saved", errInterrupted), exitInterrupted,
+			"'recall chat -c' continues the session")
+	}
+	return err
+}
+
+// withCode is err with an exit code and a hint.
+func withCode(err error, code int, hint string) error {
+	return &cliError{err: err, code: code, hint: hint}
 }

@@ -38,7 +38,7 @@ after the original. 'recall show ID --format jsonl' shows the seqs.`,
 				return err
 			}
 			if a.json {
-				return a.printJSON(m)
+				return a.printJSON(listJSON([]recall.Meta{m}, ""))
 			}
 			a.printf("forked %s into %s (%s)\n", src.Key.Session, m.Key.Session, count(m.ItemCount, "item"))
 			return nil

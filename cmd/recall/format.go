@@ -44,9 +44,10 @@ func count(n int, thing string) string {
 }
 
 // displayTitle is a session's title for a listing: cut to width display
-// columns (never inside a character), with its archived and pinned marks.
+// columns (never inside a character), with its archived and pinned marks
+// and its control characters shown escaped (\x1b, \a), never acting.
 func displayTitle(m recall.Meta, width int) string {
-	t := m.Title
+	t := escapeControl(m.Title)
 	if t == "" {
 		t = "(untitled)"
 	}
@@ -118,4 +119,18 @@ func writeTable(w io.Writer, rows [][]string) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// escapeTerminal is escapeControl for text of several lines: line breaks
+// and tabs stay, every other control character is shown escaped.
+func escapeTerminal(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		parts := strings.Split(l, "\t")
+		for j, p := range parts {
+			parts[j] = escapeControl(p)
+		}
+		lines[i] = strings.Join(parts, "\t")
+	}
+	return strings.Join(lines, "\n")
 }

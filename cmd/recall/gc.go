@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -9,60 +10,135 @@ import (
 	"github.com/recallkit/recall"
 )
 
+// gcFlags are the flags of recall gc.
+type gcFlags struct {
+	olderThan   string
+	dryRun, yes bool
+	all         bool
+	dir         string
+}
+
 func newGcCmd(a *app) *cobra.Command {
-	var (
-		olderThan string
-		dryRun    bool
-	)
+	var f gcFlags
 	cmd := &cobra.Command{
 		Use:   "gc",
-		Short: "Delete sessions not updated for a while (pinned ones stay)",
-		Long: `Delete every session, in every project, that has not been updated for
---older-than (default 30d). Pinned sessions are never deleted. Ages take
-d, h, m and s units: 30d, 12h, 1d12h, 90m.`,
+		Short: "Delete sessions of this project not updated for a while (pinned ones stay)",
+		Long: `Delete the sessions of this project (every project with --all) that have
+not been updated for --older-than (default 30d). Pinned sessions are never
+deleted, and --all leaves the service's own projects (_server.*) alone.
+Ages take y, w, d, h, m and s units: 1y, 30d, 12h, 1d12h, 90m.
+
+In a terminal gc lists what would go and asks (y/N); --yes skips the
+question. Without a terminal there is nobody to ask, so gc needs --yes (or
+--dry-run, which only reports).`,
 		Example: `  recall gc --dry-run
-  recall gc --older-than 90d`,
+  recall gc --older-than 90d
+  recall gc --all --older-than 1y --yes`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			age, err := parseAge(olderThan)
-			if err != nil {
-				return usageError("--older-than takes an age such as 30d, 12h or 90m", "%v", err)
-			}
-			ctx := cmd.Context()
-			st, err := a.store(ctx)
-			if err != nil {
-				return err
-			}
-			rep, err := recall.Cleanup(ctx, st, recall.CleanupOptions{OlderThan: time.Now().Add(-age), DryRun: dryRun})
-			if err != nil {
-				return err
-			}
-			if a.json {
-				if rep.Removed == nil {
-					rep.Removed = []recall.Meta{}
-				}
-				return a.printJSON(struct {
-					DryRun bool `json:"dry_run"`
-					recall.CleanupReport
-				}{dryRun, rep})
-			}
-			verb := "removed"
-			if dryRun {
-				verb = "would remove"
-			}
-			now := time.Now()
-			for _, m := range rep.Removed {
-				a.printf("%s %s, updated %s\n", verb, describe(m), ago(m.Updated, now))
-			}
-			summary := fmt.Sprintf("%s %s not updated for %s", verb, count(len(rep.Removed), "session"), olderThan)
-			if rep.Kept > 0 {
-				summary += fmt.Sprintf("; kept %d pinned", rep.Kept)
-			}
-			a.printf("%s\n", summary)
-			return nil
+			return a.gc(cmd.Context(), f)
 		},
 	}
-	cmd.Flags().StringVar(&olderThan, "older-than", "30d", "remove sessions not updated for this long (d, h, m, s)")
-	cmd.Flags().BoolVarP(&dryRun, "dry-run", "n", false, "only report what would be removed")
+	fl := cmd.Flags()
+	fl.StringVar(&f.olderThan, "older-than", "30d", "remove sessions not updated for this long (y, w, d, h, m, s)")
+	fl.BoolVarP(&f.dryRun, "dry-run", "n", false, "only report what would be removed")
+	fl.BoolVarP(&f.yes, "yes", "y", false, "delete without asking")
+	fl.BoolVarP(&f.all, "all", "a", false, "clean up every project, not only this one")
+	fl.StringVar(&f.dir, "project", "", "clean up the project of this `DIR` (default: the working directory)")
 	return cmd
+}
+
+func (a *app) gc(ctx context.Context, f gcFlags) error {
+	age, err := parseAge(f.olderThan)
+	if err != nil {
+		return usageError("--older-than takes an age such as 30d, 12h or 1y", "%v", err)
+	}
+	if f.all && f.dir != "" {
+		return usageError("use one of them", "--all and --project both choose the projects")
+	}
+	var projects []string
+	if !f.all {
+		p, err := project(f.dir)
+		if err != nil {
+			return err
+		}
+		projects = []string{p}
+	}
+	st, err := a.store(ctx)
+	if err != nil {
+		return err
+	}
+	if f.all {
+		ps, err := recall.Projects(ctx, st)
+		if err != nil {
+			return fmt.Errorf("read projects: %w", err)
+		}
+		for _, p := range ps {
+			if !reservedProject(p.Project) {
+				projects = append(projects, p.Project)
+			}
+		}
+	}
+	cutoff := time.Now().Add(-age)
+	// First what would go, then (after the question) the deletion, with
+	// the same cutoff: a session updated in between stays.
+	plan, err := cleanup(ctx, st, projects, cutoff, true)
+	if err != nil {
+		return err
+	}
+	rep := plan
+	if !f.dryRun && len(plan.Removed) > 0 {
+		ok, err := a.confirmRemoval("gc", plan.Removed, f.yes)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return nil
+		}
+		if rep, err = cleanup(ctx, st, projects, cutoff, false); err != nil {
+			return err
+		}
+	}
+	if a.json {
+		return a.printJSON(struct {
+			DryRun bool `json:"dry_run"`
+			sessionsJSON
+			KeptPinned int `json:"kept_pinned"`
+		}{f.dryRun, listJSON(rep.Removed, ""), rep.Kept})
+	}
+	verb := "removed"
+	if f.dryRun {
+		verb = "would remove"
+	}
+	now := time.Now()
+	for _, m := range rep.Removed {
+		a.printf("%s %s, updated %s\n", verb, describe(m), ago(m.Updated, now))
+	}
+	scope := "in this project"
+	if f.all {
+		scope = "in every project"
+	}
+	summary := fmt.Sprintf("%s %s %s not updated for %s", verb, count(len(rep.Removed), "session"), scope, f.olderThan)
+	if rep.Kept > 0 {
+		summary += fmt.Sprintf("; kept %d pinned", rep.Kept)
+	}
+	a.printf("%s\n", summary)
+	return nil
+}
+
+// cleanup runs recall.Cleanup on each project and adds up the reports.
+func cleanup(ctx context.Context, st recall.Store, projects []string, cutoff time.Time, dryRun bool) (recall.CleanupReport, error) {
+	var total recall.CleanupReport
+	for _, p := range projects {
+		rep, err := recall.Cleanup(ctx, st, recall.CleanupOptions{OlderThan: cutoff, DryRun: dryRun, Project: p})
+		if err != nil {
+			if dryRun {
+				return total, fmt.Errorf("read sessions of %s: %w", p, err)
+			}
+			return total, fmt.Errorf("remove sessions of %s: %w", p, err)
+		}
+		total.Removed = append(total.Removed, rep.Removed...)
+		total.Kept += rep.Kept
+	}
+	return total, nil
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/spf13/cobra"
 
 	"github.com/recallkit/recall"
@@ -11,7 +13,7 @@ func newLsCmd(a *app) *cobra.Command {
 	var (
 		all, archived bool
 		limit         int
-		dir           string
+		dir, cursor   string
 	)
 	cmd := &cobra.Command{
 		Use:   "ls",
@@ -22,7 +24,8 @@ that names the session unambiguously; every command that takes an ID
 accepts it, as well as the full ID or the exact title.`,
 		Example: `  recall ls
   recall ls --all --limit 10
-  recall ls --archived --json`,
+  recall ls --archived --json
+  recall ls --json --limit 100 --cursor "$(recall ls --json --limit 100 | jq -r .next)"`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if limit < 0 {
@@ -41,19 +44,19 @@ accepts it, as well as the full ID or the exact title.`,
 			if err != nil {
 				return err
 			}
-			opts := recall.ListOptions{Limit: limit, IncludeArchived: archived}
+			opts := recall.ListOptions{Limit: limit, IncludeArchived: archived, Cursor: cursor}
 			if limit == 0 {
 				opts.Limit = -1
 			}
 			page, err := st.List(ctx, proj, opts)
 			if err != nil {
-				return err
+				return withHint(fmt.Errorf("read sessions: %w", err), "check the store (--store, RECALL_STORE) and the --cursor value")
+			}
+			if all {
+				page.Sessions = withoutReserved(page.Sessions)
 			}
 			if a.json {
-				if page.Sessions == nil {
-					page.Sessions = []recall.Meta{}
-				}
-				return a.printJSON(page.Sessions)
+				return a.printJSON(listJSON(page.Sessions, page.Next))
 			}
 			if len(page.Sessions) == 0 {
 				if all {
@@ -71,7 +74,7 @@ accepts it, as well as the full ID or the exact title.`,
 				return err
 			}
 			if page.Next != "" {
-				a.notef("(more sessions; --limit 0 lists them all)\n")
+				a.notef("(more sessions: --limit 0 lists them all, --cursor %s the next page)\n", page.Next)
 			}
 			return nil
 		},
@@ -80,6 +83,7 @@ accepts it, as well as the full ID or the exact title.`,
 	f.BoolVarP(&all, "all", "a", false, "list the sessions of every project")
 	f.BoolVar(&archived, "archived", false, "include archived sessions")
 	f.IntVarP(&limit, "limit", "n", 50, "show at most N sessions (0: all)")
+	f.StringVar(&cursor, "cursor", "", "start after this `CURSOR`: the \"next\" of a previous --json page")
 	f.StringVar(&dir, "project", "", "list the sessions of this project directory (default: the working directory)")
 	return cmd
 }

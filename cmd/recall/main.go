@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -21,20 +22,33 @@ func main() {
 	os.Exit(code)
 }
 
+// readOnlyCommands only read the store: they create neither the home, nor
+// a database, nor a folder.
+var readOnlyCommands = map[string]bool{
+	"recall ls": true, "recall show": true, "recall search": true,
+	"recall projects": true, "recall check": true, "recall export": true,
+}
+
 // run executes one command line and returns the exit code. Every error
 // is reported here, on stderr, in one line.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	a := &app{stdin: stdin, stdout: stdout, stderr: stderr}
 	root := newRootCmd(a)
+	root.Version = version()
+	root.SetVersionTemplate("recall {{.Version}}\n")
+	setupCompletion(root, a)
 	root.SetArgs(args)
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
+	if c, _, err := root.Find(args); err == nil {
+		a.readOnly = readOnlyCommands[c.CommandPath()]
+	}
 	err := root.ExecuteContext(ctx)
 	if cerr := a.close(); err == nil && cerr != nil {
 		err = cerr
 	}
-	if err != nil {
+	if err != nil && !errors.Is(err, errNoChoice) { // leaving the picker says nothing
 		fmt.Fprintln(stderr, errorLine(err))
 	}
 	return exitCode(err)

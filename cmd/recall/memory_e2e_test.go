@@ -175,10 +175,13 @@ func TestCompactCommand(t *testing.T) {
 		t.Errorf("jsonl has %d entries", n)
 	}
 
-	// --purge removes the replaced entries for good; the view stays.
-	r = e.ok("", "compact", id, "--purge", "--keep", "10")
-	contains(t, "compact --purge", r.stdout, "nothing to compact")
+	// --purge removes the replaced entries for good, without compacting
+	// again; the view stays.
+	r = e.ok("", "compact", id, "--purge")
 	contains(t, "compact --purge", r.stdout, "purged ")
+	if strings.Contains(r.stdout, "compact") {
+		t.Errorf("compact --purge compacted again:\n%s", r.stdout)
+	}
 	r = e.ok("", "show", id, "--format", "jsonl")
 	var firstEntry recall.Entry
 	json.Unmarshal([]byte(strings.SplitN(r.stdout, "\n", 2)[0]), &firstEntry)
@@ -226,7 +229,10 @@ func TestCompactCommandWithEndpoint(t *testing.T) {
 func TestChatCompacts(t *testing.T) {
 	e := newEnv(t)
 	srv := memoryServer(t, e, "chat")
-	r := e.ok("/compact\none\ntwo\nthree\nfour\nfive\nsix\n/compact keep the greetings\nseven\n", "chat")
+	// The first message is long: a compaction is written only when it
+	// shrinks the session.
+	first := "one" + strings.Repeat(", and more", 40)
+	r := e.ok("/compact\n"+first+"\ntwo\nthree\nfour\nfive\nsix\n/compact keep the greetings\nseven\n", "chat")
 	// /compact keeps the newest 10 items: nothing to do at first, then
 	// the oldest 2 of 12 are summarized
 	contains(t, "stderr", r.stderr, "nothing to compact")

@@ -53,6 +53,10 @@ func (m *modelFlags) build() (builtModel, error) {
 	if m.api != "" {
 		cfg.API = openai.API(m.api)
 	}
+	// A wrong wire API is a usage error whether or not a key is set.
+	if cfg.API != openai.APIAuto && cfg.API != openai.APIResponses && cfg.API != openai.APIChat {
+		return builtModel{}, usageError("--api and RECALL_API take responses or chat", "unknown wire API %q", cfg.API)
+	}
 	if cfg.APIKey == "" {
 		return builtModel{model: offline.Model{}, titler: &title.Generator{}, label: "offline, set OPENAI_API_KEY for a real model", cheap: offline.Model{}}, nil
 	}

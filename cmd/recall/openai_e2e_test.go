@@ -152,5 +152,5 @@ func TestChatModelErrorIsOneLineAndKeepsTheInput(t *testing.T) {
 	}
 	// A bad configuration is a usage error.
 	e.vars = append(e.vars, "RECALL_API=telepathy")
-	e.fails(2, "model:", "chat", "-p", "x")
+	e.fails(2, `unknown wire API "telepathy"`, "chat", "-p", "x")
 }

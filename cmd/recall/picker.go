@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,10 +18,17 @@ import (
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/internal/sessionref"
+	"github.com/recallkit/recall/title"
 )
 
-// errNoChoice reports that the user left the picker without choosing.
-var errNoChoice = errors.New("no session chosen")
+// errNoChoice reports that the user left the picker without choosing
+// (Esc or Ctrl-C). A command that ends with it exits 130, as a process
+// the user interrupted does, and prints nothing.
+var errNoChoice = &cliError{err: errors.New("no session chosen"), code: exitNoChoice}
+
+// exitNoChoice is the exit status of a command left in the picker: the
+// status of a process ended by SIGINT.
+const exitNoChoice = 130
 
 // isTerminal reports whether f is an *os.File open on a terminal.
 func isTerminal(f any) bool {
@@ -28,16 +36,57 @@ func isTerminal(f any) bool {
 	return ok && term.IsTerminal(file.Fd())
 }
 
-// pickSession lets the user choose among metas (newest first) in a
-// full-screen list on the terminal: typing filters, the arrows move, Enter
-// resumes, Esc cancels with errNoChoice. The filter matches titles, IDs
-// and projects at once and, through search when it is not nil, the
-// conversations' text a moment later: those sessions follow the title
-// matches, each with the text that matched.
-func pickSession(ctx context.Context, in io.Reader, out io.Writer, metas []recall.Meta, search contentSearch) (recall.Meta, error) {
+// pickFromStore lets the user choose a session of project (metas, newest
+// first, already read; every project's when all) in a full-screen list on
+// the terminal: typing filters by title, first prompt, ID and project
+// and, a moment later, by the conversations' text (recall.Search); Tab
+// switches between this project's sessions and every project's; the
+// arrows move, Enter resumes, Esc and Ctrl-C leave with errNoChoice.
+//
+// metas may be the first page only (more): the picker shows it at once
+// and reads the rest while the user looks.
+func pickFromStore(ctx context.Context, in io.Reader, out io.Writer, st recall.Store, project string, metas []recall.Meta, more, all bool) (recall.Meta, error) {
 	p := newPicker(metas, time.Now())
-	p.search, p.ctx = search, ctx
+	p.ctx, p.project, p.allProjects, p.more = ctx, project, all, more
+	p.load = func(ctx context.Context, all bool) ([]recall.Meta, error) {
+		if all {
+			return sessionref.All(ctx, st, "", false)
+		}
+		return sessionref.All(ctx, st, project, false)
+	}
+	p.searchIn = func(all bool) contentSearch {
+		if all {
+			return storeSearch(st, "")
+		}
+		return storeSearch(st, project)
+	}
+	p.search = p.searchIn(all)
 	return runPicker(ctx, in, out, p)
+}
+
+// pickerFirstPage is how many sessions the picker reads before it opens;
+// it reads the rest once open, so it opens as fast over 10,000 sessions
+// as over 100.
+const pickerFirstPage = 200
+
+// firstSessions returns what the picker opens with: the newest sessions
+// of project (the first page only when page, with more set when there
+// are others; all of them otherwise) or, when project has none, every
+// project's (all set).
+func firstSessions(ctx context.Context, st recall.Store, project string, page bool) (metas []recall.Meta, more, all bool, err error) {
+	read := func(project string) ([]recall.Meta, bool, error) {
+		if !page {
+			metas, err := sessionref.All(ctx, st, project, false)
+			return metas, false, err
+		}
+		p, err := st.List(ctx, project, recall.ListOptions{Limit: pickerFirstPage})
+		return p.Sessions, p.Next != "", err
+	}
+	if metas, more, err = read(project); err != nil || len(metas) > 0 {
+		return metas, more, false, err
+	}
+	metas, more, err = read("")
+	return metas, more, true, err
 }
 
 // runPicker runs the picker p on the terminal and returns the choice.
@@ -56,13 +105,31 @@ func runPicker(ctx context.Context, in io.Reader, out io.Writer, p picker) (reca
 // picker is the bubbletea model of the session picker.
 type picker struct {
 	all     []recall.Meta
-	rows    []string // one rendered row per session of all
+	short   []string // the short ID of each session of all
 	keys    []string // lower-case text the filter searches, per session
+	now     time.Time
 	filter  string
 	matches []int // indexes into all, in order
 	cursor  int   // index into matches
 	height  int
+	width   int // the terminal's; 0: unknown, rows are not cut
 	chosen  *recall.Meta
+	// multi is set when all spans several projects: rows show theirs.
+	multi bool
+
+	// Tab: load reads the sessions of the current project (or of every
+	// project), searchIn returns the content search of either; nil load:
+	// Tab does nothing. allProjects is the scope shown; loadGen numbers
+	// the Tab presses, so a slow load of an older one is dropped.
+	project     string
+	allProjects bool
+	load        func(ctx context.Context, all bool) ([]recall.Meta, error)
+	searchIn    func(all bool) contentSearch
+	loadGen     int
+	loadErr     error
+	// more is set while all is only the first page of the scope: Init
+	// reads the whole of it.
+	more bool
 
 	// The content search: search finds sessions by their text (nil: the
 	// filter matches titles only); snippets holds the text shown beside
@@ -146,20 +213,85 @@ func (p *picker) addContent(hits []contentHit) {
 	p.matches, p.snippets = matches, snippets
 }
 
+// newPicker returns a picker over metas. Rows are rendered when shown,
+// so opening it over many sessions costs a sort of their IDs and one
+// lower-casing of each one's searchable text.
 func newPicker(metas []recall.Meta, now time.Time) picker {
+	p := picker{height: 20, now: now}
+	p.setSessions(metas)
+	return p
+}
+
+// setSessions makes metas the sessions the picker lists, keeping the
+// filter.
+func (p *picker) setSessions(metas []recall.Meta) {
 	ids := make([]string, len(metas))
 	for i, m := range metas {
 		ids[i] = m.Key.Session
 	}
-	short := sessionref.ShortIDs(ids)
-	p := picker{all: metas, height: 20, index: map[recall.Key]int{}}
+	p.all, p.short = metas, sessionref.ShortIDs(ids)
+	p.index = make(map[recall.Key]int, len(metas))
+	p.keys = make([]string, len(metas))
+	p.multi = sharedProject(metas) == "" && len(metas) > 0
 	for i, m := range metas {
 		p.index[m.Key] = i
-		p.rows = append(p.rows, fmt.Sprintf("%-14s %s  %-10s %4d items", short[i], runewidth.FillRight(displayTitle(m, titleWidth), titleWidth), ago(m.Updated, now), m.ItemCount))
-		p.keys = append(p.keys, strings.ToLower(m.Title+" "+m.Key.Session+" "+m.Key.Project))
+		p.keys[i] = strings.ToLower(m.Title + "\x00" + m.FirstPrompt + "\x00" + m.Key.Session + "\x00" + m.Key.Project)
 	}
+	p.cursor = 0
 	p.refilter()
-	return p
+}
+
+// isFallbackTitle reports whether t is the title a session gets when no
+// model could title it ("Session 2006-01-02 15:04"): it tells sessions
+// apart less than their first prompt does.
+func isFallbackTitle(t string) bool {
+	_, err := time.ParseInLocation(title.FallbackLayout, t, time.Local)
+	return err == nil
+}
+
+// rowText is what a row shows of a session: its title, or its first
+// prompt when the title is empty or a fallback, with the pinned and
+// archived marks, escaped for the terminal.
+func rowText(m recall.Meta) string {
+	t := m.Title
+	if (t == "" || isFallbackTitle(t)) && m.FirstPrompt != "" {
+		t = "“" + m.FirstPrompt + "”"
+	}
+	if t == "" {
+		t = "(untitled)"
+	}
+	t = escapeControl(t)
+	if m.Archived {
+		t = "[archived] " + t
+	}
+	if m.Pinned {
+		t = "[pinned] " + t
+	}
+	return t
+}
+
+// projectWidth is the display width of the project column.
+const projectWidth = 28
+
+// row renders the session all[i] as one line: short ID, title or first
+// prompt, age, item count, and its project when the list spans several.
+func (p picker) row(i int) string {
+	m := p.all[i]
+	line := fmt.Sprintf("%-9s %s  %-10s %9s", p.short[i], runewidth.FillRight(runewidth.Truncate(rowText(m), titleWidth, "…"), titleWidth),
+		ago(m.Updated, p.now), count(m.ItemCount, "item"))
+	if p.multi {
+		line += "  " + shortProject(m.Key.Project, projectWidth)
+	}
+	return line
+}
+
+// shortProject cuts a project key to width columns from the left: its
+// end, the folder's own name, is what tells projects apart.
+func shortProject(p string, width int) string {
+	if len(p) <= width {
+		return p
+	}
+	return "…" + p[len(p)-width+1:]
 }
 
 // refilter keeps the sessions whose title, ID or project contains every
@@ -190,13 +322,43 @@ func (p *picker) refilter() {
 }
 
 // Init implements tea.Model.
-func (p picker) Init() tea.Cmd { return nil }
+func (p picker) Init() tea.Cmd {
+	if !p.more || p.load == nil {
+		return nil
+	}
+	load, ctx, all, gen := p.load, p.ctx, p.allProjects, p.loadGen
+	return func() tea.Msg {
+		metas, err := load(ctx, all)
+		return pickerLoaded{gen: gen, metas: metas, err: err}
+	}
+}
 
 // Update implements tea.Model.
 func (p picker) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
-		p.height = msg.Height
+		p.height, p.width = msg.Height, msg.Width
+	case pickerLoaded:
+		if msg.gen != p.loadGen {
+			return p, nil // Tab was pressed again since
+		}
+		p.loadErr, p.more = msg.err, false
+		if msg.err == nil {
+			// The session under the cursor stays under it.
+			var at *recall.Key
+			if p.cursor < len(p.matches) {
+				k := p.all[p.matches[p.cursor]].Key
+				at = &k
+			}
+			p.search = p.searchIn(p.allProjects)
+			p.setSessions(msg.metas)
+			if at != nil {
+				if i := slices.IndexFunc(p.matches, func(j int) bool { return p.all[j].Key == *at }); i >= 0 {
+					p.cursor = i
+				}
+			}
+			return p, p.searchLater()
+		}
 	case searchTick:
 		if msg.gen != p.gen {
 			return p, nil // the filter changed since
@@ -217,6 +379,17 @@ func (p picker) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		switch msg.Type {
 		case tea.KeyCtrlC, tea.KeyEsc:
 			return p, tea.Quit
+		case tea.KeyTab:
+			if p.load == nil {
+				return p, nil
+			}
+			p.allProjects = !p.allProjects
+			p.loadGen++
+			load, ctx, all, gen := p.load, p.ctx, p.allProjects, p.loadGen
+			return p, func() tea.Msg {
+				metas, err := load(ctx, all)
+				return pickerLoaded{gen: gen, metas: metas, err: err}
+			}
 		case tea.KeyEnter:
 			if len(p.matches) > 0 {
 				m := p.all[p.matches[p.cursor]]
@@ -250,6 +423,14 @@ func (p picker) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	return p, nil
 }
 
+// pickerLoaded is the message of a Tab's load: the sessions of the
+// scope Tab press gen chose.
+type pickerLoaded struct {
+	gen   int
+	metas []recall.Meta
+	err   error
+}
+
 // snippetWidth is the display width of the text shown beside a session
 // found by its content.
 const snippetWidth = 60
@@ -260,10 +441,31 @@ func (p picker) visible() int { return max(p.height-4, 3) }
 // View implements tea.Model.
 func (p picker) View() string {
 	var b strings.Builder
-	b.WriteString("Resume a session: type to filter, ↑/↓ to move, Enter to resume, Esc to cancel\n")
-	fmt.Fprintf(&b, "> %s\n\n", p.filter)
+	scope, other := "this project", "all projects"
+	if p.allProjects {
+		scope, other = other, scope
+	}
+	tab := ""
+	if p.load != nil {
+		tab = " · Tab: " + other
+	}
+	total := strconv.Itoa(len(p.all))
+	if p.more {
+		total += "+" // the rest is being read
+	}
+	fmt.Fprintf(&b, "Resume a session of %s (%s) · type to filter · ↑↓ move · Enter resume%s · Esc cancel\n", scope, total, tab)
+	fmt.Fprintf(&b, "> %s\n", escapeControl(p.filter))
+	if p.loadErr != nil {
+		fmt.Fprintf(&b, "  (could not list the sessions: %s)\n", escapeControl(p.loadErr.Error()))
+	} else {
+		b.WriteString("\n")
+	}
 	if len(p.matches) == 0 {
-		b.WriteString("  (no session matches)\n")
+		if len(p.all) == 0 && !p.allProjects && p.load != nil {
+			b.WriteString("  (no session in this project: Tab shows every project's)\n")
+		} else {
+			b.WriteString("  (no session matches)\n")
+		}
 		return b.String()
 	}
 	n := p.visible()
@@ -273,11 +475,14 @@ func (p picker) View() string {
 		if j == p.cursor {
 			mark = "▸ "
 		}
-		b.WriteString(mark + p.rows[p.matches[j]])
+		line := mark + p.row(p.matches[j])
 		if s, ok := p.snippets[p.matches[j]]; ok {
-			b.WriteString("  " + runewidth.Truncate(escapeControl(s), snippetWidth, "…"))
+			line += "  " + runewidth.Truncate(escapeControl(s), snippetWidth, "…")
 		}
-		b.WriteString("\n")
+		if p.width > 0 {
+			line = runewidth.Truncate(line, p.width, "…")
+		}
+		b.WriteString(line + "\n")
 	}
 	return b.String()
 }

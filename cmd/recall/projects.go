@@ -16,7 +16,8 @@ func newProjectsCmd(a *app) *cobra.Command {
 		Short: "List the projects that hold sessions",
 		Long: `List every project of the store with its number of sessions and when one
 was last updated. A project is a working directory turned into a key, the
-way Claude Code names its folders: /home/me/src/app is -home-me-src-app.`,
+way Claude Code names its folders: /home/me/src/app is -home-me-src-app.
+The service's own projects (_server.*) are left out.`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -28,11 +29,9 @@ way Claude Code names its folders: /home/me/src/app is -home-me-src-app.`,
 			if err != nil {
 				return err
 			}
+			ps = slices.DeleteFunc(ps, func(p recall.ProjectInfo) bool { return reservedProject(p.Project) })
 			if a.json {
-				if ps == nil {
-					ps = []recall.ProjectInfo{}
-				}
-				return a.printJSON(ps)
+				return a.printJSON(projectsJSON(ps))
 			}
 			if len(ps) == 0 {
 				a.notef("no projects yet; start a session with 'recall chat'\n")
@@ -43,7 +42,7 @@ way Claude Code names its folders: /home/me/src/app is -home-me-src-app.`,
 			now := time.Now()
 			rows := [][]string{{"PROJECT", "SESSIONS", "UPDATED"}}
 			for _, p := range ps {
-				rows = append(rows, []string{p.Project, strconv.Itoa(p.Sessions), ago(p.Updated, now)})
+				rows = append(rows, []string{escapeControl(p.Project), strconv.Itoa(p.Sessions), ago(p.Updated, now)})
 			}
 			return writeTable(a.stdout, rows)
 		},

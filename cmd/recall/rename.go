@@ -28,7 +28,7 @@ automatic one. An empty TITLE removes the title.`,
 				return err
 			}
 			if a.json {
-				return a.printJSON(m)
+				return a.printJSON(listJSON([]recall.Meta{m}, ""))
 			}
 			if m.Title == "" {
 				a.printf("%s has no title now\n", m.Key.Session)

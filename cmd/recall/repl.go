@@ -16,25 +16,48 @@ import (
 // errExit is returned by a slash command that ends the REPL.
 var errExit = errors.New("exit")
 
-// repl reads lines from stdin until /exit or end of input: a line that
-// starts with "/" is a command, any other is sent to the agent. A line
-// ending in "\" continues on the next. Errors are reported and the REPL
-// goes on; piped input is processed the same way, without prompts.
+// repl reads messages until /exit or end of input: a line that starts
+// with "/" is a command, any other is sent to the agent. In a terminal the
+// line editor reads them (lineedit.go); piped input is read line by line,
+// a line ending in "\" continuing on the next, without prompts. Errors are
+// reported and the REPL goes on.
 func (c *chatSession) repl(ctx context.Context) error {
 	in := bufio.NewReader(c.app.stdin)
+	var ed *lineEditor
 	if c.interactive {
-		c.app.notef("type a message, or /help for commands\n")
+		ed = newLineEditor(c.app.stdin, c.app.stdout, historyFile(c.app.historyHome(), c.project))
+		c.app.notef("type a message, or /help for commands; Alt-Enter adds a line, Ctrl-D leaves\n")
 	}
+	interrupted := false // the last edit ended with Ctrl-C on an empty line
 	for {
-		line, err := c.readLine(in)
-		if errors.Is(err, io.EOF) && line == "" {
-			if c.interactive {
-				c.app.notef("\n")
+		var (
+			line string
+			err  error
+		)
+		if ed != nil {
+			line, err = ed.read(ctx)
+		} else {
+			line, err = c.readLine(in)
+		}
+		if errors.Is(err, errInterrupt) {
+			if interrupted {
+				return &cliError{err: errors.New("interrupted"), code: replInterruptCode}
 			}
+			interrupted = true
+			c.app.notef("(Ctrl-C again or Ctrl-D to leave)\n")
+			continue
+		}
+		interrupted = false
+		if errors.Is(err, io.EOF) && line == "" {
 			return nil
 		}
 		if err != nil && !errors.Is(err, io.EOF) {
 			return fmt.Errorf("read input: %w", err)
+		}
+		if ed != nil && strings.TrimSpace(line) != "" {
+			if err := ed.add(line); err != nil {
+				c.app.notef("%s\n", errorLine(err))
+			}
 		}
 		line = strings.TrimSpace(line)
 		if line == "" {
@@ -60,20 +83,15 @@ func (c *chatSession) repl(ctx context.Context) error {
 	}
 }
 
-// readLine prompts (in a terminal) and reads one logical line, joining
-// lines that end in a backslash.
+// readLine reads one logical line of piped input, joining lines that end
+// in a backslash.
 func (c *chatSession) readLine(in *bufio.Reader) (string, error) {
 	var b strings.Builder
-	prompt := "> "
 	for {
-		if c.interactive {
-			fmt.Fprint(c.app.stdout, prompt)
-		}
 		s, err := in.ReadString('\n')
 		s = strings.TrimRight(s, "\r\n")
 		if cont, ok := strings.CutSuffix(s, `\`); ok && err == nil {
 			b.WriteString(cont + "\n")
-			prompt = ". "
 			continue
 		}
 		b.WriteString(s)
@@ -129,6 +147,8 @@ func (c *chatSession) command(ctx context.Context, line string) error {
 		return nil
 	case "/compact":
 		return c.extras.compactNow(ctx, c, arg)
+	case "/history":
+		return c.historyCommand(ctx, arg)
 	case "/clear":
 		if err := recall.NewSession(c.st, c.key).Clear(ctx); err != nil {
 			return err
@@ -144,7 +164,7 @@ func (c *chatSession) command(ctx context.Context, line string) error {
 			c.app.notef("no sessions in this project yet\n")
 			return nil
 		}
-		return writeSessions(c.app.stdout, metas, nil, false)
+		return writeSessionsMarked(c.app.stdout, metas, c.key)
 	case "/resume":
 		var (
 			m   recall.Meta
@@ -183,6 +203,31 @@ const replHelp = `/new [TITLE]      start a new session
 /compact [TEXT]   summarize the older part of the session (TEXT: what to keep)
 /sessions         list this project's sessions
 /resume [ID]      switch to another session (no ID: pick one)
+/history [N]      print the last N turns (default 20)
 /exit             leave (Ctrl-D too)
-A line ending in \ continues on the next line.
+Keys: Enter sends; Alt-Enter (or a line ending in \) adds a line; Up/Down
+recall earlier messages; Ctrl-C clears the line or stops a reply, twice on
+an empty line leaves; Ctrl-D on an empty line leaves.
 `
+
+// writeSessionsMarked lists metas as writeSessions does, with a "*"
+// before the current session.
+func writeSessionsMarked(w io.Writer, metas []recall.Meta, current recall.Key) error {
+	var b strings.Builder
+	if err := writeSessions(&b, metas, nil, false); err != nil {
+		return err
+	}
+	lines := strings.SplitAfter(b.String(), "\n")
+	var out strings.Builder
+	for i, l := range lines {
+		switch {
+		case l == "":
+		case i > 0 && i <= len(metas) && metas[i-1].Key == current:
+			out.WriteString("* " + l)
+		default:
+			out.WriteString("  " + l)
+		}
+	}
+	_, err := io.WriteString(w, out.String())
+	return err
+}

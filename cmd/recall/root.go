@@ -44,9 +44,7 @@ Exit codes: 0 ok, 1 failed, 2 bad usage.`,
 	pf.StringVar(&a.home, "home", "", "file store home `DIR` (default $RECALL_HOME, else ~/.recall)")
 	pf.StringVar(&a.storeURL, "store", "", "store `URL`: file://, sqlite://, postgres://, redis://, mem:// (default $RECALL_STORE, else the file store in --home)")
 	pf.BoolVar(&a.json, "json", false, "print JSON instead of text")
-	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
-		return usageError("run '"+cmd.CommandPath()+" --help'", "%v", err)
-	})
+	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(
 		newChatCmd(a),
 		newLsCmd(a),

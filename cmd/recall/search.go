@@ -249,10 +249,7 @@ func (a *app) pickHit(cmd *cobra.Command, st recall.Store, hits []recall.Hit) er
 	p := newPicker(metas, time.Now())
 	p.setSnippets(snippets)
 	m, err := runPicker(ctx, a.stdin, a.stdout, p)
-	if errors.Is(err, errNoChoice) {
-		return nil
-	}
-	if err != nil {
+	if err != nil { // errNoChoice too: exit 130
 		return err
 	}
 	return a.resume(cmd.Context(), m.Key)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/agent"
+	"github.com/recallkit/recall/title"
 )
 
 // chatSession is the state of recall chat: the store, the agent, and the
@@ -36,6 +37,14 @@ type chatSession struct {
 	pendingTitle string
 
 	extras chatExtras // memory and compaction (chatextra.go)
+	// workspaces keeps the tools in the current session's project folder
+	// (workspace.go); nil: the tools stay as they are.
+	workspaces *chatWorkspaces
+
+	// recapTurns is how many turns resuming a session prints (--show-history);
+	// hinted records that the model was named, which is said once.
+	recapTurns int
+	hinted     bool
 }
 
 // switchTo makes key the current session, titles it name when name is
@@ -50,6 +59,7 @@ func (c *chatSession) switchTo(ctx context.Context, key recall.Key, name string)
 	if err != nil && !errors.Is(err, recall.ErrNotFound) {
 		return err
 	}
+	c.followWorkspace(m, exists)
 	if name != "" {
 		if err := c.rename(ctx, name); err != nil {
 			return err
@@ -57,6 +67,13 @@ func (c *chatSession) switchTo(ctx context.Context, key recall.Key, name string)
 		if exists {
 			m, _ = c.st.Stat(ctx, key)
 		}
+	}
+	if exists && m.Archived {
+		// Resuming an archived session brings it back to the lists.
+		if _, err := recall.SetArchived(ctx, c.st, key, false); err != nil {
+			return err
+		}
+		c.app.notef("session %s was archived; it is listed again\n", key.Session)
 	}
 	what := "new session"
 	if exists {
@@ -71,7 +88,15 @@ func (c *chatSession) switchTo(ctx context.Context, key recall.Key, name string)
 		// --history sends only the newest items; say how many.
 		restored = fmt.Sprintf("%d of %s", c.history, restored)
 	}
-	c.app.notef("%s: restored %s (model: %s)\n", line, restored, c.model.label)
+	if c.hinted {
+		c.app.notef("%s: restored %s\n", line, restored)
+	} else {
+		c.app.notef("%s: restored %s (model: %s)\n", line, restored, c.model.label)
+		c.hinted = true
+	}
+	if exists && c.recapTurns > 0 && c.interactive {
+		return c.showHistory(ctx, c.recapTurns)
+	}
 	return nil
 }
 
@@ -105,10 +130,19 @@ func (c *chatSession) send(ctx context.Context, text string) error {
 	defer c.setTurn(nil)
 
 	out := &lineTracker{w: c.app.stdout}
+	stopSpinner := func() {}
+	if c.interactive {
+		stopSpinner = startSpinner(c.app.stdout)
+	}
+	defer stopSpinner()
 	res, err := agent.Run(ctx, c.agent, agent.UserText(text), c.extras.runOptions(c.st, c.key, agent.RunOptions{
 		HistoryLimit: c.history,
-		OnDelta:      func(s string) { out.write(s) },
+		OnDelta: func(s string) {
+			stopSpinner()
+			out.write(s)
+		},
 		OnTool: func(ev agent.ToolEvent) {
+			stopSpinner()
 			out.endLine()
 			status := fmt.Sprintf("%d bytes", len(ev.Output))
 			if ev.Err != nil {
@@ -119,7 +153,11 @@ func (c *chatSession) send(ctx context.Context, text string) error {
 		OnPersist: c.onPersist,
 		Titler:    c.model.titler,
 	}))
+	stopSpinner()
 	out.endLine()
+	if err != nil {
+		c.titleFromMessage(ctx, text)
+	}
 	c.extras.report(c.app, c.key, res)
 	if res != nil && res.Title != "" && c.interactive {
 		c.app.notef("(titled %q)\n", res.Title)
@@ -174,9 +212,12 @@ func (c *chatSession) catchInterrupts() (stop func()) {
 	}
 }
 
-// onPersist sets a pending title once the first write has created the
-// session.
+// onPersist records the workspace folder and sets a pending title once
+// the first write has created the session.
 func (c *chatSession) onPersist(ctx context.Context, _ []recall.Item) error {
+	if err := c.recordWorkspace(ctx); err != nil {
+		return err
+	}
 	if c.pendingTitle == "" {
 		return nil
 	}
@@ -205,5 +246,17 @@ func (l *lineTracker) endLine() {
 	if l.midLine {
 		_, _ = l.w.Write([]byte("\n"))
 		l.midLine = false
+	}
+}
+
+// titleFromMessage titles a session whose reply failed after the user's
+// message was saved, from that message, rather than leaving it untitled.
+func (c *chatSession) titleFromMessage(ctx context.Context, text string) {
+	m, err := c.st.Stat(context.WithoutCancel(ctx), c.key)
+	if err != nil || m.TitleSource != recall.TitleNone {
+		return
+	}
+	if t := title.Clean(text, 0); t != "" {
+		_, _ = recall.SetTitle(context.WithoutCancel(ctx), c.st, c.key, t, recall.TitleAuto)
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -39,7 +40,7 @@ subagents the session's agent ran (in json, as "subagents").`,
   recall show "Fix the parser" --format markdown > notes.md
   recall show 0199a3f2-1b --full --subagents`,
 		Args: args(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, argv []string) error {
+		RunE: func(cmd *cobra.Command, argv []string) (err error) {
 			if a.json && !cmd.Flags().Changed("format") {
 				format = "json"
 			}
@@ -65,6 +66,15 @@ subagents the session's agent ran (in json, as "subagents").`,
 					}
 				}
 				return nil
+			}
+			if format != "json" {
+				// Long sessions page in a terminal (pager.go).
+				wait := a.startPager()
+				defer func() {
+					if perr := wait(); err == nil {
+						err = perr
+					}
+				}()
 			}
 			live, _, err := st.Items(ctx, m.Key, 0)
 			if err != nil {
@@ -115,21 +125,28 @@ subagents the session's agent ran (in json, as "subagents").`,
 				}
 				return writeSubagents(a.stdout, "markdown", subs)
 			}
-			if err := writeMeta(a.stdout, m); err != nil {
+			// Written whole, then with control characters escaped, so the
+			// session's text cannot drive the terminal.
+			var buf bytes.Buffer
+			if err := writeMeta(&buf, m); err != nil {
 				return err
 			}
 			if len(items) > 0 || full && len(entries) > 0 {
-				fmt.Fprintln(a.stdout)
+				fmt.Fprintln(&buf)
 			}
 			if full {
-				err = writeFull(a.stdout, "text", entries)
+				err = writeFull(&buf, "text", entries)
 			} else {
-				err = transcript.Text(a.stdout, items)
+				err = transcript.Text(&buf, items)
+			}
+			if err == nil {
+				err = writeSubagents(&buf, "text", subs)
 			}
 			if err != nil {
 				return err
 			}
-			return writeSubagents(a.stdout, "text", subs)
+			_, err = io.WriteString(a.stdout, escapeTerminal(buf.String()))
+			return err
 		},
 	}
 	cmd.Flags().StringVarP(&format, "format", "f", "text", "output format: text, markdown, json or jsonl")

@@ -55,7 +55,7 @@ func TestErrorLine(t *testing.T) {
 	}{
 		{usageError("try --help", "bad %s", "flag"), exitUsage, "recall: bad flag; hint: try --help"},
 		{fmt.Errorf("show: %w", recall.ErrNotFound), exitFailed, "hint: run 'recall ls --all'"},
-		{&sessionref.AmbiguousError{Ref: "01", Matches: []recall.Meta{{Key: recall.Key{Session: "01a"}, Title: "A"}, {Key: recall.Key{Session: "01b"}}}}, exitFailed, `hint: use a longer ID prefix: 01a ("A"), 01b`},
+		{&sessionref.AmbiguousError{Ref: "01", Matches: []recall.Meta{{Key: recall.Key{Project: "p", Session: "01a"}, Title: "A"}, {Key: recall.Key{Project: "q", Session: "01b"}}}}, exitFailed, `"01" matches 2 sessions: p/01a ("A"), q/01b; hint: use a longer ID prefix, or project/ID`},
 		{fmt.Errorf("open: %w", &fs.PathError{Op: "mkdir", Path: "/ro/home", Err: fs.ErrPermission}), exitFailed, "make /ro/home writable"},
 		{errors.Join(errors.New("first\nproblem"), errors.New("second")), exitFailed, "recall: first; problem; second"},
 		{fmt.Errorf("turn 1: %w", &oai.Error{StatusCode: 401}), exitFailed, "check OPENAI_API_KEY"},

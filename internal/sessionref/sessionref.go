@@ -24,15 +24,29 @@ type AmbiguousError struct {
 	Matches []recall.Meta
 }
 
-// Error implements error.
+// Error implements error: the reference and the first few sessions it
+// matched, as "project/id" and title.
 func (e *AmbiguousError) Error() string {
-	return fmt.Sprintf("%q matches %d sessions", e.Ref, len(e.Matches))
+	var parts []string
+	for i, m := range e.Matches {
+		if i == 4 {
+			parts = append(parts, fmt.Sprintf("and %d more", len(e.Matches)-i))
+			break
+		}
+		s := m.Key.String()
+		if m.Title != "" {
+			s += fmt.Sprintf(" (%q)", m.Title)
+		}
+		parts = append(parts, s)
+	}
+	return fmt.Sprintf("%q matches %d sessions: %s", e.Ref, len(e.Matches), strings.Join(parts, ", "))
 }
 
 // Unwrap returns ErrAmbiguous.
 func (e *AmbiguousError) Unwrap() error { return ErrAmbiguous }
 
-// MinShortID is the shortest ID prefix ShortIDs returns.
+// MinShortID is the shortest ID prefix ShortIDs returns: the 8 random
+// hex characters a session ID (recall.NewSessionID) starts with.
 const MinShortID = 8
 
 // Resolve finds the one session ref names, among every session of the
@@ -120,8 +134,10 @@ func All(ctx context.Context, s recall.Store, project string, archived bool) ([]
 // ShortIDs returns, for each ID, its shortest prefix of at least
 // MinShortID bytes that no other ID of ids shares, so that the prefix
 // resolves back to it among them; an ID listed twice is one ID. Session
-// IDs are UUIDv7, whose first bytes are a timestamp, so sessions created
-// close together need longer prefixes. The result is indexed like ids.
+// IDs start with 8 random hex characters, so their short IDs are those 8
+// unless two sessions really share them. IDs made before that (UUIDv7,
+// whose first bytes are a timestamp) need longer prefixes when sessions
+// were created close together. The result is indexed like ids.
 func ShortIDs(ids []string) []string {
 	uniq := slices.Clone(ids)
 	slices.Sort(uniq)

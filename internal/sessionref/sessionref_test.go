@@ -3,6 +3,7 @@ package sessionref
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -154,5 +155,62 @@ func TestShortIDsOfUUIDv7(t *testing.T) {
 				t.Fatalf("short ID %q of %s also prefixes %s", s, ids[i], id)
 			}
 		}
+	}
+}
+
+// TestShortIDsOfNewIDs: sessions created together (the same minute, the
+// same millisecond even) have 8-character short IDs, and the first 8
+// characters of each full ID resolve it, save where two IDs really share
+// them: then the error lists both. Old UUIDv7 IDs of one minute, which
+// share their first 8 characters, still resolve by their full ID and a
+// longer prefix.
+func TestShortIDsOfNewIDs(t *testing.T) {
+	ctx := context.Background()
+	var ss [][3]string
+	for range 300 {
+		ss = append(ss, [3]string{"p", recall.NewSessionID(), ""})
+	}
+	// A pair that really shares its first 8 characters, and two old IDs
+	// of the same minute.
+	twinA, twinB := "abcdef01-1111-4111-8111-111111111111", "abcdef01-2222-4222-8222-222222222222"
+	oldA, oldB := "019ad1f2-3b4c-7d5e-8f60-718293a4b5c6", "019ad1f2-9e8d-7c6b-8a59-483726150f1e"
+	ss = append(ss, [3]string{"p", twinA, ""}, [3]string{"q", twinB, ""}, [3]string{"p", oldA, ""}, [3]string{"p", oldB, ""})
+	st := seed(t, ss...)
+	ids := make([]string, len(ss))
+	for i, s := range ss {
+		ids[i] = s[1]
+	}
+	short := ShortIDs(ids)
+	for i, s := range ss {
+		id := s[1]
+		switch id {
+		case twinA, twinB, oldA, oldB:
+			if len(short[i]) <= MinShortID {
+				t.Errorf("short ID of %s = %q, shared with another ID", id, short[i])
+			}
+		default:
+			if short[i] != id[:MinShortID] {
+				t.Errorf("short ID of %s = %q, want its first 8 characters", id, short[i])
+			}
+		}
+		if id == twinA || id == twinB || id == oldA || id == oldB {
+			continue
+		}
+		m, err := Resolve(ctx, st, "", id[:8])
+		if err != nil || m.Key.Session != id {
+			t.Errorf("Resolve(%q) = %s, %v; want %s", id[:8], m.Key, err, id)
+		}
+	}
+	for _, id := range []string{oldA, oldB} {
+		for _, ref := range []string{id, ShortIDs(ids)[slices.Index(ids, id)]} {
+			if m, err := Resolve(ctx, st, "p", ref); err != nil || m.Key.Session != id {
+				t.Errorf("Resolve(%q) = %s, %v; want %s", ref, m.Key, err, id)
+			}
+		}
+	}
+	_, err := Resolve(ctx, st, "", "abcdef01")
+	var amb *AmbiguousError
+	if !errors.As(err, &amb) || len(amb.Matches) != 2 || !strings.Contains(err.Error(), twinA) || !strings.Contains(err.Error(), twinB) {
+		t.Errorf("Resolve of a shared prefix = %v; want an AmbiguousError naming %s and %s", err, twinA, twinB)
 	}
 }

@@ -14,9 +14,10 @@
 -- 's<seq>' (its last seq must be seq) in any combination; a failed guard
 -- is RECALL_GUARD <exists 0|1> <last seq>, [5] TTL in ms (0: none), [6]
 -- generation for a new session, [7] batch token, [8] index member, [9]
--- project, [10] entry count, then 11 values per entry: seq, body, time
+-- project, [10] entry count, then 12 values per entry: seq, body, time
 -- µs, activity ('1' when recall.Kind.IsActivity says the entry moves
--- Updated, else ''), op, a1, a2, a3, usage in, out, total.
+-- Updated, else ''), op, a1, a2, a3, usage in, out, total, and the
+-- prompt the entry offers for FirstPrompt (recall.PromptOf) or ''.
 --
 -- Ops carry the effect of an entry on the metadata, decoded by the Go side
 -- (record.go, effect) from its payload, so that this script applies
@@ -28,16 +29,17 @@
 -- (a1 = origin JSON), none.
 --
 -- Updated is the first entry's time, then moves only for conversation
--- activity.
+-- activity. The field fp (FirstPrompt) is set once, by the first entry
+-- that offers a prompt.
 --
 -- Returns the last seq; a pop returns {last seq, item seq, item index, data
 -- and kind of the item's entry}, or {} when there was nothing to pop.
-local W = 11 -- values per entry
+local W = 12 -- values per entry
 local meta, log = KEYS[1], KEYS[2]
 local mode, expect, guard = ARGV[2], ARGV[3], ARGV[4]
 local ttl = tonumber(ARGV[5])
 local token, member = ARGV[7], ARGV[8]
-local h = redis.call('HMGET', meta, 'last', 'tok', 'created', 'updated', 'items', 'tsrc', 'arch', 'ttl', 'first')
+local h = redis.call('HMGET', meta, 'last', 'tok', 'created', 'updated', 'items', 'tsrc', 'arch', 'ttl', 'first', 'fp')
 local exists = h[1] and true or false
 local last = tonumber(h[1] or '0')
 -- the seq of the log's first element: 1, or where a purged log that was
@@ -126,6 +128,8 @@ local items = tonumber(h[5] or '0')
 local tsrc = h[6] or ''
 local arch = h[7] or '0'
 local title, pin, labels, fork
+local fp = h[10] or ''
+local newfp
 local push = {}
 for i = 0, n - 1 do
   local o = 10 + i * W
@@ -167,6 +171,10 @@ for i = 0, n - 1 do
   elseif op == 'fork' then
     fork = a1
   end
+  if fp == '' and ARGV[o + 12] ~= '' then
+    fp = ARGV[o + 12]
+    newfp = fp
+  end
   if ARGV[o + 9] ~= '' then
     redis.call('HINCRBY', meta, 'uin', ARGV[o + 9])
     redis.call('HINCRBY', meta, 'uout', ARGV[o + 10])
@@ -192,6 +200,7 @@ if title then fields[#fields + 1] = 'title'; fields[#fields + 1] = title end -- 
 if pin then fields[#fields + 1] = 'pin'; fields[#fields + 1] = pin end
 if labels then fields[#fields + 1] = 'labels'; fields[#fields + 1] = labels end
 if fork then fields[#fields + 1] = 'fork'; fields[#fields + 1] = fork end
+if newfp then fields[#fields + 1] = 'fp'; fields[#fields + 1] = newfp end
 redis.call('HSET', meta, unpack(fields))
 
 -- Move the session in its indexes: the score is minus the update time.

@@ -1,0 +1,40 @@
+package main
+
+import (
+	"bufio"
+	"strings"
+	"time"
+
+	"github.com/recallkit/recall"
+)
+
+// confirmRemoval shows the sessions a command is about to delete and asks
+// the user (y/N) when stdin and stderr are a terminal. yes skips the
+// question. Without a terminal there is nobody to ask: the command needs
+// --yes, and fails as a usage error (exit 2) without it. It returns false
+// when the user said no.
+func (a *app) confirmRemoval(cmdName string, metas []recall.Meta, yes bool) (bool, error) {
+	if yes || len(metas) == 0 {
+		return true, nil
+	}
+	if !isTerminal(a.stdin) || !isTerminal(a.stderr) {
+		hint := "pass --yes to delete without a question"
+		if cmdName == "gc" {
+			hint += " ('recall gc --dry-run' shows what would go)"
+		}
+		return false, usageError(hint,
+			"%s would delete %s and asks first, but there is no terminal to ask in", cmdName, count(len(metas), "session"))
+	}
+	now := time.Now()
+	for _, m := range metas {
+		a.notef("  %s, updated %s, %s\n", describe(m), ago(m.Updated, now), count(m.ItemCount, "item"))
+	}
+	a.notef("Delete %s for good? [y/N] ", count(len(metas), "session"))
+	line, _ := bufio.NewReader(a.stdin).ReadString('\n')
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "y", "yes":
+		return true, nil
+	}
+	a.notef("nothing deleted\n")
+	return false, nil
+}

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"strings"
+	"time"
+
+	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/server"
+)
+
+// sessionJSON is a session as every --json output shows it. Unlike
+// recall.Meta it leaves nothing out: false, zero and empty fields are
+// present, so a script can rely on each one (docs/CLI.md lists them).
+type sessionJSON struct {
+	Key         keyJSON            `json:"key"`
+	Title       string             `json:"title"`
+	TitleSource string             `json:"title_source"`
+	FirstPrompt string             `json:"first_prompt"`
+	Created     time.Time          `json:"created"`
+	Updated     time.Time          `json:"updated"`
+	ItemCount   int                `json:"item_count"`
+	LastSeq     int64              `json:"last_seq"`
+	Archived    bool               `json:"archived"`
+	Pinned      bool               `json:"pinned"`
+	Labels      []string           `json:"labels"`
+	Metadata    map[string]string  `json:"metadata"`
+	ForkedFrom  *recall.ForkOrigin `json:"forked_from"`
+	Usage       recall.Usage       `json:"usage"`
+	Corrupt     int                `json:"corrupt"`
+}
+
+// keyJSON is a session's key in JSON output.
+type keyJSON struct {
+	Project string `json:"project"`
+	Session string `json:"session"`
+}
+
+// sessionsJSON is the shape of every --json output that lists sessions
+// (ls, gc, rm, archive, pin, rename, fork): the sessions and, for a page
+// of a longer list, the cursor of the next page ("" at the end).
+type sessionsJSON struct {
+	Sessions []sessionJSON `json:"sessions"`
+	Next     string        `json:"next"`
+}
+
+// toJSON returns m as --json shows it.
+func toJSON(m recall.Meta) sessionJSON {
+	s := sessionJSON{
+		Key:         keyJSON{Project: m.Key.Project, Session: m.Key.Session},
+		Title:       m.Title,
+		TitleSource: string(m.TitleSource),
+		FirstPrompt: m.FirstPrompt,
+		Created:     m.Created,
+		Updated:     m.Updated,
+		ItemCount:   m.ItemCount,
+		LastSeq:     m.LastSeq,
+		Archived:    m.Archived,
+		Pinned:      m.Pinned,
+		Labels:      m.Labels,
+		Metadata:    m.Metadata,
+		ForkedFrom:  m.ForkedFrom,
+		Usage:       m.Usage,
+		Corrupt:     m.Corrupt,
+	}
+	if s.Labels == nil {
+		s.Labels = []string{}
+	}
+	if s.Metadata == nil {
+		s.Metadata = map[string]string{}
+	}
+	return s
+}
+
+// listJSON returns metas in the listing shape, with next as the cursor.
+func listJSON(metas []recall.Meta, next string) sessionsJSON {
+	out := sessionsJSON{Sessions: make([]sessionJSON, 0, len(metas)), Next: next}
+	for _, m := range metas {
+		out.Sessions = append(out.Sessions, toJSON(m))
+	}
+	return out
+}
+
+// reservedProject reports whether project belongs to the service (recall
+// serve keeps its tokens and idempotency records in "_server." projects):
+// listings of every project leave them out, and gc --all keeps them.
+func reservedProject(project string) bool {
+	return strings.HasPrefix(project, server.ReservedPrefix)
+}
+
+// withoutReserved drops the sessions of reserved projects.
+func withoutReserved(metas []recall.Meta) []recall.Meta {
+	out := metas[:0:0]
+	for _, m := range metas {
+		if !reservedProject(m.Key.Project) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// projectJSON is a project as projects --json shows it.
+type projectJSON struct {
+	Project  string    `json:"project"`
+	Sessions int       `json:"sessions"`
+	Updated  time.Time `json:"updated"`
+}
+
+// projectsListJSON is the shape of projects --json: like every listing,
+// one object that names what it lists. next is always "": projects are
+// listed whole.
+type projectsListJSON struct {
+	Projects []projectJSON `json:"projects"`
+	Next     string        `json:"next"`
+}
+
+// projectsJSON returns ps in the listing shape.
+func projectsJSON(ps []recall.ProjectInfo) projectsListJSON {
+	out := projectsListJSON{Projects: make([]projectJSON, 0, len(ps))}
+	for _, p := range ps {
+		out.Projects = append(out.Projects, projectJSON(p))
+	}
+	return out
+}
