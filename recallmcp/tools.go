@@ -307,11 +307,7 @@ func (s *server) listRecords(ctx context.Context, metas []recall.Meta, withProje
 	var records []string
 	for _, m := range metas {
 		si := info(m, now)
-		p, err := firstPrompt(ctx, s.st, m)
-		if err != nil {
-			return nil, nil, err
-		}
-		si.FirstPrompt = p
+		si.FirstPrompt = m.FirstPrompt // kept by the store: List reads no items
 		infos = append(infos, si)
 		var b strings.Builder
 		writeInfo(&b, len(records)+1, si, withProject)
@@ -319,55 +315,6 @@ func (s *server) listRecords(ctx context.Context, metas []recall.Meta, withProje
 	}
 	return infos, records, nil
 }
-
-// firstPromptBytes is how much of a session's first user message
-// list_sessions shows.
-const firstPromptBytes = 200
-
-// firstPromptEntries is how many entries from the start of a log
-// firstPrompt reads looking for the first user message.
-const firstPromptEntries = 16
-
-// firstPrompt returns the start of the session's first user message (at
-// most firstPromptBytes, on one line), read from the first entries of its
-// log: a cheap read, whatever the session's length. A session removed
-// since it was listed has none.
-//
-// TODO(lead): switch to Meta.FirstPrompt once the store keeps it.
-func firstPrompt(ctx context.Context, st recall.Store, m recall.Meta) (string, error) {
-	entries, err := st.Entries(ctx, m.Key, 0, firstPromptEntries)
-	if errors.Is(err, recall.ErrNotFound) {
-		return "", nil
-	}
-	if err != nil {
-		return "", err
-	}
-	for _, e := range entries {
-		it, ok := recall.ItemOf(e)
-		if !ok || it.Role() != "user" || it.Type() != "message" && it.Type() != "" {
-			continue
-		}
-		if text := oneLine(it.Text()); text != "" {
-			return cutBytes(text, firstPromptBytes), nil
-		}
-	}
-	return "", nil
-}
-
-// cutBytes shortens s to at most n bytes at a character boundary, with
-// "…" when it cut.
-func cutBytes(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	i := n
-	for i > 0 && !utf8RuneStart(s[i]) {
-		i--
-	}
-	return s[:i] + "…"
-}
-
-func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
 
 // TitleInput is the arguments of title_session.
 type TitleInput struct {

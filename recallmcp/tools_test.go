@@ -178,7 +178,7 @@ func TestListSessions(t *testing.T) {
 		t.Fatalf("limit 5: %d sessions, next %q", len(out.Sessions), out.NextCursor)
 	}
 	first := out.Sessions[0]
-	if first.ID != "s-long-prompt" || len(first.FirstPrompt) > firstPromptBytes+len("…") || !strings.HasPrefix(long, strings.TrimSuffix(first.FirstPrompt, "…")) {
+	if first.ID != "s-long-prompt" || len(first.FirstPrompt) > recall.MaxFirstPrompt+len("…") || !strings.HasPrefix(long, strings.TrimSuffix(first.FirstPrompt, "…")) {
 		t.Errorf("newest session %+v", first)
 	}
 	if s := out.Sessions[1]; s.FirstPrompt != "first prompt of session 29" || s.Title != "Session number 29" || s.Items != 2 || s.URI != "recall://sessions/home/s-0029" {

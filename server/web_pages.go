@@ -354,7 +354,7 @@ func (s *Server) webListPage(r *http.Request, u User, d *listData) error {
 		row := listRow{ID: m.Key.Session, Title: m.Title, Project: m.Key.Project, Updated: m.Updated, Items: m.ItemCount,
 			Pinned: m.Pinned, Archived: m.Archived, Own: m.Key.Project == u.Project()}
 		if row.Own {
-			row.FirstPrompt = s.firstPrompt(ctx, m.Key)
+			row.FirstPrompt = m.FirstPrompt // kept by the store: the list reads no items
 		}
 		d.Rows = append(d.Rows, row)
 	}
@@ -362,16 +362,6 @@ func (s *Server) webListPage(r *http.Request, u User, d *listData) error {
 		d.More = nextURL(r, next)
 	}
 	return nil
-}
-
-// firstPrompt reads the first user message of a session cheaply: its
-// first few entries only.
-func (s *Server) firstPrompt(ctx context.Context, key recall.Key) string {
-	es, err := s.store.Entries(ctx, key, 0, 8)
-	if err != nil {
-		return ""
-	}
-	return firstPrompt(es)
 }
 
 // webSearch runs a full-text search over the reader's own sessions.

@@ -301,32 +301,3 @@ func prettyJSON(raw json.RawMessage) string {
 	}
 	return string(raw)
 }
-
-// firstPrompt returns the text of the first user message among a
-// session's first few entries, shortened, or "".
-func firstPrompt(entries []recall.Entry) string {
-	for _, e := range entries {
-		it, ok := recall.ItemOf(e)
-		if !ok || it.Role() != "user" {
-			continue
-		}
-		return shortText(it.Text(), 160)
-	}
-	return ""
-}
-
-// shortText puts text on one line and cuts it to about n bytes at a
-// rune boundary.
-func shortText(text string, n int) string {
-	text = strings.Join(strings.Fields(text), " ")
-	if len(text) <= n {
-		return text
-	}
-	cut := n
-	for cut > 0 && !isRuneStart(text[cut]) {
-		cut--
-	}
-	return text[:cut] + "…"
-}
-
-func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
