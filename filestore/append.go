@@ -120,15 +120,20 @@ func (w *writer) sync(ctx context.Context, st fileStat) error {
 	return nil
 }
 
+// maxCheapJournal is the journal size below which cachedRecord reads the
+// journal whatever the log's size.
+const maxCheapJournal = 64 << 10
+
 // cachedRecord returns the record of rel known to the process, loading the
 // project's journal first when the process has none and the journal is
-// smaller than the log (either read gives a starting point; the smaller
-// one is cheaper).
+// smaller than the log or cheap to read anyway (either read gives a
+// starting point; the smaller one is cheaper). Reading a small journal
+// also means a refused write finds its record there and writes nothing.
 func (s *Store) cachedRecord(p *projectIndex, rel string, logSize int64) *record {
 	if r := p.get(rel); r != nil {
 		return r
 	}
-	if js := p.journalSize(); js == 0 || js > logSize {
+	if js := p.journalSize(); js == 0 || js > logSize && js > maxCheapJournal {
 		return nil
 	}
 	p.mu.Lock()
