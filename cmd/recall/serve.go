@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -247,9 +248,25 @@ func upstreamLabel(opts server.Options) string {
 // then shuts srv down: the listener closes, requests in flight run to the
 // end (for up to grace), idle connections close. Only then does the
 // caller close the store, so no request loses its store half-way.
+// cutOffWait is how long serve waits, after cutting off the requests
+// still running at the end of the grace period, for their handlers to
+// return (their connections are closed, so they end at their next read
+// or write).
+const cutOffWait = 2 * time.Second
+
 func serveUntilSignal(ctx context.Context, srv *http.Server, ln net.Listener, grace time.Duration, log *slog.Logger) error {
 	sigCtx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// Handlers still running when the grace ends are cut off by Close,
+	// which does not wait for them; counting them lets the last word
+	// (and the log's last line) come after theirs.
+	var running atomic.Int64
+	h := srv.Handler
+	srv.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		running.Add(1)
+		defer running.Add(-1)
+		h.ServeHTTP(w, r)
+	})
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	select {
@@ -264,6 +281,9 @@ func serveUntilSignal(ctx context.Context, srv *http.Server, ln net.Listener, gr
 	err := srv.Shutdown(shutCtx)
 	if errors.Is(err, context.DeadlineExceeded) {
 		_ = srv.Close()
+		for wait := time.Now().Add(cutOffWait); running.Load() > 0 && time.Now().Before(wait); {
+			time.Sleep(10 * time.Millisecond)
+		}
 		return withHint(fmt.Errorf("serve: requests still running after %s were cut off", grace),
 			"raise --shutdown-timeout; every write that was cut off either committed whole or not at all")
 	}
