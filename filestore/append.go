@@ -23,8 +23,44 @@ type writer struct {
 	l      loc
 	p      *projectIndex
 	f      *os.File
-	rec    *record
+	rec    *record // nil once a change left the log in a state not known
 	unlock func()
+
+	// intent says the intent line is in the journal: close must say how
+	// the change ended (see the crash argument in index.go).
+	intent bool
+}
+
+// begin tells the index, before the locked log's first change, that it is
+// about to change: the intent line is in the journal when begin returns. A
+// journal that cannot be written stops the change: a change the index did
+// not hear of could be listed stale.
+func (w *writer) begin() error {
+	if w.intent {
+		return nil
+	}
+	if w.f == nil { // a new log, maybe in a new project: the journal goes beside it
+		if err := mkdirDurable(w.p.dir, 0o700); err != nil {
+			if errors.Is(err, errNotDir) {
+				return fmt.Errorf("%w: a log occupies a directory name on the way to %s", recall.ErrConflict, w.l.path)
+			}
+			return err
+		}
+	}
+	if err := w.p.appendJournal(appendMark(nil, w.l.rel, lineIntent)); err != nil {
+		return fmt.Errorf("index: %w", err)
+	}
+	w.intent = true
+	return nil
+}
+
+// finish appends, after the log's changes and still under its locks, the
+// log's record. Without a record (a change whose outcome is unknown) the
+// intent stays the last word, and readers derive the log.
+func (p *projectIndex) finish(rec *record) {
+	if rec != nil {
+		p.appendJournal(appendRecord(nil, rec)) // when it fails, the intent stays the last word
+	}
 }
 
 // lockLog takes the write locks of l and brings its record up to date.
@@ -100,6 +136,10 @@ func (w *writer) sync(ctx context.Context, st fileStat) error {
 	}
 	if rec.off < st.size {
 		fresh = true
+		if err := w.begin(); err != nil {
+			return err
+		}
+		w.rec = nil // until the repair is known to be done
 		if err := repairTorn(w.f, w.l.path, rec.off, st.size); err != nil {
 			return err
 		}
@@ -145,11 +185,15 @@ func (s *Store) cachedRecord(p *projectIndex, rel string, logSize int64) *record
 }
 
 func (w *writer) close() {
+	if w.intent {
+		w.p.finish(w.rec)
+	}
 	if w.f != nil {
 		w.f.Close() // releases the flock
 		w.f = nil
 	}
 	w.unlock()
+	w.p.maybeCompact()
 }
 
 // exists reports whether the locked log holds a session: at least one
@@ -213,17 +257,22 @@ func (w *writer) write(ctx context.Context, entries []recall.Entry) (recall.Meta
 	if err := ctx.Err(); err != nil {
 		return recall.Meta{}, err
 	}
+	if err := w.begin(); err != nil {
+		return recall.Meta{}, err
+	}
 	if w.f == nil {
 		return m, w.create(buf, m)
 	}
 	pre := w.rec.st.size
 	if _, err := w.f.Write(buf); err != nil {
 		w.cut(pre)
+		w.rec = nil
 		return recall.Meta{}, err
 	}
 	if w.s.opts.Sync == SyncAlways {
 		if err := durable.SyncData(w.f); err != nil {
 			w.cut(pre)
+			w.rec = nil
 			return recall.Meta{}, err
 		}
 	}
@@ -261,8 +310,12 @@ func (w *writer) cut(size int64) {
 // fork was. It returns errRaced when another writer created the log
 // first.
 func (w *writer) create(buf []byte, m recall.Meta) error {
-	st, err := createAtomic(w.l.path, buf)
+	f, st, err := createAtomic(w.l.path, buf)
+	if f != nil {
+		w.f = f // its flock is held until the writer closes
+	}
 	if errors.Is(err, os.ErrExist) {
+		w.rec = nil // another writer's log: its record is its writer's to tell
 		return errRaced
 	}
 	if errors.Is(err, errNotDir) {
@@ -280,12 +333,18 @@ func (w *writer) create(buf []byte, m recall.Meta) error {
 // withWriter runs fn with the log of l locked, retrying once more when fn
 // lost the race to create the log.
 func (s *Store) withWriter(ctx context.Context, l loc, fn func(w *writer) error) error {
+	owed := false // a raced writer's intent is in the journal: the next one says how it ended
 	for {
 		w, err := s.lockLog(ctx, l)
 		if err != nil {
+			if owed {
+				return fmt.Errorf("%w (its index entry is left pending)", err)
+			}
 			return err
 		}
+		w.intent = w.intent || owed
 		err = fn(w)
+		owed = w.intent
 		w.close()
 		if !errors.Is(err, errRaced) {
 			return err

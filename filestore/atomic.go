@@ -1,15 +1,18 @@
 package filestore
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"sync/atomic"
 	"syscall"
 
 	"github.com/recallkit/recall/internal/durable"
+	"github.com/recallkit/recall/internal/flock"
 )
 
 var errNotDir = syscall.ENOTDIR
@@ -96,20 +99,55 @@ func writeTemp(path string, data []byte) (string, fileStat, error) {
 // directory. Readers see either no file or the whole of it. The stat
 // returned is the file's as this call wrote it, taken before anyone else
 // could open it.
-func createAtomic(path string, data []byte) (fileStat, error) {
+//
+// The file comes back open for appending with its flock held, taken
+// before the link: no other writer can change the new log before its
+// creator has told the index (see index.go). On Windows, where an open
+// file's name cannot go, the file is closed and nil returned; the index
+// is never believed there without a stat of each log.
+func createAtomic(path string, data []byte) (*os.File, fileStat, error) {
 	if err := mkdirDurable(filepath.Dir(path), 0o700); err != nil {
-		return fileStat{}, err
+		return nil, fileStat{}, err
 	}
-	tmp, st, err := writeTemp(path, data)
+	tmp := tempName(path)
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_APPEND|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return fileStat{}, err
+		return nil, fileStat{}, err
+	}
+	fail := func(err error) (*os.File, fileStat, error) {
+		f.Close()
+		os.Remove(tmp)
+		return nil, fileStat{}, err
+	}
+	if err := flock.Lock(context.Background(), f); err != nil { // a new file: free
+		return fail(err)
+	}
+	if _, err := f.Write(data); err != nil {
+		return fail(err)
+	}
+	if err := f.Sync(); err != nil {
+		return fail(err)
+	}
+	st, err := fstat(f)
+	if err != nil {
+		return fail(err)
+	}
+	if runtime.GOOS == "windows" {
+		f.Close()
+		f = nil
 	}
 	err = os.Link(tmp, path)
 	os.Remove(tmp)
 	if err != nil {
-		return fileStat{}, err
+		if f != nil {
+			f.Close()
+		}
+		return nil, fileStat{}, err
 	}
-	return st, durable.SyncDir(filepath.Dir(path))
+	if err := durable.SyncDir(filepath.Dir(path)); err != nil {
+		return f, st, err
+	}
+	return f, st, nil
 }
 
 // replaceAtomic replaces (or creates) path with data: temp file, fsync,

@@ -455,3 +455,92 @@ func BenchmarkTail50(b *testing.B) {
 	})
 	b.Run("store-vs-raw", func(b *testing.B) { paired(b, raw, op) })
 }
+
+// BenchmarkListScale lists the first page (50) of a project of 1,000,
+// 10,000 and 100,000 sessions: from a new store, as `recall ls` does
+// ("cold": open, List, close), from a store that listed before ("warm"),
+// and from a new store after a name came and went in the directory
+// ("dir-moved": the directory's names are read, no log is stat'ed). The
+// floor of a List that checks every log, a directory read plus one stat
+// per log, runs paired with the cold List: x-base is floor time / List
+// time.
+func BenchmarkListScale(b *testing.B) {
+	for _, sessions := range []int{1_000, 10_000, 100_000} {
+		b.Run(fmt.Sprintf("sessions=%d", sessions), func(b *testing.B) {
+			home := makeProject(b, sessions, 4)
+			ctx := context.Background()
+			open := func() *filestore.Store {
+				s, err := filestore.Open(filestore.Options{Dir: home})
+				if err != nil {
+					b.Fatal(err)
+				}
+				return s
+			}
+			want := fmt.Sprintf("s%05d", sessions-1)
+			list := func(s *filestore.Store) {
+				p, err := s.List(ctx, "bench", recall.ListOptions{})
+				if err != nil || len(p.Sessions) != 50 || p.Sessions[0].Key.Session != want {
+					b.Fatalf("page of %d, %v", len(p.Sessions), err)
+				}
+			}
+			// Two lists settle the journal: the first rebuilds it from
+			// the logs the benchmark wrote by hand.
+			for range 2 {
+				s := open()
+				list(s)
+				s.Close()
+			}
+			warmStore := open()
+			defer warmStore.Close()
+			list(warmStore)
+			dir, _ := warmStore.ProjectDir("bench")
+			cold := func() {
+				s := open()
+				list(s)
+				s.Close()
+			}
+			moved := func() {
+				f := filepath.Join(dir, "moved.txt")
+				os.WriteFile(f, nil, 0o600) // a name comes and goes: the directory's mtime moves
+				os.Remove(f)
+				cold()
+			}
+			floor := func() {
+				d, err := os.Open(dir)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer d.Close()
+				names, err := d.Readdirnames(-1)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for _, name := range names {
+					if err := statAt(d, name); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			b.Run("cold", func(b *testing.B) {
+				defer reportCPU(b)()
+				for b.Loop() {
+					cold()
+				}
+			})
+			b.Run("warm", func(b *testing.B) {
+				defer reportCPU(b)()
+				for b.Loop() {
+					list(warmStore)
+				}
+			})
+			b.Run("dir-moved", func(b *testing.B) {
+				defer reportCPU(b)()
+				for b.Loop() {
+					moved()
+				}
+			})
+			b.Run("cold-vs-readdir-stat", func(b *testing.B) { paired(b, floor, cold) })
+			b.Run("dir-moved-vs-readdir-stat", func(b *testing.B) { paired(b, floor, moved) })
+		})
+	}
+}

@@ -51,6 +51,8 @@ func TestMain(m *testing.M) {
 		childSearcher()
 	case "durable-appender":
 		childDurableAppender()
+	case "changer":
+		childChanger()
 	}
 	os.Exit(3)
 }

@@ -361,7 +361,7 @@ func makeIndexHome(f *testing.F) indexHome {
 		f.Fatal(err)
 	}
 	s.Close()
-	ih := indexHome{home: home, index: filepath.Join(home, "projects", "p", "#index-v3"), want: page.Sessions, logs: map[string][]byte{}}
+	ih := indexHome{home: home, index: filepath.Join(home, "projects", "p", "#index-v4"), want: page.Sessions, logs: map[string][]byte{}}
 	if len(ih.want) != 6 {
 		f.Fatalf("the seed home lists %d sessions, want 6", len(ih.want))
 	}
@@ -417,6 +417,11 @@ func FuzzIndexDecode(f *testing.F) {
 		if len(index) > 0 && index[0]%2 == 1 {
 			index = sealLines(index[1:], ih.stats)
 		}
+		// A journal whose first line is this boot's header is believed
+		// whole (index.go, point 5): deleting lines of the seed would
+		// forge one that hides sessions, which is not damage. Without the
+		// header, what is fuzzed is the decoder and the rebuild.
+		index = dropHeader(index)
 		if err := os.WriteFile(ih.index, index, 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -535,4 +540,15 @@ func isHex(b []byte) bool {
 		}
 	}
 	return true
+}
+
+// dropHeader removes the #boot lines of a journal.
+func dropHeader(index []byte) []byte {
+	var out []byte
+	for line := range bytes.Lines(index) {
+		if !bytes.Contains(line, []byte("#boot ")) {
+			out = append(out, line...)
+		}
+	}
+	return out
 }

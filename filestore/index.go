@@ -11,46 +11,79 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/internal/flock"
 )
 
 // The index of a project is a cache of the Meta of each of its logs, so
-// List never reads a log. It is a journal, <project>/#index-v3: one line
-// per record, the newest line for a log wins. Every write updates the
-// record in memory at once, and the record reaches the journal within
-// flushDelay, or at Close (no fsync: it is a cache). Readers that had to
-// re-derive records append them too, and rewrite the journal compactly
-// (temp file, fsync, rename, fsync of the directory) once it is mostly
-// obsolete.
-//
-// A record is trusted only while the log's inode, size and mtime equal the
-// ones it was derived at. When they differ, the log is re-read, usually
-// from the record's committed end only, since logs only grow. So a record
-// that is missing, stale, lost in a crash, or wrong never leaks into a
-// result: at worst it costs a read of the log.
-//
-// Line format, space separated (names and numbers hold no spaces, and the
-// Meta JSON is last):
+// that List reads neither the logs nor their stats. It is a journal,
+// <project>/#index-v4: one line per event, and the newest line about a log
+// wins. Line format, space separated (names and numbers hold no spaces,
+// and the Meta JSON is last):
 //
 //	<line-crc> <rel> <ino> <size> <mtime-ns> <off> <crc> <flags> <updated-s> <updated-ns> <meta-json>
-//	<line-crc> <rel> -       (a tombstone: the log was removed)
+//	<line-crc> <rel> -        a tombstone: the log was removed
+//	<line-crc> <rel> !        an intent: a writer is about to change the log
+//	<line-crc> #boot <id>     the header: first line of a trusted journal
+//	<line-crc> #dir <ns>      the project directory's mtime when last checked
 //
 // line-crc is the crc32 of the rest of the line, in hex, so a damaged line
-// is dropped rather than believed; crc is that of the log's bytes before
-// off (see derive).
+// is noticed rather than believed; crc is that of the log's bytes before
+// off (see derive). flags is "-" or a set of: a (archived), e (no entry:
+// not a session yet), u (the committed log ends without a newline).
 //
-// flags is "-" or a set of: a (archived), e (no entry: not a session yet),
-// u (the committed log ends without a newline).
+// Why the journal can be believed without a stat of every log (the crash
+// argument; writer.begin, writer.close, removeLocked, validated and
+// settleLocked enforce it):
+//
+//  1. Every change of a log is made holding the log's locks (in-process
+//     and flock). Before its first change the writer appends an intent
+//     line, and the write has returned before the log is touched; after its
+//     last change, still holding the locks, it appends the log's new record
+//     or a tombstone. So the last line about a log is the log's exact state,
+//     or an intent: a change in progress, or a writer that died mid-way.
+//     SIGKILL at any instant leaves one of these: before the intent is
+//     written nothing has changed, after it the log is pending until a
+//     record follows.
+//  2. A reader believes the record of a log that is not pending. A pending
+//     log it derives from the log itself, from the record's committed end.
+//     Whoever holds the journal's exclusive lock and can take the log's
+//     lock settles a pending log (a dead writer's): it appends its record
+//     or tombstone (settleLocked).
+//  3. Lines are appended with one write each under the journal's shared
+//     lock; a rewrite (compaction, validation) holds the exclusive lock, so
+//     it has read every line appended before it, and no line is appended to
+//     the file it replaces.
+//  4. A record that a reader derived without the log's lock never enters
+//     the journal or the trusted view (remember keeps it apart): a writer's
+//     newer line could precede it.
+//  5. The journal is believed only as a whole: its first line is the #boot
+//     header naming the running boot (its lines are never fsynced, and a
+//     power failure may drop the last ones: a new boot starts from the
+//     logs); every line's crc holds; no torn line remains once the appends
+//     in flight are done; its last #dir equals the directory's mtime (a log
+//     created, removed or renamed by anything but a writer that kept #dir
+//     current moves it); and no older recall wrote its own journal
+//     (#index-v3) since. Otherwise List reads the directory, stats every
+//     log, derives what changed and writes the journal back believable
+//     (Store.validate).
+//  6. List still stats the logs of the page it returns, so a log edited by
+//     hand shows its true counts there.
+//
+// What it cannot notice: lines cut from its end at a line boundary by
+// hand, or the journal replaced by an older copy of itself; removing the
+// journal makes the next List rebuild it.
 
 // The name carries the version of what a record means. A version whose
 // records a newer store cannot trust is left unread: the new journal
 // starts empty, every log is derived afresh when it is first listed or
 // stat'ed, and the old journal is removed (see oldIndexNames).
-const indexName = "#index-v3"
+const indexName = "#index-v4"
 
 // oldIndexNames are the journals of earlier versions:
 //
@@ -60,7 +93,11 @@ const indexName = "#index-v3"
 //     would keep the old Updated for as long as its log did not change.
 //   - #index-v2 cached a Meta without FirstPrompt; a v2 record would list
 //     its session without one for as long as its log did not change.
-var oldIndexNames = []string{"#index-v1", "#index-v2"}
+//   - #index-v3 was written up to 100 ms after the change it described,
+//     and held no intents: it could not be believed without a stat of
+//     every log. An older recall still writing one makes List check
+//     every log (see trusted).
+var oldIndexNames = []string{"#index-v1", "#index-v2", "#index-v3"}
 
 // checkLen is how many bytes before a record's committed end its crc
 // covers: enough to notice a log rewritten in place with more bytes.
@@ -177,12 +214,32 @@ func sealLine(buf []byte, start int) []byte {
 	return append(buf, '\n')
 }
 
+// The kinds of a journal line about a log.
+const (
+	lineRecord    = 'r' // the log's record
+	lineTombstone = '-' // the log was removed
+	lineIntent    = '!' // a writer holding the log's lock is about to change it
+)
+
 // appendTombstone encodes the removal of rel as one journal line.
 func appendTombstone(buf []byte, rel string) []byte {
+	return appendMark(buf, rel, lineTombstone)
+}
+
+// appendMark encodes a tombstone or an intent for rel as one journal line.
+func appendMark(buf []byte, rel string, kind byte) []byte {
 	start := len(buf)
 	buf = append(buf, "00000000 "...)
 	buf = append(buf, rel...)
-	buf = append(buf, " -"...)
+	buf = append(buf, ' ', kind)
+	return sealLine(buf, start)
+}
+
+// appendControl encodes a control line (#boot, #dir) as one journal line.
+func appendControl(buf []byte, text string) []byte {
+	start := len(buf)
+	buf = append(buf, "00000000 "...)
+	buf = append(buf, text...)
 	return sealLine(buf, start)
 }
 
@@ -199,32 +256,32 @@ func checkLine(line []byte) ([]byte, bool) {
 	return rest, crc32.ChecksumIEEE(rest) == binary.BigEndian.Uint32(want[:])
 }
 
-// parseRecord decodes a journal line. tomb reports a tombstone; ok is false
-// for a line that does not parse (a torn or damaged journal), which is
-// skipped.
-func parseRecord(line []byte) (r *record, tomb, ok bool) {
+// parseRecord decodes a journal line about a log, and says which kind it
+// is (lineRecord, lineTombstone, lineIntent); ok is false for a line that
+// does not parse (a torn or damaged journal).
+func parseRecord(line []byte) (r *record, kind byte, ok bool) {
 	rest, ok := checkLine(line)
 	if !ok {
-		return nil, false, false
+		return nil, 0, false
 	}
 	var f [9][]byte
 	for i := range f {
 		j := bytes.IndexByte(rest, ' ')
 		if j < 0 {
-			if i == 1 && string(rest) == "-" {
-				return &record{rel: string(f[0])}, true, true
+			if i == 1 && len(rest) == 1 && (rest[0] == lineTombstone || rest[0] == lineIntent) {
+				return &record{rel: string(f[0])}, rest[0], true
 			}
-			return nil, false, false
+			return nil, 0, false
 		}
 		f[i], rest = rest[:j], rest[j+1:]
 	}
 	if len(f[0]) == 0 || len(rest) == 0 {
-		return nil, false, false
+		return nil, 0, false
 	}
 	var n [8]int64
 	for i, j := range []int{1, 2, 3, 4, 5, 7, 8} {
 		if n[i], ok = atoi(f[j]); !ok {
-			return nil, false, false
+			return nil, 0, false
 		}
 	}
 	r = &record{
@@ -245,7 +302,7 @@ func parseRecord(line []byte) (r *record, tomb, ok bool) {
 			r.unterminated = true
 		}
 	}
-	return r, false, true
+	return r, lineRecord, true
 }
 
 // atoi parses a decimal int64 (optionally negative) without allocating.
@@ -281,30 +338,29 @@ type projectIndex struct {
 	dir  string
 	path string
 
-	mu      sync.Mutex
-	recs    map[string]*record
+	mu sync.Mutex
+	// recs holds what the journal says, applied in its order, and the
+	// records this process's writers put under their log's lock: the
+	// trusted view List may use without a stat.
+	recs map[string]*record
+	// pending names the logs whose last journal line is an intent: a
+	// writer began to change them and has not said how it ended.
+	pending map[string]bool
+	// loose holds records that readers derived without the log's lock:
+	// each is used only after its stat is checked against the log's.
+	loose   map[string]*record
 	jIno    uint64 // the journal file read so far, 0 for none
 	jOff    int64  // bytes of it consumed
 	jLines  int    // lines in it
-	written int    // lines this process appended since it last read it
-	oldGone bool   // the journals of earlier versions were removed
-
-	dirty  map[string]*record // cached but not yet in the journal
-	timer  *time.Timer        // the pending flush of dirty, if any
-	closed bool               // the store is closed: write through
-
-	// flushing is held through a whole flush, journal write included, so
-	// that Close returns only after a flush its timer started is done.
-	flushing sync.Mutex
+	jTail   bool   // it ends with bytes that are not yet a whole line
+	header  bool   // it began with a #boot line naming this boot
+	damaged bool   // a line of it failed its crc
+	dirSeen bool   // it holds a #dir line
+	dirTime int64  // the last #dir line's directory mtime
+	touched map[string]bool
+	written int  // lines this process appended since it last compacted
+	oldGone bool // the journals of earlier versions were removed
 }
-
-// flushDelay is how long a record put by a write waits before it goes to
-// the journal. Appends to a busy session within it become one journal line,
-// and an append touches no second file: the journal's writes land in the
-// page cache in the background, never between a log write and its fsync.
-// Until then other processes find the log newer than its record and read
-// just the bytes it gained.
-const flushDelay = 100 * time.Millisecond
 
 // compactEvery is how many journal lines a process appends between two
 // looks at the journal's length, so that a process that only ever appends
@@ -317,17 +373,22 @@ func (s *Store) project(name string) *projectIndex {
 	p := s.projects[name]
 	if p == nil {
 		dir := filepath.Join(s.root, name)
-		p = &projectIndex{name: name, dir: dir, path: filepath.Join(dir, indexName), recs: map[string]*record{}, dirty: map[string]*record{}}
+		p = &projectIndex{name: name, dir: dir, path: filepath.Join(dir, indexName),
+			recs: map[string]*record{}, pending: map[string]bool{}, loose: map[string]*record{}}
 		s.projects[name] = p
 	}
 	return p
 }
 
-// get returns the cached record of rel; nil when there is none.
+// get returns the record of rel this process knows, trusted or loose; nil
+// when there is none. Callers check its stat against the log's.
 func (p *projectIndex) get(rel string) *record {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.recs[rel]
+	if r := p.recs[rel]; r != nil {
+		return r
+	}
+	return p.loose[rel]
 }
 
 // journalSize returns the size of the journal file, 0 when it is missing.
@@ -337,6 +398,15 @@ func (p *projectIndex) journalSize() int64 {
 		return 0
 	}
 	return st.size
+}
+
+// reset forgets what was read of the journal: the file ino is read next
+// from its start.
+func (p *projectIndex) reset(ino uint64) {
+	p.jIno, p.jOff, p.jLines = ino, 0, 0
+	p.jTail, p.header, p.damaged, p.dirSeen, p.dirTime = false, false, false, false, 0
+	p.recs = map[string]*record{}
+	p.pending = map[string]bool{}
 }
 
 // refresh reads what was appended to the journal since the last read, or
@@ -355,7 +425,7 @@ func (p *projectIndex) refresh() error {
 	f, err := os.Open(p.path)
 	if err != nil {
 		if isNotExist(err) {
-			p.jIno, p.jOff, p.jLines = 0, 0, 0
+			p.reset(0)
 			return nil
 		}
 		return err
@@ -366,153 +436,314 @@ func (p *projectIndex) refresh() error {
 		return err
 	}
 	if st.ino != p.jIno || st.size < p.jOff {
-		p.jIno, p.jOff, p.jLines = st.ino, 0, 0
+		p.reset(st.ino)
 	}
-	p.written = 0
 	if st.size == p.jOff {
+		p.jTail = false
 		return nil
 	}
 	buf := make([]byte, st.size-p.jOff)
 	n, _ := f.ReadAt(buf, p.jOff) // a short read leaves the rest for next time
 	buf = buf[:n]
 	end := bytes.LastIndexByte(buf, '\n') + 1 // a torn last line waits
-	if len(p.recs) == 0 {
-		p.recs = make(map[string]*record, bytes.Count(buf[:end], []byte{'\n'}))
-	}
+	p.jTail = end < len(buf)
+	first := p.jOff == 0
 	for _, line := range bytes.Split(buf[:end], []byte{'\n'}) {
+		if first {
+			first = false
+			p.header = isHeader(line)
+		}
 		if len(line) == 0 {
 			continue
 		}
 		p.jLines++
-		r, tomb, ok := parseRecord(line)
-		if ok {
-			r.key, ok = keyOf(p.name, r.rel)
-		}
-		switch {
-		case !ok:
-		case tomb:
-			delete(p.recs, r.rel)
-		default:
-			p.recs[r.rel] = r
-		}
+		p.apply(line)
 	}
 	p.jOff += int64(end)
 	return nil
 }
 
-// put caches records; flush appends them to the journal shortly after. A
-// failed journal write is not an error of the operation that produced the
-// records: the log already holds the truth, and the next reader re-derives
-// it.
+// apply applies one journal line. The caller holds p.mu.
+func (p *projectIndex) apply(line []byte) {
+	rest, ok := checkLine(line)
+	if !ok {
+		p.damaged = true
+		return
+	}
+	if len(rest) > 0 && rest[0] == '#' {
+		if v, ok := bytes.CutPrefix(rest, []byte("#dir ")); ok {
+			if n, ok := atoi(v); ok {
+				p.dirSeen, p.dirTime = true, n
+			}
+		}
+		return // #boot, and control lines of later versions
+	}
+	r, kind, ok := parseRecord(line)
+	if ok {
+		r.key, ok = keyOf(p.name, r.rel)
+	}
+	if !ok {
+		p.damaged = true
+		return
+	}
+	if p.touched != nil {
+		p.touched[r.rel] = true
+	}
+	switch kind {
+	case lineIntent:
+		p.pending[r.rel] = true
+	case lineTombstone:
+		delete(p.recs, r.rel)
+		delete(p.pending, r.rel)
+		delete(p.loose, r.rel)
+	default:
+		p.recs[r.rel] = r
+		delete(p.pending, r.rel)
+	}
+}
+
+// isHeader reports whether line is a #boot line naming this boot.
+func isHeader(line []byte) bool {
+	rest, ok := checkLine(line)
+	if !ok {
+		return false
+	}
+	id, ok := bytes.CutPrefix(rest, []byte("#boot "))
+	return ok && len(id) > 0 && string(id) == bootID()
+}
+
+// put caches records that a writer holding their log's lock derived or
+// wrote: they are the log's state, as trusted as a journal line.
 func (p *projectIndex) put(recs ...*record) {
 	p.mu.Lock()
 	for _, r := range recs {
 		p.recs[r.rel] = r
-		p.dirty[r.rel] = r
-	}
-	closed := p.closed
-	if !closed && p.timer == nil {
-		p.timer = time.AfterFunc(flushDelay, p.flush)
+		delete(p.loose, r.rel)
 	}
 	p.mu.Unlock()
-	if closed {
-		p.flush()
-	}
 }
 
-// flush appends the dirty records to the journal, and now and then
-// compacts it.
-func (p *projectIndex) flush() {
-	p.flushing.Lock()
-	defer p.flushing.Unlock()
-	var buf []byte
+// remember caches a record a reader derived without the log's lock: used
+// only once its stat is checked against the log's.
+func (p *projectIndex) remember(r *record) {
 	p.mu.Lock()
-	if p.timer != nil {
-		p.timer.Stop()
-		p.timer = nil
-	}
-	for rel, r := range p.dirty {
-		buf = appendRecord(buf, r)
-		delete(p.dirty, rel)
-	}
-	p.written += bytes.Count(buf, []byte{'\n'})
-	check := p.written >= compactEvery
+	p.loose[r.rel] = r
 	p.mu.Unlock()
-	p.appendJournal(buf)
-	if check {
-		p.mu.Lock()
-		// read what every process appended, so the rewrite keeps their
-		// records too
-		if p.refresh() == nil {
-			p.compactLocked(false)
-		}
-		p.mu.Unlock()
-	}
 }
 
-// drop forgets rel and every record under it and appends tombstones.
-func (p *projectIndex) drop(rel string, subtree bool) {
-	var buf []byte
-	p.mu.Lock()
-	for r := range p.recs {
-		if r == rel || subtree && len(r) > len(rel) && r[:len(rel)] == rel && r[len(rel)] == '/' {
-			delete(p.recs, r)
-			delete(p.dirty, r)
-			buf = appendTombstone(buf, r)
-		}
-	}
-	p.mu.Unlock()
-	p.appendJournal(buf)
-}
-
-func (p *projectIndex) appendJournal(buf []byte) {
+// appendJournal appends buf, whole journal lines, to the journal in one
+// write, under the journal's shared lock (so a rewrite, which holds the
+// exclusive one, never loses it). It starts with a newline: if a crash
+// left the journal's last line torn, the lines must not glue onto it (the
+// blank line this leaves otherwise is skipped). The caller must not hold
+// p.mu.
+func (p *projectIndex) appendJournal(buf []byte) error {
 	if len(buf) == 0 {
-		return
-	}
-	f, err := os.OpenFile(p.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-	if err != nil {
-		return
-	}
-	// One write, so concurrent appenders never interleave lines. It starts
-	// with a newline: if a crash left the journal's last line torn, the
-	// records must not glue onto it (the blank line this leaves otherwise
-	// is skipped).
-	f.Write(append([]byte{'\n'}, buf...))
-	f.Close()
-}
-
-// close flushes the dirty records and makes later puts write through.
-func (p *projectIndex) close() {
-	p.mu.Lock()
-	p.closed = true
-	p.mu.Unlock()
-	p.flush()
-}
-
-// compactLocked rewrites the journal with one line per cached record when
-// it has grown to more than twice that. The caller holds p.mu.
-func (p *projectIndex) compactLocked(force bool) error {
-	if !force && p.jLines <= 2*len(p.recs)+256 {
 		return nil
 	}
+	for range 16 {
+		f, err := os.OpenFile(p.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		if err != nil {
+			return err
+		}
+		if err := flock.LockShared(f); err != nil {
+			f.Close()
+			return err
+		}
+		if gone, err := unlinked(f); err != nil || gone {
+			f.Close() // replaced by a rewrite since it was opened: the new one
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		_, err = f.Write(append([]byte{'\n'}, buf...))
+		f.Close() // releases the lock
+		if err == nil {
+			p.mu.Lock()
+			p.written += bytes.Count(buf, []byte{'\n'})
+			p.mu.Unlock()
+		}
+		return err
+	}
+	return fmt.Errorf("%s keeps being replaced", p.path)
+}
+
+// appendLocked appends buf through f, the journal held with lockJournal.
+func (p *projectIndex) appendLocked(f *os.File, buf []byte) error {
+	if len(buf) == 0 {
+		return nil
+	}
+	_, err := f.Write(append([]byte{'\n'}, buf...))
+	return err
+}
+
+// lockJournal opens the journal, creating it when missing, and takes its
+// exclusive lock: no line is appended until f is closed.
+func (p *projectIndex) lockJournal() (*os.File, error) {
+	for range 16 {
+		f, err := os.OpenFile(p.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		if err != nil {
+			return nil, err
+		}
+		if err := flock.Lock(context.Background(), f); err != nil {
+			f.Close()
+			return nil, err
+		}
+		if gone, err := unlinked(f); err != nil || gone {
+			f.Close()
+			if err != nil {
+				return nil, err
+			}
+			continue
+		}
+		return f, nil
+	}
+	return nil, fmt.Errorf("%s keeps being replaced", p.path)
+}
+
+// settleLocked finds out how the changes of the pending logs ended, for
+// the logs no writer holds any more: a log whose lock it can take is
+// derived under that lock (its writer died mid-way), and a log that is
+// gone is gone. It returns the journal lines that say so. The caller
+// holds the journal's exclusive lock (so no writer is between its intent
+// and its first change with that intent unread) and p.mu.
+func (p *projectIndex) settleLocked() []byte {
 	var buf []byte
+	for rel := range p.pending {
+		k, ok := keyOf(p.name, rel)
+		if !ok {
+			continue
+		}
+		path := filepath.Join(p.dir, filepath.FromSlash(rel)+logExt)
+		f, err := os.OpenFile(path, os.O_RDWR, 0)
+		if isNotExist(err) {
+			delete(p.pending, rel)
+			delete(p.recs, rel)
+			buf = appendTombstone(buf, rel)
+			continue
+		}
+		if err != nil {
+			continue
+		}
+		if ok, err := flock.TryLock(f); err != nil || !ok {
+			f.Close() // its writer is at work
+			continue
+		}
+		if st, err := fstat(f); err == nil {
+			if r, err := derive(context.Background(), f, k, rel, st, p.recs[rel]); err == nil {
+				delete(p.pending, rel)
+				p.recs[rel] = r
+				buf = appendRecord(buf, r)
+			}
+		}
+		f.Close()
+	}
+	return buf
+}
+
+// rewriteLocked replaces the journal with one line per record and an
+// intent per pending log; a trusted journal (trust) starts with the #boot
+// header and says the directory's mtime was dirTime. The caller holds the
+// journal's exclusive lock and p.mu.
+func (p *projectIndex) rewriteLocked(trust bool, dirTime int64) error {
+	var buf []byte
+	if trust {
+		buf = appendControl(buf, "#boot "+bootID())
+		buf = appendControl(buf, "#dir "+strconv.FormatInt(dirTime, 10))
+	}
 	for _, r := range p.recs {
 		buf = appendRecord(buf, r)
 	}
+	for rel := range p.pending {
+		buf = appendMark(buf, rel, lineIntent)
+	}
+	// The rename moves the directory's mtime. When nothing else moved it
+	// since dirTime, the mtime after the rename is as true as dirTime: no
+	// writer can begin a change while the exclusive lock is held.
+	pre, err := dirMtime(p.dir)
+	still := trust && err == nil && pre == dirTime
 	if err := replaceAtomic(p.path, buf); err != nil {
 		return err
 	}
 	st, err := statPath(p.path)
-	if err != nil {
-		p.jIno, p.jOff, p.jLines = 0, 0, 0 // read it all again next time
+	if err != nil || st.size != int64(len(buf)) {
+		p.reset(0) // read it all again next time
 		return nil
 	}
-	p.jIno, p.jOff, p.jLines = st.ino, int64(len(buf)), len(p.recs)
-	if st.size != int64(len(buf)) {
-		p.jIno, p.jOff, p.jLines = 0, 0, 0 // someone appended already
+	p.jIno, p.jOff, p.jLines, p.jTail = st.ino, int64(len(buf)), len(p.recs)+len(p.pending), false
+	p.header, p.damaged, p.dirSeen, p.dirTime = trust, false, trust, dirTime
+	p.written = 0
+	if post, err := dirMtime(p.dir); still && err == nil && post != dirTime {
+		if f, err := os.OpenFile(p.path, os.O_WRONLY|os.O_APPEND, 0); err == nil {
+			f.Write(append([]byte{'\n'}, appendControl(nil, "#dir "+strconv.FormatInt(post, 10))...))
+			f.Close() // read back by the next refresh
+		}
 	}
 	return nil
 }
+
+// compact rewrites the journal when it has grown to more than twice its
+// records, keeping it as trusted as it was.
+func (p *projectIndex) compact() {
+	f, err := p.lockJournal()
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.written = 0
+	if p.refresh() != nil || p.jLines <= 2*(len(p.recs)+len(p.pending))+256 {
+		return
+	}
+	p.settleLocked() // what it finds goes into the rewrite
+	p.rewriteLocked(p.header && !p.damaged && !p.jTail && p.dirSeen, p.dirTime)
+}
+
+// drop forgets rel, and with subtree every record under it, and appends
+// their tombstones. A remover calls it holding the log's locks, whether or
+// not the removal went through: a tombstone for a log still there would
+// hide it, so each is checked.
+func (p *projectIndex) drop(rel string, subtree bool) {
+	var rels []string
+	p.mu.Lock()
+	for r := range p.recs {
+		if r == rel || subtree && len(r) > len(rel) && r[:len(rel)] == rel && r[len(rel)] == '/' {
+			rels = append(rels, r)
+		}
+	}
+	if !slices.Contains(rels, rel) {
+		rels = append(rels, rel)
+	}
+	p.mu.Unlock()
+	var buf []byte
+	for _, r := range rels {
+		if _, err := os.Lstat(filepath.Join(p.dir, filepath.FromSlash(r)+logExt)); !isNotExist(err) {
+			continue // still there (a removal that failed): its intent stays
+		}
+		p.mu.Lock()
+		delete(p.recs, r)
+		delete(p.loose, r)
+		p.mu.Unlock()
+		buf = appendTombstone(buf, r)
+	}
+	p.appendJournal(buf)
+}
+
+// maybeCompact compacts the journal once this process has appended
+// compactEvery lines to it since it last looked.
+func (p *projectIndex) maybeCompact() {
+	p.mu.Lock()
+	due := p.written >= compactEvery || p.written >= 256 && p.jLines+p.written > 2*(len(p.recs)+len(p.pending))+256
+	p.mu.Unlock()
+	if due {
+		p.compact()
+	}
+}
+
+// close is called by Store.Close; the journal holds everything already.
+func (p *projectIndex) close() {}
 
 // tailCheck returns the crc of the checkLen bytes of f before off.
 func tailCheck(f *os.File, off int64) (uint32, error) {

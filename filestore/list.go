@@ -1,6 +1,7 @@
 package filestore
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/recallkit/recall"
@@ -27,15 +29,16 @@ type logFile struct {
 // directories and stats files; it opens no log.
 func listLogs(ctx context.Context, dir, parent string) ([]logFile, error) {
 	if parent == "" {
-		return readLogDir(ctx, dir, "", 0)
+		return readLogDir(ctx, dir, "", 0, true)
 	}
-	return readLogDir(ctx, dir, parent, 8)
+	return readLogDir(ctx, dir, parent, 8, true)
 }
 
 // readLogDir lists the *.jsonl files of dir/sub, descending depth levels
-// of subdirectories. rel names are sub-relative, '/'-separated. It stops
-// with ctx's error, checked before each directory, when ctx ends.
-func readLogDir(ctx context.Context, dir, sub string, depth int) ([]logFile, error) {
+// of subdirectories, with their stats when stat is set. rel names are
+// sub-relative, '/'-separated. It stops with ctx's error, checked before
+// each directory, when ctx ends.
+func readLogDir(ctx context.Context, dir, sub string, depth int, stat bool) ([]logFile, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -61,7 +64,7 @@ func readLogDir(ctx context.Context, dir, sub string, depth int) ([]logFile, err
 		t := e.Type()
 		if t.IsDir() {
 			if depth > 0 {
-				more, err := readLogDir(ctx, dir, path.Join(sub, name), depth-1)
+				more, err := readLogDir(ctx, dir, path.Join(sub, name), depth-1, stat)
 				if err != nil {
 					return nil, err
 				}
@@ -77,60 +80,113 @@ func readLogDir(ctx context.Context, dir, sub string, depth int) ([]logFile, err
 			own = append(own, logFile{rel: rel})
 		}
 	}
-	return append(statLogs(d, own), below...), nil
+	if stat {
+		own = statLogs(d, own)
+	}
+	return append(own, below...), nil
 }
 
-// freshRecords returns an up-to-date record of every log that listLogs
-// finds: the cached one when its stat still matches, else one re-derived
-// from the log (usually from its last committed end). Re-derived records
-// are written back to the index.
+// freshRecords is records without byStat.
 func (s *Store) freshRecords(ctx context.Context, p *projectIndex, parent string) ([]*record, error) {
+	recs, _, err := s.records(ctx, p, parent)
+	return recs, err
+}
+
+// The ways the journal can stand, for trusted.
+const (
+	journalBelieved = iota // List may take it as it is
+	journalDirMoved        // believable, but a name came or went in the directory since its #dir
+	journalDoubted         // no header of this boot, damage, an older writer: every log is checked
+)
+
+// records returns an up-to-date record of every log of the project's main
+// sessions (parent empty) or of the subagent records under parent.
+//
+// For main sessions it believes the journal when it can (trusted): no log
+// is read or stat'ed but the pending ones. When only the directory moved,
+// it reads the directory's names and derives just the logs the journal
+// does not know. Otherwise, and for subagent records, it reads the
+// directory, stats every log and re-derives the ones whose record is
+// stale (usually from the record's committed end). What it derived goes
+// back to the journal (validate). byStat reports that every record
+// returned was just checked against its log's stat.
+func (s *Store) records(ctx context.Context, p *projectIndex, parent string) (recs []*record, byStat bool, err error) {
+	if parent == "" {
+		recs, state, err := s.trusted(ctx, p)
+		if err != nil || state == journalBelieved {
+			return recs, false, err
+		}
+		return s.check(ctx, p, "", state == journalDoubted)
+	}
+	return s.check(ctx, p, parent, true)
+}
+
+// check is records reading the directory: with stat, every log's stat is
+// checked against its record; without, only the names are (the journal is
+// believable, and its records need no check).
+func (s *Store) check(ctx context.Context, p *projectIndex, parent string, stat bool) (recs []*record, byStat bool, err error) {
 	// Read the journal while the directory is read and stat'ed: on a cold
 	// start both take a while, and they are independent.
 	var refreshed sync.WaitGroup
+	var jIno uint64
+	var jOff int64
 	refreshed.Go(func() {
 		p.mu.Lock()
 		p.refresh() // a journal that cannot be read only costs re-derivations
+		jIno, jOff = p.jIno, p.jOff
 		p.mu.Unlock()
 	})
-	logs, err := listLogs(ctx, p.dir, parent)
+	dirTime, dirErr := dirMtime(p.dir) // before the directory is read
+	var logs []logFile
+	if parent == "" {
+		logs, err = readLogDir(ctx, p.dir, "", 0, stat)
+	} else {
+		logs, err = readLogDir(ctx, p.dir, parent, 8, true)
+	}
 	refreshed.Wait()
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	out := make([]*record, 0, len(logs))
 	var stale []logFile
 	var prev []*record
-	known := 0
+	var confirmed []*record // loose records the stat just confirmed
 	p.mu.Lock()
+	if !stat && (!p.header || p.damaged) {
+		p.mu.Unlock()
+		return s.check(ctx, p, parent, true) // doubted since: no record goes unchecked
+	}
 	for _, lf := range logs {
 		r := p.recs[lf.rel]
-		if r != nil {
-			known++
+		if !stat && r != nil && !p.pending[lf.rel] {
+			out = append(out, r) // a believable journal's record
+			continue
 		}
-		if r != nil && r.st == lf.st {
+		if stat && r != nil && r.st == lf.st {
 			out = append(out, r)
-		} else {
-			stale = append(stale, lf)
-			prev = append(prev, r)
+			continue
 		}
+		if l := p.loose[lf.rel]; stat && l != nil && l.st == lf.st {
+			out = append(out, l)
+			confirmed = append(confirmed, l)
+			continue
+		}
+		stale = append(stale, lf)
+		prev = append(prev, r)
 	}
 	var gone []string
-	top := 0
+	seen := make(map[string]bool, len(logs))
 	if parent == "" {
+		for _, lf := range logs {
+			seen[lf.rel] = true
+		}
 		for rel := range p.recs {
-			if !strings.Contains(rel, "/") {
-				top++
+			if !seen[rel] && strings.IndexByte(rel, '/') < 0 {
+				gone = append(gone, rel)
 			}
 		}
-	}
-	if top > known { // records of logs that are gone
-		found := make(map[string]bool, len(logs))
-		for _, lf := range logs {
-			found[lf.rel] = true
-		}
-		for rel := range p.recs {
-			if !strings.Contains(rel, "/") && !found[rel] {
+		for rel := range p.pending {
+			if !seen[rel] && p.recs[rel] == nil && strings.IndexByte(rel, '/') < 0 {
 				gone = append(gone, rel)
 			}
 		}
@@ -140,7 +196,7 @@ func (s *Store) freshRecords(ctx context.Context, p *projectIndex, parent string
 	fresh := make([]*record, 0, len(stale))
 	for i, lf := range stale {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		k, ok := keyOf(p.name, lf.rel)
 		if !ok {
@@ -149,7 +205,7 @@ func (s *Store) freshRecords(ctx context.Context, p *projectIndex, parent string
 		l := loc{key: k, dir: p.dir, rel: lf.rel, path: filepath.Join(p.dir, filepath.FromSlash(lf.rel)+logExt)}
 		f, st, ok, err := openLog(l)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", l.path, err)
+			return nil, false, fmt.Errorf("%s: %w", l.path, err)
 		}
 		if !ok {
 			continue // removed since the directory was read
@@ -157,41 +213,199 @@ func (s *Store) freshRecords(ctx context.Context, p *projectIndex, parent string
 		r, err := derive(ctx, f, k, lf.rel, st, prev[i])
 		f.Close()
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", l.path, err)
+			return nil, false, fmt.Errorf("%s: %w", l.path, err)
 		}
 		fresh = append(fresh, r)
 	}
-	p.update(fresh, gone)
-	return append(out, fresh...), nil
+	if parent == "" {
+		p.validate(append(confirmed, fresh...), gone, seen, jIno, jOff, dirTime, dirErr == nil)
+	} else {
+		for _, r := range fresh {
+			p.remember(r)
+		}
+	}
+	return append(out, fresh...), stat, nil
 }
 
-// update caches re-derived records and forgets gone ones, then brings the
-// journal up to date: one append for a few records, or a compact rewrite
-// when the journal is missing or mostly obsolete.
-func (p *projectIndex) update(fresh []*record, gone []string) {
-	if len(fresh) == 0 && len(gone) == 0 {
-		return
+// trusted returns the records of the project's main sessions from the
+// journal alone, when it can be believed (point 5 of the crash argument
+// in index.go), deriving only the pending logs. Otherwise it says why not
+// (journalDirMoved, journalDoubted) and returns no records.
+func (s *Store) trusted(ctx context.Context, p *projectIndex) (recs []*record, state int, err error) {
+	if bootID() == "" {
+		return nil, journalDoubted, nil
 	}
 	p.mu.Lock()
-	for _, rel := range gone {
-		delete(p.recs, rel)
-		delete(p.dirty, rel)
+	err = p.refresh()
+	tail := p.jTail
+	p.mu.Unlock()
+	if err != nil {
+		return nil, journalDoubted, nil
 	}
-	for _, r := range fresh {
-		p.recs[r.rel] = r
-		delete(p.dirty, r.rel) // written below
-	}
-	if p.jIno == 0 || p.jLines+len(fresh) > 2*len(p.recs)+256 {
-		p.compactLocked(true) // a failed rewrite leaves the old journal, still a valid cache
+	if tail {
+		// A line being written, or torn by a writer that died: once the
+		// appends in flight are done, a line still torn is damage.
+		f, err := p.lockJournal()
+		if err != nil {
+			return nil, journalDoubted, nil
+		}
+		p.mu.Lock()
+		p.refresh()
+		p.damaged = p.damaged || p.jTail
 		p.mu.Unlock()
+		f.Close()
+	}
+	dirTime, err := dirMtime(p.dir)
+	if err != nil {
+		return nil, journalDoubted, nil
+	}
+	if _, err := os.Lstat(filepath.Join(p.dir, "#index-v3")); err == nil {
+		return nil, journalDoubted, nil // an older recall writes here too
+	}
+	p.mu.Lock()
+	if !p.header || p.damaged || p.jTail {
+		p.mu.Unlock()
+		return nil, journalDoubted, nil
+	}
+	if !p.dirSeen || p.dirTime != dirTime {
+		p.mu.Unlock()
+		return nil, journalDirMoved, nil
+	}
+	long := p.jLines > 2*(len(p.recs)+len(p.pending))+256
+	recs = make([]*record, 0, len(p.recs))
+	var pending []*record // the pending logs and their last records, if any
+	for rel, r := range p.recs {
+		if !p.pending[rel] && strings.IndexByte(rel, '/') < 0 {
+			recs = append(recs, r)
+		}
+	}
+	for rel := range p.pending {
+		if strings.IndexByte(rel, '/') < 0 {
+			r := p.recs[rel]
+			if r == nil {
+				r = &record{rel: rel}
+			}
+			pending = append(pending, r)
+		}
+	}
+	p.mu.Unlock()
+	trustedLists.Add(1)
+	if long {
+		p.compact()
+	}
+	for _, prev := range pending {
+		r, err := s.deriveLog(ctx, p, prev)
+		if err != nil {
+			return nil, journalBelieved, err
+		}
+		if r != nil {
+			recs = append(recs, r)
+		}
+	}
+	return recs, journalBelieved, nil
+}
+
+// checkPage turns List's stat of the page's logs off, for the tests that
+// check the journal alone.
+var checkPage = true
+
+// trustedLists counts the lists of a project served from the journal
+// alone, for the tests.
+var trustedLists atomic.Int64
+
+// deriveLog derives the record of the log prev names, from prev's
+// committed end when prev still describes its start; nil when the log does
+// not exist.
+func (s *Store) deriveLog(ctx context.Context, p *projectIndex, prev *record) (*record, error) {
+	k, ok := keyOf(p.name, prev.rel)
+	if !ok {
+		return nil, nil
+	}
+	l := loc{key: k, dir: p.dir, rel: prev.rel, path: filepath.Join(p.dir, filepath.FromSlash(prev.rel)+logExt)}
+	f, st, ok, err := openLog(l)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", l.path, err)
+	}
+	if !ok {
+		return nil, nil
+	}
+	defer f.Close()
+	if prev.key != k {
+		prev = nil // a bare name, not a record
+	}
+	r, err := derive(ctx, f, k, l.rel, st, prev)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", l.path, err)
+	}
+	return r, nil
+}
+
+// validate writes back to the journal what a check of every log found:
+// the records re-derived (fresh) and the logs gone, as of the journal read
+// up to jOff of the file jIno and the directory's mtime dirTime taken
+// before it was read. A log the journal heard of since then keeps the
+// journal's word: its writer's line is newer than the check. Under the
+// journal's exclusive lock it settles the pending logs no writer holds,
+// then appends the lines and "#dir dirTime", or rewrites the journal when
+// it cannot be believed as it is (no header of this boot, damage, too
+// long). A journal that cannot be written is left as it was: it is a
+// cache.
+func (p *projectIndex) validate(fresh []*record, gone []string, seen map[string]bool, jIno uint64, jOff int64, dirTime int64, dirOK bool) {
+	f, err := p.lockJournal()
+	if err != nil {
 		return
+	}
+	defer f.Close()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.touched = map[string]bool{}
+	err = p.refresh()
+	touched := p.touched
+	p.touched = nil
+	// A log the journal heard of since the check keeps the journal's
+	// word, which is newer. Only one word cannot be believed: a log the
+	// check saw, that the journal now says is gone with no intent after
+	// (a remover's tombstone that came after a new log's record, both
+	// since the check). Then #dir is not written, and the next List looks
+	// again.
+	quiet := true
+	for rel := range touched {
+		if seen[rel] && p.recs[rel] == nil && !p.pending[rel] {
+			quiet = false
+		}
+	}
+	if err != nil || jIno != 0 && p.jIno != jIno || p.jOff < jOff {
+		return // rewritten since: its records may be newer than the check
 	}
 	var buf []byte
 	for _, r := range fresh {
-		buf = appendRecord(buf, r)
+		if !touched[r.rel] && !p.pending[r.rel] {
+			p.recs[r.rel] = r
+			delete(p.loose, r.rel)
+			buf = appendRecord(buf, r)
+		}
 	}
-	p.mu.Unlock()
-	p.appendJournal(buf)
+	for _, rel := range gone {
+		if !touched[rel] && !p.pending[rel] {
+			delete(p.recs, rel)
+			delete(p.loose, rel)
+			buf = appendTombstone(buf, rel)
+		}
+	}
+	buf = append(buf, p.settleLocked()...)
+	trust := quiet && dirOK
+	if !p.header || p.damaged || p.jTail || p.jLines+bytes.Count(buf, []byte{'\n'}) > 2*(len(p.recs)+len(p.pending))+256 {
+		p.rewriteLocked(trust, dirTime)
+		return
+	}
+	if !trust {
+		p.appendLocked(f, buf)
+		return
+	}
+	buf = appendControl(buf, "#dir "+strconv.FormatInt(dirTime, 10))
+	if p.appendLocked(f, buf) == nil {
+		p.dirSeen, p.dirTime = true, dirTime // the next refresh reads the lines again, to the same effect
+	}
 }
 
 // projectNames returns the projects with a directory in the store.
@@ -230,32 +444,70 @@ func (s *Store) List(ctx context.Context, project string, opts recall.ListOption
 		}
 	}
 	var match []*record
+	unchecked := map[*record]bool{} // believed from the journal without a stat
 	for _, name := range projects {
-		recs, err := s.freshRecords(ctx, s.project(name), opts.Parent)
+		recs, byStat, err := s.records(ctx, s.project(name), opts.Parent)
 		if err != nil {
 			return recall.Page{}, fmt.Errorf("filestore: list %s: %w", name, err)
 		}
 		for _, r := range recs {
 			if !r.empty && storekit.Matches(r.light(), project, opts) {
 				match = append(match, r)
+				if !byStat {
+					unchecked[r] = true
+				}
 			}
 		}
 	}
-	page, err := paginate(match, opts)
-	if err != nil {
-		return recall.Page{}, fmt.Errorf("filestore: list: %w", err)
+	// The page's logs are stat'ed (point 6 of the crash argument in
+	// index.go): a log changed behind the journal's back is derived again
+	// and the page chosen anew. Each round fixes every row it finds stale,
+	// so a few rounds settle.
+	for round := 0; ; round++ {
+		sel, next, err := selectPage(match, opts)
+		if err != nil {
+			return recall.Page{}, fmt.Errorf("filestore: list: %w", err)
+		}
+		changed := false
+		for _, r := range sel {
+			if !unchecked[r] || round == 4 || !checkPage {
+				continue
+			}
+			delete(unchecked, r)
+			st, err := statPath(filepath.Join(s.root, r.key.Project, filepath.FromSlash(r.rel)+logExt))
+			if err == nil && st == r.st {
+				continue
+			}
+			nr, err := s.deriveLog(ctx, s.project(r.key.Project), r)
+			if err != nil {
+				return recall.Page{}, fmt.Errorf("filestore: list: %w", err)
+			}
+			i := slices.Index(match, r)
+			if nr == nil || nr.empty || !storekit.Matches(nr.light(), project, opts) {
+				match = slices.Delete(match, i, i+1)
+			} else {
+				match[i] = nr
+			}
+			changed = true
+		}
+		if !changed {
+			page, err := pageOf(sel, next)
+			if err != nil {
+				return recall.Page{}, fmt.Errorf("filestore: list: %w", err)
+			}
+			return page, nil
+		}
 	}
-	return page, nil
 }
 
-// paginate is storekit.Paginate over records: it orders them by the fields
-// the index keeps undecoded, selects the page without sorting the rest,
-// and decodes the Meta of the page only.
-func paginate(recs []*record, opts recall.ListOptions) (recall.Page, error) {
+// selectPage is storekit.Paginate over records: it orders them by the
+// fields the index keeps undecoded and selects the page without sorting
+// the rest. next is the cursor of the page after, if any.
+func selectPage(recs []*record, opts recall.ListOptions) (page []*record, next string, err error) {
 	if opts.Cursor != "" {
 		c, err := storekit.ParseCursor(opts.Cursor)
 		if err != nil {
-			return recall.Page{}, err
+			return nil, "", err
 		}
 		after := recs[:0:0]
 		for _, r := range recs {
@@ -269,14 +521,20 @@ func paginate(recs []*record, opts recall.ListOptions) (recall.Page, error) {
 	if limit == 0 {
 		limit = recall.DefaultListLimit
 	}
-	var p recall.Page
 	if limit > 0 && len(recs) > limit {
 		recs = firstN(recs, limit)
-		p.Next = storekit.CursorAt(recs[limit-1].light()).String()
-	} else {
-		slices.SortFunc(recs, listOrder)
+		return recs, storekit.CursorAt(recs[limit-1].light()).String(), nil
 	}
-	p.Sessions = make([]recall.Meta, len(recs))
+	if opts.Cursor == "" {
+		recs = slices.Clone(recs) // the caller's slice keeps its order
+	}
+	slices.SortFunc(recs, listOrder)
+	return recs, "", nil
+}
+
+// pageOf decodes the Meta of the page's records only.
+func pageOf(recs []*record, next string) (recall.Page, error) {
+	p := recall.Page{Next: next, Sessions: make([]recall.Meta, len(recs))}
 	for i, r := range recs {
 		m, err := r.Meta()
 		if err != nil {

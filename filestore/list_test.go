@@ -49,3 +49,13 @@ func TestPaginateAgrees(t *testing.T) {
 		}
 	})
 }
+
+// paginate is List's choice of a page over records, without its stat of
+// the page's logs.
+func paginate(recs []*record, opts recall.ListOptions) (recall.Page, error) {
+	sel, next, err := selectPage(recs, opts)
+	if err != nil {
+		return recall.Page{}, err
+	}
+	return pageOf(sel, next)
+}

@@ -87,8 +87,8 @@ func TestIndexV1Recomputed(t *testing.T) {
 	// The planted journal is one the previous version trusted: every
 	// record parses and matches its log's stat.
 	for i, line := range splitJournal(journal) {
-		r, tomb, ok := parseRecord(line)
-		if !ok || tomb {
+		r, kind, ok := parseRecord(line)
+		if !ok || kind != lineRecord {
 			t.Fatalf("v1 record %d does not parse", i)
 		}
 		if st, err := statPath(filepath.Join(dir, r.rel+logExt)); err != nil || st != r.st {

@@ -170,6 +170,10 @@ func (w *writer) replace(ctx context.Context, data []byte) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if err := w.begin(); err != nil {
+		return err
+	}
+	w.rec = nil // until the new log's record is known
 	if err := os.Rename(tmp, path); err != nil {
 		return err
 	}
@@ -181,7 +185,12 @@ func (w *writer) replace(ctx context.Context, data []byte) error {
 	// if it fails, the next reader derives it from the log.
 	if st, err := fstat(f); err == nil {
 		if rec, err := derive(context.Background(), f, w.l.key, w.l.rel, st, nil); err == nil {
+			// told the index while the new log's flock is held: a writer
+			// waiting for it must not get its line in first
+			w.rec = rec
 			w.p.put(rec)
+			w.p.finish(rec)
+			w.intent = false
 		}
 	}
 	return nil

@@ -126,7 +126,7 @@ func (s *Store) currentRecord(ctx context.Context, l loc) (*record, error) {
 	if err != nil {
 		return nil, err
 	}
-	p.put(rec)
+	p.remember(rec)
 	return rec, nil
 }
 
@@ -170,7 +170,7 @@ func (s *Store) remember(l loc, rec *record) {
 	if old := p.get(l.rel); old != nil && old.st == rec.st {
 		return
 	}
-	p.put(rec)
+	p.remember(rec)
 }
 
 // Items implements recall.Store. With a limit it reads the log backwards

@@ -96,6 +96,12 @@ func (s *Store) removeLocked(ctx context.Context, l loc, check func(*os.File, fi
 		if err := ctx.Err(); err != nil {
 			return 0, err
 		}
+		// the index hears of the removal before it happens (index.go)
+		p := s.project(l.key.Project)
+		if err := p.appendJournal(appendMark(nil, l.rel, lineIntent)); err != nil {
+			return 0, fmt.Errorf("index: %w", err)
+		}
+		defer p.drop(l.rel, l.key.IsMain()) // still under the log's lock
 		if err := os.Remove(l.path); err == nil {
 			n++
 		} else if !isNotExist(err) {
@@ -118,7 +124,7 @@ func (s *Store) removeLocked(ctx context.Context, l loc, check func(*os.File, fi
 	if l.key.IsMain() {
 		dir := filepath.Join(l.dir, l.key.Session)
 		if fi, err := os.Lstat(dir); err == nil && fi.IsDir() {
-			logs, _ := readLogDir(context.WithoutCancel(ctx), dir, "", 8) // past the commit
+			logs, _ := readLogDir(context.WithoutCancel(ctx), dir, "", 8, false) // past the commit
 			if err := os.RemoveAll(dir); err != nil {
 				return n, err
 			}
@@ -143,6 +149,8 @@ func (s *Store) removeLocked(ctx context.Context, l loc, check func(*os.File, fi
 			return n, err
 		}
 	}
-	s.project(l.key.Project).drop(l.rel, l.key.IsMain())
+	if f == nil {
+		s.project(l.key.Project).drop(l.rel, l.key.IsMain())
+	}
 	return n, nil
 }

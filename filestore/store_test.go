@@ -84,6 +84,11 @@ func TestHostileKeys(t *testing.T) {
 		{Project: "p", Session: "back\\slash"},
 		{Project: "p", Session: "space d"},
 	}
+	// The List calls of the project "p" below are good calls, and the
+	// first List of a project writes its index: do that first.
+	if _, err := s.List(ctx, "p", recall.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	before := snapshot(t, outer)
 	item := recall.ItemEntry(recall.Message("user", "x"))
 	for _, k := range bad {
@@ -204,7 +209,7 @@ func TestLayout(t *testing.T) {
 		return nil
 	})
 	slices.Sort(files)
-	want := []string{"projects/proj/#index-v3", "projects/proj/s1.jsonl", "projects/proj/s1/subagents/agent-7.jsonl"}
+	want := []string{"projects/proj/#index-v4", "projects/proj/s1.jsonl", "projects/proj/s1/subagents/agent-7.jsonl"}
 	if !slices.Equal(files, want) {
 		t.Errorf("files %v, want %v", files, want)
 	}

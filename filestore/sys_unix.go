@@ -73,3 +73,24 @@ func removeOldTemp(d *os.File, name string, age time.Duration) {
 	}
 	unix.Unlinkat(int(d.Fd()), name, 0)
 }
+
+// dirMtime returns the modification time of the directory dir in
+// nanoseconds: it moves whenever a name in dir is created, removed or
+// renamed.
+func dirMtime(dir string) (int64, error) {
+	var st unix.Stat_t
+	if err := unix.Stat(dir, &st); err != nil {
+		return 0, &os.PathError{Op: "stat", Path: dir, Err: err}
+	}
+	return st.Mtim.Nano(), nil
+}
+
+// unlinked reports whether the open file f no longer has a name: it was
+// removed, or another file was renamed over it.
+func unlinked(f *os.File) (bool, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return false, &os.PathError{Op: "fstat", Path: f.Name(), Err: err}
+	}
+	return st.Nlink == 0, nil
+}

@@ -113,3 +113,22 @@ func removeOldTemp(d *os.File, name string, age time.Duration) {
 	}
 	os.Remove(path)
 }
+
+// dirMtime returns the last write time of the directory dir in
+// nanoseconds.
+func dirMtime(dir string) (int64, error) {
+	fi, err := statName(dir)
+	if err != nil {
+		return 0, &os.PathError{Op: "stat", Path: dir, Err: err}
+	}
+	return fi.LastWriteTime.Nanoseconds(), nil
+}
+
+// unlinked reports whether the open file f no longer has a name.
+func unlinked(f *os.File) (bool, error) {
+	var fi windows.ByHandleFileInformation
+	if err := windows.GetFileInformationByHandle(windows.Handle(f.Fd()), &fi); err != nil {
+		return false, &os.PathError{Op: "fstat", Path: f.Name(), Err: err}
+	}
+	return fi.NumberOfLinks == 0, nil
+}

@@ -41,3 +41,32 @@ func Lock(ctx context.Context, f *os.File) error {
 		wait = min(2*wait, 5*time.Millisecond)
 	}
 }
+
+// LockShared blocks until it holds a shared lock on f: shared lockers run
+// together, and an exclusive locker (Lock, TryLock) waits for all of them
+// and they for it. The index journal's appenders take it, so that a rewrite
+// of the journal, which takes the exclusive lock, never loses an append.
+func LockShared(f *os.File) error {
+	if err := lockShared(f); err != nil {
+		return &os.PathError{Op: lockOp, Path: f.Name(), Err: err}
+	}
+	return nil
+}
+
+// TryLock takes the exclusive lock on f if no other open file holds a lock
+// on it, and reports whether it did.
+func TryLock(f *os.File) (bool, error) {
+	ok, err := tryLock(f)
+	if err != nil {
+		return false, &os.PathError{Op: lockOp, Path: f.Name(), Err: err}
+	}
+	return ok, nil
+}
+
+// Unlock releases the lock held on f, as closing f does.
+func Unlock(f *os.File) error {
+	if err := unlock(f); err != nil {
+		return &os.PathError{Op: lockOp, Path: f.Name(), Err: err}
+	}
+	return nil
+}

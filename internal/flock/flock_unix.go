@@ -34,3 +34,19 @@ func tryLock(f *os.File) (bool, error) {
 	}
 	return false, err
 }
+
+// lockShared blocks until it holds flock(LOCK_SH) on f.
+func lockShared(f *os.File) error {
+	fd := int(f.Fd())
+	for {
+		err := unix.Flock(fd, unix.LOCK_SH)
+		if !errors.Is(err, unix.EINTR) {
+			return err
+		}
+	}
+}
+
+// unlock releases f's flock.
+func unlock(f *os.File) error {
+	return unix.Flock(int(f.Fd()), unix.LOCK_UN)
+}

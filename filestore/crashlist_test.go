@@ -1,0 +1,182 @@
+package filestore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/filestore"
+)
+
+// listProject is the project the list crash test's children change.
+const listProject = "lc"
+
+// childChanger changes the sessions of listProject at random, forever:
+// appends to existing sessions mostly, and now and then a new session, a
+// pop, a removal, a purge, an archive flag; it lists every few changes, so
+// the index is believed (and written back) while it works.
+func childChanger() {
+	s := childStore(filestore.SyncNever) // SIGKILL loses nothing the kernel took
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(uint64(os.Getpid()), uint64(time.Now().UnixNano())))
+	key := func() recall.Key {
+		return recall.Key{Project: listProject, Session: fmt.Sprintf("s%02d", rng.IntN(24))}
+	}
+	for op := 0; ; op++ {
+		var err error
+		switch n := rng.IntN(100); {
+		case n < 70:
+			_, err = s.Append(ctx, key(), recall.IfExists(), recall.ItemEntry(recall.Message("user", strings.Repeat("x", rng.IntN(3000)))))
+		case n < 78:
+			_, err = s.Append(ctx, key(), recall.Guard{}, recall.ItemEntry(recall.Message("user", "new")))
+		case n < 84:
+			_, err = s.Pop(ctx, key())
+		case n < 87:
+			err = s.Remove(ctx, key())
+		case n < 89:
+			_, err = s.Purge(ctx, key())
+		default:
+			_, err = recall.SetArchived(ctx, s, key(), rng.IntN(2) == 0)
+		}
+		if errors.Is(err, recall.ErrNotFound) || errors.Is(err, recall.ErrConflict) {
+			err = nil
+		}
+		if err == nil && op%7 == 0 {
+			_, err = s.List(ctx, listProject, recall.ListOptions{})
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+	}
+}
+
+// TestCrashListSIGKILL kills processes that change sessions and list them,
+// at random instants, and after every kill checks List against the logs:
+// from a new store (a new process) and from one that listed before the
+// kill. The index may never hide a session, show one that is gone, or show
+// stale counts.
+func TestCrashListSIGKILL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crash test: -short")
+	}
+	const kills = 40
+	home := t.TempDir()
+	rng := rand.New(rand.NewPCG(2, uint64(time.Now().UnixNano())))
+	warm := openStore(t, home)
+	before := filestore.TrustedLists()
+	// The journal alone must be right: List's stat of the page it returns
+	// would correct stale rows.
+	defer filestore.SetPageCheck(filestore.SetPageCheck(false))
+	for round := range kills {
+		// two changers at once now and then: writers in several processes
+		n := 1 + rng.IntN(2)
+		for range n {
+			cmd := childCmd(t, "changer", home, "")
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer cmd.Wait()
+			go func() {
+				time.Sleep(time.Duration(5+rng.IntN(60)) * time.Millisecond)
+				cmd.Process.Signal(syscall.SIGKILL)
+			}()
+		}
+		// let them all die
+		time.Sleep(80 * time.Millisecond)
+		for range 50 {
+			if alive := childrenAlive(t); !alive {
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		for _, s := range []*filestore.Store{openStore(t, home), warm} {
+			want := listFromLogs(t, home)
+			wantListEqual(t, fmt.Sprintf("round %d", round), s, want)
+			// and again, from the journal the first List settled
+			wantListEqual(t, fmt.Sprintf("round %d, again", round), s, want)
+		}
+	}
+	if got := filestore.TrustedLists() - before; got == 0 {
+		t.Errorf("no List was served from the journal alone: the fast path went untested")
+	} else {
+		t.Logf("%d kills; %d project lists served from the journal alone", kills, got)
+	}
+}
+
+// childrenAlive reports whether a changer child may still be running.
+func childrenAlive(t *testing.T) bool {
+	out, err := os.ReadFile("/proc/self/task/" + fmt.Sprint(os.Getpid()) + "/children")
+	if err != nil {
+		return false // no such file here: the sleep above is the wait
+	}
+	return len(strings.TrimSpace(string(out))) > 0
+}
+
+// listFromLogs derives every session of listProject from its log alone:
+// Load reads the whole log, whatever the index says.
+func listFromLogs(t *testing.T, home string) []recall.Meta {
+	t.Helper()
+	ctx := context.Background()
+	names, err := filepath.Glob(filepath.Join(home, "projects", listProject, "*.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reader := openStore(t, home)
+	var out []recall.Meta
+	for _, name := range names {
+		k := recall.Key{Project: listProject, Session: strings.TrimSuffix(filepath.Base(name), ".jsonl")}
+		m, _, err := reader.Load(ctx, k)
+		if errors.Is(err, recall.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			t.Fatalf("Load %s: %v", k, err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// wantListEqual compares List (all sessions, archived included) with the
+// sessions derived from the logs.
+func wantListEqual(t *testing.T, what string, s *filestore.Store, want []recall.Meta) {
+	t.Helper()
+	page, err := s.List(context.Background(), listProject, recall.ListOptions{Limit: -1, IncludeArchived: true})
+	if err != nil {
+		t.Fatalf("%s: List: %v", what, err)
+	}
+	byKey := map[recall.Key]recall.Meta{}
+	for _, m := range want {
+		byKey[m.Key] = m
+	}
+	if len(page.Sessions) != len(want) {
+		var got []string
+		for _, m := range page.Sessions {
+			got = append(got, m.Key.Session)
+		}
+		var exp []string
+		for _, m := range want {
+			exp = append(exp, m.Key.Session)
+		}
+		t.Fatalf("%s: List has %d sessions %v; the logs hold %d %v", what, len(page.Sessions), got, len(want), exp)
+	}
+	for _, g := range page.Sessions {
+		w, ok := byKey[g.Key]
+		if !ok {
+			t.Fatalf("%s: List shows %s, which no log holds", what, g.Key)
+		}
+		if g.ItemCount != w.ItemCount || g.LastSeq != w.LastSeq || !g.Updated.Equal(w.Updated) || g.Archived != w.Archived || g.Corrupt != w.Corrupt {
+			t.Fatalf("%s: List shows %s with %d items, seq %d, updated %v, archived %v; its log: %d, %d, %v, %v",
+				what, g.Key, g.ItemCount, g.LastSeq, g.Updated, g.Archived, w.ItemCount, w.LastSeq, w.Updated, w.Archived)
+		}
+	}
+}
