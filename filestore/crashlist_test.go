@@ -1,11 +1,13 @@
 package filestore_test
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -22,10 +24,12 @@ const listProject = "lc"
 // childChanger changes the sessions of listProject at random, forever:
 // appends to existing sessions mostly, and now and then a new session, a
 // pop, a removal, a purge, an archive flag; it lists every few changes, so
-// the index is believed (and written back) while it works.
+// the index is believed (and written back) while it works. It says "ready"
+// once its store is open.
 func childChanger() {
 	s := childStore(filestore.SyncNever) // SIGKILL loses nothing the kernel took
 	ctx := context.Background()
+	fmt.Println("ready")
 	rng := rand.New(rand.NewPCG(uint64(os.Getpid()), uint64(time.Now().UnixNano())))
 	key := func() recall.Key {
 		return recall.Key{Project: listProject, Session: fmt.Sprintf("s%02d", rng.IntN(24))}
@@ -79,24 +83,26 @@ func TestCrashListSIGKILL(t *testing.T) {
 	for round := range kills {
 		// two changers at once now and then: writers in several processes
 		n := 1 + rng.IntN(2)
+		var cmds []*exec.Cmd
 		for range n {
 			cmd := childCmd(t, "changer", home, "")
+			stdout, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			defer cmd.Wait()
-			go func() {
-				time.Sleep(time.Duration(5+rng.IntN(60)) * time.Millisecond)
-				cmd.Process.Signal(syscall.SIGKILL)
-			}()
-		}
-		// let them all die
-		time.Sleep(80 * time.Millisecond)
-		for range 50 {
-			if alive := childrenAlive(t); !alive {
-				break
+			// the clock starts once the child has its store open
+			if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "ready\n" {
+				t.Fatalf("round %d: the child said %q, %v", round, line, err)
 			}
-			time.Sleep(5 * time.Millisecond)
+			cmds = append(cmds, cmd)
+		}
+		time.Sleep(time.Duration(rng.IntN(60)) * time.Millisecond)
+		for _, cmd := range cmds {
+			cmd.Process.Signal(syscall.SIGKILL)
+			cmd.Wait()
 		}
 		for _, s := range []*filestore.Store{openStore(t, home), warm} {
 			want := listFromLogs(t, home)
@@ -110,15 +116,6 @@ func TestCrashListSIGKILL(t *testing.T) {
 	} else {
 		t.Logf("%d kills; %d project lists served from the journal alone", kills, got)
 	}
-}
-
-// childrenAlive reports whether a changer child may still be running.
-func childrenAlive(t *testing.T) bool {
-	out, err := os.ReadFile("/proc/self/task/" + fmt.Sprint(os.Getpid()) + "/children")
-	if err != nil {
-		return false // no such file here: the sleep above is the wait
-	}
-	return len(strings.TrimSpace(string(out))) > 0
 }
 
 // listFromLogs derives every session of listProject from its log alone:

@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"sync"
@@ -360,6 +361,9 @@ type projectIndex struct {
 	touched map[string]bool
 	written int  // lines this process appended since it last compacted
 	oldGone bool // the journals of earlier versions were removed
+
+	jfMu sync.Mutex
+	jf   *os.File // the journal, open for appends (see keepJournalOpen)
 }
 
 // compactEvery is how many journal lines a process appends between two
@@ -541,24 +545,33 @@ func (p *projectIndex) appendJournal(buf []byte) error {
 	if len(buf) == 0 {
 		return nil
 	}
+	p.jfMu.Lock()
+	defer p.jfMu.Unlock()
 	for range 16 {
-		f, err := os.OpenFile(p.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-		if err != nil {
+		if p.jf == nil {
+			f, err := os.OpenFile(p.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+			if err != nil {
+				return err
+			}
+			p.jf = f
+		}
+		if err := flock.LockShared(p.jf); err != nil {
+			p.closeJournalLocked()
 			return err
 		}
-		if err := flock.LockShared(f); err != nil {
-			f.Close()
-			return err
-		}
-		if gone, err := unlinked(f); err != nil || gone {
-			f.Close() // replaced by a rewrite since it was opened: the new one
+		if gone, err := unlinked(p.jf); err != nil || gone {
+			p.closeJournalLocked() // replaced by a rewrite since it was opened: the new one
 			if err != nil {
 				return err
 			}
 			continue
 		}
-		_, err = f.Write(append([]byte{'\n'}, buf...))
-		f.Close() // releases the lock
+		_, err := p.jf.Write(append([]byte{'\n'}, buf...))
+		if keepJournalOpen {
+			flock.Unlock(p.jf)
+		} else {
+			p.closeJournalLocked() // releases the lock
+		}
 		if err == nil {
 			p.mu.Lock()
 			p.written += bytes.Count(buf, []byte{'\n'})
@@ -567,6 +580,20 @@ func (p *projectIndex) appendJournal(buf []byte) error {
 		return err
 	}
 	return fmt.Errorf("%s keeps being replaced", p.path)
+}
+
+// keepJournalOpen keeps a process's journal file open between appends,
+// saving an open and a close each. Not on Windows, where a file that is
+// open cannot be renamed over (a rewrite of the journal).
+const keepJournalOpen = runtime.GOOS != "windows"
+
+// closeJournalLocked closes the journal file kept for appends. The caller
+// holds p.jfMu.
+func (p *projectIndex) closeJournalLocked() {
+	if p.jf != nil {
+		p.jf.Close()
+		p.jf = nil
+	}
 }
 
 // appendLocked appends buf through f, the journal held with lockJournal.
@@ -743,7 +770,11 @@ func (p *projectIndex) maybeCompact() {
 }
 
 // close is called by Store.Close; the journal holds everything already.
-func (p *projectIndex) close() {}
+func (p *projectIndex) close() {
+	p.jfMu.Lock()
+	p.closeJournalLocked()
+	p.jfMu.Unlock()
+}
 
 // tailCheck returns the crc of the checkLen bytes of f before off.
 func tailCheck(f *os.File, off int64) (uint32, error) {
