@@ -265,6 +265,12 @@ func parseRecord(line []byte) (r *record, kind byte, ok bool) {
 	if !ok {
 		return nil, 0, false
 	}
+	return parseChecked(rest)
+}
+
+// parseChecked is parseRecord of a line whose crc checkLine verified: rest
+// is the line after its crc.
+func parseChecked(rest []byte) (r *record, kind byte, ok bool) {
 	var f [9][]byte
 	for i := range f {
 		j := bytes.IndexByte(rest, ' ')
@@ -452,7 +458,10 @@ func (p *projectIndex) refresh() error {
 	end := bytes.LastIndexByte(buf, '\n') + 1 // a torn last line waits
 	p.jTail = end < len(buf)
 	first := p.jOff == 0
-	for _, line := range bytes.Split(buf[:end], []byte{'\n'}) {
+	for rest := buf[:end]; len(rest) > 0; {
+		i := bytes.IndexByte(rest, '\n')
+		line := rest[:i]
+		rest = rest[i+1:]
 		if first {
 			first = false
 			p.header = isHeader(line)
@@ -482,7 +491,7 @@ func (p *projectIndex) apply(line []byte) {
 		}
 		return // #boot, and control lines of later versions
 	}
-	r, kind, ok := parseRecord(line)
+	r, kind, ok := parseChecked(rest)
 	if ok {
 		r.key, ok = keyOf(p.name, r.rel)
 	}
