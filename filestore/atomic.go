@@ -66,33 +66,6 @@ func tempName(path string) string {
 	return path + "#tmp-" + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatUint(tmpCounter.Add(1), 10)
 }
 
-// writeTemp writes data to a new temporary file beside path and fsyncs it.
-// It returns the file's stat as written. The caller moves it into place or
-// removes it.
-func writeTemp(path string, data []byte) (string, fileStat, error) {
-	tmp := tempName(path)
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return "", fileStat{}, err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	var st fileStat
-	if err == nil {
-		st, err = fstat(f)
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return "", fileStat{}, err
-	}
-	return tmp, st, nil
-}
-
 // createAtomic makes a new file at path holding data, or fails with an
 // error wrapping os.ErrExist when path exists: temp file, fsync, link into
 // place (link never replaces an existing name, unlike rename), fsync of the
@@ -150,16 +123,26 @@ func createAtomic(path string, data []byte) (*os.File, fileStat, error) {
 	return f, st, nil
 }
 
-// replaceAtomic replaces (or creates) path with data: temp file, fsync,
-// rename, fsync of the directory.
-func replaceAtomic(path string, data []byte) error {
-	tmp, _, err := writeTemp(path, data)
+// replaceQuick replaces (or creates) path with data through a temp file
+// and a rename, with no fsync: for the index journal, which a new boot
+// never believes (see index.go), so a power failure that loses the rename
+// or the file's data costs a rebuild, nothing more. Readers see the old
+// file or the new one whole.
+func replaceQuick(path string, data []byte) error {
+	tmp := tempName(path)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return err
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
 	}
-	return durable.SyncDir(filepath.Dir(path))
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+	}
+	return err
 }

@@ -699,7 +699,7 @@ func (p *projectIndex) rewriteLocked(trust bool, dirTime int64) error {
 	// writer can begin a change while the exclusive lock is held.
 	pre, err := dirMtime(p.dir)
 	still := trust && err == nil && pre == dirTime
-	if err := replaceAtomic(p.path, buf); err != nil {
+	if err := replaceQuick(p.path, buf); err != nil {
 		return err
 	}
 	st, err := statPath(p.path)

@@ -24,16 +24,6 @@ type logFile struct {
 	st  fileStat
 }
 
-// listLogs returns the logs of a project directory: its main sessions, or
-// with parent set, the subagent records under that session. It reads
-// directories and stats files; it opens no log.
-func listLogs(ctx context.Context, dir, parent string) ([]logFile, error) {
-	if parent == "" {
-		return readLogDir(ctx, dir, "", 0, true)
-	}
-	return readLogDir(ctx, dir, parent, 8, true)
-}
-
 // readLogDir lists the *.jsonl files of dir/sub, descending depth levels
 // of subdirectories, with their stats when stat is set. rel names are
 // sub-relative, '/'-separated. It stops with ctx's error, checked before

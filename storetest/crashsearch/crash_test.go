@@ -148,6 +148,8 @@ func killWriter(t *testing.T, backend, path string, round int) map[string]recall
 	acked := map[string]recall.Key{}
 	var mu sync.Mutex
 	done := make(chan struct{})
+	first := make(chan struct{}) // closed at the first acknowledgement
+	started := false
 	go func() {
 		defer close(done)
 		sc := bufio.NewScanner(stdout)
@@ -157,13 +159,24 @@ func killWriter(t *testing.T, backend, path string, round int) map[string]recall
 				continue
 			}
 			mu.Lock()
+			if !started {
+				started = true
+				close(first)
+			}
 			for i := range n {
 				acked[token(round, b, i)] = keys[b%len(keys)]
 			}
 			mu.Unlock()
 		}
 	}()
-	time.Sleep(time.Duration(100+rand.IntN(400)) * time.Millisecond)
+	// The clock starts at the child's first acknowledged batch, so a
+	// loaded machine, slow to start the child, still sees kills mid-work.
+	select {
+	case <-first:
+	case <-done:
+	case <-time.After(time.Minute):
+	}
+	time.Sleep(time.Duration(rand.IntN(400)) * time.Millisecond)
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
