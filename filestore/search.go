@@ -108,13 +108,6 @@ func (s *Store) searchIndexed(ctx context.Context, opts recall.SearchOptions) (r
 	if err != nil {
 		return recall.SearchPage{}, err
 	}
-	if !opts.IncludeArchived {
-		for id, l := range byID {
-			if l.archived {
-				delete(byID, id)
-			}
-		}
-	}
 	q, _ := recall.ParseQuery(opts.Query)
 	var cur *recall.SearchCursor
 	if opts.Cursor != "" {
@@ -131,7 +124,7 @@ func (s *Store) searchIndexed(ctx context.Context, opts recall.SearchOptions) (r
 	}
 	if opts.Role == "" || opts.Role == recall.RoleTitle {
 		for _, l := range byID {
-			if l.title == "" || !q.Match(l.ntitle) {
+			if l.title == "" || l.archived && !opts.IncludeArchived || !q.Match(l.ntitle) {
 				continue
 			}
 			if !opts.Since.IsZero() && l.updated.Before(opts.Since) || !opts.Until.IsZero() && !l.updated.Before(opts.Until) {
@@ -173,7 +166,7 @@ func countTerms(normalized string, q recall.Query) int {
 }
 
 // findItems returns the first keep item hits after cur, in search order,
-// among the sessions of byID.
+// among the sessions of byID (archived ones when opts include them).
 //
 // When the trigram index selects at most searchCandidates items for the
 // terms of two characters or more (see trigramQuery), it sorts those,
@@ -215,7 +208,7 @@ func (x *searchIndex) findItems(ctx context.Context, opts recall.SearchOptions, 
 	}
 	accept := func(h *itemHit) bool {
 		l := byID[h.log]
-		if l == nil || !q.Match(h.text) {
+		if l == nil || l.archived && !opts.IncludeArchived || !q.Match(h.text) {
 			return false
 		}
 		h.hit = recall.Hit{Key: l.key, Title: l.title, Ref: recall.ItemRef{Seq: h.seq, Index: h.idx},

@@ -134,6 +134,20 @@ type searchIndex struct {
 	// wrote nothing since (update clears it).
 	logs    map[recall.Key]*indexedLog
 	version int64
+
+	// last is the answer of the last catch-up that found the index
+	// current, kept while logs is (see catchUp), or nil.
+	last *caughtUp
+}
+
+// caughtUp is a catch-up's answer: the rows of the sessions of project
+// listed, by id, and the record each had when it was found current. A
+// record is immutable (a log that changes gets a new one), so a listing
+// of the same records finds the same rows current without comparing.
+type caughtUp struct {
+	project string
+	rows    map[*record]*indexedLog
+	byID    map[int64]*indexedLog
 }
 
 // indexErr wraps an error of the index (not of the logs): Search rebuilds
@@ -243,7 +257,7 @@ func (x *searchIndex) closeLocked() {
 	if x.db != nil {
 		x.conn.Close()
 		x.db.Close()
-		x.db, x.conn, x.ino, x.logs = nil, nil, 0, nil
+		x.db, x.conn, x.ino, x.logs, x.last = nil, nil, 0, nil, nil
 	}
 }
 
@@ -318,7 +332,7 @@ func (x *searchIndex) indexedLogs(ctx context.Context) (map[recall.Key]*indexedL
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	x.logs, x.version = out, version
+	x.logs, x.version, x.last = out, version, nil
 	return out, nil
 }
 
@@ -326,7 +340,7 @@ func (x *searchIndex) indexedLogs(ctx context.Context) (map[recall.Key]*indexedL
 // project (every project when it is ""), as List sees them: logs that
 // hold no entry are left out. Projects are listed in parallel (a stat per
 // log is most of the work).
-func (s *Store) sessionRecords(ctx context.Context, project string) (map[recall.Key]*record, error) {
+func (s *Store) sessionRecords(ctx context.Context, project string) ([]*record, error) {
 	projects := []string{project}
 	if project == "" {
 		var err error
@@ -350,63 +364,139 @@ func (s *Store) sessionRecords(ctx context.Context, project string) (map[recall.
 		})
 	}
 	wg.Wait()
-	out := map[recall.Key]*record{}
+	n := 0
 	for i, name := range projects {
 		if errs[i] != nil {
 			return nil, fmt.Errorf("%s: %w", name, errs[i])
 		}
-		for _, r := range recs[i] {
+		n += len(recs[i])
+	}
+	out := make([]*record, 0, n)
+	for _, rs := range recs {
+		for _, r := range rs {
 			if !r.empty && r.key.IsMain() {
-				out[r.key] = r
+				out = append(out, r)
 			}
 		}
 	}
 	return out, nil
 }
 
-// catchUp brings the index's rows of project (every project when "") up
-// to date with the logs, and returns the rows of the sessions searched,
-// by id. The caller holds x.mu and has opened the index. Errors of the
-// index are indexErrs; errors reading the logs are returned as they are.
-func (x *searchIndex) catchUp(ctx context.Context, s *Store, project string) (map[int64]*indexedLog, error) {
+// logChanges is the answer to catch-up's one question: which main logs
+// of a project (every project when "") changed since the index recorded
+// them.
+type logChanges struct {
+	// listed are the records of the sessions searched: the main logs
+	// that hold an entry, as they are now.
+	listed []*record
+	// stale are those of the listed logs the index does not hold as they
+	// are now (new, grown, rewritten or replaced).
+	stale []*record
+	// gone are the index's rows of logs of the project that are no
+	// longer listed.
+	gone []*indexedLog
+	// known is how many of the listed records were among those known.
+	known int
+}
+
+// changedLogs answers which main logs of project (every project when "")
+// changed since the index recorded them in rows: it asks the project
+// indexes for their up to date records (a stat per log, see
+// sessionRecords) and compares each log's inode, committed end and tail
+// checksum with those of its row. known are records found current before
+// (nil for none); a record is immutable, so one known is current without
+// a look at rows. It is the only place catch-up learns of changes to the
+// logs, so a listing that knows which logs changed without a stat can
+// answer it alone.
+func (s *Store) changedLogs(ctx context.Context, project string, rows map[recall.Key]*indexedLog, known map[*record]*indexedLog) (logChanges, error) {
 	recs, err := s.sessionRecords(ctx, project)
 	if err != nil {
-		return nil, err
+		return logChanges{}, err
 	}
+	ch := logChanges{listed: recs}
+	indexed := 0 // listed logs that have a row
+	for _, rec := range recs {
+		if known[rec] != nil {
+			indexed++
+			ch.known++
+			continue
+		}
+		r := rows[rec.key]
+		if r != nil {
+			indexed++
+		}
+		if !r.current(rec) {
+			ch.stale = append(ch.stale, rec)
+		}
+	}
+	inProject := len(rows)
+	if project != "" {
+		inProject = 0
+		for k := range rows {
+			if k.Project == project {
+				inProject++
+			}
+		}
+	}
+	if indexed < inProject { // some row is of a log not listed
+		listed := make(map[recall.Key]bool, len(recs))
+		for _, rec := range recs {
+			listed[rec.key] = true
+		}
+		for k, r := range rows {
+			if (project == "" || k.Project == project) && !listed[k] {
+				ch.gone = append(ch.gone, r)
+			}
+		}
+	}
+	return ch, nil
+}
+
+// catchUp brings the index's rows of project (every project when "") up
+// to date with the logs, and returns the rows of the sessions searched,
+// by id, which the caller must not change. The caller holds x.mu and has
+// opened the index. Errors of the index are indexErrs; errors reading
+// the logs are returned as they are.
+func (x *searchIndex) catchUp(ctx context.Context, s *Store, project string) (map[int64]*indexedLog, error) {
 	rows, err := x.indexedLogs(ctx)
 	if err != nil {
 		return nil, ixErr(err)
 	}
-	var stale []*record
-	var gone []*indexedLog
-	for k, rec := range recs {
-		if !rows[k].current(rec) {
-			stale = append(stale, rec)
-		}
+	var known map[*record]*indexedLog
+	if x.last != nil && x.last.project == project {
+		known = x.last.rows
 	}
-	for k, r := range rows {
-		if recs[k] == nil && (project == "" || k.Project == project) {
-			gone = append(gone, r)
-		}
+	ch, err := s.changedLogs(ctx, project, rows, known)
+	if err != nil {
+		return nil, err
 	}
-	if len(stale) > 0 || len(gone) > 0 {
-		err := x.update(ctx, s, stale, gone)
-		x.logs = nil // written: read again
+	if len(ch.stale) > 0 || len(ch.gone) > 0 {
+		err := x.update(ctx, s, ch.stale, ch.gone)
+		x.logs, x.last = nil, nil // written: read again
 		if err != nil {
 			return nil, err
 		}
 		if rows, err = x.indexedLogs(ctx); err != nil {
 			return nil, ixErr(err)
 		}
+	} else if known != nil && ch.known == len(ch.listed) && ch.known == len(known) {
+		// The same records as the last catch-up, and the same rows.
+		return x.last.byID, nil
 	}
 	// Only the sessions listed: not one another process indexed since.
-	out := make(map[int64]*indexedLog, len(recs))
-	for k := range recs {
-		if r := rows[k]; r != nil {
-			out[r.id] = r
+	last := &caughtUp{project: project, rows: make(map[*record]*indexedLog, len(ch.listed)), byID: make(map[int64]*indexedLog, len(ch.listed))}
+	for _, rec := range ch.listed {
+		r := rows[rec.key]
+		if r == nil {
+			continue
+		}
+		last.byID[r.id] = r
+		if r.current(rec) {
+			last.rows[rec] = r
 		}
 	}
-	return out, nil
+	x.last = last
+	return last.byID, nil
 }
 
 // update indexes the stale logs and drops the gone ones, in transactions

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/recallkit/recall"
@@ -244,6 +245,9 @@ func (sq searchQuery) items(ctx context.Context, tx querier) ([]hitRow, error) {
 	if sq.s.window > 0 {
 		window = sq.s.window
 	}
+	if sq.pg && sq.indexable() {
+		return sq.pgItems(ctx, tx, window)
+	}
 	windows := []int{window}
 	if !sq.indexable() {
 		// No index can help: a wider window before every row.
@@ -264,6 +268,64 @@ func (sq searchQuery) items(ctx context.Context, tx querier) ([]hitRow, error) {
 		return nil, err
 	}
 	return sq.itemQuery(ctx, tx, false, time.Time{}, plan)
+}
+
+// pgItems returns the first keep item hits on PostgreSQL, for a query
+// pg_trgm's index serves. Every query reads the candidates the trigram
+// index names (a bitmap), and the cost is in reading their rows from the
+// table, to check them and sort them by time. So the newest window rows
+// are looked through first (search_time); when they hold hits but not a
+// page, a window as many times longer in time as their density says holds
+// two pages, its rows chosen by both indexes (the planner intersects the
+// trigram index's bitmap with search_time's); then every candidate. A
+// window whose rows hold a page holds the first page: every row newer
+// than its floor is in it.
+func (sq searchQuery) pgItems(ctx context.Context, tx querier, window int) ([]hitRow, error) {
+	plan, err := sq.plan(ctx, tx)
+	if err != nil {
+		return nil, err
+	}
+	floor, windowed, err := sq.floor(ctx, tx, window)
+	if err != nil || !windowed {
+		if err != nil {
+			return nil, err
+		}
+		return sq.itemQuery(ctx, tx, false, time.Time{}, plan)
+	}
+	// The first window checks its rows with strpos, not LIKE: a term
+	// that fills a page there is common, and its bitmap of the trigram
+	// index (a tenth of the rows, say) costs more than the window's rows.
+	hits, err := sq.itemQuery(ctx, tx, true, floor, indexPlan{})
+	if err != nil || len(hits) >= sq.keep {
+		return hits, err
+	}
+	if len(hits) > 0 {
+		newest, err := sq.newest(ctx, tx)
+		if err != nil {
+			return nil, err
+		}
+		if span := float64(newest.Sub(floor)) * float64((2*sq.keep+len(hits)-1)/len(hits)); span < 1e18 {
+			hits, err := sq.itemQuery(ctx, tx, true, newest.Add(-time.Duration(span)), plan)
+			if err != nil || len(hits) >= sq.keep {
+				return hits, err
+			}
+		}
+	}
+	return sq.itemQuery(ctx, tx, false, time.Time{}, plan)
+}
+
+// newest returns the time of the newest row in the range the query looks
+// at (there is one: floor found it).
+func (sq searchQuery) newest(ctx context.Context, tx querier) (time.Time, error) {
+	var a args
+	bounds := sq.timeBounds(&a, "time")
+	stmt := `SELECT time FROM search`
+	if len(bounds) > 0 {
+		stmt += ` WHERE ` + strings.Join(bounds, " AND ")
+	}
+	var t time.Time
+	err := tx.queryRow(ctx, stmt+` ORDER BY time DESC LIMIT 1`, a...).Scan(dbTime{&t})
+	return t, err
 }
 
 // wideWindow is how many times searchWindow a query no index serves
@@ -314,8 +376,10 @@ type indexPlan struct {
 	// tailOnly: only the tail can hold a match (SQLite), since some term
 	// begins no trigram of the index.
 	tailOnly bool
-	// like are the terms checked with LIKE, which pg_trgm's index serves
-	// (PostgreSQL): those of three characters or more.
+	// like are the strings checked with LIKE, which pg_trgm's index
+	// serves (PostgreSQL): the words of three characters or more of each
+	// term (see likeWords). A term that is one of them is checked by its
+	// LIKE alone, the others by strpos too.
 	like []string
 }
 
@@ -336,7 +400,7 @@ func (sq searchQuery) plan(ctx context.Context, tx querier) (indexPlan, error) {
 		switch {
 		case sq.pg:
 			if n >= 3 {
-				p.like = append(p.like, t)
+				p.like = append(p.like, likeWords(t)...)
 			}
 		case n >= 3:
 			groups = append(groups, ftsTrigrams(t)...)
@@ -358,6 +422,8 @@ func (sq searchQuery) plan(ctx context.Context, tx querier) (indexPlan, error) {
 	}
 	slices.Sort(groups)
 	p.match = strings.Join(slices.Compact(groups), " AND ")
+	slices.Sort(p.like)
+	p.like = slices.Compact(p.like)
 	return p, nil
 }
 
@@ -405,6 +471,12 @@ func (sq searchQuery) itemQuery(ctx context.Context, tx querier, windowed bool, 
 			continue
 		}
 		rows = append(rows, sq.contains(&a, "s.body", t))
+	}
+	for _, w := range plan.like {
+		if !slices.Contains(sq.terms, w) {
+			// A word of a term, for pg_trgm's index to choose the rows.
+			rows = append(rows, "s.body LIKE "+a.add(likePattern(w)))
+		}
 	}
 	from := "search s, sessions e"
 	if plan.match != "" || plan.tailOnly {
@@ -551,6 +623,28 @@ func itemText(kind string, payload []byte, ref recall.ItemRef) string {
 // isNoRows reports a query that found no row (pgx's error is
 // sql.ErrNoRows too).
 func isNoRows(err error) bool { return errors.Is(err, sql.ErrNoRows) }
+
+// likeWords returns the strings pg_trgm's index looks a term of three
+// characters or more up by (LIKE '%word%'): its words (runs of letters and
+// digits) of three characters or more, or the term itself when it has
+// none. pg_trgm reads a pattern's words, padding each with spaces where
+// a word ends inside the pattern: the trigrams of a word's first letter,
+// or its first two, after a space ("  q", " qu") are among the commonest
+// of any text. A word alone has none of them, and every row that holds
+// the term holds its words; strpos then checks the term.
+func likeWords(term string) []string {
+	words := strings.FieldsFunc(term, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+	var out []string
+	for _, w := range words {
+		if utf8.RuneCountInString(w) >= 3 {
+			out = append(out, w)
+		}
+	}
+	if len(out) == 0 {
+		return []string{term}
+	}
+	return out
+}
 
 // likePattern returns the LIKE pattern of the rows holding term.
 func likePattern(term string) string {

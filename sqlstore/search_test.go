@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -451,5 +452,44 @@ func TestMigrateSearch(t *testing.T) {
 			}
 			sameAsScan(t, s, recall.SearchOptions{Query: "hello"})
 		})
+	}
+}
+
+// TestSearchPostgresWindows checks the windows PostgreSQL looks through
+// before every candidate (see pgItems): with a window of 8 rows, the first
+// holds a hit or two of the queries, and the window their density says
+// holds two pages is read next; terms of several words are looked up by
+// their words (likeWords), among rows holding the words in another order.
+// The hits are the scan's, page by page, at several page sizes.
+func TestSearchPostgresWindows(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newPostgres(t)
+	s.window = 8
+	base := time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
+	for si := range 3 {
+		k := recall.Key{Project: "p", Session: fmt.Sprintf("s%d", si)}
+		var es []recall.Entry
+		for j := range 120 {
+			text := "ba be bi " + strconv.Itoa(j)
+			switch n := si*120 + j; {
+			case n%5 == 0:
+				text += " the quick brown fox jumps"
+			case n%7 == 0:
+				text += " a quick fox, brown"
+			case n%11 == 0:
+				text += " 我住在北京市"
+			}
+			e := recall.ItemEntry(recall.Message("user", text))
+			// The sessions' items interleave in time, a minute apart.
+			e.Seq, e.Time = int64(j+1), base.Add(time.Duration(3*j+si)*time.Minute)
+			es = append(es, e)
+		}
+		if _, err := s.Import(ctx, k, es...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, q := range []string{`"quick brown fox"`, "北京市", "fox", "quick brown", `"fox jumps" quick`, "brown fox"} {
+		sameAsScan(t, s, recall.SearchOptions{Query: q}, 0, 1, 3, 7, 25)
 	}
 }

@@ -1,0 +1,11 @@
+-- recall sqlstore schema, version 5 (PostgreSQL): a short pending list
+-- for the trigram index.
+--
+-- A GIN index takes new rows into its pending list (fastupdate), moved
+-- into the index proper when the list outgrows gin_pending_list_limit
+-- (4 MB by default) or by VACUUM. Every search through the index reads
+-- the whole list and checks each of its rows' trigrams: with 4 MB pending,
+-- about 2,000 rows of 150 bytes, that cost more than the rest of a search
+-- (see docs/BENCHMARKS.md, "Search"). 256 kB bounds it to a tenth; the
+-- inserts do the same work, moved into the index in smaller batches.
+ALTER INDEX search_body SET (gin_pending_list_limit = 256);
