@@ -25,7 +25,8 @@ import (
 //
 //   - Nothing writes the index in the append path. Search brings it up to
 //     date before it answers (catchUp): it takes the project indexes' up
-//     to date records (one stat per log, see freshRecords) and compares
+//     to date records (the List index's: no stat when its journal is
+//     believed, see Store.records) and compares
 //     each log's inode, committed end and tail checksum with those the
 //     index recorded. A log that grew is read from the end the index
 //     reached; one that was rewritten (a purge renames a new file into
@@ -401,8 +402,9 @@ type logChanges struct {
 
 // changedLogs answers which main logs of project (every project when "")
 // changed since the index recorded them in rows: it asks the project
-// indexes for their up to date records (a stat per log, see
-// sessionRecords) and compares each log's inode, committed end and tail
+// indexes for their up to date records (from the index journal alone when
+// it can be believed, else a stat per log; see Store.records) and
+// compares each log's inode, committed end and tail
 // checksum with those of its row. known are records found current before
 // (nil for none); a record is immutable, so one known is current without
 // a look at rows. It is the only place catch-up learns of changes to the
