@@ -1,0 +1,161 @@
+package sqlstore
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/recallkit/recall"
+)
+
+// SQLite's List reads each row as one text value: modernc.org/sqlite
+// hands a row to database/sql column by column, each column two or three
+// calls into the translated C library that each take the connection's
+// mutex, and database/sql converts every value again. For List's 20
+// columns that per-column cost was most of the page: the same 20 columns
+// scanned into plain variables cost 1.7x to 3.5x a 5-column query over
+// the same rows (docs/BENCHMARKS.md, "Performance at the floor: SQL
+// stores"). One column per row leaves SQLite to build the value (cheap,
+// in its own loop) and Go to cut it, with no allocation per field.
+//
+// The value is the integers, then the byte lengths of the text columns
+// but the last, each followed by a space, then the text columns back to
+// back, the last one (first_prompt) running to the end:
+//
+//	created updated items last archived pinned forkseq in out total
+//	len(project) len(id) len(subpath) len(title) len(source)
+//	len(labels) len(metadata) len(forked) <texts>
+//
+// (Each number costs printf a tenth of what a column costs the driver,
+// so the value holds only what a Meta needs: not the sid.)
+//
+// The lengths are octet_length, bytes, so a text holding any byte (a
+// space, a NUL, invalid UTF-8) is cut where it ends; a NULL column is a
+// length of 0, as an empty one, which scanMeta treats alike. PostgreSQL
+// keeps the columns: pgx decodes a row in one pass over its binary
+// format, and its List is within 2x of the plain query as it is.
+const metaPackedLite = `printf('%d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d ',
+		created_at, updated_at, item_count, last_seq, archived, pinned, ifnull(fork_seq, 0),
+		input_tokens, output_tokens, total_tokens,
+		octet_length(project), octet_length(id), octet_length(subpath), octet_length(title), octet_length(title_source),
+		ifnull(octet_length(labels), 0), ifnull(octet_length(metadata), 0), ifnull(octet_length(forked_from), 0))
+	|| project || id || subpath || title || title_source
+	|| ifnull(labels, '') || ifnull(metadata, '') || ifnull(forked_from, '') || first_prompt`
+
+// packedInts and packedTexts count the numbers of a metaPackedLite value
+// before its texts: the integer columns, and a length per text column.
+const (
+	packedInts  = 10
+	packedTexts = 9
+)
+
+// metaPacker decodes metaPackedLite values. It scans every row into the
+// same string, so a row costs one allocation (the driver's copy of the
+// value), which the Meta's strings then share.
+type metaPacker struct {
+	v    string
+	dest []any
+}
+
+// scan reads the current row of r, one metaPackedLite column.
+func (p *metaPacker) scan(r interface{ Scan(...any) error }) (recall.Meta, error) {
+	if p.dest == nil {
+		p.dest = []any{&p.v}
+	}
+	if err := r.Scan(p.dest...); err != nil {
+		return recall.Meta{}, err
+	}
+	return decodePackedMeta(p.v)
+}
+
+// decodePackedMeta decodes a metaPackedLite value into the Meta scanMeta
+// reads from the columns.
+func decodePackedMeta(v string) (recall.Meta, error) {
+	var n [packedInts + packedTexts - 1]int64
+	rest := v
+	for i := range n {
+		x, r, ok := cutInt(rest)
+		if !ok {
+			return recall.Meta{}, fmt.Errorf("%w: session row: number %d of %d unreadable", recall.ErrCorrupt, i+1, len(n))
+		}
+		n[i], rest = x, r
+	}
+	var texts [packedTexts]string
+	for i, l := range n[packedInts:] {
+		if l < 0 || l > int64(len(rest)) {
+			return recall.Meta{}, fmt.Errorf("%w: session row: text %d of %d bytes, %d left", recall.ErrCorrupt, i, l, len(rest))
+		}
+		texts[i], rest = rest[:l], rest[l:]
+	}
+	texts[packedTexts-1] = rest
+	m := recall.Meta{
+		Key:         recall.Key{Project: texts[0], Session: texts[1], Subpath: texts[2]},
+		Title:       texts[3],
+		TitleSource: recall.TitleSource(texts[4]),
+		Created:     time.UnixMicro(n[0]).UTC(),
+		Updated:     time.UnixMicro(n[1]).UTC(),
+		ItemCount:   int(n[2]),
+		LastSeq:     n[3],
+		Archived:    n[4] != 0,
+		Pinned:      n[5] != 0,
+		Usage:       recall.Usage{InputTokens: n[7], OutputTokens: n[8], TotalTokens: n[9]},
+		FirstPrompt: texts[8],
+	}
+	if labels := texts[5]; labels != "" {
+		if err := json.Unmarshal([]byte(labels), &m.Labels); err != nil {
+			return recall.Meta{}, fmt.Errorf("%w: labels of %s: %v", recall.ErrCorrupt, m.Key, err)
+		}
+		if len(m.Labels) == 0 {
+			m.Labels = nil
+		}
+	}
+	if metadata := texts[6]; metadata != "" {
+		if err := json.Unmarshal([]byte(metadata), &m.Metadata); err != nil {
+			return recall.Meta{}, fmt.Errorf("%w: metadata of %s: %v", recall.ErrCorrupt, m.Key, err)
+		}
+		if len(m.Metadata) == 0 {
+			m.Metadata = nil
+		}
+	}
+	if forked := texts[7]; forked != "" {
+		var k recall.Key
+		if err := json.Unmarshal([]byte(forked), &k); err != nil {
+			return recall.Meta{}, fmt.Errorf("%w: forked_from of %s: %v", recall.ErrCorrupt, m.Key, err)
+		}
+		m.ForkedFrom = &recall.ForkOrigin{Key: k, Seq: n[6]}
+	}
+	return m, nil
+}
+
+// cutInt reads the decimal integer at the start of s, which printf's %d
+// wrote, and the space after it, and returns the rest of s.
+func cutInt(s string) (n int64, rest string, ok bool) {
+	i := 0
+	neg := len(s) > 0 && s[0] == '-'
+	if neg {
+		i++
+	}
+	start := i
+	for ; i < len(s) && s[i] != ' '; i++ {
+		c := s[i]
+		if c < '0' || c > '9' || i-start >= 19 {
+			// not a digit, or past int64's digits: let strconv judge
+			sp := strings.IndexByte(s, ' ')
+			if sp < 0 {
+				return 0, "", false
+			}
+			x, err := strconv.ParseInt(s[:sp], 10, 64)
+			return x, s[sp+1:], err == nil
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if i == start || i == len(s) {
+		return 0, "", false
+	}
+	if neg {
+		n = -n
+	}
+	return n, s[i+1:], true
+}
