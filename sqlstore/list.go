@@ -140,7 +140,10 @@ func (s *Store) listPage(ctx context.Context, stmt string, a args, limit int) (r
 	}
 	defer rs.Close()
 	p := recall.Page{Sessions: make([]recall.Meta, 0, max(0, min(limit, 1000))+1)}
-	var packed metaPacker
+	var (
+		packed metaPacker
+		cols   metaScanner
+	)
 	for rs.Next() {
 		var (
 			m   recall.Meta
@@ -149,7 +152,7 @@ func (s *Store) listPage(ctx context.Context, stmt string, a args, limit int) (r
 		if s.packedList() {
 			m, err = packed.scan(rs)
 		} else {
-			_, m, err = scanMeta(rs)
+			m, err = cols.scan(rs)
 		}
 		if err != nil {
 			return recall.Page{}, err

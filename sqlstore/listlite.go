@@ -160,3 +160,62 @@ func cutInt(s string) (n int64, rest string, ok bool) {
 	}
 	return n, s[i+1:], true
 }
+
+// metaScanner reads rows of metaCols on PostgreSQL, for List: every row
+// into the same variables, with the times scanned as timestamptz into
+// time.Time (pgx's own plan, where scanMeta's dbTime, a sql.Scanner,
+// costs an interface conversion and an allocation a column), and no
+// slice of destinations built per row.
+type metaScanner struct {
+	sid                      int64
+	m                        recall.Meta
+	source                   string
+	labels, metadata, forked []byte
+	forkSeq                  *int64
+	dest                     []any
+}
+
+// scan reads the current row of r.
+func (p *metaScanner) scan(r interface{ Scan(...any) error }) (recall.Meta, error) {
+	if p.dest == nil {
+		m := &p.m
+		p.dest = []any{&p.sid, &m.Key.Project, &m.Key.Session, &m.Key.Subpath, &m.Title, &p.source,
+			&m.Created, &m.Updated, &m.ItemCount, &m.LastSeq, &m.Archived, &m.Pinned,
+			&p.labels, &p.metadata, &p.forked, &p.forkSeq, &m.Usage.InputTokens, &m.Usage.OutputTokens, &m.Usage.TotalTokens, &m.FirstPrompt}
+	}
+	p.labels, p.metadata, p.forked, p.forkSeq = nil, nil, nil, nil
+	if err := r.Scan(p.dest...); err != nil {
+		return recall.Meta{}, err
+	}
+	m := p.m
+	m.Created, m.Updated = m.Created.UTC(), m.Updated.UTC()
+	m.TitleSource = recall.TitleSource(p.source)
+	m.Labels, m.Metadata, m.ForkedFrom = nil, nil, nil
+	if len(p.labels) > 0 {
+		if err := json.Unmarshal(p.labels, &m.Labels); err != nil {
+			return recall.Meta{}, fmt.Errorf("%w: labels of %s: %v", recall.ErrCorrupt, m.Key, err)
+		}
+		if len(m.Labels) == 0 {
+			m.Labels = nil
+		}
+	}
+	if len(p.metadata) > 0 {
+		if err := json.Unmarshal(p.metadata, &m.Metadata); err != nil {
+			return recall.Meta{}, fmt.Errorf("%w: metadata of %s: %v", recall.ErrCorrupt, m.Key, err)
+		}
+		if len(m.Metadata) == 0 {
+			m.Metadata = nil
+		}
+	}
+	if len(p.forked) > 0 {
+		var k recall.Key
+		if err := json.Unmarshal(p.forked, &k); err != nil {
+			return recall.Meta{}, fmt.Errorf("%w: forked_from of %s: %v", recall.ErrCorrupt, m.Key, err)
+		}
+		m.ForkedFrom = &recall.ForkOrigin{Key: k}
+		if p.forkSeq != nil {
+			m.ForkedFrom.Seq = *p.forkSeq
+		}
+	}
+	return m, nil
+}
