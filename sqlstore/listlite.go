@@ -28,8 +28,9 @@ import (
 //	len(project) len(id) len(subpath) len(title) len(source)
 //	len(labels) len(metadata) len(forked) <texts>
 //
-// (Each number costs printf a tenth of what a column costs the driver,
-// so the value holds only what a Meta needs: not the sid.)
+// (By the profile a number costs printf about a third of what a column
+// costs the driver, so the value holds only what a Meta needs: not the
+// sid.)
 //
 // The lengths are octet_length, bytes, so a text holding any byte (a
 // space, a NUL, invalid UTF-8) is cut where it ends; a NULL column is a
