@@ -31,7 +31,7 @@ func (s *Store) List(ctx context.Context, project string, opts recall.ListOption
 	var p recall.Page
 	err = s.read(func() error {
 		var err error
-		p, err = s.listPage(ctx, stmt, a)
+		p, err = s.listPage(ctx, stmt, a, limit)
 		return err
 	})
 	if err != nil {
@@ -77,7 +77,11 @@ func (s *Store) listQuery(project string, opts recall.ListOptions) (string, args
 	if limit == 0 {
 		limit = recall.DefaultListLimit
 	}
-	stmt := `SELECT ` + metaCols + ` FROM sessions WHERE ` + strings.Join(where, " AND ") +
+	cols := metaCols
+	if s.packedList() {
+		cols = metaPackedLite
+	}
+	stmt := `SELECT ` + cols + ` FROM sessions WHERE ` + strings.Join(where, " AND ") +
 		` ORDER BY updated_at DESC, project, id, subpath`
 	if limit > 0 {
 		stmt += " LIMIT " + a.add(limit+1) // one more tells whether a next page exists
@@ -120,16 +124,36 @@ func (s *Store) projects(ctx context.Context) ([]recall.ProjectInfo, error) {
 	return out, rs.Err()
 }
 
-// listPage runs a List statement and reads its rows.
-func (s *Store) listPage(ctx context.Context, stmt string, a args) (recall.Page, error) {
+// packedList reports whether List reads a row as one metaPackedLite
+// value (SQLite) rather than as metaCols (PostgreSQL).
+func (s *Store) packedList() bool {
+	_, ok := s.db.(*liteBackend)
+	return ok
+}
+
+// listPage runs a List statement of limit+1 rows (limit <= 0: unlimited)
+// and reads its rows.
+func (s *Store) listPage(ctx context.Context, stmt string, a args, limit int) (recall.Page, error) {
 	rs, err := s.db.q().query(ctx, stmt, a...)
 	if err != nil {
 		return recall.Page{}, err
 	}
 	defer rs.Close()
-	p := recall.Page{Sessions: []recall.Meta{}}
+	p := recall.Page{Sessions: make([]recall.Meta, 0, max(0, min(limit, 1000))+1)}
+	var (
+		packed metaPacker
+		cols   metaScanner
+	)
 	for rs.Next() {
-		_, m, err := scanMeta(rs)
+		var (
+			m   recall.Meta
+			err error
+		)
+		if s.packedList() {
+			m, err = packed.scan(rs)
+		} else {
+			m, err = cols.scan(rs)
+		}
 		if err != nil {
 			return recall.Page{}, err
 		}
