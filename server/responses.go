@@ -246,7 +246,7 @@ func (s *Server) startTurn(r *http.Request, convID string, req responseRequest) 
 	if err := checkInputIDs(live, input); err != nil {
 		return nil, nil, err
 	}
-	history := make([]recall.Item, len(live))
+	history := make([]recall.Item, len(live), len(live)+len(input)) // room for the input, appended to go upstream
 	for i, l := range live {
 		history[i] = l.Item
 	}
@@ -399,7 +399,9 @@ func (s *Server) commit(ctx context.Context, t *turn, output []recall.Item, usag
 // upstream that cannot be reached is a 502.
 func (u *upstream) send(ctx context.Context, body map[string]json.RawMessage, withConv bool, items []recall.Item, stream bool) (*http.Response, error) {
 	path := "/responses"
-	var out []byte
+	var out io.Reader
+	var size int64
+	var getBody func() (io.ReadCloser, error)
 	switch {
 	case u.api == openai.APIChat:
 		path = "/chat/completions"
@@ -413,15 +415,24 @@ func (u *upstream) send(ctx context.Context, body map[string]json.RawMessage, wi
 		if err != nil {
 			return nil, err
 		}
-		out = b
+		out, size = bytes.NewReader(b), int64(len(b))
 	case withConv:
-		out = upstreamBody(body, items)
+		ub := newUpstreamBody(body, items)
+		out, size = ub, ub.size
+		getBody = func() (io.ReadCloser, error) { return io.NopCloser(newUpstreamBody(body, items)), nil }
 	default:
-		out, _ = json.Marshal(body)
+		b, _ := json.Marshal(body)
+		out, size = bytes.NewReader(b), int64(len(b))
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.base+path, bytes.NewReader(out))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.base+path, out)
 	if err != nil {
 		return nil, err
+	}
+	if getBody != nil {
+		// A body the transport can make again, so that a request on a
+		// kept-alive connection the upstream had closed is retried, as
+		// one with a bytes.Reader body is.
+		req.ContentLength, req.GetBody = size, getBody
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if stream {
@@ -447,39 +458,81 @@ func (u *upstream) send(ctx context.Context, body map[string]json.RawMessage, wi
 }
 
 // upstreamBody is the body of a request on a conversation as it goes
-// upstream: the client's fields as received, but "conversation", and
-// items as "input". The items are written as stored, byte for byte (the
-// store keeps only valid JSON), not encoded again: a long conversation
-// costs a copy, not a parse.
-func upstreamBody(body map[string]json.RawMessage, items []recall.Item) []byte {
-	size := 16
-	for _, v := range body {
-		size += len(v) + 32
-	}
-	for _, it := range items {
-		size += len(it) + 1
-	}
-	buf := bytes.NewBuffer(make([]byte, 0, size))
-	buf.WriteByte('{')
+// upstream, read as the transport sends it: the client's fields as
+// received, but "conversation", and items as "input". The items are
+// written as stored, byte for byte (the store keeps only valid JSON), not
+// encoded again, and straight from the view read from the store, not
+// joined first: a long conversation costs neither a parse nor a copy of
+// its megabytes into one buffer before the first byte goes out.
+type upstreamBody struct {
+	head  []byte        // "{" and the client's fields, then `"input":[`
+	items []recall.Item // then the items, comma-separated
+	size  int64         // the whole body's length
+	i     int           // the item being read; len(items): the tail
+	off   int           // how much of head (i < 0) or items[i] is read
+	comma bool          // items[i] still owes its leading comma
+}
+
+// upstreamTail closes the input list and the body.
+const upstreamTail = "]}"
+
+func newUpstreamBody(body map[string]json.RawMessage, items []recall.Item) *upstreamBody {
+	var head bytes.Buffer
+	head.WriteByte('{')
 	for _, k := range slices.Sorted(maps.Keys(body)) {
 		if k == "conversation" || k == "input" {
 			continue
 		}
 		kb, _ := json.Marshal(k)
-		buf.Write(kb)
-		buf.WriteByte(':')
-		buf.Write(body[k])
-		buf.WriteByte(',')
+		head.Write(kb)
+		head.WriteByte(':')
+		head.Write(body[k])
+		head.WriteByte(',')
 	}
-	buf.WriteString(`"input":[`)
+	head.WriteString(`"input":[`)
+	size := int64(head.Len() + len(upstreamTail))
 	for i, it := range items {
 		if i > 0 {
-			buf.WriteByte(',')
+			size++
 		}
-		buf.Write(it)
+		size += int64(len(it))
 	}
-	buf.WriteString("]}")
-	return buf.Bytes()
+	return &upstreamBody{head: head.Bytes(), items: items, size: size, i: -1}
+}
+
+// Read implements io.Reader.
+func (b *upstreamBody) Read(p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		switch {
+		case b.i < 0:
+			c := copy(p[n:], b.head[b.off:])
+			n, b.off = n+c, b.off+c
+			if b.off == len(b.head) {
+				b.i, b.off = 0, 0
+			}
+		case b.i < len(b.items):
+			if b.comma {
+				p[n] = ','
+				n, b.comma = n+1, false
+				continue
+			}
+			it := b.items[b.i]
+			c := copy(p[n:], it[b.off:])
+			n, b.off = n+c, b.off+c
+			if b.off == len(it) {
+				b.i, b.off = b.i+1, 0
+				b.comma = b.i < len(b.items)
+			}
+		default:
+			c := copy(p[n:], upstreamTail[b.off:])
+			n, b.off = n+c, b.off+c
+			if b.off == len(upstreamTail) {
+				return n, io.EOF
+			}
+		}
+	}
+	return n, nil
 }
 
 // relayError answers with the upstream's error: its status, and its body
