@@ -187,9 +187,17 @@ func withoutMember(obj []byte, name string) []byte {
 	return obj
 }
 
+// quote returns s as a JSON string, as encoding/json writes it. The ids
+// the server shows are plain ASCII and are quoted without it: listing
+// quotes one or more a page.
 func quote(s string) string {
-	b, _ := json.Marshal(s) // a string always marshals
-	return string(b)
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			b, _ := json.Marshal(s) // a string always marshals
+			return string(b)
+		}
+	}
+	return `"` + s + `"`
 }
 
 // maxItemsPerCall is how many items one create or add call may carry,
