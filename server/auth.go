@@ -23,7 +23,8 @@ var opsPaths = map[string]bool{"/healthz": true, "/readyz": true, "/metrics": tr
 
 // authenticate puts the request's user in its context. Under AuthToken
 // it needs "Authorization: Bearer <token>" with a token of the store
-// (see CreateToken), and answers 401 in OpenAI's shape when it is
+// (see CreateToken; verified through the Server's cache of verified
+// tokens, tokencache.go), and answers 401 in OpenAI's shape when it is
 // missing, malformed, unknown or revoked; under AuthNone every request
 // is DefaultUser's.
 func (s *Server) authenticate(next http.Handler) http.Handler {
@@ -44,7 +45,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 				return
 			}
 			var err error
-			u, err = Authenticate(r.Context(), s.store, token)
+			u, err = s.auth.authenticate(r.Context(), s.store, token)
 			if errors.Is(err, ErrUnauthorized) {
 				s.unauthorized(w, r, "Incorrect API key provided. Create one with 'recall token create'.")
 				return
@@ -80,8 +81,7 @@ func bearer(h string) (string, bool) {
 type limiters struct {
 	limit rate.Limit
 	burst int
-	mu    sync.Mutex
-	users map[string]*rate.Limiter
+	users sync.Map // user name → *rate.Limiter; read without a lock
 }
 
 func newLimiters(limit rate.Limit, burst int) *limiters {
@@ -91,18 +91,15 @@ func newLimiters(limit rate.Limit, burst int) *limiters {
 	if burst <= 0 {
 		burst = DefaultBurst
 	}
-	return &limiters{limit: limit, burst: burst, users: map[string]*rate.Limiter{}}
+	return &limiters{limit: limit, burst: burst}
 }
 
 func (l *limiters) get(user string) *rate.Limiter {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	lim := l.users[user]
-	if lim == nil {
-		lim = rate.NewLimiter(l.limit, l.burst)
-		l.users[user] = lim
+	if lim, ok := l.users.Load(user); ok {
+		return lim.(*rate.Limiter)
 	}
-	return lim
+	lim, _ := l.users.LoadOrStore(user, rate.NewLimiter(l.limit, l.burst))
+	return lim.(*rate.Limiter)
 }
 
 // rateLimit answers 429 with Retry-After (whole seconds, at least 1) to

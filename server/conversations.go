@@ -522,6 +522,14 @@ func (s *Server) deleteItem(w http.ResponseWriter, r *http.Request) {
 // out as it is (not re-encoded), so an item's bytes are the stored ones.
 func writeList(w http.ResponseWriter, items []shown, more bool) {
 	var b bytes.Buffer
+	size := 128 // the envelope, but for the ids
+	for _, it := range items {
+		size += len(it.json) + 1
+	}
+	if len(items) > 0 {
+		size += len(items[0].id) + len(items[len(items)-1].id)
+	}
+	b.Grow(size) // one allocation for the whole answer
 	b.WriteString(`{"object":"list","data":[`)
 	for i, it := range items {
 		if i > 0 {

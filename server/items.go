@@ -130,31 +130,36 @@ func show(l recall.LiveItem) shown {
 	h := headOf(l.Item)
 	id := h.ownID()
 	it := []byte(l.Item)
-	var add []string
-	if id == "" {
+	addID := id == ""
+	if addID {
 		id = derivedID(l.Ref)
-		add = append(add, `"id":`+quote(id))
 		if h.hasID {
 			it = withoutMember(it, "id")
 		}
 	}
-	if !h.hasType && h.role != "" {
-		add = append(add, `"type":"message"`)
-	}
-	if len(add) == 0 {
+	addType := !h.hasType && h.role != ""
+	if !addID && !addType {
 		return shown{id: id, json: it}
 	}
 	open := bytes.IndexByte(it, '{')
 	rest := it[open+1:]
-	var b bytes.Buffer
-	b.Grow(len(it) + 64)
-	b.Write(it[:open+1])
-	b.WriteString(strings.Join(add, ","))
-	if t := bytes.TrimLeft(rest, " \t\r\n"); len(t) > 0 && t[0] != '}' {
-		b.WriteByte(',')
+	b := make([]byte, 0, len(it)+len(id)+32)
+	b = append(b, it[:open+1]...)
+	if addID {
+		b = append(b, `"id":`...)
+		b = append(b, quote(id)...)
 	}
-	b.Write(rest)
-	return shown{id: id, json: b.Bytes()}
+	if addType {
+		if addID {
+			b = append(b, ',')
+		}
+		b = append(b, `"type":"message"`...)
+	}
+	if t := bytes.TrimLeft(rest, " \t\r\n"); len(t) > 0 && t[0] != '}' {
+		b = append(b, ',')
+	}
+	b = append(b, rest...)
+	return shown{id: id, json: b}
 }
 
 // withoutMember returns obj, a JSON object, without its first top-level
@@ -187,9 +192,17 @@ func withoutMember(obj []byte, name string) []byte {
 	return obj
 }
 
+// quote returns s as a JSON string, as encoding/json writes it. The ids
+// the server shows are plain ASCII and are quoted without it: listing
+// quotes one or more a page.
 func quote(s string) string {
-	b, _ := json.Marshal(s) // a string always marshals
-	return string(b)
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			b, _ := json.Marshal(s) // a string always marshals
+			return string(b)
+		}
+	}
+	return `"` + s + `"`
 }
 
 // maxItemsPerCall is how many items one create or add call may carry,

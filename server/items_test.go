@@ -39,3 +39,14 @@ func TestShow(t *testing.T) {
 		}
 	}
 }
+
+// TestQuote: quote writes what encoding/json writes, on its fast path
+// (plain ASCII) and off it.
+func TestQuote(t *testing.T) {
+	for _, s := range []string{"", "recall-12", "recall-7.3", "msg_abc", `a"b`, `a\b`, "a<b>&c", "tab\there", "nul\x00", "é", "\u2028", "\xff", "\x7f"} {
+		want, _ := json.Marshal(s)
+		if got := quote(s); got != string(want) {
+			t.Errorf("quote(%q) = %s, want %s", s, got, want)
+		}
+	}
+}

@@ -86,7 +86,10 @@ func TestTokensSharedByReplicas(t *testing.T) {
 	a.tokens["carol"] = carol
 	a.do("GET", "/api/v1/me", "carol", nil).want(t, http.StatusOK)
 	b.do("GET", "/api/v1/me", "carol", nil).want(t, http.StatusOK)
-	// Revoked through A's store: refused by both at the next request.
+	// Revoked through A's store by RevokeToken in this process: refused
+	// by both servers of this process at the next request, though both
+	// have carol's token cached. (A replica in another process refuses it
+	// within its TokenTTL: TestTokenCacheTTL.)
 	if _, err := RevokeToken(ctx, st1, info.ID); err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,8 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
@@ -55,6 +57,13 @@ type Options struct {
 	// RateLimit turns limiting off.
 	RateLimit rate.Limit
 	Burst     int
+	// TokenTTL is how long a Server keeps a token it has verified before
+	// asking the store again. A token revoked by RevokeToken in this
+	// process is refused at once; one revoked by another process (recall
+	// token revoke, another replica) is refused here within TokenTTL.
+	// Default: DefaultTokenTTL (5s). A negative TokenTTL looks every
+	// request's token up in the store.
+	TokenTTL time.Duration
 	// MaxBodyBytes is the largest request body accepted (413 over it).
 	// Default: the store's item limit plus room for the envelope.
 	MaxBodyBytes int64
@@ -98,6 +107,11 @@ type Server struct {
 	h     http.Handler // mux wrapped in the middleware
 	ops   *ops         // the middleware's state: limiters, metrics
 	up    *upstream    // where POST /v1/responses goes; nil: nowhere
+	auth  *tokenCache  // the tokens verified lately
+
+	// storekitCursors says whether the store's List cursors are
+	// storekit.Cursor's (web_pages.go): 0 not known yet, 1 yes, 2 no.
+	storekitCursors atomic.Int32
 }
 
 // New returns a Server over store. The store stays the caller's to close.
@@ -118,7 +132,7 @@ func New(ctx context.Context, store recall.Store, opts Options) (*Server, error)
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{store: store, opts: opts, log: opts.Logger, mux: http.NewServeMux(), up: up}
+	s := &Server{store: store, opts: opts, log: opts.Logger, mux: http.NewServeMux(), up: up, auth: newTokenCache(opts.TokenTTL)}
 	if err := s.init(ctx); err != nil {
 		return nil, err
 	}

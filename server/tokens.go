@@ -21,7 +21,9 @@ import (
 // finds them. Each token is one session of the reserved project
 // TokenProject whose session ID is the hex SHA-256 of the token: the
 // token itself is never stored, and Authenticate is one Stat. The user,
-// the admin flag and the creation time are the session's metadata.
+// the admin flag and the creation time are the session's metadata. A
+// Server keeps the tokens it has verified for Options.TokenTTL
+// (tokencache.go), so most requests make no Stat at all.
 
 // TokenProject is the reserved store project that holds the hashes of
 // the bearer tokens. Projects starting with ReservedPrefix are the
@@ -108,7 +110,11 @@ func Authenticate(ctx context.Context, st recall.Store, token string) (User, err
 	if !wellFormed(token) {
 		return User{}, ErrUnauthorized
 	}
-	hash := hashToken(token)
+	return authenticateHash(ctx, st, hashToken(token))
+}
+
+// authenticateHash is Authenticate of a well-formed token's hash.
+func authenticateHash(ctx context.Context, st recall.Store, hash string) (User, error) {
 	m, err := st.Stat(ctx, tokenKey(hash))
 	if errors.Is(err, recall.ErrNotFound) {
 		return User{}, ErrUnauthorized
@@ -155,8 +161,10 @@ func ListTokens(ctx context.Context, st recall.Store) ([]TokenInfo, error) {
 }
 
 // RevokeToken removes the token whose ID (or a longer prefix of its
-// hash, up to the whole hash) is id. A token that is revoked stops
-// working on every server at once. It returns the revoked token's info,
+// hash, up to the whole hash) is id. A revoked token stops working at
+// once on every Server of this process; a Server in another process
+// (another replica, or recall serve when the CLI revokes) may accept it
+// for up to its Options.TokenTTL, the time it keeps a verified token. It returns the revoked token's info,
 // ErrNoToken when no token matches and ErrAmbiguousToken when several do.
 func RevokeToken(ctx context.Context, st recall.Store, id string) (TokenInfo, error) {
 	id = strings.ToLower(id)
@@ -194,6 +202,9 @@ func RevokeToken(ctx context.Context, st recall.Store, id string) (TokenInfo, er
 	m, err := st.Stat(ctx, key)
 	if err == nil {
 		err = st.Remove(ctx, key)
+		// After the removal, so a lookup that began before it and found
+		// the token is cached under the old count, which no longer holds.
+		revocations.Add(1)
 	}
 	if errors.Is(err, recall.ErrNotFound) {
 		return TokenInfo{}, fmt.Errorf("%w: %s", ErrNoToken, id)

@@ -83,7 +83,8 @@ func BenchmarkWebSessionPage(b *testing.B) {
 	})
 }
 
-// BenchmarkWebListPage: the sessions list of a user with 10,000 sessions.
+// BenchmarkWebListPage: the sessions list of a user with 10,000 sessions,
+// 5 of them pinned (shown first, then 50 others).
 func BenchmarkWebListPage(b *testing.B) {
 	st := openFileStore(&testing.T{}, b.TempDir())
 	defer st.Close()
@@ -92,6 +93,11 @@ func BenchmarkWebListPage(b *testing.B) {
 		key := recall.Key{Project: "user.alice", Session: fmt.Sprintf("conv_%05d", i)}
 		if _, err := recall.Create(ctx, st, key, recall.CreateOptions{Title: fmt.Sprintf("Session %d", i),
 			Items: []recall.Item{recall.Message("user", fmt.Sprintf("The first prompt of session %d", i)), recall.Message("assistant", "ok")}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for i := 1000; i < 10000; i += 2000 {
+		if _, err := recall.SetPinned(ctx, st, recall.Key{Project: "user.alice", Session: fmt.Sprintf("conv_%05d", i)}, true); err != nil {
 			b.Fatal(err)
 		}
 	}

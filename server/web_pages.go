@@ -22,6 +22,7 @@ import (
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/export"
+	"github.com/recallkit/recall/storekit"
 )
 
 // webFS holds the viewer's templates and static assets.
@@ -202,7 +203,7 @@ func (s *Server) webSignIn(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
 	token := strings.TrimSpace(r.PostFormValue("token"))
 	next := safeNext(r.PostFormValue("next"))
-	if _, err := Authenticate(r.Context(), s.store, token); err != nil {
+	if _, err := s.auth.authenticate(r.Context(), s.store, token); err != nil {
 		msg := "That token is not valid. Create one with 'recall token create --user NAME'."
 		if !errors.Is(err, ErrUnauthorized) {
 			s.webError(w, r, err)
@@ -328,40 +329,101 @@ func (s *Server) webListPage(r *http.Request, u User, d *listData) error {
 	cursor := r.URL.Query().Get("cursor")
 	opts := recall.ListOptions{IncludeArchived: d.Archived}
 	keep := func(m recall.Meta) bool { return !d.Archived || m.Archived }
+	others := func(m recall.Meta) bool { return !m.Pinned && keep(m) }
 	var metas []recall.Meta
+	var next string
 	if cursor == "" {
-		// The pinned sessions come first: one unlimited listing of the
-		// metadata (never items), cheaper on every store than paging.
+		// The pinned sessions come first, wherever they sit in the list
+		// order: one unlimited listing of the metadata (never items)
+		// finds them, and the first page of the others is in it too.
 		all := opts
 		all.Limit = -1
 		page, err := s.store.List(ctx, d.Project, all)
 		if err != nil {
 			return err
 		}
+		var rest []recall.Meta
+		more := false
 		for _, m := range page.Sessions {
-			if m.Pinned && keep(m) {
+			switch {
+			case m.Pinned && keep(m):
 				metas = append(metas, m)
+			case !others(m):
+			case len(rest) < webPageSize:
+				rest = append(rest, m)
+			default:
+				more = true
 			}
 		}
+		if more {
+			// The next page goes on after the last row shown. Its cursor
+			// is the store's to make: with the module's stores (storekit's
+			// cursor) it is made here; with any other, a second, limited
+			// listing up to that row returns it.
+			if next, err = s.listCursorAfter(ctx, d.Project, opts, page.Sessions, rest[len(rest)-1]); err != nil {
+				return err
+			}
+		}
+		metas = append(metas, rest...)
+	} else {
+		opts.Cursor = cursor
+		rest, n, err := s.collect(ctx, d.Project, opts, webPageSize, others)
+		if err != nil {
+			return err
+		}
+		metas, next = rest, n
 	}
-	opts.Cursor = cursor
-	rest, next, err := s.collect(ctx, d.Project, opts, webPageSize, func(m recall.Meta) bool { return !m.Pinned && keep(m) })
-	if err != nil {
-		return err
-	}
-	metas = append(metas, rest...)
-	for _, m := range metas {
+	own := u.Project()
+	d.Rows = make([]listRow, len(metas))
+	for i, m := range metas {
 		row := listRow{ID: m.Key.Session, Title: m.Title, Project: m.Key.Project, Updated: m.Updated, Items: m.ItemCount,
-			Pinned: m.Pinned, Archived: m.Archived, Own: m.Key.Project == u.Project()}
+			Pinned: m.Pinned, Archived: m.Archived, Own: m.Key.Project == own}
 		if row.Own {
 			row.FirstPrompt = m.FirstPrompt // kept by the store: the list reads no items
 		}
-		d.Rows = append(d.Rows, row)
+		d.Rows[i] = row
 	}
 	if next != "" {
 		d.More = nextURL(r, next)
 	}
 	return nil
+}
+
+// listCursorAfter returns the List cursor that continues after last, one
+// of listed (a whole listing of project with opts, in List order).
+//
+// The module's stores all encode their cursors as storekit.Cursor; the
+// first time one is needed, a listing of one session tells whether this
+// store does (the cursor of its Next is the one storekit makes of its
+// session). If it does, the cursor is made without asking the store; if
+// not, it is asked for a page that ends at last.
+func (s *Server) listCursorAfter(ctx context.Context, project string, opts recall.ListOptions, listed []recall.Meta, last recall.Meta) (string, error) {
+	if v := s.storekitCursors.Load(); v == 0 {
+		one := opts
+		one.Limit = 1
+		page, err := s.store.List(ctx, project, one)
+		if err != nil {
+			return "", err
+		}
+		if len(page.Sessions) == 1 && page.Next != "" {
+			v = 2
+			if page.Next == storekit.CursorAt(page.Sessions[0]).String() {
+				v = 1
+			}
+			s.storekitCursors.Store(v)
+		}
+	}
+	if s.storekitCursors.Load() == 1 {
+		return storekit.CursorAt(last).String(), nil
+	}
+	n := slices.IndexFunc(listed, func(m recall.Meta) bool { return m.Key == last.Key }) + 1
+	upTo := opts
+	upTo.Limit = n
+	page, err := s.store.List(ctx, project, upTo)
+	if err != nil {
+		return "", err
+	}
+	return page.Next, nil
 }
 
 // webSearch runs a full-text search over the reader's own sessions.

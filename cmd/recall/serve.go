@@ -44,6 +44,7 @@ type serveFlags struct {
 	burst     int
 	maxBody   int64
 	grace     time.Duration
+	tokenTTL  time.Duration
 	logFormat string
 	model     modelFlags
 	// upstream, upstreamAPI and contextTokens configure POST /v1/responses.
@@ -107,6 +108,7 @@ closes the store.`,
 	fl.IntVar(&f.burst, "burst", 100, "requests a user may send at once above --rate-limit")
 	fl.Int64Var(&f.maxBody, "max-body", 0, "largest request body in `BYTES` (default: the store's item limit plus room for the envelope)")
 	fl.DurationVar(&f.grace, "shutdown-timeout", 30*time.Second, "on SIGINT/SIGTERM, how long requests in flight may take to finish")
+	fl.DurationVar(&f.tokenTTL, "token-cache", server.DefaultTokenTTL, "how long a verified token is kept before the store is asked again: a token revoked elsewhere is refused within it (0: ask on every request)")
 	fl.StringVar(&f.logFormat, "log-format", "text", "log lines as text (logfmt) or json")
 	fl.StringVar(&f.upstream, "upstream", "", "relay POST /v1/responses to the OpenAI-compatible model server at `URL`, keeping conversations (e.g. http://localhost:11434/v1)")
 	fl.StringVar(&f.upstreamAPI, "upstream-api", "", "the upstream's wire API: responses or chat (default $RECALL_API, else responses for OpenAI and chat for other servers)")
@@ -148,8 +150,8 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	if err := checkServeAddr(f.addr, auth); err != nil {
 		return err
 	}
-	if f.rate < 0 || f.burst < 0 || f.maxBody < 0 || f.grace < 0 {
-		return usageError("use 0 or more", "--rate-limit, --burst, --max-body and --shutdown-timeout must not be negative")
+	if f.rate < 0 || f.burst < 0 || f.maxBody < 0 || f.grace < 0 || f.tokenTTL < 0 {
+		return usageError("use 0 or more", "--rate-limit, --burst, --max-body, --shutdown-timeout and --token-cache must not be negative")
 	}
 	log, err := serveLogger(a.stderr, f.logFormat)
 	if err != nil {
@@ -158,6 +160,10 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	opts := server.Options{Auth: auth, Logger: log, RateLimit: rate.Limit(f.rate), Burst: f.burst, MaxBodyBytes: f.maxBody}
 	if f.rate == 0 {
 		opts.RateLimit = -1 // server.Options: negative turns limiting off
+	}
+	opts.TokenTTL = f.tokenTTL
+	if f.tokenTTL == 0 {
+		opts.TokenTTL = -1 // server.Options: negative turns the cache off
 	}
 	if err := f.upstreamOptions(&opts); err != nil {
 		return err

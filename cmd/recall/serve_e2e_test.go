@@ -282,7 +282,8 @@ func TestServeTokens(t *testing.T) {
 		}
 	}
 
-	s := e.serve()
+	const tokenCache = time.Second
+	s := e.serve("--token-cache", tokenCache.String())
 	ctx := context.Background()
 	ca, cb, cnone := s.client(alice), s.client(bob), s.client("")
 	conv, err := ca.Conversations.New(ctx, conversations.ConversationNewParams{
@@ -378,10 +379,26 @@ func TestServeTokens(t *testing.T) {
 		t.Errorf("bob lists all: %d %s, want 403", code, body)
 	}
 
-	// A revoked token is refused from the next request on.
+	// A token revoked by the CLI, another process than the server, is
+	// refused within --token-cache (the server verified alice's token on
+	// the requests above and keeps it that long), and from then on.
 	e.ok("", "token", "revoke", tokens[0].ID)
+	revoked := time.Now()
+	for {
+		_, err := ca.Conversations.Get(ctx, conv.ID)
+		if statusOf(err) == http.StatusUnauthorized {
+			break
+		}
+		if err != nil {
+			t.Fatalf("revoked token, within --token-cache: %v, want the conversation or a 401", err)
+		}
+		if time.Since(revoked) > tokenCache+2*time.Second { // the slack: a loaded machine
+			t.Fatalf("revoked token still accepted %v after the revocation, over --token-cache %v", time.Since(revoked), tokenCache)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	if _, err := ca.Conversations.Get(ctx, conv.ID); statusOf(err) != http.StatusUnauthorized {
-		t.Errorf("revoked token: %v, want 401", err)
+		t.Errorf("revoked token, again: %v, want 401", err)
 	}
 	if _, err := cb.Conversations.Get(ctx, "conv_x"); statusOf(err) != http.StatusNotFound {
 		t.Errorf("bob after alice's revocation: %v, want 404", err)

@@ -1,0 +1,174 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/memstore"
+)
+
+// countingStore counts the Stats of token sessions, and runs onStat (when
+// set) after each one has read the store.
+type countingStore struct {
+	recall.Store
+	stats  atomic.Int64
+	onStat func()
+}
+
+func (s *countingStore) Stat(ctx context.Context, key recall.Key) (recall.Meta, error) {
+	m, err := s.Store.Stat(ctx, key)
+	if key.Project == TokenProject {
+		s.stats.Add(1)
+		if s.onStat != nil {
+			s.onStat()
+		}
+	}
+	return m, err
+}
+
+// fakeClock is a clock a test moves by hand.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// removeElsewhere removes the token's session from the store without
+// RevokeToken, as a revocation by another process (recall token revoke,
+// another replica) does as far as this process can tell.
+func removeElsewhere(t *testing.T, st recall.Store, token string) {
+	t.Helper()
+	if err := st.Remove(context.Background(), tokenKey(hashToken(token))); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestTokenCacheTTL: a verified token is not looked up again for
+// TokenTTL; a revocation in another process is refused once that is up,
+// and not before (the README's auth model).
+func TestTokenCacheTTL(t *testing.T) {
+	st := &countingStore{Store: memstore.New(memstore.Options{})}
+	clock := &fakeClock{t: time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)}
+	const ttl = 5 * time.Second
+	e := newEnv(t, st, Options{TokenTTL: ttl, RateLimit: -1}, func(s *Server) { s.auth.now = clock.now })
+	st.stats.Store(0) // making the tokens looked them up
+
+	e.do("GET", "/api/v1/me", "alice", nil).want(t, http.StatusOK)
+	if n := st.stats.Load(); n != 1 {
+		t.Fatalf("first request: %d token lookups, want 1", n)
+	}
+	for range 10 {
+		e.do("GET", "/api/v1/me", "alice", nil).want(t, http.StatusOK)
+	}
+	if n := st.stats.Load(); n != 1 {
+		t.Fatalf("10 more requests within the TTL: %d token lookups in all, want 1", n)
+	}
+	// Another user's token is looked up on its own.
+	e.do("GET", "/api/v1/me", "bob", nil).want(t, http.StatusOK)
+	if n := st.stats.Load(); n != 2 {
+		t.Fatalf("bob's first request: %d token lookups in all, want 2", n)
+	}
+
+	// Revoked by another process: accepted until the TTL is up, from the
+	// verification on, then refused.
+	removeElsewhere(t, st, e.tokens["alice"])
+	clock.add(ttl - time.Millisecond)
+	e.do("GET", "/api/v1/me", "alice", nil).want(t, http.StatusOK)
+	clock.add(time.Millisecond)
+	e.do("GET", "/api/v1/me", "alice", nil).wantError(t, http.StatusUnauthorized)
+	e.do("GET", "/api/v1/me", "alice", nil).wantError(t, http.StatusUnauthorized)
+	// The web viewer's cookie goes through the same cache: refused too.
+	req, _ := http.NewRequest("GET", e.ts.URL+"/", nil)
+	req.AddCookie(&http.Cookie{Name: sessionCookie, Value: e.tokens["alice"]})
+	c := e.ts.Client()
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	res, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/signin" {
+		t.Fatalf("the viewer with a revoked token's cookie: %d to %q, want 303 to /signin", res.StatusCode, res.Header.Get("Location"))
+	}
+
+	// bob's entry expires too, and is verified again.
+	before := st.stats.Load()
+	e.do("GET", "/api/v1/me", "bob", nil).want(t, http.StatusOK)
+	if n := st.stats.Load(); n != before+1 {
+		t.Fatalf("bob after the TTL: %d token lookups, want 1", n-before)
+	}
+}
+
+// TestTokenCacheRevokeHere: RevokeToken in this process ends the cached
+// verification at once, whatever the clock says.
+func TestTokenCacheRevokeHere(t *testing.T) {
+	st := memstore.New(memstore.Options{})
+	clock := &fakeClock{t: time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)}
+	e := newEnv(t, st, Options{TokenTTL: time.Hour, RateLimit: -1}, func(s *Server) { s.auth.now = clock.now })
+	e.do("GET", "/api/v1/me", "alice", nil).want(t, http.StatusOK)
+	e.do("GET", "/api/v1/me", "bob", nil).want(t, http.StatusOK)
+	if _, err := RevokeToken(context.Background(), st, hashToken(e.tokens["alice"])); err != nil {
+		t.Fatal(err)
+	}
+	e.do("GET", "/api/v1/me", "alice", nil).wantError(t, http.StatusUnauthorized)
+	e.do("GET", "/api/v1/me", "bob", nil).want(t, http.StatusOK) // verified again, still good
+}
+
+// TestTokenCacheRevokeDuringLookup: a lookup that read the token just
+// before a revocation in this process completed does not keep it.
+func TestTokenCacheRevokeDuringLookup(t *testing.T) {
+	st := &countingStore{Store: memstore.New(memstore.Options{})}
+	e := newEnv(t, st, Options{TokenTTL: time.Hour, RateLimit: -1}, nil)
+	st.stats.Store(0) // making the tokens looked them up
+	var once sync.Once
+	st.onStat = func() {
+		// The token was found; a revocation (of another token: alice's
+		// own would make the next lookup fail anyway) completes now.
+		once.Do(func() {
+			if _, err := RevokeToken(context.Background(), st.Store, hashToken(e.tokens["bob"])); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	e.do("GET", "/api/v1/me", "alice", nil).want(t, http.StatusOK)
+	e.do("GET", "/api/v1/me", "alice", nil).want(t, http.StatusOK)
+	if n := st.stats.Load(); n != 2 {
+		t.Fatalf("%d token lookups, want 2: a verification that a revocation overtook is not kept", n)
+	}
+	e.do("GET", "/api/v1/me", "alice", nil).want(t, http.StatusOK)
+	if n := st.stats.Load(); n != 2 {
+		t.Fatalf("%d token lookups, want 2: the second verification is kept", n)
+	}
+}
+
+// TestTokenCacheOff: a negative TokenTTL looks every request's token up,
+// so a revocation by another process is refused at the next request.
+func TestTokenCacheOff(t *testing.T) {
+	st := &countingStore{Store: memstore.New(memstore.Options{})}
+	e := newEnv(t, st, Options{TokenTTL: -1, RateLimit: -1}, nil)
+	st.stats.Store(0) // making the tokens looked them up
+	for range 3 {
+		e.do("GET", "/api/v1/me", "alice", nil).want(t, http.StatusOK)
+	}
+	if n := st.stats.Load(); n != 3 {
+		t.Fatalf("3 requests: %d token lookups, want 3", n)
+	}
+	removeElsewhere(t, st, e.tokens["alice"])
+	e.do("GET", "/api/v1/me", "alice", nil).wantError(t, http.StatusUnauthorized)
+}
