@@ -127,22 +127,31 @@ func createAtomic(path string, data []byte) (*os.File, fileStat, error) {
 // and a rename, with no fsync: for the index journal, which a new boot
 // never believes (see index.go), so a power failure that loses the rename
 // or the file's data costs a rebuild, nothing more. Readers see the old
-// file or the new one whole.
-func replaceQuick(path string, data []byte) error {
+// file or the new one whole. It returns the new file, open for reading.
+func replaceQuick(path string, data []byte) (*os.File, error) {
 	tmp := tempName(path)
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
+	if _, err := f.Write(data); err != nil {
+		f.Close()
 		os.Remove(tmp)
+		return nil, err
 	}
-	return err
+	if runtime.GOOS == "windows" {
+		f.Close() // an open file cannot be renamed there
+		f = nil
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		if f != nil {
+			f.Close()
+		}
+		os.Remove(tmp)
+		return nil, err
+	}
+	if f == nil {
+		return os.Open(path)
+	}
+	return f, nil
 }

@@ -104,11 +104,12 @@ func TestCrashListSIGKILL(t *testing.T) {
 			cmd.Process.Signal(syscall.SIGKILL)
 			cmd.Wait()
 		}
-		for _, s := range []*filestore.Store{openStore(t, home), warm} {
+		for i, s := range []*filestore.Store{openStore(t, home), warm} {
+			which := []string{"a new store", "a store that listed before"}[i]
 			want := listFromLogs(t, home)
-			wantListEqual(t, fmt.Sprintf("round %d", round), s, want)
+			wantListEqual(t, fmt.Sprintf("round %d, %s", round, which), s, want)
 			// and again, from the journal the first List settled
-			wantListEqual(t, fmt.Sprintf("round %d, again", round), s, want)
+			wantListEqual(t, fmt.Sprintf("round %d, %s, again", round, which), s, want)
 		}
 	}
 	if got := filestore.TrustedLists() - before; got == 0 {
@@ -164,7 +165,8 @@ func wantListEqual(t *testing.T, what string, s *filestore.Store, want []recall.
 		for _, m := range want {
 			exp = append(exp, m.Key.Session)
 		}
-		t.Fatalf("%s: List has %d sessions %v; the logs hold %d %v", what, len(page.Sessions), got, len(want), exp)
+		journal, _ := os.ReadFile(journalOf(s))
+		t.Fatalf("%s: List has %d sessions %v; the logs hold %d %v\njournal:\n%s", what, len(page.Sessions), got, len(want), exp, tailLines(journal, 60))
 	}
 	for _, g := range page.Sessions {
 		w, ok := byKey[g.Key]
@@ -176,4 +178,20 @@ func wantListEqual(t *testing.T, what string, s *filestore.Store, want []recall.
 				what, g.Key, g.ItemCount, g.LastSeq, g.Updated, g.Archived, w.ItemCount, w.LastSeq, w.Updated, w.Archived)
 		}
 	}
+}
+
+// journalOf returns the path of listProject's index journal in s.
+func journalOf(s *filestore.Store) string {
+	dir, _ := s.ProjectDir(listProject)
+	return filepath.Join(dir, "#index-v4")
+}
+
+// tailLines returns the last n lines of b, each cut to 100 bytes.
+func tailLines(b []byte, n int) string {
+	lines := strings.Split(string(b), "\n")
+	lines = lines[max(0, len(lines)-n):]
+	for i, l := range lines {
+		lines[i] = l[:min(len(l), 100)]
+	}
+	return strings.Join(lines, "\n")
 }

@@ -297,7 +297,7 @@ func parseChecked(rest []byte) (r *record, kind byte, ok bool) {
 		off:     n[3],
 		check:   uint32(n[4]),
 		updated: time.Unix(n[5], n[6]).UTC(),
-		raw:     rest, // the journal's read buffer is never reused
+		raw:     bytes.Clone(rest), // the journal's read buffer is reused
 	}
 	for _, c := range f[6] {
 		switch c {
@@ -370,6 +370,7 @@ type projectIndex struct {
 
 	jfMu sync.Mutex
 	jf   *os.File // the journal, open for appends (see keepJournalOpen)
+	jr   *os.File // the journal read so far, under mu (see refresh)
 }
 
 // compactEvery is how many journal lines a process appends between two
@@ -432,15 +433,34 @@ func (p *projectIndex) refresh() error {
 			os.Remove(filepath.Join(p.dir, name))
 		}
 	}
-	f, err := os.Open(p.path)
-	if err != nil {
-		if isNotExist(err) {
-			p.reset(0)
-			return nil
+	// The journal read so far is kept open (where it can be): a file
+	// renamed over it unlinks it, and while it is open its inode number
+	// cannot be reused by the next file, so "the same file, read up to
+	// jOff" is never mistaken.
+	if p.jr != nil {
+		if gone, err := unlinked(p.jr); err != nil || gone {
+			p.jr.Close()
+			p.jr = nil
 		}
-		return err
 	}
-	defer f.Close()
+	f := p.jr
+	if f == nil {
+		var err error
+		f, err = os.Open(p.path)
+		if err != nil {
+			if isNotExist(err) {
+				p.reset(0)
+				return nil
+			}
+			return err
+		}
+		if keepJournalOpen {
+			p.jr = f
+			p.jIno = 0 // a file opened anew is read from its start
+		} else {
+			defer f.Close()
+		}
+	}
 	st, err := fstat(f)
 	if err != nil {
 		return err
@@ -452,29 +472,45 @@ func (p *projectIndex) refresh() error {
 		p.jTail = false
 		return nil
 	}
-	buf := make([]byte, st.size-p.jOff)
-	n, _ := f.ReadAt(buf, p.jOff) // a short read leaves the rest for next time
-	buf = buf[:n]
-	end := bytes.LastIndexByte(buf, '\n') + 1 // a torn last line waits
-	p.jTail = end < len(buf)
+	// Read in blocks through one buffer (records copy what they keep), so
+	// a long journal costs no large allocation to clear.
+	buf := make([]byte, min(st.size-p.jOff, readBlock))
+	var carry []byte // a line cut by the end of a block
 	first := p.jOff == 0
-	for rest := buf[:end]; len(rest) > 0; {
-		i := bytes.IndexByte(rest, '\n')
-		line := rest[:i]
-		rest = rest[i+1:]
-		if first {
-			first = false
-			p.header = isHeader(line)
+	for off := p.jOff; off < st.size; {
+		n, _ := f.ReadAt(buf[:min(int64(len(buf)), st.size-off)], off) // a short read leaves the rest for next time
+		if n == 0 {
+			break
 		}
-		if len(line) == 0 {
-			continue
+		off += int64(n)
+		data := buf[:n]
+		if len(carry) > 0 {
+			data = append(carry, data...)
 		}
-		p.jLines++
-		p.apply(line)
+		end := bytes.LastIndexByte(data, '\n') + 1
+		for rest := data[:end]; len(rest) > 0; {
+			i := bytes.IndexByte(rest, '\n')
+			line := rest[:i]
+			rest = rest[i+1:]
+			p.jOff += int64(i + 1)
+			if first {
+				first = false
+				p.header = isHeader(line)
+			}
+			if len(line) == 0 {
+				continue
+			}
+			p.jLines++
+			p.apply(line)
+		}
+		carry = append(carry[:0:0], data[end:]...)
 	}
-	p.jOff += int64(end)
+	p.jTail = len(carry) > 0 // a torn last line waits
 	return nil
 }
+
+// readBlock is the size of the blocks refresh reads the journal in.
+const readBlock = 256 << 10
 
 // apply applies one journal line. The caller holds p.mu.
 func (p *projectIndex) apply(line []byte) {
@@ -699,13 +735,24 @@ func (p *projectIndex) rewriteLocked(trust bool, dirTime int64) error {
 	// writer can begin a change while the exclusive lock is held.
 	pre, err := dirMtime(p.dir)
 	still := trust && err == nil && pre == dirTime
-	if err := replaceQuick(p.path, buf); err != nil {
+	nf, err := replaceQuick(p.path, buf)
+	if err != nil {
 		return err
 	}
-	st, err := statPath(p.path)
-	if err != nil || st.size != int64(len(buf)) {
+	st, err := fstat(nf)
+	if err != nil {
+		nf.Close()
 		p.reset(0) // read it all again next time
 		return nil
+	}
+	if p.jr != nil {
+		p.jr.Close()
+		p.jr = nil
+	}
+	if keepJournalOpen {
+		p.jr = nf // what it holds up to len(buf) is known
+	} else {
+		nf.Close()
 	}
 	p.jIno, p.jOff, p.jLines, p.jTail = st.ino, int64(len(buf)), len(p.recs)+len(p.pending), false
 	p.header, p.damaged, p.dirSeen, p.dirTime = trust, false, trust, dirTime
@@ -783,6 +830,12 @@ func (p *projectIndex) close() {
 	p.jfMu.Lock()
 	p.closeJournalLocked()
 	p.jfMu.Unlock()
+	p.mu.Lock()
+	if p.jr != nil {
+		p.jr.Close()
+		p.jr = nil
+	}
+	p.mu.Unlock()
 }
 
 // tailCheck returns the crc of the checkLen bytes of f before off.
