@@ -467,6 +467,8 @@ func (p *projectIndex) refresh() error {
 	}
 	if st.ino != p.jIno || st.size < p.jOff {
 		p.reset(st.ino)
+		// a journal line is a few hundred bytes: size the map once
+		p.recs = make(map[string]*record, st.size/256)
 	}
 	if st.size == p.jOff {
 		p.jTail = false

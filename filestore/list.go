@@ -434,21 +434,20 @@ func (s *Store) List(ctx context.Context, project string, opts recall.ListOption
 		}
 	}
 	var match []*record
-	unchecked := map[*record]bool{} // believed from the journal without a stat
+	believed := map[string]bool{} // projects whose records came from the journal, unchecked
 	for _, name := range projects {
 		recs, byStat, err := s.records(ctx, s.project(name), opts.Parent)
 		if err != nil {
 			return recall.Page{}, fmt.Errorf("filestore: list %s: %w", name, err)
 		}
+		believed[name] = !byStat
 		for _, r := range recs {
 			if !r.empty && storekit.Matches(r.light(), project, opts) {
 				match = append(match, r)
-				if !byStat {
-					unchecked[r] = true
-				}
 			}
 		}
 	}
+	checked := map[*record]bool{}
 	// The page's logs are stat'ed (point 6 of the crash argument in
 	// index.go): a log changed behind the journal's back is derived again
 	// and the page chosen anew. Each round fixes every row it finds stale,
@@ -460,10 +459,10 @@ func (s *Store) List(ctx context.Context, project string, opts recall.ListOption
 		}
 		changed := false
 		for _, r := range sel {
-			if !unchecked[r] || round == 4 || !checkPage {
+			if !believed[r.key.Project] || checked[r] || round == 4 || !checkPage {
 				continue
 			}
-			delete(unchecked, r)
+			checked[r] = true
 			st, err := statPath(filepath.Join(s.root, r.key.Project, filepath.FromSlash(r.rel)+logExt))
 			if err == nil && st == r.st {
 				continue
