@@ -73,8 +73,8 @@ import (
 //     (#index-v3) since. Otherwise List reads the directory, stats every
 //     log, derives what changed and writes the journal back believable
 //     (Store.validate).
-//  6. List still stats the logs of the page it returns, so a log edited by
-//     hand shows its true counts there.
+//  6. List still stats the logs of the page it returns (its first 200
+//     rows), so a log edited by hand shows its true counts there.
 //
 // What it cannot notice: lines cut from its end at a line boundary by
 // hand, or the journal replaced by an older copy of itself; removing the

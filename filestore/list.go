@@ -295,6 +295,11 @@ func (s *Store) trusted(ctx context.Context, p *projectIndex) (recs []*record, s
 	return recs, journalBelieved, nil
 }
 
+// maxPageCheck is how many rows of a page List stats at most: a listing
+// with no limit (Limit < 0) is not made O(sessions) in system calls by the
+// check; its first rows, which a reader sees first, are checked.
+const maxPageCheck = 200
+
 // checkPage turns List's stat of the page's logs off, for the tests that
 // check the journal alone.
 var checkPage = true
@@ -449,8 +454,8 @@ func (s *Store) List(ctx context.Context, project string, opts recall.ListOption
 	}
 	checked := map[*record]bool{}
 	// The page's logs are stat'ed (point 6 of the crash argument in
-	// index.go): a log changed behind the journal's back is derived again
-	// and the page chosen anew. Each round fixes every row it finds stale,
+	// index.go), its first maxPageCheck rows: a log changed behind the
+	// journal's back is derived again and the page chosen anew. Each round fixes every row it finds stale,
 	// so a few rounds settle.
 	for round := 0; ; round++ {
 		sel, next, err := selectPage(match, opts)
@@ -458,8 +463,8 @@ func (s *Store) List(ctx context.Context, project string, opts recall.ListOption
 			return recall.Page{}, fmt.Errorf("filestore: list: %w", err)
 		}
 		changed := false
-		for _, r := range sel {
-			if !believed[r.key.Project] || checked[r] || round == 4 || !checkPage {
+		for i, r := range sel {
+			if i >= maxPageCheck || !believed[r.key.Project] || checked[r] || round == 4 || !checkPage {
 				continue
 			}
 			checked[r] = true
