@@ -357,22 +357,7 @@ func BenchmarkList10k(b *testing.B) {
 	parse() // the parser's own cache is warm: later Loads add nothing to the index
 	// The floor of a List that checks every log: read the directory, stat
 	// each log.
-	readdirStat := func() {
-		d, err := os.Open(dir)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer d.Close()
-		names, err := d.Readdirnames(-1)
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, name := range names {
-			if err := statAt(d, name); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
+	readdirStat := func() { readdirStatFloor(b, dir) }
 	for _, bm := range []struct {
 		name string
 		op   func()
@@ -505,22 +490,7 @@ func BenchmarkListScale(b *testing.B) {
 				os.Remove(f)
 				cold()
 			}
-			floor := func() {
-				d, err := os.Open(dir)
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer d.Close()
-				names, err := d.Readdirnames(-1)
-				if err != nil {
-					b.Fatal(err)
-				}
-				for _, name := range names {
-					if err := statAt(d, name); err != nil {
-						b.Fatal(err)
-					}
-				}
-			}
+			floor := func() { readdirStatFloor(b, dir) }
 			b.Run("cold", func(b *testing.B) {
 				defer reportCPU(b)()
 				for b.Loop() {
@@ -542,5 +512,24 @@ func BenchmarkListScale(b *testing.B) {
 			b.Run("cold-vs-readdir-stat", func(b *testing.B) { paired(b, floor, cold) })
 			b.Run("dir-moved-vs-readdir-stat", func(b *testing.B) { paired(b, floor, moved) })
 		})
+	}
+}
+
+// readdirStatFloor is the floor of a List that checks every log: read the
+// directory dir, stat each name in it.
+func readdirStatFloor(b *testing.B, dir string) {
+	d, err := os.Open(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer d.Close()
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, name := range names {
+		if err := statAt(d, name); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
