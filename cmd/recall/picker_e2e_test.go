@@ -44,7 +44,8 @@ func TestPickerOnATerminal(t *testing.T) {
 	p.send("gamma")
 	p.expect("> gamma")
 	p.send(keyEnter)
-	p.expect("workspace: "+otherReal, "restored 2 items")
+	p.expect("workspace: " + otherReal)
+	p.reply("restored 2 items")
 	p.send(keyCtrlD)
 	if code, out := p.wait(); code != 0 {
 		t.Errorf("the REPL after the picker: exit %d\n%s", code, out)

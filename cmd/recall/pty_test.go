@@ -86,8 +86,17 @@ func (p *ptyRun) pump() {
 // ansiSeq matches the escape sequences a screen is drawn with.
 var ansiSeq = regexp.MustCompile(`\x1b\[[0-9;?<>=]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(\x07|\x1b\\)|\x1b[=>78]`)
 
-// screenText is out without escape sequences and carriage returns.
+// inputOn marks, in the screen text, where a bubbletea program (the line
+// editor or the picker) took the keyboard: it turns bracketed paste on
+// after it put the terminal in raw mode. Keys typed before it are read by
+// the terminal in cooked mode: echoed, and an Enter becomes a newline in
+// the text being edited instead of sending it.
+const inputOn = "\x00"
+
+// screenText is out without escape sequences and carriage returns, with
+// inputOn where bracketed paste was turned on.
 func screenText(out string) string {
+	out = strings.ReplaceAll(out, "\x1b[?2004h", inputOn)
 	return strings.ReplaceAll(ansiSeq.ReplaceAllString(out, ""), "\r", "")
 }
 
@@ -128,10 +137,11 @@ func (p *ptyRun) expect(wants ...string) string {
 	}
 }
 
-// reply waits for want and then for the prompt of the next message.
+// reply waits for want and then for the line editor of the next message
+// to take the keyboard and show its prompt, so that keys sent next reach it.
 func (p *ptyRun) reply(want string) string {
 	p.t.Helper()
-	return p.expect(want, "> ")
+	return p.expect(want, inputOn, "> ")
 }
 
 // send types s.

@@ -201,16 +201,18 @@ func TestReplHistoryOnResume(t *testing.T) {
 		t.Errorf("resume should show the last 3 turns:\n%s", out)
 	}
 	p.send("/history 10" + keyEnter)
-	p.reply("You said: one")
+	p.expect("You said: one")
+	p.reply("You said: four") // the last of the turns it shows
 	p.send("/sessions" + keyEnter)
-	p.expect("* ")
+	p.reply("* ")
 	p.send("/new" + keyEnter)
-	out = p.expect("new session")
+	out = p.reply("new session")
 	p.send("/sessions" + keyEnter)
-	out += p.expect("ITEMS")
+	out += p.reply("ITEMS")
 	// /resume prints the last turns too.
 	p.send("/resume " + id[:8] + keyEnter)
-	out = p.expect("restored 8 items", "> two", "You said: four")
+	out = p.expect("restored 8 items", "> two")
+	out += p.reply("You said: four")
 	p.send(keyCtrlD)
 	code, all := p.wait()
 	if code != 0 {
