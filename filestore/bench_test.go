@@ -445,10 +445,12 @@ func BenchmarkTail50(b *testing.B) {
 // 10,000 and 100,000 sessions: from a new store, as `recall ls` does
 // ("cold": open, List, close), from a store that listed before ("warm"),
 // and from a new store after a name came and went in the directory
-// ("dir-moved": the directory's names are read, no log is stat'ed). The
-// floor of a List that checks every log, a directory read plus one stat
-// per log, runs paired with the cold List: x-base is floor time / List
-// time.
+// ("dir-moved": the directory's names are read, no log is stat'ed), and
+// from a new store when the journal's tail is as long as it gets before a
+// writer rewrites it ("cold-full-tail"). A new store reads the journal's
+// head, tail and the start of its sorted section (listHead). The floor of
+// a List that checks every log, a directory read plus one stat per log,
+// runs paired with the cold List: x-base is floor time / List time.
 func BenchmarkListScale(b *testing.B) {
 	for _, sessions := range []int{1_000, 10_000, 100_000} {
 		b.Run(fmt.Sprintf("sessions=%d", sessions), func(b *testing.B) {
@@ -464,7 +466,7 @@ func BenchmarkListScale(b *testing.B) {
 			want := fmt.Sprintf("s%05d", sessions-1)
 			list := func(s *filestore.Store) {
 				p, err := s.List(ctx, "bench", recall.ListOptions{})
-				if err != nil || len(p.Sessions) != 50 || p.Sessions[0].Key.Session != want {
+				if err != nil || len(p.Sessions) != 50 || want != "" && p.Sessions[0].Key.Session != want {
 					b.Fatalf("page of %d, %v", len(p.Sessions), err)
 				}
 			}
@@ -511,6 +513,27 @@ func BenchmarkListScale(b *testing.B) {
 			})
 			b.Run("cold-vs-readdir-stat", func(b *testing.B) { paired(b, floor, cold) })
 			b.Run("dir-moved-vs-readdir-stat", func(b *testing.B) { paired(b, floor, moved) })
+			// The worst case of a new process: the journal's tail just
+			// short of the length that has the next writer rewrite it
+			// (max(2048, sessions/16) lines; an append adds two).
+			w, err := filestore.Open(filestore.Options{Dir: home, Sync: filestore.SyncNever})
+			if err != nil {
+				b.Fatal(err)
+			}
+			for i := range (max(2048, sessions/16) - 64) / 2 {
+				k := recall.Key{Project: "bench", Session: fmt.Sprintf("s%05d", (i*7919)%sessions)}
+				if _, err := w.Append(ctx, k, recall.IfExists(), recall.ItemEntry(recall.Message("user", "more"))); err != nil {
+					b.Fatal(err)
+				}
+			}
+			w.Close()
+			want = "" // the appends moved other sessions to the top
+			b.Run("cold-full-tail", func(b *testing.B) {
+				defer reportCPU(b)()
+				for b.Loop() {
+					cold()
+				}
+			})
 		})
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/filestore"
+	"github.com/recallkit/recall/storekit"
 )
 
 // listProject is the project the list crash test's children change.
@@ -76,7 +77,7 @@ func TestCrashListSIGKILL(t *testing.T) {
 	home := t.TempDir()
 	rng := rand.New(rand.NewPCG(2, uint64(time.Now().UnixNano())))
 	warm := openStore(t, home)
-	before := filestore.TrustedLists()
+	before, heads := filestore.TrustedLists(), filestore.HeadLists()
 	// The journal alone must be right: List's stat of the page it returns
 	// would correct stale rows.
 	defer filestore.SetPageCheck(filestore.SetPageCheck(false))
@@ -104,6 +105,9 @@ func TestCrashListSIGKILL(t *testing.T) {
 			cmd.Process.Signal(syscall.SIGKILL)
 			cmd.Wait()
 		}
+		// a new process's first page, before any List settled the journal
+		want := listFromLogs(t, home)
+		wantFirstPage(t, fmt.Sprintf("round %d, a first page", round), openStore(t, home), want, 1+rng.IntN(5), rng.IntN(2) == 0)
 		for i, s := range []*filestore.Store{openStore(t, home), warm} {
 			which := []string{"a new store", "a store that listed before"}[i]
 			want := listFromLogs(t, home)
@@ -112,10 +116,13 @@ func TestCrashListSIGKILL(t *testing.T) {
 			wantListEqual(t, fmt.Sprintf("round %d, %s, again", round, which), s, want)
 		}
 	}
+	if filestore.HeadLists() == heads {
+		t.Errorf("no first page was read from the journal's head: that path went untested")
+	}
 	if got := filestore.TrustedLists() - before; got == 0 {
 		t.Errorf("no List was served from the journal alone: the fast path went untested")
 	} else {
-		t.Logf("%d kills; %d project lists served from the journal alone", kills, got)
+		t.Logf("%d kills; %d project lists served from the journal alone, %d first pages from its head", kills, got, filestore.HeadLists()-heads)
 	}
 }
 
@@ -177,6 +184,33 @@ func wantListEqual(t *testing.T, what string, s *filestore.Store, want []recall.
 			t.Fatalf("%s: List shows %s with %d items, seq %d, updated %v, archived %v; its log: %d, %d, %v, %v",
 				what, g.Key, g.ItemCount, g.LastSeq, g.Updated, g.Archived, w.ItemCount, w.LastSeq, w.Updated, w.Archived)
 		}
+	}
+}
+
+// wantFirstPage compares List's first page of limit sessions, with or
+// without the archived ones, with the sessions derived from the logs.
+func wantFirstPage(t *testing.T, what string, s *filestore.Store, want []recall.Meta, limit int, archived bool) {
+	t.Helper()
+	page, err := s.List(context.Background(), listProject, recall.ListOptions{Limit: limit, IncludeArchived: archived})
+	if err != nil {
+		t.Fatalf("%s: List: %v", what, err)
+	}
+	var exp []recall.Meta
+	for _, m := range want {
+		if archived || !m.Archived {
+			exp = append(exp, m)
+		}
+	}
+	storekit.SortList(exp)
+	next := ""
+	if len(exp) > limit {
+		exp = exp[:limit]
+		next = storekit.CursorAt(exp[limit-1]).String()
+	}
+	if err := samePage(page, recall.Page{Sessions: exp, Next: next}); err != nil {
+		journal, _ := os.ReadFile(journalOf(s))
+		t.Fatalf("%s (limit %d, archived %v): List %v; the logs: %v\njournal:\n%s",
+			what, limit, archived, err, pageKeys(recall.Page{Sessions: exp}), tailLines(journal, 60))
 	}
 }
 

@@ -1,6 +1,10 @@
 package filestore
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/recallkit/recall"
+)
 
 // IndexStat returns the "<ino> <size> <mtime-ns>" of the log at path, as
 // the index writes them.
@@ -23,4 +27,47 @@ func SetPageCheck(on bool) bool {
 	old := checkPage
 	checkPage = on
 	return old
+}
+
+// HeadLists returns how many first pages were served from the journal's
+// head, sorted section and tail (listHead).
+func HeadLists() int64 { return headLists.Load() }
+
+// SetHeadList turns List's read of a first page from the journal's head
+// on or off, and returns the previous setting.
+func SetHeadList(on bool) bool {
+	old := headList
+	headList = on
+	return old
+}
+
+// Rewrite rewrites project's journal as a compaction does: the records in
+// List's order in a sorted section, then an intent per pending log.
+func Rewrite(s *Store, project string) error {
+	p := s.project(project)
+	f, err := p.lockJournal()
+	if isNotExist(err) {
+		return nil // no project yet
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.refresh(); err != nil {
+		return err
+	}
+	p.settleLocked()
+	return p.rewriteLocked(p.header && !p.damaged && !p.jTail && p.dirSeen, p.dirTime)
+}
+
+// AppendIntent appends an intent for the main session k to its project's
+// journal, as a writer that died before its first change leaves it.
+func AppendIntent(s *Store, k recall.Key) error {
+	err := s.project(k.Project).appendJournal(appendMark(nil, k.Session, lineIntent))
+	if isNotExist(err) {
+		return nil // no project yet
+	}
+	return err
 }

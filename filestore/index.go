@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -32,6 +33,8 @@ import (
 //	<line-crc> <rel> !        an intent: a writer is about to change the log
 //	<line-crc> #boot <id>     the header: first line of a trusted journal
 //	<line-crc> #dir <ns>      the project directory's mtime when last checked
+//	<line-crc> #sorted <bytes> <count>
+//	                          the next bytes hold count records in List's order
 //
 // line-crc is the crc32 of the rest of the line, in hex, so a damaged line
 // is noticed rather than believed; crc is that of the log's bytes before
@@ -75,6 +78,9 @@ import (
 //     (Store.validate).
 //  6. List still stats the logs of the page it returns (its first 200
 //     rows), so a log edited by hand shows its true counts there.
+//  7. A new process lists a first page from the journal's head, its tail
+//     and only the start of its sorted section (listHead, head.go, says
+//     why that is as safe as reading all of it).
 //
 // What it cannot notice: lines cut from its end at a line boundary by
 // hand, or the journal replaced by an older copy of itself; removing the
@@ -236,7 +242,8 @@ func appendMark(buf []byte, rel string, kind byte) []byte {
 	return sealLine(buf, start)
 }
 
-// appendControl encodes a control line (#boot, #dir) as one journal line.
+// appendControl encodes a control line (#boot, #dir, #sorted) as one
+// journal line.
 func appendControl(buf []byte, text string) []byte {
 	start := len(buf)
 	buf = append(buf, "00000000 "...)
@@ -312,6 +319,21 @@ func parseChecked(rest []byte) (r *record, kind byte, ok bool) {
 	return r, lineRecord, true
 }
 
+// parseSorted parses the rest of a #sorted line.
+func parseSorted(rest []byte) (size, count int64, ok bool) {
+	v, ok := bytes.CutPrefix(rest, []byte("#sorted "))
+	if !ok {
+		return 0, 0, false
+	}
+	a, b, ok := bytes.Cut(v, []byte{' '})
+	if !ok {
+		return 0, 0, false
+	}
+	size, ok1 := atoi(a)
+	count, ok2 := atoi(b)
+	return size, count, ok1 && ok2 && size >= 0 && count >= 0
+}
+
 // atoi parses a decimal int64 (optionally negative) without allocating.
 func atoi(b []byte) (int64, bool) {
 	neg := len(b) > 0 && b[0] == '-'
@@ -364,6 +386,7 @@ type projectIndex struct {
 	damaged bool   // a line of it failed its crc
 	dirSeen bool   // it holds a #dir line
 	dirTime int64  // the last #dir line's directory mtime
+	sorted  int    // records in its sorted section (see rewriteLocked)
 	touched map[string]bool
 	written int  // lines this process appended since it last compacted
 	oldGone bool // the journals of earlier versions were removed
@@ -415,7 +438,7 @@ func (p *projectIndex) journalSize() int64 {
 // from its start.
 func (p *projectIndex) reset(ino uint64) {
 	p.jIno, p.jOff, p.jLines = ino, 0, 0
-	p.jTail, p.header, p.damaged, p.dirSeen, p.dirTime = false, false, false, false, 0
+	p.jTail, p.header, p.damaged, p.dirSeen, p.dirTime, p.sorted = false, false, false, false, 0, 0
 	p.recs = map[string]*record{}
 	p.pending = map[string]bool{}
 }
@@ -474,45 +497,58 @@ func (p *projectIndex) refresh() error {
 		p.jTail = false
 		return nil
 	}
-	// Read in blocks through one buffer (records copy what they keep), so
-	// a long journal costs no large allocation to clear.
-	buf := make([]byte, min(st.size-p.jOff, readBlock))
-	var carry []byte // a line cut by the end of a block
 	first := p.jOff == 0
-	for off := p.jOff; off < st.size; {
-		n, _ := f.ReadAt(buf[:min(int64(len(buf)), st.size-off)], off) // a short read leaves the rest for next time
-		if n == 0 {
-			break
+	carry := scanLines(f, p.jOff, st.size, func(line []byte, next int64) bool {
+		p.jOff = next
+		if first {
+			first = false
+			p.header = isHeader(line)
 		}
-		off += int64(n)
-		data := buf[:n]
-		if len(carry) > 0 {
-			data = append(carry, data...)
-		}
-		end := bytes.LastIndexByte(data, '\n') + 1
-		for rest := data[:end]; len(rest) > 0; {
-			i := bytes.IndexByte(rest, '\n')
-			line := rest[:i]
-			rest = rest[i+1:]
-			p.jOff += int64(i + 1)
-			if first {
-				first = false
-				p.header = isHeader(line)
-			}
-			if len(line) == 0 {
-				continue
-			}
+		if len(line) > 0 {
 			p.jLines++
 			p.apply(line)
 		}
-		carry = append(carry[:0:0], data[end:]...)
-	}
+		return true
+	})
 	p.jTail = len(carry) > 0 // a torn last line waits
 	return nil
 }
 
-// readBlock is the size of the blocks refresh reads the journal in.
+// readBlock is the size of the blocks scanLines reads the journal in.
 const readBlock = 256 << 10
+
+// scanLines reads the lines of f from off to end in blocks through one
+// buffer (a long journal costs no large allocation to clear; callers copy
+// what they keep) and calls line with each, without its newline, and the
+// offset after it, until line returns false. It returns what follows the
+// last whole line it read: a line torn or still being written. A short
+// read leaves the rest for the next call.
+func scanLines(f io.ReaderAt, off, end int64, line func(b []byte, next int64) bool) (carry []byte) {
+	buf := make([]byte, min(end-off, readBlock))
+	for off < end {
+		n, _ := f.ReadAt(buf[:min(int64(len(buf)), end-off)], off)
+		if n == 0 {
+			break
+		}
+		data := buf[:n]
+		if len(carry) > 0 {
+			data = append(carry, data...)
+		}
+		next := off - int64(len(carry))
+		off += int64(n)
+		last := bytes.LastIndexByte(data, '\n') + 1
+		for rest := data[:last]; len(rest) > 0; {
+			i := bytes.IndexByte(rest, '\n')
+			next += int64(i + 1)
+			if !line(rest[:i], next) {
+				return nil
+			}
+			rest = rest[i+1:]
+		}
+		carry = append(carry[:0:0], data[last:]...)
+	}
+	return carry
+}
 
 // apply applies one journal line. The caller holds p.mu.
 func (p *projectIndex) apply(line []byte) {
@@ -526,6 +562,9 @@ func (p *projectIndex) apply(line []byte) {
 			if n, ok := atoi(v); ok {
 				p.dirSeen, p.dirTime = true, n
 			}
+		}
+		if _, count, ok := parseSorted(rest); ok {
+			p.sorted = int(count)
 		}
 		return // #boot, and control lines of later versions
 	}
@@ -718,17 +757,31 @@ func (p *projectIndex) settleLocked() []byte {
 
 // rewriteLocked replaces the journal with one line per record and an
 // intent per pending log; a trusted journal (trust) starts with the #boot
-// header and says the directory's mtime was dirTime. The caller holds the
-// journal's exclusive lock and p.mu.
+// header and says the directory's mtime was dirTime. The records come in
+// List's order, in a section a #sorted line announces, so that a new
+// process can read a first page from the journal's start (see listHead).
+// The caller holds the journal's exclusive lock and p.mu.
 func (p *projectIndex) rewriteLocked(trust bool, dirTime int64) error {
 	var buf []byte
 	if trust {
 		buf = appendControl(buf, "#boot "+bootID())
 		buf = appendControl(buf, "#dir "+strconv.FormatInt(dirTime, 10))
 	}
+	recs := make([]*record, 0, len(p.recs))
 	for _, r := range p.recs {
-		buf = appendRecord(buf, r)
+		recs = append(recs, r)
 	}
+	slices.SortFunc(recs, listOrder)
+	var section []byte
+	count := 0
+	for _, r := range recs {
+		n := len(section)
+		if section = appendRecord(section, r); len(section) > n {
+			count++ // an undecodable record is not carried over
+		}
+	}
+	buf = appendControl(buf, "#sorted "+strconv.Itoa(len(section))+" "+strconv.Itoa(count))
+	buf = append(buf, section...)
 	for rel := range p.pending {
 		buf = appendMark(buf, rel, lineIntent)
 	}
@@ -756,8 +809,8 @@ func (p *projectIndex) rewriteLocked(trust bool, dirTime int64) error {
 	} else {
 		nf.Close()
 	}
-	p.jIno, p.jOff, p.jLines, p.jTail = st.ino, int64(len(buf)), len(p.recs)+len(p.pending), false
-	p.header, p.damaged, p.dirSeen, p.dirTime = trust, false, trust, dirTime
+	p.jIno, p.jOff, p.jLines, p.jTail = st.ino, int64(len(buf)), bytes.Count(buf, []byte{'\n'}), false
+	p.header, p.damaged, p.dirSeen, p.dirTime, p.sorted = trust, false, trust, dirTime, count
 	p.written = 0
 	if post, err := dirMtime(p.dir); still && err == nil && post != dirTime {
 		if f, err := os.OpenFile(p.path, os.O_WRONLY|os.O_APPEND, 0); err == nil {
@@ -768,8 +821,20 @@ func (p *projectIndex) rewriteLocked(trust bool, dirTime int64) error {
 	return nil
 }
 
-// compact rewrites the journal when it has grown to more than twice its
-// records, keeping it as trusted as it was.
+// long reports whether the journal, with more lines appended, is due for
+// a rewrite: it holds more than twice as many lines as records, or more
+// lines after its sorted section than a new process should read to list
+// a first page (max(2048, 1/16 of the records): a rewrite of R records
+// every R/16 lines costs 16 record lines per line appended). The caller
+// holds p.mu.
+func (p *projectIndex) long(more int) bool {
+	live := len(p.recs) + len(p.pending)
+	lines := p.jLines + more
+	return lines > 2*live+256 || lines-p.sorted > max(2048, live/16)
+}
+
+// compact rewrites the journal when it is long, keeping it as trusted as
+// it was.
 func (p *projectIndex) compact() {
 	f, err := p.lockJournal()
 	if err != nil {
@@ -779,7 +844,7 @@ func (p *projectIndex) compact() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.written = 0
-	if p.refresh() != nil || p.jLines <= 2*(len(p.recs)+len(p.pending))+256 {
+	if p.refresh() != nil || !p.long(0) {
 		return
 	}
 	p.settleLocked() // what it finds goes into the rewrite
@@ -820,7 +885,7 @@ func (p *projectIndex) drop(rel string, subtree bool) {
 // compactEvery lines to it since it last looked.
 func (p *projectIndex) maybeCompact() {
 	p.mu.Lock()
-	due := p.written >= compactEvery || p.written >= 256 && p.jLines+p.written > 2*(len(p.recs)+len(p.pending))+256
+	due := p.written >= compactEvery || p.written >= 256 && p.long(p.written)
 	p.mu.Unlock()
 	if due {
 		p.compact()

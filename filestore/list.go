@@ -261,7 +261,7 @@ func (s *Store) trusted(ctx context.Context, p *projectIndex) (recs []*record, s
 		p.mu.Unlock()
 		return nil, journalDirMoved, nil
 	}
-	long := p.jLines > 2*(len(p.recs)+len(p.pending))+256
+	long := p.long(0)
 	recs = make([]*record, 0, len(p.recs))
 	var pending []*record // the pending logs and their last records, if any
 	for rel, r := range p.recs {
@@ -389,7 +389,7 @@ func (p *projectIndex) validate(fresh []*record, gone []string, seen map[string]
 	}
 	buf = append(buf, p.settleLocked()...)
 	trust := quiet && dirOK
-	if !p.header || p.damaged || p.jTail || p.jLines+bytes.Count(buf, []byte{'\n'}) > 2*(len(p.recs)+len(p.pending))+256 {
+	if !p.header || p.damaged || p.jTail || p.long(bytes.Count(buf, []byte{'\n'})) {
 		p.rewriteLocked(trust, dirTime)
 		return
 	}
@@ -430,6 +430,11 @@ func (s *Store) List(ctx context.Context, project string, opts recall.ListOption
 	}
 	if err := storekit.CheckListOptions(project, opts); err != nil {
 		return recall.Page{}, fmt.Errorf("filestore: list: %w", err)
+	}
+	if page, ok, err := s.listHead(ctx, project, opts); err != nil {
+		return recall.Page{}, fmt.Errorf("filestore: list %s: %w", project, err)
+	} else if ok {
+		return page, nil
 	}
 	projects := []string{project}
 	if project == "" {
