@@ -41,8 +41,11 @@ var headList = true
 
 // listHead returns the first page of one project's main sessions from the
 // journal's head, sorted section and tail, when the project's journal was
-// not read in this process yet; ok is false when it cannot, and List
-// reads the journal whole.
+// not read whole in this process; ok is false when it cannot, and List
+// reads the journal whole. What it read it keeps for the next list: the
+// journal file (open), its header and tail applied, and the records of
+// the sorted section it went through. The next list reads only what was
+// appended since, unless the journal was rewritten.
 func (s *Store) listHead(ctx context.Context, project string, opts recall.ListOptions) (page recall.Page, ok bool, err error) {
 	limit := opts.Limit
 	if limit == 0 {
@@ -56,15 +59,12 @@ func (s *Store) listHead(ctx context.Context, project string, opts recall.ListOp
 	read := p.jIno != 0 || p.jr != nil || len(p.recs) > 0
 	p.mu.Unlock()
 	if read {
-		return recall.Page{}, false, nil // a warm list is cheaper still
+		return recall.Page{}, false, nil // read whole: a warm list takes it from memory
 	}
-	f, err := os.Open(p.path)
-	if err != nil {
-		return recall.Page{}, false, nil
-	}
-	defer f.Close()
-	j, ok := readHead(f, p)
-	if !ok {
+	p.headMu.Lock()
+	defer p.headMu.Unlock()
+	j := p.readHead()
+	if j == nil {
 		return recall.Page{}, false, nil
 	}
 	if dirTime, err := dirMtime(p.dir); err != nil || !j.dirSeen || dirTime != j.dirTime {
@@ -75,10 +75,12 @@ func (s *Store) listHead(ctx context.Context, project string, opts recall.ListOp
 	}
 
 	var match []*record
-	keep := func(r *record) {
+	keep := func(r *record) bool {
 		if r != nil && !r.empty && storekit.Matches(r.light(), project, opts) {
 			match = append(match, r)
+			return true
 		}
+		return false
 	}
 	derived := map[*record]bool{}
 	for rel, r := range j.recs {
@@ -104,24 +106,18 @@ func (s *Store) listHead(ctx context.Context, project string, opts recall.ListOp
 	// The sorted section, until limit+1 of its records match: the page
 	// and the knowledge that a page follows.
 	found := 0
-	var last *record
-	err = j.sorted(f, func(r *record) bool {
-		if last != nil && listOrder(last, r) >= 0 {
-			ok = false // not in order: not written by rewriteLocked
-			return false
+	for i := 0; found <= limit; i++ {
+		if i == len(j.stream) && !j.more() {
+			if j.streamOff < j.end {
+				p.dropHead() // damaged, or not in order: not written by rewriteLocked
+				return recall.Page{}, false, nil
+			}
+			break
 		}
-		last = r
-		if j.touched[r.rel] || strings.IndexByte(r.rel, '/') >= 0 {
-			return true
-		}
-		n := len(match)
-		if keep(r); len(match) > n {
+		r := j.stream[i]
+		if !j.touched[r.rel] && strings.IndexByte(r.rel, '/') < 0 && keep(r) {
 			found++
 		}
-		return found <= limit
-	})
-	if err != nil || !ok {
-		return recall.Page{}, false, nil
 	}
 	sel, next, err := selectPage(match, opts)
 	if err != nil {
@@ -133,6 +129,7 @@ func (s *Store) listHead(ctx context.Context, project string, opts recall.ListOp
 		}
 		st, err := statPath(filepath.Join(p.dir, filepath.FromSlash(r.rel)+logExt))
 		if err != nil || st != r.st {
+			p.dropHead()
 			return recall.Page{}, false, nil // changed behind the journal's back
 		}
 	}
@@ -146,84 +143,145 @@ func (s *Store) listHead(ctx context.Context, project string, opts recall.ListOp
 }
 
 // headJournal is what listHead read of a journal: its header and tail,
-// applied to an index of their own, and where the sorted section is.
+// applied to an index of their own (whose jOff is how much of the file
+// they took), and the records of the sorted section read so far.
 type headJournal struct {
 	*projectIndex
-	start, end int64 // the sorted section
-	count      int64 // records in it
+	f          *os.File // the journal, kept open: its inode number is not reused
+	start, end int64    // the sorted section
+	count      int64    // records in it
+	stream     []*record
+	streamOff  int64 // where the next record of the section starts
 }
 
-// readHead reads the journal's header and its tail; ok is false when the
-// journal has no sorted section or cannot be believed as read.
-func readHead(f *os.File, p *projectIndex) (j *headJournal, ok bool) {
+// readHead returns the journal's header and tail as of now: what the last
+// list kept, with the lines appended since, or read anew when the journal
+// was rewritten. It returns nil when the journal has no sorted section or
+// cannot be believed as read. The caller holds p.headMu.
+func (p *projectIndex) readHead() *headJournal {
+	j := p.head
+	if j != nil {
+		if gone, err := unlinked(j.f); err != nil || gone {
+			p.dropHead()
+			j = nil
+		}
+	}
+	if j == nil {
+		f, err := os.Open(p.path)
+		if err != nil {
+			return nil
+		}
+		if j = newHead(f, p.name); j == nil {
+			f.Close()
+			return nil
+		}
+		p.head = j
+	}
+	st, err := fstat(j.f)
+	if err != nil || st.size < j.jOff {
+		p.dropHead()
+		return nil
+	}
+	// The tail: its lines are few (see projectIndex.long).
+	torn := scanLines(j.f, j.jOff, st.size, func(line []byte, next int64) bool {
+		if len(line) > 0 {
+			j.apply(line)
+		}
+		j.jOff = next
+		return !j.damaged
+	})
+	if len(torn) > 0 || j.damaged {
+		p.dropHead()
+		return nil // a line torn, being written or damaged: a whole read settles it
+	}
+	return j
+}
+
+// newHead reads the header of the journal f up to its #sorted line; nil
+// when it is not a journal of this boot with a sorted section.
+func newHead(f *os.File, project string) *headJournal {
+	j := &headJournal{f: f, projectIndex: &projectIndex{name: project, recs: map[string]*record{},
+		pending: map[string]bool{}, loose: map[string]*record{}, touched: map[string]bool{}}}
 	st, err := fstat(f)
 	if err != nil {
-		return nil, false
+		return nil
 	}
-	j = &headJournal{projectIndex: &projectIndex{name: p.name, recs: map[string]*record{},
-		pending: map[string]bool{}, loose: map[string]*record{}, touched: map[string]bool{}}}
 	head := make([]byte, min(st.size, 4096))
 	if n, _ := f.ReadAt(head, 0); n < len(head) {
-		return nil, false
+		return nil
 	}
 	for off, first := 0, true; ; first = false {
 		i := bytes.IndexByte(head[off:], '\n')
 		if i < 0 {
-			return nil, false // no #sorted line near the start
+			return nil // no #sorted line near the start
 		}
 		line := head[off : off+i]
 		off += i + 1
 		if first && !isHeader(line) {
-			return nil, false
+			return nil
 		}
 		rest, ok := checkLine(line)
 		if !ok || len(rest) == 0 || rest[0] != '#' {
-			return nil, false
+			return nil
 		}
 		if size, count, ok := parseSorted(rest); ok {
 			j.start, j.end, j.count = int64(off), int64(off)+size, count
+			j.streamOff, j.jOff = j.start, j.end
 			break
 		}
 		j.apply(line) // #dir
 	}
 	if j.end > st.size {
-		return nil, false
+		return nil
 	}
-	// The tail: its lines are few (see projectIndex.long).
-	torn := scanLines(f, j.end, st.size, func(line []byte, _ int64) bool {
-		if len(line) > 0 {
-			j.apply(line)
-		}
-		return !j.damaged
-	})
-	if len(torn) > 0 || j.damaged {
-		return nil, false // a line torn, being written or damaged: a whole read settles it
-	}
-	return j, true
+	return j
 }
 
-// sorted calls yield with the records of the sorted section in order,
-// until yield returns false or the section ends. A line that fails its crc
-// or is not a record is an error.
-func (j *headJournal) sorted(f *os.File, yield func(*record) bool) error {
-	seen, bad, stopped := int64(0), false, false
-	carry := scanLines(f, j.start, j.end, func(line []byte, _ int64) bool {
-		r, kind, ok := parseRecord(line)
-		if ok && kind == lineRecord {
-			r.key, ok = keyOf(j.name, r.rel)
-		}
-		if !ok || kind != lineRecord {
-			bad = true
-			return false
-		}
-		seen++
-		stopped = !yield(r)
-		return !stopped
-	})
-	if bad || !stopped && (len(carry) > 0 || seen != j.count) {
-		return errSortedSection
+// more reads the next block of the sorted section into j.stream; false
+// when the section ended, or a line of it failed its crc, is not a
+// record, is out of List's order or the count is not the one announced.
+func (j *headJournal) more() bool {
+	if j.streamOff >= j.end {
+		return false
 	}
-	return nil
+	n, off := len(j.stream), j.streamOff
+	bad := false
+	for block := int64(sortedBlock); len(j.stream) == n && !bad && j.streamOff < j.end; block *= 2 {
+		// a block that holds no whole line is read again twice as long
+		scanLines(j.f, j.streamOff, min(j.end, j.streamOff+block), func(line []byte, next int64) bool {
+			r, kind, ok := parseRecord(line)
+			if ok && kind == lineRecord {
+				r.key, ok = keyOf(j.name, r.rel)
+			}
+			if !ok || kind != lineRecord || len(j.stream) > 0 && listOrder(j.stream[len(j.stream)-1], r) >= 0 {
+				bad = true
+				return false
+			}
+			j.stream = append(j.stream, r)
+			j.streamOff = next
+			return true
+		})
+		if j.streamOff+block > j.end && len(j.stream) == n {
+			bad = true // the section ends inside a line
+		}
+	}
+	if bad || j.streamOff == j.end && int64(len(j.stream)) != j.count {
+		j.stream, j.streamOff = j.stream[:n], off
+		return false
+	}
+	return true
+}
+
+// sortedBlock is how much of the sorted section listHead reads at a time:
+// a first page, and then some.
+const sortedBlock = 64 << 10
+
+// dropHead forgets what listHead kept. The caller holds p.headMu.
+func (p *projectIndex) dropHead() {
+	if p.head != nil {
+		p.head.f.Close()
+		p.head = nil
+	}
 }
 
 // errSortedSection reports a sorted section that is not what its #sorted

@@ -16,7 +16,8 @@ import (
 // journal's head, sorted section and tail, against the same page from a
 // whole read of the journal, after random changes: appends, new sessions,
 // pops, removals, archive flags, rewrites of the journal (which sort it)
-// and intents of writers that died before their first change.
+// and intents of writers that died before their first change; and the
+// same page from a store that keeps listing, as the changes come.
 func TestListHeadAgrees(t *testing.T) {
 	before := filestore.HeadLists()
 	rapid.Check(t, func(rt *rapid.T) {
@@ -28,6 +29,10 @@ func TestListHeadAgrees(t *testing.T) {
 		ctx := context.Background()
 		w := openStore(t, home)
 		defer w.Close()
+		// a store that keeps listing: it keeps what it read of the
+		// journal's head and reads only what was appended since
+		reader := openStore(t, home)
+		defer reader.Close()
 		key := func() recall.Key {
 			return recall.Key{Project: "p", Session: fmt.Sprintf("s%02d", rapid.IntRange(0, 11).Draw(rt, "session"))}
 		}
@@ -62,6 +67,13 @@ func TestListHeadAgrees(t *testing.T) {
 				whole := listFresh(rt, home, opts, false)
 				if err := samePage(head, whole); err != nil {
 					rt.Fatalf("step %d, %+v: the first page from the journal's head %v; from all of it %v", step, opts, err, pageKeys(whole))
+				}
+				again, err := reader.List(ctx, "p", opts)
+				if err != nil {
+					rt.Fatal(err)
+				}
+				if err := samePage(again, whole); err != nil {
+					rt.Fatalf("step %d, %+v: the first page of a store that listed before %v; from all of it %v", step, opts, err, pageKeys(whole))
 				}
 			}
 		}

@@ -394,6 +394,9 @@ type projectIndex struct {
 	jfMu sync.Mutex
 	jf   *os.File // the journal, open for appends (see keepJournalOpen)
 	jr   *os.File // the journal read so far, under mu (see refresh)
+
+	headMu sync.Mutex
+	head   *headJournal // what listHead keeps between lists
 }
 
 // compactEvery is how many journal lines a process appends between two
@@ -903,6 +906,9 @@ func (p *projectIndex) close() {
 		p.jr = nil
 	}
 	p.mu.Unlock()
+	p.headMu.Lock()
+	p.dropHead()
+	p.headMu.Unlock()
 }
 
 // tailCheck returns the crc of the checkLen bytes of f before off.
