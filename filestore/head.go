@@ -67,6 +67,11 @@ func (s *Store) listHead(ctx context.Context, project string, opts recall.ListOp
 	if j == nil {
 		return recall.Page{}, false, nil
 	}
+	if j.jLines > max(2048, int(j.count)/16) {
+		// due for a rewrite (projectIndex.long), which a whole read does
+		p.dropHead()
+		return recall.Page{}, false, nil
+	}
 	if dirTime, err := dirMtime(p.dir); err != nil || !j.dirSeen || dirTime != j.dirTime {
 		return recall.Page{}, false, nil
 	}
@@ -185,6 +190,7 @@ func (p *projectIndex) readHead() *headJournal {
 	// The tail: its lines are few (see projectIndex.long).
 	torn := scanLines(j.f, j.jOff, st.size, func(line []byte, next int64) bool {
 		if len(line) > 0 {
+			j.jLines++
 			j.apply(line)
 		}
 		j.jOff = next

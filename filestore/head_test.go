@@ -1,10 +1,12 @@
 package filestore_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/recallkit/recall"
@@ -122,4 +124,42 @@ func pageKeys(p recall.Page) []string {
 		out = append(out, m.Key.Session)
 	}
 	return out
+}
+
+// TestHeadTailBounded checks that the journal's tail stays short when
+// every writer is a short process (none appends enough lines to compact
+// on its own) and every list is a new process's first page: a list that
+// finds the tail due for a rewrite reads the journal whole, which
+// rewrites it.
+func TestHeadTailBounded(t *testing.T) {
+	home := t.TempDir()
+	ctx := context.Background()
+	const appends, listEvery = 1500, 100
+	for i := range appends {
+		w, err := filestore.Open(filestore.Options{Dir: home, Sync: filestore.SyncNever})
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := recall.Key{Project: "p", Session: fmt.Sprintf("s%d", i%5)}
+		if _, err := w.Append(ctx, k, recall.Guard{}, recall.ItemEntry(recall.Message("user", "hi"))); err != nil {
+			t.Fatal(err)
+		}
+		w.Close()
+		if i%listEvery == 0 {
+			r := openStore(t, home)
+			if _, err := r.List(ctx, "p", recall.ListOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			r.Close()
+		}
+	}
+	data, err := os.ReadFile(filepath.Join(home, "projects", "p", "#index-v4"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each append writes an intent and a record: without rewrites the
+	// journal would hold 2*appends lines.
+	if lines := bytes.Count(data, []byte{'\n'}); lines > 2048+2*listEvery+16 {
+		t.Errorf("the journal holds %d lines after %d appends by short writers: its tail was never rewritten", lines, appends)
+	}
 }

@@ -833,7 +833,7 @@ func (p *projectIndex) rewriteLocked(trust bool, dirTime int64) error {
 func (p *projectIndex) long(more int) bool {
 	live := len(p.recs) + len(p.pending)
 	lines := p.jLines + more
-	return lines > 2*live+256 || lines-p.sorted > max(2048, live/16)
+	return lines > 2*live+256 || lines-p.sorted > max(2048, live/16) // as listHead
 }
 
 // compact rewrites the journal when it is long, keeping it as trusted as
