@@ -15,7 +15,8 @@
 // -scale runs, instead of W1 to W6, the scale workloads of scale.go:
 // recall's durable file store in a project of each given number of
 // sessions, against the floor of each operation measured in the same run.
-// With -write it rewrites the section between the scale markers.
+// With -write it rewrites the section between the scale markers;
+// -contenders does not apply (the file store and its floor are the rows).
 //
 // The full run without -write only prints. -write rewrites the part of
 // docs/BENCHMARKS.md between the side-by-side markers and nothing else; it

@@ -171,6 +171,23 @@ func TestReplaceSection(t *testing.T) {
 		t.Fatalf("rewrite changed more than the section:\n%s\nwant:\n%s", next, want)
 	}
 
+	// The scale section lives beside the side-by-side one; rewriting
+	// either leaves the other alone.
+	both, err := replaceSection(next, "scale 1", atScale)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(both, next) || !strings.Contains(both, "## The file store at scale\n\n"+atScale.begin+"\nscale 1\n"+atScale.end) {
+		t.Fatalf("the scale section was not added after the rest:\n%s", both)
+	}
+	again, err := replaceSection(both, "numbers 3", sideBySide)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := strings.Replace(both, "numbers 2", "numbers 3", 1); again != want {
+		t.Fatalf("rewriting the side-by-side section touched the scale one:\n%s", again)
+	}
+
 	if _, err := replaceSection(sideBySide.end+"\n"+sideBySide.begin, "x", sideBySide); err == nil {
 		t.Error("markers in the wrong order were accepted")
 	}
