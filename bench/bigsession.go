@@ -112,22 +112,28 @@ func runW6(ctx context.Context, h *harness, w *workload) {
 	pop := w.metrics[0]
 	entrants := h.bigEntrants(ctx, w)
 	want := h.corpus.session(h.cfg.bigItems)
-	newest := want[len(want)-1]
 	for range h.cfg.runs {
-		h.interleave(entrants, pop, func(e *entrant, i int) (time.Duration, error) {
-			s := e.subs[bigScope]
-			var got recall.Item
-			d, err := timed(func() (err error) {
-				got, err = s.pop(ctx, bigSession)
-				return err
-			})
-			if err == nil && !bytes.Equal(got, newest) {
-				err = fmt.Errorf("pop %d returned %.60q, want the newest item %.60q", i+1, got, newest)
-			}
-			if err == nil {
-				err = s.append(ctx, bigSession, []recall.Item{got})
-			}
-			return d, err
-		})
+		popRuns(ctx, h, entrants, pop, bigScope, bigSession, want[len(want)-1])
 	}
+}
+
+// popRuns measures one run of pop on session of scope, whose newest item
+// is newest: each pop is checked, then its item is put back untimed, so
+// every timed pop meets the same session, as a single undo does.
+func popRuns(ctx context.Context, h *harness, entrants []*entrant, pop metric, scope, session string, newest recall.Item) {
+	h.interleave(entrants, pop, func(e *entrant, i int) (time.Duration, error) {
+		s := e.subs[scope]
+		var got recall.Item
+		d, err := timed(func() (err error) {
+			got, err = s.pop(ctx, session)
+			return err
+		})
+		if err == nil && !bytes.Equal(got, newest) {
+			err = fmt.Errorf("pop %d returned %.60q, want the newest item %.60q", i+1, got, newest)
+		}
+		if err == nil {
+			err = s.append(ctx, session, []recall.Item{got})
+		}
+		return d, err
+	})
 }

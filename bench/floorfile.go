@@ -29,6 +29,11 @@ import (
 //     ftruncate, fsync.
 type fileFloor struct {
 	dir string
+	// listDir is the directory list reads, when not dir: the scale
+	// workloads list the folder of recall's file store itself.
+	listDir string
+	// sync makes a write durable; fsync (os.File.Sync) when nil.
+	sync func(*os.File) error
 
 	mu    sync.Mutex
 	files map[string]*os.File
@@ -73,6 +78,13 @@ func (f *fileFloor) append(_ context.Context, session string, items []recall.Ite
 	}
 	if _, err := fd.Write(buf); err != nil {
 		return err
+	}
+	return f.syncFile(fd)
+}
+
+func (f *fileFloor) syncFile(fd *os.File) error {
+	if f.sync != nil {
+		return f.sync(fd)
 	}
 	return fd.Sync()
 }
@@ -139,7 +151,16 @@ func validLines(data []byte, limit int) ([]recall.Item, error) {
 }
 
 func (f *fileFloor) list(context.Context, int) ([]string, error) {
-	ents, err := os.ReadDir(f.dir)
+	dir := f.dir
+	if f.listDir != "" {
+		dir = f.listDir
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	ents, err := d.ReadDir(-1) // in directory order: os.ReadDir would sort
 	if err != nil {
 		return nil, err
 	}
@@ -199,7 +220,7 @@ func (f *fileFloor) pop(_ context.Context, session string) (recall.Item, error) 
 	if err := fd.Truncate(size - n + int64(start)); err != nil {
 		return nil, err
 	}
-	return recall.Item(last), fd.Sync()
+	return recall.Item(last), f.syncFile(fd)
 }
 
 func (f *fileFloor) close() error {

@@ -22,37 +22,64 @@ func runW3(ctx context.Context, h *harness, w *workload) {
 			ms = []metric{smallCold}
 		}
 		setupList(ctx, h, entrants, scope, n, ms)
-		want := make([]string, 0, h.cfg.pageSize)
-		for j := n - 1; j >= 0 && len(want) < h.cfg.pageSize; j-- {
-			want = append(want, listSessionID(j))
-		}
-		for range h.cfg.runs {
-			for _, m := range ms {
-				warm := m == bigWarm
-				var es []*entrant
-				for _, e := range entrants {
-					if warm && (e.stateless || h.failed(e, m) || h.sub(ctx, e, scope, m) == nil) {
-						continue
-					}
-					es = append(es, e)
-				}
-				h.interleave(es, m, func(e *entrant, _ int) (time.Duration, error) {
-					return timed(func() error { return listOnce(ctx, h, e, scope, warm, want) })
-				})
-			}
-		}
+		listRuns(ctx, h, entrants, scope, n, ms, bigWarm)
 		if i == 0 {
-			for _, e := range entrants {
-				if e.stateless {
-					c := h.cell(bigCold, e)
-					*h.cell(bigWarm, e) = cell{runs: c.runs, na: c.na, err: c.err}
-				}
-			}
+			copyStateless(h, entrants, bigCold, bigWarm)
 		}
 		for _, e := range entrants {
 			h.dropLogged(ctx, e, scope)
 		}
 	}
+}
+
+// listRuns measures cfg.runs runs of every metric of ms on the first page
+// of scope, which holds n sessions: the metric warm on the subject already
+// open, the others cold. A stateless entrant sits warm out (see
+// copyStateless).
+func listRuns(ctx context.Context, h *harness, entrants []*entrant, scope string, n int, ms []metric, warm metric) {
+	want := h.firstPage(n)
+	for range h.cfg.runs {
+		for _, m := range ms {
+			isWarm := m == warm
+			var es []*entrant
+			for _, e := range entrants {
+				if isWarm && (e.stateless || h.failed(e, m) || h.sub(ctx, e, scope, m) == nil) {
+					continue
+				}
+				es = append(es, e)
+			}
+			h.interleave(es, m, func(e *entrant, _ int) (time.Duration, error) {
+				return timed(func() error { return listOnce(ctx, h, e, scope, isWarm, want) })
+			})
+		}
+	}
+}
+
+// copyStateless gives every stateless entrant its cold list's runs as its
+// warm list's: it keeps nothing, so the two are the same operation.
+func copyStateless(h *harness, entrants []*entrant, cold, warm metric) {
+	for _, e := range entrants {
+		if e.stateless {
+			c := h.cell(cold, e)
+			*h.cell(warm, e) = cell{runs: c.runs, na: c.na, err: c.err}
+		}
+	}
+}
+
+// firstPage is the page a list of a scope of n sessions must return: the
+// newest first.
+func (h *harness) firstPage(n int) []string {
+	want := make([]string, 0, h.cfg.pageSize)
+	for j := n - 1; j >= 0 && len(want) < h.cfg.pageSize; j-- {
+		want = append(want, listSessionID(j))
+	}
+	return want
+}
+
+// listItems returns the items of list session i. Sessions start at
+// different turns, so their titles differ.
+func (h *harness) listItems(i int) []recall.Item {
+	return h.corpus.session(h.cfg.listItems + i%poolSize)[i%poolSize:]
 }
 
 func listSessionID(i int) string { return fmt.Sprintf("s%06d", i) }
@@ -75,18 +102,14 @@ func setupList(ctx context.Context, h *harness, entrants []*entrant, scope strin
 			return
 		}
 		start := time.Now()
-		items := func(i int) []recall.Item {
-			// Sessions start at different turns, so their titles differ.
-			return h.corpus.session(h.cfg.listItems + i%poolSize)[i%poolSize:]
-		}
 		var err error
 		if ls, ok := s.(listSeeder); ok {
 			err = parallel(n, setupWorkers, func(i int) error {
-				return ls.seedAt(ctx, listSessionID(i), items(i), base.Add(time.Duration(i)*time.Millisecond))
+				return ls.seedAt(ctx, listSessionID(i), h.listItems(i), base.Add(time.Duration(i)*time.Millisecond))
 			})
 		} else {
 			for i := 0; i < n && err == nil; i++ {
-				err = s.append(ctx, listSessionID(i), items(i))
+				err = s.append(ctx, listSessionID(i), h.listItems(i))
 			}
 		}
 		err = errors.Join(err, s.close())

@@ -47,15 +47,27 @@ func describeMachine(dataDir string) machine {
 	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		m.os += " (Linux " + strings.TrimSpace(string(b)) + ")"
 	}
-	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
-		if f := strings.Fields(string(b)); len(f) >= 3 {
-			m.load = strings.Join(f[:3], " ")
-		}
+	if l := loadAverage(); l != "" {
+		m.load = l
 	}
 	if fs := fileSystem(dataDir); fs != "" {
 		m.fs = fs
 	}
 	return m
+}
+
+// loadAverage returns the 1, 5 and 15 minute load averages, or "" where
+// /proc/loadavg is missing.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
 }
 
 // procField returns the value of the first "key: value" line of a /proc

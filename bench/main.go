@@ -9,6 +9,14 @@
 //	go -C bench run . -quick     # smoke run, about a minute; writes nothing
 //	go -C bench run . -write     # full run (under 10 minutes on 2 cores),
 //	                             # then updates docs/BENCHMARKS.md
+//	go -C bench run . -scale 10000,100000 -write
+//	                             # the file store at scale (a few minutes)
+//
+// -scale runs, instead of W1 to W6, the scale workloads of scale.go:
+// recall's durable file store in a project of each given number of
+// sessions, against the floor of each operation measured in the same run.
+// With -write it rewrites the section between the scale markers;
+// -contenders does not apply (the file store and its floor are the rows).
 //
 // The full run without -write only prints. -write rewrites the part of
 // docs/BENCHMARKS.md between the side-by-side markers and nothing else; it
@@ -56,6 +64,7 @@ func run() int {
 		only       = flag.String("contenders", "", "regexp: run only the contenders it matches (recall's durable file store and the floors always run)")
 		which      = flag.String("workloads", "", "regexp: run only the workloads it matches (W1 ... W6)")
 		cpuprofile = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+		scale      = flag.String("scale", "", "comma-separated project sizes, such as 10000,100000: run the file store's scale workloads at each instead of W1 to W6")
 	)
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: go -C bench run . [-quick | -write] [flags]\n\n")
@@ -71,6 +80,14 @@ func run() int {
 	if err1 != nil || err2 != nil {
 		fmt.Fprintln(os.Stderr, "bench: bad regexp:", firstErr(err1, err2))
 		return 2
+	}
+	var sizes []int
+	if *scale != "" {
+		var err error
+		if sizes, err = parseSizes(*scale); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			return 2
+		}
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -118,11 +135,28 @@ func run() int {
 		fmt.Fprintln(os.Stderr, "bench: warning: the data directory is on tmpfs, where fsync costs nothing; use -dir on a disk")
 	}
 
-	var cs []contender
-	for _, c := range allContenders(ctx, root, *pgDSN, *redisURL) {
-		if c.name == recallRow || c.kind == kindFloor || onlyRE.MatchString(c.name) {
-			cs = append(cs, c)
+	var (
+		cs    []contender
+		ws    []*workload
+		order = runOrder
+		sec   = sideBySide
+	)
+	if sizes != nil {
+		cfg = scaleConfig(cfg, sizes)
+		cs = scaleContenders(root)
+		ws = scaleWorkloads(cfg)
+		order = nil
+		for _, w := range ws {
+			order = append(order, w.id)
 		}
+		sec = atScale
+	} else {
+		for _, c := range allContenders(ctx, root, *pgDSN, *redisURL) {
+			if c.name == recallRow || c.kind == kindFloor || onlyRE.MatchString(c.name) {
+				cs = append(cs, c)
+			}
+		}
+		ws = workloads(cfg)
 	}
 	if os.Getenv("RECALL_REQUIRE_SERVICES") == "1" {
 		// CI wants every contender measured, as the tests want every server.
@@ -134,9 +168,8 @@ func run() int {
 		}
 	}
 	h := newHarness(cfg, cs, os.Stderr)
-	ws := workloads(cfg)
 	start := time.Now()
-	for _, id := range runOrder {
+	for _, id := range order {
 		i := slices.IndexFunc(ws, func(w *workload) bool { return w.id == id })
 		w := ws[i]
 		if !whichRE.MatchString(w.id) {
@@ -157,11 +190,14 @@ func run() int {
 	}
 
 	ws = slices.DeleteFunc(ws, func(w *workload) bool { return !whichRE.MatchString(w.id) })
-	r := &report{h: h, workloads: ws, machine: mach, command: command(), took: time.Since(start)}
+	r := &report{h: h, workloads: ws, machine: mach, command: command(), took: time.Since(start), endLoad: loadAverage()}
 	md := r.markdown()
+	if sizes != nil {
+		md = r.scaleMarkdown()
+	}
 	fmt.Print(md)
 	if *write {
-		if err := writeSection(*doc, md); err != nil {
+		if err := writeSection(*doc, md, sec); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			return 1
 		}

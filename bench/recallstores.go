@@ -15,39 +15,40 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// fileStoreContender is a row of recall's file store with the sync policy
+// sync, its data under root/slug. Both file stores list the durable one's
+// W3 data (under root/file-always): the row not named recallRow writes
+// none.
+func fileStoreContender(root, name, slug string, sync filestore.SyncPolicy, note string) contender {
+	c := contender{
+		name:   name,
+		kind:   kindRecall,
+		medium: mediumFile,
+		note:   note,
+		open: storeOpener(func(_ context.Context, scope string) (recall.Store, error) {
+			dir := filepath.Join(root, slug, scope)
+			if strings.HasPrefix(scope, "list") {
+				dir = filepath.Join(root, "file-always", scope)
+			}
+			return filestore.Open(filestore.Options{Dir: dir, Sync: sync})
+		}),
+		dropScope: removeGlob(filepath.Join(root, slug)),
+	}
+	if name != recallRow {
+		c.listData = recallRow
+	}
+	return c
+}
+
 // recallContenders returns the rows of recall's own stores.
 func recallContenders(ctx context.Context, root, pgDSN, pgDown, pgInfo, redisURL, redisDown string) []contender {
-	// Both file stores list the durable one's W3 data.
-	fileStore := func(name, slug string, sync filestore.SyncPolicy, note string) contender {
-		c := contender{
-			name:   name,
-			kind:   kindRecall,
-			medium: mediumFile,
-			note:   note,
-			open: storeOpener(func(_ context.Context, scope string) (recall.Store, error) {
-				dir := filepath.Join(root, slug, scope)
-				if strings.HasPrefix(scope, "list") {
-					dir = filepath.Join(root, "file-always", scope)
-				}
-				return filestore.Open(filestore.Options{Dir: dir, Sync: sync})
-			}),
-			dropScope: removeGlob(filepath.Join(root, slug)),
-		}
-		if name != recallRow {
-			c.listData = recallRow
-		}
-		return c
-	}
 	redisNote := "recall's Redis store (`redisstore.Open`), on the server at " + hostOf(redisURL)
 	if redisDown == "" {
 		redisNote += " (" + redisPersistence(ctx, redisURL) + ")"
 	}
 	return []contender{
-		fileStore(recallRow, "file-always", filestore.SyncAlways,
-			"recall's file store (`filestore.Open`, `Sync: SyncAlways`, the default): one JSONL log per "+
-				"session, each save one write on an O_APPEND file plus fsync, and an index for List. The "+
-				"reference of every ratio."),
-		fileStore("recall file (no fsync)", "file-never", filestore.SyncNever,
+		fileStoreContender(root, recallRow, "file-always", filestore.SyncAlways, durableFileNote),
+		fileStoreContender(root, "recall file (no fsync)", "file-never", filestore.SyncNever,
 			"the same store with `Sync: SyncNever`: saves stay in the page cache (not durable across a "+
 				"power loss; forks and the index are still fsynced). In W3 it lists the durable store's files."),
 		{
@@ -87,6 +88,11 @@ func recallContenders(ctx context.Context, root, pgDSN, pgDown, pgInfo, redisURL
 		},
 	}
 }
+
+// durableFileNote describes the reference row.
+const durableFileNote = "recall's file store (`filestore.Open`, `Sync: SyncAlways`, the default): one JSONL log per " +
+	"session, each save one write on an O_APPEND file plus fdatasync, and an index for List. The " +
+	"reference of every ratio."
 
 func redisPrefix(scope string) string { return "recall-bench:" + scope + ":" }
 

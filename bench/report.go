@@ -8,11 +8,24 @@ import (
 	"time"
 )
 
-// The markers around the part of docs/BENCHMARKS.md that the harness
-// rewrites; everything outside them is left alone.
-const (
-	beginMarker = "<!-- side-by-side:begin: written by the harness in bench/; edit outside the markers -->"
-	endMarker   = "<!-- side-by-side:end -->"
+// section is a part of docs/BENCHMARKS.md that the harness rewrites,
+// between its markers; everything outside them is left alone. heading
+// names the section the markers are put in when the file has none.
+type section struct{ begin, end, heading string }
+
+// The sections: the side-by-side run of W1 to W6, and the file store at
+// scale (-scale).
+var (
+	sideBySide = section{
+		begin:   "<!-- side-by-side:begin: written by the harness in bench/; edit outside the markers -->",
+		end:     "<!-- side-by-side:end -->",
+		heading: "Side-by-side",
+	}
+	atScale = section{
+		begin:   "<!-- scale:begin: written by the harness in bench/ (-scale); edit outside the markers -->",
+		end:     "<!-- scale:end -->",
+		heading: "The file store at scale",
+	}
 )
 
 // The names of the rows the ratios and targets refer to.
@@ -36,14 +49,24 @@ type report struct {
 	machine   machine
 	command   string
 	took      time.Duration
+	// endLoad is the load average when the run ended, "" when unknown.
+	endLoad string
+}
+
+// header writes where, when and by which command the run was measured.
+func (r *report) header(b *strings.Builder) {
+	m := r.machine
+	fmt.Fprintf(b, "Measured %s on %d cores (%s), %s RAM, %s, %s; data under `%s` (%s). Load average at the start: %s",
+		m.date.Format("2006-01-02 15:04 MST"), m.cores, m.cpu, m.memory, m.os, m.goVersion, m.dataDir, m.fs, m.load)
+	if r.endLoad != "" {
+		fmt.Fprintf(b, ", at the end: %s", r.endLoad)
+	}
+	fmt.Fprintf(b, ".\n\nCommand, from the repository root: `%s` (the whole run took %v).\n\n", r.command, r.took.Round(time.Second))
 }
 
 func (r *report) markdown() string {
 	var b strings.Builder
-	m := r.machine
-	fmt.Fprintf(&b, "Measured %s on %d cores (%s), %s RAM, %s, %s; data under `%s` (%s). Load average at the start: %s.\n\n",
-		m.date.Format("2006-01-02 15:04 MST"), m.cores, m.cpu, m.memory, m.os, m.goVersion, m.dataDir, m.fs, m.load)
-	fmt.Fprintf(&b, "Command, from the repository root: `%s` (the whole run took %v).\n\n", r.command, r.took.Round(time.Second))
+	r.header(&b)
 	fmt.Fprintf(&b, "Every figure is the median of %d runs. Within a run the contenders take turns, operation by "+
 		"operation (W1: chat turn by chat turn, starting each turn one contender further along, so that none always "+
 		"follows the same neighbour's disk work; W5: one contender's writers after the other's), so they share the "+
@@ -219,15 +242,10 @@ func (r *report) allNA(w *workload, name string) bool {
 // cells formats the three cells of one metric of one row.
 func (r *report) cells(m metric, e *entrant) string {
 	c := r.h.results[m.id][e.name]
-	switch {
-	case c == nil || c.na == "" && c.err == nil && len(c.runs) == 0:
-		return " — | | |"
-	case c.na != "":
-		return fmt.Sprintf(" n/a: %s | | |", escape(c.na))
-	case c.err != nil:
-		return fmt.Sprintf(" **failed**: %s | | |", escape(firstLine(c.err.Error())))
-	}
 	v := c.value()
+	if math.IsNaN(v) {
+		return " " + cellText(c) + " | | |"
+	}
 	value := duration(v)
 	if m.rate {
 		value = rate(1 / v)
@@ -309,36 +327,36 @@ func firstLine(s string) string {
 	return s
 }
 
-// writeSection puts body between the markers of the file at path. A file
-// without the markers gets a "Side-by-side" section at its end holding
-// them; a missing file is created.
-func writeSection(path, body string) error {
+// writeSection puts body between the markers of sec in the file at path.
+// A file without the markers gets a section named sec.heading at its end
+// holding them; a missing file is created.
+func writeSection(path, body string, sec section) error {
 	old, err := os.ReadFile(path)
 	if err != nil && !os.IsNotExist(err) {
 		return err
 	}
-	next, err := replaceSection(string(old), body)
+	next, err := replaceSection(string(old), body, sec)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return os.WriteFile(path, []byte(next), 0o644)
 }
 
-// replaceSection returns doc with body between the markers.
-func replaceSection(doc, body string) (string, error) {
-	section := beginMarker + "\n" + strings.TrimSpace(body) + "\n" + endMarker
-	i := strings.Index(doc, beginMarker)
-	j := strings.Index(doc, endMarker)
+// replaceSection returns doc with body between the markers of sec.
+func replaceSection(doc, body string, sec section) (string, error) {
+	section := sec.begin + "\n" + strings.TrimSpace(body) + "\n" + sec.end
+	i := strings.Index(doc, sec.begin)
+	j := strings.Index(doc, sec.end)
 	switch {
 	case i < 0 && j < 0:
 		if doc == "" {
 			doc = "# Benchmarks\n"
 		}
-		return strings.TrimRight(doc, "\n") + "\n\n## Side-by-side\n\n" + section + "\n", nil
+		return strings.TrimRight(doc, "\n") + "\n\n## " + sec.heading + "\n\n" + section + "\n", nil
 	case i < 0 || j < i:
-		return "", fmt.Errorf("the side-by-side markers are damaged: fix them by hand")
+		return "", fmt.Errorf("the markers of %q are damaged: fix them by hand", sec.heading)
 	}
-	return doc[:i] + section + doc[j+len(endMarker):], nil
+	return doc[:i] + section + doc[j+len(sec.end):], nil
 }
 
 // thousands formats n with comma separators: 10,000.

@@ -144,16 +144,16 @@ func TestRatioPairsRuns(t *testing.T) {
 }
 
 func TestReplaceSection(t *testing.T) {
-	created, err := replaceSection("", "numbers 1")
+	created, err := replaceSection("", "numbers 1", sideBySide)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(created, "# Benchmarks\n") || !strings.Contains(created, "## Side-by-side\n\n"+beginMarker+"\nnumbers 1\n"+endMarker) {
+	if !strings.HasPrefix(created, "# Benchmarks\n") || !strings.Contains(created, "## Side-by-side\n\n"+sideBySide.begin+"\nnumbers 1\n"+sideBySide.end) {
 		t.Fatalf("new doc:\n%s", created)
 	}
 
 	other := "# Benchmarks\n\n## Micro\n\nother people's text\n"
-	withSection, err := replaceSection(other, "numbers 1")
+	withSection, err := replaceSection(other, "numbers 1", sideBySide)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func TestReplaceSection(t *testing.T) {
 	}
 
 	doc := withSection + "\n## Analysis\n\nhand-written\n"
-	next, err := replaceSection(doc, "numbers 2")
+	next, err := replaceSection(doc, "numbers 2", sideBySide)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,10 +171,27 @@ func TestReplaceSection(t *testing.T) {
 		t.Fatalf("rewrite changed more than the section:\n%s\nwant:\n%s", next, want)
 	}
 
-	if _, err := replaceSection(endMarker+"\n"+beginMarker, "x"); err == nil {
+	// The scale section lives beside the side-by-side one; rewriting
+	// either leaves the other alone.
+	both, err := replaceSection(next, "scale 1", atScale)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(both, next) || !strings.Contains(both, "## The file store at scale\n\n"+atScale.begin+"\nscale 1\n"+atScale.end) {
+		t.Fatalf("the scale section was not added after the rest:\n%s", both)
+	}
+	again, err := replaceSection(both, "numbers 3", sideBySide)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := strings.Replace(both, "numbers 2", "numbers 3", 1); again != want {
+		t.Fatalf("rewriting the side-by-side section touched the scale one:\n%s", again)
+	}
+
+	if _, err := replaceSection(sideBySide.end+"\n"+sideBySide.begin, "x", sideBySide); err == nil {
 		t.Error("markers in the wrong order were accepted")
 	}
-	if _, err := replaceSection(beginMarker+"\nno end", "x"); err == nil {
+	if _, err := replaceSection(sideBySide.begin+"\nno end", "x", sideBySide); err == nil {
 		t.Error("a begin marker without its end was accepted")
 	}
 }

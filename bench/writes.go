@@ -16,46 +16,53 @@ import (
 // always followed recall's file store, whose fsync had just emptied the
 // journal, and ran about 10% faster than it does in rotation.
 func runW1(ctx context.Context, h *harness, w *workload) {
-	p50, p99 := w.metrics[0], w.metrics[1]
 	entrants := h.participants(w)
 	for run := range h.cfg.runs {
-		session := fmt.Sprintf("w1-run%d", run)
-		lat := map[*entrant][]time.Duration{}
-		for t := range h.cfg.turns {
-			for i := range entrants {
-				e := entrants[(i+t)%len(entrants)]
-				s := h.sub(ctx, e, "w1", p50, p99)
-				if s == nil || h.failed(e, p50, p99) {
-					continue
-				}
-				for _, save := range h.corpus.turn(t) {
-					d, err := timed(func() error { return s.append(ctx, session, save) })
-					if h.fail(e, err, p50, p99) {
-						break
-					}
-					lat[e] = append(lat[e], d)
-				}
-			}
-		}
-		for _, e := range entrants {
-			if h.failed(e, p50, p99) {
-				continue
-			}
-			if run == 0 {
-				err := verifyLoad(ctx, e.subs["w1"], session, 0, h.corpus.session(itemsPerTurn*h.cfg.turns))
-				if naReason(err) != "" {
-					err = nil // a floor that cannot read back
-				}
-				if h.fail(e, err, p50, p99) {
-					continue
-				}
-			}
-			h.record(p50, e, percentile(lat[e], 0.50))
-			h.record(p99, e, percentile(lat[e], 0.99))
-		}
+		turnRuns(ctx, h, entrants, "w1", run, w.metrics[0], w.metrics[1])
 	}
 	for _, e := range entrants {
 		h.dropLogged(ctx, e, "w1")
+	}
+}
+
+// turnRuns measures run number run of p50 and p99: cfg.turns chat turns
+// saved into a new session of scope, every save timed on its own, the
+// entrants taking turns as runW1 says. The first run reads the session
+// back and checks it.
+func turnRuns(ctx context.Context, h *harness, entrants []*entrant, scope string, run int, p50, p99 metric) {
+	session := fmt.Sprintf("%s-run%d", scope, run)
+	lat := map[*entrant][]time.Duration{}
+	for t := range h.cfg.turns {
+		for i := range entrants {
+			e := entrants[(i+t)%len(entrants)]
+			s := h.sub(ctx, e, scope, p50, p99)
+			if s == nil || h.failed(e, p50, p99) {
+				continue
+			}
+			for _, save := range h.corpus.turn(t) {
+				d, err := timed(func() error { return s.append(ctx, session, save) })
+				if h.fail(e, err, p50, p99) {
+					break
+				}
+				lat[e] = append(lat[e], d)
+			}
+		}
+	}
+	for _, e := range entrants {
+		if h.failed(e, p50, p99) {
+			continue
+		}
+		if run == 0 {
+			err := verifyLoad(ctx, e.subs[scope], session, 0, h.corpus.session(itemsPerTurn*h.cfg.turns))
+			if naReason(err) != "" {
+				err = nil // a floor that cannot read back
+			}
+			if h.fail(e, err, p50, p99) {
+				continue
+			}
+		}
+		h.record(p50, e, percentile(lat[e], 0.50))
+		h.record(p99, e, percentile(lat[e], 0.99))
 	}
 }
 
