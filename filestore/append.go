@@ -327,6 +327,7 @@ func (w *writer) create(buf []byte, m recall.Meta) error {
 	check := crc32.ChecksumIEEE(buf[max(0, len(buf)-checkLen):])
 	w.rec = newRecord(w.l.key, w.l.rel, st, st.size, check, false, m)
 	w.p.put(w.rec)
+	w.s.settleDir(w.p)
 	return nil
 }
 

@@ -120,7 +120,7 @@ func (s *Store) listHead(ctx context.Context, project string, opts recall.ListOp
 			break
 		}
 		r := j.stream[i]
-		if !j.touched[r.rel] && strings.IndexByte(r.rel, '/') < 0 && keep(r) {
+		if j.last[r.rel] == 0 && strings.IndexByte(r.rel, '/') < 0 && keep(r) {
 			found++
 		}
 	}
@@ -207,7 +207,7 @@ func (p *projectIndex) readHead() *headJournal {
 // when it is not a journal of this boot with a sorted section.
 func newHead(f *os.File, project string) *headJournal {
 	j := &headJournal{f: f, projectIndex: &projectIndex{name: project, recs: map[string]*record{},
-		pending: map[string]bool{}, loose: map[string]*record{}, touched: map[string]bool{}}}
+		pending: map[string]bool{}, loose: map[string]*record{}, last: map[string]int64{}}}
 	st, err := fstat(f)
 	if err != nil {
 		return nil

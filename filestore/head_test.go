@@ -87,7 +87,7 @@ func TestListHeadAgrees(t *testing.T) {
 
 // listFresh lists project "p" of home from a new store, with listHead on
 // or off.
-func listFresh(t *rapid.T, home string, opts recall.ListOptions, head bool) recall.Page {
+func listFresh(t interface{ Fatal(...any) }, home string, opts recall.ListOptions, head bool) recall.Page {
 	defer filestore.SetHeadList(filestore.SetHeadList(head))
 	s, err := filestore.Open(filestore.Options{Dir: home})
 	if err != nil {
@@ -161,5 +161,51 @@ func TestHeadTailBounded(t *testing.T) {
 	// journal would hold 2*appends lines.
 	if lines := bytes.Count(data, []byte{'\n'}); lines > 2048+2*listEvery+16 {
 		t.Errorf("the journal holds %d lines after %d appends by short writers: its tail was never rewritten", lines, appends)
+	}
+}
+
+// TestHeadAfterCreate checks that after a process creates or removes a
+// session (which moves the directory's mtime), the next process still
+// lists its first page from the journal's head: the writer checked the
+// directory's names itself before it closed.
+func TestHeadAfterCreate(t *testing.T) {
+	home := t.TempDir()
+	ctx := context.Background()
+	w := openStore(t, home)
+	for i := range 5 {
+		k := recall.Key{Project: "p", Session: fmt.Sprintf("s%d", i)}
+		if _, err := w.Append(ctx, k, recall.Guard{}, recall.ItemEntry(recall.Message("user", "hi"))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Close()
+	for i, change := range []func(*filestore.Store) error{
+		func(s *filestore.Store) error {
+			_, err := s.Append(ctx, recall.Key{Project: "p", Session: "new"}, recall.Guard{}, recall.ItemEntry(recall.Message("user", "hi")))
+			return err
+		},
+		func(s *filestore.Store) error { return s.Remove(ctx, recall.Key{Project: "p", Session: "s1"}) },
+		func(s *filestore.Store) error {
+			_, err := s.Purge(ctx, recall.Key{Project: "p", Session: "s2"})
+			return err
+		},
+	} {
+		w := openStore(t, home)
+		if err := change(w); err != nil {
+			t.Fatal(err)
+		}
+		w.Close()
+		before := filestore.HeadLists()
+		page, err := openStore(t, home).List(ctx, "p", recall.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if filestore.HeadLists() == before {
+			t.Errorf("change %d: the next process did not list from the journal's head", i)
+		}
+		whole := listFresh(t, home, recall.ListOptions{}, false)
+		if err := samePage(page, whole); err != nil {
+			t.Errorf("change %d: %v; from all of the journal %v", i, err, pageKeys(whole))
+		}
 	}
 }

@@ -387,7 +387,12 @@ type projectIndex struct {
 	dirSeen bool   // it holds a #dir line
 	dirTime int64  // the last #dir line's directory mtime
 	sorted  int    // records in its sorted section (see rewriteLocked)
-	touched map[string]bool
+	// lineSeq numbers the lines applied, in this process, across every
+	// journal file read; last holds, per log, the number of the last line
+	// about it. A check compares them with lineSeq as it read the journal
+	// (validate): a concurrent refresh may have applied the lines since.
+	lineSeq int64
+	last    map[string]int64
 	written int  // lines this process appended since it last compacted
 	oldGone bool // the journals of earlier versions were removed
 
@@ -397,6 +402,10 @@ type projectIndex struct {
 
 	headMu sync.Mutex
 	head   *headJournal // what listHead keeps between lists
+
+	settleMu    sync.Mutex
+	settling    bool // a settleDir runs
+	settleAgain bool // and the directory changed since it began
 }
 
 // compactEvery is how many journal lines a process appends between two
@@ -411,7 +420,7 @@ func (s *Store) project(name string) *projectIndex {
 	if p == nil {
 		dir := filepath.Join(s.root, name)
 		p = &projectIndex{name: name, dir: dir, path: filepath.Join(dir, indexName),
-			recs: map[string]*record{}, pending: map[string]bool{}, loose: map[string]*record{}}
+			recs: map[string]*record{}, pending: map[string]bool{}, loose: map[string]*record{}, last: map[string]int64{}}
 		s.projects[name] = p
 	}
 	return p
@@ -579,9 +588,8 @@ func (p *projectIndex) apply(line []byte) {
 		p.damaged = true
 		return
 	}
-	if p.touched != nil {
-		p.touched[r.rel] = true
-	}
+	p.lineSeq++
+	p.last[r.rel] = p.lineSeq
 	switch kind {
 	case lineIntent:
 		p.pending[r.rel] = true

@@ -119,11 +119,11 @@ func (s *Store) check(ctx context.Context, p *projectIndex, parent string, stat 
 	// start both take a while, and they are independent.
 	var refreshed sync.WaitGroup
 	var jIno uint64
-	var jOff int64
+	var jOff, jSeq int64
 	refreshed.Go(func() {
 		p.mu.Lock()
 		p.refresh() // a journal that cannot be read only costs re-derivations
-		jIno, jOff = p.jIno, p.jOff
+		jIno, jOff, jSeq = p.jIno, p.jOff, p.lineSeq
 		p.mu.Unlock()
 	})
 	dirTime, dirErr := dirMtime(p.dir) // before the directory is read
@@ -208,7 +208,7 @@ func (s *Store) check(ctx context.Context, p *projectIndex, parent string, stat 
 		fresh = append(fresh, r)
 	}
 	if parent == "" {
-		p.validate(append(confirmed, fresh...), gone, seen, jIno, jOff, dirTime, dirErr == nil)
+		p.validate(append(confirmed, fresh...), gone, seen, jIno, jOff, jSeq, dirTime, dirErr == nil)
 	} else {
 		for _, r := range fresh {
 			p.remember(r)
@@ -337,15 +337,16 @@ func (s *Store) deriveLog(ctx context.Context, p *projectIndex, prev *record) (*
 
 // validate writes back to the journal what a check of every log found:
 // the records re-derived (fresh) and the logs gone, as of the journal read
-// up to jOff of the file jIno and the directory's mtime dirTime taken
-// before it was read. A log the journal heard of since then keeps the
+// up to jOff of the file jIno (lineSeq was jSeq then) and the directory's
+// mtime dirTime taken before it was read. A log the journal heard of since
+// then (whichever refresh of this process read the line) keeps the
 // journal's word: its writer's line is newer than the check. Under the
 // journal's exclusive lock it settles the pending logs no writer holds,
 // then appends the lines and "#dir dirTime", or rewrites the journal when
 // it cannot be believed as it is (no header of this boot, damage, too
 // long). A journal that cannot be written is left as it was: it is a
 // cache.
-func (p *projectIndex) validate(fresh []*record, gone []string, seen map[string]bool, jIno uint64, jOff int64, dirTime int64, dirOK bool) {
+func (p *projectIndex) validate(fresh []*record, gone []string, seen map[string]bool, jIno uint64, jOff, jSeq int64, dirTime int64, dirOK bool) {
 	f, err := p.lockJournal()
 	if err != nil {
 		return
@@ -353,10 +354,8 @@ func (p *projectIndex) validate(fresh []*record, gone []string, seen map[string]
 	defer f.Close()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.touched = map[string]bool{}
 	err = p.refresh()
-	touched := p.touched
-	p.touched = nil
+	touched := func(rel string) bool { return p.last[rel] > jSeq }
 	// A log the journal heard of since the check keeps the journal's
 	// word, which is newer. Only one word cannot be believed: a log the
 	// check saw, that the journal now says is gone with no intent after
@@ -364,8 +363,8 @@ func (p *projectIndex) validate(fresh []*record, gone []string, seen map[string]
 	// since the check). Then #dir is not written, and the next List looks
 	// again.
 	quiet := true
-	for rel := range touched {
-		if seen[rel] && p.recs[rel] == nil && !p.pending[rel] {
+	for rel, n := range p.last {
+		if n > jSeq && seen[rel] && p.recs[rel] == nil && !p.pending[rel] {
 			quiet = false
 		}
 	}
@@ -374,14 +373,14 @@ func (p *projectIndex) validate(fresh []*record, gone []string, seen map[string]
 	}
 	var buf []byte
 	for _, r := range fresh {
-		if !touched[r.rel] && !p.pending[r.rel] {
+		if !touched(r.rel) && !p.pending[r.rel] {
 			p.recs[r.rel] = r
 			delete(p.loose, r.rel)
 			buf = appendRecord(buf, r)
 		}
 	}
 	for _, rel := range gone {
-		if !touched[rel] && !p.pending[rel] {
+		if !touched(rel) && !p.pending[rel] {
 			delete(p.recs, rel)
 			delete(p.loose, rel)
 			buf = appendTombstone(buf, rel)

@@ -57,6 +57,7 @@ func (s *Store) Purge(ctx context.Context, key recall.Key) (recall.PurgeResult, 
 	if err != nil {
 		return recall.PurgeResult{}, fmt.Errorf("filestore: purge %s: %w", key, err)
 	}
+	s.settleDir(s.project(l.key.Project)) // the rewritten log was renamed into place
 	return res, nil
 }
 

@@ -31,6 +31,9 @@ func (s *Store) Remove(ctx context.Context, key recall.Key) error {
 	}
 	defer unlock()
 	n, err := s.removeLocked(ctx, l, nil)
+	if n > 0 {
+		s.settleDir(s.project(l.key.Project))
+	}
 	if err != nil {
 		return fmt.Errorf("filestore: remove %s: %w", key, err)
 	}
@@ -67,6 +70,9 @@ func (s *Store) removeIfStale(ctx context.Context, k recall.Key, cutoff time.Tim
 		return !r.empty && m.Updated.Before(cutoff) && !m.Pinned, nil
 	}
 	n, err := s.removeLocked(ctx, l, stale)
+	if n > 0 {
+		s.settleDir(s.project(l.key.Project))
+	}
 	return n > 0, err
 }
 

@@ -74,6 +74,8 @@ type Store struct {
 	projects map[string]*projectIndex
 
 	search searchIndex // see Search
+
+	bg sync.WaitGroup // settleDir's checks, which Close waits for
 }
 
 var (
@@ -156,6 +158,7 @@ func (s *Store) ProjectDir(project string) (string, error) {
 // nothing, since the store holds no file open between calls.
 func (s *Store) Close() error {
 	s.closed.Store(true)
+	s.bg.Wait()
 	s.mu.Lock()
 	projects := make([]*projectIndex, 0, len(s.projects))
 	for _, p := range s.projects {
