@@ -67,8 +67,8 @@ func (s *Store) listHead(ctx context.Context, project string, opts recall.ListOp
 	if j == nil {
 		return recall.Page{}, false, nil
 	}
-	if j.jLines > max(2048, int(j.count)/16) {
-		// due for a rewrite (projectIndex.long), which a whole read does
+	if j.jLines > 2*tailAt(int(j.count)) {
+		// overdue for a rewrite (see tailAt), which a whole read does
 		p.dropHead()
 		return recall.Page{}, false, nil
 	}

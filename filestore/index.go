@@ -834,14 +834,22 @@ func (p *projectIndex) rewriteLocked(trust bool, dirTime int64) error {
 
 // long reports whether the journal, with more lines appended, is due for
 // a rewrite: it holds more than twice as many lines as records, or more
-// lines after its sorted section than a new process should read to list
-// a first page (max(2048, 1/16 of the records): a rewrite of R records
-// every R/16 lines costs 16 record lines per line appended). The caller
-// holds p.mu.
+// lines after its sorted section than tailAt allows. The caller holds
+// p.mu.
 func (p *projectIndex) long(more int) bool {
 	live := len(p.recs) + len(p.pending)
 	lines := p.jLines + more
-	return lines > 2*live+256 || lines-p.sorted > max(2048, live/16) // as listHead
+	return lines > 2*live+256 || lines-p.sorted > tailAt(live)
+}
+
+// tailAt is how many lines may follow the sorted section of a journal of
+// records records before a rewrite is due: max(1024, records/32), so a
+// rewrite of R records every R/32 lines costs 32 record lines per line
+// appended. A new process that finds twice that many reads the journal
+// whole instead of its head (listHead), and so rewrites it: by then every
+// count of the records agrees the journal is long.
+func tailAt(records int) int {
+	return max(1024, records/32)
 }
 
 // compact rewrites the journal when it is long, keeping it as trusted as
