@@ -34,9 +34,10 @@ const searchWindow = 4096
 // characters or more, and one of the trigrams that begin each term of two
 // (search_vocab lists them), besides the rows not yet in the index (the
 // tail, see ftsBatch); on PostgreSQL, pg_trgm's rows for LIKE on each term
-// of three characters or more. A query no trigram serves (every term
-// shorter) looks through a window wideWindow times wider, then reads every
-// row.
+// of three characters or more, and the bigram index's rows (grams, see
+// cjkBigrams) for each term of two CJK characters. A query no index serves
+// (every term shorter) looks through a window wideWindow times wider, then
+// reads every row.
 //
 // Rank is the number of times the terms occur on SQLite (the trigram
 // index keeps no positions, so FTS5's bm25 would count trigrams, not
@@ -271,13 +272,13 @@ func (sq searchQuery) items(ctx context.Context, tx querier) ([]hitRow, error) {
 }
 
 // pgItems returns the first keep item hits on PostgreSQL, for a query
-// pg_trgm's index serves. Every query reads the candidates the trigram
-// index names (a bitmap), and the cost is in reading their rows from the
-// table, to check them and sort them by time. So the newest window rows
-// are looked through first (search_time); when they hold hits but not a
-// page, a window as many times longer in time as their density says holds
-// two pages, its rows chosen by both indexes (the planner intersects the
-// trigram index's bitmap with search_time's); then every candidate. A
+// pg_trgm's index or the bigram index serves. Every query reads the
+// candidates the index names (a bitmap), and the cost is in reading their
+// rows from the table, to check them and sort them by time. So the newest
+// window rows are looked through first (search_time); when they hold hits
+// but not a page, a window as many times longer in time as their density
+// says holds two pages, its rows chosen by both indexes (the planner
+// intersects the index's bitmap with search_time's); then every candidate. A
 // window whose rows hold a page holds the first page: every row newer
 // than its floor is in it.
 func (sq searchQuery) pgItems(ctx context.Context, tx querier, window int) ([]hitRow, error) {
@@ -334,7 +335,7 @@ const wideWindow = 8
 
 // indexable reports whether the trigram index can choose the rows of the
 // query: some term has three characters or more (two on SQLite, see
-// plan).
+// plan), or, on PostgreSQL, is two CJK characters (the bigram index).
 func (sq searchQuery) indexable() bool {
 	least := 3
 	if !sq.pg {
@@ -342,6 +343,9 @@ func (sq searchQuery) indexable() bool {
 	}
 	for _, t := range sq.terms {
 		if utf8.RuneCountInString(t) >= least {
+			return true
+		}
+		if _, ok := termBigram(t); ok && sq.pg {
 			return true
 		}
 	}
@@ -381,6 +385,10 @@ type indexPlan struct {
 	// term (see likeWords). A term that is one of them is checked by its
 	// LIKE alone, the others by strpos too.
 	like []string
+	// grams are the codes of the terms of two CJK characters (see
+	// cjkBigrams), which PostgreSQL's bigram index looks rows up by;
+	// strpos checks the terms.
+	grams []int32
 }
 
 // maxPrefixGrams bounds the trigrams a two-character term is looked up
@@ -401,6 +409,8 @@ func (sq searchQuery) plan(ctx context.Context, tx querier) (indexPlan, error) {
 		case sq.pg:
 			if n >= 3 {
 				p.like = append(p.like, likeWords(t)...)
+			} else if code, ok := termBigram(t); ok {
+				p.grams = append(p.grams, code)
 			}
 		case n >= 3:
 			groups = append(groups, ftsTrigrams(t)...)
@@ -424,7 +434,20 @@ func (sq searchQuery) plan(ctx context.Context, tx querier) (indexPlan, error) {
 	p.match = strings.Join(slices.Compact(groups), " AND ")
 	slices.Sort(p.like)
 	p.like = slices.Compact(p.like)
+	slices.Sort(p.grams)
+	p.grams = slices.Compact(p.grams)
 	return p, nil
+}
+
+// termBigram returns the code in the bigram index (PostgreSQL) of a term
+// of two CJK characters, and false for any other term.
+func termBigram(term string) (int32, bool) {
+	a, n := utf8.DecodeRuneInString(term)
+	b, m := utf8.DecodeRuneInString(term[n:])
+	if n+m != len(term) || !isCJK(a) || !isCJK(b) {
+		return 0, false
+	}
+	return bigramCode(a, b), true
 }
 
 // prefixGrams returns the trigrams of the index that begin with term, up
@@ -477,6 +500,10 @@ func (sq searchQuery) itemQuery(ctx context.Context, tx querier, windowed bool, 
 			// A word of a term, for pg_trgm's index to choose the rows.
 			rows = append(rows, "s.body LIKE "+a.add(likePattern(w)))
 		}
+	}
+	if len(plan.grams) > 0 {
+		// The bigram index chooses the rows; strpos above checks them.
+		rows = append(rows, "s.grams @> "+a.add(plan.grams)+"::int4[]")
 	}
 	from := "search s, sessions e"
 	if plan.match != "" || plan.tailOnly {
