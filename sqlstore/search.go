@@ -206,6 +206,14 @@ func (sq searchQuery) titles(ctx context.Context, tx querier) ([]hitRow, error) 
 	var a args
 	where := sq.sessionFilters(&a)
 	for _, t := range sq.terms {
+		if sq.pg {
+			// LIKE rather than strpos (the same test): the planner
+			// estimates LIKE from the titles' statistics, and strpos
+			// as a third of the rows, which walks sessions_updated
+			// through every session for a term no title holds.
+			where = append(where, "e.search_title LIKE "+a.add(likePattern(t)))
+			continue
+		}
 		where = append(where, sq.contains(&a, "e.search_title", t))
 	}
 	where = append(where, sq.timeBounds(&a, "e.updated_at")...)
@@ -518,7 +526,7 @@ func (sq searchQuery) itemQuery(ctx context.Context, tx querier, windowed bool, 
 		rows = append(rows, "s.id = c.id")
 	}
 	sessions := append([]string{"e.sid = s.sid"}, sq.sessionFilters(&a)...)
-	sessions = append(sessions, sq.afterCursor(&a, "s.time", "s.seq", "s.idx")...)
+	cursor := sq.afterCursor(&a, "s.time", "s.seq", "s.idx")
 	cols := `s.sid, e.project, e.id, e.subpath, e.title, s.seq, s.idx, s.role, s.time, s.body`
 	order := ` ORDER BY s.time DESC, e.project DESC, e.id DESC, e.subpath DESC, s.seq DESC, s.idx DESC LIMIT ` + a.add(sq.keep)
 	var stmt string
@@ -529,9 +537,23 @@ func (sq searchQuery) itemQuery(ctx context.Context, tx querier, windowed bool, 
 		// trigram index (or the time window).
 		stmt = `WITH c AS MATERIALIZED (SELECT s.sid, s.seq, s.idx, s.role, s.time, s.body FROM search s WHERE ` +
 			strings.Join(rows, " AND ") + `)
-			SELECT ` + cols + ` FROM c s, sessions e WHERE ` + strings.Join(sessions, " AND ") + order
+			SELECT ` + cols + ` FROM c s, sessions e WHERE ` + strings.Join(append(sessions, cursor...), " AND ") + order
+		if windowed {
+			// A window's rows are few (its hits, at most the window),
+			// but the planner, which cannot tell how few, may hash
+			// every session to join them: each is looked up by its
+			// key instead (OFFSET 0 keeps the subquery a subquery).
+			stmt = `WITH c AS MATERIALIZED (SELECT s.sid, s.seq, s.idx, s.role, s.time, s.body FROM search s WHERE ` +
+				strings.Join(rows, " AND ") + `)
+				SELECT ` + cols + ` FROM c s, LATERAL (SELECT e.project, e.id, e.subpath, e.title FROM sessions e WHERE ` +
+				strings.Join(sessions, " AND ") + ` OFFSET 0) e`
+			if len(cursor) > 0 {
+				stmt += ` WHERE ` + strings.Join(cursor, " AND ")
+			}
+			stmt += order
+		}
 	} else {
-		stmt = `SELECT ` + cols + ` FROM ` + from + ` WHERE ` + strings.Join(append(rows, sessions...), " AND ") + order
+		stmt = `SELECT ` + cols + ` FROM ` + from + ` WHERE ` + strings.Join(append(append(rows, sessions...), cursor...), " AND ") + order
 	}
 	if sq.pg {
 		// ts_rank of the page's rows only.
