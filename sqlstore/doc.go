@@ -58,7 +58,9 @@
 // PostgreSQL's fast path, the statement) that appends the entries, so
 // search never lags the logs; the migration computes them for the logs
 // written before it. A trigram index chooses the rows a query looks at:
-// FTS5's trigram tokenizer on SQLite, pg_trgm on PostgreSQL; every hit is
-// then checked as an exact substring, so the hits are recall.ScanSearch's.
+// FTS5's trigram tokenizer on SQLite, pg_trgm on PostgreSQL (with an
+// index of the pairs of adjacent CJK characters, migration 6, for terms of
+// two, which hold no trigram); every hit is then checked as an exact
+// substring, so the hits are recall.ScanSearch's.
 // See search.go for how a page is found.
 package sqlstore

@@ -41,8 +41,10 @@ var goSteps = map[string]map[int]func(ctx context.Context, q querier) error{
 		return indexTail(ctx, q)
 	}, 4: backfillFirstPrompt},
 	"postgres": {3: func(ctx context.Context, q querier) error {
-		return backfillSearch(ctx, q, insertSearchPG)
-	}, 4: backfillFirstPrompt},
+		return backfillSearch(ctx, q, func(ctx context.Context, q querier, sid int64, rows []searchRow) error {
+			return insertSearchPGWith(ctx, q, sid, rows, false)
+		})
+	}, 4: backfillFirstPrompt, 6: backfillBigrams},
 }
 
 // backfillFirstPrompt fills the first_prompt column that migration 4
@@ -123,7 +125,7 @@ func loadMigrations(dialect string) ([]migration, error) {
 
 // SchemaVersion is the schema version this package writes: the number of
 // its newest migration.
-const SchemaVersion = 5
+const SchemaVersion = 6
 
 // applyMigrations runs, inside the caller's write transaction, every step
 // newer than the database's version, and records each in recall_schema.

@@ -215,9 +215,9 @@ func appendItemsStmt(onConflict string) string {
 	FROM s, unnest($10::bytea[], $11::timestamptz[], $12::int8[], $13::int8[], $14::int8[])
 		WITH ORDINALITY AS u(payload, time, it, ot, tt, ord)
 ), x AS (
-	INSERT INTO search (sid, seq, idx, role, time, live, body)
-	SELECT s.sid, s.last_seq - $6 + u.ord, 0, u.role, u.time, true, u.body
-	FROM s, unnest($15::text[], $16::text[], $11::timestamptz[]) WITH ORDINALITY AS u(role, body, time, ord)
+	INSERT INTO search (sid, seq, idx, role, time, live, body, grams)
+	SELECT s.sid, s.last_seq - $6 + u.ord, 0, u.role, u.time, true, u.body, u.grams::int4[]
+	FROM s, unnest($15::text[], $16::text[], $11::timestamptz[], $18::text[]) WITH ORDINALITY AS u(role, body, time, grams, ord)
 	WHERE u.role IS NOT NULL
 )
 SELECT last_seq FROM s`
@@ -242,16 +242,16 @@ func (b *pgBackend) appendItems(ctx context.Context, key recall.Key, guard recal
 		}
 	}
 	// The search rows of the items (see searchindex.go): a NULL role
-	// where an item has none.
-	roles, bodies := make([]*string, n), make([]*string, n)
+	// where an item has none; NULL bigrams where its text has none.
+	roles, bodies, grams := make([]*string, n), make([]*string, n), make([]*string, n)
 	for i, r := range ib.search {
 		if r != nil {
-			roles[i], bodies[i] = &r.role, &r.body
+			roles[i], bodies[i], grams[i] = &r.role, &r.body, bigramsLiteral(r.body)
 		}
 	}
 	args := []any{key.Project, key.Session, key.Subpath, ib.created, ib.updated, int64(n),
 		ib.usage.InputTokens, ib.usage.OutputTokens, ib.usage.TotalTokens,
-		payloads, times, in, out, total, roles, bodies, ib.prompt}
+		payloads, times, in, out, total, roles, bodies, ib.prompt, grams}
 	var last int64
 	if guard.IsZero() {
 		err := b.retry(ctx, func() error {

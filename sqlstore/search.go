@@ -34,9 +34,10 @@ const searchWindow = 4096
 // characters or more, and one of the trigrams that begin each term of two
 // (search_vocab lists them), besides the rows not yet in the index (the
 // tail, see ftsBatch); on PostgreSQL, pg_trgm's rows for LIKE on each term
-// of three characters or more. A query no trigram serves (every term
-// shorter) looks through a window wideWindow times wider, then reads every
-// row.
+// of three characters or more, and the bigram index's rows (grams, see
+// cjkBigrams) for each term of two CJK characters. A query no index serves
+// (every term shorter) looks through a window wideWindow times wider, then
+// reads every row.
 //
 // Rank is the number of times the terms occur on SQLite (the trigram
 // index keeps no positions, so FTS5's bm25 would count trigrams, not
@@ -205,6 +206,14 @@ func (sq searchQuery) titles(ctx context.Context, tx querier) ([]hitRow, error) 
 	var a args
 	where := sq.sessionFilters(&a)
 	for _, t := range sq.terms {
+		if sq.pg {
+			// LIKE rather than strpos (the same test): the planner
+			// estimates LIKE from the titles' statistics, and strpos
+			// as a third of the rows, which walks sessions_updated
+			// through every session for a term no title holds.
+			where = append(where, "e.search_title LIKE "+a.add(likePattern(t)))
+			continue
+		}
 		where = append(where, sq.contains(&a, "e.search_title", t))
 	}
 	where = append(where, sq.timeBounds(&a, "e.updated_at")...)
@@ -271,13 +280,13 @@ func (sq searchQuery) items(ctx context.Context, tx querier) ([]hitRow, error) {
 }
 
 // pgItems returns the first keep item hits on PostgreSQL, for a query
-// pg_trgm's index serves. Every query reads the candidates the trigram
-// index names (a bitmap), and the cost is in reading their rows from the
-// table, to check them and sort them by time. So the newest window rows
-// are looked through first (search_time); when they hold hits but not a
-// page, a window as many times longer in time as their density says holds
-// two pages, its rows chosen by both indexes (the planner intersects the
-// trigram index's bitmap with search_time's); then every candidate. A
+// pg_trgm's index or the bigram index serves. Every query reads the
+// candidates the index names (a bitmap), and the cost is in reading their
+// rows from the table, to check them and sort them by time. So the newest
+// window rows are looked through first (search_time); when they hold hits
+// but not a page, a window as many times longer in time as their density
+// says holds two pages, its rows chosen by both indexes (the planner
+// intersects the index's bitmap with search_time's); then every candidate. A
 // window whose rows hold a page holds the first page: every row newer
 // than its floor is in it.
 func (sq searchQuery) pgItems(ctx context.Context, tx querier, window int) ([]hitRow, error) {
@@ -334,7 +343,7 @@ const wideWindow = 8
 
 // indexable reports whether the trigram index can choose the rows of the
 // query: some term has three characters or more (two on SQLite, see
-// plan).
+// plan), or, on PostgreSQL, is two CJK characters (the bigram index).
 func (sq searchQuery) indexable() bool {
 	least := 3
 	if !sq.pg {
@@ -342,6 +351,9 @@ func (sq searchQuery) indexable() bool {
 	}
 	for _, t := range sq.terms {
 		if utf8.RuneCountInString(t) >= least {
+			return true
+		}
+		if _, ok := termBigram(t); ok && sq.pg {
 			return true
 		}
 	}
@@ -381,6 +393,10 @@ type indexPlan struct {
 	// term (see likeWords). A term that is one of them is checked by its
 	// LIKE alone, the others by strpos too.
 	like []string
+	// grams are the codes of the terms of two CJK characters (see
+	// cjkBigrams), which PostgreSQL's bigram index looks rows up by;
+	// strpos checks the terms.
+	grams []int32
 }
 
 // maxPrefixGrams bounds the trigrams a two-character term is looked up
@@ -401,6 +417,8 @@ func (sq searchQuery) plan(ctx context.Context, tx querier) (indexPlan, error) {
 		case sq.pg:
 			if n >= 3 {
 				p.like = append(p.like, likeWords(t)...)
+			} else if code, ok := termBigram(t); ok {
+				p.grams = append(p.grams, code)
 			}
 		case n >= 3:
 			groups = append(groups, ftsTrigrams(t)...)
@@ -424,7 +442,20 @@ func (sq searchQuery) plan(ctx context.Context, tx querier) (indexPlan, error) {
 	p.match = strings.Join(slices.Compact(groups), " AND ")
 	slices.Sort(p.like)
 	p.like = slices.Compact(p.like)
+	slices.Sort(p.grams)
+	p.grams = slices.Compact(p.grams)
 	return p, nil
+}
+
+// termBigram returns the code in the bigram index (PostgreSQL) of a term
+// of two CJK characters, and false for any other term.
+func termBigram(term string) (int32, bool) {
+	a, n := utf8.DecodeRuneInString(term)
+	b, m := utf8.DecodeRuneInString(term[n:])
+	if n+m != len(term) || !isCJK(a) || !isCJK(b) {
+		return 0, false
+	}
+	return bigramCode(a, b), true
 }
 
 // prefixGrams returns the trigrams of the index that begin with term, up
@@ -478,6 +509,10 @@ func (sq searchQuery) itemQuery(ctx context.Context, tx querier, windowed bool, 
 			rows = append(rows, "s.body LIKE "+a.add(likePattern(w)))
 		}
 	}
+	if len(plan.grams) > 0 {
+		// The bigram index chooses the rows; strpos above checks them.
+		rows = append(rows, "s.grams @> "+a.add(plan.grams)+"::int4[]")
+	}
 	from := "search s, sessions e"
 	if plan.match != "" || plan.tailOnly {
 		// The candidates first (CROSS JOIN keeps the order): the rows
@@ -491,7 +526,7 @@ func (sq searchQuery) itemQuery(ctx context.Context, tx querier, windowed bool, 
 		rows = append(rows, "s.id = c.id")
 	}
 	sessions := append([]string{"e.sid = s.sid"}, sq.sessionFilters(&a)...)
-	sessions = append(sessions, sq.afterCursor(&a, "s.time", "s.seq", "s.idx")...)
+	cursor := sq.afterCursor(&a, "s.time", "s.seq", "s.idx")
 	cols := `s.sid, e.project, e.id, e.subpath, e.title, s.seq, s.idx, s.role, s.time, s.body`
 	order := ` ORDER BY s.time DESC, e.project DESC, e.id DESC, e.subpath DESC, s.seq DESC, s.idx DESC LIMIT ` + a.add(sq.keep)
 	var stmt string
@@ -502,9 +537,23 @@ func (sq searchQuery) itemQuery(ctx context.Context, tx querier, windowed bool, 
 		// trigram index (or the time window).
 		stmt = `WITH c AS MATERIALIZED (SELECT s.sid, s.seq, s.idx, s.role, s.time, s.body FROM search s WHERE ` +
 			strings.Join(rows, " AND ") + `)
-			SELECT ` + cols + ` FROM c s, sessions e WHERE ` + strings.Join(sessions, " AND ") + order
+			SELECT ` + cols + ` FROM c s, sessions e WHERE ` + strings.Join(append(sessions, cursor...), " AND ") + order
+		if windowed {
+			// A window's rows are few (its hits, at most the window),
+			// but the planner, which cannot tell how few, may hash
+			// every session to join them: each is looked up by its
+			// key instead (OFFSET 0 keeps the subquery a subquery).
+			stmt = `WITH c AS MATERIALIZED (SELECT s.sid, s.seq, s.idx, s.role, s.time, s.body FROM search s WHERE ` +
+				strings.Join(rows, " AND ") + `)
+				SELECT ` + cols + ` FROM c s, LATERAL (SELECT e.project, e.id, e.subpath, e.title FROM sessions e WHERE ` +
+				strings.Join(sessions, " AND ") + ` OFFSET 0) e`
+			if len(cursor) > 0 {
+				stmt += ` WHERE ` + strings.Join(cursor, " AND ")
+			}
+			stmt += order
+		}
 	} else {
-		stmt = `SELECT ` + cols + ` FROM ` + from + ` WHERE ` + strings.Join(append(rows, sessions...), " AND ") + order
+		stmt = `SELECT ` + cols + ` FROM ` + from + ` WHERE ` + strings.Join(append(append(rows, sessions...), cursor...), " AND ") + order
 	}
 	if sq.pg {
 		// ts_rank of the page's rows only.

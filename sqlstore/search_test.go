@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"testing"
@@ -459,7 +460,9 @@ func TestMigrateSearch(t *testing.T) {
 // before every candidate (see pgItems): with a window of 8 rows, the first
 // holds a hit or two of the queries, and the window their density says
 // holds two pages is read next; terms of several words are looked up by
-// their words (likeWords), among rows holding the words in another order.
+// their words (likeWords), among rows holding the words in another order;
+// terms of two CJK characters by the bigram index, alone, together or
+// beside other terms.
 // The hits are the scan's, page by page, at several page sizes.
 func TestSearchPostgresWindows(t *testing.T) {
 	t.Parallel()
@@ -479,6 +482,8 @@ func TestSearchPostgresWindows(t *testing.T) {
 				text += " a quick fox, brown"
 			case n%11 == 0:
 				text += " 我住在北京市"
+			case n%13 == 0:
+				text += " 我叫张三，住在東京"
 			}
 			e := recall.ItemEntry(recall.Message("user", text))
 			// The sessions' items interleave in time, a minute apart.
@@ -489,7 +494,48 @@ func TestSearchPostgresWindows(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, q := range []string{`"quick brown fox"`, "北京市", "fox", "quick brown", `"fox jumps" quick`, "brown fox"} {
+	for _, q := range []string{`"quick brown fox"`, "北京市", "fox", "quick brown", `"fox jumps" quick`, "brown fox",
+		"张三", "北京", "住在", "张三 住在", "京 张三", "三，", "fox 東京"} {
 		sameAsScan(t, s, recall.SearchOptions{Query: q}, 0, 1, 3, 7, 25)
+	}
+}
+
+// TestCJKBigrams checks the keys of the bigram index against the terms
+// looked up by them: a row holding a term of two CJK characters holds its
+// code (else the index would hide a hit), and other terms have none.
+func TestCJKBigrams(t *testing.T) {
+	t.Parallel()
+	chars := []rune("张三北京東京ひらカナ한글a ，1\uFFFD𠀀")
+	r := rand.New(rand.NewPCG(7, 8))
+	for range 2000 {
+		body := make([]rune, r.IntN(12))
+		for i := range body {
+			body[i] = chars[r.IntN(len(chars))]
+		}
+		codes := cjkBigrams(string(body))
+		if !slices.IsSorted(codes) || len(slices.Compact(slices.Clone(codes))) != len(codes) {
+			t.Fatalf("cjkBigrams(%q) = %v: not sorted and distinct", string(body), codes)
+		}
+		if (codes == nil) != (bigramsLiteral(string(body)) == nil) {
+			t.Fatalf("bigramsLiteral(%q) disagrees with cjkBigrams", string(body))
+		}
+		for i := 0; i+1 < len(body); i++ {
+			term := string(body[i : i+2])
+			code, ok := termBigram(term)
+			if ok != (isCJK(body[i]) && isCJK(body[i+1])) {
+				t.Fatalf("termBigram(%q) = %v", term, ok)
+			}
+			if ok && !slices.Contains(codes, code) {
+				t.Fatalf("%q holds %q, but its codes %v miss %d", string(body), term, codes, code)
+			}
+		}
+	}
+	for _, term := range []string{"", "张", "张三丰", "a三", "三1", "三，"} {
+		if _, ok := termBigram(term); ok {
+			t.Errorf("termBigram(%q) is indexed", term)
+		}
+	}
+	if got := *bigramsLiteral("张三 张三"); got != fmt.Sprintf("{%d}", bigramCode('张', '三')) {
+		t.Errorf("bigramsLiteral(张三 张三) = %s", got)
 	}
 }

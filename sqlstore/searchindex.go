@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/recallkit/recall"
 )
@@ -145,9 +148,16 @@ const (
 	unliveSQL = `UPDATE search SET live = FALSE WHERE sid = $1 AND seq = $2 AND idx = $3 AND live`
 	// insertSearchSQL inserts a row (SQLite, one per statement).
 	insertSearchSQL = `INSERT INTO search (sid, seq, idx, role, time, live, body) VALUES ($1, $2, $3, $4, $5, $6, $7)`
-	// insertSearchPGSQL inserts rows from arrays (PostgreSQL).
-	insertSearchPGSQL = `INSERT INTO search (sid, seq, idx, role, time, live, body)
+	// insertSearchPG3SQL inserts rows from arrays (PostgreSQL, schema
+	// version 3 to 5).
+	insertSearchPG3SQL = `INSERT INTO search (sid, seq, idx, role, time, live, body)
 		SELECT $1, * FROM unnest($2::int8[], $3::int4[], $4::text[], $5::timestamptz[], $6::bool[], $7::text[])`
+	// insertSearchPGSQL inserts rows from arrays (PostgreSQL), the
+	// bigrams of each as an int4[] literal (see cjkBigrams).
+	insertSearchPGSQL = `INSERT INTO search (sid, seq, idx, role, time, live, body, grams)
+		SELECT $1, seq, idx, role, time, live, body, grams::int4[]
+		FROM unnest($2::int8[], $3::int4[], $4::text[], $5::timestamptz[], $6::bool[], $7::text[], $8::text[])
+			AS u(seq, idx, role, time, live, body, grams)`
 	// deleteSearchSQL deletes session $1's rows.
 	deleteSearchSQL = `DELETE FROM search WHERE sid = $1`
 )
@@ -251,6 +261,13 @@ func indexTail(ctx context.Context, q querier) error {
 
 // insertSearchPG inserts rows on PostgreSQL, in one statement.
 func insertSearchPG(ctx context.Context, q querier, sid int64, rows []searchRow) error {
+	return insertSearchPGWith(ctx, q, sid, rows, true)
+}
+
+// insertSearchPGWith inserts rows on PostgreSQL, with their bigrams
+// (withGrams, the schema since version 6) or without (the Go step of
+// migration 3, before the column).
+func insertSearchPGWith(ctx context.Context, q querier, sid int64, rows []searchRow, withGrams bool) error {
 	if len(rows) == 0 {
 		return nil
 	}
@@ -261,8 +278,74 @@ func insertSearchPG(ctx context.Context, q querier, sid int64, rows []searchRow)
 	for i, r := range rows {
 		seqs[i], idxs[i], roles[i], times[i], live[i], bodies[i] = r.ref.Seq, int32(r.ref.Index), r.role, r.time, r.live, r.body
 	}
-	_, err := q.exec(ctx, insertSearchPGSQL, sid, seqs, idxs, roles, times, live, bodies)
+	args := []any{sid, seqs, idxs, roles, times, live, bodies}
+	stmt := insertSearchPG3SQL
+	if withGrams {
+		grams := make([]*string, n)
+		for i, r := range rows {
+			grams[i] = bigramsLiteral(r.body)
+		}
+		stmt, args = insertSearchPGSQL, append(args, grams)
+	}
+	_, err := q.exec(ctx, stmt, args...)
 	return err
+}
+
+// isCJK reports whether r is written without spaces between words:
+// Chinese, Japanese and Korean characters (Han, Hiragana, Katakana,
+// Hangul). A term of two of them is a word that no trigram holds; the
+// bigram index (migration 0006, PostgreSQL) serves it.
+func isCJK(r rune) bool {
+	return unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Hangul)
+}
+
+// bigramCode is the code of the pair of characters a, b in the bigram
+// index: a's low 16 bits, then b's. Two pairs of the Basic Multilingual
+// Plane (where CJK text is, but for rare Han extensions) have distinct
+// codes; pairs that share one are candidates of each other's queries,
+// which strpos then checks, as every candidate.
+func bigramCode(a, b rune) int32 {
+	return int32(uint32(a)<<16 | uint32(b)&0xFFFF)
+}
+
+// cjkBigrams returns the distinct codes of the pairs of adjacent CJK
+// characters (isCJK) of body, sorted, or nil when it has none: the keys
+// of its row in the bigram index. Every place a term of two CJK
+// characters occurs in body is such a pair.
+func cjkBigrams(body string) []int32 {
+	var out []int32
+	prev := rune(-1)
+	for _, r := range body {
+		if !isCJK(r) {
+			prev = -1
+			continue
+		}
+		if prev >= 0 {
+			out = append(out, bigramCode(prev, r))
+		}
+		prev = r
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// bigramsLiteral returns cjkBigrams(body) as an int4[] literal, or nil
+// (NULL: no key in the index) when body has none.
+func bigramsLiteral(body string) *string {
+	codes := cjkBigrams(body)
+	if len(codes) == 0 {
+		return nil
+	}
+	b := make([]byte, 0, 8*len(codes)+2)
+	b = append(b, '{')
+	for i, c := range codes {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, int64(c), 10)
+	}
+	s := string(append(b, '}'))
+	return &s
 }
 
 // backfillSearch is the Go step of migration 0003: it computes the search
@@ -314,4 +397,54 @@ func backfillSearch(ctx context.Context, q querier, insert func(ctx context.Cont
 		}
 	}
 	return nil
+}
+
+// backfillBigrams is the Go step of migration 6 (PostgreSQL): it sets
+// the grams of every search row already written (see cjkBigrams), in
+// chunks of the primary key's order, then creates the index over them
+// (after, so that the rows go into it at once rather than one by one).
+func backfillBigrams(ctx context.Context, q querier) error {
+	const chunk = 10_000
+	var (
+		sid, seq int64
+		idx      int32
+	)
+	for first := true; ; first = false {
+		rs, err := q.query(ctx, `SELECT sid, seq, idx, body FROM search WHERE $4 OR (sid, seq, idx) > ($1, $2, $3)
+			ORDER BY sid, seq, idx LIMIT $5`, sid, seq, idx, first, chunk)
+		if err != nil {
+			return err
+		}
+		var sids, seqs []int64
+		var idxs []int32
+		var grams []string
+		n := 0
+		for rs.Next() {
+			var body string
+			if err := rs.Scan(&sid, &seq, &idx, &body); err != nil {
+				rs.Close()
+				return err
+			}
+			n++
+			if g := bigramsLiteral(body); g != nil {
+				sids, seqs, idxs, grams = append(sids, sid), append(seqs, seq), append(idxs, idx), append(grams, *g)
+			}
+		}
+		rs.Close()
+		if err := rs.Err(); err != nil {
+			return err
+		}
+		if len(sids) > 0 {
+			if _, err := q.exec(ctx, `UPDATE search s SET grams = u.grams::int4[]
+				FROM unnest($1::int8[], $2::int8[], $3::int4[], $4::text[]) AS u(sid, seq, idx, grams)
+				WHERE s.sid = u.sid AND s.seq = u.seq AND s.idx = u.idx`, sids, seqs, idxs, grams); err != nil {
+				return err
+			}
+		}
+		if n < chunk {
+			break
+		}
+	}
+	_, err := q.exec(ctx, `CREATE INDEX search_grams ON search USING gin (grams) WITH (gin_pending_list_limit = 256)`)
+	return err
 }

@@ -12,4 +12,10 @@
 // items (default 1,000: 100,000 items; 10000 is the 1,000,000);
 // RECALL_SEARCH_BENCH_STORES, a comma-separated list, limits the stores
 // beside the file store and the scan (sqlite, postgres; default both).
+// RECALL_SEARCH_BENCH_DIR keeps the corpus between runs: the file store's
+// home and the SQLite database are in that directory, PostgreSQL's schema
+// is recall_searchbench_keep_N (N sessions), none is removed, and a store
+// already loaded there (a marker file says so) is not loaded again. A
+// kept corpus is the one an earlier run built, schema migrations
+// included: remove the directory and the schema to build it anew.
 package searchbench

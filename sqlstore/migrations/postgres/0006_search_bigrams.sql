@@ -1,0 +1,16 @@
+-- recall sqlstore schema, version 6 (PostgreSQL): an index of the pairs
+-- of adjacent CJK characters of the search rows.
+--
+-- Chinese and Japanese put no spaces between words, and a word is often
+-- two characters ("张三"): no trigram lies inside such a term, so
+-- pg_trgm's index cannot choose the rows that hold it, and a search for
+-- it read every row. grams holds the codes of the distinct pairs of
+-- adjacent CJK characters of body (see cjkBigrams in searchindex.go),
+-- NULL when it has none; every row holding a term of two CJK characters
+-- holds its pair, and a GIN index over grams names those rows. The
+-- transaction that writes a search row writes its grams.
+--
+-- The Go step of this migration computes grams for the rows already
+-- written, then creates the index (search_grams), with the short pending
+-- list of version 5.
+ALTER TABLE search ADD COLUMN grams int4[];
