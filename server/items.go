@@ -89,10 +89,10 @@ type itemHead struct {
 // returns, so this runs once per item per page: scanHead reads the
 // top-level members in one pass, decoding no value and copying none but
 // a string id (a tool output of many KiB is skipped, not parsed); an
-// item it cannot
-// read that way (a key or the id written with escapes) goes to gjson,
-// which unescapes. Either way the first member of a name counts. Stored
-// items are JSON objects (the store validates them on write).
+// item it cannot read that way (a key or the id written with escapes)
+// goes to gjson, which unescapes. Either way the first member of a name
+// counts. Stored items are JSON objects (the store validates them on
+// write).
 func headOf(it recall.Item) itemHead {
 	if h, ok := scanHead(it); ok {
 		return h
