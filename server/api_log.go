@@ -98,12 +98,8 @@ func (s *Server) exportSession(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, r, sessionErr(err, key))
 			return
 		}
-		items := make([]shown, len(live))
-		for i, l := range live {
-			items[i] = show(l)
-		}
 		w.Header().Set("Content-Disposition", `attachment; filename="`+key.Session+`.json"`)
-		writeList(w, items, false)
+		writeList(w, live, false)
 	case "jsonl":
 		// The first page is read before anything is written, so a
 		// missing session is still a clean 404.

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -244,10 +243,10 @@ func (s *Server) addItems(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, notFoundAs(err, key))
 		return
 	}
-	added := make([]shown, len(items))
+	added := make([]recall.LiveItem, len(items))
 	first := last - int64(len(items)) + 1
 	for i, it := range items {
-		added[i] = show(recall.LiveItem{Ref: recall.ItemRef{Seq: first + int64(i)}, Item: it})
+		added[i] = recall.LiveItem{Ref: recall.ItemRef{Seq: first + int64(i)}, Item: it}
 	}
 	writeList(w, added, false)
 }
@@ -337,11 +336,7 @@ func (s *Server) listItems(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	shownPage := make([]shown, len(page))
-	for i, l := range page {
-		shownPage[i] = show(l)
-	}
-	writeList(w, shownPage, more)
+	writeList(w, page, more)
 }
 
 // listPage returns one page of items in the order asked, and whether more
@@ -518,31 +513,45 @@ func (s *Server) deleteItem(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, conversationOf(m))
 }
 
-// writeList sends OpenAI's list envelope around items, whose JSON goes
-// out as it is (not re-encoded), so an item's bytes are the stored ones.
-func writeList(w http.ResponseWriter, items []shown, more bool) {
-	var b bytes.Buffer
+// writeList sends OpenAI's list envelope around items, each as show
+// shows it, written straight into the one buffer of the answer: an
+// item's bytes are the stored ones (not re-encoded), with only what show
+// adds.
+func writeList(w http.ResponseWriter, items []recall.LiveItem, more bool) {
 	size := 128 // the envelope, but for the ids
-	for _, it := range items {
-		size += len(it.json) + 1
+	for _, l := range items {
+		size += len(l.Item) + 64 // the item, a comma, an id and a type added
 	}
-	if len(items) > 0 {
-		size += len(items[0].id) + len(items[len(items)-1].id)
-	}
-	b.Grow(size) // one allocation for the whole answer
-	b.WriteString(`{"object":"list","data":[`)
-	for i, it := range items {
+	b := make([]byte, 0, size) // one allocation for the whole answer
+	b = append(b, `{"object":"list","data":[`...)
+	var first, last itemHead
+	for i, l := range items {
 		if i > 0 {
-			b.WriteByte(',')
+			b = append(b, ',')
 		}
-		b.Write(it.json)
+		h := headOf(l.Item)
+		if i == 0 {
+			first = h
+		}
+		last = h
+		b = appendShown(b, l, h)
 	}
-	var first, last string
+	b = append(b, `],"first_id":`...)
 	if len(items) > 0 {
-		first, last = items[0].id, items[len(items)-1].id
+		b = appendItemID(b, first, items[0].Ref)
+	} else {
+		b = append(b, `""`...)
 	}
-	b.WriteString(`],"first_id":` + quote(first) + `,"last_id":` + quote(last) + `,"has_more":` + strconv.FormatBool(more) + "}\n")
-	writeRawJSON(w, http.StatusOK, b.Bytes())
+	b = append(b, `,"last_id":`...)
+	if len(items) > 0 {
+		b = appendItemID(b, last, items[len(items)-1].Ref)
+	} else {
+		b = append(b, `""`...)
+	}
+	b = append(b, `,"has_more":`...)
+	b = strconv.AppendBool(b, more)
+	b = append(b, "}\n"...)
+	writeRawJSON(w, http.StatusOK, b)
 }
 
 // writeRawJSON sends b, already JSON, with status.

@@ -82,25 +82,174 @@ type itemHead struct {
 	hasID   bool   // whether there is an "id" member at all
 	nullID  bool   // whether it is "id": null
 	hasType bool
-	role    string
+	hasRole bool // whether "role" is a non-empty string
 }
 
 // headOf reads the head of a stored item. Listing shows every item it
-// returns, so this runs once per item per page: gjson finds the three
-// top-level members without decoding the rest (a tool output of many
-// KiB is skipped, not parsed), several times faster than unmarshalling.
-// Stored items are JSON objects (the store validates them on write).
+// returns, so this runs once per item per page: scanHead reads the
+// top-level members in one pass, decoding no value and copying none but
+// a string id (a tool output of many KiB is skipped, not parsed); an
+// item it cannot read that way (a key or the id written with escapes)
+// goes to gjson, which unescapes. Either way the first member of a name
+// counts. Stored items are JSON objects (the store validates them on
+// write).
 func headOf(it recall.Item) itemHead {
+	if h, ok := scanHead(it); ok {
+		return h
+	}
+	return gjsonHead(it)
+}
+
+// gjsonHead reads the head of it with gjson, which unescapes keys and
+// strings.
+func gjsonHead(it []byte) itemHead {
 	r := gjson.GetManyBytes(it, "id", "type", "role")
 	h := itemHead{hasID: r[0].Exists(), hasType: r[1].Exists()}
 	h.nullID = h.hasID && r[0].Type == gjson.Null
 	if r[0].Type == gjson.String {
 		h.id = r[0].Str
 	}
-	if r[2].Type == gjson.String {
-		h.role = r[2].Str
-	}
+	h.hasRole = r[2].Type == gjson.String && r[2].Str != ""
 	return h
+}
+
+// scanHead reads the head of it, a JSON object, in one pass over its
+// top-level members. ok is false when it cannot: a key or the "id"
+// string holds an escape, or it is not an object.
+func scanHead(it []byte) (h itemHead, ok bool) {
+	i := skipSpace(it, 0)
+	if i >= len(it) || it[i] != '{' {
+		return h, false
+	}
+	i++
+	seenRole := false
+	for {
+		i = skipSpace(it, i)
+		if i >= len(it) {
+			return h, false
+		}
+		if it[i] == '}' {
+			return h, true
+		}
+		if it[i] != '"' {
+			return h, false
+		}
+		kEnd, esc := stringEnd(it, i)
+		if kEnd < 0 || esc {
+			return h, false
+		}
+		key := it[i+1 : kEnd-1]
+		i = skipSpace(it, kEnd)
+		if i >= len(it) || it[i] != ':' {
+			return h, false
+		}
+		i = skipSpace(it, i+1)
+		vEnd := valueEnd(it, i)
+		if vEnd < 0 {
+			return h, false
+		}
+		v := it[i:vEnd]
+		switch string(key) {
+		case "id":
+			if !h.hasID {
+				h.hasID = true
+				switch v[0] {
+				case '"':
+					if bytes.IndexByte(v, '\\') >= 0 {
+						return h, false
+					}
+					h.id = string(v[1 : len(v)-1])
+				case 'n':
+					h.nullID = true
+				}
+			}
+		case "type":
+			h.hasType = true
+		case "role":
+			if !seenRole {
+				seenRole = true
+				h.hasRole = v[0] == '"' && len(v) > 2
+			}
+		}
+		i = skipSpace(it, vEnd)
+		if i >= len(it) {
+			return h, false
+		}
+		switch it[i] {
+		case ',':
+			i++
+		case '}':
+			return h, true
+		default:
+			return h, false
+		}
+	}
+}
+
+// skipSpace returns the index of the first byte of b at or after i that
+// is not JSON whitespace.
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// stringEnd returns the index just past the JSON string that starts at
+// b[i] (a quote), and whether it holds an escape; -1 when it is not
+// closed.
+func stringEnd(b []byte, i int) (end int, esc bool) {
+	for j := i + 1; j < len(b); j++ {
+		switch b[j] {
+		case '\\':
+			esc = true
+			j++
+		case '"':
+			return j + 1, esc
+		}
+	}
+	return -1, esc
+}
+
+// valueEnd returns the index just past the JSON value that starts at
+// b[i], or -1 when there is none.
+func valueEnd(b []byte, i int) int {
+	if i >= len(b) {
+		return -1
+	}
+	switch b[i] {
+	case '"':
+		end, _ := stringEnd(b, i)
+		return end
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '"':
+				end, _ := stringEnd(b, j)
+				if end < 0 {
+					return -1
+				}
+				j = end - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return -1
+	}
+	j := i
+	for j < len(b) && !strings.ContainsRune(",}] \t\r\n", rune(b[j])) {
+		j++
+	}
+	if j == i {
+		return -1
+	}
+	return j
 }
 
 // ownID returns the item's own "id" when it is a non-empty string.
@@ -112,6 +261,23 @@ func itemID(l recall.LiveItem) string {
 		return id
 	}
 	return derivedID(l.Ref)
+}
+
+// appendItemID appends the id the API shows for an item of head h at
+// ref, as a JSON string.
+func appendItemID(b []byte, h itemHead, ref recall.ItemRef) []byte {
+	if id := h.ownID(); id != "" {
+		return appendQuoted(b, id)
+	}
+	// A derived id is plain ASCII: no escapes. It is derivedID's text.
+	b = append(b, '"')
+	b = append(b, derivedPrefix...)
+	b = strconv.AppendInt(b, ref.Seq, 10)
+	if ref.Index > 0 {
+		b = append(b, '.')
+		b = strconv.AppendInt(b, int64(ref.Index), 10)
+	}
+	return append(b, '"')
 }
 
 // shown is one item as the API sends it: its id and its JSON.
@@ -128,26 +294,33 @@ type shown struct {
 // Nothing else of the bytes changes.
 func show(l recall.LiveItem) shown {
 	h := headOf(l.Item)
-	id := h.ownID()
-	it := []byte(l.Item)
-	addID := id == ""
-	if addID {
-		id = derivedID(l.Ref)
-		if h.hasID {
-			it = withoutMember(it, "id")
-		}
+	if id := h.ownID(); id != "" && (h.hasType || !h.hasRole) {
+		return shown{id: id, json: l.Item} // as stored
 	}
-	addType := !h.hasType && h.role != ""
+	id := h.ownID()
+	if id == "" {
+		id = derivedID(l.Ref)
+	}
+	return shown{id: id, json: appendShown(make([]byte, 0, len(l.Item)+len(id)+32), l, h)}
+}
+
+// appendShown appends l, whose head is h, to b as show returns it.
+func appendShown(b []byte, l recall.LiveItem, h itemHead) []byte {
+	it := []byte(l.Item)
+	addID := h.ownID() == ""
+	if addID && h.hasID {
+		it = withoutMember(it, "id")
+	}
+	addType := !h.hasType && h.hasRole
 	if !addID && !addType {
-		return shown{id: id, json: it}
+		return append(b, it...)
 	}
 	open := bytes.IndexByte(it, '{')
 	rest := it[open+1:]
-	b := make([]byte, 0, len(it)+len(id)+32)
 	b = append(b, it[:open+1]...)
 	if addID {
 		b = append(b, `"id":`...)
-		b = append(b, quote(id)...)
+		b = appendItemID(b, h, l.Ref)
 	}
 	if addType {
 		if addID {
@@ -158,8 +331,7 @@ func show(l recall.LiveItem) shown {
 	if t := bytes.TrimLeft(rest, " \t\r\n"); len(t) > 0 && t[0] != '}' {
 		b = append(b, ',')
 	}
-	b = append(b, rest...)
-	return shown{id: id, json: b}
+	return append(b, rest...)
 }
 
 // withoutMember returns obj, a JSON object, without its first top-level
@@ -192,17 +364,19 @@ func withoutMember(obj []byte, name string) []byte {
 	return obj
 }
 
-// quote returns s as a JSON string, as encoding/json writes it. The ids
-// the server shows are plain ASCII and are quoted without it: listing
-// quotes one or more a page.
-func quote(s string) string {
+// appendQuoted appends s as a JSON string, as encoding/json writes it.
+// The ids the server shows are plain ASCII and are quoted without it:
+// listing quotes one or more a page.
+func appendQuoted(b []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			b, _ := json.Marshal(s) // a string always marshals
-			return string(b)
+			q, _ := json.Marshal(s) // a string always marshals
+			return append(b, q...)
 		}
 	}
-	return `"` + s + `"`
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 // maxItemsPerCall is how many items one create or add call may carry,

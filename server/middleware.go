@@ -177,20 +177,23 @@ func (s *Server) recoverPanic(next http.Handler) http.Handler {
 // (404) or that no route of its path takes with its method (405, with the
 // mux's Allow header) in OpenAI's error shape instead of plain text. It
 // records the pattern that served the request for the log and metrics.
+//
+// The request is routed once: ServeMux sets r.Pattern on the request it
+// is given before it calls the handler it found, and leaves it "" when
+// that handler is its own 404 or 405, so the writer tells the mux's
+// answers from a route's own 404 by r.Pattern when the status is written.
 func (s *Server) routeErrors(mux *http.ServeMux) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ri := infoFrom(r.Context())
-		if _, pattern := mux.Handler(r); pattern == "" {
-			w = &routeErrorWriter{ResponseWriter: w, s: s, r: r}
-		}
 		defer func() { ri.route = r.Pattern }() // ServeMux sets it on r
-		mux.ServeHTTP(w, r)
+		mux.ServeHTTP(&routeErrorWriter{ResponseWriter: w, s: s, r: r}, r)
 	})
 }
 
-// routeErrorWriter rewrites a 404 or 405 the mux writes into the error
-// shape and drops the mux's plain-text body. Other answers (a redirect
-// to a cleaned path) pass through.
+// routeErrorWriter rewrites a 404 or 405 the mux itself writes (r.Pattern
+// is "": no route served the request) into the error shape and drops the
+// mux's plain-text body. Other answers (a route's own, a redirect to a
+// cleaned path) pass through.
 type routeErrorWriter struct {
 	http.ResponseWriter
 	s       *Server
@@ -200,6 +203,10 @@ type routeErrorWriter struct {
 
 func (w *routeErrorWriter) WriteHeader(code int) {
 	if w.rewrote {
+		return
+	}
+	if w.r.Pattern != "" { // a route's answer
+		w.ResponseWriter.WriteHeader(code)
 		return
 	}
 	switch code {
