@@ -3,7 +3,6 @@ package filestore
 import (
 	"bytes"
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -289,7 +288,3 @@ func (p *projectIndex) dropHead() {
 		p.head = nil
 	}
 }
-
-// errSortedSection reports a sorted section that is not what its #sorted
-// line announced.
-var errSortedSection = errors.New("filestore: the index's sorted section is damaged")
