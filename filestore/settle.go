@@ -1,6 +1,9 @@
 package filestore
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // settleDir has the project directory's names checked against the index
 // journal in the background, after this store created or removed a log.
@@ -12,7 +15,10 @@ import "context"
 // is as safe; done here, the writer pays it (an agent, which waits on its
 // model anyway) rather than the next `recall ls`. What it loaded of the
 // journal is dropped after unless the store had it before, so a writer
-// does not keep every record of a large project. Close waits for it.
+// does not keep every record of a large project. A store that keeps
+// creating sessions (a server) runs one check at a time, and rests four
+// times as long as the last took before the next, so the checks take at
+// most a fifth of a core. Close waits for the check that runs.
 func (s *Store) settleDir(p *projectIndex) {
 	p.settleMu.Lock()
 	defer p.settleMu.Unlock()
@@ -20,12 +26,21 @@ func (s *Store) settleDir(p *projectIndex) {
 		p.settleAgain = true
 		return
 	}
+	s.mu.Lock() // Close sets closed under it: no check starts once Close waits
+	if s.closed.Load() {
+		s.mu.Unlock()
+		return
+	}
+	s.bg.Add(1)
+	s.mu.Unlock()
 	p.settling = true
-	s.bg.Go(func() {
+	go func() {
+		defer s.bg.Done()
 		for {
 			p.mu.Lock()
 			loaded := p.jIno != 0
 			p.mu.Unlock()
+			began := time.Now()
 			s.records(context.Background(), p, "") // a failure leaves it to the next List
 			if !loaded {
 				p.mu.Lock()
@@ -39,8 +54,16 @@ func (s *Store) settleDir(p *projectIndex) {
 			if !again {
 				return
 			}
+			select {
+			case <-time.After(4 * time.Since(began)):
+			case <-s.closing:
+				p.settleMu.Lock()
+				p.settling = false
+				p.settleMu.Unlock()
+				return // the next List checks the directory
+			}
 		}
-	})
+	}()
 }
 
 // unload forgets the journal read so far: the next reader reads it anew.

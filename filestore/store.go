@@ -75,7 +75,8 @@ type Store struct {
 
 	search searchIndex // see Search
 
-	bg sync.WaitGroup // settleDir's checks, which Close waits for
+	bg      sync.WaitGroup // settleDir's checks, which Close waits for
+	closing chan struct{}  // closed by Close
 }
 
 var (
@@ -137,7 +138,7 @@ func Open(opts Options) (*Store, error) {
 	if err := mkdirDurable(root, 0o700); err != nil {
 		return nil, fmt.Errorf("filestore: home %s cannot be created: %w", home, err)
 	}
-	return &Store{home: home, root: root, opts: opts, projects: map[string]*projectIndex{}}, nil
+	return &Store{home: home, root: root, opts: opts, projects: map[string]*projectIndex{}, closing: make(chan struct{})}, nil
 }
 
 // Home returns the store's home directory (absolute).
@@ -157,7 +158,12 @@ func (s *Store) ProjectDir(project string) (string, error) {
 // writes the index records still held back (see the index); the logs need
 // nothing, since the store holds no file open between calls.
 func (s *Store) Close() error {
-	s.closed.Store(true)
+	s.mu.Lock()
+	first := !s.closed.Swap(true)
+	s.mu.Unlock()
+	if first {
+		close(s.closing)
+	}
 	s.bg.Wait()
 	s.mu.Lock()
 	projects := make([]*projectIndex, 0, len(s.projects))
