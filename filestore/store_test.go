@@ -84,6 +84,10 @@ func TestHostileKeys(t *testing.T) {
 		{Project: "p", Session: "back\\slash"},
 		{Project: "p", Session: "space d"},
 	}
+	// The creation had the store check the directory in the background,
+	// which writes to the index; Close waits for it.
+	s.Close()
+	s = openStore(t, home)
 	// The List calls of the project "p" below are good calls, and the
 	// first List of a project writes its index: do that first.
 	if _, err := s.List(ctx, "p", recall.ListOptions{}); err != nil {
