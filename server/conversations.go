@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"sync"
 
 	"github.com/recallkit/recall"
 )
@@ -522,7 +523,13 @@ func writeList(w http.ResponseWriter, items []recall.LiveItem, more bool) {
 	for _, l := range items {
 		size += len(l.Item) + 64 // the item, a comma, an id and a type added
 	}
-	b := make([]byte, 0, size) // one allocation for the whole answer
+	bp := listBufs.Get().(*[]byte)
+	defer func() {
+		if cap(*bp) <= maxPooledList {
+			listBufs.Put(bp)
+		}
+	}()
+	b := slices.Grow((*bp)[:0], size) // one buffer for the whole answer
 	b = append(b, `{"object":"list","data":[`...)
 	var first, last itemHead
 	for i, l := range items {
@@ -552,7 +559,18 @@ func writeList(w http.ResponseWriter, items []recall.LiveItem, more bool) {
 	b = strconv.AppendBool(b, more)
 	b = append(b, "}\n"...)
 	writeRawJSON(w, http.StatusOK, b)
+	*bp = b
 }
+
+// listBufs holds the buffers writeList builds its answers in: a list
+// answer is written whole before writeList returns (writeRawJSON sets its
+// Content-Length, so the server copies or sends it and keeps no
+// reference), and each list's buffer would otherwise be garbage.
+var listBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxPooledList is the largest buffer listBufs keeps, so that one page of
+// big items does not stay in memory for good.
+const maxPooledList = 256 << 10
 
 // writeRawJSON sends b, already JSON, with status.
 func writeRawJSON(w http.ResponseWriter, status int, b []byte) {
