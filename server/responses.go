@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/compact"
@@ -105,6 +106,9 @@ type turn struct {
 	live  []recall.LiveItem // the conversation's view when read
 	input []recall.Item     // the request's input items
 	store bool              // false: store nothing
+	// ids waits for the own ids of the items of live, found in the
+	// background while the model answers (viewIDs).
+	ids func() map[string]bool
 }
 
 func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) {
@@ -250,7 +254,35 @@ func (s *Server) startTurn(r *http.Request, convID string, req responseRequest) 
 	for i, l := range live {
 		history[i] = l.Item
 	}
-	return &turn{key: key, last: last, live: live, input: input, store: req.Store == nil || *req.Store}, history, nil
+	t := &turn{key: key, last: last, live: live, input: input, store: req.Store == nil || *req.Store}
+	if t.store {
+		t.ids = viewIDs(live)
+	}
+	return t, history, nil
+}
+
+// viewIDs finds the own ids of the items of live in the background and
+// returns a func that waits for them. The proxy starts it before it asks
+// the model, so that the check that the output's ids are new to the
+// conversation costs a map lookup once the answer is in, not a search of
+// a long conversation's bytes.
+func viewIDs(live []recall.LiveItem) func() map[string]bool {
+	found := make(chan map[string]bool, 1)
+	go func() {
+		ids := map[string]bool{}
+		for _, l := range live {
+			// Only an item with an "id" key can have one of its own; one
+			// with an escape might spell the key with one.
+			if !bytes.Contains(l.Item, []byte(`"id"`)) && bytes.IndexByte(l.Item, '\\') < 0 {
+				continue
+			}
+			if id := headOf(l.Item).ownID(); id != "" {
+				ids[id] = true
+			}
+		}
+		found <- ids
+	}()
+	return sync.OnceValue(func() map[string]bool { return <-found })
 }
 
 // checkInputIDs keeps the item ids of a conversation unique, as the
@@ -290,16 +322,24 @@ func checkInputIDs(live []recall.LiveItem, input []recall.Item) error {
 }
 
 // inView reports whether an item of live has id as its own id. Only
-// items holding the id's JSON text are decoded, so a long conversation
-// costs a byte search.
+// items holding the id's JSON text, or an escape that might spell it, are
+// decoded, so a long conversation costs a byte search.
 func inView(live []recall.LiveItem, id string) bool {
 	q, _ := json.Marshal(id)
 	for _, l := range live {
-		if bytes.Contains(l.Item, q) && headOf(l.Item).ownID() == id {
+		if (bytes.Contains(l.Item, q) || bytes.IndexByte(l.Item, '\\') >= 0) && headOf(l.Item).ownID() == id {
 			return true
 		}
 	}
 	return false
+}
+
+// viewHas reports whether an item of the turn's view has id as its own.
+func (t *turn) viewHas(id string) bool {
+	if t.ids == nil {
+		return inView(t.live, id)
+	}
+	return t.ids()[id]
 }
 
 // uniqueOutputIDs returns output with the "id" taken off any item whose
@@ -322,7 +362,7 @@ func (t *turn) uniqueOutputIDs(output []recall.Item) []recall.Item {
 			continue
 		}
 		id := h.ownID()
-		if id != "" && !strings.HasPrefix(id, derivedPrefix) && len(id) <= maxItemIDLen && !seen[id] && !inView(t.live, id) {
+		if id != "" && !strings.HasPrefix(id, derivedPrefix) && len(id) <= maxItemIDLen && !seen[id] && !t.viewHas(id) {
 			seen[id] = true
 			continue
 		}

@@ -160,17 +160,29 @@ func benchProxyTurns(b *testing.B, st recall.Store, keys []recall.Key, serverURL
 		input = append(input, json.RawMessage(benchInput))
 		direct1, _ := json.Marshal(map[string]any{"model": "m", "input": input})
 
-		start = time.Now()
-		if err := post(ctx, client, upstreamURL+"/responses", "", string(direct1)); err != nil {
-			b.Fatal(err)
+		directTurn := func() {
+			start := time.Now()
+			if err := post(ctx, client, upstreamURL+"/responses", "", string(direct1)); err != nil {
+				b.Fatal(err)
+			}
+			direct += time.Since(start)
 		}
-		direct += time.Since(start)
-
-		start = time.Now()
-		if err := post(ctx, client, serverURL+"/v1/responses", token, `{"model":"m","conversation":"`+key.Session+`","input":[`+benchInput+`]}`); err != nil {
-			b.Fatal(err)
+		proxyTurn := func() {
+			start := time.Now()
+			if err := post(ctx, client, serverURL+"/v1/responses", token, `{"model":"m","conversation":"`+key.Session+`","input":[`+benchInput+`]}`); err != nil {
+				b.Fatal(err)
+			}
+			proxy += time.Since(start)
 		}
-		proxy += time.Since(start)
+		// Every other round the proxy goes first, so that neither way
+		// always runs in the other's wake.
+		if rounds%2 == 0 {
+			directTurn()
+			proxyTurn()
+		} else {
+			proxyTurn()
+			directTurn()
+		}
 
 		start = time.Now()
 		_, err = st.Append(ctx, key, recall.IfLastSeq(last+2), recall.ItemEntries(recall.Item(benchInput), reply)...)

@@ -748,6 +748,18 @@ func TestResponsesConcurrentStreams(t *testing.T) {
 // asked; an output item whose upstream id the conversation has already
 // is stored without it, and gets a derived id.
 func TestResponsesItemIDs(t *testing.T) {
+	// The stored item holds the id plainly, or spells its key or its
+	// value with JSON escapes: the same id either way.
+	for name, taken := range map[string]string{
+		"plain":       `"id":"msg_1"`,
+		"escaped key": `"\u0069d":"msg_1"`,
+		"escaped id":  `"id":"msg\u005f1"`,
+	} {
+		t.Run(name, func(t *testing.T) { testResponsesItemIDs(t, taken) })
+	}
+}
+
+func testResponsesItemIDs(t *testing.T, taken string) {
 	ctx := context.Background()
 	st := memstore.New(memstore.Options{})
 	t.Cleanup(func() { st.Close() })
@@ -759,7 +771,7 @@ func TestResponsesItemIDs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	code, _, body := raw(t, e.srv, "POST", "/v1/conversations/"+conv.ID+"/items", `{"items":[{"type":"message","id":"msg_1","role":"assistant","content":[{"type":"output_text","text":"taken"}]}]}`)
+	code, _, body := raw(t, e.srv, "POST", "/v1/conversations/"+conv.ID+"/items", `{"items":[{"type":"message",`+taken+`,"role":"assistant","content":[{"type":"output_text","text":"taken"}]}]}`)
 	if code != http.StatusOK {
 		t.Fatalf("seed: %d %s", code, body)
 	}

@@ -180,7 +180,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "cannot read body", 0)
 		return
 	}
-	req := Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body}
+	req := Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body, top: &topFields{}}
 	s.mu.Lock()
 	noCompact := s.noCompact
 	s.mu.Unlock()
@@ -195,15 +195,17 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("Invalid URL (%s %s)", r.Method, r.URL.Path), 0)
 		return
 	}
-	var head struct {
-		Model  string `json:"model"`
-		Stream bool   `json:"stream"`
-	}
-	if err := json.Unmarshal(body, &head); err != nil {
+	top := req.fields() // decoded once here, for every later Field too
+	if top == nil {
 		writeError(w, http.StatusBadRequest, "We could not parse the JSON body of your request.", 0)
 		return
 	}
-	req.Model, req.Stream = head.Model, head.Stream
+	for name, v := range map[string]any{"model": &req.Model, "stream": &req.Stream} {
+		if raw, ok := top[name]; ok && json.Unmarshal(raw, v) != nil {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("Invalid type for '%s'.", name), 0)
+			return
+		}
+	}
 
 	s.mu.Lock()
 	s.seq++
@@ -298,16 +300,36 @@ type Request struct {
 	Body   []byte
 	Model  string
 	Stream bool
+
+	top *topFields // the body's top-level members, decoded once
+}
+
+// topFields decodes a request body's top-level members the first time
+// they are asked for, so that a reply reading several fields of a long
+// conversation does not decode it once for each.
+type topFields struct {
+	once sync.Once
+	m    map[string]json.RawMessage // nil when the body is not an object
+}
+
+func (r Request) fields() map[string]json.RawMessage {
+	decode := func() (m map[string]json.RawMessage) {
+		if json.Unmarshal(r.Body, &m) != nil {
+			return nil
+		}
+		return m
+	}
+	if r.top == nil { // a Request made by hand
+		return decode()
+	}
+	r.top.once.Do(func() { r.top.m = decode() })
+	return r.top.m
 }
 
 // Field decodes the top-level field name of the body into v and reports
 // whether it was present.
 func (r Request) Field(name string, v any) bool {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(r.Body, &m) != nil {
-		return false
-	}
-	raw, ok := m[name]
+	raw, ok := r.fields()[name]
 	if !ok {
 		return false
 	}
