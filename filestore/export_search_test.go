@@ -10,6 +10,15 @@ import (
 	"github.com/recallkit/recall"
 )
 
+// SetSearchWindow makes s search with windows of n items, and sort the
+// trigram index's candidates only when they are n or fewer, so that a
+// small store takes the paths of a large one.
+func SetSearchWindow(s *Store, n int) {
+	s.search.mu.Lock()
+	s.search.testWindow = n
+	s.search.mu.Unlock()
+}
+
 // SearchIndexPath returns the path of the search index in home.
 func SearchIndexPath(home string) string { return filepath.Join(home, searchIndexName) }
 

@@ -282,6 +282,11 @@ func TestSearchAgreesWithScan(t *testing.T) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 7))
 			s := openSearchStore(t, t.TempDir())
+			if seed%2 == 1 {
+				// Windows and candidates of a few items, as a large
+				// store's are of thousands: every path of findItems.
+				filestore.SetSearchWindow(s, 2+int(seed))
+			}
 			since := time.Now().Add(-time.Hour)
 			for range 6 {
 				randomOps(t, s, rng, 15)

@@ -122,6 +122,9 @@ var errIndexDamaged = errors.New("search index damaged")
 // searchIndex is the process's handle on the index file.
 type searchIndex struct {
 	path string
+	// testWindow, when above 0, stands for searchWindow and searchCandidates
+	// (a test's, so that small stores take every path).
+	testWindow int
 
 	mu   sync.Mutex // held through a catch-up and the query after it
 	db   *sql.DB    // nil until opened
