@@ -257,8 +257,24 @@ func (sq searchQuery) items(ctx context.Context, tx querier) ([]hitRow, error) {
 	if sq.pg && sq.indexable() {
 		return sq.pgItems(ctx, tx, window)
 	}
+	var plan indexPlan
 	windows := []int{window}
-	if !sq.indexable() {
+	if sq.indexable() {
+		// SQLite: when the trigram index names no more candidates than
+		// a window holds, sorting them reads no more rows than the
+		// window would, and a window short of a page is read in vain.
+		var err error
+		if plan, err = sq.plan(ctx, tx); err != nil {
+			return nil, err
+		}
+		few, err := fewCandidates(ctx, tx, plan, window)
+		if err != nil {
+			return nil, err
+		}
+		if few {
+			return sq.itemQuery(ctx, tx, false, time.Time{}, plan)
+		}
+	} else {
 		// No index can help: a wider window before every row.
 		windows = append(windows, wideWindow*window)
 	}
@@ -272,11 +288,21 @@ func (sq searchQuery) items(ctx context.Context, tx querier) ([]hitRow, error) {
 			return hits, err
 		}
 	}
-	plan, err := sq.plan(ctx, tx)
-	if err != nil {
-		return nil, err
-	}
 	return sq.itemQuery(ctx, tx, false, time.Time{}, plan)
+}
+
+// fewCandidates reports whether plan (SQLite) names at most n rows, the
+// tail of rows not yet in the trigram index aside (fewer than ftsBatch).
+func fewCandidates(ctx context.Context, tx querier, plan indexPlan, n int) (bool, error) {
+	switch {
+	case plan.tailOnly:
+		return true, nil
+	case plan.match == "":
+		return false, nil // every row is a candidate
+	}
+	var found int
+	err := tx.queryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM search_fts WHERE search_fts MATCH $1 LIMIT $2)`, plan.match, n+1).Scan(&found)
+	return found <= n, err
 }
 
 // pgItems returns the first keep item hits on PostgreSQL, for a query
