@@ -102,12 +102,12 @@ type responseRequest struct {
 // storing its items.
 type turn struct {
 	key   recall.Key
-	last  int64             // the conversation's last seq when read
-	live  []recall.LiveItem // the conversation's view when read
-	input []recall.Item     // the request's input items
-	store bool              // false: store nothing
-	// ids waits for the own ids of the items of live, found in the
-	// background while the model answers (viewIDs).
+	last  int64         // the conversation's last seq when read
+	input []recall.Item // the request's input items
+	store bool          // false: store nothing
+	// ids waits for the own ids of the items of the conversation's view
+	// when read, found in the background while the model answers
+	// (viewIDs).
 	ids func() map[string]bool
 }
 
@@ -247,18 +247,15 @@ func (s *Server) startTurn(r *http.Request, convID string, req responseRequest) 
 			return nil, nil, notFoundAs(err, key)
 		}
 	}
-	if err := checkInputIDs(live, input); err != nil {
+	ids := viewIDs(live)
+	if err := checkInputIDs(ids, input); err != nil {
 		return nil, nil, err
 	}
 	history := make([]recall.Item, len(live), len(live)+len(input)) // room for the input, appended to go upstream
 	for i, l := range live {
 		history[i] = l.Item
 	}
-	t := &turn{key: key, last: last, live: live, input: input, store: req.Store == nil || *req.Store}
-	if t.store {
-		t.ids = viewIDs(live)
-	}
-	return t, history, nil
+	return &turn{key: key, last: last, input: input, store: req.Store == nil || *req.Store, ids: ids}, history, nil
 }
 
 // viewIDs finds the own ids of the items of live in the background and
@@ -287,9 +284,9 @@ func viewIDs(live []recall.LiveItem) func() map[string]bool {
 
 // checkInputIDs keeps the item ids of a conversation unique, as the
 // Conversations API does: an input item whose "id" is not a string,
-// reserved, repeated, or already in the conversation is a 400, before the
-// model is asked.
-func checkInputIDs(live []recall.LiveItem, input []recall.Item) error {
+// reserved, repeated, or already in the conversation (view waits for the
+// conversation's own ids, see viewIDs) is a 400, before the model is asked.
+func checkInputIDs(view func() map[string]bool, input []recall.Item) error {
 	ids := map[string]int{}
 	for i, it := range input {
 		h := headOf(it)
@@ -312,34 +309,13 @@ func checkInputIDs(live []recall.LiveItem, input []recall.Item) error {
 		ids[id] = i
 	}
 	for id, i := range ids {
-		if inView(live, id) {
+		if view()[id] {
 			ae := invalidParam(fmt.Sprintf("input[%d].id", i), "An item with id '%s' already exists in this conversation.", shorten(id))
 			ae.Code = "duplicate_item_id"
 			return ae
 		}
 	}
 	return nil
-}
-
-// inView reports whether an item of live has id as its own id. Only
-// items holding the id's JSON text, or an escape that might spell it, are
-// decoded, so a long conversation costs a byte search.
-func inView(live []recall.LiveItem, id string) bool {
-	q, _ := json.Marshal(id)
-	for _, l := range live {
-		if (bytes.Contains(l.Item, q) || bytes.IndexByte(l.Item, '\\') >= 0) && headOf(l.Item).ownID() == id {
-			return true
-		}
-	}
-	return false
-}
-
-// viewHas reports whether an item of the turn's view has id as its own.
-func (t *turn) viewHas(id string) bool {
-	if t.ids == nil {
-		return inView(t.live, id)
-	}
-	return t.ids()[id]
 }
 
 // uniqueOutputIDs returns output with the "id" taken off any item whose
@@ -362,7 +338,7 @@ func (t *turn) uniqueOutputIDs(output []recall.Item) []recall.Item {
 			continue
 		}
 		id := h.ownID()
-		if id != "" && !strings.HasPrefix(id, derivedPrefix) && len(id) <= maxItemIDLen && !seen[id] && !t.viewHas(id) {
+		if id != "" && !strings.HasPrefix(id, derivedPrefix) && len(id) <= maxItemIDLen && !seen[id] && !t.ids()[id] {
 			seen[id] = true
 			continue
 		}
