@@ -65,53 +65,92 @@ type pgBackend struct {
 	gin  ginCleaner
 }
 
-// ginCleaner moves the search rows that appends put into the pending lists
-// of the search table's GIN indexes (search_body, trigrams; search_grams,
-// CJK bigrams) into the indexes proper, in the background.
+// ginCleaner brings the search rows that appends write into the search
+// table's GIN indexes (search_body, trigrams; search_grams, CJK
+// bigrams), in the background, in batches.
 //
-// A GIN index takes a new row's keys into its pending list (fastupdate),
-// and the insert that finds the list over gin_pending_list_limit merges
-// it into the index, inside the append's transaction: with the 256 kB of
-// migration 5 (about 100 rows: a row of 100 to 150 characters makes 2 to 3
-// kB of pending tuples, one per trigram) that merge cost an append 105 to
-// 164 µs a row, 40% of a durable append (docs/BENCHMARKS.md). So after every
-// ginCleanText bytes of search text it appended, a store merges the lists itself
-// with gin_clean_pending_list, one call at a time, off the append's path;
-// an insert that finds a merge under way leaves it to that merge
-// (PostgreSQL's ginInsertCleanup takes the list's lock conditionally).
-// What a store never merges (it exits first, or another process appends
-// too) is merged by the insert that overfills the list, as before, or by
-// VACUUM. The pending lists stay short, so searches read little of them.
+// An append of a few items (fewer than pgIndexInline) writes their search
+// rows into the tail: indexed = false, in neither GIN index, only in the
+// small B-tree of the tail (search_tail, migration 7). Putting a row into the trigram index costs the server
+// about 65 µs and into the bigram index 20 µs, against 40 µs for the row
+// itself, so indexing at append time made a durable append 1.11 to 1.15
+// times as long (docs/BENCHMARKS.md). So after every ginCleanText bytes of
+// search text it appended, a store indexes the tail (indexTailPGSQL: the
+// rows go into the indexes' pending lists) and then merges the pending
+// lists into the indexes proper (ginCleanSQL), one batch at a time, off
+// the append's path. The rows a store leaves in the tail (it exits first,
+// or appends less than a batch) are indexed by the next store's batch, or
+// by a search that finds the tail long (indexTailPG); until then searches
+// read them through search_tail (see itemQuery). Setting indexed on a row
+// that a pop or a remove is making not live waits for that writer, or it
+// for the batch, as any two updates of one row do: neither change is lost.
 type ginCleaner struct {
 	ctx  context.Context // cancelled by close
 	stop context.CancelFunc
-	text atomic.Int64 // bytes of search text appended since the last merge began
+	text atomic.Int64 // bytes of search text appended since the last batch began
 
 	mu      sync.Mutex
-	running bool // a merge is under way
-	closed  bool // no merge starts
+	running bool // a batch is under way
+	closed  bool // no batch starts
 	wg      sync.WaitGroup
 
 	// every, when above 0, stands for ginCleanText (a test's).
 	every int64
-	// merges counts the merges begun (a test's).
+	// merges counts the batches begun (a test's).
 	merges atomic.Int64
 }
 
 // ginCleanText is how many bytes of search text a store appends between
-// merges of the GIN pending lists. A byte of text makes 15 to 20 bytes of
-// pending tuples (5 pages for 20 rows of 110 characters), so this is a
-// third to half of what 256 kB holds: a merge is under way well before an
-// insert would find the list full. (Measured with rows of ~150 bytes:
-// merging every 32 rows and every 64 made appends 1.20–1.25× and 1.18×
-// the plain ones, against 1.36–1.50× with no merges of the store's own.)
+// batches: about 40 rows of 150 bytes. A byte of text makes 15 to 20 bytes
+// of pending tuples, so a batch fills a third to half of the 256 kB of a
+// pending list (migration 5) and the batch's own update never merges one.
 const ginCleanText = 6 << 10
+
+// pgIndexInline is how many search rows a write must have for them to go
+// into the GIN indexes at once rather than into the tail: a write of many
+// (an import, a batch of a conversation's items) pays the indexing in
+// proportion to what it writes anyway, and the tail stays as short as
+// the single appends since the last batch, however many rows are
+// imported at once.
+const pgIndexInline = 16
+
+// inlineIndexed reports whether a write of n search rows indexes them at
+// once (see pgIndexInline).
+func inlineIndexed(n int) bool { return n >= pgIndexInline }
+
+// indexTailPGSQL puts the rows of the tail into the GIN indexes.
+const indexTailPGSQL = `UPDATE search SET indexed = true WHERE NOT indexed`
 
 // ginCleanSQL merges both pending lists into their indexes.
 const ginCleanSQL = `SELECT gin_clean_pending_list('search_body'::regclass), gin_clean_pending_list('search_grams'::regclass)`
 
+// pgTailBatch is how many rows of the tail a search reads without the
+// GIN indexes: a search that finds so many or more indexes the tail
+// first (indexTailPG).
+const pgTailBatch = 256
+
+// pgTailSizeSQL counts the rows of the tail, up to $1.
+const pgTailSizeSQL = `SELECT count(*) FROM (SELECT 1 FROM search WHERE NOT indexed LIMIT $1) t`
+
+// indexTailPG indexes the tail when it holds pgTailBatch rows or more,
+// before a search reads: a tail that long is left by stores that exit
+// before their batch (a CLI appends a few rows a run), and reading it
+// without the index would cost every search more than indexing it
+// costs this one.
+func (b *pgBackend) indexTailPG(ctx context.Context) error {
+	var n int
+	if err := b.pool.QueryRow(ctx, pgTailSizeSQL, pgTailBatch).Scan(&n); err != nil {
+		return err
+	}
+	if n < pgTailBatch {
+		return nil
+	}
+	_, err := b.pool.Exec(ctx, indexTailPGSQL)
+	return err
+}
+
 // appended counts n bytes of search text just appended and, once
-// ginCleanText are pending and no merge is running, starts one.
+// ginCleanText are in the tail and no batch is running, starts one.
 func (b *pgBackend) appended(n int) {
 	g := &b.gin
 	every := int64(ginCleanText)
@@ -137,8 +176,12 @@ func (b *pgBackend) appended(n int) {
 		}()
 		ctx, cancel := context.WithTimeout(g.ctx, time.Minute)
 		defer cancel()
-		// An error leaves the lists to the next merge, an insert or
-		// VACUUM: nothing is lost, the rows are in the table.
+		// An error leaves the rows to the next batch, a search or
+		// VACUUM: nothing is lost, the rows are in the table, and
+		// searches read the tail.
+		if _, err := b.pool.Exec(ctx, indexTailPGSQL); err != nil {
+			return
+		}
 		_, _ = b.pool.Exec(ctx, ginCleanSQL)
 	})
 }
@@ -269,7 +312,8 @@ func retryable(err error) bool {
 // round trip and one implicit transaction. The upsert creates the session
 // row or takes its row lock and advances last_seq by the batch size; the
 // entries are numbered back from the new last_seq, and their search rows
-// (see searchindex.go) numbered alike. Concurrent appenders to
+// (see searchindex.go) numbered alike, indexed or in the tail as $19 says
+// (inlineIndexed). Concurrent appenders to
 // one session queue on that row lock, so each gets its own dense run. It
 // moves updated_at to the batch's latest time, as recall.Meta.Apply does:
 // items are conversation activity (and items are all this path writes).
@@ -304,8 +348,8 @@ func appendItemsStmt(onConflict string) string {
 	FROM s, unnest($10::bytea[], $11::timestamptz[], $12::int8[], $13::int8[], $14::int8[])
 		WITH ORDINALITY AS u(payload, time, it, ot, tt, ord)
 ), x AS (
-	INSERT INTO search (sid, seq, idx, role, time, live, body, grams)
-	SELECT s.sid, s.last_seq - $6 + u.ord, 0, u.role, u.time, true, u.body, u.grams::int4[]
+	INSERT INTO search (sid, seq, idx, role, time, live, body, grams, indexed)
+	SELECT s.sid, s.last_seq - $6 + u.ord, 0, u.role, u.time, true, u.body, u.grams::int4[], $19::bool
 	FROM s, unnest($15::text[], $16::text[], $11::timestamptz[], $18::text[]) WITH ORDINALITY AS u(role, body, time, grams, ord)
 	WHERE u.role IS NOT NULL
 )
@@ -340,7 +384,7 @@ func (b *pgBackend) appendItems(ctx context.Context, key recall.Key, guard recal
 	}
 	args := []any{key.Project, key.Session, key.Subpath, ib.created, ib.updated, int64(n),
 		ib.usage.InputTokens, ib.usage.OutputTokens, ib.usage.TotalTokens,
-		payloads, times, in, out, total, roles, bodies, ib.prompt, grams}
+		payloads, times, in, out, total, roles, bodies, ib.prompt, grams, inlineIndexed(n)}
 	var last int64
 	if guard.IsZero() {
 		err := b.retry(ctx, func() error {

@@ -64,8 +64,13 @@ func (s *Store) Search(ctx context.Context, opts recall.SearchOptions) (recall.S
 	for _, t := range q.Terms {
 		sq.terms = append(sq.terms, strings.ReplaceAll(t, "\x00", "\uFFFD")) // as searchText
 	}
-	if lb, ok := s.db.(*liteBackend); ok {
-		if err := lb.catchUpIndex(ctx); err != nil {
+	switch b := s.db.(type) {
+	case *liteBackend:
+		if err := b.catchUpIndex(ctx); err != nil {
+			return recall.SearchPage{}, fmt.Errorf("sqlstore: search: index: %w", ctxError(ctx, err))
+		}
+	case *pgBackend:
+		if err := b.indexTailPG(ctx); err != nil {
 			return recall.SearchPage{}, fmt.Errorf("sqlstore: search: index: %w", ctxError(ctx, err))
 		}
 	}
@@ -225,6 +230,15 @@ func (sq searchQuery) titles(ctx context.Context, tx querier) ([]hitRow, error) 
 	stmt := `SELECT e.sid, e.project, e.id, e.subpath, e.title, e.updated_at, e.search_title, ` + rank + `
 		FROM sessions e WHERE ` + strings.Join(where, " AND ") + `
 		ORDER BY e.updated_at DESC, e.project DESC, e.id DESC, e.subpath DESC LIMIT ` + a.add(sq.keep)
+	return queryHits(ctx, tx, stmt, a, func(rs rows) (hitRow, error) {
+		h := hitRow{Hit: recall.Hit{Role: recall.RoleTitle}}
+		err := rs.Scan(&h.sid, &h.Key.Project, &h.Key.Session, &h.Key.Subpath, &h.Title, dbTime{&h.Time}, &h.body, &h.Rank)
+		return h, err
+	})
+}
+
+// queryHits runs stmt and reads each row of its result with scan.
+func queryHits(ctx context.Context, tx querier, stmt string, a args, scan func(rows) (hitRow, error)) ([]hitRow, error) {
 	rs, err := tx.query(ctx, stmt, a...)
 	if err != nil {
 		return nil, err
@@ -232,8 +246,8 @@ func (sq searchQuery) titles(ctx context.Context, tx querier) ([]hitRow, error) 
 	defer rs.Close()
 	var out []hitRow
 	for rs.Next() {
-		h := hitRow{Hit: recall.Hit{Role: recall.RoleTitle}}
-		if err := rs.Scan(&h.sid, &h.Key.Project, &h.Key.Session, &h.Key.Subpath, &h.Title, dbTime{&h.Time}, &h.body, &h.Rank); err != nil {
+		h, err := scan(rs)
+		if err != nil {
 			return nil, err
 		}
 		out = append(out, h)
@@ -508,6 +522,17 @@ func prefixGrams(ctx context.Context, tx querier, term string) ([]string, error)
 // itemQuery reads the first keep item hits: of rows newer than floor when
 // windowed, and through the trigram index as plan says.
 func (sq searchQuery) itemQuery(ctx context.Context, tx querier, windowed bool, floor time.Time, plan indexPlan) ([]hitRow, error) {
+	stmt, a := sq.itemSQL(windowed, floor, plan)
+	return queryHits(ctx, tx, stmt, a, func(rs rows) (hitRow, error) {
+		var h hitRow
+		err := rs.Scan(&h.sid, &h.Key.Project, &h.Key.Session, &h.Key.Subpath, &h.Title, &h.Ref.Seq, &h.Ref.Index,
+			&h.Role, dbTime{&h.Time}, &h.body, &h.Rank)
+		return h, err
+	})
+}
+
+// itemSQL returns itemQuery's statement and its arguments.
+func (sq searchQuery) itemSQL(windowed bool, floor time.Time, plan indexPlan) (string, args) {
 	// The conditions on the search row s, then those on its session e.
 	var a args
 	var rows []string
@@ -561,16 +586,23 @@ func (sq searchQuery) itemQuery(ctx context.Context, tx querier, windowed bool, 
 		// the planner, left to join as it likes, may walk each
 		// session's rows or search_time row by row instead of the
 		// trigram index (or the time window).
-		stmt = `WITH c AS MATERIALIZED (SELECT s.sid, s.seq, s.idx, s.role, s.time, s.body FROM search s WHERE ` +
-			strings.Join(rows, " AND ") + `)
+		c := `SELECT s.sid, s.seq, s.idx, s.role, s.time, s.body FROM search s WHERE `
+		match := c + strings.Join(rows, " AND ")
+		if len(plan.like) > 0 || len(plan.grams) > 0 {
+			// The GIN indexes hold the indexed rows only (they are
+			// partial); the tail's rows are read through its own
+			// index (see ginCleaner).
+			match = c + strings.Join(append([]string{"s.indexed"}, rows...), " AND ") +
+				` UNION ALL ` + c + strings.Join(append([]string{"NOT s.indexed"}, rows...), " AND ")
+		}
+		stmt = `WITH c AS MATERIALIZED (` + match + `)
 			SELECT ` + cols + ` FROM c s, sessions e WHERE ` + strings.Join(append(sessions, cursor...), " AND ") + order
 		if windowed {
 			// A window's rows are few (its hits, at most the window),
 			// but the planner, which cannot tell how few, may hash
 			// every session to join them: each is looked up by its
 			// key instead (OFFSET 0 keeps the subquery a subquery).
-			stmt = `WITH c AS MATERIALIZED (SELECT s.sid, s.seq, s.idx, s.role, s.time, s.body FROM search s WHERE ` +
-				strings.Join(rows, " AND ") + `)
+			stmt = `WITH c AS MATERIALIZED (` + match + `)
 				SELECT ` + cols + ` FROM c s, LATERAL (SELECT e.project, e.id, e.subpath, e.title FROM sessions e WHERE ` +
 				strings.Join(sessions, " AND ") + ` OFFSET 0) e`
 			if len(cursor) > 0 {
@@ -587,21 +619,7 @@ func (sq searchQuery) itemQuery(ctx context.Context, tx querier, windowed bool, 
 	} else {
 		stmt = `SELECT *, 0 FROM (` + stmt + `) h`
 	}
-	rs, err := tx.query(ctx, stmt, a...)
-	if err != nil {
-		return nil, err
-	}
-	defer rs.Close()
-	var out []hitRow
-	for rs.Next() {
-		var h hitRow
-		if err := rs.Scan(&h.sid, &h.Key.Project, &h.Key.Session, &h.Key.Subpath, &h.Title, &h.Ref.Seq, &h.Ref.Index,
-			&h.Role, dbTime{&h.Time}, &h.body, &h.Rank); err != nil {
-			return nil, err
-		}
-		out = append(out, h)
-	}
-	return out, rs.Err()
+	return stmt, a
 }
 
 // itemTextSQL reads the entry of session $1 at seq $2 (SQLite).

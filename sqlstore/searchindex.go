@@ -153,9 +153,10 @@ const (
 	insertSearchPG3SQL = `INSERT INTO search (sid, seq, idx, role, time, live, body)
 		SELECT $1, * FROM unnest($2::int8[], $3::int4[], $4::text[], $5::timestamptz[], $6::bool[], $7::text[])`
 	// insertSearchPGSQL inserts rows from arrays (PostgreSQL), the
-	// bigrams of each as an int4[] literal (see cjkBigrams).
-	insertSearchPGSQL = `INSERT INTO search (sid, seq, idx, role, time, live, body, grams)
-		SELECT $1, seq, idx, role, time, live, body, grams::int4[]
+	// bigrams of each as an int4[] literal (see cjkBigrams), indexed
+	// when $9 and otherwise into the tail (see inlineIndexed).
+	insertSearchPGSQL = `INSERT INTO search (sid, seq, idx, role, time, live, body, grams, indexed)
+		SELECT $1, seq, idx, role, time, live, body, grams::int4[], $9::bool
 		FROM unnest($2::int8[], $3::int4[], $4::text[], $5::timestamptz[], $6::bool[], $7::text[], $8::text[])
 			AS u(seq, idx, role, time, live, body, grams)`
 	// deleteSearchSQL deletes session $1's rows.
@@ -285,7 +286,7 @@ func insertSearchPGWith(ctx context.Context, q querier, sid int64, rows []search
 		for i, r := range rows {
 			grams[i] = bigramsLiteral(r.body)
 		}
-		stmt, args = insertSearchPGSQL, append(args, grams)
+		stmt, args = insertSearchPGSQL, append(args, grams, inlineIndexed(n))
 	}
 	_, err := q.exec(ctx, stmt, args...)
 	return err
