@@ -61,6 +61,9 @@
 // FTS5's trigram tokenizer on SQLite, pg_trgm on PostgreSQL (with an
 // index of the pairs of adjacent CJK characters, migration 6, for terms of
 // two, which hold no trigram); every hit is then checked as an exact
-// substring, so the hits are recall.ScanSearch's.
+// substring, so the hits are recall.ScanSearch's. The rows of a small
+// append join the trigram index later, in batches, on both dialects: a
+// search reads the rows not yet indexed (the tail) without it (see
+// ftsBatch for SQLite, ginCleaner for PostgreSQL, migration 7).
 // See search.go for how a page is found.
 package sqlstore
