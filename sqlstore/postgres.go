@@ -71,10 +71,10 @@ type pgBackend struct {
 //
 // An append of a few items (fewer than pgIndexInline) writes their search
 // rows into the tail: indexed = false, in neither GIN index, only in the
-// small B-tree of the tail (search_tail, migration 7). Putting a row into the trigram index costs the server
-// about 65 µs and into the bigram index 20 µs, against 40 µs for the row
-// itself, so indexing at append time made a durable append 1.11 to 1.15
-// times as long (docs/BENCHMARKS.md). So after every ginCleanText bytes of
+// small B-tree of the tail (search_tail, migration 7). Putting a row into
+// the trigram index costs the server about 65 µs and into the bigram index
+// 20 µs, against 40 µs for the row itself, so indexing at append time made
+// a durable append 1.12 to 1.24 times as long (docs/BENCHMARKS.md). So after every ginCleanText bytes of
 // search text it appended, a store indexes the tail (indexTailPGSQL: the
 // rows go into the indexes' pending lists) and then merges the pending
 // lists into the indexes proper (ginCleanSQL), one batch at a time, off
@@ -176,9 +176,9 @@ func (b *pgBackend) appended(n int) {
 		}()
 		ctx, cancel := context.WithTimeout(g.ctx, time.Minute)
 		defer cancel()
-		// An error leaves the rows to the next batch, a search or
-		// VACUUM: nothing is lost, the rows are in the table, and
-		// searches read the tail.
+		// An error leaves the rows to the next batch or a search
+		// (and the pending lists to an insert or VACUUM): nothing is
+		// lost, the rows are in the table, and searches read the tail.
 		if _, err := b.pool.Exec(ctx, indexTailPGSQL); err != nil {
 			return
 		}
