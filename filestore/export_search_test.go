@@ -77,3 +77,16 @@ func SearchIndexExec(home, stmt string) error {
 	_, err = db.Exec(stmt)
 	return err
 }
+
+// SearchIndexMmapSize returns the mmap_size of the search index's own
+// connection, -1 when it is not open.
+func SearchIndexMmapSize(ctx context.Context, s *Store) (int64, error) {
+	s.search.mu.Lock()
+	defer s.search.mu.Unlock()
+	if s.search.conn == nil {
+		return -1, nil
+	}
+	var n int64
+	err := s.search.conn.QueryRowContext(ctx, "PRAGMA mmap_size").Scan(&n)
+	return n, err
+}

@@ -3,6 +3,10 @@ package sqlstore
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/recallkit/recall"
@@ -230,4 +234,80 @@ func TestItemsLastSeqOfDamagedLog(t *testing.T) {
 			sid, []byte(msg("beyond")), s.db.timeArg(recall.Now()))
 		check("a row above last_seq", []recall.Item{msg("a"), msg("b")})
 	})
+}
+
+// TestSQLiteReadersMapTheFile: the reader connections map the database
+// file (sqliteMmapSize, as SQLite caps it), and a file cut short under
+// them, every page of it mapped and read before, makes each read fail
+// with an error, not a fault of the process.
+func TestSQLiteReadersMapTheFile(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "recall.db")
+	s, err := OpenSQLite(ctx, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	r := s.db.(*liteBackend).r
+	var mapped int64
+	if err := r.QueryRowContext(ctx, "PRAGMA mmap_size").Scan(&mapped); err != nil {
+		t.Fatal(err)
+	}
+	if want := min(sqliteMmapSize, 2147418112); mapped != want { // SQLITE_MAX_MMAP_SIZE
+		t.Fatalf("readers map %d bytes, want %d", mapped, want)
+	}
+
+	// Some 10 MB of sessions, every row then read through the mapping.
+	for i := range 300 {
+		var es []recall.Entry
+		for j := range 20 {
+			es = append(es, recall.ItemEntry(recall.Message("user", fmt.Sprintf("needle %d %d %s", i, j, strings.Repeat(fmt.Sprintf("hay%d ", i), 100)))))
+		}
+		if _, err := s.Append(ctx, recall.Key{Project: "p", Session: fmt.Sprintf("s%03d", i)}, recall.Guard{}, es...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reads := map[string]func() error{
+		"search": func() error {
+			_, err := recall.Search(ctx, s, recall.SearchOptions{Query: "needle hay150"})
+			return err
+		},
+		"items": func() error {
+			_, _, err := s.Items(ctx, recall.Key{Project: "p", Session: "s299"}, 0)
+			return err
+		},
+		"list": func() error {
+			_, err := s.List(ctx, "p", recall.ListOptions{Limit: 1000})
+			return err
+		},
+	}
+	for name, read := range reads {
+		if err := read(); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	var integrity string
+	if err := r.QueryRowContext(ctx, "PRAGMA integrity_check").Scan(&integrity); err != nil || integrity != "ok" {
+		t.Fatalf("integrity_check: %q, %v", integrity, err)
+	}
+
+	// The pages in the file itself, then the file cut to a third.
+	if _, err := s.db.(*liteBackend).w.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Size() < 8<<20 {
+		t.Fatalf("the database is %d bytes, too small to show anything", st.Size())
+	}
+	if err := os.Truncate(path, st.Size()/3); err != nil {
+		t.Fatal(err)
+	}
+	for name, read := range reads {
+		if err := read(); err == nil {
+			t.Errorf("%s of a database cut to a third: no error", name)
+		}
+	}
 }
