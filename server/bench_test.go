@@ -17,8 +17,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -30,6 +33,7 @@ import (
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/filestore"
+	"github.com/recallkit/recall/internal/durable"
 	"github.com/recallkit/recall/internal/testsvc"
 	"github.com/recallkit/recall/server"
 	"github.com/recallkit/recall/storeurl"
@@ -100,6 +104,69 @@ func BenchmarkService(b *testing.B) {
 			benchBackend(b, st, client, empty.URL+"/")
 		})
 	}
+}
+
+// BenchmarkSyncFloor measures the floor under add3's overhead on the file
+// store: what an HTTP call costs over the same work done directly when
+// that work waits on the disk. Its handler does only the core of a file
+// store append, one write of the request's body to a file and its
+// fdatasync (durable.SyncData), then answers "{}"; "direct" does the same
+// write and sync in the caller; "empty" is BenchmarkService's empty round
+// trip. The ways are interleaved as in BenchmarkService, with one client.
+// BenchmarkService/file/add3/c1's overhead-rt less this one's is what
+// recall's handler and store add to that floor.
+//
+//	go test -run '^$' -bench 'BenchmarkSyncFloor|BenchmarkService/file/add3/c1' -benchtime 3s -count 3 ./server
+func BenchmarkSyncFloor(b *testing.B) {
+	body := `{"items":[` + strings.Repeat(benchItem+",", 2) + benchItem + `]}`
+	open := func(name string) *os.File {
+		f, err := os.OpenFile(filepath.Join(b.TempDir(), name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { f.Close() })
+		return f
+	}
+	syncWrite := func(f *os.File, p []byte) error {
+		if _, err := f.Write(p); err != nil {
+			return err
+		}
+		return durable.SyncData(f)
+	}
+	served := open("served")
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, err := io.ReadAll(r.Body)
+		if err == nil {
+			err = syncWrite(served, append(p, '\n'))
+		}
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, "{}")
+	}))
+	defer ts.Close()
+	empty := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, "{}")
+	}))
+	defer empty.Close()
+	client := benchClient()
+	direct := open("direct")
+	line := []byte(body + "\n")
+	interleave(b, []way{
+		{"direct", func() func(context.Context) error {
+			return func(context.Context) error { return syncWrite(direct, line) }
+		}},
+		{"http", func() func(context.Context) error {
+			return func(ctx context.Context) error { return post(ctx, client, ts.URL+"/", "", body) }
+		}},
+		{"empty", func() func(context.Context) error {
+			return func(ctx context.Context) error { return get(ctx, client, empty.URL+"/", "") }
+		}},
+	}, 1, 1)
 }
 
 // way makes the call one client makes, one way.
@@ -213,7 +280,7 @@ func benchBackend(b *testing.B, st recall.Store, client *http.Client, emptyURL s
 }
 
 // interleave runs rounds until the benchmark's time is up: in each round,
-// every way in turn (each round starting one way later), with clients concurrent clients making perClient
+// every way in turn (in a random order), with clients concurrent clients making perClient
 // calls each. It reports each way's wall time per call and the ratios.
 func interleave(b *testing.B, ways []way, clients, perClient int) {
 	ctx := context.Background()
@@ -225,13 +292,15 @@ func interleave(b *testing.B, ways []way, clients, perClient int) {
 	}
 	spent := make([]time.Duration, len(ways))
 	n := 0
-	for round := 0; b.Loop(); round++ {
-		// Each round starts with the next way, so that no way always
-		// follows the same one: a call right after a direct PostgreSQL
-		// call measured 20–25 µs slower with one client, whichever way
-		// it was.
-		for j := range ways {
-			i := (round + j) % len(ways)
+	order := rand.New(rand.NewPCG(1, 2))
+	for b.Loop() {
+		// Each round takes the ways in a new random order, so that each
+		// follows each other one as often: a call right after a direct
+		// PostgreSQL call measured 20–25 µs slower with one client,
+		// whichever way it was, and starting each round one way later
+		// still had every way but the first follow the same one in
+		// three rounds of four.
+		for _, i := range order.Perm(len(ways)) {
 			start := time.Now()
 			var wg sync.WaitGroup
 			for _, call := range calls[i] {
