@@ -48,6 +48,19 @@ const benchClients = 64
 // benchItem is the item the benchmarks append: an easy input message.
 const benchItem = `{"type":"message","role":"user","content":"Summarize the design review notes from Tuesday and list the open questions."}`
 
+// add3Body is the request body of add3: benchItem three times.
+var add3Body = `{"items":[` + strings.Repeat(benchItem+",", 2) + benchItem + `]}`
+
+// emptyServer serves the empty round trip, the baseline of every
+// benchmark here: it reads the request and answers "{}".
+func emptyServer() *httptest.Server {
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, "{}")
+	}))
+}
+
 // BenchmarkService runs, for each store, call and concurrency, the same
 // call four ways interleaved in one loop, so that all four see the same
 // machine load: on the store directly ("direct"), through the server with
@@ -65,11 +78,7 @@ const benchItem = `{"type":"message","role":"user","content":"Summarize the desi
 // on PostgreSQL).
 func BenchmarkService(b *testing.B) {
 	client := benchClient()
-	empty := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, "{}")
-	}))
+	empty := emptyServer()
 	defer empty.Close()
 	backends := []struct {
 		name string
@@ -118,7 +127,7 @@ func BenchmarkService(b *testing.B) {
 //
 //	go test -run '^$' -bench 'BenchmarkSyncFloor|BenchmarkService/file/add3/c1' -benchtime 3s -count 3 ./server
 func BenchmarkSyncFloor(b *testing.B) {
-	body := `{"items":[` + strings.Repeat(benchItem+",", 2) + benchItem + `]}`
+	body := add3Body
 	open := func(name string) *os.File {
 		f, err := os.OpenFile(filepath.Join(b.TempDir(), name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 		if err != nil {
@@ -147,11 +156,7 @@ func BenchmarkSyncFloor(b *testing.B) {
 		_, _ = io.WriteString(w, "{}")
 	}))
 	defer ts.Close()
-	empty := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, "{}")
-	}))
+	empty := emptyServer()
 	defer empty.Close()
 	client := benchClient()
 	direct := open("direct")
@@ -228,7 +233,7 @@ func benchBackend(b *testing.B, st recall.Store, client *http.Client, emptyURL s
 		return k
 	}
 	three := recall.ItemEntries(recall.Item(benchItem), recall.Item(benchItem), recall.Item(benchItem))
-	body := `{"items":[` + strings.Repeat(benchItem+",", 2) + benchItem + `]}`
+	body := add3Body
 	emptyWay := way{"empty", func() func(context.Context) error {
 		return func(ctx context.Context) error { return get(ctx, client, emptyURL, "") }
 	}}

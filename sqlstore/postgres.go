@@ -74,11 +74,11 @@ type pgBackend struct {
 // small B-tree of the tail (search_tail, migration 7). Putting a row into
 // the trigram index costs the server about 65 µs and into the bigram index
 // 20 µs, against 40 µs for the row itself, so indexing at append time made
-// a durable append 1.12 to 1.24 times as long (docs/BENCHMARKS.md). So after every ginCleanText bytes of
-// search text it appended, a store indexes the tail (indexTailPGSQL: the
-// rows go into the indexes' pending lists) and then merges the pending
-// lists into the indexes proper (ginCleanSQL), one batch at a time, off
-// the append's path. The rows a store leaves in the tail (it exits first,
+// a durable append 1.12 to 1.24 times as long (docs/BENCHMARKS.md). So
+// after every ginCleanText bytes of search text it appended, a store
+// indexes the tail (indexTailPGSQL: the rows go into the indexes' pending
+// lists) and then merges the pending lists into the indexes proper
+// (ginCleanSQL), one batch at a time, off the append's path. The rows a store leaves in the tail (it exits first,
 // or appends less than a batch) are indexed by the next store's batch, or
 // by a search that finds the tail long (indexTailPG); until then searches
 // read them through search_tail (see itemQuery). Setting indexed on a row
