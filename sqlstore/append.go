@@ -147,7 +147,14 @@ func (s *Store) Append(ctx context.Context, key recall.Key, guard recall.Guard, 
 	}
 	if b, ok := newItemBatch(entries, recall.Now()); ok {
 		if key.IsMain() && !s.noSearch {
-			b.search = itemRows(b.entries)
+			b.index = true
+			if _, ok := s.db.(*pgBackend); ok {
+				// PostgreSQL writes the rows with the entries, and
+				// they are computed before its transaction; SQLite
+				// computes them from the log when it writes them
+				// (see trailSearch).
+				b.search = itemRows(b.entries)
+			}
 		}
 		last, err := s.db.appendItems(ctx, key, guard, b)
 		if err != nil {
@@ -202,8 +209,12 @@ func (s *Store) checkGuard(ctx context.Context, key recall.Key, guard recall.Gua
 // entries have their Time set; their Seq is assigned by the backend.
 type itemBatch struct {
 	entries []recall.Entry
-	// search holds the search row of each entry (see searchindex.go),
-	// nil where it has none; the backend fills in the seq.
+	// index: the entries change the session's search rows (a main
+	// session, search not turned off for a benchmark's baseline).
+	index bool
+	// search holds the search row of each entry when index (see
+	// searchindex.go), nil where it has none, on PostgreSQL; the backend
+	// fills in the seq.
 	search  []*searchRow
 	created time.Time // the first entry's time: Created of a new session
 	updated time.Time // the latest entry time

@@ -22,7 +22,10 @@ var _ recall.Searcher = (*Store)(nil)
 const searchWindow = 4096
 
 // Search implements recall.Searcher over the search table (searchindex.go)
-// and the sessions' normalized titles, in one read transaction.
+// and the sessions' normalized titles, in one read transaction. On
+// SQLite it first writes the rows of the entries the table does not
+// reflect yet (catchUpSearch) and adds a batch of rows to the trigram
+// index (catchUpIndex), each in write transactions of its own.
 //
 // A hit is a row whose body holds every term (instr on SQLite, strpos or
 // LIKE on PostgreSQL: exact substrings, as recall.Query.Match), so the
@@ -66,6 +69,9 @@ func (s *Store) Search(ctx context.Context, opts recall.SearchOptions) (recall.S
 	}
 	switch b := s.db.(type) {
 	case *liteBackend:
+		if err := b.catchUpSearch(ctx); err != nil {
+			return recall.SearchPage{}, fmt.Errorf("sqlstore: search: index: %w", ctxError(ctx, err))
+		}
 		if err := b.catchUpIndex(ctx); err != nil {
 			return recall.SearchPage{}, fmt.Errorf("sqlstore: search: index: %w", ctxError(ctx, err))
 		}

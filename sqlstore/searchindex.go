@@ -14,8 +14,9 @@ import (
 )
 
 // The search table (migration 0003) holds a row per searchable item of a
-// main session, kept by the transaction that writes the entries; this
-// file computes those rows from the entries written. Its rule is
+// main session, written on PostgreSQL by the transaction that writes the
+// entries, and on SQLite from the log a few entries later (see
+// searchbehind.go); this file computes those rows from the entries. Its rule is
 // recall.Replay's, so that the rows marked live are exactly the items of
 // the view: an item entry adds a live row (when recall.ItemOf takes it
 // and recall.SearchText finds text in it); a pop or remove entry makes
@@ -126,8 +127,8 @@ func (ch *searchChanges) unliveAll() {
 }
 
 // itemRows returns the row of each of a batch of item entries, live, or
-// nil where it has none: the fast path of Append, which learns the seqs
-// in its statement.
+// nil where it has none: the fast path of Append on PostgreSQL, which
+// learns the seqs in its statement.
 func itemRows(entries []recall.Entry) []*searchRow {
 	rows := make([]*searchRow, len(entries))
 	for i, e := range entries {
@@ -164,36 +165,60 @@ const (
 )
 
 // indexEntries applies to session sid's search rows what entries, just
-// written to its log in the same transaction, change. Only main sessions
-// have rows.
+// written to its log in the same transaction, change: at once on
+// PostgreSQL, and on SQLite when the session's rows trail its log by
+// searchLag entries or more (see trailSearch). Only main sessions have
+// rows.
 func (s *Store) indexEntries(ctx context.Context, q querier, key recall.Key, sid int64, entries []recall.Entry) error {
 	if !key.IsMain() || s.noSearch {
 		return nil
 	}
-	ch := searchChangesOf(entries)
-	if ch.clear {
-		if _, err := q.exec(ctx, unliveAllSQL, sid); err != nil {
+	if b, ok := s.db.(*liteBackend); ok {
+		if err := b.trailSearch(ctx, q, sid, entries); err != nil {
 			return fmt.Errorf("search index: %w", err)
 		}
+		return nil
 	}
-	for _, ref := range ch.unlive {
-		if _, err := q.exec(ctx, unliveSQL, sid, ref.Seq, ref.Index); err != nil {
-			return fmt.Errorf("search index: %w", err)
-		}
-	}
-	if err := s.db.insertSearch(ctx, q, sid, ch.rows); err != nil {
+	if err := applySearchChanges(ctx, q, s.db.insertSearch, sid, searchChangesOf(entries)); err != nil {
 		return fmt.Errorf("search index: %w", err)
 	}
 	return nil
 }
 
+// applySearchChanges applies ch to session sid's search rows, inserting
+// the new ones with insert.
+func applySearchChanges(ctx context.Context, q querier, insert func(ctx context.Context, q querier, sid int64, rows []searchRow) error, sid int64, ch searchChanges) error {
+	if ch.clear {
+		if _, err := q.exec(ctx, unliveAllSQL, sid); err != nil {
+			return err
+		}
+	}
+	for _, ref := range ch.unlive {
+		if _, err := q.exec(ctx, unliveSQL, sid, ref.Seq, ref.Index); err != nil {
+			return err
+		}
+	}
+	return insert(ctx, q, sid, ch.rows)
+}
+
 // reindex replaces session sid's search rows with those of log, its whole
-// new log (Purge rewrites the log).
+// new log (Purge rewrites the log), at once on every dialect.
 func (s *Store) reindex(ctx context.Context, q querier, key recall.Key, sid int64, log []recall.Entry) error {
 	if _, err := q.exec(ctx, deleteSearchSQL, sid); err != nil {
 		return fmt.Errorf("search index: %w", err)
 	}
-	return s.indexEntries(ctx, q, key, sid, log)
+	if _, ok := s.db.(*liteBackend); ok {
+		if _, err := q.exec(ctx, unmarkBehindSQL, sid); err != nil {
+			return fmt.Errorf("search index: %w", err)
+		}
+	}
+	if !key.IsMain() || s.noSearch {
+		return nil
+	}
+	if err := applySearchChanges(ctx, q, s.db.insertSearch, sid, searchChangesOf(log)); err != nil {
+		return fmt.Errorf("search index: %w", err)
+	}
+	return nil
 }
 
 // insertSearchLite inserts rows on SQLite, a statement per row, for the

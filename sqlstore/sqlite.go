@@ -139,8 +139,9 @@ type liteBackend struct {
 	// connection: modernc.org/sqlite has no statement cache, and parsing
 	// the upsert cost more than running it.
 	upsertItems, insertEntry, insertSearchRow *sql.Stmt
-	// ftsBatch, when not 0, replaces the package's ftsBatch (for tests).
-	ftsBatch int
+	// ftsBatch and searchLag, when not 0, replace the package's
+	// constants (for tests).
+	ftsBatch, searchLag int
 	// Savepoints of the calls of a group commit.
 	savepoint, rollbackTo, release *sql.Stmt
 
@@ -296,14 +297,13 @@ func (b *liteBackend) appendItems(ctx context.Context, key recall.Key, guard rec
 		if err := b.insertEntries(ctx, q, sid, es); err != nil {
 			return err
 		}
-		var rows []searchRow
-		for i, r := range ib.search {
-			if r != nil {
-				r.ref.Seq = es[i].Seq
-				rows = append(rows, *r)
-			}
+		if !ib.index {
+			return nil
 		}
-		return b.insertSearch(ctx, q, sid, rows)
+		if err := b.trailSearch(ctx, q, sid, es); err != nil {
+			return fmt.Errorf("search index: %w", err)
+		}
+		return nil
 	})
 	return last, err
 }
@@ -321,7 +321,7 @@ func (b *liteBackend) insertSearch(ctx context.Context, q querier, sid int64, ro
 		}
 	}
 	// The rows stay in the tail: the next search adds them to the trigram
-	// index (see catchUpIndex), which costs the append nothing more.
+	// index (see catchUpIndex).
 	return nil
 }
 

@@ -26,6 +26,7 @@ var readSQL = []string{
 	entriesLimitSQL,
 	itemTextSQL,
 	tailSizeSQL,
+	maxBehindSQL,
 }
 
 // writeSQL are the statements of the general write path (lockSession,
@@ -41,6 +42,14 @@ var writeSQL = []string{
 	unliveSQL,
 	indexTailSQL,
 	markTailSQL,
+	behindSQL,
+	markBehindSQL,
+	unmarkBehindSQL,
+	chunkEndSQL,
+	behindEntriesSQL,
+	unmarkChunkSQL,
+	entriesSQL,
+	entriesLimitSQL,
 }
 
 // stmtCache holds prepared statements of one *sql.DB, by text.
