@@ -18,9 +18,9 @@ import (
 // entries, and on SQLite from the log a few entries later (see
 // searchbehind.go); this file computes those rows from the entries. Its
 // rule is recall.Replay's, so that the rows marked live are exactly the
-// items of the view: an item entry adds a live row (when recall.ItemOf takes it
-// and recall.SearchText finds text in it); a pop or remove entry makes
-// the row it names not live; a clear makes every row not live; a
+// items of the view: an item entry adds a live row (when recall.ItemOf
+// takes it and recall.SearchText finds text in it); a pop or remove entry
+// makes the row it names not live; a clear makes every row not live; a
 // compaction (one that decodes) makes every row not live and adds a live
 // row per item of it, at Ref{Seq: its seq, Index: i}. An item without
 // text, or damaged, has no row: it is never a hit. Sessions that are not
