@@ -141,7 +141,7 @@ func (s *Store) Append(ctx context.Context, key recall.Key, guard recall.Guard, 
 	if len(entries) == 0 {
 		last, err := s.checkGuard(ctx, key, guard)
 		if err != nil {
-			return 0, fmt.Errorf("sqlstore: append %s: %w", key, ctxError(ctx, err))
+			return 0, fmt.Errorf("sqlstore: append %s: %w", key, opError(ctx, err))
 		}
 		return last, nil
 	}
@@ -158,7 +158,7 @@ func (s *Store) Append(ctx context.Context, key recall.Key, guard recall.Guard, 
 		}
 		last, err := s.db.appendItems(ctx, key, guard, b)
 		if err != nil {
-			return 0, fmt.Errorf("sqlstore: append %s: %w", key, ctxError(ctx, err))
+			return 0, fmt.Errorf("sqlstore: append %s: %w", key, opError(ctx, err))
 		}
 		return last, nil
 	}
@@ -179,7 +179,7 @@ func (s *Store) Append(ctx context.Context, key recall.Key, guard recall.Guard, 
 		return err
 	})
 	if err != nil {
-		return 0, fmt.Errorf("sqlstore: append %s: %w", key, ctxError(ctx, err))
+		return 0, fmt.Errorf("sqlstore: append %s: %w", key, opError(ctx, err))
 	}
 	return last, nil
 }
@@ -258,7 +258,7 @@ func (s *Store) Pop(ctx context.Context, key recall.Key) (recall.Item, error) {
 	if pg, ok := s.db.(*pgBackend); ok {
 		it, done, err := pg.popNewest(ctx, key, key.IsMain() && !s.noSearch)
 		if err != nil {
-			return nil, fmt.Errorf("sqlstore: pop %s: %w", key, ctxError(ctx, err))
+			return nil, fmt.Errorf("sqlstore: pop %s: %w", key, opError(ctx, err))
 		}
 		if done {
 			return it, nil
@@ -283,7 +283,7 @@ func (s *Store) Pop(ctx context.Context, key recall.Key) (recall.Item, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("sqlstore: pop %s: %w", key, ctxError(ctx, err))
+		return nil, fmt.Errorf("sqlstore: pop %s: %w", key, opError(ctx, err))
 	}
 	return popped, nil
 }
@@ -325,7 +325,7 @@ func (s *Store) Import(ctx context.Context, key recall.Key, entries ...recall.En
 		return err
 	})
 	if err != nil {
-		return 0, fmt.Errorf("sqlstore: import %s: %w", key, ctxError(ctx, err))
+		return 0, fmt.Errorf("sqlstore: import %s: %w", key, opError(ctx, err))
 	}
 	return last, nil
 }

@@ -1,6 +1,8 @@
 package sqlstore
 
 import (
+	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/recallkit/recall/internal/redact"
@@ -25,6 +27,9 @@ func openError(store, dsn, password string, err error) error {
 	msg = strings.ReplaceAll(strings.ReplaceAll(msg, ":\n", ": "), "\n", "; ")
 	msg = strings.Join(strings.Fields(msg), " ")
 	msg = strings.TrimPrefix(msg, "sqlstore: ")
+	if damaged(err) && !errors.Is(err, ErrDamaged) {
+		err = fmt.Errorf("%w: %w", ErrDamaged, err) // the message says it already
+	}
 	return &storeError{msg: "sqlstore: open " + store + " " + redact.URL(dsn) + ": " + msg, err: err}
 }
 

@@ -78,7 +78,7 @@ func (s *Store) Fork(ctx context.Context, key recall.Key, atSeq int64, newKey re
 		return err
 	})
 	if err != nil {
-		return recall.Meta{}, fmt.Errorf("sqlstore: fork %s onto %s: %w", key, newKey, ctxError(ctx, err))
+		return recall.Meta{}, fmt.Errorf("sqlstore: fork %s onto %s: %w", key, newKey, opError(ctx, err))
 	}
 	return meta, nil
 }

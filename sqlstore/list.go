@@ -35,7 +35,7 @@ func (s *Store) List(ctx context.Context, project string, opts recall.ListOption
 		return err
 	})
 	if err != nil {
-		return recall.Page{}, fmt.Errorf("sqlstore: list %q: %w", project, ctxError(ctx, err))
+		return recall.Page{}, fmt.Errorf("sqlstore: list %q: %w", project, opError(ctx, err))
 	}
 	if limit > 0 && len(p.Sessions) > limit {
 		p.Sessions = p.Sessions[:limit]
@@ -101,7 +101,7 @@ func (s *Store) Projects(ctx context.Context) ([]recall.ProjectInfo, error) {
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("sqlstore: projects: %w", ctxError(ctx, err))
+		return nil, fmt.Errorf("sqlstore: projects: %w", opError(ctx, err))
 	}
 	return out, nil
 }

@@ -205,6 +205,9 @@ func TestOpenSQLiteErrors(t *testing.T) {
 			if text := err.Error(); !strings.HasPrefix(text, "sqlstore: open sqlite ") || strings.Contains(text, "\n") {
 				t.Errorf("error is not one line naming the store: %q", text)
 			}
+			if damaged := errors.Is(err, ErrDamaged) && errors.Is(err, recall.ErrCorrupt); damaged != (path == notDB) {
+				t.Errorf("errors.Is(err, ErrDamaged and recall.ErrCorrupt) = %v for %s", damaged, name)
+			}
 		})
 	}
 }

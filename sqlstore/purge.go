@@ -59,7 +59,7 @@ func (s *Store) Purge(ctx context.Context, key recall.Key) (recall.PurgeResult, 
 		return nil
 	})
 	if err != nil {
-		return recall.PurgeResult{}, fmt.Errorf("sqlstore: purge %s: %w", key, ctxError(ctx, err))
+		return recall.PurgeResult{}, fmt.Errorf("sqlstore: purge %s: %w", key, opError(ctx, err))
 	}
 	return res, nil
 }

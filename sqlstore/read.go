@@ -121,7 +121,7 @@ func (s *Store) Stat(ctx context.Context, key recall.Key) (recall.Meta, error) {
 		err = recall.ErrNotFound
 	}
 	if err != nil {
-		return recall.Meta{}, fmt.Errorf("sqlstore: stat %s: %w", key, ctxError(ctx, err))
+		return recall.Meta{}, fmt.Errorf("sqlstore: stat %s: %w", key, opError(ctx, err))
 	}
 	return m, nil
 }
@@ -157,7 +157,7 @@ func (s *Store) Load(ctx context.Context, key recall.Key) (recall.Meta, []recall
 		return err
 	})
 	if err != nil {
-		return recall.Meta{}, nil, fmt.Errorf("sqlstore: load %s: %w", key, ctxError(ctx, err))
+		return recall.Meta{}, nil, fmt.Errorf("sqlstore: load %s: %w", key, opError(ctx, err))
 	}
 	return meta, entries, nil
 }
@@ -177,7 +177,7 @@ func (s *Store) Entries(ctx context.Context, key recall.Key, after int64, limit 
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("sqlstore: entries of %s: %w", key, ctxError(ctx, err))
+		return nil, fmt.Errorf("sqlstore: entries of %s: %w", key, opError(ctx, err))
 	}
 	return entries, nil
 }
@@ -249,7 +249,7 @@ func (s *Store) Items(ctx context.Context, key recall.Key, limit int) ([]recall.
 			return err
 		})
 		if err != nil {
-			return nil, 0, fmt.Errorf("sqlstore: items of %s: %w", key, ctxError(ctx, err))
+			return nil, 0, fmt.Errorf("sqlstore: items of %s: %w", key, opError(ctx, err))
 		}
 		if done {
 			return live, last, nil
@@ -278,7 +278,7 @@ func (s *Store) Items(ctx context.Context, key recall.Key, limit int) ([]recall.
 		return err
 	})
 	if err != nil {
-		return nil, 0, fmt.Errorf("sqlstore: items of %s: %w", key, ctxError(ctx, err))
+		return nil, 0, fmt.Errorf("sqlstore: items of %s: %w", key, opError(ctx, err))
 	}
 	return live, last, nil
 }

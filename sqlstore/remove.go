@@ -32,7 +32,7 @@ func (s *Store) Remove(ctx context.Context, key recall.Key) error {
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("sqlstore: remove %s: %w", key, ctxError(ctx, err))
+		return fmt.Errorf("sqlstore: remove %s: %w", key, opError(ctx, err))
 	}
 	if n == 0 {
 		return fmt.Errorf("sqlstore: remove %s: %w", key, recall.ErrNotFound)
@@ -63,24 +63,24 @@ func (s *Store) Cleanup(ctx context.Context, opts recall.CleanupOptions) (recall
 		where += " AND project = " + a.add(opts.Project)
 	}
 	if err := s.db.q().queryRow(ctx, `SELECT count(*) FROM sessions WHERE `+where+` AND pinned`, a...).Scan(&rep.Kept); err != nil {
-		return recall.CleanupReport{}, fmt.Errorf("sqlstore: cleanup: %w", ctxError(ctx, err))
+		return recall.CleanupReport{}, fmt.Errorf("sqlstore: cleanup: %w", opError(ctx, err))
 	}
 	candidates := `SELECT ` + metaCols + ` FROM sessions WHERE ` + where + ` AND NOT pinned ORDER BY updated_at, project, id`
 	if opts.DryRun {
 		rs, err := s.db.q().query(ctx, candidates, a...)
 		if err != nil {
-			return recall.CleanupReport{}, fmt.Errorf("sqlstore: cleanup: %w", ctxError(ctx, err))
+			return recall.CleanupReport{}, fmt.Errorf("sqlstore: cleanup: %w", opError(ctx, err))
 		}
 		defer rs.Close()
 		for rs.Next() {
 			_, m, err := scanMeta(rs)
 			if err != nil {
-				return recall.CleanupReport{}, fmt.Errorf("sqlstore: cleanup: %w", ctxError(ctx, err))
+				return recall.CleanupReport{}, fmt.Errorf("sqlstore: cleanup: %w", opError(ctx, err))
 			}
 			rep.Removed = append(rep.Removed, m)
 		}
 		if err := rs.Err(); err != nil {
-			return recall.CleanupReport{}, fmt.Errorf("sqlstore: cleanup: %w", ctxError(ctx, err))
+			return recall.CleanupReport{}, fmt.Errorf("sqlstore: cleanup: %w", opError(ctx, err))
 		}
 		storekit.SortList(rep.Removed)
 		return rep, nil
@@ -116,7 +116,7 @@ func (s *Store) Cleanup(ctx context.Context, opts recall.CleanupOptions) (recall
 		})
 		if err != nil {
 			storekit.SortList(rep.Removed)
-			return rep, fmt.Errorf("sqlstore: cleanup (after removing %d sessions): %w", len(rep.Removed), ctxError(ctx, err))
+			return rep, fmt.Errorf("sqlstore: cleanup (after removing %d sessions): %w", len(rep.Removed), opError(ctx, err))
 		}
 		rep.Removed = append(rep.Removed, batch...)
 		if len(batch) < cleanupBatch {

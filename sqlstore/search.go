@@ -70,14 +70,14 @@ func (s *Store) Search(ctx context.Context, opts recall.SearchOptions) (recall.S
 	switch b := s.db.(type) {
 	case *liteBackend:
 		if err := b.catchUpSearch(ctx); err != nil {
-			return recall.SearchPage{}, fmt.Errorf("sqlstore: search: index: %w", ctxError(ctx, err))
+			return recall.SearchPage{}, fmt.Errorf("sqlstore: search: index: %w", opError(ctx, err))
 		}
 		if err := b.catchUpIndex(ctx); err != nil {
-			return recall.SearchPage{}, fmt.Errorf("sqlstore: search: index: %w", ctxError(ctx, err))
+			return recall.SearchPage{}, fmt.Errorf("sqlstore: search: index: %w", opError(ctx, err))
 		}
 	case *pgBackend:
 		if err := b.indexTailPG(ctx); err != nil {
-			return recall.SearchPage{}, fmt.Errorf("sqlstore: search: index: %w", ctxError(ctx, err))
+			return recall.SearchPage{}, fmt.Errorf("sqlstore: search: index: %w", opError(ctx, err))
 		}
 	}
 	var page recall.SearchPage
@@ -87,7 +87,7 @@ func (s *Store) Search(ctx context.Context, opts recall.SearchOptions) (recall.S
 		return err
 	})
 	if err != nil {
-		return recall.SearchPage{}, fmt.Errorf("sqlstore: search: %w", ctxError(ctx, err))
+		return recall.SearchPage{}, fmt.Errorf("sqlstore: search: %w", opError(ctx, err))
 	}
 	return page, nil
 }

@@ -7,6 +7,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
 	"github.com/recallkit/recall"
 )
 
@@ -54,6 +58,14 @@ func (s SQLiteSync) String() string {
 // version of this package. The store refuses to open it rather than
 // misread it; upgrade the program instead.
 var ErrSchemaTooNew = errors.New("sqlstore: database schema is newer than this program")
+
+// ErrDamaged reports that the database found its own file or pages
+// damaged: SQLite's "database disk image is malformed" or "file is not a
+// database", PostgreSQL's data_corrupted or index_corrupted. It wraps
+// recall.ErrCorrupt, so errors.Is finds either. The store cannot mend
+// it: restore the database from a backup (for SQLite, the sqlite3 shell's
+// .recover salvages what it can).
+var ErrDamaged = fmt.Errorf("%w: the database is damaged", recall.ErrCorrupt)
 
 // Store is a recall.Store on SQLite or PostgreSQL. It is safe for
 // concurrent use, and several processes may share one database.
@@ -169,17 +181,37 @@ func (s *Store) checkOpen(ctx context.Context) error {
 	return nil
 }
 
-// ctxError returns err, or, when ctx has ended, an error that also wraps
-// ctx.Err(): a statement the context interrupted fails with the driver's
-// own error ("interrupted"), and the caller should see why.
-func ctxError(ctx context.Context, err error) error {
+// opError returns err as a Store method reports it: when ctx has ended,
+// an error that also wraps ctx.Err() (a statement the context interrupted
+// fails with the driver's own error, "interrupted", and the caller should
+// see why); when the database found its own file or pages damaged, one
+// that also wraps ErrDamaged (see damaged).
+func opError(ctx context.Context, err error) error {
 	if err == nil {
 		return nil
 	}
 	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
 		return fmt.Errorf("%w (%w)", cerr, err)
 	}
+	if damaged(err) && !errors.Is(err, ErrDamaged) {
+		return fmt.Errorf("%w: %w", ErrDamaged, err)
+	}
 	return err
+}
+
+// damaged reports an error by which the database says its data is
+// damaged: SQLite's SQLITE_CORRUPT (with any extended code: a page, an
+// index, FTS5's structure) and SQLITE_NOTADB (the file is not a
+// database), and PostgreSQL's data_corrupted and index_corrupted (XX001,
+// XX002).
+func damaged(err error) bool {
+	var le *sqlite.Error
+	if errors.As(err, &le) {
+		c := le.Code() & 0xff
+		return c == sqlite3.SQLITE_CORRUPT || c == sqlite3.SQLITE_NOTADB
+	}
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "XX001" || pe.Code == "XX002")
 }
 
 // read runs f, a read, and runs it once more when it failed on a

@@ -7,6 +7,7 @@ package main
 // stable shape; --version and shell completion work.
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io/fs"
@@ -344,6 +345,29 @@ func TestReadOnlyCommandsCreateNothing(t *testing.T) {
 	e.ok("", "chat", "-p", "hi")
 	if _, err := os.Stat(e.home); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestDamagedDatabase: a SQLite store whose file is not a database is one
+// line saying so, with a hint to restore it rather than to run 'recall
+// check' (which would fail the same way), and the file is left as it was.
+func TestDamagedDatabase(t *testing.T) {
+	e := newEnv(t)
+	db := filepath.Join(t.TempDir(), "damaged.db")
+	garbage := []byte(strings.Repeat("not a database ", 512))
+	if err := os.WriteFile(db, garbage, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"ls"}, {"check"}, {"search", "x"}, {"chat", "-p", "hi"}} {
+		full := append([]string{"--store", "sqlite://" + db}, args...)
+		r := e.run("", full...)
+		oneLine(t, r, 1, "file is not a database", full)
+		if !strings.Contains(r.stderr, "restore it from a backup") {
+			t.Errorf("recall %q: stderr %q, want the hint to restore the database", full, r.stderr)
+		}
+	}
+	if got, err := os.ReadFile(db); err != nil || !bytes.Equal(got, garbage) {
+		t.Errorf("the damaged file changed (%v)", err)
 	}
 }
 

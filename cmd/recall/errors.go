@@ -15,6 +15,7 @@ import (
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/agent"
 	"github.com/recallkit/recall/internal/sessionref"
+	"github.com/recallkit/recall/sqlstore"
 )
 
 // Exit codes: the user contract of every command.
@@ -111,6 +112,8 @@ func hintFor(err error) string {
 		return "run 'recall ls --all' to see the sessions and their IDs"
 	case errors.Is(err, recall.ErrInvalidKey):
 		return "session IDs are 1-128 characters of A-Z a-z 0-9 . _ -"
+	case errors.Is(err, sqlstore.ErrDamaged):
+		return "the database itself is damaged: restore it from a backup ('sqlite3 FILE .recover' salvages what it can of a SQLite file)"
 	case errors.Is(err, recall.ErrCorrupt):
 		return "run 'recall check' to find damaged sessions"
 	case errors.Is(err, recall.ErrConflict):

@@ -17,6 +17,7 @@ import (
 	"github.com/recallkit/recall/filestore"
 	"github.com/recallkit/recall/internal/redact"
 	"github.com/recallkit/recall/memstore"
+	"github.com/recallkit/recall/sqlstore"
 	"github.com/recallkit/recall/storeurl"
 )
 
@@ -85,6 +86,8 @@ func openURLFor(ctx context.Context, rawURL string, readOnly bool) (recall.Store
 		// say plainly that the server did not answer.
 		return nil, withHint(fmt.Errorf("open store: cannot connect to PostgreSQL: %w", ce.Unwrap()),
 			"check the URL in --store or RECALL_STORE, and that the server is running")
+	case errors.Is(err, sqlstore.ErrDamaged):
+		return nil, fmt.Errorf("open store: %w", err) // hintFor says what to do
 	case err != nil:
 		return nil, withHint(fmt.Errorf("open store: %w", err), "check the URL in --store or RECALL_STORE, and that the server is running")
 	}
