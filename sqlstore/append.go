@@ -48,9 +48,10 @@ func (s *Store) lockSession(ctx context.Context, q querier, key recall.Key) (ses
 // writeEntries writes entries, which carry their Seq and Time and continue
 // row's log, inside update: it applies them to the metadata (recall's
 // Meta.Apply, the same rules every store follows), creates or updates the
-// session row, inserts the entries and updates the search rows. Creating a session that someone
-// else created meanwhile is errExists.
-func (s *Store) writeEntries(ctx context.Context, q querier, row *sessionRow, entries []recall.Entry) error {
+// session row, inserts the entries and updates the search rows (at once
+// when bulk, see indexEntries). Creating a session that someone else
+// created meanwhile is errExists.
+func (s *Store) writeEntries(ctx context.Context, q querier, row *sessionRow, entries []recall.Entry, bulk bool) error {
 	prev := row.meta.LastSeq
 	for _, e := range entries {
 		row.meta.Apply(e)
@@ -74,7 +75,7 @@ func (s *Store) writeEntries(ctx context.Context, q querier, row *sessionRow, en
 	if err := s.db.insertEntries(ctx, q, row.sid, entries); err != nil {
 		return err
 	}
-	return s.indexEntries(ctx, q, row.meta.Key, row.sid, entries)
+	return s.indexEntries(ctx, q, row.meta.Key, row.sid, entries, bulk)
 }
 
 // advanceChecked returns a session's checked_seq after this package wrote
@@ -171,7 +172,7 @@ func (s *Store) Append(ctx context.Context, key recall.Key, guard recall.Guard, 
 		if err := guard.Check(row.sid != 0, row.meta.LastSeq); err != nil {
 			return err
 		}
-		err = s.writeEntries(ctx, q, &row, stamp(entries, row.meta.LastSeq, recall.Now()))
+		err = s.writeEntries(ctx, q, &row, stamp(entries, row.meta.LastSeq, recall.Now()), false)
 		if errors.Is(err, errExists) {
 			return errRetry // another writer created the session: lock its row
 		}
@@ -276,7 +277,7 @@ func (s *Store) Pop(ctx context.Context, key recall.Key) (recall.Item, error) {
 			return err
 		}
 		pop := recall.NewEntry(recall.KindPop, live[0].Ref)
-		if err := s.writeEntries(ctx, q, &row, stamp([]recall.Entry{pop}, row.meta.LastSeq, recall.Now())); err != nil {
+		if err := s.writeEntries(ctx, q, &row, stamp([]recall.Entry{pop}, row.meta.LastSeq, recall.Now()), false); err != nil {
 			return err
 		}
 		popped = live[0].Item
@@ -317,7 +318,7 @@ func (s *Store) Import(ctx context.Context, key recall.Key, entries ...recall.En
 			e.Time = e.Time.UTC().Truncate(time.Microsecond) // the precision stored
 			fresh[i] = e
 		}
-		err = s.writeEntries(ctx, q, &row, fresh)
+		err = s.writeEntries(ctx, q, &row, fresh, true)
 		if errors.Is(err, errExists) {
 			return errRetry
 		}

@@ -70,7 +70,7 @@ func (s *Store) Fork(ctx context.Context, key recall.Key, atSeq int64, newKey re
 			}
 		}
 		row := sessionRow{meta: recall.Meta{Key: newKey}}
-		err = s.writeEntries(ctx, q, &row, log)
+		err = s.writeEntries(ctx, q, &row, log, true)
 		if errors.Is(err, errExists) {
 			return fmt.Errorf("%w: %s exists", recall.ErrConflict, newKey)
 		}

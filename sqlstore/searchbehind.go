@@ -19,7 +19,9 @@ import (
 // written from the log later, by the same rule (searchChangesOf):
 //
 //   - by the append that leaves the session searchLag entries or more
-//     behind, which writes the rows of all of them (trailSearch);
+//     behind, which writes the rows of all of them (trailSearch); an
+//     import or a fork, which are not on an agent's path, writes them
+//     at once;
 //   - by a search, which first brings every session in search_behind up
 //     to date (catchUpSearch), so that it sees every entry acknowledged
 //     before it began.
@@ -73,10 +75,11 @@ func (b *liteBackend) lag() int64 {
 // trailSearch is indexEntries on SQLite: entries, a batch in seq order
 // with Seq and Time set, were just written to main session sid's log in
 // the transaction of q. It marks the session behind from the batch's
-// first seq (unless it is behind already), or, when that leaves it
-// searchLag entries or more behind, writes the rows of every entry from
-// where it was behind, the older ones read back from the log.
-func (b *liteBackend) trailSearch(ctx context.Context, q querier, sid int64, entries []recall.Entry) error {
+// first seq (unless it is behind already), or, when that leaves it lag
+// entries or more behind (searchLag for an append, 1 for an import or a
+// fork), writes the rows of every entry from where it was behind, the
+// older ones read back from the log.
+func (b *liteBackend) trailSearch(ctx context.Context, q querier, sid int64, entries []recall.Entry, lag int64) error {
 	if len(entries) == 0 {
 		return nil
 	}
@@ -87,7 +90,7 @@ func (b *liteBackend) trailSearch(ctx context.Context, q querier, sid int64, ent
 	if err != nil && !isNoRows(err) {
 		return err
 	}
-	if last-from+1 < b.lag() {
+	if last-from+1 < lag {
 		if marked {
 			return nil
 		}

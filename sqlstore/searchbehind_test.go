@@ -41,7 +41,8 @@ func writerChanges(t *testing.T, s *Store) int64 {
 // than one with search turned off (the session row and the entry); the
 // append that leaves a session searchLag entries behind writes their
 // rows, a pop among them included; a search writes the rest first; a
-// removed session leaves no mark; a large import writes its rows at once.
+// removed session leaves no mark; an import and a fork write their rows at
+// once.
 func TestSearchRowsTrail(t *testing.T) {
 	ctx := context.Background()
 	s := newSQLite(t)
@@ -145,18 +146,27 @@ func TestSearchRowsTrail(t *testing.T) {
 		t.Errorf("%d marks left after a search (%v)", marks, err)
 	}
 
-	// An import of searchLag entries or more writes its rows at once.
+	// An import writes its rows at once, and those of the entries its
+	// session was behind by; so does a fork.
 	c := recall.Key{Project: "p", Session: "c"}
-	es := make([]recall.Entry, searchLag)
+	appendOne(c, "appended before the import")
+	es := make([]recall.Entry, 3)
 	for i := range es {
 		es[i] = recall.ItemEntry(msg(fmt.Sprintf("imported %d", i)))
-		es[i].Seq, es[i].Time = int64(i+1), recall.Now()
+		es[i].Seq, es[i].Time = int64(i+2), recall.Now()
 	}
 	if _, err := s.Import(ctx, c, es...); err != nil {
 		t.Fatal(err)
 	}
-	if from, rows := behindOf(t, s, c); from != 0 || rows != searchLag {
-		t.Errorf("after an import of %d: behind from %d, %d rows", searchLag, from, rows)
+	if from, rows := behindOf(t, s, c); from != 0 || rows != 4 {
+		t.Errorf("after an import of 3 into a session 1 behind: behind from %d, %d rows; want not behind, 4 rows", from, rows)
+	}
+	f := recall.Key{Project: "p", Session: "f"}
+	if _, err := recall.Fork(ctx, s, c, 0, f); err != nil {
+		t.Fatal(err)
+	}
+	if from, rows := behindOf(t, s, f); from != 0 || rows != 4 {
+		t.Errorf("after a fork of 4 items: behind from %d, %d rows; want not behind, 4 rows", from, rows)
 	}
 }
 

@@ -166,15 +166,19 @@ const (
 
 // indexEntries applies to session sid's search rows what entries, just
 // written to its log in the same transaction, change: at once on
-// PostgreSQL, and on SQLite when the session's rows trail its log by
-// searchLag entries or more (see trailSearch). Only main sessions have
-// rows.
-func (s *Store) indexEntries(ctx context.Context, q querier, key recall.Key, sid int64, entries []recall.Entry) error {
+// PostgreSQL, and on SQLite at once when bulk (an import, a fork) and
+// otherwise when the session's rows trail its log by searchLag entries
+// or more (see trailSearch). Only main sessions have rows.
+func (s *Store) indexEntries(ctx context.Context, q querier, key recall.Key, sid int64, entries []recall.Entry, bulk bool) error {
 	if !key.IsMain() || s.noSearch {
 		return nil
 	}
 	if b, ok := s.db.(*liteBackend); ok {
-		if err := b.trailSearch(ctx, q, sid, entries); err != nil {
+		lag := b.lag()
+		if bulk {
+			lag = 1
+		}
+		if err := b.trailSearch(ctx, q, sid, entries, lag); err != nil {
 			return fmt.Errorf("search index: %w", err)
 		}
 		return nil

@@ -300,7 +300,7 @@ func (b *liteBackend) appendItems(ctx context.Context, key recall.Key, guard rec
 		if !ib.index {
 			return nil
 		}
-		if err := b.trailSearch(ctx, q, sid, es); err != nil {
+		if err := b.trailSearch(ctx, q, sid, es, b.lag()); err != nil {
 			return fmt.Errorf("search index: %w", err)
 		}
 		return nil

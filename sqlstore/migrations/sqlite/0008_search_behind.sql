@@ -12,8 +12,9 @@
 -- (searchChangesOf), in one of two ways (see searchbehind.go): by the
 -- append that leaves the session searchLag entries or more behind, and by
 -- a search, which first brings every session listed here up to date, in
--- a write transaction, before it reads. So a search still sees every
--- entry acknowledged before it began, and the entries and their mark are
+-- a write transaction, before it reads. (An import or a fork writes its
+-- rows at once, as before.) So a search still sees every entry
+-- acknowledged before it began, and the entries and their mark are
 -- written by one commit: no crash leaves an entry the rows never get.
 --
 -- The rows of a database written before this version reflect every entry
