@@ -236,6 +236,24 @@ func reportSizes(b *testing.B, s *Store, dialect string) {
 	b.ReportMetric(float64(index)/float64(logs), "index/logs")
 }
 
+// benchKey is session i of the append benchmarks' store.
+func benchKey(i int) recall.Key { return recall.Key{Project: "p", Session: fmt.Sprintf("s%d", i)} }
+
+// fillSessions appends 100,000 corpus items to 100 sessions (benchKey 0
+// to 99), in batches of 100: the store the append benchmarks start from.
+func fillSessions(b *testing.B, s *Store, r *rand.Rand) {
+	b.Helper()
+	for i := range 1000 {
+		es := make([]recall.Entry, 100)
+		for j := range es {
+			es[j] = recall.ItemEntry(msg(corpusText(r, false)))
+		}
+		if _, err := s.Append(context.Background(), benchKey(i%100), recall.Guard{}, es...); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkSearchCatchUp measures what SQLite's search rows cost a search
 // that writes them (see searchbehind.go): each round appends one item to
 // each of 100 sessions of a store holding 100,000 items (untimed), then
@@ -248,16 +266,7 @@ func BenchmarkSearchCatchUp(b *testing.B) {
 	ctx := context.Background()
 	s := newSQLiteFull(b)
 	r := rand.New(rand.NewPCG(5, 6))
-	key := func(i int) recall.Key { return recall.Key{Project: "p", Session: fmt.Sprintf("s%d", i)} }
-	for i := range 1000 {
-		es := make([]recall.Entry, 100)
-		for j := range es {
-			es[j] = recall.ItemEntry(msg(corpusText(r, false)))
-		}
-		if _, err := s.Append(ctx, key(i%100), recall.Guard{}, es...); err != nil {
-			b.Fatal(err)
-		}
-	}
+	fillSessions(b, s, r)
 	opts := recall.SearchOptions{Query: "xylophonist"}
 	if _, err := s.Search(ctx, opts); err != nil {
 		b.Fatal(err)
@@ -266,7 +275,7 @@ func BenchmarkSearchCatchUp(b *testing.B) {
 	for b.Loop() {
 		b.StopTimer()
 		for i := range 100 {
-			if _, err := s.Append(ctx, key(i), recall.Guard{}, recall.ItemEntry(msg(corpusText(r, false)))); err != nil {
+			if _, err := s.Append(ctx, benchKey(i), recall.Guard{}, recall.ItemEntry(msg(corpusText(r, false)))); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -310,15 +319,7 @@ func BenchmarkAppendSearch(b *testing.B) {
 				s = newPostgres(b)
 			}
 			r := rand.New(rand.NewPCG(3, 4))
-			for i := range 1000 {
-				es := make([]recall.Entry, 100)
-				for j := range es {
-					es[j] = recall.ItemEntry(msg(corpusText(r, false)))
-				}
-				if _, err := s.Append(ctx, recall.Key{Project: "p", Session: fmt.Sprintf("s%d", i%100)}, recall.Guard{}, es...); err != nil {
-					b.Fatal(err)
-				}
-			}
+			fillSessions(b, s, r)
 			if pb, ok := s.db.(*pgBackend); ok {
 				// The rows of the store's 100,000 items indexed and
 				// merged, as in a store that has been running, so the
@@ -344,7 +345,7 @@ func BenchmarkAppendSearch(b *testing.B) {
 			i := 0
 			appendOne := func(search bool) time.Duration {
 				s.noSearch = !search
-				k := recall.Key{Project: "p", Session: fmt.Sprintf("s%d", i%100)}
+				k := benchKey(i % 100)
 				t0 := time.Now()
 				if _, err := s.Append(ctx, k, recall.Guard{}, recall.ItemEntry(texts[i%len(texts)])); err != nil {
 					b.Fatal(err)

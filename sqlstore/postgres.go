@@ -78,10 +78,11 @@ type pgBackend struct {
 // after every ginCleanText bytes of search text it appended, a store
 // indexes the tail (indexTailPGSQL: the rows go into the indexes' pending
 // lists) and then merges the pending lists into the indexes proper
-// (ginCleanSQL), one batch at a time, off the append's path. The rows a store leaves in the tail (it exits first,
-// or appends less than a batch) are indexed by the next store's batch, or
-// by a search that finds the tail long (indexTailPG); until then searches
-// read them through search_tail (see itemQuery). Setting indexed on a row
+// (ginCleanSQL), one batch at a time, off the append's path. The rows a
+// store leaves in the tail (it exits first, or appends less than a
+// batch) are indexed by the next store's batch, or by a search that finds
+// the tail long (indexTailPG); until then searches read them through
+// search_tail (see itemQuery). Setting indexed on a row
 // that a pop or a remove is making not live waits for that writer, or it
 // for the batch, as any two updates of one row do: neither change is lost.
 type ginCleaner struct {

@@ -104,7 +104,7 @@ func (b *liteBackend) trailSearch(ctx context.Context, q querier, sid int64, ent
 		}
 		entries = append(older, entries...)
 	}
-	if err := applySearchChanges(ctx, q, b.insertSearch, sid, searchChangesOf(entries)); err != nil {
+	if err := applySearchChanges(ctx, q, b, sid, searchChangesOf(entries)); err != nil {
 		return err
 	}
 	if !marked {
@@ -117,7 +117,7 @@ func (b *liteBackend) trailSearch(ctx context.Context, q querier, sid int64, ent
 // catchUpSearch writes the search rows of every entry that sessions in
 // search_behind hold past their rows, before a search reads: the
 // sessions behind when it is called are up to date when it returns. It
-// takes them in the order of sid, catchUpChunk per write transaction, so
+// takes them in the order of sid, behindChunk per write transaction, so
 // that appends wait for at most one chunk.
 func (b *liteBackend) catchUpSearch(ctx context.Context) error {
 	var last int64
@@ -127,7 +127,7 @@ func (b *liteBackend) catchUpSearch(ctx context.Context) error {
 	for after := int64(0); after < last; {
 		err := b.update(ctx, func(ctx context.Context, q querier) error {
 			var err error
-			after, err = catchUpChunk(ctx, q, b.insertSearch, after)
+			after, err = b.catchUpChunk(ctx, q, after)
 			return err
 		})
 		if err != nil {
@@ -140,7 +140,7 @@ func (b *liteBackend) catchUpSearch(ctx context.Context) error {
 // catchUpChunk writes the search rows of the first behindChunk sessions
 // in search_behind after sid after, in the write transaction of q, and
 // returns the last sid it took, or the largest sid when none is left.
-func catchUpChunk(ctx context.Context, q querier, insert func(ctx context.Context, q querier, sid int64, rows []searchRow) error, after int64) (int64, error) {
+func (b *liteBackend) catchUpChunk(ctx context.Context, q querier, after int64) (int64, error) {
 	var upto int64
 	if err := q.queryRow(ctx, chunkEndSQL, after, behindChunk).Scan(&upto); err != nil {
 		return 0, err
@@ -173,7 +173,7 @@ func catchUpChunk(ctx context.Context, q querier, insert func(ctx context.Contex
 		return 0, err
 	}
 	for i, sid := range sids {
-		if err := applySearchChanges(ctx, q, insert, sid, searchChangesOf(logs[i])); err != nil {
+		if err := applySearchChanges(ctx, q, b, sid, searchChangesOf(logs[i])); err != nil {
 			return 0, fmt.Errorf("session %d: %w", sid, err)
 		}
 	}

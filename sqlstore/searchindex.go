@@ -183,15 +183,15 @@ func (s *Store) indexEntries(ctx context.Context, q querier, key recall.Key, sid
 		}
 		return nil
 	}
-	if err := applySearchChanges(ctx, q, s.db.insertSearch, sid, searchChangesOf(entries)); err != nil {
+	if err := applySearchChanges(ctx, q, s.db, sid, searchChangesOf(entries)); err != nil {
 		return fmt.Errorf("search index: %w", err)
 	}
 	return nil
 }
 
 // applySearchChanges applies ch to session sid's search rows, inserting
-// the new ones with insert.
-func applySearchChanges(ctx context.Context, q querier, insert func(ctx context.Context, q querier, sid int64, rows []searchRow) error, sid int64, ch searchChanges) error {
+// the new ones with db.
+func applySearchChanges(ctx context.Context, q querier, db backend, sid int64, ch searchChanges) error {
 	if ch.clear {
 		if _, err := q.exec(ctx, unliveAllSQL, sid); err != nil {
 			return err
@@ -202,7 +202,7 @@ func applySearchChanges(ctx context.Context, q querier, insert func(ctx context.
 			return err
 		}
 	}
-	return insert(ctx, q, sid, ch.rows)
+	return db.insertSearch(ctx, q, sid, ch.rows)
 }
 
 // reindex replaces session sid's search rows with those of log, its whole
@@ -219,7 +219,7 @@ func (s *Store) reindex(ctx context.Context, q querier, key recall.Key, sid int6
 	if !key.IsMain() || s.noSearch {
 		return nil
 	}
-	if err := applySearchChanges(ctx, q, s.db.insertSearch, sid, searchChangesOf(log)); err != nil {
+	if err := applySearchChanges(ctx, q, s.db, sid, searchChangesOf(log)); err != nil {
 		return fmt.Errorf("search index: %w", err)
 	}
 	return nil
