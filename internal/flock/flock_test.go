@@ -24,6 +24,7 @@ func open(t *testing.T, path string) *os.File {
 }
 
 func TestLockExcludesOtherLockers(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "log")
 	a, b := open(t, path), open(t, path)
 	if err := flock.Lock(context.Background(), a); err != nil {
@@ -51,24 +52,41 @@ func TestLockExcludesOtherLockers(t *testing.T) {
 }
 
 func TestLockBlocksUntilReleased(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "log")
 	a, b := open(t, path), open(t, path)
 	if err := flock.Lock(context.Background(), a); err != nil {
 		t.Fatal(err)
 	}
-	released := make(chan struct{})
-	go func() {
-		time.Sleep(20 * time.Millisecond)
-		close(released)
-		a.Close()
-	}()
 	// A context that never ends blocks in the system call.
-	if err := flock.Lock(context.Background(), b); err != nil {
-		t.Fatal(err)
+	got := make(chan error, 1)
+	go func() { got <- flock.Lock(context.Background(), b) }()
+	// The second locker must be queued in the kernel before the release,
+	// or the test would not show that it waited: wait until /proc/locks
+	// lists it (elsewhere the kernel's queue cannot be seen, and the test
+	// checks only that the lock is taken once released).
+	for deadline := time.Now().Add(time.Minute); ; {
+		select {
+		case err := <-got:
+			t.Fatalf("the lock was taken while the other file held it (%v)", err)
+		default:
+		}
+		waiting, seen := lockWaiter(path)
+		if waiting || !seen {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the second locker never waited for the lock")
+		}
+		time.Sleep(time.Millisecond) // poll /proc/locks
 	}
 	select {
-	case <-released:
+	case err := <-got:
+		t.Fatalf("the lock was taken while the other file held it (%v)", err)
 	default:
-		t.Fatal("the lock was taken while the other file held it")
+	}
+	a.Close()
+	if err := <-got; err != nil {
+		t.Fatal(err)
 	}
 }
