@@ -6,36 +6,29 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/filestore"
+	"github.com/recallkit/recall/internal/testkit"
 	"github.com/recallkit/recall/sqlstore"
 	"github.com/recallkit/recall/storetest"
 )
 
-// The test runs this test binary again as the writer child; its role and
-// store come from the environment.
+// The test runs this test binary again as the writer child (testkit.Main);
+// its store comes from the environment.
 const (
-	envChild   = "CRASHSEARCH_CHILD"   // "writer"
 	envBackend = "CRASHSEARCH_BACKEND" // "file" or "sqlite"
 	envPath    = "CRASHSEARCH_PATH"    // the home or database file
 	envRound   = "CRASHSEARCH_ROUND"
 )
 
 func TestMain(m *testing.M) {
-	if os.Getenv(envChild) == "writer" {
-		childWriter()
-		os.Exit(3)
-	}
-	os.Exit(m.Run())
+	testkit.Main(m, map[string]func() error{"writer": childWriter})
 }
 
 func open(backend, path string) (recall.Store, error) {
@@ -56,16 +49,15 @@ func token(round, batch, item int) string { return fmt.Sprintf("zq%dq%dq%dzq", r
 // token among common words, and prints "ack <batch> <items>" once Append
 // has returned; every fourth batch it also searches, so a file store's
 // index is caught up, and written, while the kill may come.
-func childWriter() {
+func childWriter() error {
 	ctx := context.Background()
 	s, err := open(os.Getenv(envBackend), os.Getenv(envPath))
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
+		return err
 	}
 	var round int
 	fmt.Sscan(os.Getenv(envRound), &round)
-	rng := rand.New(rand.NewPCG(uint64(os.Getpid()), uint64(time.Now().UnixNano())))
+	rng := testkit.ChildRand(uint64(round))
 	out := bufio.NewWriter(os.Stdout)
 	for b := 0; ; b++ {
 		n := 1 + rng.IntN(3)
@@ -75,15 +67,13 @@ func childWriter() {
 			entries[i] = recall.ItemEntry(recall.Message("user", text))
 		}
 		if _, err := s.Append(ctx, keys[b%len(keys)], recall.Guard{}, entries...); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(2)
+			return err
 		}
 		fmt.Fprintf(out, "ack %d %d\n", b, n)
 		out.Flush()
 		if b%4 == 3 {
 			if _, err := recall.Search(ctx, s, recall.SearchOptions{Query: token(round, b, 0), IncludeArchived: true}); err != nil {
-				fmt.Fprintln(os.Stderr, err)
-				os.Exit(2)
+				return err
 			}
 		}
 	}
@@ -94,12 +84,11 @@ func childWriter() {
 // every item the child saw acknowledged: each is found, once, in its
 // session; the store's search agrees with the scan; the store verifies.
 func TestSearchAfterSIGKILL(t *testing.T) {
-	rounds := 6
-	if testing.Short() {
-		rounds = 2
-	}
+	rounds := testkit.Size(2, 6)
 	for _, backend := range []string{"file", "sqlite"} {
 		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
+			rng := testkit.Rand(t)
 			path := filepath.Join(t.TempDir(), "store")
 			if backend == "sqlite" {
 				path += ".db"
@@ -119,7 +108,7 @@ func TestSearchAfterSIGKILL(t *testing.T) {
 			s.Close()
 			acked := map[string]recall.Key{}
 			for round := range rounds {
-				for tok, k := range killWriter(t, backend, path, round) {
+				for tok, k := range killWriter(t, rng, backend, path, round) {
 					acked[tok] = k
 				}
 				checkFound(t, backend, path, acked, round+1)
@@ -131,59 +120,27 @@ func TestSearchAfterSIGKILL(t *testing.T) {
 	}
 }
 
-// killWriter runs a writer child, kills it with SIGKILL after a random
-// delay, and returns the tokens it acknowledged with their sessions.
-func killWriter(t *testing.T, backend, path string, round int) map[string]recall.Key {
+// killWriter runs a writer child, kills it with SIGKILL a random moment
+// after its first acknowledged batch, and returns the tokens it
+// acknowledged with their sessions.
+func killWriter(t *testing.T, rng *rand.Rand, backend, path string, round int) map[string]recall.Key {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), envChild+"=writer", envBackend+"="+backend, envPath+"="+path, fmt.Sprintf("%s=%d", envRound, round))
-	cmd.Stderr = os.Stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	acked := map[string]recall.Key{}
-	var mu sync.Mutex
-	done := make(chan struct{})
-	first := make(chan struct{}) // closed at the first acknowledgement
-	started := false
-	go func() {
-		defer close(done)
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			var b, n int
-			if _, err := fmt.Sscanf(sc.Text(), "ack %d %d", &b, &n); err != nil {
-				continue
-			}
-			mu.Lock()
-			if !started {
-				started = true
-				close(first)
-			}
-			for i := range n {
-				acked[token(round, b, i)] = keys[b%len(keys)]
-			}
-			mu.Unlock()
-		}
-	}()
+	c := testkit.Start(t, testkit.Command("writer", envBackend+"="+backend, envPath+"="+path, fmt.Sprintf("%s=%d", envRound, round)))
 	// The clock starts at the child's first acknowledged batch, so a
 	// loaded machine, slow to start the child, still sees kills mid-work.
-	select {
-	case <-first:
-	case <-done:
-	case <-time.After(time.Minute):
+	if !c.WaitLines(1, time.Minute) {
+		t.Fatalf("the writer acknowledged nothing: %q\n%s", c.Lines(), c.Stderr())
 	}
-	time.Sleep(time.Duration(rand.IntN(400)) * time.Millisecond)
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	err = cmd.Wait()
-	<-done
-	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() {
-		t.Fatalf("the writer ended before the kill: %v", err)
+	time.Sleep(time.Duration(rng.IntN(400)) * time.Millisecond) // a random moment to kill
+	acked := map[string]recall.Key{}
+	for _, line := range c.Kill() {
+		var b, n int
+		if _, err := fmt.Sscanf(line, "ack %d %d", &b, &n); err != nil {
+			continue
+		}
+		for i := range n {
+			acked[token(round, b, i)] = keys[b%len(keys)]
+		}
 	}
 	return acked
 }
