@@ -12,6 +12,7 @@ import (
 
 // TestConformance runs the shared suite, each store on its own prefix.
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	testURL(t) // skip loudly without Redis
 	storetest.RunConfig(t, storetest.Config{
 		New:   func(t *testing.T) recall.Store { return newStore(t, Options{}) },

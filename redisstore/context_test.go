@@ -48,6 +48,7 @@ func dumpPrefix(t *testing.T, prefix string) string {
 // expired context: each returns the context's error (errors.Is) and the
 // data is exactly as it was.
 func TestContextDone(t *testing.T) {
+	t.Parallel()
 	bg := context.Background()
 	s := newStore(t, Options{TTL: time.Hour})
 	k := recall.Key{Project: "p", Session: "s"}
@@ -142,6 +143,7 @@ func (h cancelAfter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 // source (its one transaction): it writes nothing and returns the
 // context's error.
 func TestForkCanceledAfterRead(t *testing.T) {
+	t.Parallel()
 	prefix := testPrefix(t)
 	o, _ := redis.ParseURL(testURL(t))
 	client := redis.NewClient(o)
@@ -168,6 +170,7 @@ func TestForkCanceledAfterRead(t *testing.T) {
 // after it has read what is old: it removes nothing more and returns the
 // context's error.
 func TestCleanupStopsWhenContextEnds(t *testing.T) {
+	t.Parallel()
 	prefix := testPrefix(t)
 	o, _ := redis.ParseURL(testURL(t))
 	client := redis.NewClient(o)

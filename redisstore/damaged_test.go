@@ -17,6 +17,7 @@ import (
 // Entries return the other entries and Load counts them in Meta.Corrupt;
 // Verify reports the session; later appends go on as usual.
 func TestDamagedElements(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := newStore(t, Options{})
 	k := recall.Key{Project: "p", Session: "damaged"}
@@ -116,6 +117,7 @@ func TestDamagedElements(t *testing.T) {
 // object, a zero-width space, a lone brace): the pop script, which checks
 // in Lua, takes exactly those ItemOf accepts, as Items does.
 func TestPopSkipsWhatItemOfRefuses(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := newStore(t, Options{})
 	for i, data := range []string{

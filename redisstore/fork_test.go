@@ -69,6 +69,7 @@ func forkBothWays(t *testing.T, s *Store, src recall.Key, atSeq int64, native, f
 // clear, a compaction, a title and metadata, with and without a TTL; a
 // refused fork is refused alike and writes nothing.
 func TestNativeFork(t *testing.T) {
+	t.Parallel()
 	for _, ttl := range []time.Duration{0, time.Hour} {
 		t.Run(fmt.Sprint("ttl=", ttl), func(t *testing.T) { testNativeFork(t, ttl) })
 	}
@@ -177,6 +178,7 @@ func testNativeFork(t *testing.T, ttl time.Duration) {
 // both with ErrInvalidItem, writing nothing, as Append refuses it; one
 // cleared away does not matter. The forks are healthy.
 func TestNativeForkOfDamagedElements(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := newStore(t, Options{})
 	k := recall.Key{Project: "p", Session: "damaged"}

@@ -18,6 +18,7 @@ import (
 // missing session); an empty batch checks the guard and returns the last
 // seq.
 func TestAppendGuard(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := newStore(t, Options{})
 	k := recall.Key{Project: "p", Session: "g"}
@@ -90,6 +91,7 @@ func TestAppendGuard(t *testing.T) {
 // against Remove, many rounds: IfLastSeq lets exactly one writer extend
 // each seq, and IfExists never brings a removed session back.
 func TestGuardRaces(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := newStore(t, Options{})
 	k := recall.Key{Project: "p", Session: "cas"}
@@ -154,6 +156,7 @@ func TestGuardRaces(t *testing.T) {
 // script; this is the script's own check): the script refuses before its
 // first write, so not even the first entry's usage is counted.
 func TestImportGapWritesNothing(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := newStore(t, Options{})
 	k := recall.Key{Project: "p", Session: "gap"}

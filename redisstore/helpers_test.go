@@ -2,10 +2,9 @@ package redisstore
 
 import (
 	"context"
-	"fmt"
-	"math/rand/v2"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -41,33 +40,12 @@ func adminClient(t testing.TB) *redis.Client {
 	return admin
 }
 
-// testPrefix returns a fresh key prefix and deletes its keys when the test
-// ends. (SCAN is fine here: it is test clean-up, never the store's path.)
+// testPrefix returns a fresh key prefix of the shared Redis, whose keys
+// are deleted when the test ends.
 func testPrefix(t testing.TB) string {
 	t.Helper()
-	rdb := adminClient(t)
-	prefix := fmt.Sprintf("recalltest:%016x:", rand.Uint64())
-	t.Cleanup(func() { dropPrefix(t, rdb, prefix) })
+	_, prefix := testsvc.RedisPrefix(t)
 	return prefix
-}
-
-func dropPrefix(t testing.TB, rdb *redis.Client, prefix string) {
-	ctx := context.Background()
-	it := rdb.Scan(ctx, 0, prefix+"*", 1000).Iterator()
-	var batch []string
-	for it.Next(ctx) {
-		batch = append(batch, it.Val())
-		if len(batch) == 1000 {
-			rdb.Unlink(ctx, batch...)
-			batch = batch[:0]
-		}
-	}
-	if len(batch) > 0 {
-		rdb.Unlink(ctx, batch...)
-	}
-	if err := it.Err(); err != nil {
-		t.Logf("cleaning prefix %s: %v", prefix, err)
-	}
 }
 
 // prefixKeys lists the keys under prefix (test inspection only), but for
@@ -102,4 +80,16 @@ func newStore(t testing.TB, opts Options) *Store {
 	}
 	t.Cleanup(func() { _ = s.Close() })
 	return s
+}
+
+// waitUntil polls cond until it holds, failing the test after 30 seconds.
+func waitUntil(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }

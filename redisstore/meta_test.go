@@ -20,6 +20,7 @@ import (
 // look like the hash's own fields or the script's encoding, and checks
 // Stat, Load and List against memstore after each step.
 func TestMetadata(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := newStore(t, Options{})
 	ref := memstore.New(memstore.Options{})
@@ -105,6 +106,7 @@ func TestMetadata(t *testing.T) {
 // Updated moves for conversation activity only, in the hash and in the
 // List order.
 func TestMetaFollowsApply(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := newStore(t, Options{})
 	ref := memstore.New(memstore.Options{})
@@ -201,6 +203,7 @@ func TestMetaFollowsApply(t *testing.T) {
 // renaming, archiving, labelling or tagging a session changes neither its
 // Updated, nor the List order, nor Cleanup's idea of its age.
 func TestUpdatedIgnoresTitleAndMeta(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := newStore(t, Options{})
 	old, recent := recall.Key{Project: "p", Session: "old"}, recall.Key{Project: "p", Session: "recent"}

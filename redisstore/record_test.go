@@ -13,6 +13,7 @@ import (
 // every kind and time; kinds that JSON would escape, usage and a
 // compaction's count take json.Marshal.
 func TestEncodeBodyHeader(t *testing.T) {
+	t.Parallel()
 	kinds := []recall.Kind{recall.KindItem, recall.KindPop, recall.KindRemove, recall.KindClear, recall.KindCompaction,
 		recall.KindTitle, recall.KindMeta, recall.KindFork, recall.KindCreate, "x", `a"b`, "<&>", "Item", "é"}
 	count := 3
@@ -42,6 +43,7 @@ func TestEncodeBodyHeader(t *testing.T) {
 // writes directly, and reads them as json.Unmarshal does; everything else
 // (which json.Unmarshal reads or refuses) it leaves to json.Unmarshal.
 func TestPlainHeader(t *testing.T) {
+	t.Parallel()
 	check := func(s string) {
 		t.Helper()
 		got, ok := plainHeader(s)

@@ -49,6 +49,7 @@ func zmembers(t testing.TB, key string) []string {
 // TestItemsVerbatim checks that item bytes survive exactly, whitespace,
 // escapes and HTML characters included, next to a big item.
 func TestItemsVerbatim(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := newStore(t, Options{})
 	k := recall.Key{Project: "p", Session: "s"}
@@ -70,6 +71,7 @@ func TestItemsVerbatim(t *testing.T) {
 // append, and that expired sessions leave nothing in the indexes once they
 // are read.
 func TestTTL(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	const ttl = time.Second
 	s := newStore(t, Options{TTL: ttl})
@@ -83,9 +85,17 @@ func TestTTL(t *testing.T) {
 	if pt := adminClient(t).PTTL(ctx, s.k.meta(idle)).Val(); pt <= 0 || pt > ttl {
 		t.Fatalf("PTTL of a session is %v, want within (0, %v]", pt, ttl)
 	}
-	time.Sleep(ttl / 2)
+	// Half the TTL passes, on the server's clock, before busy's second
+	// append refreshes its TTL; then idle, sub and gone expire, and busy
+	// has about half its TTL left.
+	waitUntil(t, "half of the TTL has passed", func() bool {
+		return adminClient(t).PTTL(ctx, s.k.meta(idle)).Val() <= ttl/2
+	})
 	mustAppend(t, s, busy, recall.ItemEntry(item("two"))) // refreshes busy's TTL
-	time.Sleep(ttl/2 + 250*time.Millisecond)              // idle: TTL + 250ms old, busy: TTL - 250ms
+	waitExpired(t, s, idle, sub, gone)
+	if pt := adminClient(t).PTTL(ctx, s.k.meta(busy)).Val(); pt <= 0 {
+		t.Fatalf("busy, written again half a TTL later, expired with the others (PTTL %v)", pt)
+	}
 
 	// idle, its record and gone have expired; their members are still in
 	// the indexes, which are cleaned when read.
@@ -153,12 +163,13 @@ func TestTTL(t *testing.T) {
 // TestExpiryPrunedByWrites checks that expired sessions nobody lists are
 // unindexed by later writes, so an index never grows without bound.
 func TestExpiryPrunedByWrites(t *testing.T) {
+	t.Parallel()
 	const ttl = 200 * time.Millisecond
 	s := newStore(t, Options{TTL: ttl})
 	for i := range 3 {
 		mustAppend(t, s, recall.Key{Project: "p", Session: fmt.Sprintf("old%d", i)}, recall.ItemEntry(item("x")))
 	}
-	time.Sleep(ttl + 200*time.Millisecond)
+	waitExpired(t, s, recall.Key{Project: "p", Session: "old0"}, recall.Key{Project: "p", Session: "old1"}, recall.Key{Project: "p", Session: "old2"})
 	for i := range 2 { // each write prunes up to two expired sessions
 		mustAppend(t, s, recall.Key{Project: "p", Session: fmt.Sprintf("new%d", i)}, recall.ItemEntry(item("x")))
 	}
@@ -169,9 +180,35 @@ func TestExpiryPrunedByWrites(t *testing.T) {
 	}
 }
 
+// waitExpired waits until the sessions have expired: their keys are gone
+// and their members of the expiry index are due on the server's clock, so
+// that the next read or write prunes them.
+func waitExpired(t testing.TB, s *Store, keys ...recall.Key) {
+	t.Helper()
+	ctx := context.Background()
+	admin := adminClient(t)
+	waitUntil(t, "the sessions expire", func() bool {
+		for _, k := range keys {
+			if n := admin.Exists(ctx, s.k.meta(k), s.k.log(k)).Val(); n != 0 {
+				return false
+			}
+			now, err := admin.Time(ctx).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			score, err := admin.ZScore(ctx, s.k.prefix+"expiry", member(k)).Result()
+			if err == nil && score > float64(now.UnixMilli()) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
 // TestPrefixIsolation checks that stores on different prefixes share
 // nothing, and that removing everything leaves no key behind.
 func TestPrefixIsolation(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	a := newStore(t, Options{})
 	b := newStore(t, Options{})
@@ -222,6 +259,7 @@ func TestPrefixIsolation(t *testing.T) {
 // TestRemoveLeavesNoKeys removes sessions with records and checks that no
 // key or index member survives.
 func TestRemoveLeavesNoKeys(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := newStore(t, Options{})
 	main := recall.Key{Project: "p", Session: "m"}
@@ -259,6 +297,7 @@ func TestRemoveLeavesNoKeys(t *testing.T) {
 // projects, page by page, and demands exactly memstore's pages (the
 // reference of List order and cursors).
 func TestListOrderAndCursor(t *testing.T) {
+	// Not parallel: it changes scanBudget, which every List reads.
 	ctx := context.Background()
 	s := newStore(t, Options{})
 	ref := memstore.New(memstore.Options{})
@@ -387,6 +426,7 @@ func keysOf(ms []recall.Meta) []string {
 // TestTimesOutsideRange checks that an entry time the store cannot order
 // exactly is refused before anything is written.
 func TestTimesOutsideRange(t *testing.T) {
+	t.Parallel()
 	s := newStore(t, Options{})
 	e := recall.ItemEntry(item("x"))
 	e.Time = time.Date(1500, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -401,6 +441,7 @@ func TestTimesOutsideRange(t *testing.T) {
 // TestOversizedItem checks that an item over the limit is refused before
 // any write, with the configured limit and the default one.
 func TestOversizedItem(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	k := recall.Key{Project: "p", Session: "s"}
 	small := newStore(t, Options{MaxItemSize: 64})
@@ -426,6 +467,7 @@ func TestOversizedItem(t *testing.T) {
 // TestBadURL checks that a wrong or unreachable URL gives one line naming
 // the store, with the password redacted.
 func TestBadURL(t *testing.T) {
+	t.Parallel()
 	testURL(t) // some cases need the server
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -452,6 +494,7 @@ func TestBadURL(t *testing.T) {
 // TestConcurrentAppends has writers race on one session: seqs stay dense
 // and every item lands exactly once.
 func TestConcurrentAppends(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := newStore(t, Options{})
 	k := recall.Key{Project: "p", Session: "race"}
@@ -503,6 +546,7 @@ func TestConcurrentAppends(t *testing.T) {
 // TestConcurrentPops pops from many goroutines while others append: no
 // item is popped twice and none is lost.
 func TestConcurrentPops(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := newStore(t, Options{})
 	k := recall.Key{Project: "p", Session: "pops"}
@@ -556,6 +600,7 @@ func TestConcurrentPops(t *testing.T) {
 // TestRetriedAppendAppliesOnce replays the exact script call of an append,
 // as go-redis does after a lost reply: the batch is not written twice.
 func TestRetriedAppendAppliesOnce(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := newStore(t, Options{})
 	k := recall.Key{Project: "p", Session: "retry"}
@@ -583,6 +628,7 @@ func TestRetriedAppendAppliesOnce(t *testing.T) {
 
 // TestLongLog reads views that span many chunks of the list.
 func TestLongLog(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := newStore(t, Options{})
 	k := recall.Key{Project: "p", Session: "long"}
@@ -626,6 +672,7 @@ func TestLongLog(t *testing.T) {
 // TestNoKeyspaceScans records every command the store sends during a
 // workload: none is KEYS or SCAN, and the scripts hold neither.
 func TestNoKeyspaceScans(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	o, _ := redis.ParseURL(testURL(t))
 	client := redis.NewClient(o)
@@ -681,6 +728,7 @@ func (r recorder) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 
 // TestClosed checks calls after Close.
 func TestClosed(t *testing.T) {
+	t.Parallel()
 	s := newStore(t, Options{})
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
@@ -697,6 +745,7 @@ func TestClosed(t *testing.T) {
 // chunks of one Items read: the read must return the new session's items,
 // never a mix of the two logs.
 func TestItemsAcrossRecreation(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	prefix := testPrefix(t)
 	o, _ := redis.ParseURL(testURL(t))

@@ -16,6 +16,7 @@ import (
 // is gone: the store must say so (not found, empty), or fail clearly, and
 // never answer from stale state.
 func TestServerRestart(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := testsvc.PrivateRedis(t)
 	s, err := Open(ctx, srv.URL, Options{})

@@ -46,6 +46,7 @@ func busy(t *testing.T, s *Store, key recall.Key, pause time.Duration, limit int
 // included: each view is the one recall.Replay derives from the log up to
 // the LastSeq Items returned with it.
 func TestItemsSnapshot(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := newStore(t, Options{})
 	k := recall.Key{Project: "p", Session: "live"}
@@ -95,6 +96,7 @@ func TestItemsSnapshot(t *testing.T) {
 // (recall.VerifySession beside a writer is storetest's
 // Views/VerifyBesideWriter.)
 func TestLoadSnapshot(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := newStore(t, Options{})
 	k := recall.Key{Project: "p", Session: "live"}

@@ -109,6 +109,7 @@ func wantUpgraded(t *testing.T, s *Store, keys []recall.Key) {
 // its last item), so List's order is by conversation activity; the logs
 // and everything else are as they were.
 func TestUpgradeFromOldData(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	prefix := testPrefix(t)
 	keys := writeOldData(t, prefix)
@@ -157,6 +158,7 @@ func TestUpgradeFromOldData(t *testing.T) {
 // the session whose newest entry is a pin: every session ends with the
 // time its log gives.
 func TestUpgradeByManyAtOnce(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	prefix := testPrefix(t)
 	keys := writeOldData(t, prefix)
@@ -192,6 +194,7 @@ func TestUpgradeByManyAtOnce(t *testing.T) {
 // TestUpgradeWaitsForContext: an upgrade that cannot start because the
 // context is done returns its error, and a later call does the upgrade.
 func TestUpgradeWaitsForContext(t *testing.T) {
+	t.Parallel()
 	prefix := testPrefix(t)
 	keys := writeOldData(t, prefix)
 	s := newStore(t, Options{Prefix: prefix})
@@ -235,6 +238,7 @@ func (h beforeScript) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 // refused, the upgrade reads the new entries and writes the time the whole
 // log gives.
 func TestUpgradeResumesAfterAWrite(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	prefix := testPrefix(t)
 	keys := writeOldData(t, prefix)
