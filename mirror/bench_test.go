@@ -8,6 +8,7 @@ import (
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/filestore"
+	"github.com/recallkit/recall/internal/testsvc"
 	"github.com/recallkit/recall/memstore"
 	"github.com/recallkit/recall/mirror"
 )
@@ -38,7 +39,7 @@ func BenchmarkAppend(b *testing.B) {
 		{"bare", nil},
 		{"mirror-healthy-mem", func(b *testing.B) recall.Store { return memstore.New(memstore.Options{}) }},
 		{"mirror-healthy-redis", func(b *testing.B) recall.Store {
-			url, prefix := sharedRedis(b)
+			url, prefix := testsvc.RedisPrefix(b)
 			return openRedis(b, url, prefix)
 		}},
 		{"mirror-down", func(b *testing.B) recall.Store {

@@ -5,25 +5,30 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/filestore"
+	"github.com/recallkit/recall/internal/testkit"
+	"github.com/recallkit/recall/internal/testsvc"
 	"github.com/recallkit/recall/mirror"
+	"github.com/recallkit/recall/redisstore"
+	"github.com/recallkit/recall/sqlstore"
 )
 
-// The crash test re-executes the test binary as a child that replicates a
-// file store to a shared server (while it keeps writing to the file store),
-// SIGKILLs it mid-replication several times, and then resumes in this
-// process: the replica must end with exactly the primary's logs, without a
-// gap or a duplicate.
+// The crash test runs the test binary again as a child (testkit.Main, in
+// role "replicate") that replicates a file store to a shared server (while
+// it keeps writing to the file store), SIGKILLs it mid-replication several
+// times, and then resumes in this process: the replica must end with
+// exactly the primary's logs, without a gap or a duplicate.
+
+func TestMain(m *testing.M) {
+	testkit.Main(m, map[string]func() error{"replicate": crashChild})
+}
 
 const (
-	envCrashChild = "MIRROR_CRASH_CHILD"
 	envCrashDir   = "MIRROR_CRASH_DIR"
 	envCrashState = "MIRROR_CRASH_STATE"
 	envCrashKind  = "MIRROR_CRASH_KIND"
@@ -32,7 +37,8 @@ const (
 )
 
 // slowImport makes each Import take a while, so the child is killed with
-// replication in full swing rather than done.
+// replication in full swing rather than done (it paces the replication;
+// nothing waits on it).
 type slowImport struct{ recall.Store }
 
 func (s slowImport) Import(ctx context.Context, k recall.Key, es ...recall.Entry) (int64, error) {
@@ -41,59 +47,59 @@ func (s slowImport) Import(ctx context.Context, k recall.Key, es ...recall.Entry
 }
 
 // openCrashReplica opens the replica the crash test uses.
-func openCrashReplica(t testing.TB, kind, url, name string) recall.Store {
+func openCrashReplica(ctx context.Context, kind, url, name string) (recall.Store, error) {
 	if kind == "redis" {
-		return openRedis(t, url, name+":")
+		return redisstore.Open(ctx, url, redisstore.Options{Prefix: name + ":"})
 	}
-	return openPostgres(t, url, name)
+	return sqlstore.OpenPostgres(ctx, url, sqlstore.Options{Schema: name})
 }
 
-// TestCrashChild is the child process of TestKilledMidReplicationResumes;
-// it does nothing unless started by it.
-func TestCrashChild(t *testing.T) {
-	if os.Getenv(envCrashChild) != "1" {
-		t.Skip("child process of TestKilledMidReplicationResumes")
+// crashChild is the child process of TestKilledMidReplicationResumes: it
+// replicates until it is killed.
+func crashChild() error {
+	ctx := context.Background()
+	primary, err := filestore.Open(filestore.Options{Dir: os.Getenv(envCrashDir)})
+	if err != nil {
+		return err
 	}
-	primary := openFileStore(t, os.Getenv(envCrashDir))
-	replica := openCrashReplica(t, os.Getenv(envCrashKind), os.Getenv(envCrashURL), os.Getenv(envCrashName))
+	replica, err := openCrashReplica(ctx, os.Getenv(envCrashKind), os.Getenv(envCrashURL), os.Getenv(envCrashName))
+	if err != nil {
+		return err
+	}
 	opts := fastOptions(os.Getenv(envCrashState))
 	opts.BatchSize = 3
 	opts.SaveInterval = time.Millisecond // many cursor writes, to be killed in one
 	m, err := mirror.New(primary, slowImport{replica}, opts)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	// Keep writing while replicating: new entries, and a new session now
-	// and then.
-	ctx := context.Background()
+	// and then, paced as an agent would write.
 	for i := 0; ; i++ {
 		k := recall.Key{Project: "p", Session: fmt.Sprintf("s%02d", i%10)}
 		if i%50 == 49 {
 			k.Session = fmt.Sprintf("child-%d-%d", os.Getpid(), i)
 		}
 		if _, err := m.Append(ctx, k, recall.Guard{}, recall.ItemEntry(item(fmt.Sprintf("child %d", i)))); err != nil {
-			t.Fatal(err)
+			return err
 		}
 		time.Sleep(time.Millisecond)
 		if i > 60_000 {
-			t.Fatal("the parent never killed this child")
+			return fmt.Errorf("the parent never killed this child")
 		}
 	}
 }
 
 func TestKilledMidReplicationResumes(t *testing.T) {
-	if os.Getenv(envCrashChild) == "1" {
-		t.Skip("this is the child")
-	}
 	t.Parallel() // waits on servers and child processes, not the CPU
 	for _, kind := range []string{"postgres", "redis"} {
 		t.Run(kind, func(t *testing.T) {
 			var url, name string
 			if kind == "redis" {
-				url, name = sharedRedis(t)
+				url, name = testsvc.RedisPrefix(t)
 				name = name[:len(name)-1]
 			} else {
-				url, name = sharedPostgres(t)
+				url, name = testsvc.PostgresSchema(t)
 			}
 			killedMidReplication(t, kind, url, name)
 		})
@@ -121,41 +127,27 @@ func killedMidReplication(t *testing.T, kind, url, name string) {
 	}
 	primary.Close()
 
-	probe := openCrashReplica(t, kind, url, name)
+	probe, err := openCrashReplica(ctx, kind, url, name)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer probe.Close()
 	replicated := func() int64 { return total(t, probe) }
 
 	var last int64
 	for round := range 2 {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.v")
-		cmd.Env = append(os.Environ(), envCrashChild+"=1", envCrashDir+"="+dir, envCrashState+"="+state,
-			envCrashKind+"="+kind, envCrashURL+"="+url, envCrashName+"="+name)
-		out := &syncBuffer{}
-		cmd.Stdout, cmd.Stderr = out, out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		exited := make(chan error, 1)
-		go func() { exited <- cmd.Wait() }()
+		c := testkit.Start(t, testkit.Command("replicate", envCrashDir+"="+dir, envCrashState+"="+state,
+			envCrashKind+"="+kind, envCrashURL+"="+url, envCrashName+"="+name))
 		// Kill once the replica has grown by a few batches since the last
 		// round: mid-replication, with more to come.
-		deadline := time.Now().Add(60 * time.Second)
-		for replicated() < last+20 {
-			select {
-			case err := <-exited:
-				t.Fatalf("round %d: the child exited by itself: %v\n%s", round, err, out.String())
-			default:
+		eventually(t, 60*time.Second, fmt.Sprintf("round %d: the replica to grow", round), func() bool {
+			if c.Exited() {
+				_, err := c.Wait()
+				t.Fatalf("round %d: the child exited by itself: %v", round, err)
 			}
-			if time.Now().After(deadline) {
-				cmd.Process.Kill()
-				t.Fatalf("round %d: the replica did not grow\n%s", round, out.String())
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
-		<-exited
+			return replicated() >= last+20
+		})
+		c.Kill()
 		last = replicated()
 		p := openFileStore(t, dir)
 		behind := total(t, p) - last
@@ -177,7 +169,10 @@ func killedMidReplication(t *testing.T, kind, url, name string) {
 
 	// Resume in this process and drain.
 	primary = openFileStore(t, dir)
-	replica := openCrashReplica(t, kind, url, name)
+	replica, err := openCrashReplica(ctx, kind, url, name)
+	if err != nil {
+		t.Fatal(err)
+	}
 	m := newMirror(t, primary, replica, fastOptions(state))
 	flush(t, m, 60*time.Second)
 	if err := diffLogs(t, primary, probe, true); err != nil {
@@ -195,23 +190,4 @@ func total(t testing.TB, s recall.Store) int64 {
 		}
 	}
 	return n
-}
-
-// syncBuffer is a bytes buffer safe for the child's two output streams.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  []byte
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.b = append(s.b, p...)
-	return len(p), nil
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return string(s.b)
 }

@@ -232,6 +232,13 @@ func (l *importLog) Import(ctx context.Context, key recall.Key, es ...recall.Ent
 	return last, err
 }
 
+// waitCalls waits until the mirror has called replica n more times.
+func waitCalls(t *testing.T, replica *faulty, n int64) {
+	t.Helper()
+	want := replica.calls.Load() + n
+	eventually(t, 10*time.Second, fmt.Sprintf("%d calls of the replica", n), func() bool { return replica.calls.Load() >= want })
+}
+
 func TestOutageBacklogDrainsInOrder(t *testing.T) {
 	ctx := context.Background()
 	primary := memstore.New(memstore.Options{})
@@ -259,11 +266,13 @@ func TestOutageBacklogDrainsInOrder(t *testing.T) {
 			t.Fatalf("append %d during the outage: %v", i, err)
 		}
 		if i%50 == 0 {
-			time.Sleep(20 * time.Millisecond) // let probes happen
+			// let the mirror call the replica (a replication or a probe)
+			// meanwhile
+			waitCalls(t, replica, 1)
 		}
 	}
 	eventually(t, 10*time.Second, "the outage to show in the summary", func() bool { return m.Summary(ctx).ReplicaDown })
-	time.Sleep(100 * time.Millisecond)
+	waitCalls(t, replica, 2) // probes go on during the outage
 	sum := m.Summary(ctx)
 	if !sum.ReplicaDown || sum.Lag != 150 || sum.Behind != 3 || !strings.Contains(sum.LastError, errUnreachable.Error()) {
 		t.Fatalf("summary during the outage: %+v", sum)

@@ -187,6 +187,7 @@ func TestRecreatedSessionConvergesWithPropagatedDeletes(t *testing.T) {
 // a mirror that checks its positions against the replica (a new mirror
 // without a cursor file) finds nothing diverged and goes on.
 func TestSamenessAcrossStores(t *testing.T) {
+	t.Parallel() // waits on servers and fsync, not the CPU
 	replicas := sharedReplicas()
 	replicas["sqlite"] = func(t *testing.T) recall.Store {
 		s, err := sqlstore.OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "r.db"), sqlstore.Options{})

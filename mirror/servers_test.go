@@ -3,15 +3,11 @@ package mirror_test
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/filestore"
@@ -56,65 +52,16 @@ func openPostgres(t testing.TB, dsn, schema string) *sqlstore.Store {
 	return ps
 }
 
-// uniqueName is a schema or key prefix no other test run uses.
-func uniqueName() string {
-	return fmt.Sprintf("mirror_test_%016x", rand.Uint64())
-}
-
-// sharedRedis returns the shared Redis server's URL and a fresh key prefix,
-// whose keys are deleted when the test ends.
-func sharedRedis(t testing.TB) (string, string) {
-	t.Helper()
-	url := testsvc.RedisURL(t)
-	prefix := uniqueName() + ":"
-	t.Cleanup(func() {
-		o, err := redis.ParseURL(url)
-		if err != nil {
-			return
-		}
-		rdb := redis.NewClient(o)
-		defer rdb.Close()
-		ctx := context.Background()
-		iter := rdb.Scan(ctx, 0, prefix+"*", 1000).Iterator()
-		for iter.Next(ctx) {
-			rdb.Del(ctx, iter.Val())
-		}
-	})
-	return url, prefix
-}
-
-// sharedPostgres returns the shared PostgreSQL server's DSN and a fresh
-// schema, dropped when the test ends.
-func sharedPostgres(t testing.TB) (string, string) {
-	t.Helper()
-	dsn := testsvc.PostgresDSN(t)
-	schema := uniqueName()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		c, err := pgx.Connect(ctx, dsn)
-		if err != nil {
-			t.Logf("drop schema %s: %v", schema, err)
-			return
-		}
-		defer c.Close(ctx)
-		if _, err := c.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`); err != nil {
-			t.Logf("drop schema %s: %v", schema, err)
-		}
-	})
-	return dsn, schema
-}
-
 // sharedReplicas returns, by name, functions that open a fresh store on
 // each shared server (Redis, PostgreSQL), cleaned up when the test ends.
 func sharedReplicas() map[string]func(t *testing.T) recall.Store {
 	return map[string]func(t *testing.T) recall.Store{
 		"redis": func(t *testing.T) recall.Store {
-			url, prefix := sharedRedis(t)
+			url, prefix := testsvc.RedisPrefix(t)
 			return openRedis(t, url, prefix)
 		},
 		"postgres": func(t *testing.T) recall.Store {
-			dsn, schema := sharedPostgres(t)
+			dsn, schema := testsvc.PostgresSchema(t)
 			return openPostgres(t, dsn, schema)
 		},
 	}
@@ -189,15 +136,23 @@ func replicaStopsMidWrite(t *testing.T, srv *testsvc.Server, open func() recall.
 
 	keys := []recall.Key{{Project: "p", Session: "a"}, {Project: "p", Session: "b"}, {Project: "q", Session: "c"}}
 	w := startWriter(m, keys)
-	time.Sleep(300 * time.Millisecond)
+	eventually(t, 20*time.Second, "the replica to confirm some writes", func() bool {
+		return w.writes.Load() >= 30 && !m.Summary(ctx).LastReplicated.IsZero()
+	})
 	srv.Stop()
 	t.Log("replica server stopped")
 	eventually(t, 20*time.Second, "the mirror to see the outage", func() bool { return m.Summary(ctx).ReplicaDown })
-	time.Sleep(500 * time.Millisecond) // the writer keeps going meanwhile
+	// The writer keeps going meanwhile.
+	down := w.writes.Load()
+	eventually(t, 20*time.Second, "writes during the outage", func() bool { return w.writes.Load() >= down+100 })
 	during := m.Summary(ctx)
 	srv.Start()
 	t.Log("replica server started")
-	time.Sleep(300 * time.Millisecond)
+	// The writer keeps going while the mirror finds the replica back.
+	up := w.writes.Load()
+	eventually(t, 30*time.Second, "the mirror to see the replica back, and writes meanwhile", func() bool {
+		return !m.Summary(ctx).ReplicaDown && w.writes.Load() >= up+50
+	})
 	w.finish(t)
 	if during.Lag == 0 {
 		t.Errorf("no lag while the replica was down: %+v", during)
@@ -217,14 +172,14 @@ func replicaStopsMidWrite(t *testing.T, srv *testsvc.Server, open func() recall.
 func TestRedisStopsMidWrite(t *testing.T) {
 	t.Parallel() // waits on servers and child processes, not the CPU
 	srv := testsvc.PrivateRedis(t)
-	prefix := uniqueName() + ":"
+	prefix := testsvc.UniqueName("mirror_test") + ":"
 	replicaStopsMidWrite(t, srv, func() recall.Store { return openRedis(t, srv.URL, prefix) })
 }
 
 func TestPostgresStopsMidWrite(t *testing.T) {
 	t.Parallel() // waits on servers and child processes, not the CPU
 	srv := testsvc.PrivatePostgres(t)
-	schema := uniqueName()
+	schema := testsvc.UniqueName("mirror_test")
 	replicaStopsMidWrite(t, srv, func() recall.Store { return openPostgres(t, srv.URL, schema) })
 }
 
@@ -270,7 +225,7 @@ func TestReplicaDownAtStart(t *testing.T) {
 	ctx := context.Background()
 	srv := testsvc.PrivateRedis(t)
 	srv.Stop()
-	prefix := uniqueName() + ":"
+	prefix := testsvc.UniqueName("mirror_test") + ":"
 	primary := openFileStore(t, t.TempDir())
 	replica := mirror.Lazy(func(ctx context.Context) (recall.Store, error) {
 		return redisstore.Open(ctx, srv.URL, redisstore.Options{Prefix: prefix})
