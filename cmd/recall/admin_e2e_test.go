@@ -17,6 +17,7 @@ import (
 )
 
 func TestForkRenameShow(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.ok("", "chat", "-p", "one")
 	e.ok("", "chat", "-c", "-p", "two")
@@ -81,6 +82,7 @@ func TestForkRenameShow(t *testing.T) {
 }
 
 func TestLsArchivePinRm(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	if ms := e.ls(); len(ms) != 0 {
 		t.Fatalf("ls of an empty store: %+v", ms)
@@ -174,6 +176,7 @@ func TestLsArchivePinRm(t *testing.T) {
 }
 
 func TestLsAllAndProjects(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	other := t.TempDir()
 	e.ok("", "chat", "-p", "here")
@@ -225,6 +228,7 @@ func importOld(t *testing.T, home, project, id string, age time.Duration, pinned
 }
 
 func TestGc(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.ok("", "chat", "-p", "fresh")
 	proj, err := recall.ProjectKey(e.dir)
@@ -287,6 +291,7 @@ func TestGc(t *testing.T) {
 }
 
 func TestUsageErrorsExit2(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tests := []struct {
 		args []string
@@ -328,6 +333,7 @@ func TestUsageErrorsExit2(t *testing.T) {
 }
 
 func TestErrorsAreOneLineWithAHint(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.fails(1, `no session matches "nosuch"`, "show", "nosuch")
 	e.fails(1, `no session matches "bad/id"`, "show", "bad/id")
@@ -360,6 +366,7 @@ func TestErrorsAreOneLineWithAHint(t *testing.T) {
 // Pinning, renaming or archiving a session is not talking in it: `chat -c`
 // continues the session last talked in, and the list order stays.
 func TestMetaChangesDoNotMoveUpdated(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.ok("", "chat", "-p", "first")
 	e.ok("", "chat", "-p", "second")
@@ -388,6 +395,7 @@ func TestMetaChangesDoNotMoveUpdated(t *testing.T) {
 // A session whose log holds an unreadable line fails `recall check`, which
 // names it, while `show` keeps working.
 func TestCheckReportsUnreadableLines(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.ok("", "chat", "-p", "hello")
 	ms := e.ls()

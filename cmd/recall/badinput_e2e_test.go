@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -51,6 +52,7 @@ func oneLine(t *testing.T, r result, code int, want string, args []string) {
 
 // TestBadInputEveryCommand runs the binary over every command's bad input.
 func TestBadInputEveryCommand(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.ok("", "chat", "-p", "hello")
 	id := e.ls()[0].Key.Session
@@ -108,22 +110,27 @@ func TestBadInputEveryCommand(t *testing.T) {
 
 // TestStoreThatCannotBeReachedIsOneLine: go-redis's own log lines do not
 // reach the terminal, and a PostgreSQL that does not answer is not
-// reported as a write that may have been applied.
+// reported as a write that may have been applied. The runs go at once:
+// each Redis one spends almost two seconds in go-redis's retries.
 func TestStoreThatCannotBeReachedIsOneLine(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
+	var wg sync.WaitGroup
 	for _, tt := range []struct{ url, want string }{
 		{"redis://127.0.0.1:1/0", "connection refused"},
 		{"postgres://root@127.0.0.1:1/test", "cannot connect to PostgreSQL"},
 	} {
 		for _, cmd := range [][]string{{"ls"}, {"chat", "-p", "hi"}} {
 			args := append([]string{"--store", tt.url}, cmd...)
-			oneLine(t, e.run("", args...), 1, tt.want, args)
+			wg.Go(func() { oneLine(t, e.run("", args...), 1, tt.want, args) })
 		}
 	}
+	wg.Wait()
 }
 
 // TestAges covers the ages gc and search take.
 func TestAges(t *testing.T) {
+	t.Parallel()
 	const day = 24 * time.Hour
 	for _, tt := range []struct {
 		in   string
@@ -146,6 +153,7 @@ func TestAges(t *testing.T) {
 // TestInterruptedPromptExits130: Ctrl-C (SIGINT) while chat -p waits for
 // the model ends recall with 130, the status of a process ended by SIGINT.
 func TestInterruptedPromptExits130(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -204,6 +212,7 @@ func TestInterruptedPromptExits130(t *testing.T) {
 // would go and ask (y/N); a pinned session needs --force; the service's
 // _server.* projects are never listed or collected by --all.
 func TestGcAndRmAsk(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	proj, err := recall.ProjectKey(e.dir)
 	if err != nil {
@@ -291,6 +300,7 @@ func TestGcAndRmAsk(t *testing.T) {
 // TestTitlesCannotDriveTheTerminal: control characters in a title are
 // stored on one line and shown escaped by every human-readable output.
 func TestTitlesCannotDriveTheTerminal(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.ok("", "chat", "-p", "hello \x1b[2J\x07 there")
 	id := e.ls()[0].Key.Session
@@ -315,6 +325,7 @@ func TestTitlesCannotDriveTheTerminal(t *testing.T) {
 // commands that only read find nothing and create nothing; a SQLite
 // database that does not exist is an error, and no folder appears.
 func TestReadOnlyCommandsCreateNothing(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	root := t.TempDir()
 	e.home = filepath.Join(root, "home")
@@ -352,6 +363,7 @@ func TestReadOnlyCommandsCreateNothing(t *testing.T) {
 // line saying so, with a hint to restore it rather than to run 'recall
 // check' (which would fail the same way), and the file is left as it was.
 func TestDamagedDatabase(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	db := filepath.Join(t.TempDir(), "damaged.db")
 	garbage := []byte(strings.Repeat("not a database ", 512))
@@ -375,6 +387,7 @@ func TestDamagedDatabase(t *testing.T) {
 // "projects"), pages with --cursor, --limit 0 lists all, and every field
 // is present even when false or empty.
 func TestJSONListings(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	for _, p := range []string{"one", "two", "three"} {
 		e.ok("", "chat", "-p", p)
@@ -406,9 +419,15 @@ func TestJSONListings(t *testing.T) {
 	fields := []string{"key", "title", "title_source", "first_prompt", "created", "updated", "item_count", "last_seq",
 		"archived", "pinned", "labels", "metadata", "forked_from", "usage", "corrupt"}
 	id := first.Sessions[0]["key"].(map[string]any)["session"].(string)
-	time.Sleep(1100 * time.Millisecond) // for gc --older-than 1s below
+	// A session of this project last updated 45 days ago, for gc below
+	// to list (dates set, not waited for).
+	proj, err := recall.ProjectKey(e.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	importOld(t, e.home, proj, "old-session", 45*24*time.Hour, false)
 	for _, args := range [][]string{{"ls", "--json"}, {"rename", id, "New name", "--json"}, {"pin", id, "--json"},
-		{"archive", id, "--json"}, {"unarchive", id, "--json"}, {"fork", id, "--json"}, {"gc", "--dry-run", "--older-than", "1s", "--json"}} {
+		{"archive", id, "--json"}, {"unarchive", id, "--json"}, {"fork", id, "--json"}, {"gc", "--dry-run", "--older-than", "30d", "--json"}} {
 		p := get(args...)
 		if len(p.Sessions) == 0 {
 			t.Fatalf("recall %q: no sessions", args)
@@ -437,6 +456,7 @@ func TestJSONListings(t *testing.T) {
 // visible command for four shells, and completes session IDs with their
 // titles and the values of --format.
 func TestVersionAndCompletion(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	r := e.ok("", "--version")
 	if !strings.HasPrefix(r.stdout, "recall ") || !strings.Contains(r.stdout, "go1.") {
@@ -470,6 +490,7 @@ func TestVersionAndCompletion(t *testing.T) {
 }
 
 func TestDescribeBuild(t *testing.T) {
+	t.Parallel()
 	info := &debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Version: "v1.2.3"}, Settings: []debug.BuildSetting{
 		{Key: "vcs.revision", Value: "abc123"}, {Key: "vcs.time", Value: "2026-12-01T10:00:00Z"}, {Key: "vcs.modified", Value: "true"}}}
 	if got, want := describeBuild(info), "v1.2.3 commit abc123 (modified) 2026-12-01T10:00:00Z go1.26.0"; got != want {
@@ -481,6 +502,7 @@ func TestDescribeBuild(t *testing.T) {
 // object with the reply and the session; stream-json one event per line,
 // from init to result; a failed run still prints its result, is_error.
 func TestPrintOutputFormats(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	r := e.ok("", "chat", "-p", "hello", "--output-format", "json")
 	var res struct {

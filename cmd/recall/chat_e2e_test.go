@@ -13,6 +13,7 @@ import (
 func reply(earlier int, said string) string { return offline.Reply(earlier, said) + "\n" }
 
 func TestChatContinueRestoresTheSession(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	// Run 1 creates a session.
 	r := e.ok("", "chat", "-p", "my first question")
@@ -75,6 +76,7 @@ func TestChatContinueRestoresTheSession(t *testing.T) {
 }
 
 func TestChatResumeByPrefixAndTitle(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.ok("", "chat", "-p", "alpha")
 	e.ok("", "chat", "-p", "beta")
@@ -129,6 +131,7 @@ func TestChatResumeByPrefixAndTitle(t *testing.T) {
 }
 
 func TestChatResumeOutsideTerminal(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.fails(1, "no sessions to resume", "chat", "--resume")
 	e.ok("", "chat", "-p", "one")
@@ -147,6 +150,7 @@ func TestChatResumeOutsideTerminal(t *testing.T) {
 }
 
 func TestChatUndoInTheREPL(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	r := e.ok("one\ntwo\n/undo\nthree\n", "chat")
 	want := reply(0, "one") + reply(2, "two") + reply(2, "three")
@@ -169,6 +173,7 @@ func TestChatUndoInTheREPL(t *testing.T) {
 }
 
 func TestChatREPLCommands(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	script := strings.Join([]string{
 		"hello",
@@ -229,6 +234,7 @@ func TestChatREPLCommands(t *testing.T) {
 }
 
 func TestChatNameAndTitles(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	r := e.ok("", "chat", "--name", "Named  at\tstart", "-p", "hi")
 	contains(t, "stderr", r.stderr, `new session`)
@@ -249,6 +255,7 @@ func TestChatNameAndTitles(t *testing.T) {
 }
 
 func TestChatPromptFromStdin(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	if r := e.ok("the whole prompt\n", "chat", "-p", "-"); r.stdout != reply(0, "the whole prompt") {
 		t.Errorf("-p -: stdout %q", r.stdout)
@@ -264,6 +271,7 @@ func TestChatPromptFromStdin(t *testing.T) {
 }
 
 func TestChatConcurrentContinue(t *testing.T) {
+	t.Parallel()
 	// Several "recall chat -c" on one session at once: every message and
 	// reply is kept, none is torn, and recall check (run at cleanup) passes.
 	e := newEnv(t)

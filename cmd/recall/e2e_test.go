@@ -3,6 +3,9 @@ package main
 // End-to-end tests: they build the recall binary once and drive it the way
 // a person does, each test with its own RECALL_HOME and project directory,
 // and with the offline model (no OPENAI_API_KEY), so they need no network.
+// Sharing nothing, they run in parallel (t.Parallel); the in-process tests
+// that change the test process's environment or working directory
+// (t.Setenv, t.Chdir) do not.
 
 import (
 	"bytes"
@@ -35,8 +38,22 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// recallBinary builds the binary on first use (with -race when the tests
-// run with it) and returns its path.
+// raceBinary reports whether the binary is built with -race: only in the
+// long tier, when the tests run with -race and RECALL_LONG=1.
+//
+// The fast tier (go test -short -race) checks this package's own code
+// under the race detector but runs a binary built without it: the tests
+// start the binary hundreds of times, and a -race binary is several times
+// slower at each. The long tier builds it with -race too, so the races of
+// recall chat and recall serve in their own processes are looked for
+// there (a race they find makes them exit 66, which fails the test).
+func raceBinary() bool {
+	return raceEnabled && os.Getenv("RECALL_LONG") == "1"
+}
+
+// recallBinary builds the binary on first use (with -race when raceBinary
+// says so) and returns its path. It is built once per test process: every
+// test, and every helper that runs the CLI, runs this one binary.
 func recallBinary(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -46,7 +63,7 @@ func recallBinary(t *testing.T) string {
 		}
 		binPath = filepath.Join(buildDir, "recall")
 		args := []string{"build", "-o", binPath}
-		if raceEnabled {
+		if raceBinary() {
 			args = append(args, "-race")
 		}
 		out, err := exec.Command("go", append(args, ".")...).CombinedOutput()
@@ -111,8 +128,9 @@ func (e *env) runIn(dir, stdin string, args ...string) result {
 		"HOME=" + filepath.Join(e.home, "user"),
 		"RECALL_HOME=" + e.home,
 		"TERM=dumb",
-		// A -race binary sleeps a second at exit by default; a race it
-		// finds still makes it exit 66, which fails the test.
+		// A -race binary (the long tier's, see raceBinary) sleeps a
+		// second at exit by default; a race it finds still makes it exit
+		// 66, which fails the test.
 		"GORACE=atexit_sleep_ms=0",
 	}, e.vars...)
 	if e.store != "" {
@@ -135,6 +153,19 @@ func (e *env) runIn(dir, stdin string, args ...string) result {
 		code = ee.ExitCode()
 	}
 	return result{stdout: stdout.String(), stderr: stderr.String(), code: code}
+}
+
+// waitFor polls cond until it holds, and fails the test when it still
+// does not after timeout; what says what was awaited.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v", what, timeout)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // ok runs recall and fails the test unless it exits 0.

@@ -28,6 +28,7 @@ func twoSessions(t *testing.T, e *env) (string, string) {
 }
 
 func TestExportFormats(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	_, old := twoSessions(t, e)
 
@@ -67,6 +68,7 @@ func TestExportFormats(t *testing.T) {
 }
 
 func TestExportAllToDirectory(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	newest, old := twoSessions(t, e)
 	e.ok("", "archive", old)
@@ -131,6 +133,7 @@ func TestExportAllToDirectory(t *testing.T) {
 // recall import recall brings a jsonl export into another store with the
 // same entries, and again changes nothing.
 func TestImportRecallRoundTrip(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	newest, old := twoSessions(t, e)
 	e.ok("", "rename", old, "A <b>renamed</b> session")
@@ -201,6 +204,7 @@ func TestImportRecallRoundTrip(t *testing.T) {
 // An output path that is a symlink is a file that exists: refused, and
 // with --force the link itself is replaced, never the file it points at.
 func TestExportSymlinkOutput(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.ok("", "chat", "-p", "hello")
 	id := e.ls()[0].Key.Session

@@ -38,6 +38,7 @@ func (e *env) plant(dir string, meta map[string]string, ids ...string) {
 // characters are refused with both named; an old time-ordered ID still
 // resolves in full.
 func TestShortIDsOfOneMinute(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	for _, p := range []string{"one", "two", "three", "four"} {
 		e.ok("", "chat", "-p", p)

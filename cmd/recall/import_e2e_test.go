@@ -12,7 +12,7 @@ import (
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/importer"
-	"github.com/recallkit/recall/internal/testsvc"
+	"github.com/recallkit/recall/internal/testkit"
 )
 
 const (
@@ -42,6 +42,7 @@ func importSummary(t *testing.T, r result) importer.Summary {
 }
 
 func TestImportClaudeCodeDefaultPath(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	// HOME is <home>/user in every run: ~/.claude/projects is there.
 	copyTree(t, claudeFixture, filepath.Join(e.home, "user", ".claude", "projects"))
@@ -77,6 +78,7 @@ func TestImportClaudeCodeDefaultPath(t *testing.T) {
 }
 
 func TestImportCodexOnSQLite(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.store = "sqlite://" + filepath.Join(t.TempDir(), "recall.db")
 	codexHome := filepath.Join(t.TempDir(), "codex")
@@ -104,6 +106,7 @@ func TestImportCodexOnSQLite(t *testing.T) {
 }
 
 func TestImportProjectFlag(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	file, err := filepath.Abs(filepath.Join(codexFixture, "sessions/2025/10/02/rollout-2025-10-02T08-00-00-"+codexSID+".jsonl"))
 	if err != nil {
@@ -122,6 +125,7 @@ func TestImportProjectFlag(t *testing.T) {
 }
 
 func TestImportNothingReadable(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.fails(1, "no such file", "import", "claude-code", filepath.Join(e.dir, "missing"))
 	e.fails(1, "no rollouts found", "import", "codex", e.dir)
@@ -139,6 +143,7 @@ func TestImportNothingReadable(t *testing.T) {
 // TestImportFailuresAreNotFatal: one unreadable transcript beside good
 // ones is reported, and the command succeeds.
 func TestImportFailuresAreNotFatal(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	dir := filepath.Join(t.TempDir(), "projects")
 	copyTree(t, claudeFixture, dir)
@@ -150,35 +155,33 @@ func TestImportFailuresAreNotFatal(t *testing.T) {
 	contains(t, "stderr", r.stderr, "dangling.jsonl")
 }
 
-// TestImportProgressOnTerminal runs the import in a pseudo-terminal (with
-// script(1)), where the progress bar shows.
+// TestImportProgressOnTerminal runs the import on a pseudo-terminal
+// (pty_test.go), where the progress bar shows. The driver answers the
+// terminal's queries as a terminal emulator does; script(1), which this
+// test used before, left them unanswered, and the import waited 5 s for
+// them to time out.
 func TestImportProgressOnTerminal(t *testing.T) {
-	script, err := exec.LookPath("script")
-	if err != nil {
-		t.Skip("script(1) is not installed")
-	}
+	t.Parallel()
 	e := newEnv(t)
 	dir := filepath.Join(t.TempDir(), "projects")
 	copyTree(t, claudeFixture, dir)
-	cmd := exec.Command(script, "-qec", e.bin+" import claude-code "+dir, "/dev/null")
-	cmd.Env = append(os.Environ(), "RECALL_HOME="+e.home, "RECALL_STORE=", "GORACE=atexit_sleep_ms=0")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("%v\n%s", err, out)
+	p := e.startPty("import", "claude-code", dir)
+	code, out := p.wait()
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, out)
 	}
 	// the bar is drawn, then cleared before the summary
-	if !strings.Contains(string(out), "importing") || !strings.Contains(string(out), "% |") {
+	if !strings.Contains(out, "importing") || !strings.Contains(out, "% |") {
 		t.Errorf("no progress bar on a terminal:\n%q", out)
 	}
+	contains(t, "import summary", out, "sessions imported: 1 new")
 }
 
 // TestImportKilledMidway kills an import of a large transcript with
 // SIGKILL once its first batch is on disk, and imports again: the session
 // ends with every item exactly once.
 func TestImportKilledMidway(t *testing.T) {
-	if testing.Short() {
-		t.Skip("writes a 20 MB transcript")
-	}
+	t.Parallel()
 	e := newEnv(t)
 	dir := filepath.Join(t.TempDir(), "projects", "-home-dev-crash")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -187,7 +190,9 @@ func TestImportKilledMidway(t *testing.T) {
 	const sid = "3c1e2d4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f"
 	var b strings.Builder
 	rounds := 0
-	for ; b.Len() < 20<<20; rounds++ {
+	// 20 MB, 18 batches (4 MB, 4 batches, under -short): the kill comes
+	// after the first.
+	for size := testkit.Size(4<<20, 20<<20); b.Len() < size; rounds++ {
 		for _, role := range []string{"user", "assistant"} {
 			line, _ := json.Marshal(map[string]any{
 				"type": role, "cwd": "/home/dev/crash", "sessionId": sid, "uuid": fmt.Sprintf("%s-%d", role, rounds),
@@ -209,23 +214,22 @@ func TestImportKilledMidway(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	})
 	log := filepath.Join(e.home, "projects", "-home-dev-crash", sid+".jsonl")
-	deadline := time.Now().Add(time.Minute)
-	for {
-		if fi, err := os.Stat(log); err == nil && fi.Size() > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			t.Fatal("the import wrote nothing within a minute")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitFor(t, time.Minute, "the import's first batch on disk", func() bool {
+		fi, err := os.Stat(log)
+		return err == nil && fi.Size() > 0
+	})
 	if err := cmd.Process.Kill(); err != nil { // SIGKILL
 		t.Fatal(err)
 	}
-	state, _ := cmd.Process.Wait()
-	killed := !state.Success()
+	_ = cmd.Wait()
+	killed := !cmd.ProcessState.Success()
 
 	sum := importSummary(t, e.ok("", "--json", "import", "claude-code", path))
 	m, items := e.show(sid)
@@ -243,28 +247,22 @@ func TestImportKilledMidway(t *testing.T) {
 // TestImportOnServerStores imports both fixtures into PostgreSQL and
 // Redis through --store, twice.
 func TestImportOnServerStores(t *testing.T) {
-	name := fmt.Sprintf("recall_import_%d", time.Now().UnixNano())
+	t.Parallel()
 	backends := []struct {
 		name string
 		url  func(t *testing.T) string
 	}{
-		{"postgres", func(t *testing.T) string {
-			dsn := testsvc.PostgresDSN(t)
-			t.Cleanup(func() { dropSchema(t, dsn, name) })
-			return addQuery(dsn, "schema="+name)
-		}},
-		{"redis", func(t *testing.T) string {
-			u := testsvc.RedisURL(t)
-			t.Cleanup(func() { dropPrefix(t, u, name+":") })
-			return addQuery(u, "prefix="+name+":")
-		}},
+		{"postgres", postgresStore},
+		{"redis", redisStore},
 	}
 	claudeDir, _ := filepath.Abs(claudeFixture) // recall runs in the test's project directory
 	codexDir, _ := filepath.Abs(codexFixture)
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			url := b.url(t)
 			e := newEnv(t)
-			e.store = b.url(t)
+			e.store = url
 			claude := importSummary(t, e.ok("", "--json", "import", "claude-code", claudeDir))
 			codex := importSummary(t, e.ok("", "--json", "import", "codex", codexDir))
 			if claude.Sessions != (importer.Counts{New: 1}) || claude.Subagents != (importer.Counts{New: 2}) || codex.Sessions != (importer.Counts{New: 2}) {

@@ -88,6 +88,7 @@ func mcpCall(t *testing.T, cs *mcp.ClientSession, name string, args map[string]a
 // TestMcpStdio drives "recall mcp" as agents run it: a subprocess on stdio,
 // in a project directory, over the file store.
 func TestMcpStdio(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	st := e.mcpStore()
 	ctx := context.Background()
@@ -225,6 +226,7 @@ func lastSeqs(t *testing.T, st recall.Store) []string {
 }
 
 func TestMcpAllowWrite(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	st := e.mcpStore()
 	key := recall.Key{Project: "proj", Session: "0199dddd-write"}
@@ -249,6 +251,7 @@ func TestMcpAllowWrite(t *testing.T) {
 }
 
 func TestMcpUsage(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.fails(2, "unknown command", "mcp", "extra")
 	e.fails(2, "--max-chars", "mcp", "--max-chars", "10")

@@ -54,6 +54,7 @@ func memoryServer(t *testing.T, e *env, api string) *fakeopenai.Server {
 // `recall chat --memory` writes MEMORY.md next to the project's sessions,
 // and a new session's first request carries its notes.
 func TestChatMemory(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	srv := memoryServer(t, e, "responses")
 	proj, err := recall.ProjectKey(e.dir)
@@ -108,6 +109,7 @@ func TestChatMemory(t *testing.T) {
 }
 
 func TestMemoryShowAndEdit(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	r := e.ok("", "memory", "show")
 	contains(t, "memory show stderr", r.stderr, "no memory yet")
@@ -150,6 +152,7 @@ func sessionWith(t *testing.T, e *env, n int) string {
 }
 
 func TestCompactCommand(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	srv := memoryServer(t, e, "chat") // no compact endpoint: a summary
 	id := sessionWith(t, e, 4)
@@ -206,6 +209,7 @@ func TestCompactCommand(t *testing.T) {
 // becomes the server's items (the user messages and an opaque compaction
 // item), and the next request carries them.
 func TestCompactCommandWithEndpoint(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	srv := memoryServer(t, e, "responses")
 	id := sessionWith(t, e, 3)
@@ -227,6 +231,7 @@ func TestCompactCommandWithEndpoint(t *testing.T) {
 }
 
 func TestChatCompacts(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	srv := memoryServer(t, e, "chat")
 	// The first message is long: a compaction is written only when it
@@ -261,6 +266,7 @@ func TestChatCompacts(t *testing.T) {
 }
 
 func TestShowSubagents(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.ok("", "chat", "-p", "parent message")
 	id := e.ls()[0].Key.Session

@@ -50,8 +50,10 @@ func chatRequests(srv *fakeopenai.Server) []fakeopenai.Request {
 }
 
 func TestChatWithOpenAICompatibleServer(t *testing.T) {
+	t.Parallel()
 	for _, api := range []string{"responses", "chat"} {
 		t.Run(api, func(t *testing.T) {
+			t.Parallel()
 			e := newEnv(t)
 			srv := fakeServer(t, e, api)
 
@@ -104,6 +106,7 @@ func TestChatWithOpenAICompatibleServer(t *testing.T) {
 }
 
 func TestChatToolsStayInTheProject(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	srv := fakeServer(t, e, "responses")
 	outside := filepath.Join(filepath.Dir(e.dir), filepath.Base(e.dir)+"-secret.txt")
@@ -140,6 +143,7 @@ func TestChatToolsStayInTheProject(t *testing.T) {
 }
 
 func TestChatModelErrorIsOneLineAndKeepsTheInput(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	srv := fakeServer(t, e, "chat")
 	srv.Enqueue(fakeopenai.Reply{Status: 401, Error: "Incorrect API key provided."})

@@ -9,6 +9,7 @@ import (
 
 // show pages through $PAGER in a terminal, and never when piped.
 func TestShowPager(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.ok("first words\nsecond words\n", "chat")
 	id := replLs(e)[0].Key.Session

@@ -12,6 +12,7 @@ import (
 // project; choosing one of another project moves the workspace to its
 // folder; Esc and Ctrl-C leave with exit 130 and print nothing.
 func TestPickerOnATerminal(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.ok("", "chat", "-p", "alpha question about parsing")
 	e.ok("", "chat", "-p", "beta question about lunch")

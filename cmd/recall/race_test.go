@@ -2,5 +2,7 @@
 
 package main
 
-// raceEnabled makes the end-to-end tests build the binary with -race too.
+// raceEnabled: the tests run with -race. The end-to-end tests then build
+// the binary with -race too in the long tier only (RECALL_LONG=1); see
+// raceBinary.
 const raceEnabled = true

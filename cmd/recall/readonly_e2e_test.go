@@ -43,6 +43,7 @@ func roTmpfs(t *testing.T) (dir string, readOnly func()) {
 // that write fail with one line that names the path and says what to do,
 // exit 1, and no stack trace.
 func TestReadOnlyHome(t *testing.T) {
+	t.Parallel()
 	mnt, readOnly := roTmpfs(t) // before newEnv: its final "recall check" runs first, on the read-only home
 	e := newEnv(t)
 	e.home = filepath.Join(mnt, "home")

@@ -51,6 +51,7 @@ func userTexts(e *env) []string {
 
 // The line editor: typing, arrows, word and line deletion, history.
 func TestReplLineEditor(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	p := e.startPty("chat")
 	p.reply("Ctrl-D leaves")
@@ -108,6 +109,7 @@ func TestReplLineEditor(t *testing.T) {
 // Multi-line input: Alt-Enter, a trailing backslash, and a paste whose
 // newlines do not send it.
 func TestReplMultiLine(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	p := e.startPty("chat")
 	p.reply("Ctrl-D leaves")
@@ -133,6 +135,7 @@ func TestReplMultiLine(t *testing.T) {
 // Ctrl-C clears a line; twice on an empty line it leaves with 130.
 // Ctrl-D with text does nothing.
 func TestReplCtrlKeys(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	p := e.startPty("chat")
 	p.reply("Ctrl-D leaves")
@@ -155,6 +158,7 @@ func TestReplCtrlKeys(t *testing.T) {
 // A slow reply shows a spinner until the first token; Ctrl-C stops the
 // reply, keeps the message, and the REPL goes on.
 func TestReplSpinnerAndInterrupt(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	srv := fakeServer(t, e, "responses")
 	srv.SetResponder(func(r fakeopenai.Request) fakeopenai.Reply {
@@ -191,6 +195,7 @@ func TestReplSpinnerAndInterrupt(t *testing.T) {
 // Resuming prints the last turns; /history shows more; /sessions marks
 // the current session; the model is named once.
 func TestReplHistoryOnResume(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.ok("one\ntwo\nthree\nfour\n", "chat")
 	id := replLs(e)[0].Key.Session
@@ -233,6 +238,7 @@ func TestReplHistoryOnResume(t *testing.T) {
 
 // Resuming an archived session un-archives it, saying so.
 func TestReplResumeArchived(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.ok("hi\n", "chat")
 	id := replLs(e)[0].Key.Session
@@ -247,6 +253,7 @@ func TestReplResumeArchived(t *testing.T) {
 // A -p run whose model call fails keeps the message and titles the
 // session from it.
 func TestChatFailedPromptTitle(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	srv := fakeServer(t, e, "responses")
 	srv.SetResponder(func(r fakeopenai.Request) fakeopenai.Reply {

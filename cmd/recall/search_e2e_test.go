@@ -13,8 +13,10 @@ import (
 // hits of this project or every one, roles, phrases, CJK, --json, the
 // plain (not a terminal) text output, and bad usage.
 func TestSearchCommand(t *testing.T) {
+	t.Parallel()
 	for _, backend := range []string{"file", "sqlite"} {
 		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
 			e := newEnv(t)
 			if backend == "sqlite" {
 				e.store = "sqlite://" + filepath.Join(t.TempDir(), "recall.db")

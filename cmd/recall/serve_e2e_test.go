@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -165,6 +166,35 @@ func (s *served) wait() int {
 	}
 }
 
+// inFlight returns how many requests the server is serving now, from the
+// recall_http_requests_in_flight gauge of its /metrics (which counts the
+// request that reads it).
+func (s *served) inFlight() int {
+	s.t.Helper()
+	code, body := s.do("GET", "/metrics", "", nil)
+	if code != http.StatusOK {
+		s.t.Fatalf("GET /metrics: %d %s", code, body)
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, "recall_http_requests_in_flight "); ok {
+			n, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				s.t.Fatalf("/metrics: %q: %v", line, err)
+			}
+			return int(n)
+		}
+	}
+	s.t.Fatalf("/metrics has no recall_http_requests_in_flight:\n%s", body)
+	return 0
+}
+
+// waitInFlight waits until the server serves n requests besides the one
+// that asks: it read their heads and runs their handlers.
+func (s *served) waitInFlight(n int) {
+	s.t.Helper()
+	waitFor(s.t, 30*time.Second, fmt.Sprintf("%d requests in flight", n), func() bool { return s.inFlight() >= n+1 })
+}
+
 // client is an openai-go client of the server's /v1, with token as its
 // API key. It never retries, so every error shows.
 func (s *served) client(token string) openai.Client {
@@ -260,6 +290,7 @@ func statusOf(err error) int {
 // CLI, the OpenAI SDK for conversations, plain HTTP for /api/v1, no or a
 // revoked token refused, and one user's conversation invisible to another.
 func TestServeTokens(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	alice := e.createToken("alice")
 	bob := e.createToken("bob")
@@ -419,6 +450,7 @@ func TestServeTokens(t *testing.T) {
 // TestServeUsage covers the command lines recall serve and recall token
 // refuse: --auth none off loopback, bad flags, a bad user name.
 func TestServeUsage(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	for _, addr := range []string{"0.0.0.0:0", ":0", "[::]:0", "192.0.2.1:0"} {
 		e.fails(exitUsage, "--auth none is refused", "serve", "--auth", "none", "--addr", addr)
@@ -495,6 +527,7 @@ func ipv6Loopback() bool {
 // TestServeStartLine checks the one start line: the address really bound
 // and the store, its password redacted.
 func TestServeStartLine(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.store = "file://" + filepath.Join(t.TempDir(), "store")
 	s := e.serve("--auth", "none")
@@ -524,8 +557,10 @@ func stop(t *testing.T, s *served, sig os.Signal) int {
 // no new connection, the request completes and is stored whole, and the
 // process exits 0.
 func TestServeGracefulShutdown(t *testing.T) {
+	t.Parallel()
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
 		t.Run(sig.String(), func(t *testing.T) {
+			t.Parallel()
 			e := newEnv(t)
 			s := e.serve("--auth", "none")
 			body := `{"items":[{"type":"message","role":"user","content":"sent slowly"}],"metadata":{"signal":"` + sig.String() + `"}}`
@@ -540,22 +575,25 @@ func TestServeGracefulShutdown(t *testing.T) {
 			if _, err := io.WriteString(conn, head+body[:half]); err != nil {
 				t.Fatal(err)
 			}
-			time.Sleep(500 * time.Millisecond) // the server reads the head and waits for the rest
+			// The server read the head, and its handler waits for the rest.
+			s.waitInFlight(1)
 			if err := s.cmd.Process.Signal(sig); err != nil {
 				t.Fatal(err)
 			}
-			// Shutting down: the listener closes, the process waits.
-			deadline := time.Now().Add(30 * time.Second)
-			for !strings.Contains(s.log(), "shutting down") && time.Now().Before(deadline) {
-				time.Sleep(20 * time.Millisecond)
-			}
-			time.Sleep(300 * time.Millisecond)
+			// Shutting down: the listener closes, the process waits. (The
+			// response below proves it waited: it comes from the process.)
+			waitFor(t, 30*time.Second, "the log line of the shutdown", func() bool {
+				return strings.Contains(s.log(), "shutting down")
+			})
+			waitFor(t, 30*time.Second, "the server to stop accepting connections while shutting down", func() bool {
+				c, err := net.DialTimeout("tcp", host, time.Second)
+				if err == nil {
+					c.Close()
+				}
+				return err != nil
+			})
 			if s.exited() {
 				t.Fatalf("the server exited with a request in flight:\n%s", s.log())
-			}
-			if c, err := net.DialTimeout("tcp", host, time.Second); err == nil {
-				c.Close()
-				t.Errorf("the server still accepts connections while shutting down")
 			}
 			if _, err := io.WriteString(conn, body[half:]); err != nil {
 				t.Fatalf("rest of the body: %v", err)
@@ -602,6 +640,7 @@ func TestServeGracefulShutdown(t *testing.T) {
 // request is cut off after the grace, the process exits 1 saying so, and
 // the request wrote nothing.
 func TestServeShutdownCutsOff(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	s := e.serve("--auth", "none", "--shutdown-timeout", "300ms")
 	host := strings.TrimPrefix(s.URL, "http://")
@@ -615,7 +654,7 @@ func TestServeShutdownCutsOff(t *testing.T) {
 	if _, err := io.WriteString(conn, head+body[:10]); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(500 * time.Millisecond)
+	s.waitInFlight(1) // the server read the head and waits for the rest
 	if code := stop(t, s, syscall.SIGTERM); code != exitFailed {
 		t.Fatalf("exit %d, want %d:\n%s", code, exitFailed, s.log())
 	}
@@ -642,8 +681,9 @@ func TestServeShutdownCutsOff(t *testing.T) {
 // TestServeCompaction: recall serve compacts through /api/v1 with the
 // model configured as for recall chat, and without one says so.
 func TestServeCompaction(t *testing.T) {
+	t.Parallel()
 	items := `{"items":[` + strings.TrimSuffix(strings.Repeat(`{"type":"message","role":"user","content":"hello"},`, 6), ",") + `]}`
-	create := func(s *served) string {
+	create := func(t *testing.T, s *served) string {
 		t.Helper()
 		code, body := s.do("POST", "/v1/conversations", "", json.RawMessage(items))
 		var conv struct {
@@ -656,10 +696,11 @@ func TestServeCompaction(t *testing.T) {
 	}
 
 	t.Run("no model", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t)
 		s := e.serve("--auth", "none")
 		contains(t, "start line", s.log(), `model="none`)
-		id := create(s)
+		id := create(t, s)
 		code, body := s.do("POST", "/api/v1/sessions/"+id+"/compact", "", map[string]int{"keep": 2})
 		if code != http.StatusBadRequest || !strings.Contains(string(body), "no_model") {
 			t.Fatalf("compact without a model: %d %s", code, body)
@@ -667,11 +708,12 @@ func TestServeCompaction(t *testing.T) {
 	})
 
 	t.Run("model", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t)
 		srv := memoryServer(t, e, "chat")
 		s := e.serve("--auth", "none")
 		contains(t, "start line", s.log(), "chat-model at 127.0.0.1")
-		id := create(s)
+		id := create(t, s)
 		code, body := s.do("POST", "/api/v1/sessions/"+id+"/compact", "", map[string]int{"keep": 2})
 		var res recall.CompactionResult
 		if code != http.StatusOK || json.Unmarshal(body, &res) != nil || !res.Compacted || res.Before != 6 || res.Kept != 2 {

@@ -10,7 +10,6 @@ import (
 	"sync"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/conversations"
@@ -18,48 +17,44 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/recallkit/recall"
-	"github.com/recallkit/recall/internal/testsvc"
+	"github.com/recallkit/recall/internal/testkit"
 	"github.com/recallkit/recall/server"
 	"github.com/recallkit/recall/storeurl"
 )
 
-// The shape of the replica test: clients × rounds appends, every other one
-// to one of the shared conversations, the rest to the client's own.
-const (
-	replicaClients = 32
-	replicaRounds  = 8
-	replicaShared  = 4
-)
+// The shape of the replica test: replicaClients × replicaRounds appends,
+// every other one to one of the replicaShared conversations, the rest to
+// the client's own. The fast tier runs 12 clients of 4 rounds: still three
+// clients to each shared conversation, and every path (shared and private
+// appends, retried or not) taken.
+func replicaClients() int { return testkit.Size(12, 32) }
+func replicaRounds() int  { return testkit.Size(4, 8) }
+
+const replicaShared = 4
 
 // TestServeReplicas starts two recall serve processes over one PostgreSQL
 // (and one Redis) store, makes one token with recall token create, and
-// drives both with 32 concurrent openai-go clients appending to shared and
-// private conversations, alternating replicas. Every append carries an
-// Idempotency-Key, and half of them are sent again to the other replica.
-// Afterwards every conversation holds exactly the acknowledged items, once
-// each, in one order that both replicas and the store itself agree on, and
-// every retry returned the first result.
+// drives both with 32 concurrent openai-go clients (12 under -short)
+// appending to shared and private conversations, alternating replicas.
+// Every append carries an Idempotency-Key, and half of them are sent again
+// to the other replica. Afterwards every conversation holds exactly the
+// acknowledged items, once each, in one order that both replicas and the
+// store itself agree on, and every retry returned the first result.
 func TestServeReplicas(t *testing.T) {
-	name := fmt.Sprintf("recall_replicas_%d", time.Now().UnixNano())
+	t.Parallel()
 	backends := []struct {
 		name string
 		url  func(t *testing.T) string
 	}{
-		{"postgres", func(t *testing.T) string {
-			dsn := testsvc.PostgresDSN(t)
-			t.Cleanup(func() { dropSchema(t, dsn, name) })
-			return addQuery(dsn, "schema="+name)
-		}},
-		{"redis", func(t *testing.T) string {
-			u := testsvc.RedisURL(t)
-			t.Cleanup(func() { dropPrefix(t, u, name+":") })
-			return addQuery(u, "prefix="+name+":")
-		}},
+		{"postgres", postgresStore},
+		{"redis", redisStore},
 	}
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			url := b.url(t)
 			e := newEnv(t)
-			e.store = b.url(t)
+			e.store = url
 			testReplicas(t, e)
 		})
 	}
@@ -79,7 +74,7 @@ func testReplicas(t *testing.T, e *env) {
 		clients [2]openai.Client
 	)
 	for i := range reps {
-		// One user makes every request: no rate limit, or the 32 clients
+		// One user makes every request: no rate limit, or the clients
 		// would spend the test in 429s.
 		reps[i] = e.serve("--rate-limit", "0")
 		clients[i] = reps[i].client(token)
@@ -101,7 +96,7 @@ func testReplicas(t *testing.T, e *env) {
 	}
 
 	var wg sync.WaitGroup
-	for g := range replicaClients {
+	for g := range replicaClients() {
 		wg.Go(func() {
 			// The private conversation, created with its first item and
 			// an Idempotency-Key; the retry on the other replica must
@@ -124,7 +119,7 @@ func testReplicas(t *testing.T, e *env) {
 			acked[private] = []batch{{client: g, round: -1, texts: []string{first}}} // its id is read back below
 			mu.Unlock()
 
-			for r := range replicaRounds {
+			for r := range replicaRounds() {
 				rep := (g + r) % 2
 				conv := private
 				if r%2 == 0 {
@@ -190,8 +185,8 @@ func testReplicas(t *testing.T, e *env) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(page.Sessions) != replicaClients+replicaShared {
-		t.Errorf("the store holds %d conversations of the user, want %d (a retried create made another?)", len(page.Sessions), replicaClients+replicaShared)
+	if len(page.Sessions) != replicaClients()+replicaShared {
+		t.Errorf("the store holds %d conversations of the user, want %d (a retried create made another?)", len(page.Sessions), replicaClients()+replicaShared)
 	}
 	total := 0
 	for conv, batches := range acked {

@@ -21,8 +21,10 @@ import (
 // turn, an upstream 500 that stores nothing, and the conversation as the
 // Conversations API lists it afterwards.
 func TestServeResponses(t *testing.T) {
+	t.Parallel()
 	for _, api := range []string{"responses", "chat"} {
 		t.Run(api, func(t *testing.T) {
+			t.Parallel()
 			e := newEnv(t)
 			up := fakeopenai.New()
 			t.Cleanup(up.Close)
@@ -108,6 +110,7 @@ func TestServeResponses(t *testing.T) {
 // TestServeResponsesUsage: the upstream flags are checked before the
 // server starts.
 func TestServeResponsesUsage(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.fails(2, "--upstream-api needs --upstream", "serve", "--auth", "none", "--addr", "127.0.0.1:0", "--upstream-api", "chat")
 	e.fails(2, "want", "serve", "--auth", "none", "--addr", "127.0.0.1:0", "--upstream", "http://127.0.0.1:1/v1", "--upstream-api", "grpc")

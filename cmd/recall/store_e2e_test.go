@@ -1,15 +1,9 @@
 package main
 
 import (
-	"context"
-	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/recallkit/recall/internal/testsvc"
 )
@@ -18,28 +12,21 @@ import (
 // RECALL_STORE: create, continue in a new process, fork, rename, undo,
 // remove; the cleanup runs recall check on the same store.
 func TestStoreURLs(t *testing.T) {
-	name := fmt.Sprintf("recall_cli_%d", time.Now().UnixNano())
+	t.Parallel()
 	backends := []struct {
 		name string
 		url  func(t *testing.T) string
 	}{
 		{"file", func(t *testing.T) string { return "file://" + filepath.Join(t.TempDir(), "store") }},
 		{"sqlite", func(t *testing.T) string { return "sqlite://" + filepath.Join(t.TempDir(), "recall.db") }},
-		{"postgres", func(t *testing.T) string {
-			dsn := testsvc.PostgresDSN(t)
-			t.Cleanup(func() { dropSchema(t, dsn, name) })
-			return addQuery(dsn, "schema="+name)
-		}},
-		{"redis", func(t *testing.T) string {
-			u := testsvc.RedisURL(t)
-			t.Cleanup(func() { dropPrefix(t, u, name+":") })
-			return addQuery(u, "prefix="+name+":")
-		}},
+		{"postgres", postgresStore},
+		{"redis", redisStore},
 	}
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
-			e := newEnv(t)
+			t.Parallel()
 			url := b.url(t)
+			e := newEnv(t)
 			e.store = url
 			if r := e.ok("", "chat", "-p", "first"); r.stdout != reply(0, "first") {
 				t.Fatalf("run 1: %q", r.stdout)
@@ -77,42 +64,26 @@ func TestStoreURLs(t *testing.T) {
 	}
 }
 
+// postgresStore returns the URL of a PostgreSQL store in a schema of the
+// test's own, dropped when the test ends. Call it before newEnv, so that
+// the check newEnv runs at the end sees the store before it is dropped.
+func postgresStore(t *testing.T) string {
+	t.Helper()
+	dsn, schema := testsvc.PostgresSchema(t)
+	return addQuery(dsn, "schema="+schema)
+}
+
+// redisStore returns the URL of a Redis store under a key prefix of the
+// test's own, deleted when the test ends; call it before newEnv.
+func redisStore(t *testing.T) string {
+	t.Helper()
+	u, prefix := testsvc.RedisPrefix(t)
+	return addQuery(u, "prefix="+prefix)
+}
+
 func addQuery(u, q string) string {
 	if strings.Contains(u, "?") {
 		return u + "&" + q
 	}
 	return u + "?" + q
-}
-
-func dropSchema(t *testing.T, dsn, schema string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Logf("drop schema %s: %v", schema, err)
-		return
-	}
-	defer c.Close(ctx)
-	if _, err := c.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`); err != nil {
-		t.Logf("drop schema %s: %v", schema, err)
-	}
-}
-
-func dropPrefix(t *testing.T, url, prefix string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	opts, err := redis.ParseURL(url)
-	if err != nil {
-		t.Logf("redis cleanup: %v", err)
-		return
-	}
-	c := redis.NewClient(opts)
-	defer c.Close()
-	iter := c.Scan(ctx, 0, prefix+"*", 500).Iterator()
-	for iter.Next(ctx) {
-		c.Del(ctx, iter.Val())
-	}
-	if err := iter.Err(); err != nil {
-		t.Logf("redis cleanup: %v", err)
-	}
 }

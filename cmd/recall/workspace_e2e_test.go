@@ -17,6 +17,7 @@ import (
 // with its tools off, with a note: nothing runs in the folder recall was
 // started in.
 func TestResumeOtherProjectSwitchesWorkspace(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	srv := fakeServer(t, e, "responses")
 	home, err := filepath.EvalSymlinks(e.dir)
