@@ -215,12 +215,14 @@ func TestScanSearchStopsEarly(t *testing.T) {
 	ctx := context.Background()
 	s := &loadCounter{Store: memstore.New(memstore.Options{})}
 	defer s.Close()
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i := range 50 {
-		if _, err := s.Append(ctx, recall.Key{Project: "p", Session: fmt.Sprintf("s%02d", i)}, recall.Guard{},
-			recall.ItemEntry(recall.Message("user", "common word"))); err != nil {
+		// each session a millisecond newer than the one before
+		e := recall.ItemEntry(recall.Message("user", "common word"))
+		e.Seq, e.Time = 1, base.Add(time.Duration(i)*time.Millisecond)
+		if _, err := s.Import(ctx, recall.Key{Project: "p", Session: fmt.Sprintf("s%02d", i)}, e); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(time.Millisecond)
 	}
 	p, err := recall.ScanSearch(ctx, s, recall.SearchOptions{Query: "common", Limit: 3})
 	if err != nil || len(p.Hits) != 3 || p.Hits[0].Key.Session != "s49" || p.Next == "" {
