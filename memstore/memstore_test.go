@@ -12,6 +12,7 @@ import (
 )
 
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	storetest.RunConfig(t, storetest.Config{
 		New: func(t *testing.T) recall.Store {
 			return memstore.New(memstore.Options{})
