@@ -12,6 +12,7 @@ import (
 // stays bounded: at most twice historyMax lines, the newest historyMax
 // entries read back.
 func TestHistoryFileBounded(t *testing.T) {
+	t.Parallel()
 	file := filepath.Join(t.TempDir(), "history", "p.jsonl")
 	e := newLineEditor(nil, nil, file)
 	if _, err := os.Stat(filepath.Dir(file)); err == nil {

@@ -37,6 +37,7 @@ func runMirrorCmd(t *testing.T, home string, jsonOut bool, args ...string) (stri
 }
 
 func TestMirrorStatus(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	home := t.TempDir()
 	fs, err := filestore.Open(filestore.Options{Dir: home})
@@ -162,6 +163,7 @@ func TestSyncProgress(t *testing.T) {
 }
 
 func TestMirrorSyncToSQLite(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	home := t.TempDir()
 	fs, err := filestore.Open(filestore.Options{Dir: home})

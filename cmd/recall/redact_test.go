@@ -58,6 +58,7 @@ func TestStoreURLsNeverShown(t *testing.T) {
 // TestMirrorStatusRedactsRecordedNames: a replica name recorded under
 // older, laxer rules (a token left in the query) is redacted when shown.
 func TestMirrorStatusRedactsRecordedNames(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	home := t.TempDir()
 	fs, err := filestore.Open(filestore.Options{Dir: home})
