@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/internal/testsvc"
 )
 
 // The search benchmarks run on a synthetic corpus of searchCorpusSessions
@@ -93,8 +94,7 @@ func searchCorpus(b *testing.B, dialect string) *Store {
 		}
 		s, err = OpenSQLite(ctx, filepath.Join(dir, fmt.Sprintf("corpus-%d.db", n)), Options{})
 	default:
-		needPostgres(b)
-		s, err = OpenPostgres(ctx, pgDSN(), Options{Schema: fmt.Sprintf("recall_bench_search_%d", n)})
+		s, err = OpenPostgres(ctx, testsvc.PostgresDSN(b), Options{Schema: fmt.Sprintf("recall_bench_search_%d", n)})
 	}
 	if err != nil {
 		b.Fatal(err)

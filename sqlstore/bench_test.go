@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/internal/testsvc"
 	"github.com/recallkit/recall/storetest"
 )
 
@@ -328,10 +329,8 @@ func rawSQLite(b testing.TB) func(g, seq int) error {
 // size), in a fresh schema.
 func rawPostgres(b testing.TB) func(g, seq int) error {
 	ctx := context.Background()
-	needPostgres(b)
-	schema := testSchema()
-	b.Cleanup(func() { dropSchema(b, schema) })
-	cfg, err := pgxpool.ParseConfig(pgDSN())
+	dsn, schema := testsvc.PostgresSchema(b)
+	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -151,25 +151,35 @@ func TestSQLiteCanceledWhileWaitingForLock(t *testing.T) {
 			if _, err := conn.ExecContext(bg, `BEGIN IMMEDIATE`); err != nil {
 				t.Fatal(err)
 			}
+			lb := s.db.(*liteBackend)
+			groups := lb.transactions.Load()
 			ctx, cancel := context.WithCancel(bg)
 			done := make(chan error, 1)
 			go func() { done <- c.write(ctx) }()
-			// and a write behind it, whose caller waits
+			// The write's group transaction has begun: it waits for the
+			// lock conn holds, in BEGIN IMMEDIATE's busy handler.
+			waitUntil(t, "the write's transaction begins", func() bool { return lb.transactions.Load() > groups })
+			// and a write behind it, whose caller waits: it queues while
+			// the group above holds the writer
 			behind := recall.Key{Project: "p", Session: fmt.Sprint("patient", i)}
 			patient := make(chan error, 1)
 			go func() {
-				time.Sleep(50 * time.Millisecond)
 				_, err := s.Append(bg, behind, recall.Guard{}, recall.ItemEntry(msg("patient")))
 				patient <- err
 			}()
-			time.Sleep(200 * time.Millisecond)
+			waitUntil(t, "the second write queues", func() bool {
+				lb.mu.Lock()
+				defer lb.mu.Unlock()
+				return len(lb.queue) > 0
+			})
 			select {
 			case err := <-done:
 				t.Fatalf("the write did not wait for the lock: %v", err)
 			default:
 			}
+			// The caller gives up while the write waits for the lock; the
+			// lock is released after that.
 			cancel()
-			time.Sleep(100 * time.Millisecond) // still waiting on the busy handler
 			if _, err := conn.ExecContext(bg, `COMMIT`); err != nil {
 				t.Fatal(err)
 			}

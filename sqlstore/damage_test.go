@@ -242,6 +242,7 @@ func TestItemsLastSeqOfDamagedLog(t *testing.T) {
 // them, every page of it mapped and read before, makes each read fail
 // with an error, not a fault of the process.
 func TestSQLiteReadersMapTheFile(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "recall.db")
 	s, err := OpenSQLite(ctx, path, Options{})

@@ -29,6 +29,7 @@ func pgCount(t *testing.T, s *Store, query string, args ...any) int64 {
 // without the batches the rows stay in the tail and nothing is pending.
 // Searches find every row either way.
 func TestSearchTail(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, batches := range []bool{true, false} {
 		t.Run(fmt.Sprintf("batches=%v", batches), func(t *testing.T) {
@@ -77,6 +78,7 @@ func TestSearchTail(t *testing.T) {
 // pgTailBatch rows or more in the tail (stores that exited before their
 // batch) indexes them before it reads; a shorter tail it reads as it is.
 func TestSearchIndexesLongTail(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := newPostgres(t)
 	s.window = 8
@@ -117,6 +119,7 @@ func TestSearchIndexesLongTail(t *testing.T) {
 // made not live stays not live, whichever of the two updates its row
 // first, and the hits are the scan's.
 func TestSearchTailRaces(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := newPostgres(t)
 	b := s.db.(*pgBackend)
@@ -168,8 +171,9 @@ func TestSearchTailRaces(t *testing.T) {
 // prepares statements; a generic plan knows no values). The bigram index
 // holds only rows that have bigrams.
 func TestSearchPlansPostgres(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	s, schema := newPostgresSchema(t)
+	s, _, schema := newPostgresSchema(t)
 	b := s.db.(*pgBackend)
 	k := recall.Key{Project: "p", Session: "s"}
 	for i := range 200 {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/internal/testkit"
 	"github.com/recallkit/recall/storetest"
 )
 
@@ -121,10 +122,7 @@ func TestGuardedAppend(t *testing.T) {
 func TestGuardRaces(t *testing.T) {
 	t.Parallel()
 	const writers = 4
-	rounds := 30
-	if testing.Short() {
-		rounds = 8
-	}
+	rounds := testkit.Size(8, 30)
 	dialects(t, func(t *testing.T, newStore func(t testing.TB) *Store) {
 		s := newStore(t)
 		ctx := context.Background()
@@ -204,8 +202,8 @@ func TestGuardRacesAcrossStores(t *testing.T) {
 	t.Parallel()
 	for _, dialect := range []string{"sqlite", "postgres"} {
 		t.Run(dialect, func(t *testing.T) {
-			_, open := processTarget(t, dialect)
-			stores := []*Store{open(), open(), open()}
+			p := newProcessTarget(t, dialect)
+			stores := []*Store{p.open(), p.open(), p.open()}
 			ctx := context.Background()
 			k := recall.Key{Project: "race", Session: "stores"}
 			if _, err := stores[0].Append(ctx, k, recall.Guard{}, recall.ItemEntry(msg("first"))); err != nil {

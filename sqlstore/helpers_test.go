@@ -2,76 +2,32 @@ package sqlstore
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/internal/testsvc"
 )
 
-// pgDSN is the shared PostgreSQL server the tests use (child processes
-// read it too, so it takes no testing.TB; needPostgres checks it answers).
-func pgDSN() string {
-	if dsn := os.Getenv("RECALL_TEST_POSTGRES"); dsn != "" {
-		return dsn
-	}
-	return testsvc.DefaultPostgres
-}
-
-// needPostgres skips the test, loudly, when the shared PostgreSQL server
-// is not reachable, or fails it when RECALL_REQUIRE_SERVICES=1.
-func needPostgres(t testing.TB) {
-	t.Helper()
-	testsvc.PostgresDSN(t)
-}
-
-// testSchema returns a new schema name, unique to this test run.
-func testSchema() string {
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	return "recall_test_" + hex.EncodeToString(b)
-}
-
-// dropSchema removes a test schema and everything in it.
-func dropSchema(t testing.TB, schema string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	c, err := pgx.Connect(ctx, pgDSN())
-	if err != nil {
-		t.Logf("drop schema %s: %v", schema, err)
-		return
-	}
-	defer c.Close(ctx)
-	if _, err := c.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`); err != nil {
-		t.Logf("drop schema %s: %v", schema, err)
-	}
-}
-
 // newPostgres opens a store in a fresh schema, dropped when the test ends.
 func newPostgres(t testing.TB) *Store {
 	t.Helper()
-	s, _ := newPostgresSchema(t)
+	s, _, _ := newPostgresSchema(t)
 	return s
 }
 
-// newPostgresSchema is newPostgres that also returns the schema.
-func newPostgresSchema(t testing.TB) (*Store, string) {
+// newPostgresSchema is newPostgres that also returns the server's DSN and
+// the schema.
+func newPostgresSchema(t testing.TB) (s *Store, dsn, schema string) {
 	t.Helper()
-	needPostgres(t)
-	schema := testSchema()
-	t.Cleanup(func() { dropSchema(t, schema) })
-	s, err := OpenPostgres(context.Background(), pgDSN(), Options{Schema: schema})
+	dsn, schema = testsvc.PostgresSchema(t)
+	s, err := OpenPostgres(context.Background(), dsn, Options{Schema: schema})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	return s, schema
+	return s, dsn, schema
 }
 
 // newSQLite opens a store in a new database file of a temp directory,
@@ -105,3 +61,15 @@ func verify(t testing.TB, s recall.Store) {
 
 // msg returns a message item with text.
 func msg(text string) recall.Item { return recall.Message("user", text) }
+
+// waitUntil polls cond until it holds, failing the test after 30 seconds.
+func waitUntil(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

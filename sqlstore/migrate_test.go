@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/internal/testsvc"
 )
 
 // v1Database creates a database at schema version 1, as the previous
@@ -52,10 +53,8 @@ func versionDatabase(t *testing.T, dialect string, v int) (querier, func(time.Ti
 			return s
 		}
 	}
-	needPostgres(t)
-	schema := testSchema()
-	t.Cleanup(func() { dropSchema(t, schema) })
-	cfg, err := pgx.ParseConfig(pgDSN())
+	dsn, schema := testsvc.PostgresSchema(t)
+	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +72,7 @@ func versionDatabase(t *testing.T, dialect string, v int) (querier, func(time.Ti
 		t.Fatal(err)
 	}
 	return q, func(t time.Time) any { return t }, func() *Store {
-		s, err := OpenPostgres(ctx, pgDSN(), Options{Schema: schema})
+		s, err := OpenPostgres(ctx, dsn, Options{Schema: schema})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/internal/testkit"
 	"github.com/recallkit/recall/memstore"
 	"github.com/recallkit/recall/storetest"
 )
@@ -24,9 +25,6 @@ func TestAgainstMemstore(t *testing.T) {
 	dialects(t, func(t *testing.T, newStore func(t testing.TB) *Store) {
 		s := newStore(t)
 		for seed := range uint64(2) {
-			if seed == 1 && testing.Short() {
-				break
-			}
 			t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 				runModel(t, s, seed)
 			})
@@ -50,7 +48,7 @@ func runModel(t *testing.T, s *Store, seed uint64) {
 		return recall.Item(fmt.Sprintf(`{"type":"message","role":"user","content":"m%d","x":[1, 2]}`, n))
 	}
 	outcomes := map[string]int{} // of the appends, by error class
-	for op := range 120 {
+	for op := range testkit.Size(60, 120) {
 		var batch []recall.Entry
 		guard := recall.Guard{}
 		last := int64(0)

@@ -13,9 +13,12 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/internal/testkit"
+	"github.com/recallkit/recall/internal/testsvc"
 )
 
 func TestSchemaTooNewSQLite(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "recall.db")
 	s, err := OpenSQLite(ctx, path, Options{})
@@ -53,10 +56,11 @@ func TestSchemaTooNewSQLite(t *testing.T) {
 }
 
 func TestSchemaTooNewPostgres(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	s, schema := newPostgresSchema(t)
+	s, dsn, schema := newPostgresSchema(t)
 	s.Close()
-	c, err := pgx.Connect(ctx, pgDSN())
+	c, err := pgx.Connect(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +68,7 @@ func TestSchemaTooNewPostgres(t *testing.T) {
 	if _, err := c.Exec(ctx, `INSERT INTO `+pgx.Identifier{schema, "recall_schema"}.Sanitize()+` (version) VALUES ($1)`, SchemaVersion+1); err != nil {
 		t.Fatal(err)
 	}
-	_, err = OpenPostgres(ctx, pgDSN(), Options{Schema: schema})
+	_, err = OpenPostgres(ctx, dsn, Options{Schema: schema})
 	checkTooNew(t, err, "postgres")
 }
 
@@ -96,13 +100,12 @@ func TestMigrationsAreDense(t *testing.T) {
 // TestOpenPostgresConcurrently opens one new schema from several goroutines
 // at once: the advisory lock makes exactly one of them migrate.
 func TestOpenPostgresConcurrently(t *testing.T) {
-	needPostgres(t)
-	schema := testSchema()
-	t.Cleanup(func() { dropSchema(t, schema) })
+	t.Parallel()
+	dsn, schema := testsvc.PostgresSchema(t)
 	errs := make(chan error, 4)
 	for range 4 {
 		go func() {
-			s, err := OpenPostgres(context.Background(), pgDSN(), Options{Schema: schema})
+			s, err := OpenPostgres(context.Background(), dsn, Options{Schema: schema})
 			if err == nil {
 				s.Close()
 			}
@@ -121,7 +124,9 @@ func TestOpenPostgresConcurrently(t *testing.T) {
 // mode can meet SQLITE_BUSY without a wait on busy_timeout (about one
 // open in 200 failed before setWAL retried it), and no open may fail.
 func TestOpenSQLiteConcurrently(t *testing.T) {
-	const rounds, openers = 150, 4
+	t.Parallel()
+	const openers = 4
+	rounds := testkit.Size(30, 150)
 	for i := range rounds {
 		path := filepath.Join(t.TempDir(), "recall.db")
 		errs := make(chan error, openers)
@@ -143,7 +148,7 @@ func TestOpenSQLiteConcurrently(t *testing.T) {
 }
 
 func TestOpenPostgresErrors(t *testing.T) {
-	needPostgres(t)
+	testsvc.PostgresDSN(t)
 	const secret = "s3cr3t-pw"
 	cases := []struct {
 		name, dsn string
@@ -157,7 +162,7 @@ func TestOpenPostgresErrors(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := OpenPostgres(context.Background(), tc.dsn, Options{Schema: testSchema()})
+			s, err := OpenPostgres(context.Background(), tc.dsn, Options{Schema: testsvc.UniqueName("recall_test")})
 			if err == nil {
 				s.Close()
 				t.Fatal("open succeeded")
@@ -248,6 +253,7 @@ func TestOpenErrorsHideSecrets(t *testing.T) {
 // TestTooLarge: an item over the limit is refused before anything is
 // written, on a new session and on an existing one.
 func TestTooLarge(t *testing.T) {
+	t.Parallel()
 	t.Run("sqlite", func(t *testing.T) {
 		s, err := OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "r.db"), Options{MaxItemSize: 1024})
 		if err != nil {
@@ -257,10 +263,8 @@ func TestTooLarge(t *testing.T) {
 		checkTooLarge(t, s)
 	})
 	t.Run("postgres", func(t *testing.T) {
-		needPostgres(t)
-		schema := testSchema()
-		t.Cleanup(func() { dropSchema(t, schema) })
-		s, err := OpenPostgres(context.Background(), pgDSN(), Options{MaxItemSize: 1024, Schema: schema})
+		dsn, schema := testsvc.PostgresSchema(t)
+		s, err := OpenPostgres(context.Background(), dsn, Options{MaxItemSize: 1024, Schema: schema})
 		if err != nil {
 			t.Fatal(err)
 		}

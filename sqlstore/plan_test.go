@@ -108,8 +108,8 @@ func TestPlansSQLite(t *testing.T) {
 func TestPlansPostgres(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, schema := newPostgresSchema(t)
-	cfg, err := pgx.ParseConfig(pgDSN())
+	s, dsn, schema := newPostgresSchema(t)
+	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,29 +10,21 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/internal/testkit"
+	"github.com/recallkit/recall/internal/testsvc"
 	"github.com/recallkit/recall/storetest"
 )
 
-// The tests in this file run the test binary again as a child process (see
-// TestMain) to write to one database from several processes.
-
-// childEnv is the environment variable that makes the test binary a child.
-const childEnv = "SQLSTORE_TEST_CHILD"
+// The tests in this file run the test binary again as child processes
+// (testkit.Main, in role "writer") to write to one database from several
+// processes.
 
 func TestMain(m *testing.M) {
-	if os.Getenv(childEnv) != "" {
-		if err := runChild(); err != nil {
-			fmt.Fprintln(os.Stderr, "child:", err)
-			os.Exit(1)
-		}
-		os.Exit(0)
-	}
-	os.Exit(m.Run())
+	testkit.Main(m, map[string]func() error{"writer": runChild})
 }
 
 // childKey is the session the children write to.
@@ -42,8 +34,9 @@ var childKey = recall.Key{Project: "proc", Session: "shared"}
 // batch b holding 1 + b%SQLSTORE_MAXBATCH items whose text is
 // "<worker> <b> <i>", and prints "ack <b>" once each Append has returned.
 // It waits for a line on stdin first when SQLSTORE_WAIT is set, and
-// sleeps SQLSTORE_PAUSE after each batch. Every 7th batch it also sets the title, a write that takes the general
-// path rather than the items-only one.
+// sleeps SQLSTORE_PAUSE after each batch, pacing the writer as an agent
+// would (nothing waits on it). Every 7th batch it also sets the title, a
+// write that takes the general path rather than the items-only one.
 func runChild() error {
 	ctx := context.Background()
 	var (
@@ -55,7 +48,7 @@ func runChild() error {
 	case "sqlite":
 		s, err = OpenSQLite(ctx, target, Options{})
 	case "postgres":
-		s, err = OpenPostgres(ctx, pgDSN(), Options{Schema: target})
+		s, err = OpenPostgres(ctx, os.Getenv("SQLSTORE_DSN"), Options{Schema: target})
 	default:
 		err = fmt.Errorf("unknown dialect %q", os.Getenv("SQLSTORE_DIALECT"))
 	}
@@ -95,79 +88,97 @@ func runChild() error {
 	return nil
 }
 
-// child returns the command of a child process.
-func child(ctx context.Context, dialect, target, worker string, batches, maxBatch int) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"=1", "SQLSTORE_DIALECT="+dialect, "SQLSTORE_TARGET="+target,
-		"SQLSTORE_WORKER="+worker, "SQLSTORE_BATCHES="+strconv.Itoa(batches), "SQLSTORE_MAXBATCH="+strconv.Itoa(maxBatch))
-	cmd.Stderr = os.Stderr
-	return cmd
+// processTarget is the database the children of a test write to: a file
+// path or a schema of the shared server, fresh for the test.
+type processTarget struct {
+	t       *testing.T
+	dialect string
+	target  string
+	dsn     string // PostgreSQL's
 }
 
-// processTarget returns, for a dialect, a fresh database for the children
-// (a file path or a schema) and a function that opens it in this process.
-func processTarget(t *testing.T, dialect string) (string, func() *Store) {
-	ctx := context.Background()
+func newProcessTarget(t *testing.T, dialect string) *processTarget {
 	if dialect == "sqlite" {
-		path := filepath.Join(t.TempDir(), "shared.db")
-		return path, func() *Store {
-			s, err := OpenSQLite(ctx, path, Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.Close() })
-			return s
+		return &processTarget{t: t, dialect: dialect, target: filepath.Join(t.TempDir(), "shared.db")}
+	}
+	dsn, schema := testsvc.PostgresSchema(t)
+	return &processTarget{t: t, dialect: dialect, target: schema, dsn: dsn}
+}
+
+// child returns the command of a child process writing batches to the
+// target as worker.
+func (p *processTarget) child(worker string, batches, maxBatch int, env ...string) *exec.Cmd {
+	return testkit.Command("writer", append([]string{"SQLSTORE_DIALECT=" + p.dialect, "SQLSTORE_TARGET=" + p.target,
+		"SQLSTORE_DSN=" + p.dsn, "SQLSTORE_WORKER=" + worker, "SQLSTORE_BATCHES=" + strconv.Itoa(batches),
+		"SQLSTORE_MAXBATCH=" + strconv.Itoa(maxBatch)}, env...)...)
+}
+
+// open opens the target in this process.
+func (p *processTarget) open() *Store {
+	var (
+		s   *Store
+		err error
+	)
+	if p.dialect == "sqlite" {
+		s, err = OpenSQLite(context.Background(), p.target, Options{})
+	} else {
+		s, err = OpenPostgres(context.Background(), p.dsn, Options{Schema: p.target})
+	}
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	p.t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// lastAck returns the number of the last "ack <b>" line, -1 if none.
+func lastAck(t *testing.T, lines []string) int {
+	t.Helper()
+	acked := -1
+	for _, l := range lines {
+		if _, err := fmt.Sscanf(l, "ack %d", &acked); err != nil {
+			t.Fatalf("child said %q", l)
 		}
 	}
-	needPostgres(t)
-	schema := testSchema()
-	t.Cleanup(func() { dropSchema(t, schema) })
-	return schema, func() *Store {
-		s, err := OpenPostgres(ctx, pgDSN(), Options{Schema: schema})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
-	}
+	return acked
 }
 
 // TestTwoProcesses: two processes append to one session at once, the
 // database created by whichever comes first. Nothing is lost, nothing is
 // duplicated, the seqs are dense and every batch is contiguous.
 func TestTwoProcesses(t *testing.T) {
+	t.Parallel()
 	for _, dialect := range []string{"sqlite", "postgres"} {
 		t.Run(dialect, func(t *testing.T) {
-			target, open := processTarget(t, dialect)
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			defer cancel()
+			p := newProcessTarget(t, dialect)
+			ctx := context.Background()
 			const batches, maxBatch = 150, 3
-			cmds := make([]*exec.Cmd, 2)
+			children := make([]*testkit.Child, 2)
 			starts := make([]io.WriteCloser, 2)
-			for w := range cmds {
-				cmds[w] = child(ctx, dialect, target, "w"+strconv.Itoa(w), batches, maxBatch)
+			for w := range children {
 				// A pause between batches, as an agent makes: SQLite's
 				// busy handler sleeps and is not fair, so a writer in a
 				// tight loop can keep the lock for a while.
-				cmds[w].Env = append(cmds[w].Env, "SQLSTORE_WAIT=1", "SQLSTORE_PAUSE=1ms")
+				cmd := p.child("w"+strconv.Itoa(w), batches, maxBatch, "SQLSTORE_WAIT=1", "SQLSTORE_PAUSE=1ms")
 				var err error
-				if starts[w], err = cmds[w].StdinPipe(); err != nil {
+				if starts[w], err = cmd.StdinPipe(); err != nil {
 					t.Fatal(err)
 				}
-				if err := cmds[w].Start(); err != nil {
-					t.Fatal(err)
-				}
+				children[w] = testkit.Start(t, cmd)
 			}
 			for _, start := range starts {
 				fmt.Fprintln(start, "go")
 				start.Close()
 			}
-			for w, cmd := range cmds {
-				if err := cmd.Wait(); err != nil {
+			for w, c := range children {
+				if !c.WaitLines(batches, 2*time.Minute) {
+					t.Fatalf("child w%d acknowledged %d of %d batches\n%s", w, len(c.Lines()), batches, c.Stderr())
+				}
+				if _, err := c.Wait(); err != nil {
 					t.Fatalf("child w%d: %v", w, err)
 				}
 			}
-			s := open()
+			s := p.open()
 			_, entries, err := s.Load(ctx, childKey)
 			if err != nil {
 				t.Fatal(err)
@@ -284,38 +295,21 @@ func checkKilledSearch(t *testing.T, s *Store, entries []recall.Entry) {
 // batches in a loop: every acknowledged batch is there, no batch is torn,
 // and the database takes writes afterwards.
 func TestKilledWriter(t *testing.T) {
+	t.Parallel()
 	for _, dialect := range []string{"sqlite", "postgres"} {
 		t.Run(dialect, func(t *testing.T) {
-			target, open := processTarget(t, dialect)
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
+			p := newProcessTarget(t, dialect)
+			ctx := context.Background()
 			const maxBatch = 5
-			cmd := child(ctx, dialect, target, "k", 0, maxBatch)
-			stdout, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
+			c := testkit.Start(t, p.child("k", 0, maxBatch))
+			if !c.WaitLines(41, time.Minute) {
+				t.Fatalf("child acknowledged only %d batches\n%s", len(c.Lines()), c.Stderr())
 			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			acked := -1
-			sc := bufio.NewScanner(stdout)
-			for acked < 40 && sc.Scan() {
-				if _, err := fmt.Sscanf(sc.Text(), "ack %d", &acked); err != nil {
-					t.Fatalf("child said %q", sc.Text())
-				}
-			}
-			if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-				t.Fatal(err)
-			}
-			err = cmd.Wait()
-			if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() {
-				t.Fatalf("child was not killed: %v", err)
-			}
+			acked := lastAck(t, c.Kill())
 			if acked < 40 {
 				t.Fatalf("child acknowledged only %d batches", acked+1)
 			}
-			s := open()
+			s := p.open()
 			_, entries, err := s.Load(ctx, childKey)
 			if err != nil {
 				t.Fatal(err)

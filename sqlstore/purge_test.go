@@ -18,6 +18,7 @@ import (
 // appends, pops and reads, including reads that page back to its first
 // entry.
 func TestPurge(t *testing.T) {
+	t.Parallel()
 	dialects(t, func(t *testing.T, newStore func(t testing.TB) *Store) {
 		ctx := context.Background()
 		s := newStore(t)

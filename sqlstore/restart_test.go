@@ -20,6 +20,7 @@ import (
 // or duplicated. It restarts the server twice: once before a read, once
 // before a write.
 func TestPostgresRestart(t *testing.T) {
+	t.Parallel()
 	srv := testsvc.PrivatePostgres(t)
 	ctx := context.Background()
 	s, err := OpenPostgres(ctx, srv.URL, Options{})

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/internal/testkit"
 )
 
 // hitID is what a hit must share with recall.ScanSearch's: everything
@@ -191,9 +192,15 @@ func TestSearchLiveness(t *testing.T) {
 		ctx := context.Background()
 		s := newStore(t)
 		k := recall.Key{Project: "p", Session: "s"}
+		// Under -short, two queries: "word" finds every item but one
+		// summary of the compaction, "beta" finds that one and a few.
+		queries := []string{"word", "alpha", "beta", "gamma", "summary"}
+		if testing.Short() {
+			queries = []string{"word", "beta"}
+		}
 		check := func(step string) {
 			t.Helper()
-			for _, q := range []string{"word", "alpha", "beta", "gamma", "summary"} {
+			for _, q := range queries {
 				for _, opts := range []recall.SearchOptions{{Query: q}, {Query: q, WholeLog: true}, {Query: q, IncludeArchived: true},
 					{Query: q, WholeLog: true, IncludeArchived: true}} {
 					sameAsScan(t, s, opts, 0, 1)
@@ -320,7 +327,9 @@ func TestSearchFilters(t *testing.T) {
 		s := newStore(t)
 		base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 		words := []string{"apple", "banana", "cherry", "苹果", "香蕉"}
-		for i := range 12 {
+		// Under -short, half the sessions: every filter still selects
+		// some and leaves some out.
+		for i := range testkit.Size(6, 12) {
 			k := recall.Key{Project: fmt.Sprintf("p%d", i%3), Session: fmt.Sprintf("s%02d", i)}
 			for j := range 4 {
 				var es []recall.Entry

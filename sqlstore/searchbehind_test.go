@@ -44,6 +44,7 @@ func writerChanges(t *testing.T, s *Store) int64 {
 // removed session leaves no mark; an import and a fork write their rows at
 // once.
 func TestSearchRowsTrail(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := newSQLite(t)
 	a := recall.Key{Project: "p", Session: "a"}
@@ -177,6 +178,7 @@ func TestSearchRowsTrail(t *testing.T) {
 // log; every search, and a last round over every term, must find what a
 // scan of the logs finds.
 func TestSearchTrailModel(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := newSQLite(t)
 	words := []string{"alpha", "beta", "gamma", "北京市", "张三"}

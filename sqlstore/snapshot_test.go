@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/internal/testkit"
 	"github.com/recallkit/recall/storetest"
 )
 
@@ -59,10 +60,7 @@ func TestViewIsOneSnapshot(t *testing.T) {
 // entries replay to.
 func TestReadsAreSnapshots(t *testing.T) {
 	t.Parallel()
-	rounds := 150
-	if testing.Short() {
-		rounds = 40
-	}
+	rounds := testkit.Size(40, 150)
 	dialects(t, func(t *testing.T, newStore func(t testing.TB) *Store) {
 		s := newStore(t)
 		ctx, cancel := context.WithCancel(context.Background())

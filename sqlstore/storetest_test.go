@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/internal/testsvc"
 	"github.com/recallkit/recall/storetest"
 )
 
@@ -23,7 +24,7 @@ func TestConformanceSQLite(t *testing.T) {
 
 func TestConformancePostgres(t *testing.T) {
 	t.Parallel()
-	needPostgres(t)
+	testsvc.PostgresDSN(t)
 	storetest.RunConfig(t, storetest.Config{
 		New:   func(t *testing.T) recall.Store { return newPostgres(t) },
 		Plant: plant,

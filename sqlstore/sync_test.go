@@ -10,6 +10,7 @@ import (
 // setting: FULL (2) by default, so that an acknowledged append is on the
 // disk, and NORMAL (1) only when asked for.
 func TestSQLiteSynchronous(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, tc := range []struct {
 		sync SQLiteSync
