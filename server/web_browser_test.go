@@ -229,6 +229,24 @@ func waitJS(t *testing.T, ctx context.Context, js string, d time.Duration) {
 	}
 }
 
+// settle waits until the page has done what it would do by itself: the
+// document and every image loaded (or failed), the fonts ready, no "more"
+// or "older" link of the infinite scroll left in view unloaded, and two
+// frames and a task run after that. A check that nothing happened (no
+// hostile script ran, nothing overflows) follows it, never a fixed sleep.
+func settle(t *testing.T, ctx context.Context) {
+	t.Helper()
+	waitJS(t, ctx, `document.readyState === "complete" && [...document.images].every(i => i.complete) &&
+		document.fonts.status === "loaded" && ["more", "older"].every(id => {
+			const el = document.getElementById(id)
+			if (!el) return true
+			const r = el.getBoundingClientRect()
+			return r.top >= innerHeight || r.bottom <= 0
+		})`, 30*time.Second)
+	_ = eval[bool](t, ctx, `window.__settled = false; requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(() => { window.__settled = true }))); true`)
+	waitJS(t, ctx, `window.__settled === true`, 30*time.Second)
+}
+
 func location(t *testing.T, ctx context.Context) string {
 	t.Helper()
 	return eval[string](t, ctx, `location.pathname + location.search`)
@@ -525,7 +543,6 @@ func TestWebBrowser(t *testing.T) {
 			acked := time.Now()
 			waitJS(t, alice, `[...document.querySelectorAll("#items .item")].some(e => e.textContent.includes(`+"`"+text+"`"+`))`, time.Second)
 			t.Logf("item %d shown %v after the write was acknowledged", i, time.Since(acked).Round(time.Millisecond))
-			time.Sleep(200 * time.Millisecond)
 		}
 		if got := eval[string](t, alice, `document.querySelector("#count").textContent`); got != "4 items" {
 			t.Errorf("count %q, want 4 items", got)
@@ -561,7 +578,7 @@ func TestWebBrowser(t *testing.T) {
 		for _, p := range []string{"/", "/s/" + x, "/?q=alert", "/s/" + x + "/delete"} {
 			browse(t, tab, chromedp.Navigate(e.a.URL+p), chromedp.WaitVisible(chromedp.CSS("footer")))
 			browse(t, tab, chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, document.body.scrollHeight)`))
-			time.Sleep(300 * time.Millisecond)
+			settle(t, tab)
 			// The hostile markup is text, not markup.
 			bad := eval[[]string](t, tab, `[...document.querySelectorAll("*")].flatMap(el => [...el.attributes].filter(a =>
 				a.name.startsWith("on") || /^\s*(javascript|vbscript|data:text)/i.test(a.value) && (a.name === "href" || a.name === "src" || a.name === "action")
@@ -580,7 +597,7 @@ func TestWebBrowser(t *testing.T) {
 		_ = eval[bool](t, tab, `[...document.querySelectorAll("#items a, #items img, #items span")].forEach(el => {
 			el.dispatchEvent(new MouseEvent("mouseover", {bubbles: true})); el.dispatchEvent(new MouseEvent("click", {bubbles: true, cancelable: true}));
 		}) || true`)
-		time.Sleep(300 * time.Millisecond)
+		settle(t, tab)
 		if got := eval[string](t, tab, `document.querySelector("#title").textContent`); got != xssTitle {
 			t.Errorf("the title shows %q, want the literal text %q", got, xssTitle)
 		}
@@ -645,7 +662,7 @@ func TestWebBrowser(t *testing.T) {
 			} {
 				browse(t, alice, chromedp.EmulateViewport(vp.w, vp.h, opts...), chromedp.Navigate(e.a.URL+pg.path),
 					chromedp.WaitVisible(chromedp.CSS(pg.ready)), chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, 0)`))
-				time.Sleep(200 * time.Millisecond)
+				settle(t, alice)
 				if over := eval[int](t, alice, `document.documentElement.scrollWidth`); over > int(vp.w) {
 					t.Errorf("%s at %s is %dpx wide: it scrolls sideways", pg.name, vp.name, over)
 				}
