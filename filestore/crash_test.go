@@ -4,28 +4,25 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/filestore"
+	"github.com/recallkit/recall/internal/testkit"
 )
 
 // The crash tests run this test binary again as a child process that
-// writes to a store; the parent kills it with SIGKILL or waits for it, then
-// checks the store. The child's role comes from the environment.
+// writes to a store (testkit.Main plays the child's role); the parent
+// kills it with SIGKILL or waits for it, then checks the store. The
+// child's store and argument come from the environment.
 const (
-	envChild = "FILESTORE_TEST_CHILD" // "appender", "writer", "searcher" or "durable-appender"
-	envHome  = "FILESTORE_TEST_HOME"
-	envArg   = "FILESTORE_TEST_ARG"
+	envHome = "FILESTORE_TEST_HOME"
+	envArg  = "FILESTORE_TEST_ARG"
 )
 
 var crashKey = recall.Key{Project: "crash", Session: "s"}
@@ -39,31 +36,45 @@ func appenderKey(round int) recall.Key {
 	return recall.Key{Project: "crash", Session: fmt.Sprintf("g%d", round/roundsPerLog)}
 }
 
-func TestMain(m *testing.M) {
-	switch os.Getenv(envChild) {
-	case "":
-		os.Exit(m.Run())
-	case "appender":
-		childAppender()
-	case "writer":
-		childWriter()
-	case "searcher":
-		childSearcher()
-	case "durable-appender":
-		childDurableAppender()
-	case "changer":
-		childChanger()
-	}
-	os.Exit(3)
+// childRoles are the roles a child of this package's tests plays; the
+// files with roles of their own for one system add them in init.
+var childRoles = map[string]func() error{
+	"appender":         childAppender,
+	"writer":           childWriter,
+	"searcher":         childSearcher,
+	"durable-appender": childDurableAppender,
+	"changer":          childChanger,
+	"purge":            childPurge,
+	"purge-append":     childPurgeAppend,
+	"race":             childRace,
+	"soak":             childSoak,
 }
 
-func childStore(sync filestore.SyncPolicy) *filestore.Store {
-	s, err := filestore.Open(filestore.Options{Dir: os.Getenv(envHome), Sync: sync})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
+func TestMain(m *testing.M) {
+	testkit.Main(m, childRoles)
+}
+
+// child starts the test binary as a child playing role on the store at
+// home, with arg in its environment.
+func child(t *testing.T, role, home, arg string) *testkit.Child {
+	t.Helper()
+	return testkit.Start(t, testkit.Command(role, envHome+"="+home, envArg+"="+arg))
+}
+
+func childStore(sync filestore.SyncPolicy) (*filestore.Store, error) {
+	return filestore.Open(filestore.Options{Dir: os.Getenv(envHome), Sync: sync})
+}
+
+// lastAck returns the highest batch of the "ack <batch>" lines, -1 for
+// none.
+func lastAck(lines []string) int {
+	last := -1
+	for _, l := range lines {
+		if b, err := strconv.Atoi(strings.TrimPrefix(l, "ack ")); err == nil {
+			last = max(last, b)
+		}
 	}
-	return s
+	return last
 }
 
 // childAppender appends batches to appenderKey(round) forever and prints
@@ -73,13 +84,16 @@ func childStore(sync filestore.SyncPolicy) *filestore.Store {
 // spends its time in write, where SIGKILL then often cuts a batch (what
 // SIGKILL cannot lose is what the kernel accepted, so acknowledged batches
 // must survive either way).
-func childAppender() {
+func childAppender() error {
 	round := os.Getenv(envArg)
 	var roundNo int
 	fmt.Sscanf(round, "r%d", &roundNo)
-	s := childStore(filestore.SyncPolicy(roundNo % 2))
+	s, err := childStore(filestore.SyncPolicy(roundNo % 2))
+	if err != nil {
+		return err
+	}
 	key := appenderKey(roundNo)
-	rng := rand.New(rand.NewPCG(uint64(os.Getpid()), uint64(time.Now().UnixNano())))
+	rng := testkit.ChildRand(uint64(roundNo))
 	out := bufio.NewWriter(os.Stdout)
 	for b := 0; ; b++ {
 		n := 1 + rng.IntN(4)
@@ -92,8 +106,7 @@ func childAppender() {
 			items[i] = recall.Message("user", fmt.Sprintf("%s-b%d-i%dof%d %s", round, b, i, n, strings.Repeat("x", pad)))
 		}
 		if err := recall.NewSession(s, key).AddItems(context.Background(), items...); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(2)
+			return err
 		}
 		fmt.Fprintf(out, "ack %d\n", b)
 		out.Flush()
@@ -102,8 +115,11 @@ func childAppender() {
 
 // childWriter appends envArg's count of two-item batches tagged for writer
 // w, listing now and then so the index is shared too.
-func childWriter() {
-	s := childStore(filestore.SyncAlways)
+func childWriter() error {
+	s, err := childStore(filestore.SyncAlways)
+	if err != nil {
+		return err
+	}
 	var w, batches int
 	fmt.Sscanf(os.Getenv(envArg), "%d %d", &w, &batches)
 	ctx := context.Background()
@@ -115,18 +131,10 @@ func childWriter() {
 			_, err = s.List(ctx, crashKey.Project, recall.ListOptions{})
 		}
 		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(2)
+			return err
 		}
 	}
-	os.Exit(0)
-}
-
-func childCmd(t *testing.T, role, home, arg string) *exec.Cmd {
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), envChild+"="+role, envHome+"="+home, envArg+"="+arg)
-	cmd.Stderr = os.Stderr
-	return cmd
+	return nil
 }
 
 // itemTag returns the tag at the start of an item's text, found in its
@@ -159,54 +167,23 @@ func batchTag(head string) (round string, batch, index, n int, ok bool) {
 // acknowledged is in the log, that no batch is there in part, that the log
 // verifies, and that a further append is clean.
 func TestCrashSIGKILL(t *testing.T) {
-	if testing.Short() {
-		t.Skip("crash test: -short")
-	}
-	const kills = 50
+	t.Parallel()
+	kills := testkit.Size(8, 50)
 	ctx := context.Background()
 	home := t.TempDir()
-	rng := rand.New(rand.NewPCG(1, uint64(time.Now().UnixNano())))
+	rng := testkit.Rand(t)
 	acked := map[string]int{} // round -> highest acknowledged batch, -1 for none
 	var withTorn int
 	for round := range kills {
 		name := fmt.Sprintf("r%d", round)
-		cmd := childCmd(t, "appender", home, name)
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		acks := make(chan int, 1<<16)
-		var readers sync.WaitGroup
-		readers.Go(func() {
-			sc := bufio.NewScanner(stdout)
-			for sc.Scan() {
-				if b, err := strconv.Atoi(strings.TrimPrefix(sc.Text(), "ack ")); err == nil {
-					acks <- b
-				}
-			}
-			close(acks)
-		})
+		c := child(t, "appender", home, name)
 		// Kill after a random number of acknowledged batches (zero: during
 		// start-up or the first write), a random moment later.
-		wait := rng.IntN(8)
-		last := -1
-		for range wait {
-			b, ok := <-acks
-			if !ok {
-				t.Fatalf("round %d: the child exited early", round)
-			}
-			last = b
+		if wait := rng.IntN(8); !c.WaitLines(wait, time.Minute) {
+			t.Fatalf("round %d: the child did not acknowledge %d batches: %q\n%s", round, wait, c.Lines(), c.Stderr())
 		}
-		time.Sleep(time.Duration(rng.IntN(3000)) * time.Microsecond)
-		cmd.Process.Signal(syscall.SIGKILL)
-		readers.Wait()
-		for b := range acks {
-			last = b
-		}
-		cmd.Wait()
+		time.Sleep(time.Duration(rng.IntN(3000)) * time.Microsecond) // a random moment to kill
+		last := lastAck(c.Kill())
 		if round%roundsPerLog == 0 {
 			clear(acked) // a new log
 		}
@@ -286,28 +263,22 @@ func checkCrashLog(t *testing.T, s recall.Store, key recall.Key, acked map[strin
 // TestMultiProcessWriters runs several processes appending to one session
 // at once: nothing may be lost or interleaved, and seqs stay dense.
 func TestMultiProcessWriters(t *testing.T) {
-	if testing.Short() {
-		t.Skip("multi-process test: -short")
-	}
-	const writers, batches = 4, 100
+	t.Parallel()
+	writers, batches := 4, testkit.Size(25, 100)
 	home := t.TempDir()
-	var cmds []*exec.Cmd
+	var children []*testkit.Child
 	for w := range writers {
-		cmd := childCmd(t, "writer", home, fmt.Sprintf("%d %d", w, batches))
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		cmds = append(cmds, cmd)
+		children = append(children, child(t, "writer", home, fmt.Sprintf("%d %d", w, batches)))
 	}
-	for i, cmd := range cmds {
-		if err := cmd.Wait(); err != nil {
+	for i, c := range children {
+		if _, err := c.Wait(); err != nil {
 			t.Fatalf("writer %d: %v", i, err)
 		}
 	}
 	s := openStore(t, home)
 	checkBatches(t, s, crashKey, writers, batches)
 	page, err := s.List(context.Background(), crashKey.Project, recall.ListOptions{})
-	if err != nil || len(page.Sessions) != 1 || page.Sessions[0].ItemCount != 2*writers*batches || page.Sessions[0].LastSeq != 2*writers*batches {
+	if err != nil || len(page.Sessions) != 1 || page.Sessions[0].ItemCount != 2*writers*batches || page.Sessions[0].LastSeq != int64(2*writers*batches) {
 		t.Fatalf("List = %+v, %v", page.Sessions, err)
 	}
 }

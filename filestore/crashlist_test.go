@@ -1,21 +1,19 @@
 package filestore_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/filestore"
+	"github.com/recallkit/recall/internal/testkit"
 	"github.com/recallkit/recall/storekit"
 )
 
@@ -27,11 +25,16 @@ const listProject = "lc"
 // pop, a removal, a purge, an archive flag; it lists every few changes, so
 // the index is believed (and written back) while it works. It says "ready"
 // once its store is open.
-func childChanger() {
-	s := childStore(filestore.SyncNever) // SIGKILL loses nothing the kernel took
+func childChanger() error {
+	s, err := childStore(filestore.SyncNever) // SIGKILL loses nothing the kernel took
+	if err != nil {
+		return err
+	}
 	ctx := context.Background()
 	fmt.Println("ready")
-	rng := rand.New(rand.NewPCG(uint64(os.Getpid()), uint64(time.Now().UnixNano())))
+	var salt uint64
+	fmt.Sscan(os.Getenv(envArg), &salt)
+	rng := testkit.ChildRand(salt)
 	key := func() recall.Key {
 		return recall.Key{Project: listProject, Session: fmt.Sprintf("s%02d", rng.IntN(24))}
 	}
@@ -58,8 +61,7 @@ func childChanger() {
 			_, err = s.List(ctx, listProject, recall.ListOptions{})
 		}
 		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(2)
+			return err
 		}
 	}
 }
@@ -70,12 +72,9 @@ func childChanger() {
 // kill. The index may never hide a session, show one that is gone, or show
 // stale counts.
 func TestCrashListSIGKILL(t *testing.T) {
-	if testing.Short() {
-		t.Skip("crash test: -short")
-	}
-	const kills = 40
+	kills := testkit.Size(8, 40)
 	home := t.TempDir()
-	rng := rand.New(rand.NewPCG(2, uint64(time.Now().UnixNano())))
+	rng := testkit.Rand(t)
 	warm := openStore(t, home)
 	before, heads := filestore.TrustedLists(), filestore.HeadLists()
 	// The journal alone must be right: List's stat of the page it returns
@@ -84,26 +83,18 @@ func TestCrashListSIGKILL(t *testing.T) {
 	for round := range kills {
 		// two changers at once now and then: writers in several processes
 		n := 1 + rng.IntN(2)
-		var cmds []*exec.Cmd
-		for range n {
-			cmd := childCmd(t, "changer", home, "")
-			stdout, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
+		var children []*testkit.Child
+		for i := range n {
+			c := child(t, "changer", home, strconv.Itoa(2*round+i))
 			// the clock starts once the child has its store open
-			if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "ready\n" {
-				t.Fatalf("round %d: the child said %q, %v", round, line, err)
+			if !c.WaitLines(1, time.Minute) || c.Lines()[0] != "ready" {
+				t.Fatalf("round %d: the child said %q\n%s", round, c.Lines(), c.Stderr())
 			}
-			cmds = append(cmds, cmd)
+			children = append(children, c)
 		}
-		time.Sleep(time.Duration(rng.IntN(60)) * time.Millisecond)
-		for _, cmd := range cmds {
-			cmd.Process.Signal(syscall.SIGKILL)
-			cmd.Wait()
+		time.Sleep(time.Duration(rng.IntN(60)) * time.Millisecond) // a random moment to kill
+		for _, c := range children {
+			c.Kill()
 		}
 		// a new process's first page, before any List settled the journal
 		want := listFromLogs(t, home)

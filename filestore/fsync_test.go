@@ -13,8 +13,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -22,6 +20,7 @@ import (
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/filestore"
+	"github.com/recallkit/recall/internal/testkit"
 )
 
 // The promise of each fsync policy, tested against the two ways a machine
@@ -42,31 +41,27 @@ import (
 //     loop's last acknowledged write now and then), so durability under
 //     SyncAlways is asserted on the SIGKILL rounds only.
 
-const (
-	envSyncChild = "FILESTORE_SYNC_CHILD" // the child's store home
-	envSyncMode  = "FILESTORE_SYNC_MODE"  // "always" or "never"
-)
+const envSyncMode = "FILESTORE_SYNC_MODE" // "always" or "never"
 
 var syncKey = recall.Key{Project: "sync", Session: "s"}
 
-// TestSyncChild is the child process of TestSyncPolicies: it appends
-// batches of one to three items to syncKey and prints "ack <batch>" after
-// each Append returns. It does nothing in a normal test run.
-func TestSyncChild(t *testing.T) {
-	home := os.Getenv(envSyncChild)
-	if home == "" {
-		t.Skip("the child of TestSyncPolicies")
-	}
+func init() { childRoles["sync"] = childSync }
+
+// childSync is the child process of TestSyncPolicies (role "sync"): it
+// appends batches of one to three items to syncKey in its home and prints
+// "ack <batch>" after each Append returns.
+func childSync() error {
 	policy := filestore.SyncAlways
 	if os.Getenv(envSyncMode) == "never" {
 		policy = filestore.SyncNever
 	}
-	s, err := filestore.Open(filestore.Options{Dir: home, Sync: policy})
+	s, err := childStore(policy)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
+		return err
 	}
-	rng := rand.New(rand.NewPCG(uint64(os.Getpid()), uint64(time.Now().UnixNano())))
+	var salt uint64
+	fmt.Sscan(os.Getenv(envArg), &salt)
+	rng := testkit.ChildRand(salt)
 	out := bufio.NewWriter(os.Stdout)
 	for b := 0; ; b++ {
 		n := 1 + rng.IntN(3)
@@ -75,8 +70,7 @@ func TestSyncChild(t *testing.T) {
 			items[i] = recall.Message("user", fmt.Sprintf("b%d-i%dof%d %s", b, i, n, strings.Repeat("y", rng.IntN(6000))))
 		}
 		if _, err := s.Append(context.Background(), syncKey, recall.Guard{}, recall.ItemEntries(items...)...); err != nil {
-			fmt.Fprintln(os.Stderr, "child:", err) // the file system was shut down under us
-			os.Exit(3)
+			return err // the file system was shut down under us
 		}
 		fmt.Fprintf(out, "ack %d\n", b)
 		out.Flush()
@@ -167,19 +161,16 @@ func (e *ext4) powerOff() {
 // policy's promise (see the top of this file) and reports how many
 // acknowledged batches each power loss took under SyncNever.
 func TestSyncPolicies(t *testing.T) {
-	if testing.Short() {
-		t.Skip("crash test: -short")
-	}
 	fs := newExt4(t)
-	rounds := 6
+	rounds := testkit.Size(2, 6) // odd rounds cut the power, even ones SIGKILL
 	for _, mode := range []string{"always", "never"} {
 		t.Run(mode, func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(2, uint64(time.Now().UnixNano())))
+			rng := testkit.Rand(t)
 			var lostTotal, lossRounds int
 			for round := range rounds {
 				power := round%2 == 1
 				home := filepath.Join(fs.dir, fmt.Sprintf("%s-%d", mode, round))
-				acked := runSyncChild(t, fs, home, mode, power, rng)
+				acked := runSyncChild(t, fs, home, mode, round, power, rng)
 				if power {
 					fs.unmount()
 					if err := fs.mount(); err != nil {
@@ -222,50 +213,25 @@ func TestSyncPolicies(t *testing.T) {
 // runSyncChild starts the child on home, lets it acknowledge a few batches,
 // then stops it, by SIGKILL or by a power loss, and returns the highest
 // batch it acknowledged (-1 for none).
-func runSyncChild(t *testing.T, fs *ext4, home, mode string, power bool, rng *rand.Rand) int {
+func runSyncChild(t *testing.T, fs *ext4, home, mode string, round int, power bool, rng *rand.Rand) int {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestSyncChild$")
-	cmd.Env = append(os.Environ(), envSyncChild+"="+home, envSyncMode+"="+mode)
-	var stderr strings.Builder // after a power loss the child fails with EIO, as it should
-	cmd.Stderr = &stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
+	c := testkit.Start(t, testkit.Command("sync", envHome+"="+home, envSyncMode+"="+mode, envArg+"="+strconv.Itoa(round)))
+	if wait := 5 + rng.IntN(40); !c.WaitLines(wait, time.Minute) {
+		t.Fatalf("the child did not acknowledge %d batches: %q\n%s", wait, c.Lines(), c.Stderr())
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+	time.Sleep(time.Duration(rng.IntN(2000)) * time.Microsecond) // a random moment to stop
+	if !power {
+		return lastAck(c.Kill()) // acknowledged before the kill: its Append returned
 	}
-	acks := make(chan int, 1<<16)
-	var readers sync.WaitGroup
-	readers.Go(func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if b, err := strconv.Atoi(strings.TrimPrefix(sc.Text(), "ack ")); err == nil {
-				acks <- b
-			}
-		}
-		close(acks)
-	})
-	last := -1
-	for range 5 + rng.IntN(40) {
-		b, ok := <-acks
-		if !ok {
-			cmd.Wait()
-			t.Fatalf("the child exited early:\n%s", stderr.String())
-		}
-		last = b
+	fs.powerOff()
+	// The child fails with EIO at its next call, as it should; it is
+	// killed if it does not.
+	c.WaitUntil(func([]string) bool { return false }, time.Minute)
+	if !c.Exited() {
+		return lastAck(c.Kill())
 	}
-	time.Sleep(time.Duration(rng.IntN(2000)) * time.Microsecond)
-	if power {
-		fs.powerOff()
-	}
-	cmd.Process.Signal(syscall.SIGKILL)
-	readers.Wait()
-	for b := range acks {
-		last = b // acknowledged before the stop: its Append returned
-	}
-	cmd.Wait()
-	return last
+	lines, _ := c.Wait()
+	return lastAck(lines)
 }
 
 // checkSyncLog opens the store at home after a stop and returns how many

@@ -6,8 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,12 +13,12 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/filestore"
+	"github.com/recallkit/recall/internal/testkit"
 )
 
 var purgeKey = recall.Key{Project: "purge", Session: "s"}
@@ -242,12 +240,22 @@ func TestPurgeRacesAppends(t *testing.T) {
 	if _, err := s.Append(ctx, purgeKey, recall.Guard{}, recall.ItemEntry(recall.Message("user", "first"))); err != nil {
 		t.Fatal(err)
 	}
+	// Each writer waits, every few appends, for a purge round (a
+	// compaction and a purge) to end since it last waited: the purges
+	// race the appends however the goroutines are scheduled.
+	const pace = 5
+	turns := make([]chan struct{}, 3)
+	for w := range turns {
+		turns[w] = make(chan struct{}, 1)
+	}
+	quit := make(chan struct{})
+	defer close(quit)
 	var (
 		mu    sync.Mutex
 		acked = []string{"first"}
 		wg    sync.WaitGroup
 	)
-	for w := range 3 {
+	for w := range turns {
 		wg.Go(func() {
 			for i := range perWriter {
 				text := fmt.Sprintf("w%d-%d", w, i)
@@ -261,7 +269,13 @@ func TestPurgeRacesAppends(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				time.Sleep(time.Millisecond) // let the purger in
+				if i%pace == pace-1 {
+					select {
+					case <-turns[w]:
+					case <-quit:
+						return
+					}
+				}
 			}
 		})
 	}
@@ -283,6 +297,12 @@ func TestPurgeRacesAppends(t *testing.T) {
 		if running && res.Dropped > 0 {
 			racing++
 		}
+		for _, turn := range turns {
+			select {
+			case turn <- struct{}{}:
+			default: // the writer has a turn it has not taken yet
+			}
+		}
 	}
 	live, _, err := s.Items(ctx, purgeKey, 0)
 	if err != nil {
@@ -295,8 +315,8 @@ func TestPurgeRacesAppends(t *testing.T) {
 	if !slices.Equal(got, acked) {
 		t.Fatalf("view after racing purges has %d items, %d were acknowledged", len(got), len(acked))
 	}
-	if purged == 0 {
-		t.Errorf("no purge dropped anything")
+	if purged == 0 || racing == 0 {
+		t.Errorf("no purge raced the appends: %d purges dropped entries while they ran, %d entries dropped in all", racing, purged)
 	}
 	t.Logf("%d purges dropped entries while appends ran, %d entries dropped in all", racing, purged)
 	if err := recall.Verify(ctx, s); err != nil {
@@ -311,43 +331,29 @@ func TestPurgeRacesAppends(t *testing.T) {
 // number of items, so the test's cost does not grow with the machine's
 // speed.
 func TestPurgeRacesOtherProcess(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	home := t.TempDir()
 	s := openStore(t, home)
 	if _, err := s.Append(ctx, purgeKey, recall.Guard{}, recall.ItemEntry(recall.Message("user", "first"))); err != nil {
 		t.Fatal(err)
 	}
-	cmd, r := startPurgeChild(t, home, "append")
-	acks := make(chan []string, 1)
-	childDone := make(chan struct{})
-	go func() {
-		var got []string
-		defer func() { acks <- got }()
-		defer close(childDone) // also when the child dies early
-		for {
-			line, err := r.ReadString('\n')
-			if err != nil {
-				return
-			}
-			line = strings.TrimSpace(line)
-			if line == "done" {
-				return
-			}
-			if tag, ok := strings.CutPrefix(line, "ack "); ok {
-				got = append(got, tag)
-			}
-		}
-	}()
+	// The child appends one item at a time, acknowledging each, and
+	// every few items waits for a turn this process gives it after each
+	// purge round: the purges race its appends however the processes are
+	// scheduled.
+	cmd := testkit.Command("purge-append", envHome+"="+home)
+	turns, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := startPurgeChild(t, cmd)
 	racing, purged := 0, 0
 	deadline := time.Now().Add(2 * time.Minute)
 	for running := true; running; {
-		select {
-		case <-childDone:
-			running = false
-		case <-time.After(time.Millisecond):
-		}
+		lines := c.Lines()
+		running = !c.Exited() && lines[len(lines)-1] != "done"
 		if time.Now().After(deadline) {
-			cmd.Process.Kill()
 			t.Fatalf("the other process did not finish its %d appends in 2 minutes", purgeChildAppends)
 		}
 		compactWhole(ctx, t, s)
@@ -359,10 +365,14 @@ func TestPurgeRacesOtherProcess(t *testing.T) {
 		if running && res.Dropped > 0 {
 			racing++
 		}
+		turns.Write([]byte("\n")) // fails once the child is gone, which Kill reports
 	}
-	cmd.Process.Signal(syscall.SIGKILL)
-	cmd.Wait()
-	acked := <-acks
+	var acked []string
+	for _, line := range c.Kill() {
+		if tag, ok := strings.CutPrefix(line, "ack "); ok {
+			acked = append(acked, tag)
+		}
+	}
 	live, _, err := openStore(t, home).Items(ctx, purgeKey, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -384,53 +394,60 @@ func TestPurgeRacesOtherProcess(t *testing.T) {
 }
 
 // The purge crash test runs this test binary again as a child that purges
-// a session; the parent kills it with SIGKILL at a random moment and
-// checks that the session is exactly as before the purge or exactly as
-// after it.
-const (
-	envPurgeHome = "FILESTORE_PURGE_CHILD_HOME"
-	envPurgeRole = "FILESTORE_PURGE_CHILD_ROLE" // "purge" (default) or "append"
+// a session (role "purge"); the parent kills it with SIGKILL at a random
+// moment and checks that the session is exactly as before the purge or
+// exactly as after it. TestPurgeRacesOtherProcess's child (role
+// "purge-append") appends instead.
 
-	purgeChildAppends = 400 // items the "append" child writes
-)
+const purgeChildAppends = 400 // items the "purge-append" child writes
 
-// TestPurgeChild is the child's side; it does nothing in a normal run.
-func TestPurgeChild(t *testing.T) {
-	home := os.Getenv(envPurgeHome)
-	if home == "" {
-		t.Skip("the child of TestPurgeSIGKILL and TestPurgeRacesOtherProcess")
-	}
-	s, err := filestore.Open(filestore.Options{Dir: home})
+// childPurge purges purgeKey in its home, saying "ready" before and "done"
+// after, then waits for the kill.
+func childPurge() error {
+	s, err := childStore(filestore.SyncAlways)
 	if err != nil {
-		fmt.Println("open:", err)
-		os.Exit(2)
+		return err
 	}
 	fmt.Println("ready")
-	if os.Getenv(envPurgeRole) == "append" {
-		// append one item at a time, acknowledging each, then wait for the kill
-		for i := range purgeChildAppends {
-			if _, err := s.Append(context.Background(), purgeKey, recall.Guard{}, recall.ItemEntry(recall.Message("user", fmt.Sprintf("c%d", i)))); err != nil {
-				fmt.Println("append:", err)
-				os.Exit(2)
-			}
-			fmt.Printf("ack c%d\n", i)
-			time.Sleep(50 * time.Microsecond) // let the purger in
-		}
-		fmt.Println("done")
-		time.Sleep(time.Hour)
-	}
 	if _, err := s.Purge(context.Background(), purgeKey); err != nil {
-		fmt.Println("purge:", err)
-		os.Exit(2)
+		return err
 	}
 	fmt.Println("done")
-	time.Sleep(time.Hour) // wait for the kill
+	select {} // wait for the kill
 }
 
-func TestPurgeSIGKILL(t *testing.T) {
-	if testing.Short() {
-		t.Skip("crash test")
+// childPurgeAppend appends purgeChildAppends items to purgeKey one at a
+// time, printing "ack <item>" after each; every purgePace items it waits
+// for a line on stdin: the parent's turn to purge. It says "done" at the
+// end, and waits for the kill.
+func childPurgeAppend() error {
+	s, err := childStore(filestore.SyncAlways)
+	if err != nil {
+		return err
 	}
+	fmt.Println("ready")
+	turns := bufio.NewReader(os.Stdin)
+	for i := range purgeChildAppends {
+		if _, err := s.Append(context.Background(), purgeKey, recall.Guard{}, recall.ItemEntry(recall.Message("user", fmt.Sprintf("c%d", i)))); err != nil {
+			return err
+		}
+		fmt.Printf("ack c%d\n", i)
+		if i%purgePace == purgePace-1 {
+			if _, err := turns.ReadString('\n'); err != nil {
+				return fmt.Errorf("waiting for a purge: %w", err)
+			}
+		}
+	}
+	fmt.Println("done")
+	select {} // wait for the kill
+}
+
+// purgePace is how many items the "purge-append" child appends between
+// two purges of the parent's.
+const purgePace = 20
+
+func TestPurgeSIGKILL(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	pristine := t.TempDir()
 	s := openStore(t, pristine)
@@ -445,28 +462,26 @@ func TestPurgeSIGKILL(t *testing.T) {
 	// Calibrate: how long a child takes from "ready" to "done", so that
 	// kills land before, during and after the purge.
 	calib := copyHome(t, pristine)
-	cmd, r := startPurgeChild(t, calib)
+	c := startPurgeChild(t, testkit.Command("purge", envHome+"="+calib))
 	start := time.Now()
-	if line, err := r.ReadString('\n'); strings.TrimSpace(line) != "done" {
-		t.Fatalf("calibration child said %q, %v", line, err)
+	if !c.WaitLines(2, time.Minute) || c.Lines()[1] != "done" {
+		t.Fatalf("calibration child said %q\n%s", c.Lines(), c.Stderr())
 	}
 	took := time.Since(start)
-	cmd.Process.Kill()
-	cmd.Wait()
+	c.Kill()
 	after := readPurgeState(t, openStore(t, calib), purgeKey)
 	if !sameEntries(after.entries, wantLog) {
 		t.Fatal("calibration purge did not leave the planned log")
 	}
 
-	rounds := 30
+	rounds := testkit.Size(6, 30)
+	rng := testkit.Rand(t)
 	var nBefore, nAfter int
 	for round := range rounds {
 		home := copyHome(t, pristine)
-		cmd, r := startPurgeChild(t, home)
-		time.Sleep(time.Duration(rand.Int64N(int64(took)*5/4 + 1)))
-		cmd.Process.Signal(syscall.SIGKILL)
-		io.Copy(io.Discard, r)
-		cmd.Wait()
+		c := startPurgeChild(t, testkit.Command("purge", envHome+"="+home))
+		time.Sleep(time.Duration(rng.Int64N(int64(took)*5/4 + 1))) // a random moment to kill
+		c.Kill()
 
 		st := openStore(t, home)
 		got := readPurgeState(t, st, purgeKey)
@@ -496,31 +511,15 @@ func TestPurgeSIGKILL(t *testing.T) {
 	t.Logf("purge took %v; %d kills left the log as before, %d as after", took, nBefore, nAfter)
 }
 
-// startPurgeChild starts a child purging the session in home (or, with
-// role "append", appending to it) and returns once it is about to start,
-// with its output after "ready".
-func startPurgeChild(t *testing.T, home string, role ...string) (*exec.Cmd, *bufio.Reader) {
+// startPurgeChild starts cmd, a child of role "purge" or "purge-append",
+// and returns once it says "ready".
+func startPurgeChild(t *testing.T, cmd *exec.Cmd) *testkit.Child {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestPurgeChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), envPurgeHome+"="+home)
-	if len(role) > 0 {
-		cmd.Env = append(cmd.Env, envPurgeRole+"="+role[0])
+	c := testkit.Start(t, cmd)
+	if !c.WaitLines(1, time.Minute) || c.Lines()[0] != "ready" {
+		t.Fatalf("child said %q\n%s", c.Lines(), c.Stderr())
 	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	r := bufio.NewReader(out)
-	if line, err := r.ReadString('\n'); strings.TrimSpace(line) != "ready" {
-		cmd.Process.Kill()
-		cmd.Wait()
-		t.Fatalf("child said %q, %v", line, err)
-	}
-	return cmd, r
+	return c
 }
 
 // copyHome copies a store's home to a new directory.

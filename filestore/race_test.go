@@ -1,13 +1,11 @@
 package filestore_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,16 +13,14 @@ import (
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/filestore"
+	"github.com/recallkit/recall/internal/testkit"
 )
 
 // The tests below race this process against another one on the same
-// store: they run this test binary again as a child (TestRaceChild) that
-// removes, appends or compares-and-swaps in a loop until its standard
-// input is closed, then prints "done <count>" and exits.
-const (
-	envRaceHome = "FILESTORE_RACE_HOME"
-	envRaceRole = "FILESTORE_RACE_ROLE" // "remove", "append" or "cas"
-)
+// store: they run this test binary again as a child (role "race", its
+// part in envArg) that removes, appends or compares-and-swaps in a loop
+// until its standard input is closed, then prints "done <count>" and
+// exits. The appender prints "ack" after each batch.
 
 // ghostKeys are the sessions TestGhostAcrossProcesses races on.
 var ghostKeys = func() []recall.Key {
@@ -40,16 +36,11 @@ var (
 	casKey    = recall.Key{Project: "cas", Session: "counter"}
 )
 
-// TestRaceChild is the child's side; it does nothing in a normal run.
-func TestRaceChild(t *testing.T) {
-	home := os.Getenv(envRaceHome)
-	if home == "" {
-		t.Skip("the child of the cross-process race tests")
-	}
-	s, err := filestore.Open(filestore.Options{Dir: home})
+// childRace is the child's side of the cross-process race tests.
+func childRace() error {
+	s, err := childStore(filestore.SyncAlways)
 	if err != nil {
-		fmt.Println("open:", err)
-		os.Exit(2)
+		return err
 	}
 	stop := make(chan struct{})
 	go func() {
@@ -64,14 +55,10 @@ func TestRaceChild(t *testing.T) {
 			return false
 		}
 	}
-	fail := func(what string, err error) {
-		fmt.Printf("%s: %v\n", what, err)
-		os.Exit(2)
-	}
 	ctx := context.Background()
 	n := 0
 	fmt.Println("ready")
-	switch os.Getenv(envRaceRole) {
+	switch role := os.Getenv(envArg); role {
 	case "remove":
 		// what `recall rm` does, over and over: n counts removals
 		for i := 0; !stopped(); i++ {
@@ -79,15 +66,18 @@ func TestRaceChild(t *testing.T) {
 			if err == nil {
 				n++
 			} else if !errors.Is(err, recall.ErrNotFound) {
-				fail("remove", err)
+				return fmt.Errorf("remove: %w", err)
 			}
 			if i%len(ghostKeys) == 0 {
-				time.Sleep(100 * time.Microsecond) // let the other side recreate some
+				// pace the removals, so the other side recreates some
+				// sessions between them (the test does not rely on it)
+				time.Sleep(100 * time.Microsecond)
 			}
 		}
 	case "append":
 		// a fast chat: a batch of one to three items every 20ms (an
-		// agent's turn takes seconds), a pop and a title now and then
+		// agent's turn takes seconds), a pop and a title now and then;
+		// the pace is the load modelled, the parent waits for acks
 		for b := 0; !stopped(); b++ {
 			time.Sleep(20 * time.Millisecond)
 			var batch []recall.Entry
@@ -95,36 +85,37 @@ func TestRaceChild(t *testing.T) {
 				batch = append(batch, recall.ItemEntry(recall.Message("user", fmt.Sprintf("b%d-%d", b, i))))
 			}
 			if _, err := s.Append(ctx, verifyKey, recall.Guard{}, batch...); err != nil {
-				fail("append", err)
+				return fmt.Errorf("append: %w", err)
 			}
 			switch b % 7 {
 			case 3:
 				if _, err := s.Pop(ctx, verifyKey); err != nil {
-					fail("pop", err)
+					return fmt.Errorf("pop: %w", err)
 				}
 			case 5:
 				if _, err := recall.SetTitle(ctx, s, verifyKey, fmt.Sprintf("title %d", b), recall.TitleAuto); err != nil {
-					fail("title", err)
+					return fmt.Errorf("title: %w", err)
 				}
 			}
 			n++
+			fmt.Println("ack")
 		}
 	case "cas":
 		// compare-and-swap increments: n counts the successful ones
 		for !stopped() {
 			ok, err := casIncrement(ctx, s, "child")
 			if err != nil {
-				fail("cas", err)
+				return fmt.Errorf("cas: %w", err)
 			}
 			if ok {
 				n++
 			}
 		}
 	default:
-		fail("role", fmt.Errorf("unknown role %q", os.Getenv(envRaceRole)))
+		return fmt.Errorf("unknown role %q", role)
 	}
 	fmt.Printf("done %d\n", n)
-	os.Exit(0)
+	return nil
 }
 
 // casIncrement reads casKey's LastSeq and appends one item guarded by it,
@@ -153,38 +144,22 @@ func casIncrement(ctx context.Context, s recall.Store, who string) (ok bool, err
 
 // raceChild is a running child of the race tests.
 type raceChild struct {
-	cmd   *exec.Cmd
+	*testkit.Child
 	stdin io.WriteCloser
-	out   *bufio.Reader
 }
 
 // startRaceChild starts a child with role on the store at home and returns
 // once it is running.
 func startRaceChild(t *testing.T, home, role string) *raceChild {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestRaceChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), envRaceHome+"="+home, envRaceRole+"="+role)
-	cmd.Stderr = os.Stderr
+	cmd := testkit.Command("race", envHome+"="+home, envArg+"="+role)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	c := &raceChild{cmd: cmd, stdin: stdin, out: bufio.NewReader(out)}
-	t.Cleanup(func() {
-		if c.cmd.ProcessState == nil {
-			c.cmd.Process.Kill()
-			c.cmd.Wait()
-		}
-	})
-	if line, err := c.out.ReadString('\n'); strings.TrimSpace(line) != "ready" {
-		t.Fatalf("the %s child said %q, %v", role, line, err)
+	c := &raceChild{Child: testkit.Start(t, cmd), stdin: stdin}
+	if !c.WaitLines(1, time.Minute) || c.Lines()[0] != "ready" {
+		t.Fatalf("the %s child said %q\n%s", role, c.Lines(), c.Stderr())
 	}
 	return c
 }
@@ -193,9 +168,8 @@ func startRaceChild(t *testing.T, home, role string) *raceChild {
 func (c *raceChild) stop(t *testing.T) int {
 	t.Helper()
 	c.stdin.Close()
-	rest, _ := io.ReadAll(c.out)
-	err := c.cmd.Wait()
-	line := strings.TrimSpace(string(rest))
+	lines, err := c.Wait()
+	line := lines[len(lines)-1]
 	n, perr := strconv.Atoi(strings.TrimPrefix(line, "done "))
 	if err != nil || !strings.HasPrefix(line, "done ") || perr != nil {
 		t.Fatalf("the child ended with %v, saying %q", err, line)
@@ -203,15 +177,22 @@ func (c *raceChild) stop(t *testing.T) int {
 	return n
 }
 
-// raceFor is how long each cross-process race runs: long enough for
-// hundreds of collisions, short enough for every test run.
-const raceFor = 2 * time.Second
+// raceFor is how long each cross-process race runs at least in the long
+// tier, a quarter of that in the fast tier (-short): long enough for
+// hundreds of collisions. Each runs on until the race it needs happened.
+func raceFor() time.Duration {
+	return time.Duration(testkit.Size(int(time.Second/2), int(2*time.Second)))
+}
+
+// raceLimit is how long a race runs at most waiting for what it needs.
+const raceLimit = time.Minute
 
 // A `recall rm` in another process, racing every lifecycle helper, never
 // leaves a ghost: a session that exists holding only title, meta or clear
 // entries, brought back after its removal. The helpers append with
 // IfExists, which the file store checks under the log's file lock.
 func TestGhostAcrossProcesses(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	home := t.TempDir()
 	s := openStore(t, home)
@@ -259,8 +240,10 @@ func TestGhostAcrossProcesses(t *testing.T) {
 		}
 	}
 	var calls, missed, rounds int
-	deadline := time.Now().Add(raceFor)
-	for ; time.Now().Before(deadline); rounds++ {
+	// Race for raceFor, and on until a helper found its session removed
+	// (so the other process removed some).
+	start := time.Now()
+	for ; time.Since(start) < raceFor() || missed == 0 && time.Since(start) < raceLimit; rounds++ {
 		for _, k := range ghostKeys {
 			// (re)create the session the way a chat does
 			if _, err := s.Append(ctx, k, recall.Guard{}, recall.ItemEntry(recall.Message("user", "hello"))); err != nil {
@@ -299,6 +282,7 @@ func TestGhostAcrossProcesses(t *testing.T) {
 // and Items are each one snapshot, and it compares them only at the same
 // LastSeq.
 func TestVerifyBesideAppender(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	home := t.TempDir()
 	s := openStore(t, home)
@@ -307,7 +291,10 @@ func TestVerifyBesideAppender(t *testing.T) {
 	}
 	child := startRaceChild(t, home, "append")
 	runs, moved := 0, 0
-	for deadline := time.Now().Add(raceFor); runs < 300 || time.Now().Before(deadline); runs++ {
+	// Verify 300 times, for raceFor at least, and on until 10 batches were
+	// acknowledged and 10 verifications raced one.
+	overlap := func() bool { return moved >= 10 && len(child.Lines()) > 10 } // "ready", then an "ack" a batch
+	for start := time.Now(); runs < 300 || time.Since(start) < raceFor() || !overlap() && time.Since(start) < raceLimit; runs++ {
 		before, _ := s.Stat(ctx, verifyKey)
 		if err := recall.VerifySession(ctx, s, verifyKey); err != nil {
 			child.stop(t)
@@ -342,6 +329,7 @@ func TestVerifyBesideAppender(t *testing.T) {
 // each writer's items at the seqs they name, and the successes add up to
 // the log's length.
 func TestGuardAcrossProcesses(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	home := t.TempDir()
 	s := openStore(t, home)
@@ -350,7 +338,9 @@ func TestGuardAcrossProcesses(t *testing.T) {
 	}
 	child := startRaceChild(t, home, "cas")
 	mine, tries := 0, 0
-	for deadline := time.Now().Add(raceFor / 2); time.Now().Before(deadline); tries++ {
+	// Race for raceFor/2, and on until an append here lost to the other
+	// process (so both succeeded and collided).
+	for start := time.Now(); time.Since(start) < raceFor()/2 || (mine == 0 || tries == mine) && time.Since(start) < raceLimit; tries++ {
 		ok, err := casIncrement(ctx, s, "parent")
 		if err != nil {
 			child.stop(t)
@@ -386,6 +376,7 @@ func TestGuardAcrossProcesses(t *testing.T) {
 // the entry at the LastSeq returned, and a whole view holds LastSeq items,
 // never one more or one less.
 func TestItemsSeqIsTheViews(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	home := t.TempDir()
 	w, err := filestore.Open(filestore.Options{Dir: home, Sync: filestore.SyncNever})
@@ -406,7 +397,7 @@ func TestItemsSeqIsTheViews(t *testing.T) {
 				done <- err
 				return
 			}
-			time.Sleep(100 * time.Microsecond) // let the reads interleave
+			time.Sleep(100 * time.Microsecond) // let the reads interleave (the test does not rely on it)
 		}
 		done <- nil
 	}()

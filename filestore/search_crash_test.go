@@ -6,27 +6,27 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/filestore"
+	"github.com/recallkit/recall/internal/testkit"
 )
 
 // childSearcher searches its home again and again, printing "searched"
 // after each search, so the parent can kill it while it brings the index
 // up to date.
-func childSearcher() {
-	s := childStore(filestore.SyncNever)
+func childSearcher() error {
+	s, err := childStore(filestore.SyncNever)
+	if err != nil {
+		return err
+	}
 	out := bufio.NewWriter(os.Stdout)
 	for {
 		if _, err := s.Search(context.Background(), recall.SearchOptions{Query: "needle"}); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(2)
+			return err
 		}
 		fmt.Fprintln(out, "searched")
 		out.Flush()
@@ -36,13 +36,16 @@ func childSearcher() {
 // childDurableAppender is childAppender with SyncAlways only and smaller
 // items: the fsync of each batch paces it, so that a parent catching up
 // the index is not outrun by megabytes a second of padding.
-func childDurableAppender() {
+func childDurableAppender() error {
 	round := os.Getenv(envArg)
-	s := childStore(filestore.SyncAlways)
+	s, err := childStore(filestore.SyncAlways)
+	if err != nil {
+		return err
+	}
 	var roundNo int
 	fmt.Sscanf(round, "r%d", &roundNo)
 	key := appenderKey(roundNo)
-	rng := rand.New(rand.NewPCG(uint64(os.Getpid()), uint64(time.Now().UnixNano())))
+	rng := testkit.ChildRand(uint64(roundNo))
 	out := bufio.NewWriter(os.Stdout)
 	for b := 0; ; b++ {
 		n := 1 + rng.IntN(4)
@@ -55,8 +58,7 @@ func childDurableAppender() {
 			items[i] = recall.Message("user", fmt.Sprintf("%s-b%d-i%dof%d %s", round, b, i, n, strings.Repeat("x", pad)))
 		}
 		if err := recall.NewSession(s, key).AddItems(context.Background(), items...); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(2)
+			return err
 		}
 		fmt.Fprintf(out, "ack %d\n", b)
 		out.Flush()
@@ -69,15 +71,13 @@ func childDurableAppender() {
 // must agree with the logs, and the index must stay usable (not rebuilt
 // for nothing: it keeps the sessions a finished transaction indexed).
 func TestSearchCrashWhileIndexing(t *testing.T) {
-	if testing.Short() {
-		t.Skip("crash test: -short")
-	}
-	rounds := 12
+	t.Parallel()
+	rounds := testkit.Size(2, 12)
 	if raceBuild {
-		rounds = 3
+		rounds = testkit.Size(2, 3)
 	}
 	home := t.TempDir()
-	rng := rand.New(rand.NewPCG(3, uint64(time.Now().UnixNano())))
+	rng := testkit.Rand(t)
 	s := openSearchStore(t, home)
 	text := strings.Repeat("hay and straw ", 20)
 	for round := range rounds {
@@ -86,26 +86,9 @@ func TestSearchCrashWhileIndexing(t *testing.T) {
 			k := recall.Key{Project: fmt.Sprintf("p%d", i%3), Session: fmt.Sprintf("s%d", rng.IntN(200))}
 			appendItems(t, s, k, recall.Message("user", fmt.Sprintf("needle r%d-%d %s", round, i, text)), recall.Message("assistant", text))
 		}
-		cmd := childCmd(t, "searcher", home, "")
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		var reader sync.WaitGroup
-		searched := 0
-		reader.Go(func() {
-			sc := bufio.NewScanner(stdout)
-			for sc.Scan() {
-				searched++
-			}
-		})
-		time.Sleep(time.Duration(rng.IntN(400)) * time.Millisecond)
-		cmd.Process.Signal(syscall.SIGKILL)
-		reader.Wait()
-		cmd.Wait()
+		c := child(t, "searcher", home, "")
+		time.Sleep(time.Duration(rng.IntN(400)) * time.Millisecond) // a random moment to kill
+		searched := len(c.Kill())
 		// the parent's search: first from the index the child left, then
 		// compared page by page with the logs
 		if _, err := filestore.SearchIndexOnly(context.Background(), s, recall.SearchOptions{Query: "needle"}); err != nil {
@@ -124,59 +107,26 @@ func TestSearchCrashWhileIndexing(t *testing.T) {
 // after every kill, a search finds every batch the child saw
 // acknowledged, and agrees with the logs.
 func TestSearchCrashWhileAppending(t *testing.T) {
-	if testing.Short() {
-		t.Skip("crash test: -short")
-	}
-	kills := 8
+	t.Parallel()
+	kills := testkit.Size(2, 8)
 	if raceBuild {
 		kills = 2
 	}
 	home := t.TempDir()
-	rng := rand.New(rand.NewPCG(4, uint64(time.Now().UnixNano())))
+	rng := testkit.Rand(t)
 	s := openSearchStore(t, home)
 	for round := range kills {
 		name := fmt.Sprintf("r%d", round)
-		cmd := childCmd(t, "durable-appender", home, name)
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		acks := make(chan int, 1<<16)
-		var reader sync.WaitGroup
-		reader.Go(func() {
-			sc := bufio.NewScanner(stdout)
-			for sc.Scan() {
-				if b, err := strconv.Atoi(strings.TrimPrefix(sc.Text(), "ack ")); err == nil {
-					acks <- b
-				}
-			}
-			close(acks)
-		})
-		last := -1
-		for range 1 + rng.IntN(8) {
-			b, ok := <-acks
-			if !ok {
-				t.Fatalf("round %d: the child exited early", round)
-			}
-			last = b
+		c := child(t, "durable-appender", home, name)
+		if wait := 1 + rng.IntN(8); !c.WaitLines(wait, time.Minute) {
+			t.Fatalf("round %d: the child did not acknowledge %d batches: %q\n%s", round, wait, c.Lines(), c.Stderr())
 		}
 		// search while the child appends: its first batch is there
-		if last >= 0 {
-			if missing := missingBatches(t, s, name, 0, 0); missing >= 0 {
-				cmd.Process.Signal(syscall.SIGKILL)
-				t.Fatalf("round %d, while appending: acknowledged batch %d not found", round, missing)
-			}
+		if missing := missingBatches(t, s, name, 0, 0); missing >= 0 {
+			t.Fatalf("round %d, while appending: acknowledged batch %d not found", round, missing)
 		}
-		time.Sleep(time.Duration(rng.IntN(3000)) * time.Microsecond)
-		cmd.Process.Signal(syscall.SIGKILL)
-		reader.Wait()
-		for b := range acks {
-			last = b
-		}
-		cmd.Wait()
+		time.Sleep(time.Duration(rng.IntN(3000)) * time.Microsecond) // a random moment to kill
+		last := lastAck(c.Kill())
 		if missing := missingBatches(t, s, name, 0, last); missing >= 0 {
 			t.Fatalf("round %d: acknowledged batch %d not found", round, missing)
 		}
@@ -208,33 +158,16 @@ func missingBatches(t *testing.T, s *filestore.Store, name string, from, last in
 // searches too: every search of the parent finds what it wrote, and in
 // the end the index agrees with the logs.
 func TestSearchConcurrentProcesses(t *testing.T) {
-	if testing.Short() {
-		t.Skip("multi-process test: -short")
-	}
+	t.Parallel()
 	ctx := context.Background()
 	home := t.TempDir()
 	s := openSearchStore(t, home)
 	appendItems(t, s, recall.Key{Project: "p", Session: "seed"}, recall.Message("user", "needle seed"))
 	for range 2 {
-		cmd := childCmd(t, "searcher", home, "")
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		var done sync.WaitGroup
-		done.Go(func() {
-			sc := bufio.NewScanner(stdout)
-			for sc.Scan() {
-			}
-			cmd.Wait()
-		})
-		t.Cleanup(func() { cmd.Process.Signal(syscall.SIGKILL); done.Wait() })
+		child(t, "searcher", home, "") // killed when the test ends
 	}
 	rng := rand.New(rand.NewPCG(5, 6))
-	for i := range 60 {
+	for i := range testkit.Size(30, 60) {
 		k := recall.Key{Project: fmt.Sprintf("p%d", i%2), Session: fmt.Sprintf("s%d", rng.IntN(15))}
 		word := fmt.Sprintf("word%dx", i)
 		appendItems(t, s, k, recall.Message("user", "needle "+word))

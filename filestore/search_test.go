@@ -15,6 +15,7 @@ import (
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/filestore"
+	"github.com/recallkit/recall/internal/testkit"
 )
 
 // bruteSearch is the reference the index must agree with, written out
@@ -278,7 +279,8 @@ func randomOps(t *testing.T, s *filestore.Store, rng *rand.Rand, n int) {
 // compares Search with the scan for many queries and options: the index
 // is caught up incrementally between steps.
 func TestSearchAgreesWithScan(t *testing.T) {
-	for seed := range uint64(4) {
+	// -short: one seed without and one with small windows
+	for seed := range uint64(testkit.Size(2, 4)) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 7))
 			s := openSearchStore(t, t.TempDir())
@@ -288,7 +290,7 @@ func TestSearchAgreesWithScan(t *testing.T) {
 				filestore.SetSearchWindow(s, 2+int(seed))
 			}
 			since := time.Now().Add(-time.Hour)
-			for range 6 {
+			for range testkit.Size(4, 6) {
 				randomOps(t, s, rng, 15)
 				for _, q := range searchQueries {
 					opts := recall.SearchOptions{Query: q, Limit: 1 + rng.IntN(4)}
@@ -449,13 +451,14 @@ func TestSearchRebuildsIndex(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/reopen=%v", name, reopen), func(t *testing.T) {
 				home := t.TempDir()
 				s := openSearchStore(t, home)
-				for i := range 40 {
+				sessions := testkit.Size(15, 40)
+				for i := range sessions {
 					k := recall.Key{Project: "p", Session: fmt.Sprintf("s%02d", i)}
 					appendItems(t, s, k, recall.Message("user", fmt.Sprintf("needle %d in a haystack of hay %s", i, strings.Repeat("hay ", 50))))
 				}
 				want := checkSearch(t, s, recall.SearchOptions{Query: "needle", Limit: 7})
-				if len(want) != 40 {
-					t.Fatalf("%d hits, want 40", len(want))
+				if len(want) != sessions {
+					t.Fatalf("%d hits, want %d", len(want), sessions)
 				}
 				if reopen {
 					s.Close()
@@ -475,7 +478,7 @@ func TestSearchRebuildsIndex(t *testing.T) {
 					t.Fatal(d)
 				}
 				idx, err := filestore.SearchIndexedLogs(home)
-				if err != nil || len(idx) != 40 {
+				if err != nil || len(idx) != sessions {
 					t.Fatalf("index not rebuilt: %d sessions, %v", len(idx), err)
 				}
 			})
@@ -484,16 +487,17 @@ func TestSearchRebuildsIndex(t *testing.T) {
 }
 
 // TestSearchIndexMapped: the index's connection maps its file (see
-// searchMmapSize), and an index of some 10 MB, every page of it mapped and
-// read, then cut short under the open connection, is found damaged and
-// built again: the hits still agree with the scan, and the process does
-// not fault.
+// searchMmapSize), and an index of some 10 MB (1 MB under -short), every
+// page of it mapped and read, then cut short under the open connection, is
+// found damaged and built again: the hits still agree with the scan, and
+// the process does not fault.
 func TestSearchIndexMapped(t *testing.T) {
 	ctx := context.Background()
 	home := t.TempDir()
 	s := openSearchStore(t, home)
 	rng := rand.New(rand.NewPCG(1, 2))
-	for i := range 300 {
+	sessions := testkit.Size(30, 300) // each adds some 30 KB to the index
+	for i := range sessions {
 		k := recall.Key{Project: "p", Session: fmt.Sprintf("s%03d", i)}
 		var items []recall.Item
 		for j := range 8 {
@@ -505,7 +509,7 @@ func TestSearchIndexMapped(t *testing.T) {
 		}
 		appendItems(t, s, k, items...)
 	}
-	queries := []string{"hay299", "hay150", "hay7", "needle 42.7"}
+	queries := []string{fmt.Sprintf("hay%d", sessions-1), fmt.Sprintf("hay%d", sessions/2), "hay7", fmt.Sprintf("needle %d.7", min(42, sessions-1))}
 	for _, q := range queries {
 		checkSearch(t, s, recall.SearchOptions{Query: q})
 	}
@@ -528,7 +532,7 @@ func TestSearchIndexMapped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Size() < 8<<20 {
+	if st.Size() < int64(sessions)*(8<<20)/300 {
 		t.Fatalf("the index is %d bytes, too small to show anything", st.Size())
 	}
 	if err := os.Truncate(path, st.Size()/3); err != nil {
@@ -537,7 +541,7 @@ func TestSearchIndexMapped(t *testing.T) {
 	for _, q := range queries {
 		checkSearch(t, s, recall.SearchOptions{Query: q})
 	}
-	if idx, err := filestore.SearchIndexedLogs(home); err != nil || len(idx) != 300 {
+	if idx, err := filestore.SearchIndexedLogs(home); err != nil || len(idx) != sessions {
 		t.Fatalf("index not rebuilt: %d sessions, %v", len(idx), err)
 	}
 }

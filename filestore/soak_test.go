@@ -8,9 +8,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -20,25 +18,30 @@ import (
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/filestore"
+	"github.com/recallkit/recall/internal/testkit"
 	"github.com/recallkit/recall/storetest"
 )
 
 // The soak test: processes hammer one file-store home with random
-// operations for a while, then every invariant is checked. It is off by
-// default; run it with
+// operations for a while, then every invariant is checked. The fast tier
+// (-short) runs it for soakShort; otherwise it is off by default: run it
+// with
 //
 //	go test ./filestore -run '^TestSoak$' -soak 2m -v
 //
 // (or RECALL_SOAK=2m). docs/TESTING.md has the figures of the last run.
 
-var soakFor = flag.Duration("soak", 0, "run TestSoak for this long (e.g. 2m); 0 skips it (env RECALL_SOAK works too)")
+var soakFor = flag.Duration("soak", 0, "run TestSoak for this long (e.g. 2m); 0 skips it, but for a short run under -short (env RECALL_SOAK works too)")
+
+// soakShort is how long the soak runs in the fast tier when no duration
+// is given.
+const soakShort = 2 * time.Second
 
 const (
 	soakProcs    = 8
 	soakSessions = 20
 	soakProject  = "soak"
 
-	envSoakHome  = "FILESTORE_SOAK_HOME" // the child's store home
 	envSoakID    = "FILESTORE_SOAK_ID"
 	envSoakUntil = "FILESTORE_SOAK_UNTIL" // unix nanoseconds
 	envSoakOut   = "FILESTORE_SOAK_OUT"   // the child's record of acknowledged operations
@@ -55,7 +58,7 @@ func soakTag(it recall.Item) string {
 	return tag
 }
 
-// TestSoakChild is one process of TestSoak. Until the deadline it runs
+// childSoak is one process of TestSoak (role "soak"). Until the deadline it runs
 // random operations on the shared sessions and records each acknowledged
 // one, a line each, in its out file:
 //
@@ -65,11 +68,8 @@ func soakTag(it recall.Item) string {
 //	T, R, L                           a title, an archive change, a list page
 //
 // Any error is fatal: the parent sees the exit status.
-func TestSoakChild(t *testing.T) {
-	home := os.Getenv(envSoakHome)
-	if home == "" {
-		t.Skip("a child of TestSoak")
-	}
+func childSoak() error {
+	home := os.Getenv(envHome)
 	id, _ := strconv.Atoi(os.Getenv(envSoakID))
 	untilNs, _ := strconv.ParseInt(os.Getenv(envSoakUntil), 10, 64)
 	until := time.Unix(0, untilNs)
@@ -87,7 +87,7 @@ func TestSoakChild(t *testing.T) {
 	}
 	out := bufio.NewWriter(outFile)
 	ctx := context.Background()
-	rng := rand.New(rand.NewPCG(uint64(id), uint64(time.Now().UnixNano())))
+	rng := testkit.ChildRand(uint64(id))
 	n := 0
 	for time.Now().Before(until) {
 		key := soakKey(rng.IntN(soakSessions))
@@ -167,7 +167,7 @@ func TestSoakChild(t *testing.T) {
 	}
 	outFile.Close()
 	s.Close()
-	os.Exit(0)
+	return nil
 }
 
 // soakRecord is what the children acknowledged, per session.
@@ -240,30 +240,28 @@ func TestSoak(t *testing.T) {
 			t.Fatalf("RECALL_SOAK=%q: %v", env, err)
 		}
 	}
+	if d <= 0 && testing.Short() {
+		d = soakShort
+	}
 	if d <= 0 {
 		t.Skip("the soak test is off: run it with -soak 2m (or RECALL_SOAK=2m)")
 	}
+	t.Parallel()
 	ctx := context.Background()
 	home := t.TempDir()
 	outs := t.TempDir()
 	until := time.Now().Add(d)
-	var cmds []*exec.Cmd
+	var children []*testkit.Child
 	var files []string
 	for i := range soakProcs {
 		out := filepath.Join(outs, fmt.Sprintf("child-%d", i))
 		files = append(files, out)
-		cmd := exec.Command(os.Args[0], "-test.run=^TestSoakChild$")
-		cmd.Env = append(os.Environ(), envSoakHome+"="+home, envSoakID+"="+strconv.Itoa(i),
-			envSoakUntil+"="+strconv.FormatInt(until.UnixNano(), 10), envSoakOut+"="+out)
-		cmd.Stderr = os.Stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		cmds = append(cmds, cmd)
+		children = append(children, testkit.Start(t, testkit.Command("soak", envHome+"="+home, envSoakID+"="+strconv.Itoa(i),
+			envSoakUntil+"="+strconv.FormatInt(until.UnixNano(), 10), envSoakOut+"="+out)))
 	}
 	start := time.Now()
-	for i, cmd := range cmds {
-		if err := cmd.Wait(); err != nil {
+	for i, c := range children {
+		if _, err := c.Wait(); err != nil {
 			t.Errorf("soak child %d: %v", i, err)
 		}
 	}
