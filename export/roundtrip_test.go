@@ -3,9 +3,7 @@ package export_test
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,9 +11,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/export"
@@ -129,27 +124,8 @@ func openFile(t *testing.T) recall.Store {
 	return s
 }
 
-func randomName(prefix string) string {
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	return prefix + hex.EncodeToString(b)
-}
-
 func openPostgres(t *testing.T) recall.Store {
-	dsn := testsvc.PostgresDSN(t)
-	schema := randomName("recall_test_export_")
-	t.Cleanup(func() {
-		ctx := context.Background()
-		c, err := pgx.Connect(ctx, dsn)
-		if err != nil {
-			t.Logf("drop schema: %v", err)
-			return
-		}
-		defer c.Close(ctx)
-		if _, err := c.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`); err != nil {
-			t.Logf("drop schema: %v", err)
-		}
-	})
+	dsn, schema := testsvc.PostgresSchema(t)
 	s, err := sqlstore.OpenPostgres(context.Background(), dsn, sqlstore.Options{Schema: schema})
 	if err != nil {
 		t.Fatal(err)
@@ -159,30 +135,12 @@ func openPostgres(t *testing.T) recall.Store {
 }
 
 func openRedis(t *testing.T) recall.Store {
-	url := testsvc.RedisURL(t)
-	prefix := randomName("recalltest:export:") + ":"
+	url, prefix := testsvc.RedisPrefix(t)
 	s, err := redisstore.Open(context.Background(), url, redisstore.Options{Prefix: prefix})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		s.Close()
-		opts, err := redis.ParseURL(url)
-		if err != nil {
-			t.Logf("clean redis prefix: %v", err)
-			return
-		}
-		rdb := redis.NewClient(opts)
-		defer rdb.Close()
-		ctx := context.Background()
-		it := rdb.Scan(ctx, 0, prefix+"*", 1000).Iterator()
-		for it.Next(ctx) {
-			rdb.Del(ctx, it.Val())
-		}
-		if err := it.Err(); err != nil {
-			t.Logf("clean redis prefix %s: %v", prefix, err)
-		}
-	})
+	t.Cleanup(func() { s.Close() })
 	return s
 }
 

@@ -28,7 +28,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/recallkit/recall"
@@ -92,8 +91,7 @@ func BenchmarkService(b *testing.B) {
 			return st
 		}},
 		{"postgres", func(b *testing.B) recall.Store {
-			dsn := testsvc.PostgresDSN(b)
-			schema := fmt.Sprintf("recall_bench_%d", time.Now().UnixNano())
+			dsn, schema := testsvc.PostgresSchema(b)
 			sep := "?"
 			if strings.Contains(dsn, "?") {
 				sep = "&"
@@ -102,7 +100,6 @@ func BenchmarkService(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			b.Cleanup(func() { dropBenchSchema(b, dsn, schema) })
 			return st
 		}},
 	}
@@ -378,18 +375,4 @@ func do(c *http.Client, req *http.Request, token string) error {
 	}
 	_, err = io.Copy(io.Discard, resp.Body)
 	return err
-}
-
-func dropBenchSchema(b *testing.B, dsn, schema string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		b.Logf("drop schema %s: %v", schema, err)
-		return
-	}
-	defer c.Close(ctx)
-	if _, err := c.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`); err != nil {
-		b.Logf("drop schema %s: %v", schema, err)
-	}
 }

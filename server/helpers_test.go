@@ -2,8 +2,6 @@ package server_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"io"
 	"log/slog"
@@ -11,9 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
@@ -58,23 +54,7 @@ func openFileStore(t *testing.T, dir string) recall.Store {
 
 func openPostgres(t *testing.T) recall.Store {
 	t.Helper()
-	dsn := testsvc.PostgresDSN(t)
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	schema := "recall_test_server_" + hex.EncodeToString(b)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		c, err := pgx.Connect(ctx, dsn)
-		if err != nil {
-			t.Logf("drop schema %s: %v", schema, err)
-			return
-		}
-		defer c.Close(ctx)
-		if _, err := c.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`); err != nil {
-			t.Logf("drop schema %s: %v", schema, err)
-		}
-	})
+	dsn, schema := testsvc.PostgresSchema(t)
 	st, err := sqlstore.OpenPostgres(context.Background(), dsn, sqlstore.Options{Schema: schema})
 	if err != nil {
 		t.Fatal(err)

@@ -2,13 +2,8 @@ package server
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"net/http"
 	"testing"
-	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/internal/testsvc"
@@ -19,23 +14,7 @@ import (
 // two replicas would, and drops the schema when the test ends.
 func openPostgresPair(t *testing.T) (recall.Store, recall.Store) {
 	t.Helper()
-	dsn := testsvc.PostgresDSN(t)
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	schema := "recall_test_tokens_" + hex.EncodeToString(b)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		c, err := pgx.Connect(ctx, dsn)
-		if err != nil {
-			t.Logf("drop schema %s: %v", schema, err)
-			return
-		}
-		defer c.Close(ctx)
-		if _, err := c.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`); err != nil {
-			t.Logf("drop schema %s: %v", schema, err)
-		}
-	})
+	dsn, schema := testsvc.PostgresSchema(t)
 	var sts [2]recall.Store
 	for i := range sts {
 		st, err := sqlstore.OpenPostgres(context.Background(), dsn, sqlstore.Options{Schema: schema})

@@ -69,8 +69,7 @@ func BenchmarkResponsesProxy(b *testing.B) {
 			return st
 		}},
 		{"postgres", func(b *testing.B) recall.Store {
-			dsn := testsvc.PostgresDSN(b)
-			schema := fmt.Sprintf("recall_bench_resp_%d", time.Now().UnixNano())
+			dsn, schema := testsvc.PostgresSchema(b)
 			sep := "?"
 			if strings.Contains(dsn, "?") {
 				sep = "&"
@@ -79,7 +78,6 @@ func BenchmarkResponsesProxy(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			b.Cleanup(func() { dropBenchSchema(b, dsn, schema) })
 			return st
 		}},
 	}

@@ -251,10 +251,7 @@ func TestPostgres(t *testing.T) {
 	defer conn.Close(context.Background())
 	for _, scheme := range []string{"postgres", "postgresql"} {
 		t.Run(scheme, func(t *testing.T) {
-			schema := fmt.Sprintf("storeurl_test_%016x", rand.Uint64())
-			t.Cleanup(func() {
-				_, _ = conn.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
-			})
+			_, schema := testsvc.PostgresSchema(t)
 			raw := withQuery(t, pgURL, "schema", schema)
 			raw = scheme + strings.TrimPrefix(raw, strings.SplitN(raw, ":", 2)[0])
 			st := open(t, raw)

@@ -208,7 +208,7 @@ func setUp(b *testing.B) []contender {
 	var dsn, schema string
 	if want("postgres") {
 		dsn = testsvc.PostgresDSN(b)
-		schema = fmt.Sprintf("recall_searchbench_%d", time.Now().UnixNano())
+		schema = testsvc.UniqueName("recall_searchbench")
 		if keep {
 			schema = fmt.Sprintf("recall_searchbench_keep_%d", n)
 		}
@@ -220,10 +220,7 @@ func setUp(b *testing.B) []contender {
 			if keep {
 				return
 			}
-			if conn, err := pgx.Connect(ctx, dsn); err == nil {
-				conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE")
-				conn.Close(ctx)
-			}
+			testsvc.DropSchema(b, dsn, schema)
 		})
 		stores, names = append(stores, pg), append(names, "postgres")
 	}
