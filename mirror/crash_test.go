@@ -140,7 +140,7 @@ func killedMidReplication(t *testing.T, kind, url, name string) {
 			envCrashKind+"="+kind, envCrashURL+"="+url, envCrashName+"="+name))
 		// Kill once the replica has grown by a few batches since the last
 		// round: mid-replication, with more to come.
-		eventually(t, 60*time.Second, fmt.Sprintf("round %d: the replica to grow", round), func() bool {
+		testkit.Eventually(t, 60*time.Second, fmt.Sprintf("round %d: the replica to grow", round), func() bool {
 			if c.Exited() {
 				_, err := c.Wait()
 				t.Fatalf("round %d: the child exited by itself: %v", round, err)

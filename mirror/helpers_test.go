@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/internal/testkit"
 	"github.com/recallkit/recall/mirror"
 )
 
@@ -144,19 +145,6 @@ func flush(t tb, m interface{ Flush(context.Context) error }, d time.Duration) {
 	}
 }
 
-// eventually polls cond every few milliseconds until it holds, failing
-// the test after d.
-func eventually(t tb, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 func item(text string) recall.Item {
 	return recall.Item(fmt.Sprintf(`{"type":"message","role":"user","content":%q}`, text))
 }
@@ -170,5 +158,5 @@ func goDown(t tb, m *mirror.Store, replica *faulty, key recall.Key) {
 	if _, err := m.Append(ctx, key, recall.Guard{}, recall.ItemEntry(item("during the outage"))); err != nil {
 		t.Fatalf("append during the outage: %v", err)
 	}
-	eventually(t, 10*time.Second, "the outage to be seen", func() bool { return m.Summary(ctx).ReplicaDown })
+	testkit.Eventually(t, 10*time.Second, "the outage to be seen", func() bool { return m.Summary(ctx).ReplicaDown })
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/internal/testkit"
 	"github.com/recallkit/recall/memstore"
 	"github.com/recallkit/recall/mirror"
 )
@@ -169,7 +170,7 @@ func TestWritesDoNotWaitForAHungReplica(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, 10*time.Second, "a worker to call the replica", func() bool { return replica.entered.Load() > 0 })
+	testkit.Eventually(t, 10*time.Second, "a worker to call the replica", func() bool { return replica.entered.Load() > 0 })
 	if sum := m.Summary(ctx); sum.Lag != 50 || sum.Behind != 5 {
 		t.Fatalf("summary while the replica hangs: %+v", sum)
 	}
@@ -192,7 +193,7 @@ func TestFlushWaitsForCopyOfRemovedSession(t *testing.T) {
 	if _, err := m.Append(ctx, k, recall.Guard{}, recall.ItemEntry(item("x"))); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "a worker to call the replica", func() bool { return replica.entered.Load() > 0 })
+	testkit.Eventually(t, 10*time.Second, "a worker to call the replica", func() bool { return replica.entered.Load() > 0 })
 	if err := m.Remove(ctx, k); err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +237,7 @@ func (l *importLog) Import(ctx context.Context, key recall.Key, es ...recall.Ent
 func waitCalls(t *testing.T, replica *faulty, n int64) {
 	t.Helper()
 	want := replica.calls.Load() + n
-	eventually(t, 10*time.Second, fmt.Sprintf("%d calls of the replica", n), func() bool { return replica.calls.Load() >= want })
+	testkit.Eventually(t, 10*time.Second, fmt.Sprintf("%d calls of the replica", n), func() bool { return replica.calls.Load() >= want })
 }
 
 func TestOutageBacklogDrainsInOrder(t *testing.T) {
@@ -271,7 +272,7 @@ func TestOutageBacklogDrainsInOrder(t *testing.T) {
 			waitCalls(t, replica, 1)
 		}
 	}
-	eventually(t, 10*time.Second, "the outage to show in the summary", func() bool { return m.Summary(ctx).ReplicaDown })
+	testkit.Eventually(t, 10*time.Second, "the outage to show in the summary", func() bool { return m.Summary(ctx).ReplicaDown })
 	waitCalls(t, replica, 2) // probes go on during the outage
 	sum := m.Summary(ctx)
 	if !sum.ReplicaDown || sum.Lag != 150 || sum.Behind != 3 || !strings.Contains(sum.LastError, errUnreachable.Error()) {
@@ -594,7 +595,7 @@ func TestPendingRecheckSurvivesRestart(t *testing.T) {
 	replica.wipe()
 	gate.on.Store(true)
 	replica.setDown(false)
-	eventually(t, 10*time.Second, "the outage to end and the recheck to start", func() bool {
+	testkit.Eventually(t, 10*time.Second, "the outage to end and the recheck to start", func() bool {
 		if m.Summary(ctx).ReplicaDown {
 			return false
 		}
@@ -765,7 +766,7 @@ func TestPropagateDeletes(t *testing.T) {
 	if err != nil || len(rep.Removed) != 1 || rep.Removed[0].Key != b {
 		t.Fatalf("cleanup: %+v %v", rep, err)
 	}
-	eventually(t, 10*time.Second, "the outage to be seen", func() bool { return m.Summary(ctx).ReplicaDown })
+	testkit.Eventually(t, 10*time.Second, "the outage to be seen", func() bool { return m.Summary(ctx).ReplicaDown })
 	if _, err := replica.store().Stat(ctx, a); err != nil {
 		t.Fatalf("the replica lost %s while down: %v", a, err)
 	}
@@ -810,7 +811,7 @@ func TestShutdownDoesNotWaitOutTheBackoff(t *testing.T) {
 				}
 			}
 			// Wait until the next retry is due well after a short deadline.
-			eventually(t, 30*time.Second, "the retry delay to pass 2s", func() bool {
+			testkit.Eventually(t, 30*time.Second, "the retry delay to pass 2s", func() bool {
 				sum := m.Summary(ctx)
 				return sum.ReplicaDown && time.Until(sum.NextAttempt) > 2*time.Second
 			})

@@ -11,6 +11,7 @@ import (
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/filestore"
+	"github.com/recallkit/recall/internal/testkit"
 	"github.com/recallkit/recall/internal/testsvc"
 	"github.com/recallkit/recall/mirror"
 	"github.com/recallkit/recall/redisstore"
@@ -136,21 +137,21 @@ func replicaStopsMidWrite(t *testing.T, srv *testsvc.Server, open func() recall.
 
 	keys := []recall.Key{{Project: "p", Session: "a"}, {Project: "p", Session: "b"}, {Project: "q", Session: "c"}}
 	w := startWriter(m, keys)
-	eventually(t, 20*time.Second, "the replica to confirm some writes", func() bool {
+	testkit.Eventually(t, 20*time.Second, "the replica to confirm some writes", func() bool {
 		return w.writes.Load() >= 30 && !m.Summary(ctx).LastReplicated.IsZero()
 	})
 	srv.Stop()
 	t.Log("replica server stopped")
-	eventually(t, 20*time.Second, "the mirror to see the outage", func() bool { return m.Summary(ctx).ReplicaDown })
+	testkit.Eventually(t, 20*time.Second, "the mirror to see the outage", func() bool { return m.Summary(ctx).ReplicaDown })
 	// The writer keeps going meanwhile.
 	down := w.writes.Load()
-	eventually(t, 20*time.Second, "writes during the outage", func() bool { return w.writes.Load() >= down+100 })
+	testkit.Eventually(t, 20*time.Second, "writes during the outage", func() bool { return w.writes.Load() >= down+100 })
 	during := m.Summary(ctx)
 	srv.Start()
 	t.Log("replica server started")
 	// The writer keeps going while the mirror finds the replica back.
 	up := w.writes.Load()
-	eventually(t, 30*time.Second, "the mirror to see the replica back, and writes meanwhile", func() bool {
+	testkit.Eventually(t, 30*time.Second, "the mirror to see the replica back, and writes meanwhile", func() bool {
 		return !m.Summary(ctx).ReplicaDown && w.writes.Load() >= up+50
 	})
 	w.finish(t)
@@ -239,7 +240,7 @@ func TestReplicaDownAtStart(t *testing.T) {
 			t.Fatalf("append %d with the replica down: %v", i, err)
 		}
 	}
-	eventually(t, 10*time.Second, "the outage to be seen", func() bool { return m.Summary(ctx).ReplicaDown })
+	testkit.Eventually(t, 10*time.Second, "the outage to be seen", func() bool { return m.Summary(ctx).ReplicaDown })
 	if sum := m.Summary(ctx); !strings.Contains(sum.LastError, "open replica") || sum.Lag != 20 {
 		t.Fatalf("summary with the replica down: %+v", sum)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -80,16 +79,4 @@ func newStore(t testing.TB, opts Options) *Store {
 	}
 	t.Cleanup(func() { _ = s.Close() })
 	return s
-}
-
-// waitUntil polls cond until it holds, failing the test after 30 seconds.
-func waitUntil(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }

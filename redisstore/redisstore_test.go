@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/internal/testkit"
 	"github.com/recallkit/recall/memstore"
 	"github.com/recallkit/recall/storekit"
 )
@@ -88,7 +89,7 @@ func TestTTL(t *testing.T) {
 	// Half the TTL passes, on the server's clock, before busy's second
 	// append refreshes its TTL; then idle, sub and gone expire, and busy
 	// has about half its TTL left.
-	waitUntil(t, "half of the TTL has passed", func() bool {
+	testkit.Eventually(t, 30*time.Second, "half of the TTL has passed", func() bool {
 		return adminClient(t).PTTL(ctx, s.k.meta(idle)).Val() <= ttl/2
 	})
 	mustAppend(t, s, busy, recall.ItemEntry(item("two"))) // refreshes busy's TTL
@@ -187,7 +188,7 @@ func waitExpired(t testing.TB, s *Store, keys ...recall.Key) {
 	t.Helper()
 	ctx := context.Background()
 	admin := adminClient(t)
-	waitUntil(t, "the sessions expire", func() bool {
+	testkit.Eventually(t, 30*time.Second, "the sessions expire", func() bool {
 		for _, k := range keys {
 			if n := admin.Exists(ctx, s.k.meta(k), s.k.log(k)).Val(); n != 0 {
 				return false

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/internal/testkit"
 	"github.com/recallkit/recall/storetest"
 )
 
@@ -158,7 +159,7 @@ func TestSQLiteCanceledWhileWaitingForLock(t *testing.T) {
 			go func() { done <- c.write(ctx) }()
 			// The write's group transaction has begun: it waits for the
 			// lock conn holds, in BEGIN IMMEDIATE's busy handler.
-			waitUntil(t, "the write's transaction begins", func() bool { return lb.transactions.Load() > groups })
+			testkit.Eventually(t, 30*time.Second, "the write's transaction begins", func() bool { return lb.transactions.Load() > groups })
 			// and a write behind it, whose caller waits: it queues while
 			// the group above holds the writer
 			behind := recall.Key{Project: "p", Session: fmt.Sprint("patient", i)}
@@ -167,7 +168,7 @@ func TestSQLiteCanceledWhileWaitingForLock(t *testing.T) {
 				_, err := s.Append(bg, behind, recall.Guard{}, recall.ItemEntry(msg("patient")))
 				patient <- err
 			}()
-			waitUntil(t, "the second write queues", func() bool {
+			testkit.Eventually(t, 30*time.Second, "the second write queues", func() bool {
 				lb.mu.Lock()
 				defer lb.mu.Unlock()
 				return len(lb.queue) > 0

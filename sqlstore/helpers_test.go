@@ -4,7 +4,6 @@ import (
 	"context"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/internal/testsvc"
@@ -61,15 +60,3 @@ func verify(t testing.TB, s recall.Store) {
 
 // msg returns a message item with text.
 func msg(text string) recall.Item { return recall.Message("user", text) }
-
-// waitUntil polls cond until it holds, failing the test after 30 seconds.
-func waitUntil(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}

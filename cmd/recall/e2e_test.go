@@ -155,19 +155,6 @@ func (e *env) runIn(dir, stdin string, args ...string) result {
 	return result{stdout: stdout.String(), stderr: stderr.String(), code: code}
 }
 
-// waitFor polls cond until it holds, and fails the test when it still
-// does not after timeout; what says what was awaited.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, timeout)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // ok runs recall and fails the test unless it exits 0.
 func (e *env) ok(stdin string, args ...string) result {
 	e.t.Helper()

@@ -221,7 +221,7 @@ func TestImportKilledMidway(t *testing.T) {
 		}
 	})
 	log := filepath.Join(e.home, "projects", "-home-dev-crash", sid+".jsonl")
-	waitFor(t, time.Minute, "the import's first batch on disk", func() bool {
+	testkit.Eventually(t, time.Minute, "the import's first batch on disk", func() bool {
 		fi, err := os.Stat(log)
 		return err == nil && fi.Size() > 0
 	})

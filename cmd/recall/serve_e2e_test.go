@@ -32,6 +32,7 @@ import (
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/filestore"
+	"github.com/recallkit/recall/internal/testkit"
 	"github.com/recallkit/recall/server"
 )
 
@@ -192,7 +193,7 @@ func (s *served) inFlight() int {
 // that asks: it read their heads and runs their handlers.
 func (s *served) waitInFlight(n int) {
 	s.t.Helper()
-	waitFor(s.t, 30*time.Second, fmt.Sprintf("%d requests in flight", n), func() bool { return s.inFlight() >= n+1 })
+	testkit.Eventually(s.t, 30*time.Second, fmt.Sprintf("%d requests in flight", n), func() bool { return s.inFlight() >= n+1 })
 }
 
 // client is an openai-go client of the server's /v1, with token as its
@@ -582,10 +583,10 @@ func TestServeGracefulShutdown(t *testing.T) {
 			}
 			// Shutting down: the listener closes, the process waits. (The
 			// response below proves it waited: it comes from the process.)
-			waitFor(t, 30*time.Second, "the log line of the shutdown", func() bool {
+			testkit.Eventually(t, 30*time.Second, "the log line of the shutdown", func() bool {
 				return strings.Contains(s.log(), "shutting down")
 			})
-			waitFor(t, 30*time.Second, "the server to stop accepting connections while shutting down", func() bool {
+			testkit.Eventually(t, 30*time.Second, "the server to stop accepting connections while shutting down", func() bool {
 				c, err := net.DialTimeout("tcp", host, time.Second)
 				if err == nil {
 					c.Close()

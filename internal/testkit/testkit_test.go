@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -54,5 +55,30 @@ func TestSeedReplays(t *testing.T) {
 	}
 	if testkit.Size(1, 2) != map[bool]int{true: 1, false: 2}[testing.Short()] {
 		t.Fatal("Size ignores -short")
+	}
+}
+
+// fatalRecorder is a TB that records the failure instead of stopping.
+type fatalRecorder struct{ msg string }
+
+func (*fatalRecorder) Helper() {}
+func (f *fatalRecorder) Fatalf(format string, args ...any) {
+	f.msg = fmt.Sprintf(format, args...)
+}
+
+func TestEventually(t *testing.T) {
+	var n atomic.Int32
+	go func() {
+		for range 3 {
+			n.Add(1)
+		}
+	}()
+	testkit.Eventually(t, time.Minute, "three increments", func() bool { return n.Load() == 3 })
+
+	var f fatalRecorder
+	start := time.Now()
+	testkit.Eventually(&f, 20*time.Millisecond, "the impossible", func() bool { return false })
+	if !strings.Contains(f.msg, "the impossible") || time.Since(start) < 20*time.Millisecond {
+		t.Fatalf("gave up after %v with %q", time.Since(start), f.msg)
 	}
 }
