@@ -169,7 +169,10 @@ func (c *raceChild) stop(t *testing.T) int {
 	t.Helper()
 	c.stdin.Close()
 	lines, err := c.Wait()
-	line := lines[len(lines)-1]
+	var line string
+	if len(lines) > 0 {
+		line = lines[len(lines)-1]
+	}
 	n, perr := strconv.Atoi(strings.TrimPrefix(line, "done "))
 	if err != nil || !strings.HasPrefix(line, "done ") || perr != nil {
 		t.Fatalf("the child ended with %v, saying %q", err, line)
