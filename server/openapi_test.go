@@ -1,3 +1,12 @@
+//go:build !race
+
+// The OpenAPI validator is by far the largest dependency of the tests
+// (about 40% of the compile time of a cold build), so this file is left out
+// of the race build and compiled once, without the race detector:
+// scripts/test runs its tests with a plain go test of ./server in both
+// tiers. They check the document and the shape of every answer; the
+// handlers' concurrency is checked by the rest of the package under -race.
+
 package server
 
 import (
