@@ -4,7 +4,7 @@
 // (about 40% of the compile time of a cold build), so this file is left out
 // of the race build and compiled once, without the race detector:
 // scripts/test runs its tests with a plain go test of ./server in both
-// tiers. They check the document and the shape of every answer; the
+// tiers, by the name they share: every test of this file is TestOpenAPI*. They check the document and the shape of every answer; the
 // handlers' concurrency is checked by the rest of the package under -race.
 
 package server
