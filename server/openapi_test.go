@@ -1,20 +1,17 @@
-//go:build !race
-
-// The OpenAPI validator is by far the largest dependency of the tests
-// (about 40% of the compile time of a cold build), so this file is left out
-// of the race build and compiled once, without the race detector:
-// scripts/test runs its tests with a plain go test of ./server in both
-// tiers, by the name they share: every test of this file is TestOpenAPI*. They check the document and the shape of every answer; the
-// handlers' concurrency is checked by the rest of the package under -race.
+// The OpenAPI document is checked with kin-openapi: the document itself,
+// then every request meant to be valid and every response, sent through a
+// real listener, against the operation the document gives for it.
 
 package server
 
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -23,10 +20,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pb33f/libopenapi"
-	validator "github.com/pb33f/libopenapi-validator"
-	"github.com/pb33f/libopenapi-validator/config"
-	"github.com/pb33f/libopenapi-validator/content"
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/gorillamux"
 
 	"github.com/recallkit/recall/compact"
 	"github.com/recallkit/recall/internal/fakeopenai"
@@ -113,30 +110,45 @@ func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 }
 
 // checker sends requests through a real listener and validates every
-// request meant to be valid, and every response, against the document.
+// request meant to be valid, and every response, against the document with
+// kin-openapi's validator.
 type checker struct {
 	*env
-	v       validator.Validator
+	router  routers.Router
 	ops     []docOp
 	covered map[string]bool // "METHOD path" of the document → a 2xx was validated
 }
 
+// The bodies openapi3filter does not decode itself: JSON Lines (as the
+// array of its lines, the value the document's schema describes) and the
+// text exports and MCP's event stream (as strings).
+func init() {
+	openapi3filter.RegisterBodyDecoder("application/jsonl", jsonLines)
+	openapi3filter.RegisterBodyDecoder("text/markdown", openapi3filter.PlainBodyDecoder)
+	openapi3filter.RegisterBodyDecoder("text/html", openapi3filter.PlainBodyDecoder)
+	openapi3filter.RegisterBodyDecoder("text/event-stream", openapi3filter.PlainBodyDecoder)
+}
+
 func newChecker(t *testing.T, e *env) *checker {
-	doc, err := libopenapi.NewDocument(openAPI)
+	ctx := context.Background()
+	doc, err := openapi3.NewLoader().LoadFromData(openAPI)
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, errs := validator.NewValidator(doc, config.WithFormatAssertions(), config.WithBodyDecoder("application/jsonl", jsonLines))
-	if len(errs) > 0 {
-		t.Fatal(errs)
+	if !doc.IsOpenAPI31OrLater() {
+		t.Fatalf("openapi.json declares OpenAPI %s, want 3.1", doc.OpenAPI)
 	}
-	if ok, verrs := v.ValidateDocument(); !ok {
-		for _, ve := range verrs {
-			t.Error(ve.Error())
-		}
-		t.Fatal("openapi.json is not a valid OpenAPI 3.1 document")
+	if err := doc.Validate(ctx, openapi3.EnableSchemaFormatValidation()); err != nil {
+		t.Fatalf("openapi.json is not a valid OpenAPI 3.1 document: %v", err)
 	}
-	return &checker{env: e, v: v, ops: docOps(t), covered: map[string]bool{}}
+	// The document names the default listen address; the test's server
+	// listens elsewhere.
+	doc.Servers = openapi3.Servers{&openapi3.Server{URL: e.ts.URL}}
+	router, err := gorillamux.NewRouter(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &checker{env: e, router: router, ops: docOps(t), covered: map[string]bool{}}
 }
 
 // check sends the request and validates it (when validReq) and its
@@ -147,11 +159,12 @@ func newChecker(t *testing.T, e *env) *checker {
 func (c *checker) check(method, path, user string, body any, status int, validReq bool, headers ...string) resp {
 	t := c.t
 	t.Helper()
+	ctx := context.Background()
 	r := c.do(method, path, user, body, headers...)
 	if r.StatusCode != status {
 		t.Fatalf("%s %s: status %d, want %d; body %s", method, path, r.StatusCode, status, r.body)
 	}
-	req := r.Request.Clone(r.Request.Context())
+	req := r.Request.Clone(ctx)
 	var reqBody []byte
 	switch b := body.(type) {
 	case nil:
@@ -161,24 +174,27 @@ func (c *checker) check(method, path, user string, body any, status int, validRe
 		reqBody, _ = json.Marshal(b)
 	}
 	req.Body = io.NopCloser(bytes.NewReader(reqBody))
-	if validReq {
-		if ok, errs := c.v.ValidateHttpRequest(req); !ok {
-			for _, e := range errs {
-				t.Errorf("%s %s: request: %s", method, path, e.Error())
-			}
-		}
-		req.Body = io.NopCloser(bytes.NewReader(reqBody))
-	}
 	op := c.opOf(method, req.URL.Path)
 	if op == "" {
 		req.Method, req.URL.Path = "GET", "/api/v1/me"
 	}
-	res := *r.Response
-	res.Body = io.NopCloser(bytes.NewReader(r.body))
-	if ok, errs := c.v.ValidateHttpResponse(req, &res); !ok {
-		for _, e := range errs {
-			t.Errorf("%s %s: response %d %s: %s", method, path, r.StatusCode, r.body, e.Error())
+	route, params, err := c.router.FindRoute(req)
+	if err != nil {
+		t.Fatalf("%s %s: no operation of the document: %v", method, path, err)
+	}
+	// Each operation's security is checked by the server's own tests; the
+	// validator checks shapes.
+	opts := &openapi3filter.Options{MultiError: true, IncludeResponseStatus: true, AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}
+	in := &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route, Options: opts}
+	if validReq && op != "" {
+		if err := openapi3filter.ValidateRequest(ctx, in); err != nil {
+			t.Errorf("%s %s: request: %v", method, path, err)
 		}
+	}
+	out := &openapi3filter.ResponseValidationInput{RequestValidationInput: in, Status: r.StatusCode, Header: r.Header, Options: opts}
+	out.SetBodyBytes(r.body)
+	if err := openapi3filter.ValidateResponse(ctx, out); err != nil {
+		t.Errorf("%s %s: response %d %s: %v", method, path, r.StatusCode, r.body, err)
 	}
 	if op != "" && status < 300 {
 		c.covered[op] = true
@@ -186,11 +202,10 @@ func (c *checker) check(method, path, user string, body any, status int, validRe
 	return r
 }
 
-// jsonLines decodes a JSON Lines body into the array of its lines, the
-// value the document's application/jsonl schema describes.
-var jsonLines = content.DecoderFunc(func(in *content.DecodeInput) (any, error) {
-	var lines []any
-	sc := bufio.NewScanner(in.Body)
+// jsonLines decodes a JSON Lines body into the array of its lines.
+func jsonLines(body io.Reader, _ http.Header, _ *openapi3.SchemaRef, _ openapi3filter.EncodingFn) (any, error) {
+	lines := []any{}
+	sc := bufio.NewScanner(body)
 	sc.Buffer(nil, 64<<20)
 	for sc.Scan() {
 		var v any
@@ -200,7 +215,7 @@ var jsonLines = content.DecoderFunc(func(in *content.DecodeInput) (any, error) {
 		lines = append(lines, v)
 	}
 	return lines, sc.Err()
-})
+}
 
 func (c *checker) opOf(method, path string) string {
 	for _, o := range c.ops {
