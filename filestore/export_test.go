@@ -2,6 +2,7 @@ package filestore
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/recallkit/recall"
 )
@@ -26,6 +27,16 @@ func TrustedLists() int64 { return trustedLists.Load() }
 func SetPageCheck(on bool) bool {
 	old := checkPage
 	checkPage = on
+	return old
+}
+
+// SetRacyWindow sets how old a directory's mtime must be for the journal
+// to vouch for its names (see racyWindow), and returns the previous
+// setting. A test of the paths a settled directory takes sets it to 0: it
+// models Lists made after the file system's clock moved on.
+func SetRacyWindow(d time.Duration) time.Duration {
+	old := racyWindow
+	racyWindow = d
 	return old
 }
 
@@ -59,7 +70,7 @@ func Rewrite(s *Store, project string) error {
 		return err
 	}
 	p.settleLocked()
-	return p.rewriteLocked(p.header && !p.damaged && !p.jTail && p.dirSeen, p.dirTime)
+	return p.rewriteLocked(p.header && !p.damaged && !p.jTail, p.dirSeen, p.dirTime)
 }
 
 // AppendIntent appends an intent for the main session k to its project's

@@ -71,8 +71,10 @@ import (
 //     power failure may drop the last ones: a new boot starts from the
 //     logs); every line's crc holds; no torn line remains once the appends
 //     in flight are done; its last #dir equals the directory's mtime (a log
-//     created, removed or renamed by anything but a writer that kept #dir
-//     current moves it); and no older recall wrote its own journal
+//     created, removed or renamed moves it; a #dir is written only for an
+//     mtime older than racyWindow when the names were read, since a change
+//     in the same tick of the file system's clock leaves the mtime as it
+//     was); and no older recall wrote its own journal
 //     (#index-v3) since. Otherwise List reads the directory, stats every
 //     log, derives what changed and writes the journal back believable
 //     (Store.validate).
@@ -767,15 +769,19 @@ func (p *projectIndex) settleLocked() []byte {
 }
 
 // rewriteLocked replaces the journal with one line per record and an
-// intent per pending log; a trusted journal (trust) starts with the #boot
-// header and says the directory's mtime was dirTime. The records come in
+// intent per pending log; a believable journal (header) starts with the
+// #boot header, and one that vouches for the directory's names (dir) says
+// its mtime was dirTime. The records come in
 // List's order, in a section a #sorted line announces, so that a new
 // process can read a first page from the journal's start (see listHead).
 // The caller holds the journal's exclusive lock and p.mu.
-func (p *projectIndex) rewriteLocked(trust bool, dirTime int64) error {
+func (p *projectIndex) rewriteLocked(header, dir bool, dirTime int64) error {
+	dir = header && dir
 	var buf []byte
-	if trust {
+	if header {
 		buf = appendControl(buf, "#boot "+bootID())
+	}
+	if dir {
 		buf = appendControl(buf, "#dir "+strconv.FormatInt(dirTime, 10))
 	}
 	recs := make([]*record, 0, len(p.recs))
@@ -796,11 +802,6 @@ func (p *projectIndex) rewriteLocked(trust bool, dirTime int64) error {
 	for rel := range p.pending {
 		buf = appendMark(buf, rel, lineIntent)
 	}
-	// The rename moves the directory's mtime. When nothing else moved it
-	// since dirTime, the mtime after the rename is as true as dirTime: no
-	// writer can begin a change while the exclusive lock is held.
-	pre, err := dirMtime(p.dir)
-	still := trust && err == nil && pre == dirTime
 	nf, err := replaceQuick(p.path, buf)
 	if err != nil {
 		return err
@@ -821,15 +822,27 @@ func (p *projectIndex) rewriteLocked(trust bool, dirTime int64) error {
 		nf.Close()
 	}
 	p.jIno, p.jOff, p.jLines, p.jTail = st.ino, int64(len(buf)), bytes.Count(buf, []byte{'\n'}), false
-	p.header, p.damaged, p.dirSeen, p.dirTime, p.sorted = trust, false, trust, dirTime, count
+	p.header, p.damaged, p.dirSeen, p.dirTime, p.sorted = header, false, dir, dirTime, count
 	p.written = 0
-	if post, err := dirMtime(p.dir); still && err == nil && post != dirTime {
-		if f, err := os.OpenFile(p.path, os.O_WRONLY|os.O_APPEND, 0); err == nil {
-			f.Write(append([]byte{'\n'}, appendControl(nil, "#dir "+strconv.FormatInt(post, 10))...))
-			f.Close() // read back by the next refresh
-		}
-	}
 	return nil
+}
+
+// racyWindow is how long a directory's mtime may stay the same while
+// names in it change: file systems stamp times from a clock that ticks
+// (every few milliseconds on Linux, every second or two on older file
+// systems), so a log created in the tick of the directory's last change
+// leaves its mtime as it was. A journal vouches for the names of its
+// directory (#dir) only with an mtime older than that when the names were
+// read, as git does for its index's "racily clean" entries: then the names
+// read include every change of that mtime's tick, and any later change
+// moves the mtime. (A variable only for the tests of the paths a settled
+// directory takes, which model a List made after its clock moved on.)
+var racyWindow = 2 * time.Second
+
+// settled reports whether a directory whose mtime is mtime, read just
+// before its names were, may be vouched for by those names.
+func settled(mtime int64) bool {
+	return time.Since(time.Unix(0, mtime)) >= racyWindow
 }
 
 // long reports whether the journal, with more lines appended, is due for
@@ -867,7 +880,7 @@ func (p *projectIndex) compact() {
 		return
 	}
 	p.settleLocked() // what it finds goes into the rewrite
-	p.rewriteLocked(p.header && !p.damaged && !p.jTail && p.dirSeen, p.dirTime)
+	p.rewriteLocked(p.header && !p.damaged && !p.jTail, p.dirSeen, p.dirTime)
 }
 
 // drop forgets rel, and with subtree every record under it, and appends

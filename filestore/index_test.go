@@ -322,3 +322,51 @@ func TestIndexStaysCompact(t *testing.T) {
 		t.Errorf("the journal reached %d lines; compaction keeps it under %d", maxLines, limit)
 	}
 }
+
+// TestIndexSeesSameTickChange: a log copied in by hand in the same tick of
+// the file system's clock as the directory's last change leaves the
+// directory's mtime as it was. The journal must not have vouched for the
+// names read in that tick, so the copy is listed.
+func TestIndexSeesSameTickChange(t *testing.T) {
+	ctx := context.Background()
+	for attempt := 0; ; attempt++ {
+		home := t.TempDir()
+		s := openStore(t, home)
+		ref := fill(t, s, "p", 3)
+		dir := filepath.Dir(logPath(t, s, recall.Key{Project: "p", Session: "s001"}))
+		// The directory's last change, now; the List checks the names
+		// and writes the journal back.
+		began := time.Now()
+		if err := os.Chtimes(dir, began, began); err != nil {
+			t.Fatal(err)
+		}
+		wantSameList(t, "before", s, ref, "p")
+		tick, err := os.Stat(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A copy by hand, in the same tick: the mtime does not move.
+		data, err := os.ReadFile(logPath(t, s, recall.Key{Project: "p", Session: "s001"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "copied.jsonl"), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(dir, tick.ModTime(), tick.ModTime()); err != nil {
+			t.Fatal(err)
+		}
+		if time.Since(began) >= 2*time.Second && attempt < 5 {
+			continue // the clock moved on: no longer the same tick (a loaded machine)
+		}
+		_, es, err := s.Load(ctx, recall.Key{Project: "p", Session: "s001"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ref.Import(ctx, recall.Key{Project: "p", Session: "copied"}, es...); err != nil {
+			t.Fatal(err)
+		}
+		wantSameList(t, "after a copy in the same tick", s, ref, "p")
+		return
+	}
+}

@@ -127,6 +127,7 @@ func (s *Store) check(ctx context.Context, p *projectIndex, parent string, stat 
 		p.mu.Unlock()
 	})
 	dirTime, dirErr := dirMtime(p.dir) // before the directory is read
+	dirOK := dirErr == nil && settled(dirTime)
 	var logs []logFile
 	if parent == "" {
 		logs, err = readLogDir(ctx, p.dir, "", 0, stat)
@@ -208,7 +209,7 @@ func (s *Store) check(ctx context.Context, p *projectIndex, parent string, stat 
 		fresh = append(fresh, r)
 	}
 	if parent == "" {
-		p.validate(append(confirmed, fresh...), gone, seen, jIno, jOff, jSeq, dirTime, dirErr == nil)
+		p.validate(append(confirmed, fresh...), gone, seen, jIno, jOff, jSeq, dirTime, dirOK)
 	} else {
 		for _, r := range fresh {
 			p.remember(r)
@@ -338,7 +339,7 @@ func (s *Store) deriveLog(ctx context.Context, p *projectIndex, prev *record) (*
 // validate writes back to the journal what a check of every log found:
 // the records re-derived (fresh) and the logs gone, as of the journal read
 // up to jOff of the file jIno (lineSeq was jSeq then) and the directory's
-// mtime dirTime taken before it was read. A log the journal heard of since
+// mtime dirTime taken before it was read (dirOK: read, and settled). A log the journal heard of since
 // then (whichever refresh of this process read the line) keeps the
 // journal's word: its writer's line is newer than the check. Under the
 // journal's exclusive lock it settles the pending logs no writer holds,
@@ -389,7 +390,7 @@ func (p *projectIndex) validate(fresh []*record, gone []string, seen map[string]
 	buf = append(buf, p.settleLocked()...)
 	trust := quiet && dirOK
 	if !p.header || p.damaged || p.jTail || p.long(bytes.Count(buf, []byte{'\n'})) {
-		p.rewriteLocked(trust, dirTime)
+		p.rewriteLocked(true, trust, dirTime) // every record was checked
 		return
 	}
 	if !trust {
