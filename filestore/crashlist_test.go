@@ -26,7 +26,7 @@ const listProject = "lc"
 // the index is believed (and written back) while it works. It says "ready"
 // once its store is open.
 func childChanger() error {
-	filestore.SetRacyWindow(0) // as its parent's Lists (see TestCrashListSIGKILL)
+	filestore.SetRacyWindow(0)                // as its parent's Lists (see TestCrashListSIGKILL)
 	s, err := childStore(filestore.SyncNever) // SIGKILL loses nothing the kernel took
 	if err != nil {
 		return err
