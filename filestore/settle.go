@@ -18,7 +18,10 @@ import (
 // does not keep every record of a large project. A store that keeps
 // creating sessions (a server) runs one check at a time, and rests four
 // times as long as the last took before the next, so the checks take at
-// most a fifth of a core. Close waits for the check that runs.
+// most a fifth of a core. A directory that changed too recently for the
+// journal to vouch for its names (see racyWindow) is checked again once
+// it has settled, if the store is still open then. Close waits for the
+// check that runs, not for one to come.
 func (s *Store) settleDir(p *projectIndex) {
 	p.settleMu.Lock()
 	defer p.settleMu.Unlock()
@@ -47,15 +50,23 @@ func (s *Store) settleDir(p *projectIndex) {
 				p.unload()
 				p.mu.Unlock()
 			}
+			rest := 4 * time.Since(began)
+			// A directory changed less than racyWindow ago could not be
+			// vouched for: check again once its mtime has settled.
+			unsettled := false
+			if m, err := dirMtime(p.dir); err == nil && !settled(m) {
+				unsettled = true
+				rest = max(rest, time.Until(time.Unix(0, m).Add(racyWindow)))
+			}
 			p.settleMu.Lock()
-			again := p.settleAgain && !s.closed.Load()
+			again := (p.settleAgain || unsettled) && !s.closed.Load()
 			p.settleAgain, p.settling = false, again
 			p.settleMu.Unlock()
 			if !again {
 				return
 			}
 			select {
-			case <-time.After(4 * time.Since(began)):
+			case <-time.After(rest):
 			case <-s.closing:
 				p.settleMu.Lock()
 				p.settling = false

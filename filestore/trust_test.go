@@ -13,6 +13,7 @@ import (
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/filestore"
+	"github.com/recallkit/recall/internal/testkit"
 )
 
 // believed lists project p with a new store and reports whether the list
@@ -182,5 +183,33 @@ func TestJournalBelieved(t *testing.T) {
 		}
 		wantSameList(t, name, openStore(t, home), ref, "p")
 		os.Remove(filepath.Join(filepath.Dir(idx), "#index-v3"))
+	}
+}
+
+// TestSettledOnceTheClockMoves: a store that created a session checks the
+// directory again once its mtime is older than the file system clock's
+// tick (the first check, at once, could not vouch for the names), so the
+// next process believes the journal without any List in between.
+func TestSettledOnceTheClockMoves(t *testing.T) {
+	if runtime.GOOS != "linux" && runtime.GOOS != "darwin" {
+		t.Skip("the journal is believed only where the boot has a name")
+	}
+	t.Parallel()
+	home := t.TempDir()
+	s := openStore(t, home)
+	if _, err := s.Append(context.Background(), recall.Key{Project: "p", Session: "new"}, recall.Guard{}, recall.ItemEntry(recall.Message("user", "hi"))); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Dir(indexPath(t, home, "p"))
+	testkit.Eventually(t, time.Minute, "a #dir line with the directory's mtime", func() bool {
+		st, err := os.Stat(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		journal, _ := os.ReadFile(indexPath(t, home, "p"))
+		return bytes.Contains(journal, fmt.Appendf(nil, " #dir %d\n", st.ModTime().UnixNano()))
+	})
+	if !believed(t, home) {
+		t.Error("the journal the writer settled is not believed")
 	}
 }
