@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/internal/testkit"
 )
 
 func TestListTools(t *testing.T) {
@@ -234,7 +235,10 @@ func TestListSessions(t *testing.T) {
 func TestResultCap(t *testing.T) {
 	st := newStore(t)
 	big := strings.Repeat("word ", 2000) // 10,000 characters
-	for i := range 40 {
+	// Under -short, 12 sessions: each capped listing and search still
+	// takes several pages (each call scans every session here).
+	n := testkit.Size(12, 40)
+	for i := range n {
 		seed(t, st, "p", fmt.Sprintf("s-%04d", i), strings.Repeat("T", 150), big+"needle "+big, big)
 	}
 	const max = 3000
@@ -266,13 +270,13 @@ func TestResultCap(t *testing.T) {
 		}
 		if cursor = list.NextCursor; cursor == "" {
 			if pages == 0 {
-				t.Error("40 sessions fit one capped page")
+				t.Errorf("%d sessions fit one capped page", n)
 			}
 			break
 		}
 	}
-	if len(ids) != 40 {
-		t.Errorf("the capped pages listed %d sessions, want 40", len(ids))
+	if len(ids) != n {
+		t.Errorf("the capped pages listed %d sessions, want %d", len(ids), n)
 	}
 
 	var hits []string
@@ -291,8 +295,8 @@ func TestResultCap(t *testing.T) {
 			break
 		}
 	}
-	if len(hits) != 40 {
-		t.Errorf("the capped search pages found %d hits, want 40", len(hits))
+	if len(hits) != n {
+		t.Errorf("the capped search pages found %d hits, want %d", len(hits), n)
 	}
 
 	var read ReadOutput
