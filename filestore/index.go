@@ -770,10 +770,10 @@ func (p *projectIndex) settleLocked() []byte {
 
 // rewriteLocked replaces the journal with one line per record and an
 // intent per pending log; a believable journal (header) starts with the
-// #boot header, and one that vouches for the directory's names (dir) says
-// its mtime was dirTime. The records come in
-// List's order, in a section a #sorted line announces, so that a new
-// process can read a first page from the journal's start (see listHead).
+// #boot header, and one that also vouches for the directory's names (dir)
+// says its mtime was dirTime. The records come in List's order, in a
+// section a #sorted line announces, so that a new process can read a first
+// page from the journal's start (see listHead).
 // The caller holds the journal's exclusive lock and p.mu.
 func (p *projectIndex) rewriteLocked(header, dir bool, dirTime int64) error {
 	dir = header && dir

@@ -339,9 +339,10 @@ func (s *Store) deriveLog(ctx context.Context, p *projectIndex, prev *record) (*
 // validate writes back to the journal what a check of every log found:
 // the records re-derived (fresh) and the logs gone, as of the journal read
 // up to jOff of the file jIno (lineSeq was jSeq then) and the directory's
-// mtime dirTime taken before it was read (dirOK: read, and settled). A log the journal heard of since
-// then (whichever refresh of this process read the line) keeps the
-// journal's word: its writer's line is newer than the check. Under the
+// mtime dirTime taken before it was read (dirOK: read, and settled). A log
+// the journal heard of since then (whichever refresh of this process read
+// the line) keeps the journal's word: its writer's line is newer than the
+// check. Under the
 // journal's exclusive lock it settles the pending logs no writer holds,
 // then appends the lines and "#dir dirTime", or rewrites the journal when
 // it cannot be believed as it is (no header of this boot, damage, too
