@@ -141,8 +141,9 @@ func wantAPIError(t *testing.T, err error, status int, param, msg string) *opena
 	return ae
 }
 
-// raw sends one request to srv as user token (none when "") and returns the
-// status, the headers and the body.
+// raw sends one request to srv with a JSON content type and the headers
+// given (name, value pairs: "Host" sets the request's Host, an empty value
+// removes the header) and returns the status, the headers and the body.
 func raw(t *testing.T, srv *httptest.Server, method, path, body string, header ...string) (int, http.Header, string) {
 	t.Helper()
 	var rd io.Reader
@@ -155,7 +156,14 @@ func raw(t *testing.T, srv *httptest.Server, method, path, body string, header .
 	}
 	req.Header.Set("Content-Type", "application/json")
 	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
+		switch name, value := header[i], header[i+1]; {
+		case name == "Host":
+			req.Host = value
+		case value == "":
+			req.Header.Del(name)
+		default:
+			req.Header.Set(name, value)
+		}
 	}
 	res, err := srv.Client().Do(req)
 	if err != nil {

@@ -32,6 +32,7 @@ func TestIdempotencyRecordAges(t *testing.T) {
 
 	post := func(key string) (int, http.Header, string) {
 		req, _ := http.NewRequest("POST", srv.URL+"/v1/conversations", strings.NewReader(`{}`))
+		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Idempotency-Key", key)
 		res, err := srv.Client().Do(req)
 		if err != nil {

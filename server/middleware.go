@@ -18,6 +18,8 @@ import (
 //
 //	observe      request id, one log line and the metrics of every request
 //	recoverPanic a panic is a logged 500 in OpenAI's error shape
+//	guardLocal   under AuthNone only: this machine's host names, and no
+//	             writes a page of another origin could send (local.go)
 //	authenticate the bearer token (the web viewer: its session cookie, or
 //	             AuthNone's user) into the context
 //	rateLimit    each user's token bucket (429 with Retry-After)
@@ -29,6 +31,7 @@ func (s *Server) middleware(mux *http.ServeMux) http.Handler {
 	h := s.routeErrors(mux)
 	h = s.rateLimit(h)
 	h = s.authenticate(h)
+	h = s.guardLocal(h)
 	h = s.recoverPanic(h)
 	return s.observe(h)
 }

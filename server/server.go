@@ -32,7 +32,9 @@ const (
 	// request but /healthz, /readyz and /metrics. It is the default.
 	AuthToken AuthMode = "token"
 	// AuthNone serves every request as the single user DefaultUser. It is
-	// meant for a server on a loopback address only.
+	// meant for a server on a loopback address only, and answers only to
+	// this machine's host names (see Options.AllowedHosts) and to no
+	// write a web page of another origin could send.
 	AuthNone AuthMode = "none"
 )
 
@@ -44,6 +46,13 @@ const DefaultUser = "local"
 type Options struct {
 	// Auth is the authentication mode. Default: AuthToken.
 	Auth AuthMode
+	// AllowedHosts are the host names, besides localhost, 127.0.0.0/8
+	// and [::1], that a request may name in its Host header under
+	// AuthNone (a name in /etc/hosts, a proxy's), with or without a
+	// port. Any other Host is refused (403), so that a web page cannot
+	// reach the server by pointing its own name at 127.0.0.1 (DNS
+	// rebinding). Unused under AuthToken.
+	AllowedHosts []string
 	// Logger receives one structured line per request and the errors
 	// the server recovers from. Default: slog.Default().
 	Logger *slog.Logger

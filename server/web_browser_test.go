@@ -98,17 +98,26 @@ func newWebEnv(t *testing.T) *webEnv {
 		}
 		e.tokens[u.name] = tok
 	}
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chrome), chromedp.NoSandbox,
-		chromedp.WindowSize(1280, 800), chromedp.Flag("disable-gpu", true))
+	e.browser = newBrowser(t, chrome)
+	return e
+}
+
+// newBrowser starts the browser at path, stopped when the test ends. It
+// resolves evil.example to 127.0.0.1, as an attacker who re-points their
+// own name at this machine (DNS rebinding) would have it.
+func newBrowser(t *testing.T, path string) context.Context {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.NoSandbox,
+		chromedp.WindowSize(1280, 800), chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("host-resolver-rules", "MAP evil.example 127.0.0.1"))
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	t.Cleanup(cancelAlloc)
 	browser, cancel := chromedp.NewContext(alloc)
 	t.Cleanup(cancel)
 	if err := chromedp.Do(browser); err != nil {
-		t.Fatalf("start %s: %v", chrome, err)
+		t.Fatalf("start %s: %v", path, err)
 	}
-	e.browser = browser
-	return e
+	return browser
 }
 
 // pageLog records what a tab's pages did that a test must see: dialogs,

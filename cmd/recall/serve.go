@@ -46,6 +46,7 @@ type serveFlags struct {
 	grace     time.Duration
 	tokenTTL  time.Duration
 	logFormat string
+	hosts     []string // --allowed-host
 	model     modelFlags
 	// upstream, upstreamAPI and contextTokens configure POST /v1/responses.
 	upstream      string
@@ -66,7 +67,10 @@ recall's own API under /api/v1 (its OpenAPI document at
 With --auth token (the default) every request needs a bearer token made by
 'recall token create' over the same store; each user sees only their own
 conversations. --auth none serves everyone as the one user "local" and is
-accepted only on a loopback address.
+accepted only on a loopback address; it answers only to the names localhost,
+127.0.0.1 and [::1] (add others, such as a name in /etc/hosts, with
+--allowed-host) and refuses writes from web pages of other origins, so that
+no page the person opens can read or change their sessions.
 
 The server keeps nothing of its own: tokens, idempotency records and
 sessions live in the store, so any number of 'recall serve' processes over
@@ -104,6 +108,7 @@ closes the store.`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.addr, "addr", "127.0.0.1:8080", "listen on `HOST:PORT` (port 0: any free port, logged on start)")
 	fl.StringVar(&f.auth, "auth", string(server.AuthToken), "authentication: token (bearer tokens from 'recall token create') or none (loopback only)")
+	fl.StringArrayVar(&f.hosts, "allowed-host", nil, "with --auth none, also answer to the host `NAME` (repeatable; localhost, 127.0.0.1 and [::1] always)")
 	fl.Float64Var(&f.rate, "rate-limit", 50, "requests a second allowed to each user, per server process (0: no limit)")
 	fl.IntVar(&f.burst, "burst", 100, "requests a user may send at once above --rate-limit")
 	fl.Int64Var(&f.maxBody, "max-body", 0, "largest request body in `BYTES` (default: the store's item limit plus room for the envelope)")
@@ -150,6 +155,9 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	if err := checkServeAddr(f.addr, auth); err != nil {
 		return err
 	}
+	if len(f.hosts) > 0 && auth != server.AuthNone {
+		return usageError("drop --allowed-host: a token-authenticated server answers to any host name", "--allowed-host applies to --auth none only")
+	}
 	if f.rate < 0 || f.burst < 0 || f.maxBody < 0 || f.grace < 0 || f.tokenTTL < 0 {
 		return usageError("use 0 or more", "--rate-limit, --burst, --max-body, --shutdown-timeout and --token-cache must not be negative")
 	}
@@ -157,7 +165,7 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	if err != nil {
 		return err
 	}
-	opts := server.Options{Auth: auth, Logger: log, RateLimit: rate.Limit(f.rate), Burst: f.burst, MaxBodyBytes: f.maxBody}
+	opts := server.Options{Auth: auth, AllowedHosts: f.hosts, Logger: log, RateLimit: rate.Limit(f.rate), Burst: f.burst, MaxBodyBytes: f.maxBody}
 	if f.rate == 0 {
 		opts.RateLimit = -1 // server.Options: negative turns limiting off
 	}

@@ -459,6 +459,7 @@ func TestServeUsage(t *testing.T) {
 	e.fails(exitUsage, "--auth \"basic\"", "serve", "--auth", "basic")
 	e.fails(exitUsage, "--addr", "serve", "--addr", "8080")
 	e.fails(exitUsage, "--log-format", "serve", "--log-format", "xml", "--addr", "127.0.0.1:0")
+	e.fails(exitUsage, "--allowed-host applies to --auth none only", "serve", "--allowed-host", "recall.test", "--addr", "127.0.0.1:0")
 	e.fails(exitUsage, "--user is required", "token", "create")
 	e.fails(exitUsage, "--user \"../alice\"", "token", "create", "--user", "../alice")
 	e.fails(exitFailed, "no such token", "token", "revoke", "0123456789ab")
@@ -531,13 +532,30 @@ func TestServeStartLine(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.store = "file://" + filepath.Join(t.TempDir(), "store")
-	s := e.serve("--auth", "none")
+	s := e.serve("--auth", "none", "--allowed-host", "recall.test")
 	lines := strings.Split(strings.TrimSpace(s.log()), "\n")
 	if len(lines) != 1 || !strings.Contains(lines[0], "store="+e.store) || strings.Contains(lines[0], ":0 ") {
 		t.Fatalf("start: %q", lines)
 	}
 	if code, body := s.do("GET", "/healthz", "", nil); code != http.StatusOK {
 		t.Fatalf("/healthz: %d %s", code, body)
+	}
+	// Without authentication it answers to this machine's names and the
+	// allowed one only.
+	for host, want := range map[string]int{"recall.test": 200, "localhost": 200, "evil.example": 403} {
+		req, err := http.NewRequest("GET", s.URL+"/api/v1/sessions", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Host = host
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != want {
+			t.Errorf("Host %s: %d, want %d", host, res.StatusCode, want)
+		}
 	}
 	if code := stop(t, s, syscall.SIGINT); code != 0 {
 		t.Fatalf("SIGINT: exit %d", code)
