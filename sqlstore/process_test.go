@@ -109,8 +109,18 @@ func newProcessTarget(t *testing.T, dialect string) *processTarget {
 // target as worker.
 func (p *processTarget) child(worker string, batches, maxBatch int, env ...string) *exec.Cmd {
 	return testkit.Command("writer", append([]string{"SQLSTORE_DIALECT=" + p.dialect, "SQLSTORE_TARGET=" + p.target,
-		"SQLSTORE_DSN=" + p.dsn, "SQLSTORE_WORKER=" + worker, "SQLSTORE_BATCHES=" + strconv.Itoa(batches),
+		"SQLSTORE_DSN=" + testsvc.AppDSN(p.dsn, p.target), "SQLSTORE_WORKER=" + worker, "SQLSTORE_BATCHES=" + strconv.Itoa(batches),
 		"SQLSTORE_MAXBATCH=" + strconv.Itoa(maxBatch)}, env...)...)
+}
+
+// killed waits until what a child killed with SIGKILL sent is done: for
+// PostgreSQL, until the server has closed the child's connections (one
+// may still be making a COMMIT it received); SQLite's writes are done
+// when the process is.
+func (p *processTarget) killed() {
+	if p.dialect == "postgres" {
+		testsvc.WaitDisconnected(p.t, p.dsn, p.target)
+	}
 }
 
 // open opens the target in this process.
@@ -306,6 +316,7 @@ func TestKilledWriter(t *testing.T) {
 				t.Fatalf("child acknowledged only %d batches\n%s", len(c.Lines()), c.Stderr())
 			}
 			acked := lastAck(t, c.Kill())
+			p.killed()
 			if acked < 40 {
 				t.Fatalf("child acknowledged only %d batches", acked+1)
 			}

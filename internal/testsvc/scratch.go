@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"net/url"
 	"testing"
 	"time"
 
@@ -89,5 +90,49 @@ func DropPrefix(t testing.TB, url, prefix string) {
 	flush()
 	if err := it.Err(); err != nil {
 		t.Logf("testsvc: drop prefix %s: %v", prefix, err)
+	}
+}
+
+// AppDSN returns dsn with the connection parameter application_name set
+// to name, so that the connections of a process given it can be told
+// apart in pg_stat_activity (see WaitDisconnected).
+func AppDSN(dsn, name string) string {
+	u, err := url.Parse(dsn)
+	if err != nil || u.Scheme == "" {
+		return dsn + " application_name=" + name // a keyword/value DSN
+	}
+	q := u.Query()
+	q.Set("application_name", name)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// WaitDisconnected waits until the PostgreSQL server has no connection of
+// the application name left. A client killed with SIGKILL leaves its
+// server process running for a moment: one that had received a COMMIT
+// still makes it, and only then finds its client gone. A test that checks
+// what a killed process left must wait for that first.
+func WaitDisconnected(t testing.TB, dsn, name string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatalf("testsvc: wait for %s to disconnect: %v", name, err)
+	}
+	defer c.Close(context.Background())
+	for {
+		var n int
+		if err := c.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1`, name).Scan(&n); err != nil {
+			t.Fatalf("testsvc: wait for %s to disconnect: %v", name, err)
+		}
+		if n == 0 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("testsvc: %d connections of %s still open after a minute", n, name)
+		case <-time.After(10 * time.Millisecond):
+		}
 	}
 }
