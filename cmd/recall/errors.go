@@ -14,6 +14,7 @@ import (
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/agent"
+	"github.com/recallkit/recall/internal/durable"
 	"github.com/recallkit/recall/internal/sessionref"
 	"github.com/recallkit/recall/sqlstore"
 )
@@ -118,7 +119,7 @@ func hintFor(err error) string {
 		return "run 'recall check' to find damaged sessions"
 	case errors.Is(err, recall.ErrConflict):
 		return "another process changed the session; try again"
-	case readOnlyFS(err):
+	case durable.ReadOnlyFS(err):
 		return "the recall home is on a read-only file system: reading works, writing does not; remount it read-write, or choose another home with --home or RECALL_HOME"
 	case errors.Is(err, fs.ErrPermission) && errors.As(err, &pe):
 		return fmt.Sprintf("make %s writable, or choose another home with --home or RECALL_HOME", pe.Path)

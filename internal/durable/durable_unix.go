@@ -3,8 +3,10 @@
 package durable
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"syscall"
 )
 
 // SyncDir fsyncs a directory, making the creation, rename or removal of
@@ -22,4 +24,10 @@ func SyncDir(dir string) error {
 		return fmt.Errorf("fsync dir %s: %w", dir, err)
 	}
 	return nil
+}
+
+// ReadOnlyFS reports whether err says the file system is mounted
+// read-only.
+func ReadOnlyFS(err error) bool {
+	return errors.Is(err, syscall.EROFS)
 }
