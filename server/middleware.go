@@ -134,7 +134,7 @@ func (s *Server) observe(next http.Handler) http.Handler {
 			if route == "" {
 				route = "unmatched"
 			}
-			s.ops.metrics.requests.WithLabelValues(route, r.Method, strconv.Itoa(status)).Inc()
+			s.ops.metrics.requests.WithLabelValues(route, methodLabel(r.Method), strconv.Itoa(status)).Inc()
 			s.ops.metrics.latency.WithLabelValues(route).Observe(d.Seconds())
 			level := slog.LevelInfo
 			if status >= 500 {
@@ -143,7 +143,7 @@ func (s *Server) observe(next http.Handler) http.Handler {
 			s.log.LogAttrs(r.Context(), level, "request",
 				slog.String("request_id", ri.id),
 				slog.String("user", ri.user),
-				slog.String("method", r.Method),
+				slog.String("method", methodLabel(r.Method)),
 				slog.String("route", route),
 				slog.Int("status", status),
 				slog.Duration("duration", d),
@@ -152,6 +152,18 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		}()
 		next.ServeHTTP(sw, r.WithContext(context.WithValue(r.Context(), reqInfoKey{}, ri)))
 	})
+}
+
+// methodLabel is a request's method as /metrics and the log name it: one
+// of HTTP's methods, or "other" for any a client made up, so that no
+// client can add series to /metrics (or bulk to the log) at will.
+func methodLabel(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return m
+	}
+	return "other"
 }
 
 // recoverPanic turns a panic in a handler into a logged 500 in OpenAI's

@@ -19,6 +19,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/export"
@@ -182,10 +183,15 @@ func (s *Server) webSignInPage(w http.ResponseWriter, r *http.Request) {
 	}{pageBase{PageTitle: "Sign in"}, safeNext(r.URL.Query().Get("next")), ""})
 }
 
-// safeNext keeps a post-sign-in target only when it is a path of this
-// server (never another site).
+// safeNext keeps a post-sign-in target only when it is a clean path of
+// this server's pages: one leading "/", no backslash or control character
+// anywhere, no "." or ".." segment (http.Redirect would clean
+// "/s/../\\evil.example" to "/\\evil.example", which browsers take for
+// another site), and a page of the viewer. Anything else goes to "/".
 func safeNext(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") || !isWebPath(strings.SplitN(next, "?", 2)[0]) {
+	p, _, _ := strings.Cut(next, "?")
+	if !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") || strings.ContainsRune(next, '\\') ||
+		strings.ContainsFunc(next, unicode.IsControl) || path.Clean(p) != p || !isWebPath(p) {
 		return "/"
 	}
 	return next

@@ -150,7 +150,8 @@ func TestWebHeadersAndCSRF(t *testing.T) {
 	}
 
 	// The sign-in page never sends the browser to another site.
-	for _, next := range []string{"//evil.example/", "https://evil.example/", "/\\evil.example", "/v1/conversations"} {
+	for _, next := range []string{"//evil.example/", "https://evil.example/", "/\\evil.example", "/v1/conversations",
+		"/s/../\\evil.example", "/s/x\\..\\..\\evil.example", "/s/../../evil.example", "/s/\tx", "/s/\x00x"} {
 		res, err := anon.PostForm(srv.URL+"/signin", url.Values{"token": {tok}, "next": {next}})
 		if err != nil {
 			t.Fatal(err)

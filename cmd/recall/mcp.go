@@ -1,9 +1,13 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
@@ -81,7 +85,8 @@ func (a *app) mcp(cmd *cobra.Command, f mcpFlags) error {
 		return err
 	}
 	srv := recallmcp.New(st, opts)
-	t := &mcp.IOTransport{Reader: io.NopCloser(a.stdin), Writer: nopWriteCloser{a.stdout}}
+	out := &lockedWriter{w: a.stdout}
+	t := &mcp.IOTransport{Reader: jsonLines(a.stdin, out), Writer: nopWriteCloser{out}}
 	err = srv.Run(ctx, t)
 	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, mcp.ErrConnectionClosed) || ctx.Err() != nil {
 		return nil // the client hung up, or we were told to stop
@@ -94,3 +99,57 @@ func (a *app) mcp(cmd *cobra.Command, f mcpFlags) error {
 type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
+
+// lockedWriter writes one whole message at a time: the transport writes
+// each of its messages in one Write, and jsonLines its answers to lines
+// it keeps from the transport.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// The JSON-RPC errors jsonLines answers with itself.
+const (
+	rpcParseError     = `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error: the line is not JSON"}}` + "\n"
+	rpcInvalidRequest = `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: a message is a JSON object (or an array of them)"}}` + "\n"
+)
+
+// jsonLines passes on to the MCP transport the lines of in that are JSON
+// objects or arrays, and answers any other line itself on out with
+// JSON-RPC's parse error (-32700) or invalid request (-32600), as
+// JSON-RPC asks of a server: one bad line from a client must not end the
+// session, as it would if the transport read it. Blank lines are skipped.
+func jsonLines(in io.Reader, out io.Writer) io.ReadCloser {
+	pr, pw := io.Pipe()
+	go func() {
+		r := bufio.NewReader(in)
+		for {
+			line, err := r.ReadBytes('\n')
+			switch trimmed := bytes.TrimSpace(line); {
+			case len(trimmed) == 0:
+			case !json.Valid(trimmed):
+				_, _ = io.WriteString(out, rpcParseError)
+			case trimmed[0] != '{' && trimmed[0] != '[':
+				_, _ = io.WriteString(out, rpcInvalidRequest)
+			default:
+				if _, werr := pw.Write(append(trimmed, '\n')); werr != nil {
+					return // the transport is gone
+				}
+			}
+			if err != nil {
+				if err == io.EOF {
+					err = nil
+				}
+				pw.CloseWithError(err) // nil: EOF for the transport
+				return
+			}
+		}
+	}()
+	return pr
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -257,4 +258,65 @@ func TestMcpUsage(t *testing.T) {
 	e.fails(2, "--max-chars", "mcp", "--max-chars", "10")
 	e.fails(2, "--all and --project", "mcp", "--all", "--project", e.dir)
 	e.fails(1, "project directory", "mcp", "--project", filepath.Join(e.dir, "missing"))
+}
+
+// TestMcpBadLines: a line that is not JSON, or JSON that is no message,
+// gets JSON-RPC's error answer, and the session goes on.
+func TestMcpBadLines(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	cmd := exec.Command(e.bin, "mcp")
+	cmd.Dir = e.dir
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + filepath.Join(e.home, "user"), "RECALL_HOME=" + e.home}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() }) // when the test fails midway
+	lines := make(chan string, 16)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	next := func(what string) string {
+		t.Helper()
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("%s: recall mcp closed its output (%v)\n%s", what, cmd.Wait(), stderr.String())
+			}
+			return l
+		case <-time.After(time.Minute):
+			t.Fatalf("%s: no answer within a minute", what)
+		}
+		return ""
+	}
+	for _, c := range []struct{ line, code string }{
+		{"not json", "-32700"}, {`{"jsonrpc":"2.0","id":1,`, "-32700"}, {"42", "-32600"}, {`"initialize"`, "-32600"},
+	} {
+		fmt.Fprintln(stdin, c.line)
+		if got := next(c.line); !strings.Contains(got, `"id":null`) || !strings.Contains(got, `"code":`+c.code) {
+			t.Errorf("%q: answered %s, want error %s", c.line, got, c.code)
+		}
+	}
+	fmt.Fprintln(stdin, `{"jsonrpc":"2.0","id":7,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"e2e","version":"1"}}}`)
+	if got := next("initialize"); !strings.Contains(got, `"id":7`) || !strings.Contains(got, `"result"`) {
+		t.Errorf("initialize after the bad lines: %s", got)
+	}
+	stdin.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("recall mcp: %v\n%s", err, stderr.String())
+	}
 }
