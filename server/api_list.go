@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"time"
@@ -111,7 +112,7 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 	rest, next, err := s.collect(ctx, project, recall.ListOptions{IncludeArchived: archived, Cursor: cursor}, int(limit),
 		func(m recall.Meta) bool { return !m.Pinned && keep(m) })
 	if err != nil {
-		s.writeError(w, r, err)
+		s.writeError(w, r, cursorErr(err, cursor))
 		return
 	}
 	for _, m := range rest {
@@ -119,6 +120,16 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 	}
 	out.NextCursor, out.HasMore = next, next != ""
 	writeJSON(w, http.StatusOK, out)
+}
+
+// cursorErr puts a store's refusal of a client's cursor (a list cursor the
+// store cannot parse wraps recall.ErrInvalidKey) in the API's own words,
+// as the search's is; any other error is returned as it is.
+func cursorErr(err error, cursor string) error {
+	if cursor != "" && errors.Is(err, recall.ErrInvalidKey) {
+		return invalidParam("cursor", "Invalid 'cursor': not one this server gave.")
+	}
+	return err
 }
 
 func notAdmin(msg string) *APIError {
@@ -185,7 +196,7 @@ func (s *Server) sessionSubagents(w http.ResponseWriter, r *http.Request) {
 		Parent: key.Session, Limit: int(limit), Cursor: r.URL.Query().Get("cursor"), IncludeArchived: true,
 	})
 	if err != nil {
-		s.writeError(w, r, err)
+		s.writeError(w, r, cursorErr(err, r.URL.Query().Get("cursor")))
 		return
 	}
 	data := make([]subagent, 0, len(page.Sessions))

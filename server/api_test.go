@@ -117,6 +117,15 @@ func TestAPIListSessions(t *testing.T) {
 			for _, bad := range []string{"limit=0", "limit=101", "limit=x", "archived=maybe", "q=%22unterminated", "user=../x", "cursor=garbage"} {
 				e.do("GET", "/api/v1/sessions?"+bad, "alice", nil).wantError(t, http.StatusBadRequest)
 			}
+			// A cursor the store cannot read is refused in the API's words,
+			// never the store's.
+			sub := e.newConv("alice")
+			for _, path := range []string{"/api/v1/sessions?cursor=bogus", "/api/v1/sessions/" + sub + "/subagents?cursor=bogus"} {
+				ae := e.do("GET", path, "alice", nil).wantError(t, http.StatusBadRequest)
+				if ae.Error.Param != "cursor" || ae.Error.Message != "Invalid 'cursor': not one this server gave." {
+					t.Errorf("GET %s: %+v", path, ae.Error)
+				}
+			}
 		})
 	}
 }
