@@ -209,6 +209,17 @@ func TestAPISessionLifecycle(t *testing.T) {
 			if del.ID != other || del.Object != "session.deleted" || !del.Deleted {
 				t.Fatalf("delete answer %+v", del)
 			}
+			// A pinned session is deleted only with force=true, as recall rm
+			// deletes it only with --force.
+			pinned := e.newConv("alice")
+			e.do("PATCH", "/api/v1/sessions/"+pinned, "alice", `{"pinned":true}`).want(t, http.StatusOK)
+			if ae := e.do("DELETE", "/api/v1/sessions/"+pinned, "alice", nil).wantError(t, http.StatusConflict); ae.Error.Code != "session_pinned" {
+				t.Errorf("delete of a pinned session: %+v", ae.Error)
+			}
+			e.do("DELETE", "/api/v1/sessions/"+pinned+"?force=maybe", "alice", nil).wantError(t, http.StatusBadRequest)
+			e.do("GET", "/api/v1/sessions/"+pinned, "alice", nil).want(t, http.StatusOK)
+			e.do("DELETE", "/api/v1/sessions/"+pinned+"?force=true", "alice", nil).want(t, http.StatusOK)
+			e.do("GET", "/api/v1/sessions/"+pinned, "alice", nil).wantError(t, http.StatusNotFound)
 			// A deleted session stays deleted: an update does not bring it back.
 			e.do("PATCH", "/api/v1/sessions/"+other, "alice", `{"pinned":true}`).wantError(t, http.StatusNotFound)
 			if _, err := e.st.Stat(ctx, recall.Key{Project: "user.alice", Session: other}); err == nil {

@@ -708,6 +708,10 @@ func (s *Server) webAction(w http.ResponseWriter, r *http.Request) {
 			back = "/s/" + url.PathEscape(newKey.Session)
 		}
 	case "delete":
+		if m.Pinned { // as recall rm without --force and the API without force=true
+			s.webStatus(w, r, http.StatusConflict, "This session is pinned: unpin it first.")
+			return
+		}
 		if err = s.store.Remove(ctx, key); err == nil {
 			back = "/"
 		}

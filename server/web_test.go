@@ -137,6 +137,28 @@ func TestWebHeadersAndCSRF(t *testing.T) {
 	if m, _ := st.Stat(ctx, key); m.Title != "Renamed" {
 		t.Errorf("title %q after rename", m.Title)
 	}
+	// A pinned session is not deleted from the viewer.
+	act := func(action string, form url.Values) int {
+		form.Set("csrf", csrf)
+		res, err := c.PostForm(srv.URL+"/s/conv_web1/"+action, form)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	if code := act("pin", url.Values{"value": {"1"}}); code != http.StatusSeeOther {
+		t.Fatalf("pin: %d", code)
+	}
+	if code := act("delete", url.Values{}); code != http.StatusConflict {
+		t.Errorf("delete of a pinned session: %d, want 409", code)
+	}
+	if _, err := st.Stat(ctx, key); err != nil {
+		t.Fatalf("the viewer deleted a pinned session: %v", err)
+	}
+	if code := act("pin", url.Values{"value": {"0"}}); code != http.StatusSeeOther {
+		t.Fatalf("unpin: %d", code)
+	}
 
 	// Static assets: cached for good under their hash, typed, CSP'd.
 	css := regexp.MustCompile(`/static/style\.css\?v=[0-9a-f]+`).FindString(body)
