@@ -140,7 +140,11 @@ func verifySnapshot(key Key, meta Meta, entries []Entry, items []LiveItem, viewL
 		errs = append(errs, fmt.Errorf("%s: %w: %s", key, ErrCorrupt, fmt.Sprintf(format, args...)))
 	}
 	if meta.Corrupt > 0 {
-		bad("%d unreadable stored records (kept, skipped by readers)", meta.Corrupt)
+		records := "records"
+		if meta.Corrupt == 1 {
+			records = "record"
+		}
+		bad("%d unreadable stored %s (kept, skipped by readers)", meta.Corrupt, records)
 	}
 	for i, e := range viewLog {
 		switch {

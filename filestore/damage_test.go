@@ -21,7 +21,11 @@ import (
 // nothing else: the damage is reported, and it is the only problem.
 func wantOnlyCorrupt(t testing.TB, err error, key recall.Key, corrupt int) {
 	t.Helper()
-	want := fmt.Sprintf("%s: %v: %d unreadable stored records (kept, skipped by readers)", key, recall.ErrCorrupt, corrupt)
+	records := "records"
+	if corrupt == 1 {
+		records = "record"
+	}
+	want := fmt.Sprintf("%s: %v: %d unreadable stored %s (kept, skipped by readers)", key, recall.ErrCorrupt, corrupt, records)
 	if !errors.Is(err, recall.ErrCorrupt) || err.Error() != want {
 		t.Errorf("Verify = %v\nwant only %q", err, want)
 	}

@@ -17,6 +17,7 @@ import (
 	"net/url"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -57,8 +58,17 @@ var (
 		"stamp": func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
 		"user":  func(project string) string { return strings.TrimPrefix(project, userPrefix) },
 		"item":  func(d sessionData, it webItem) itemCtx { return itemCtx{it, d.ID, d.CSRF} },
+		"count": count,
 	}).ParseFS(webFS, "web/templates/*.html"))
 )
+
+// count says how many things there are: "1 item", "2 items".
+func count(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return strconv.Itoa(n) + " " + thing + "s"
+}
 
 func loadStatic() map[string]staticAsset {
 	out := map[string]staticAsset{}

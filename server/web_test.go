@@ -231,3 +231,26 @@ func TestWebCookieSecureOverTLS(t *testing.T) {
 		}
 	}
 }
+
+// TestWebCounts: the viewer counts in words that agree with the number.
+func TestWebCounts(t *testing.T) {
+	srv := serve(t, memstore.New(memstore.Options{}))
+	one := newConversation(t, srv)
+	c := webClient(t, srv, "")
+	for path, want := range map[string]string{
+		"/":                     "<span>1 item</span>",
+		"/s/" + one:             `<span id="count">1 item</span>`,
+		"/s/" + one + "/delete": "Its 1 item and",
+	} {
+		res, body := getBody(t, c, srv.URL+path)
+		if res.StatusCode != http.StatusOK || !strings.Contains(body, want) || strings.Contains(body, "1 items") {
+			t.Errorf("GET %s: %s, want %q and no \"1 items\"", path, res.Status, want)
+		}
+	}
+	if status, _, body := raw(t, srv, "POST", "/v1/conversations/"+one+"/items", `{"items":[{"type":"message","role":"assistant","content":"hello"}]}`); status != http.StatusOK {
+		t.Fatalf("add an item: %d %s", status, body)
+	}
+	if _, body := getBody(t, c, srv.URL+"/"); !strings.Contains(body, "<span>2 items</span>") {
+		t.Errorf("the list does not say 2 items")
+	}
+}

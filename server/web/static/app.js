@@ -100,7 +100,7 @@
       es.addEventListener("meta", function (e) {
         var m = JSON.parse(e.data);
         var c = document.getElementById("count");
-        if (c) c.textContent = m.items + " items";
+        if (c) c.textContent = m.items + (m.items === 1 ? " item" : " items");
         session.setAttribute("data-last-seq", m.last_seq);
       });
       es.addEventListener("reload", function () { es.close(); location.reload(); });
