@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	_ "embed"
 	"errors"
 	"fmt"
@@ -295,14 +294,25 @@ func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) {
 		}
 		key.Project = User{Name: name}.Project()
 	}
-	force := false
-	if v := r.URL.Query().Get("force"); v != "" {
-		if force, err = strconv.ParseBool(v); err != nil {
-			s.writeError(w, r, invalidParam("force", "Invalid 'force': %q is not true or false.", v))
+	force, err := boolParam(r, "force")
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	// A pinned session goes only with force=true, as recall rm needs --force.
+	if !force {
+		m, err := s.store.Stat(r.Context(), key)
+		if err != nil {
+			s.writeError(w, r, sessionErr(err, key))
+			return
+		}
+		if m.Pinned {
+			s.writeError(w, r, &APIError{Status: http.StatusConflict, Type: "invalid_request_error", Code: "session_pinned", NoRetry: true,
+				Message: "The session is pinned: unpin it first, or delete it with force=true."})
 			return
 		}
 	}
-	if err := s.removeUnpinned(r.Context(), key, force); err != nil {
+	if err := s.store.Remove(r.Context(), key); err != nil {
 		s.writeError(w, r, sessionErr(err, key))
 		return
 	}
@@ -311,26 +321,6 @@ func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) {
 		Object  string `json:"object"`
 		Deleted bool   `json:"deleted"`
 	}{key.Session, "session.deleted", true})
-}
-
-// errPinned refuses the delete of a pinned session without force, the
-// rule recall rm keeps (--force).
-var errPinned = &APIError{Status: http.StatusConflict, Type: "invalid_request_error", Code: "session_pinned", NoRetry: true,
-	Message: "The session is pinned: unpin it first, or delete it with force=true."}
-
-// removeUnpinned removes a session, unless it is pinned and force is
-// false (errPinned).
-func (s *Server) removeUnpinned(ctx context.Context, key recall.Key, force bool) error {
-	if !force {
-		m, err := s.store.Stat(ctx, key)
-		if err != nil {
-			return err
-		}
-		if m.Pinned {
-			return errPinned
-		}
-	}
-	return s.store.Remove(ctx, key)
 }
 
 // sessionUsage answers the session's token usage totals.
