@@ -25,7 +25,7 @@ type Cleaner interface {
 // reports what it removed, or would remove when opts.DryRun, in List
 // order.
 func Cleanup(ctx context.Context, s Store, opts CleanupOptions) (CleanupReport, error) {
-	if c, ok := s.(Cleaner); ok {
+	if c, ok := As[Cleaner](s); ok {
 		return c.Cleanup(ctx, opts)
 	}
 	var rep CleanupReport
@@ -68,7 +68,7 @@ type ProjectLister interface {
 // (archived ones included), sorted by name, with its session count and
 // latest Updated.
 func Projects(ctx context.Context, s Store) ([]ProjectInfo, error) {
-	if p, ok := s.(ProjectLister); ok {
+	if p, ok := As[ProjectLister](s); ok {
 		return p.Projects(ctx)
 	}
 	metas, err := listAll(ctx, s, "")

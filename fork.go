@@ -22,7 +22,7 @@ type Forker interface {
 // item of the view. A newKey that exists is ErrConflict; a missing key,
 // or an atSeq past the end, is ErrNotFound.
 func Fork(ctx context.Context, s Store, key Key, atSeq int64, newKey Key) (Meta, error) {
-	if f, ok := s.(Forker); ok {
+	if f, ok := As[Forker](s); ok {
 		return f.Fork(ctx, key, atSeq, newKey)
 	}
 	if err := newKey.Validate(); err != nil {

@@ -302,7 +302,7 @@ func Search(ctx context.Context, s Store, opts SearchOptions) (SearchPage, error
 	if err := CheckSearchOptions(opts); err != nil {
 		return SearchPage{}, err
 	}
-	if se, ok := s.(Searcher); ok {
+	if se, ok := As[Searcher](s); ok {
 		return se.Search(ctx, opts)
 	}
 	return ScanSearch(ctx, s, opts)

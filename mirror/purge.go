@@ -21,7 +21,7 @@ func (s *Store) Purge(ctx context.Context, key recall.Key) (recall.PurgeResult, 
 	if err := s.begin(ctx); err != nil {
 		return recall.PurgeResult{}, err
 	}
-	p, ok := s.primary.(recall.Purger)
+	p, ok := recall.As[recall.Purger](s.primary)
 	if !ok {
 		return recall.PurgeResult{}, fmt.Errorf("mirror: purge %s: the primary store cannot purge: %w", key, recall.ErrUnsupported)
 	}

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -576,20 +575,6 @@ func TestItemIDsSurviveRestart(t *testing.T) {
 	if err != nil || it.AsFunctionCall().CallID != "3" {
 		t.Errorf("get the reused id: %v", err)
 	}
-}
-
-// countingStore counts the items Store.Items returns.
-type countingStore struct {
-	recall.Store
-	items atomic.Int64
-	calls atomic.Int64
-}
-
-func (s *countingStore) Items(ctx context.Context, key recall.Key, limit int) ([]recall.LiveItem, int64, error) {
-	live, last, err := s.Store.Items(ctx, key, limit)
-	s.calls.Add(1)
-	s.items.Add(int64(len(live)))
-	return live, last, err
 }
 
 // TestListReadsLittle checks that the newest page of a 10,000-item

@@ -80,6 +80,7 @@ func newEnv(t *testing.T, st recall.Store, opts Options, setup func(*Server)) *e
 		setup(srv)
 	}
 	e.srv = srv
+	t.Cleanup(func() { srv.Close() }) // after the listener's, below
 	e.ts = httptest.NewServer(srv)
 	t.Cleanup(e.ts.Close)
 	for _, u := range []struct {

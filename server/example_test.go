@@ -26,6 +26,7 @@ func ExampleNew() {
 	if err != nil {
 		log.Fatal(err)
 	}
+	defer srv.Close() // its background work, after the listener's requests
 	ts := httptest.NewServer(srv)
 	defer ts.Close()
 	token, _, err := server.CreateToken(ctx, store, "ada", false)

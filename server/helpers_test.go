@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/openai/openai-go/v3"
@@ -86,6 +87,7 @@ func serve(t *testing.T, st recall.Store, opts ...server.Options) *httptest.Serv
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { h.Close() }) // after the listener's, below
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	return srv
@@ -185,4 +187,38 @@ func localKey(id string) recall.Key {
 // serverOptions are the test server's options with a body limit.
 func serverOptions(maxBody int64) server.Options {
 	return server.Options{Auth: server.AuthNone, MaxBodyBytes: maxBody}
+}
+
+// countingStore counts the calls that read a session (Items, with the
+// items they return, Load and Entries) and the searches of the store it
+// wraps. Its Search is the wrapped store's (a scan of that store, not
+// counted, when it has no index).
+type countingStore struct {
+	recall.Store
+	calls, items atomic.Int64 // Items
+	reads        atomic.Int64 // Items, Load and Entries
+	searches     atomic.Int64
+}
+
+func (s *countingStore) Items(ctx context.Context, key recall.Key, limit int) ([]recall.LiveItem, int64, error) {
+	live, last, err := s.Store.Items(ctx, key, limit)
+	s.calls.Add(1)
+	s.reads.Add(1)
+	s.items.Add(int64(len(live)))
+	return live, last, err
+}
+
+func (s *countingStore) Load(ctx context.Context, key recall.Key) (recall.Meta, []recall.Entry, error) {
+	s.reads.Add(1)
+	return s.Store.Load(ctx, key)
+}
+
+func (s *countingStore) Entries(ctx context.Context, key recall.Key, after int64, limit int) ([]recall.Entry, error) {
+	s.reads.Add(1)
+	return s.Store.Entries(ctx, key, after, limit)
+}
+
+func (s *countingStore) Search(ctx context.Context, opts recall.SearchOptions) (recall.SearchPage, error) {
+	s.searches.Add(1)
+	return recall.Search(ctx, s.Store, opts)
 }

@@ -197,7 +197,7 @@ func (s *Server) reserve(ctx context.Context, rk recall.Key, fp string) (int64, 
 				return 0, nil, err
 			}
 			if rand.IntN(idempotencySweepEvery) == 0 {
-				go s.sweepIdempotency()
+				s.background(s.sweepIdempotency)
 			}
 			return m.LastSeq, nil, nil
 		}
@@ -247,14 +247,17 @@ func (s *Server) reserve(ctx context.Context, rk recall.Key, fp string) (int64, 
 }
 
 // sweepIdempotency removes the records idle for twice IdempotencyTTL.
-func (s *Server) sweepIdempotency() {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+func (s *Server) sweepIdempotency(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	rep, err := recall.Cleanup(ctx, s.store, recall.CleanupOptions{
 		OlderThan: time.Now().Add(-2 * IdempotencyTTL),
 		Project:   IdempotencyProject,
 	})
 	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			return // the server is closing
+		}
 		s.log.WarnContext(ctx, "idempotency: sweeping old records failed", "err", err)
 		return
 	}

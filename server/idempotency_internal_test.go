@@ -170,11 +170,46 @@ func TestIdempotencySweep(t *testing.T) {
 	}
 	old := plant("old", time.Now().Add(-2*IdempotencyTTL-time.Hour))
 	recent := plant("recent", time.Now().Add(-IdempotencyTTL-time.Hour))
-	s.sweepIdempotency()
+	s.sweepIdempotency(ctx)
 	if _, err := st.Stat(ctx, old); err == nil {
 		t.Errorf("the sweep kept a record idle for 2 days and an hour")
 	}
 	if _, err := st.Stat(ctx, recent); err != nil {
 		t.Errorf("the sweep removed a record idle for a day and an hour: %v", err)
+	}
+}
+
+// TestCloseStopsBackgroundWork checks that Close cancels the work the
+// server runs between requests (the idempotency sweep runs this way),
+// waits for it to return, and that nothing starts after it.
+func TestCloseStopsBackgroundWork(t *testing.T) {
+	st := memstore.New(memstore.Options{})
+	defer st.Close()
+	s, err := New(context.Background(), st, Options{Auth: AuthNone, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), RateLimit: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	started, stopped := make(chan struct{}), make(chan struct{})
+	s.background(func(ctx context.Context) {
+		close(started)
+		<-ctx.Done()
+		close(stopped)
+	})
+	<-started
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-stopped:
+	default:
+		t.Fatal("Close returned before the background work did")
+	}
+	ran := make(chan struct{}, 1)
+	s.background(func(context.Context) { ran <- struct{}{} })
+	if err := s.Close(); err != nil { // waits for anything started
+		t.Fatal(err)
+	}
+	if len(ran) != 0 {
+		t.Fatal("background work started after Close")
 	}
 }

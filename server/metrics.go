@@ -89,11 +89,10 @@ func (m *metrics) observe(op string, start time.Time, err error) {
 }
 
 // timedStore is the server's store: every call is timed into
-// recall_store_operation_duration_seconds. It passes the optional
-// abilities of recall.Store the server's routes use through (Forker,
-// Cleaner, ProjectLister), so the root package's helpers behave over it
-// as over the store itself. The server never purges, so Purger is not
-// passed through.
+// recall_store_operation_duration_seconds. It unwraps to the store it
+// times (see recall.As), so the root package's helpers find every
+// optional ability of that store through it; the ones the server's routes
+// use (search, fork, cleanup, projects) it also implements, to time them.
 type timedStore struct {
 	recall.Store
 	m *metrics
@@ -101,10 +100,14 @@ type timedStore struct {
 
 var (
 	_ recall.Store         = (*timedStore)(nil)
+	_ recall.Searcher      = (*timedStore)(nil)
 	_ recall.Forker        = (*timedStore)(nil)
 	_ recall.Cleaner       = (*timedStore)(nil)
 	_ recall.ProjectLister = (*timedStore)(nil)
 )
+
+// Unwrap returns the timed store.
+func (t *timedStore) Unwrap() recall.Store { return t.Store }
 
 func (t *timedStore) Append(ctx context.Context, key recall.Key, g recall.Guard, es ...recall.Entry) (int64, error) {
 	start := time.Now()
@@ -167,6 +170,14 @@ func (t *timedStore) Import(ctx context.Context, key recall.Key, es ...recall.En
 	n, err := t.Store.Import(ctx, key, es...)
 	t.m.observe("import", start, err)
 	return n, err
+}
+
+// Search uses the store's index when it has one (a scan otherwise).
+func (t *timedStore) Search(ctx context.Context, opts recall.SearchOptions) (recall.SearchPage, error) {
+	start := time.Now()
+	p, err := recall.Search(ctx, t.Store, opts)
+	t.m.observe("search", start, err)
+	return p, err
 }
 
 // Fork uses the store's native fork when it has one, and the root

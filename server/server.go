@@ -13,6 +13,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -121,6 +122,13 @@ type Server struct {
 	// storekitCursors says whether the store's List cursors are
 	// storekit.Cursor's (web_pages.go): 0 not known yet, 1 yes, 2 no.
 	storekitCursors atomic.Int32
+
+	// The background work (see background), which Close cancels and
+	// waits for.
+	bgMu     sync.Mutex
+	bg       sync.WaitGroup
+	bgCtx    context.Context
+	bgCancel context.CancelFunc
 }
 
 // New returns a Server over store. The store stays the caller's to close.
@@ -142,6 +150,7 @@ func New(ctx context.Context, store recall.Store, opts Options) (*Server, error)
 		return nil, err
 	}
 	s := &Server{store: store, opts: opts, log: opts.Logger, mux: http.NewServeMux(), up: up, auth: newTokenCache(opts.TokenTTL)}
+	s.bgCtx, s.bgCancel = context.WithCancel(context.WithoutCancel(ctx))
 	if err := s.init(ctx); err != nil {
 		return nil, err
 	}
@@ -157,3 +166,31 @@ func New(ctx context.Context, store recall.Store, opts Options) (*Server, error)
 
 // ServeHTTP serves one request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.h.ServeHTTP(w, r) }
+
+// Close stops the work the server does in the background, between
+// requests (the sweep of old idempotency records), and waits for it to
+// return. Call it after the http.Server's Shutdown and before closing the
+// store; requests served after Close are answered, but start no more
+// background work.
+func (s *Server) Close() error {
+	s.bgMu.Lock()
+	s.bgCancel()
+	s.bgMu.Unlock()
+	s.bg.Wait()
+	return nil
+}
+
+// background runs fn in a goroutine of its own, with a context that Close
+// cancels; after Close it runs nothing.
+func (s *Server) background(fn func(ctx context.Context)) {
+	s.bgMu.Lock()
+	defer s.bgMu.Unlock()
+	if s.bgCtx.Err() != nil {
+		return
+	}
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		fn(s.bgCtx)
+	}()
+}

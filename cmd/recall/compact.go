@@ -111,7 +111,7 @@ func (a *app) purge(ctx context.Context, ref string) error {
 	if err != nil {
 		return err
 	}
-	p, ok := st.(recall.Purger)
+	p, ok := recall.As[recall.Purger](st)
 	if !ok {
 		return withHint(fmt.Errorf("purge %s: %w: this store cannot rewrite a log", m.Key.Session, recall.ErrUnsupported),
 			"the file store (the default) and mem:// can purge")

@@ -195,6 +195,7 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
+	defer h.Close() // after the requests, before the store
 	ln, err := net.Listen("tcp", f.addr)
 	if err != nil {
 		return withHint(fmt.Errorf("serve: %w", err), "choose another --addr, or stop what listens there")
