@@ -2,7 +2,7 @@ package server
 
 import (
 	"errors"
-	"math"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -45,7 +45,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 				return
 			}
 			var err error
-			u, err = s.auth.authenticate(r.Context(), s.store, token)
+			u, err = s.auth.authenticate(r.Context(), s.store, clientAddr(r), token)
 			if errors.Is(err, ErrUnauthorized) {
 				s.unauthorized(w, r, "Incorrect API key provided. Create one with 'recall token create'.")
 				return
@@ -63,6 +63,16 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 func (s *Server) unauthorized(w http.ResponseWriter, r *http.Request, msg string) {
 	w.Header().Set("WWW-Authenticate", `Bearer realm="recall"`)
 	s.writeError(w, r, &APIError{Status: http.StatusUnauthorized, Message: msg, Type: "invalid_request_error", Code: "invalid_api_key"})
+}
+
+// clientAddr is the IP address the request came from (the proxy's, behind
+// a reverse proxy).
+func clientAddr(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
 }
 
 // bearer returns the token of an "Authorization: Bearer <token>" header.
@@ -117,8 +127,7 @@ func (s *Server) rateLimit(next http.Handler) http.Handler {
 		res := s.ops.limiters.get(u.Name).Reserve()
 		if d := res.Delay(); d > 0 {
 			res.Cancel()
-			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(d.Seconds()))))
-			s.writeError(w, r, &APIError{Status: http.StatusTooManyRequests, Type: "requests", Code: "rate_limit_exceeded",
+			s.writeError(w, r, &APIError{Status: http.StatusTooManyRequests, Type: "requests", Code: "rate_limit_exceeded", RetryAfter: d,
 				Message: "Rate limit reached for user " + u.Name + ": " + strconv.FormatFloat(float64(s.ops.limiters.limit), 'g', -1, 64) +
 					" requests a second, bursts of " + strconv.Itoa(s.ops.limiters.burst) + ". Please retry after the time in the Retry-After header."})
 			return

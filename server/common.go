@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/recallkit/recall"
 )
@@ -42,9 +45,20 @@ type APIError struct {
 	// NoRetry sends x-should-retry: false, for a 409 (or other status
 	// the SDKs retry) that a retry cannot fix.
 	NoRetry bool `json:"-"`
+	// RetryAfter, when positive, is sent as Retry-After (whole seconds,
+	// at least 1), for a 429.
+	RetryAfter time.Duration `json:"-"`
 }
 
 func (e *APIError) Error() string { return e.Message }
+
+// setRetryAfter sends d, when positive, as Retry-After in whole seconds,
+// at least 1.
+func setRetryAfter(w http.ResponseWriter, d time.Duration) {
+	if d > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(max(d, time.Second).Seconds()))))
+	}
+}
 
 // writeJSON sends v as JSON with status.
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -78,6 +92,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if ae.NoRetry {
 		w.Header().Set("x-should-retry", "false")
 	}
+	setRetryAfter(w, ae.RetryAfter)
 	writeJSON(w, ae.Status, struct {
 		Error *APIError `json:"error"`
 	}{ae})

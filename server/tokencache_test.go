@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"encoding/base64"
+	"fmt"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -171,4 +173,71 @@ func TestTokenCacheOff(t *testing.T) {
 	}
 	removeElsewhere(t, st, e.tokens["alice"])
 	e.do("GET", "/api/v1/me", "alice", nil).wantError(t, http.StatusUnauthorized)
+}
+
+// guess is a well-formed token that no store holds.
+func guess(i int) string {
+	return TokenPrefix + base64.RawURLEncoding.EncodeToString(fmt.Appendf(nil, "%032d", i))
+}
+
+// TestUnknownTokens: an unknown token is looked up once and then refused
+// from the negative cache for unknownTokenTTL; an address that presents
+// more than unknownTokenBurst unknown tokens gets 429s with Retry-After,
+// without a lookup, until its bucket refills, while other addresses and
+// verified tokens go on; and the maps stay bounded.
+func TestUnknownTokens(t *testing.T) {
+	st := &countingStore{Store: memstore.New(memstore.Options{})}
+	clock := &fakeClock{t: time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)}
+	e := newEnv(t, st, Options{RateLimit: -1}, func(s *Server) { s.auth.now = clock.now })
+	e.do("GET", "/api/v1/me", "alice", nil).want(t, http.StatusOK) // verified: cached
+	st.stats.Store(0)
+
+	e.do("GET", "/api/v1/me", guess(0), nil).wantError(t, http.StatusUnauthorized)
+	e.do("GET", "/api/v1/me", guess(0), nil).wantError(t, http.StatusUnauthorized)
+	if n := st.stats.Load(); n != 1 {
+		t.Fatalf("one unknown token twice: %d lookups, want 1", n)
+	}
+	for i := 1; i < unknownTokenBurst; i++ {
+		e.do("GET", "/api/v1/me", guess(i), nil).wantError(t, http.StatusUnauthorized)
+	}
+	if n := st.stats.Load(); n != unknownTokenBurst {
+		t.Fatalf("%d unknown tokens: %d lookups", unknownTokenBurst, n)
+	}
+	r := e.do("GET", "/api/v1/me", guess(100), nil)
+	if ae := r.wantError(t, http.StatusTooManyRequests); ae.Error.Code != "rate_limit_exceeded" || r.Header.Get("Retry-After") != "1" {
+		t.Fatalf("one unknown token too many: %+v, Retry-After %q", ae, r.Header.Get("Retry-After"))
+	}
+	e.do("GET", "/api/v1/me", "bob", nil).wantError(t, http.StatusTooManyRequests) // not verified lately
+	e.do("GET", "/api/v1/me", "alice", nil).want(t, http.StatusOK)                 // verified
+	if n := st.stats.Load(); n != unknownTokenBurst {
+		t.Fatalf("after the burst: %d lookups, want still %d", n, unknownTokenBurst)
+	}
+	// Another address is not held back.
+	if u, err := e.srv.auth.authenticate(context.Background(), st, "192.0.2.1", e.tokens["bob"]); err != nil || u.Name != "bob" {
+		t.Fatalf("bob from another address: %+v, %v", u, err)
+	}
+	// A second later the bucket has one more, and guess(0) is looked up
+	// again.
+	clock.add(unknownTokenTTL)
+	e.do("GET", "/api/v1/me", guess(0), nil).wantError(t, http.StatusUnauthorized)
+	if n := st.stats.Load(); n != unknownTokenBurst+2 {
+		t.Fatalf("a second later: %d lookups in all, want %d", n, unknownTokenBurst+2)
+	}
+	e.do("GET", "/api/v1/me", guess(5), nil).wantError(t, http.StatusTooManyRequests) // that was the one
+	e.do("GET", "/api/v1/me", "bob", nil).want(t, http.StatusOK)                      // verified above
+
+	// Bounded: guesses from more addresses than the bound keep both maps
+	// at it.
+	c := e.srv.auth
+	for i := range tokenCacheMax + 10 {
+		c.missed(fmt.Sprint("198.51.", i/256, ".", i%256), hashToken(guess(1000+i)), clock.now())
+	}
+	if len(c.misses) > tokenCacheMax || len(c.guesses) > tokenCacheMax {
+		t.Fatalf("%d misses and %d addresses kept, bound %d", len(c.misses), len(c.guesses), tokenCacheMax)
+	}
+	clock.add(time.Hour)
+	c.missed("203.0.113.1", hashToken(guess(1)), clock.now())
+	if len(c.misses) != 1 || len(c.guesses) != 1 {
+		t.Fatalf("an hour later, one more miss: %d misses and %d addresses kept, want the expired ones gone", len(c.misses), len(c.guesses))
+	}
 }

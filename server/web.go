@@ -82,7 +82,7 @@ func (s *Server) authenticateWeb(w http.ResponseWriter, r *http.Request, next ht
 		s.toSignIn(w, r)
 		return
 	}
-	u, err := s.auth.authenticate(r.Context(), s.store, c.Value)
+	u, err := s.auth.authenticate(r.Context(), s.store, clientAddr(r), c.Value)
 	if errors.Is(err, ErrUnauthorized) {
 		clearCookie(w, r, sessionCookie)
 		s.toSignIn(w, r)

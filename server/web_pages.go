@@ -171,6 +171,7 @@ func (s *Server) webError(w http.ResponseWriter, r *http.Request, err error) {
 	var ae *APIError
 	switch {
 	case errors.As(err, &ae):
+		setRetryAfter(w, ae.RetryAfter)
 		s.webStatus(w, r, ae.Status, ae.Message)
 	case errors.Is(err, recall.ErrNotFound):
 		s.webStatus(w, r, http.StatusNotFound, "No such session.")
@@ -219,7 +220,7 @@ func (s *Server) webSignIn(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
 	token := strings.TrimSpace(r.PostFormValue("token"))
 	next := safeNext(r.PostFormValue("next"))
-	if _, err := s.auth.authenticate(r.Context(), s.store, token); err != nil {
+	if _, err := s.auth.authenticate(r.Context(), s.store, clientAddr(r), token); err != nil {
 		msg := "That token is not valid. Create one with 'recall token create --user NAME'."
 		if !errors.Is(err, ErrUnauthorized) {
 			s.webError(w, r, err)
