@@ -123,6 +123,8 @@ type Server struct {
 	// storekit.Cursor's (web_pages.go): 0 not known yet, 1 yes, 2 no.
 	storekitCursors atomic.Int32
 
+	watches watches // the pollers of the sessions open pages watch
+
 	// The background work (see background), which Close cancels and
 	// waits for.
 	bgMu     sync.Mutex
@@ -151,6 +153,7 @@ func New(ctx context.Context, store recall.Store, opts Options) (*Server, error)
 	}
 	s := &Server{store: store, opts: opts, log: opts.Logger, mux: http.NewServeMux(), up: up, auth: newTokenCache(opts.TokenTTL)}
 	s.bgCtx, s.bgCancel = context.WithCancel(context.WithoutCancel(ctx))
+	s.watches.s = s
 	if err := s.init(ctx); err != nil {
 		return nil, err
 	}
@@ -168,7 +171,8 @@ func New(ctx context.Context, store recall.Store, opts Options) (*Server, error)
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.h.ServeHTTP(w, r) }
 
 // Close stops the work the server does in the background, between
-// requests (the sweep of old idempotency records), and waits for it to
+// requests (the sweep of old idempotency records, the pollers of the
+// sessions open pages watch), and waits for it to
 // return. Call it after the http.Server's Shutdown and before closing the
 // store; requests served after Close are answered, but start no more
 // background work.
@@ -181,16 +185,17 @@ func (s *Server) Close() error {
 }
 
 // background runs fn in a goroutine of its own, with a context that Close
-// cancels; after Close it runs nothing.
-func (s *Server) background(fn func(ctx context.Context)) {
+// cancels, and reports whether it did: after Close it runs nothing.
+func (s *Server) background(fn func(ctx context.Context)) bool {
 	s.bgMu.Lock()
 	defer s.bgMu.Unlock()
 	if s.bgCtx.Err() != nil {
-		return
+		return false
 	}
 	s.bg.Add(1)
 	go func() {
 		defer s.bg.Done()
 		fn(s.bgCtx)
 	}()
+	return true
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync"
@@ -15,20 +16,28 @@ import (
 )
 
 // countingStore counts the Stats of token sessions, and runs onStat (when
-// set) after each one has read the store.
+// set) after each one has read the store, and the Stats of other sessions,
+// which fail while failStats is set.
 type countingStore struct {
 	recall.Store
-	stats  atomic.Int64
-	onStat func()
+	stats        atomic.Int64
+	onStat       func()
+	sessionStats atomic.Int64
+	failStats    atomic.Bool
 }
 
 func (s *countingStore) Stat(ctx context.Context, key recall.Key) (recall.Meta, error) {
 	m, err := s.Store.Stat(ctx, key)
-	if key.Project == TokenProject {
-		s.stats.Add(1)
-		if s.onStat != nil {
-			s.onStat()
+	if key.Project != TokenProject {
+		s.sessionStats.Add(1)
+		if s.failStats.Load() {
+			return recall.Meta{}, errors.New("the store went away")
 		}
+		return m, err
+	}
+	s.stats.Add(1)
+	if s.onStat != nil {
+		s.onStat()
 	}
 	return m, err
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,16 +16,20 @@ import (
 
 // Live updates of an open session page, as server-sent events.
 //
-// The handler polls the store's Stat (the session's LastSeq) every
-// livePoll while the page is open, so a write through any replica shows
-// within a second; when the seq moved it reads only the new entries and
-// sends:
+// One poller per session in this process (web_watch.go), shared by every
+// page open on it, asks the store for the session's Stat (its LastSeq)
+// every livePoll, so a write through any replica shows within a second.
+// When the seq moved, each page's stream reads only the entries it has
+// not sent, and sends:
 //
 //	event: items   data: the new items' HTML (as the page renders them)
 //	event: meta    data: {"title","items","last_seq"} as JSON
 //	event: reload  the view changed other than by appending (an item
 //	               removed, a compaction, a clear): the page reloads
 //	event: gone    the session was deleted
+//	event: stalled data: why live updates stopped for now (the store
+//	               failed); the poller goes on asking, and an items or
+//	               meta event says they are back
 //
 // Each event's id is the seq it brings the page to, so a reconnecting
 // EventSource (Last-Event-ID) goes on where it was. A stream ends after
@@ -38,8 +43,8 @@ var (
 	liveHeartbeat = 15 * time.Second
 )
 
-// liveBatch bounds the entries read at one poll; more are read at the
-// next.
+// liveBatch bounds the entries read at once; a stream behind by more
+// reads again at once.
 const liveBatch = 200
 
 func (s *Server) webEvents(w http.ResponseWriter, r *http.Request) {
@@ -61,6 +66,12 @@ func (s *Server) webEvents(w http.ResponseWriter, r *http.Request) {
 			break
 		}
 	}
+	changed, state, stop, ok := s.watches.subscribe(key)
+	if !ok {
+		s.webStatus(w, r, http.StatusServiceUnavailable, "The server is shutting down.")
+		return
+	}
+	defer stop()
 	csrf := s.csrfToken(w, r) // for the fork forms of new items; before the head is written
 	rc := http.NewResponseController(w)
 	_ = rc.SetWriteDeadline(time.Now().Add(liveMax + 10*time.Second))
@@ -72,72 +83,105 @@ func (s *Server) webEvents(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprint(w, "retry: 1000\n\n")
 	_ = rc.Flush()
 
-	poll := time.NewTicker(livePoll)
-	defer poll.Stop()
+	st := liveStream{s: s, w: w, key: key, csrf: csrf, after: after}
+	beat := time.NewTicker(liveHeartbeat)
+	defer beat.Stop()
 	end := time.After(liveMax)
-	beat := time.Now()
+	failing := false // an error event was sent and nothing since
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-end:
 			return
-		case <-poll.C:
+		case <-beat.C:
+			fmt.Fprint(w, ": keep-alive\n\n")
+			_ = rc.Flush()
+			continue
+		case <-changed:
 		}
-		m, err := s.store.Stat(ctx, key)
-		if errors.Is(err, recall.ErrNotFound) {
+		m, seen, err := state()
+		switch {
+		case !seen:
+			continue
+		case errors.Is(err, recall.ErrNotFound):
 			writeEvent(w, "gone", "", "deleted")
 			_ = rc.Flush()
 			return
-		}
-		if err != nil {
-			if ctx.Err() == nil {
-				s.log.WarnContext(ctx, "web: live update", "error", err)
-			}
-			return
-		}
-		if m.LastSeq <= after {
-			if time.Since(beat) > liveHeartbeat {
-				fmt.Fprint(w, ": keep-alive\n\n")
+		case err != nil:
+			if !failing {
+				writeEvent(w, "stalled", "", "Live updates stopped: the session could not be read. Trying again.")
 				_ = rc.Flush()
-				beat = time.Now()
+				failing = true
 			}
 			continue
 		}
-		es, err := s.store.Entries(ctx, key, after, liveBatch)
-		if err != nil || len(es) == 0 {
+		more, err := st.send(ctx, m, failing)
+		if err != nil {
+			if ctx.Err() == nil && !failing {
+				s.log.WarnContext(ctx, "web: live update", "session", key.Session, "error", err)
+				writeEvent(w, "stalled", "", "Live updates stopped: the session could not be read. Trying again.")
+				failing = true
+			}
+			_ = rc.Flush()
 			continue
+		}
+		failing = false
+		_ = rc.Flush()
+		if !more {
+			return // the page reloads
+		}
+	}
+}
+
+// liveStream is what one page's stream has sent.
+type liveStream struct {
+	s     *Server
+	w     http.ResponseWriter
+	key   recall.Key
+	csrf  string
+	after int64 // the seq the page is at
+}
+
+// send brings the page from its seq to m's: items and meta events, or a
+// reload (more is then false: the stream ends). A page already at m's seq
+// gets a meta event only when force is set (after an error event, to say
+// updates are back).
+func (st *liveStream) send(ctx context.Context, m recall.Meta, force bool) (more bool, err error) {
+	if st.after >= m.LastSeq && !force {
+		return true, nil
+	}
+	for st.after < m.LastSeq {
+		es, err := st.s.store.Entries(ctx, st.key, st.after, liveBatch)
+		if err != nil {
+			return true, err
+		}
+		if len(es) == 0 {
+			break // removed since: the next Stat says so
 		}
 		var items bytes.Buffer
-		reload := false
 		for _, e := range es {
 			switch e.Kind {
 			case recall.KindItem:
 				if it, ok := recall.ItemOf(e); ok {
 					wi := renderItem(recall.LiveItem{Ref: recall.ItemRef{Seq: e.Seq}, Item: it})
-					if err := webTemplates.ExecuteTemplate(&items, "item", itemCtx{wi, key.Session, csrf}); err != nil {
-						s.log.ErrorContext(ctx, "web: render", "error", err)
+					if err := webTemplates.ExecuteTemplate(&items, "item", itemCtx{wi, st.key.Session, st.csrf}); err != nil {
+						st.s.log.ErrorContext(ctx, "web: render", "error", err)
 					}
 				}
 			case recall.KindPop, recall.KindRemove, recall.KindClear, recall.KindCompaction:
-				reload = true
+				writeEvent(st.w, "reload", strconv.FormatInt(e.Seq, 10), "changed")
+				return false, nil
 			}
 		}
-		after = es[len(es)-1].Seq
-		id := strconv.FormatInt(after, 10)
-		if reload {
-			writeEvent(w, "reload", id, "changed")
-			_ = rc.Flush()
-			return
-		}
+		st.after = es[len(es)-1].Seq
 		if items.Len() > 0 {
-			writeEvent(w, "items", id, items.String())
+			writeEvent(st.w, "items", strconv.FormatInt(st.after, 10), items.String())
 		}
-		meta, _ := json.Marshal(map[string]any{"title": titleOr(m), "items": m.ItemCount, "last_seq": after})
-		writeEvent(w, "meta", id, string(meta))
-		_ = rc.Flush()
-		beat = time.Now()
 	}
+	meta, _ := json.Marshal(map[string]any{"title": titleOr(m), "items": m.ItemCount, "last_seq": st.after})
+	writeEvent(st.w, "meta", strconv.FormatInt(st.after, 10), string(meta))
+	return true, nil
 }
 
 // writeEvent writes one server-sent event; data may span lines.

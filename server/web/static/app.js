@@ -85,8 +85,17 @@
       var id = session.getAttribute("data-session");
       var es = new EventSource("/s/" + encodeURIComponent(id) + "/events?after=" + session.getAttribute("data-last-seq"));
       var live = document.getElementById("live");
-      es.addEventListener("open", function () { if (live) live.hidden = false; });
+      var liveText = live ? live.textContent : "";
+      var ok = function () {
+        if (live) { live.hidden = false; live.classList.remove("stalled"); live.textContent = liveText; }
+      };
+      es.addEventListener("open", ok);
+      // The server could not read the session; it says when it can again.
+      es.addEventListener("stalled", function (e) {
+        if (live) { live.hidden = false; live.classList.add("stalled"); live.textContent = e.data; }
+      });
       es.addEventListener("items", function (e) {
+        ok();
         var atEnd = window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - 80;
         var tpl = document.createElement("template");
         tpl.innerHTML = e.data;
@@ -98,6 +107,7 @@
         if (atEnd) window.scrollTo(0, document.documentElement.scrollHeight);
       });
       es.addEventListener("meta", function (e) {
+        ok();
         var m = JSON.parse(e.data);
         var c = document.getElementById("count");
         if (c) c.textContent = m.items + (m.items === 1 ? " item" : " items");
