@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -28,7 +29,8 @@ func liveEnv(t *testing.T) (*env, *countingStore) {
 // TestLiveWatchersShared opens a thousand live streams (two hundred under
 // -short) on ten sessions: each poll costs the store one Stat per session,
 // whatever the number of pages; a write reaches every page; and when the
-// pages close, the pollers stop.
+// pages close, the pollers stop and the goroutines return to their number
+// before.
 func TestLiveWatchersShared(t *testing.T) {
 	ctx := context.Background()
 	e, st := liveEnv(t)
@@ -45,6 +47,7 @@ func TestLiveWatchersShared(t *testing.T) {
 	}
 
 	// Open the pages' streams; each counts the items events it reads.
+	baseline := runtime.NumGoroutine()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: -1}}
 	streamCtx, closeStreams := context.WithCancel(ctx)
 	defer closeStreams()
@@ -120,6 +123,11 @@ func TestLiveWatchersShared(t *testing.T) {
 			}
 		}
 		return len(ws) == 0
+	})
+	// The server's goroutines (a poller a session, a handler a page) and
+	// the client's are all gone.
+	testkit.Eventually(t, 10*time.Second, "the goroutines to return to their number before the pages opened", func() bool {
+		return runtime.NumGoroutine() <= baseline
 	})
 }
 
