@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -248,5 +249,29 @@ func TestUnknownTokens(t *testing.T) {
 	c.missed("203.0.113.1", hashToken(guess(1)), clock.now())
 	if len(c.misses) != 1 || len(c.guesses) != 1 {
 		t.Fatalf("an hour later, one more miss: %d misses and %d addresses kept, want the expired ones gone", len(c.misses), len(c.guesses))
+	}
+}
+
+// downStore fails every Stat, naming the key as stores do.
+type downStore struct{ recall.Store }
+
+func (downStore) Stat(_ context.Context, key recall.Key) (recall.Meta, error) {
+	return recall.Meta{}, fmt.Errorf("stat %s: connection refused", key)
+}
+
+// TestTokenHashNotLogged: while the store is down, a request's token
+// lookup fails with a 5xx, and the log line names the token by its ID,
+// never by its whole hash.
+func TestTokenHashNotLogged(t *testing.T) {
+	st := memstore.New(memstore.Options{})
+	e := newEnv(t, st, Options{RateLimit: -1}, nil)
+	e.srv.store = downStore{e.srv.store}
+	r := e.do("GET", "/api/v1/me", "alice", nil)
+	if r.StatusCode < 500 {
+		t.Fatalf("a token lookup while the store is down: %d, want a 5xx", r.StatusCode)
+	}
+	hash := hashToken(e.tokens["alice"])
+	if log := e.log.String(); strings.Contains(log, hash) || !strings.Contains(log, hash[:tokenIDLen]) {
+		t.Fatalf("the log names the token other than by its ID %s:\n%s", hash[:tokenIDLen], log)
 	}
 }

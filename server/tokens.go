@@ -120,7 +120,7 @@ func authenticateHash(ctx context.Context, st recall.Store, hash string) (User, 
 		return User{}, ErrUnauthorized
 	}
 	if err != nil {
-		return User{}, fmt.Errorf("server: authenticate: %w", err)
+		return User{}, fmt.Errorf("server: authenticate token %s: %w", hash[:tokenIDLen], hidingHash{err, hash})
 	}
 	// The lookup is by hash, so its timing says nothing of the token;
 	// the constant-time check guards against a store that matched the
@@ -249,3 +249,19 @@ func tokenInfo(m recall.Meta) (TokenInfo, bool) {
 		Created: m.Created,
 	}, true
 }
+
+// hidingHash is a store's error about a token's session with the token's
+// hash cut to its ID wherever the error's text names it (a store names
+// the key it failed to read): the ID, what recall token ls shows, is all
+// a log needs, and the whole hash stays out of it. It unwraps to the
+// store's error.
+type hidingHash struct {
+	err  error
+	hash string
+}
+
+func (h hidingHash) Error() string {
+	return strings.ReplaceAll(h.err.Error(), h.hash, h.hash[:tokenIDLen]+"…")
+}
+
+func (h hidingHash) Unwrap() error { return h.err }
