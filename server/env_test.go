@@ -11,11 +11,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/filestore"
+	"github.com/recallkit/recall/internal/testkit"
 	"github.com/recallkit/recall/memstore"
 )
 
@@ -27,25 +27,7 @@ type env struct {
 	srv    *Server
 	ts     *httptest.Server
 	tokens map[string]string // user name → bearer token
-	log    *syncBuffer
-}
-
-// syncBuffer is a bytes.Buffer the server's goroutines may log into.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
+	log    *testkit.SyncBuffer
 }
 
 // envStores are the stores the HTTP tests of this file's package run on.
@@ -67,7 +49,7 @@ func envStores() map[string]func(t *testing.T) recall.Store {
 // nothing more on its mux before it serves.
 func newEnv(t *testing.T, st recall.Store, opts Options, setup func(*Server)) *env {
 	t.Helper()
-	e := &env{t: t, st: st, tokens: map[string]string{}, log: &syncBuffer{}}
+	e := &env{t: t, st: st, tokens: map[string]string{}, log: &testkit.SyncBuffer{}}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewJSONHandler(e.log, nil))
 	}

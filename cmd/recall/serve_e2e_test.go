@@ -482,7 +482,7 @@ func TestServeUsage(t *testing.T) {
 		}
 		cmd := exec.Command(e.bin, "serve", "--auth", "none", "--addr", addr)
 		cmd.Env = e.serveEnviron()
-		var out lockedBuffer
+		var out testkit.SyncBuffer
 		cmd.Stderr = &out
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -497,24 +497,6 @@ func TestServeUsage(t *testing.T) {
 			t.Errorf("serve --auth none --addr %s: %v\n%s", addr, err, out.String())
 		}
 	}
-}
-
-// lockedBuffer is a bytes.Buffer a process writes while the test reads.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 func ipv6Loopback() bool {

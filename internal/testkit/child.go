@@ -55,7 +55,7 @@ func Command(role string, env ...string) *exec.Cmd {
 type Child struct {
 	t      testing.TB
 	cmd    *exec.Cmd
-	stderr syncBuffer
+	stderr SyncBuffer
 
 	mu     sync.Mutex
 	lines  []string
@@ -177,19 +177,22 @@ func (c *Child) Wait() ([]string, error) {
 	return c.Lines(), nil
 }
 
-// syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
-type syncBuffer struct {
+// SyncBuffer is a bytes.Buffer safe for writers and a reader at once: a
+// child process's output, a server's log.
+type SyncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
-func (s *syncBuffer) Write(p []byte) (int, error) {
+// Write appends p.
+func (s *SyncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.Write(p)
 }
 
-func (s *syncBuffer) String() string {
+// String returns what was written so far.
+func (s *SyncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
