@@ -85,6 +85,7 @@ func (c *tokenCache) authenticate(ctx context.Context, st recall.Store, addr, to
 	hash := hashToken(token)
 	gen := revocations.Load()
 	now := c.now()
+	var cached bool
 	if c.ttl > 0 {
 		c.mu.RLock()
 		e, ok := c.m[hash]
@@ -92,6 +93,7 @@ func (c *tokenCache) authenticate(ctx context.Context, st recall.Store, addr, to
 		if ok && e.gen == gen && now.Before(e.expires) {
 			return e.user, nil
 		}
+		cached = ok
 	}
 	if err := c.mayLookUp(addr, hash, now); err != nil {
 		return User{}, err
@@ -101,9 +103,11 @@ func (c *tokenCache) authenticate(ctx context.Context, st recall.Store, addr, to
 		c.missed(addr, hash, now)
 	}
 	if err != nil || c.ttl <= 0 {
-		c.mu.Lock()
-		delete(c.m, hash)
-		c.mu.Unlock()
+		if cached { // verified before, not now
+			c.mu.Lock()
+			delete(c.m, hash)
+			c.mu.Unlock()
+		}
 		return u, err
 	}
 	c.mu.Lock()
