@@ -52,7 +52,23 @@ func setupCompletion(root *cobra.Command, a *app) {
 		}
 		if name == "chat" && c.Flags().Lookup("resume") != nil {
 			_ = c.RegisterFlagCompletionFunc("resume", sessions)
+			c.ValidArgsFunction = resumeArgument(sessions)
 		}
+	}
+}
+
+// resumeArgument completes chat's argument: the session of "--resume
+// <Tab>" and "-r <Tab>". --resume's value is optional, so cobra does not
+// complete the word after it as the flag's value (only "--resume=<Tab>");
+// it parses --resume as given without one (pickValue) and completes chat's
+// argument, which chat takes as the session. Otherwise chat takes no
+// argument and nothing is offered.
+func resumeArgument(sessions cobra.CompletionFunc) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, argv []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		if r := cmd.Flags().Lookup("resume"); len(argv) == 0 && r.Changed && r.Value.String() == pickValue {
+			return sessions(cmd, argv, toComplete)
+		}
+		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
 }
 
