@@ -210,11 +210,8 @@ func (m editModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	if isKey && (k.Type == tea.KeyRunes && !k.Alt || k.Paste) {
 		// Typed or pasted text is inserted as it is: matched against the
 		// key bindings, the word "end" would move to the end of the line.
-		m.ta.InsertString(string(k.Runes))
-		var cmd tea.Cmd
-		m.ta, cmd = m.ta.Update(nil)
-		m.fit()
-		return m, cmd
+		m.change(func() { m.ta.InsertString(string(k.Runes)) })
+		return m, nil
 	}
 	if isKey {
 		switch k.String() {
@@ -239,10 +236,11 @@ func (m editModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			v := m.ta.Value()
 			if strings.HasSuffix(v, `\`) && m.ta.Line() == m.ta.LineCount()-1 {
 				// A trailing backslash continues the message on a new line.
-				m.ta.CursorEnd()
-				m.ta, _ = m.ta.Update(tea.KeyMsg{Type: tea.KeyBackspace})
-				m.ta.InsertRune('\n')
-				m.fit()
+				m.change(func() {
+					m.ta.CursorEnd()
+					m.ta, _ = m.ta.Update(tea.KeyMsg{Type: tea.KeyBackspace})
+					m.ta.InsertRune('\n')
+				})
 				return m, nil
 			}
 			m.result = editSent
@@ -261,8 +259,7 @@ func (m editModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 	}
 	var cmd tea.Cmd
-	m.ta, cmd = m.ta.Update(msg)
-	m.fit()
+	m.change(func() { m.ta, cmd = m.ta.Update(msg) })
 	return m, cmd
 }
 
@@ -272,20 +269,41 @@ func (m *editModel) browse(i int) {
 		m.draft = m.ta.Value()
 	}
 	m.pos = i
-	if i == len(m.hist) {
-		m.ta.SetValue(m.draft)
-	} else {
-		m.ta.SetValue(m.hist[i])
+	text := m.draft
+	if i < len(m.hist) {
+		text = m.hist[i]
 	}
+	m.change(func() { m.ta.SetValue(text) })
+}
+
+// editRows is the most rows the editor grows to; a longer text scrolls in
+// it.
+const editRows = 12
+
+// change makes edit to the text with the editor at its full height, then
+// fits the editor to the text. The textarea scrolls its viewport to the
+// cursor during the edit: had it been fitted only after, a box one row
+// high would keep the row it scrolled by, and typing x1, Ctrl-J, y2 would
+// show ". y2" with "> x1" hidden above it.
+func (m *editModel) change(edit func()) {
+	m.ta.SetHeight(editRows)
+	edit()
 	m.fit()
 }
 
-// fit sizes the editor to its text, up to 12 rows.
+// fit sizes the editor to its text, up to editRows, and keeps the cursor
+// in view. A line wider than the editor takes at least one row per width
+// (more where the textarea wraps between words: the cursor stays in view,
+// the first rows may scroll off).
 func (m *editModel) fit() {
-	h := min(max(m.ta.LineCount(), 1), 12)
-	if h != m.ta.Height() {
-		m.ta.SetHeight(h)
+	rows := 0
+	if w := m.ta.Width(); w > 0 {
+		for _, l := range strings.Split(m.ta.Value(), "\n") {
+			rows += max(1, (lipgloss.Width(l)+w-1)/w)
+		}
 	}
+	m.ta.SetHeight(min(max(rows, 1), editRows))
+	m.ta, _ = m.ta.Update(nil) // scroll to the cursor within the new height
 }
 
 func (m editModel) View() string {

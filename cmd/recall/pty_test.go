@@ -164,6 +164,15 @@ func (p *ptyRun) wait() (int, string) {
 	return p.code, p.all()
 }
 
+// leave types Ctrl-D at an empty prompt and waits for recall to exit 0.
+func (p *ptyRun) leave() {
+	p.t.Helper()
+	p.send(keyCtrlD)
+	if code, out := p.wait(); code != 0 {
+		p.t.Fatalf("Ctrl-D: exit %d\n%s", code, out)
+	}
+}
+
 func (p *ptyRun) all() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -177,6 +186,8 @@ const (
 	keyHome   = "\x1b[H"
 	keyEnter  = "\r"
 	keyAltRet = "\x1b\r"
+	keyCtrlJ  = "\n"
+	keyCtrlL  = "\x0c"
 	keyCtrlC  = "\x03"
 	keyCtrlD  = "\x04"
 	keyCtrlU  = "\x15"

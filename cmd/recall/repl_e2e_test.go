@@ -6,6 +6,7 @@ package main
 import (
 	"encoding/json"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -128,6 +129,32 @@ func TestReplMultiLine(t *testing.T) {
 	got := userTexts(e)
 	want := []string{"line one\nline two", "first\nsecond", "pasted a\npasted b\n end"}
 	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("messages %q, want %q", got, want)
+	}
+}
+
+// A message of several lines shows every line while it is written, typed
+// or pasted. Ctrl-L repaints the screen whole, so what follows it is what
+// the screen shows.
+func TestReplMultiLineOnScreen(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	p := e.startPty("chat")
+	p.reply("Ctrl-D leaves")
+	p.send("x1" + keyCtrlJ + "y2")
+	p.expect("y2")
+	p.send(keyCtrlL)
+	p.expect("> x1", ". y2")
+	p.send(keyEnter)
+	p.reply("You said: x1")
+	p.send(paste("p1\np2\np3"))
+	p.expect("p3")
+	p.send(keyCtrlL)
+	p.expect("> p1", ". p2", ". p3")
+	p.send(keyEnter)
+	p.reply("You said: p1")
+	p.leave()
+	if got, want := userTexts(e), []string{"x1\ny2", "p1\np2\np3"}; !slices.Equal(got, want) {
 		t.Errorf("messages %q, want %q", got, want)
 	}
 }
