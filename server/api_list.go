@@ -127,9 +127,14 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 // as the search's is; any other error is returned as it is.
 func cursorErr(err error, cursor string) error {
 	if cursor != "" && errors.Is(err, recall.ErrInvalidKey) {
-		return invalidParam("cursor", "Invalid 'cursor': not one this server gave.")
+		return badCursor()
 	}
 	return err
+}
+
+// badCursor is the 400 of a cursor this server did not give.
+func badCursor() *APIError {
+	return invalidParam("cursor", "Invalid 'cursor': not one this server gave.")
 }
 
 func notAdmin(msg string) *APIError {

@@ -3,7 +3,6 @@ package server
 import (
 	"errors"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/recallkit/recall"
@@ -65,7 +64,7 @@ func searchOptions(r *http.Request, u User, limit int) (recall.SearchOptions, er
 	}
 	if opts.Cursor != "" {
 		if _, err := recall.ParseSearchCursor(opts.Cursor); err != nil {
-			return opts, invalidParam("cursor", "Invalid 'cursor': not one this server gave.")
+			return opts, badCursor()
 		}
 	}
 	if err := recall.CheckSearchOptions(opts); err != nil {
@@ -161,7 +160,7 @@ func (s *Server) searchSessions(w http.ResponseWriter, r *http.Request, u User, 
 // searchErr makes a bad query the caller's 400; anything else stays as is.
 func searchErr(err error) error {
 	if errors.Is(err, recall.ErrInvalidQuery) {
-		return invalidParam("q", "Invalid search: %s.", strings.TrimPrefix(err.Error(), "recall: "))
+		return invalidParam("q", "%s", withDetail("Invalid search", err, recall.ErrInvalidQuery))
 	}
 	return err
 }

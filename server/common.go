@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/recallkit/recall"
@@ -67,25 +68,12 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-// writeError sends err in OpenAI's error shape. An *APIError goes as is;
-// recall's sentinel errors map to their statuses; anything else is a
-// logged 500 whose message says nothing of the internals.
+// writeError sends err in OpenAI's error shape: as apiErrorOf words it,
+// or, for an error of the server's own, a logged 500 whose message says
+// nothing of the internals.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	var ae *APIError
-	switch {
-	case errors.As(err, &ae):
-	case errors.Is(err, recall.ErrNotFound):
-		ae = &APIError{Status: http.StatusNotFound, Message: "not found", Type: "invalid_request_error"}
-	case errors.Is(err, recall.ErrConflict):
-		ae = &APIError{Status: http.StatusConflict, Message: err.Error(), Type: "invalid_request_error", NoRetry: true}
-	case errors.Is(err, recall.ErrTooLarge):
-		ae = &APIError{Status: http.StatusRequestEntityTooLarge, Message: err.Error(), Type: "invalid_request_error"}
-	case errors.Is(err, recall.ErrInvalidItem), errors.Is(err, recall.ErrInvalidKey),
-		errors.Is(err, recall.ErrInvalidMetadata):
-		ae = &APIError{Status: http.StatusBadRequest, Message: err.Error(), Type: "invalid_request_error"}
-	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
-		ae = &APIError{Status: http.StatusServiceUnavailable, Message: "request canceled or timed out", Type: "server_error"}
-	default:
+	ae := apiErrorOf(err)
+	if ae == nil {
 		s.log.ErrorContext(r.Context(), "request failed", "route", r.Pattern, "err", err)
 		ae = &APIError{Status: http.StatusInternalServerError, Message: "internal error", Type: "server_error"}
 	}
@@ -96,4 +84,51 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	writeJSON(w, ae.Status, struct {
 		Error *APIError `json:"error"`
 	}{ae})
+}
+
+// withDetail returns msg, followed by what a validation error of the
+// recall package says after its sentinel ("recall: item too large: 2000
+// bytes, limit 1000" gives ": 2000 bytes, limit 1000"), wherever a store
+// wrapped it, and a full stop. The detail of these sentinels (ErrTooLarge,
+// ErrInvalidItem, ErrInvalidMetadata) is the recall package's: sizes, a
+// JSON syntax error, the client's own metadata key; whatever a store put
+// before it (its name, a path, a project) is left out.
+func withDetail(msg string, err, sentinel error) string {
+	text := err.Error()
+	if i := strings.LastIndex(text, sentinel.Error()+": "); i >= 0 {
+		msg += ": " + text[i+len(sentinel.Error())+2:]
+	}
+	return msg + "."
+}
+
+// apiErrorOf returns err as a client is told it: an *APIError as it is;
+// recall's sentinel errors with their statuses, in the API's own words (a
+// store's text, its name, a file path, a project, never reaches a
+// client); nil for any other error, which is the server's own.
+func apiErrorOf(err error) *APIError {
+	var ae *APIError
+	switch {
+	case errors.As(err, &ae):
+		return ae
+	case errors.Is(err, recall.ErrNotFound):
+		return &APIError{Status: http.StatusNotFound, Message: "not found", Type: "invalid_request_error"}
+	case errors.Is(err, recall.ErrConflict):
+		return &APIError{Status: http.StatusConflict, Type: "invalid_request_error", NoRetry: true,
+			Message: "The session changed while the request was served, or what it would create exists already; read it again before you retry."}
+	case errors.Is(err, recall.ErrTooLarge):
+		return &APIError{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error",
+			Message: withDetail("An item is larger than the store accepts", err, recall.ErrTooLarge)}
+	case errors.Is(err, recall.ErrInvalidItem):
+		return &APIError{Status: http.StatusBadRequest, Type: "invalid_request_error",
+			Message: withDetail("An item is not a valid JSON object", err, recall.ErrInvalidItem)}
+	case errors.Is(err, recall.ErrInvalidMetadata):
+		return &APIError{Status: http.StatusBadRequest, Type: "invalid_request_error", Param: "metadata",
+			Message: withDetail("Invalid 'metadata'", err, recall.ErrInvalidMetadata)}
+	case errors.Is(err, recall.ErrInvalidKey):
+		return &APIError{Status: http.StatusBadRequest, Type: "invalid_request_error",
+			Message: "The request names a session, subpath or cursor that is not valid."}
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		return &APIError{Status: http.StatusServiceUnavailable, Message: "request canceled or timed out", Type: "server_error"}
+	}
+	return nil
 }

@@ -134,7 +134,7 @@ func (s *Server) createConversation(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := recall.ValidateMetadata(body.Metadata); err != nil {
-		s.writeError(w, r, invalidParam("metadata", "Invalid 'metadata': %v", err))
+		s.writeError(w, r, invalidParam("metadata", "%s", withDetail("Invalid 'metadata'", err, recall.ErrInvalidMetadata)))
 		return
 	}
 	key, err := s.userConvKey(r, newConversationID())
@@ -184,7 +184,7 @@ func (s *Server) updateConversation(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := recall.ValidateMetadata(*body.Metadata); err != nil {
-		s.writeError(w, r, invalidParam("metadata", "Invalid 'metadata': %v", err))
+		s.writeError(w, r, invalidParam("metadata", "%s", withDetail("Invalid 'metadata'", err, recall.ErrInvalidMetadata)))
 		return
 	}
 	m, err := recall.SetMetadata(r.Context(), s.store, key, *body.Metadata)

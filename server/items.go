@@ -428,9 +428,10 @@ func checkNewItems(raw []json.RawMessage) ([]recall.Item, []string, error) {
 
 // itemError is the 400 (or 413) of an item the store would refuse.
 func itemError(param string, err error) *APIError {
-	ae := invalidParam(param, "Invalid '%s': %v", param, err)
 	if errors.Is(err, recall.ErrTooLarge) {
+		ae := invalidParam(param, "%s", withDetail("Invalid '"+param+"': the item is too large", err, recall.ErrTooLarge))
 		ae.Status = http.StatusRequestEntityTooLarge
+		return ae
 	}
-	return ae
+	return invalidParam(param, "%s", withDetail("Invalid '"+param+"'", err, recall.ErrInvalidItem))
 }

@@ -166,20 +166,24 @@ func (s *Server) webStatus(w http.ResponseWriter, r *http.Request, status int, m
 	}{s.base(w, r, http.StatusText(status)), status, msg})
 }
 
-// webError answers an error of the store or of bad input as a page.
+// webError answers an error of the store or of bad input as a page, in
+// the words the API uses (apiErrorOf).
 func (s *Server) webError(w http.ResponseWriter, r *http.Request, err error) {
 	var ae *APIError
 	switch {
 	case errors.As(err, &ae):
-		setRetryAfter(w, ae.RetryAfter)
-		s.webStatus(w, r, ae.Status, ae.Message)
 	case errors.Is(err, recall.ErrNotFound):
-		s.webStatus(w, r, http.StatusNotFound, "No such session.")
+		ae = &APIError{Status: http.StatusNotFound, Message: "No such session."}
 	case errors.Is(err, context.Canceled):
+		return
 	default:
-		s.log.ErrorContext(r.Context(), "web: request failed", slog.Any("error", err))
-		s.webStatus(w, r, http.StatusInternalServerError, "The server had an error while processing your request.")
+		if ae = apiErrorOf(err); ae == nil {
+			s.log.ErrorContext(r.Context(), "web: request failed", slog.Any("error", err))
+			ae = &APIError{Status: http.StatusInternalServerError, Message: "The server had an error while processing your request."}
+		}
 	}
+	setRetryAfter(w, ae.RetryAfter)
+	s.webStatus(w, r, ae.Status, ae.Message)
 }
 
 func (s *Server) webSignInPage(w http.ResponseWriter, r *http.Request) {
@@ -386,7 +390,7 @@ func (s *Server) webListPage(r *http.Request, u User, d *listData) error {
 		opts.Cursor = cursor
 		rest, n, err := s.collect(ctx, d.Project, opts, webPageSize, others)
 		if err != nil {
-			return err
+			return cursorErr(err, cursor)
 		}
 		metas, next = rest, n
 	}
@@ -446,13 +450,14 @@ func (s *Server) listCursorAfter(ctx context.Context, project string, opts recal
 // webSearch runs a full-text search over the reader's own sessions.
 func (s *Server) webSearch(r *http.Request, u User, d *listData) error {
 	d.Project = u.Project() // search reads items: only the reader's own
+	cursor := r.URL.Query().Get("cursor")
+	if _, err := recall.ParseSearchCursor(cursor); cursor != "" && err != nil {
+		return badCursor()
+	}
 	page, err := recall.Search(r.Context(), s.store, recall.SearchOptions{Query: d.Q, Project: u.Project(),
-		IncludeArchived: d.Archived, Limit: webPageSize, Cursor: r.URL.Query().Get("cursor")})
+		IncludeArchived: d.Archived, Limit: webPageSize, Cursor: cursor})
 	if err != nil {
-		if errors.Is(err, recall.ErrInvalidQuery) {
-			return invalidParam("q", "%v", err)
-		}
-		return err
+		return searchErr(err)
 	}
 	for _, h := range page.Hits {
 		anchor := ""
@@ -651,9 +656,10 @@ func (s *Server) webExport(w http.ResponseWriter, r *http.Request) {
 		s.webError(w, r, err)
 		return
 	}
-	f, err := export.ParseFormat(r.URL.Query().Get("format"))
+	format := r.URL.Query().Get("format")
+	f, err := export.ParseFormat(format)
 	if err != nil {
-		s.webStatus(w, r, http.StatusBadRequest, err.Error())
+		s.webStatus(w, r, http.StatusBadRequest, fmt.Sprintf("Unknown export format %q; use markdown, html, json or jsonl.", shorten(format)))
 		return
 	}
 	sess, err := export.Load(r.Context(), s.store, key)
