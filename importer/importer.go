@@ -41,6 +41,11 @@ const (
 	MetaOffset  = "import.offset"  // bytes of the transcript consumed
 	MetaDigest  = "import.sha256"  // SHA-256 (hex) of those bytes
 	MetaModel   = "model"          // the model the transcript last names
+	// MetaCwd is the working directory the session was recorded in, the
+	// folder of its project: the key recall chat records its own
+	// sessions' folder under, so that a session resumed from another
+	// folder runs its tools in its own.
+	MetaCwd = "cwd"
 )
 
 // Errors of an import. Both leave the recall session as it was.
@@ -95,6 +100,10 @@ type Target struct {
 	Created time.Time
 	// Model is the model the transcript names last, or "".
 	Model string
+	// Cwd is the working directory of the main session, when the
+	// transcript names one and the session goes to its project; "" on
+	// subagent records.
+	Cwd string
 	// Records are the entries, in transcript order.
 	Records []Record
 }

@@ -247,6 +247,11 @@ func (w *writer) metadata(m recall.Meta, exists bool, end int64) map[string]*str
 	if w.tg.Model != "" {
 		md[MetaModel] = metaValue(w.tg.Model)
 	}
+	// A folder is recorded only as it is: one cut to the length metadata
+	// takes, or with its bytes replaced, would name another folder.
+	if c := w.tg.Cwd; c != "" && metaValue(c) == c {
+		md[MetaCwd] = c
+	}
 	out := make(map[string]*string, len(md))
 	for k, v := range maps.All(md) {
 		out[k] = &v

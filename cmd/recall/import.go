@@ -65,7 +65,8 @@ one transcript file.
 
 Each transcript becomes one session, with the transcript's session ID, in the
 project of the directory it was recorded in (the same project 'recall chat'
-uses there, even when that directory does not exist on this machine). Text,
+uses there, even when that directory does not exist on this machine), which
+it records as 'recall chat' does, so resuming it runs its tools there. Text,
 images, tool calls and results, and thinking become Responses items; the
 title comes from /rename, else Claude Code's own title or summary; token
 usage and times are kept; a /compact becomes a compaction; subagent
@@ -108,7 +109,7 @@ default is ~/.codex/sessions and ~/.codex/archived_sessions (under $CODEX_HOME
 when it is set).
 
 Each rollout becomes one session, with the Codex session ID, in the project of
-the directory it was recorded in. Its response items are kept byte for byte;
+the directory it was recorded in, which it records as 'recall chat' does. Its response items are kept byte for byte;
 its compactions become compactions, its model is kept in the metadata. Events
 that repeat response items, unknown kinds and a torn last line are skipped
 and counted in the summary.

@@ -105,6 +105,44 @@ func TestImportCodexOnSQLite(t *testing.T) {
 	}
 }
 
+// An imported session records the folder its transcript was recorded in,
+// as recall chat records its own: resumed from another folder, its tools
+// run in that folder instead of being turned off.
+func TestImportedSessionResumesWithTools(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	dir, err := filepath.EvalSymlinks(e.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ source, fixture, cwd, sid string }{
+		{"claude-code", claudeFixture + "/-home-dev-app/" + claudeSID + ".jsonl", "/home/dev/app", claudeSID},
+		{"codex", codexFixture + "/sessions/2025/10/02/rollout-2025-10-02T08-00-00-" + codexSID + ".jsonl", "/home/dev/service", codexSID},
+	} {
+		data, err := os.ReadFile(c.fixture)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The transcript as it is when recorded in the project's folder.
+		file := filepath.Join(t.TempDir(), filepath.Base(c.fixture))
+		if err := os.WriteFile(file, []byte(strings.ReplaceAll(string(data), c.cwd, dir)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		e.ok("", "import", c.source, file)
+		if m, _ := e.show(c.sid); m.Metadata[cwdKey] != dir {
+			t.Errorf("%s: the imported session records folder %q, want %q", c.source, m.Metadata[cwdKey], dir)
+		}
+		r := e.runIn(t.TempDir(), "", "chat", "--resume", c.sid, "-p", "go on")
+		if r.code != 0 {
+			t.Fatalf("%s: resume from another folder: exit %d\n%s", c.source, r.code, r.stderr)
+		}
+		contains(t, "stderr", r.stderr, "workspace: "+dir)
+		if strings.Contains(r.stderr, "tools are off") {
+			t.Errorf("%s: resumed with its tools off:\n%s", c.source, r.stderr)
+		}
+	}
+}
+
 func TestImportProjectFlag(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)

@@ -9,13 +9,15 @@ import (
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/agent"
 	"github.com/recallkit/recall/agent/workspace"
+	"github.com/recallkit/recall/importer"
 )
 
 // cwdKey is the session metadata key under which recall chat records the
 // folder a session was created in: its project's folder. A project key is
 // lossy (every byte outside [A-Za-z0-9] became '-'), so this is how a
-// session resumed from elsewhere finds its files.
-const cwdKey = "cwd"
+// session resumed from elsewhere finds its files. recall import records an
+// imported session's folder under the same key.
+const cwdKey = importer.MetaCwd
 
 // chatWorkspaces keeps the agent's tools in the folder of the current
 // session's project. recall chat starts in one folder (home); resuming a

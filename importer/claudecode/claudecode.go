@@ -3,8 +3,9 @@
 //
 // Each transcript becomes one recall session, in the project of the
 // working directory its lines name (importer.ProjectKey: the key
-// recall.ProjectKey gives, whether or not the directory exists here), with
-// the transcript's session id as its ID. Its lines map to Responses items:
+// recall.ProjectKey gives, whether or not the directory exists here),
+// which it records (metadata "cwd", importer.MetaCwd), with the
+// transcript's session id as its ID. Its lines map to Responses items:
 //
 //   - user and assistant text (and images) → a message item (input_text,
 //     output_text and input_image parts); the lines of one assistant

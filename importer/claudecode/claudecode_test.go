@@ -129,6 +129,10 @@ func TestImportFixture(t *testing.T) {
 		!strings.HasSuffix(md[importer.MetaFile], fixtureSID+".jsonl") || md[importer.MetaDigest] == "" {
 		t.Errorf("metadata %v", md)
 	}
+	// The session records its folder, as recall chat records its own.
+	if md[importer.MetaCwd] != "/home/dev/app" {
+		t.Errorf("metadata %s = %q, want the transcript's cwd", importer.MetaCwd, md[importer.MetaCwd])
+	}
 	data, _ := os.ReadFile(filepath.Join(fixtureDir, fixtureSID+".jsonl"))
 	torn := len(data) - strings.LastIndexByte(string(data), '\n') - 1
 	if want := len(data) - torn; md[importer.MetaOffset] != strconv.Itoa(want) {
@@ -267,5 +271,19 @@ func reimport(t *testing.T, ctx context.Context, st recall.Store, dir string) {
 	}
 	if err := recall.Verify(ctx, st); err != nil {
 		t.Error(err)
+	}
+}
+
+// A transcript imported into another project than its folder's does not
+// record that folder: it is not the project's.
+func TestProjectOverrideRecordsNoFolder(t *testing.T) {
+	tr, err := ReadFile(filepath.Join(fixtureDir, fixtureSID+".jsonl"), "elsewhere")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tg := range tr.Targets {
+		if tg.Key.Project != "elsewhere" || tg.Cwd != "" {
+			t.Errorf("target %s records the folder %q", tg.Key, tg.Cwd)
+		}
 	}
 }

@@ -331,18 +331,21 @@ func (p *parser) finish(project string) error {
 		return fmt.Errorf("the subagent transcript names no parent session")
 	}
 	p.t.SessionID = sid
+	cwd := "" // recorded when the session goes to its folder's project
 	if project == "" && p.hasConversation() {
 		key, err := importer.ProjectKey(p.cwd)
 		if err != nil {
 			return err
 		}
-		project = key
+		project, cwd = key, p.cwd
 	}
 	for _, name := range p.order {
 		tg := p.targets[name]
 		tg.Key = recall.Key{Project: project, Session: importer.SessionID(Tool, sid)}
 		if name != "" {
 			tg.Key.Subpath = "subagents/" + segment(name)
+		} else {
+			tg.Cwd = cwd
 		}
 		p.t.Targets = append(p.t.Targets, tg)
 	}

@@ -3,8 +3,9 @@
 // ~/.codex/archived_sessions) into a recall store.
 //
 // Each rollout becomes one recall session, in the project of the working
-// directory its session_meta names (importer.ProjectKey), with the Codex
-// session id as its ID and the session_meta time as its creation time. Its
+// directory its session_meta names (importer.ProjectKey), which it records
+// (metadata "cwd", importer.MetaCwd), with the Codex session id as its ID
+// and the session_meta time as its creation time. Its
 // lines ({"timestamp","type","payload"}) map as follows:
 //
 //   - response_item: the payload is a Responses item already, and is kept
@@ -12,7 +13,8 @@
 //   - compacted → a compaction entry whose items are the
 //     replacement_history, verbatim, or else one assistant message with
 //     the summary;
-//   - turn_context → the model (metadata "model");
+//   - turn_context → the model (metadata "model"), and the working
+//     directory when session_meta names none;
 //   - event_msg token_count → the token usage (last_token_usage) of the
 //     item before it, counted once;
 //   - other event_msg lines are events of Codex's interface; those that
@@ -227,13 +229,16 @@ func parse(path string, data []byte, project string, mtime time.Time) (*importer
 				t.Skip("malformed")
 				return
 			}
+			if tc.Model == "" && tc.Cwd == "" {
+				t.Skip("turn_context") // it gives nothing
+				return
+			}
 			if tc.Model != "" {
 				tg.Model = tc.Model
 			}
 			if cwd == "" {
 				cwd = tc.Cwd
 			}
-			t.Skip("turn_context") // it gives metadata, no entry
 		case "compacted":
 			var c compacted
 			if json.Unmarshal(l.Payload, &c, decodeOptions) != nil {
@@ -283,12 +288,12 @@ func parse(path string, data []byte, project string, mtime time.Time) (*importer
 	}
 	t.SessionID = meta.ID
 	if len(tg.Records) > 0 {
-		if project == "" {
+		if project == "" { // the session goes to its folder's project: record the folder
 			key, err := importer.ProjectKey(meta.Cwd)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", path, err)
 			}
-			project = key
+			project, tg.Cwd = key, meta.Cwd
 		}
 		tg.Key = recall.Key{Project: project, Session: importer.SessionID(Tool, meta.ID)}
 		t.Targets = []*importer.Target{tg}

@@ -66,7 +66,6 @@ func TestImportFixture(t *testing.T) {
 				"event_msg:user_message":  1,
 				"event_msg:agent_message": 1,
 				"event_msg:token_count":   1, // the repeated one; the first gave the usage
-				"turn_context":            3,
 				"unknown:world_state":     1,
 				"malformed":               1,
 				"torn":                    1,
@@ -136,7 +135,8 @@ func checkFixture(t *testing.T, ctx context.Context, st recall.Store) {
 	if len(live) != 3 || live[2].Item.Text() != "All tests pass." {
 		t.Errorf("view %v", live)
 	}
-	if m.Metadata[importer.MetaModel] != "gpt-5.1-codex" || m.Metadata[importer.MetaSource] != Tool || m.Metadata[importer.MetaSession] != fixtureID {
+	if m.Metadata[importer.MetaModel] != "gpt-5.1-codex" || m.Metadata[importer.MetaSource] != Tool || m.Metadata[importer.MetaSession] != fixtureID ||
+		m.Metadata[importer.MetaCwd] != "/home/dev/service" {
 		t.Errorf("metadata %v", m.Metadata)
 	}
 	if want := (recall.Usage{InputTokens: 2000, OutputTokens: 80, TotalTokens: 2080}); m.Usage != want {
@@ -212,8 +212,13 @@ func TestProjectOverride(t *testing.T) {
 	if _, err := Import(ctx, st, []string{fixtureFile}, importer.Options{Project: "elsewhere"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Stat(ctx, recall.Key{Project: "elsewhere", Session: fixtureID}); err != nil {
-		t.Error(err)
+	m, err := st.Stat(ctx, recall.Key{Project: "elsewhere", Session: fixtureID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The rollout's folder is not the project's: it is not recorded.
+	if cwd, ok := m.Metadata[importer.MetaCwd]; ok {
+		t.Errorf("an import into another project records the folder %q", cwd)
 	}
 }
 
