@@ -292,7 +292,7 @@ func (s *Server) webList(w http.ResponseWriter, r *http.Request) {
 	d := listData{pageBase: s.base(w, r, "Sessions"), Q: strings.TrimSpace(q.Get("q")), Project: q.Get("project"),
 		Archived: q.Get("archived") == "1", Projects: []string{u.Project()}}
 	if u.Admin {
-		if d.Projects, err = s.userProjects(r.Context()); err != nil {
+		if d.Projects, err = s.userProjects(r.Context(), u); err != nil {
 			s.webError(w, r, err)
 			return
 		}
@@ -320,8 +320,11 @@ func (s *Server) webList(w http.ResponseWriter, r *http.Request) {
 	s.render(w, r, http.StatusOK, name, d)
 }
 
-// userProjects lists the users' projects (an admin's project filter).
-func (s *Server) userProjects(ctx context.Context) ([]string, error) {
+// userProjects lists the users' projects, sorted, for an admin's project
+// filter: those that hold sessions, and the admin's own, which may hold
+// none yet but is the one listed when no other is picked (the filter
+// shows the project listed, so it must offer it).
+func (s *Server) userProjects(ctx context.Context, admin User) ([]string, error) {
 	ps, err := recall.Projects(ctx, s.store)
 	if err != nil {
 		return nil, err
@@ -331,6 +334,9 @@ func (s *Server) userProjects(ctx context.Context) ([]string, error) {
 		if strings.HasPrefix(p.Project, userPrefix) {
 			out = append(out, p.Project)
 		}
+	}
+	if i, found := slices.BinarySearch(out, admin.Project()); !found {
+		out = slices.Insert(out, i, admin.Project())
 	}
 	return out, nil
 }

@@ -1,0 +1,69 @@
+package server
+
+import (
+	"context"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/memstore"
+)
+
+var projectOption = regexp.MustCompile(`<option value="([^"]+)"( selected)?>`)
+
+// TestWebAdminProjectPicker: an admin's project picker offers the admin's
+// own project, empty or not, beside every user's, and shows selected the
+// project the page lists: the admin's own by default, the one picked
+// after a pick.
+func TestWebAdminProjectPicker(t *testing.T) {
+	for _, users := range [][]string{{"alice"}, {"alice", "bob"}} {
+		t.Run(strings.Join(users, "+"), func(t *testing.T) {
+			st := memstore.New(memstore.Options{})
+			t.Cleanup(func() { st.Close() })
+			e := newEnv(t, st, Options{}, nil)
+			want := []string{"user.root"}
+			for _, u := range users {
+				key := recall.Key{Project: User{Name: u}.Project(), Session: "conv_" + u}
+				if _, err := recall.Create(context.Background(), st, key, recall.CreateOptions{Title: u + "'s notes",
+					Items: []recall.Item{recall.Message("user", "hi")}}); err != nil {
+					t.Fatal(err)
+				}
+				want = append(want, key.Project)
+			}
+			slices.Sort(want)
+			page := func(query string) (options []string, selected, body string) {
+				t.Helper()
+				r := e.do("GET", "/"+query, "", nil, "Cookie", sessionCookie+"="+e.tokens["root"]).want(t, 200)
+				for _, m := range projectOption.FindAllStringSubmatch(string(r.body), -1) {
+					options = append(options, m[1])
+					if m[2] != "" {
+						selected += m[1]
+					}
+				}
+				return options, selected, string(r.body)
+			}
+
+			options, selected, body := page("")
+			if !slices.Equal(options, want) || selected != "user.root" {
+				t.Errorf("the admin's first page: options %q, selected %q; want %q, user.root", options, selected, want)
+			}
+			if !strings.Contains(body, "No sessions yet.") || strings.Contains(body, "alice's notes") {
+				t.Errorf("the admin's first page does not list the admin's own, empty project")
+			}
+			options, selected, body = page("?project=user.alice")
+			if !slices.Equal(options, want) || selected != "user.alice" {
+				t.Errorf("alice picked: options %q, selected %q; want %q, user.alice", options, selected, want)
+			}
+			if !strings.Contains(body, "alice&#39;s notes") || strings.Contains(body, "No sessions yet.") {
+				t.Errorf("alice picked: the page does not list alice's sessions")
+			}
+			// A project that is not a user's falls back to the admin's own,
+			// shown as such.
+			if _, selected, _ = page("?project=_recall.tokens"); selected != "user.root" {
+				t.Errorf("an unknown project: selected %q, want user.root", selected)
+			}
+		})
+	}
+}
