@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -61,7 +63,9 @@ Where it goes:
 
 --all exports every session of the project (archived ones included),
 --all-projects every session of the store. An existing file is not replaced
-unless --force; files are written whole or not at all.`,
+unless --force; files are written whole or not at all, Markdown, HTML and
+JSON readable by all (0644 less the umask), JSONL, a backup of the store's
+log, by you only (0600). A file of several sessions is reported in one line.`,
 		Example: `  recall export 0199a3f2-1b --format markdown > session.md
   recall export 0199a3f2-1b -o session.html
   recall export --all -o exports/ --format html
@@ -118,15 +122,15 @@ unless --force; files are written whole or not at all.`,
 					}
 					continue
 				}
-				n, err := writeFileAtomic(tg.path, write)
+				n, err := writeFileAtomic(tg.path, exportPerm(f), write)
 				if err != nil {
 					return err
 				}
 				for _, m := range tg.metas {
 					report = append(report, exported{Key: m.Key, Title: m.Title, Format: string(f), File: tg.path, Bytes: n})
-					if !a.json {
-						a.printf("wrote %s: %s\n", tg.path, describe(m))
-					}
+				}
+				if !a.json {
+					a.printf("wrote %s: %s\n", tg.path, describeFile(tg.metas))
 				}
 			}
 			if a.json && out != "" && out != "-" {
@@ -282,15 +286,41 @@ func refuseExisting(path string, fi fs.FileInfo, force bool) error {
 	return nil
 }
 
-// writeFileAtomic writes a file whole or not at all: into a temporary file
-// beside it, synced, then renamed into place (over the old file, which
-// --force allowed). A failure leaves no partial file behind.
-func writeFileAtomic(path string, write func(io.Writer) error) (int64, error) {
+// describeFile says what one exported file holds: its session, or how
+// many sessions and items (a jsonl stream of several).
+func describeFile(metas []recall.Meta) string {
+	if len(metas) == 1 {
+		return describe(metas[0])
+	}
+	items := 0
+	for _, m := range metas {
+		items += m.ItemCount
+	}
+	return count(len(metas), "session") + ", " + count(items, "item")
+}
+
+// exportPerm is the mode an exported file is created with, less the
+// umask. Markdown, HTML and JSON are documents to read and hand on, made
+// as an editor saves one (0644). JSONL is the store's own log, every
+// entry of it, which 'recall import recall' restores into a store: a
+// backup, kept as private as the store keeps its files (0600).
+func exportPerm(f export.Format) fs.FileMode {
+	if f == export.FormatJSONL {
+		return 0o600
+	}
+	return 0o644
+}
+
+// writeFileAtomic writes a file whole or not at all, with mode perm less
+// the umask: into a temporary file beside it, synced, then renamed into
+// place (over the old file, which --force allowed). A failure leaves no
+// partial file behind.
+func writeFileAtomic(path string, perm fs.FileMode, write func(io.Writer) error) (int64, error) {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return 0, fmt.Errorf("output directory: %w", err)
 	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	tmp, err := createTemp(path, perm)
 	if err != nil {
 		return 0, fmt.Errorf("export: %w", err)
 	}
@@ -310,6 +340,20 @@ func writeFileAtomic(path string, write func(io.Writer) error) (int64, error) {
 		return 0, fmt.Errorf("export to %s: %w", path, err)
 	}
 	return cw.n, nil
+}
+
+// createTemp creates a new file beside path, named as os.CreateTemp would
+// with the pattern "."+base+".tmp-*", but with mode perm less the umask
+// (os.CreateTemp's files are 0600 whatever the umask).
+func createTemp(path string, perm fs.FileMode) (*os.File, error) {
+	for range 100 {
+		name := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp-"+strconv.FormatUint(rand.Uint64(), 36))
+		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, perm)
+		if !errors.Is(err, fs.ErrExist) {
+			return f, err
+		}
+	}
+	return nil, fmt.Errorf("no free temporary name beside %s", path)
 }
 
 type countWriter struct {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -67,6 +68,34 @@ func TestExportFormats(t *testing.T) {
 	e.fails(1, "no session matches", "export", "nosuchsession")
 }
 
+// Documents (Markdown, HTML, JSON) are created readable by others, as
+// the umask allows; a JSONL backup of the store's log stays private, as
+// the store's own files are.
+func TestExportFileModes(t *testing.T) {
+	t.Parallel()
+	status, _ := os.ReadFile("/proc/self/status") // recall inherits this umask
+	_, field, ok := strings.Cut(string(status), "Umask:")
+	var mask uint32
+	if _, err := fmt.Sscanf(field, "%o", &mask); !ok || err != nil {
+		t.Skip("no umask in /proc/self/status")
+	}
+	umask := os.FileMode(mask)
+	e := newEnv(t)
+	e.ok("", "chat", "-p", "hello")
+	for name, want := range map[string]os.FileMode{
+		"doc.md": 0o644 &^ umask, "page.html": 0o644 &^ umask, "items.json": 0o644 &^ umask, "log.jsonl": 0o600,
+	} {
+		e.ok("", "export", "--all", "-o", name)
+		fi, err := os.Stat(filepath.Join(e.dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fi.Mode().Perm(); got != want {
+			t.Errorf("%s created with mode %04o, want %04o (umask %04o)", name, got, want, umask)
+		}
+	}
+}
+
 func TestExportAllToDirectory(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -117,8 +146,12 @@ func TestExportAllToDirectory(t *testing.T) {
 		}
 	}
 
-	// Several sessions in jsonl share one file, a stream import reads.
-	e.ok("", "export", "--all-projects", "--format", "jsonl", "-o", "backup.jsonl")
+	// Several sessions in jsonl share one file, a stream import reads;
+	// the file is reported in one line.
+	r = e.ok("", "export", "--all-projects", "--format", "jsonl", "-o", "backup.jsonl")
+	if want := "wrote backup.jsonl: 3 sessions, 8 items\n"; r.stdout != want {
+		t.Errorf("export of 3 sessions to one file printed %q, want %q", r.stdout, want)
+	}
 	f, err := os.Open(filepath.Join(e.dir, "backup.jsonl"))
 	if err != nil {
 		t.Fatal(err)
