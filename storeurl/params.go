@@ -56,7 +56,8 @@ func (p *params) rest() string {
 	return u.String()
 }
 
-// errorf returns an error about the URL, which it names redacted.
+// errorf returns an error about the URL (ErrInvalidURL), which it names
+// redacted.
 func (p *params) errorf(format string, args ...any) error {
-	return fmt.Errorf("storeurl: %s: %s", Redact(p.u.String()), fmt.Sprintf(format, args...))
+	return &invalidURL{fmt.Errorf("storeurl: %s: %s", Redact(p.u.String()), fmt.Sprintf(format, args...))}
 }

@@ -58,6 +58,19 @@ import (
 // ErrUnknownScheme reports a URL whose scheme no store is registered for.
 var ErrUnknownScheme = errors.New("storeurl: unknown scheme")
 
+// ErrInvalidURL reports a URL a built-in store cannot be opened from as
+// written, before any store is reached: it is empty, it does not parse,
+// it lacks the path its scheme needs, or a parameter is unknown or has a
+// bad value. The error's text says which; errors.Is finds ErrInvalidURL.
+var ErrInvalidURL = errors.New("storeurl: invalid URL")
+
+// invalidURL is an error about the URL itself: its text is err's, and it
+// is ErrInvalidURL too.
+type invalidURL struct{ err error }
+
+func (e *invalidURL) Error() string   { return e.err.Error() }
+func (e *invalidURL) Unwrap() []error { return []error{ErrInvalidURL, e.err} }
+
 // Open opens the store rawURL names (see the package documentation). The
 // caller closes it. Errors name the store by Redact(rawURL), and their
 // text never shows a secret of rawURL, whichever opener failed.
@@ -73,14 +86,14 @@ func Open(ctx context.Context, rawURL string) (recall.Store, error) {
 
 func openStore(ctx context.Context, rawURL string) (recall.Store, error) {
 	if strings.TrimSpace(rawURL) == "" {
-		return nil, errors.New("storeurl: empty store URL")
+		return nil, &invalidURL{errors.New("storeurl: empty store URL")}
 	}
 	scheme, _, ok := strings.Cut(rawURL, ":")
 	if !ok || !isScheme(scheme) {
 		if looksLikeDSN(rawURL) {
 			// Taken as a path, it would become a directory named after
 			// the password it holds.
-			return nil, fmt.Errorf("storeurl: %s looks like a keyword/value connection string, not a path; write it as a URL (postgres://user:pass@host/db)", Redact(rawURL))
+			return nil, &invalidURL{fmt.Errorf("storeurl: %s looks like a keyword/value connection string, not a path; write it as a URL (postgres://user:pass@host/db)", Redact(rawURL))}
 		}
 		return openPath(rawURL)
 	}
@@ -96,7 +109,7 @@ func openStore(ctx context.Context, rawURL string) (recall.Store, error) {
 		if errors.As(err, &ue) {
 			err = ue.Err // its text repeats the URL
 		}
-		return nil, redact.Wrap("storeurl:", rawURL, err)
+		return nil, &invalidURL{redact.Wrap("storeurl:", rawURL, err)}
 	}
 	st, err := opener(ctx, u)
 	if err == nil && st == nil {

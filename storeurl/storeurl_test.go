@@ -186,6 +186,27 @@ func TestUnknownScheme(t *testing.T) {
 	}
 }
 
+// TestInvalidURL: a URL refused as written is ErrInvalidURL, whichever
+// part is wrong, and a store that cannot be reached is not.
+func TestInvalidURL(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir) // the DSN must not become a directory here
+	for _, u := range []string{" ", "sqlite://", "postgres://u:s3cret@h/%zz", "redis://u:s3cret@[::1",
+		"host=h password=s3cret", "file:///tmp/x?sync=sometimes", "mem://?bogus=1", "sqlite:x.db?max_item_size=-1",
+		"redis://u:s3cret@127.0.0.1:1/0?ttl=forever"} {
+		if err := openErr(t, u); !errors.Is(err, ErrInvalidURL) {
+			t.Errorf("Open(%q): %v, want ErrInvalidURL", u, err)
+		}
+	}
+	// A database under a file cannot be created: the URL is fine.
+	if err := os.WriteFile(filepath.Join(dir, "f"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := openErr(t, "sqlite://"+filepath.Join(dir, "f", "x.db")); errors.Is(err, ErrInvalidURL) {
+		t.Errorf("a database that cannot be created: %v, want an error other than ErrInvalidURL", err)
+	}
+}
+
 // --- the servers
 
 // withQuery adds parameters to a URL.

@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"net"
 	"net/http"
@@ -43,6 +44,9 @@ func oneLine(t *testing.T, r result, code int, want string, args []string) {
 	case !strings.Contains(line, want):
 		t.Errorf("recall %q: stderr %q, want it to hold %q", args, line, want)
 	}
+	if repeatedRecall.MatchString(line) {
+		t.Errorf("recall %q: stderr %q says \"recall:\" more than once", args, line)
+	}
 	for _, raw := range []string{"recall: recall:", "strconv.", "pool.go", "may or may not have been applied", "goroutine "} {
 		if strings.Contains(r.stderr, raw) {
 			t.Errorf("recall %q: stderr shows %q:\n%s", args, raw, r.stderr)
@@ -55,7 +59,7 @@ func TestBadInputEveryCommand(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.ok("", "chat", "-p", "hello")
-	id := e.ls()[0].Key.Session
+	id, last := e.ls()[0].Key.Session, e.ls()[0].LastSeq
 	tests := []struct {
 		code int
 		want string
@@ -98,6 +102,16 @@ func TestBadInputEveryCommand(t *testing.T) {
 		{2, "unknown scheme", []string{"--store", "soap://x", "ls"}},
 		{2, `unknown command "bogus"`, []string{"bogus"}},
 		{2, "usage: recall show ID", []string{"show"}},
+		// bad flag values: exit 2, saying which and why
+		{2, `bad list cursor "garbage"; hint: the --cursor value is invalid`, []string{"ls", "--cursor", "garbage"}},
+		{2, `bad search cursor "bogus"; hint: the --cursor value is invalid`, []string{"search", "x", "--cursor", "bogus"}},
+		{2, "no database path", []string{"--store", "sqlite://", "ls"}},
+		{2, "invalid URL escape", []string{"--store", "postgres://%zz", "ls"}},
+		{2, "sslmode is invalid", []string{"--store", "postgres://u@127.0.0.1:1/db?sslmode=bogus", "ls"}},
+		{2, "99999: invalid port; hint: --addr takes HOST:PORT", []string{"serve", "--addr", "127.0.0.1:99999"}},
+		{2, `no completion for shell "tcsh": recall completes bash, fish, powershell and zsh`, []string{"completion", "tcsh"}},
+		{2, "--at 0 names no entry", []string{"fork", id, "--at", "0"}},
+		{1, fmt.Sprintf("seq 999 not found: it is past the session's end, whose last seq is %d; hint: the session ends at seq %d", last, last), []string{"fork", id, "--at", "999"}},
 	}
 	for _, tt := range tests {
 		oneLine(t, e.run("", tt.args...), tt.code, tt.want, tt.args)
@@ -122,7 +136,14 @@ func TestStoreThatCannotBeReachedIsOneLine(t *testing.T) {
 	} {
 		for _, cmd := range [][]string{{"ls"}, {"chat", "-p", "hi"}} {
 			args := append([]string{"--store", tt.url}, cmd...)
-			wg.Go(func() { oneLine(t, e.run("", args...), 1, tt.want, args) })
+			wg.Go(func() {
+				r := e.run("", args...)
+				oneLine(t, r, 1, tt.want, args)
+				// pgx tries with TLS, then without: one failure, said once
+				if n := strings.Count(r.stderr, "connection refused"); n != 1 {
+					t.Errorf("recall %q says \"connection refused\" %d times: %s", args, n, r.stderr)
+				}
+			})
 		}
 	}
 	wg.Wait()

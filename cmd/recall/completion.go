@@ -20,6 +20,12 @@ const completionPage = 100
 // of --format, --api and --output-format.
 func setupCompletion(root *cobra.Command, a *app) {
 	root.CompletionOptions.HiddenDefaultCmd = false
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() == "completion" {
+			refuseUnknownShells(c)
+		}
+	}
 	sessions := func(cmd *cobra.Command, argv []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 		return a.completeSessions(cmd, toComplete), cobra.ShellCompDirectiveNoFileComp
 	}
@@ -54,6 +60,28 @@ func setupCompletion(root *cobra.Command, a *app) {
 			_ = c.RegisterFlagCompletionFunc("resume", sessions)
 			c.ValidArgsFunction = resumeArgument(sessions)
 		}
+	}
+}
+
+// refuseUnknownShells makes "recall completion SHELL" of a shell cobra has
+// no script for a usage error (exit 2) naming those it has, instead of
+// cobra's help and exit 0; "recall completion" alone still shows the help.
+func refuseUnknownShells(completion *cobra.Command) {
+	var shells []string
+	for _, c := range completion.Commands() {
+		shells = append(shells, c.Name())
+	}
+	if len(shells) < 2 {
+		return
+	}
+	list := strings.Join(shells[:len(shells)-1], ", ") + " and " + shells[len(shells)-1]
+	completion.Args = cobra.ArbitraryArgs
+	completion.RunE = func(cmd *cobra.Command, argv []string) error {
+		if len(argv) == 0 {
+			return cmd.Help()
+		}
+		return usageError("'"+cmd.CommandPath()+" SHELL --help' shows how to load a shell's script",
+			"no completion for shell %q: recall completes %s", argv[0], list)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -185,12 +186,20 @@ func checkFailure(t *testing.T, r result, code int, want string, args []string) 
 	if !strings.HasPrefix(last, "recall: ") || !strings.Contains(last, want) || !strings.Contains(last, "hint: ") {
 		t.Errorf("recall %q: error line %q, want \"recall: ...%s...; hint: ...\"", args, last, want)
 	}
+	if repeatedRecall.MatchString(last) {
+		t.Errorf("recall %q: error line %q says \"recall:\" more than once", args, last)
+	}
 	for _, l := range lines[:len(lines)-1] {
 		if strings.HasPrefix(l, "recall: ") || strings.Contains(l, "goroutine ") || strings.Contains(l, "panic") {
 			t.Errorf("recall %q: stderr holds more than one error line:\n%s", args, r.stderr)
 		}
 	}
 }
+
+// repeatedRecall matches a "recall:" said again after an error line's
+// own prefix: a sentinel of the root package ("recall: not found") deep
+// in the line, or the chat's agent, named recall, naming itself.
+var repeatedRecall = regexp.MustCompile(`(: |; |agent )recall: `)
 
 // ls returns the sessions "recall ls --json" lists.
 func (e *env) ls(args ...string) []recall.Meta {

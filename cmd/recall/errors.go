@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
+	"regexp"
 	"strings"
 
 	oai "github.com/openai/openai-go/v3"
@@ -75,10 +76,13 @@ var errInterrupted = errors.New("interrupted")
 // ones) are folded onto the line, so scripts can rely on one line.
 func errorLine(err error) string {
 	msg := strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", "; ")), " ")
-	// The root package prefixes its errors with "recall: " too; the
-	// line says it once.
-	for strings.HasPrefix(msg, "recall: ") {
-		msg = strings.TrimPrefix(msg, "recall: ")
+	// The line says "recall:" once, at its start: see selfPrefix.
+	for {
+		trimmed := selfPrefix.ReplaceAllString(msg, "$1")
+		if trimmed == msg {
+			break
+		}
+		msg = trimmed
 	}
 	line := "recall: " + msg
 	if h := hintFor(err); h != "" {
@@ -86,6 +90,12 @@ func errorLine(err error) string {
 	}
 	return line
 }
+
+// selfPrefix matches the CLI's own name where a wrapped error repeats it
+// at the start of one of the line's parts: the root package's errors
+// ("recall: not found", wrapped deep in a store's error) and the chat's
+// agent, which is named recall ("agent recall: turn 1: ...").
+var selfPrefix = regexp.MustCompile(`(^|: |; )(?:agent )?recall: `)
 
 // hintFor returns the explicit hint attached to err, or one derived from
 // the kind of failure.

@@ -25,13 +25,24 @@ after the original. 'recall show ID --format jsonl' shows the seqs.`,
   recall fork 0199a3f2-1b --at 12 --name "try the other parser"`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
-			if at < 0 {
+			switch {
+			case at < 0:
 				return usageError("--at takes a seq from 'recall show ID --format jsonl'", "--at must not be negative")
+			case at == 0 && cmd.Flags().Changed("at"):
+				// "After entry 0" is before the first: an empty fork,
+				// which no one means; the library reads 0 as "all of it".
+				return usageError("seqs start at 1 ('recall show ID --format jsonl' shows them); leave --at out to fork the whole session",
+					"--at 0 names no entry")
 			}
 			ctx := cmd.Context()
 			st, src, err := a.resolve(ctx, argv[0])
 			if err != nil {
 				return err
+			}
+			if at > src.LastSeq {
+				return withHint(fmt.Errorf("fork %s: seq %d not found: it is past the session's end, whose last seq is %d", src.Key.Session, at, src.LastSeq),
+					fmt.Sprintf("the session ends at seq %d: give --at a seq from 1 to %d ('recall show ID --format jsonl' shows them), or leave it out to fork the whole session",
+						src.LastSeq, src.LastSeq))
 			}
 			m, err := forkSession(ctx, st, src, at, name)
 			if err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -49,6 +50,10 @@ accepts it, as well as the full ID or the exact title.`,
 				opts.Limit = -1
 			}
 			page, err := st.List(ctx, proj, opts)
+			if cursor != "" && errors.Is(err, recall.ErrInvalidKey) {
+				// The project key is derived, so the cursor is what the store refused.
+				return usageError(cursorHint("ls"), "bad list cursor %q", cursor)
+			}
 			if err != nil {
 				return withHint(fmt.Errorf("read sessions: %w", err), "check the store (--store, RECALL_STORE) and the --cursor value")
 			}

@@ -77,14 +77,19 @@ func openURLFor(ctx context.Context, rawURL string, readOnly bool) (recall.Store
 		}
 	}
 	st, err := storeurl.Open(ctx, rawURL)
-	var ce *pgconn.ConnectError
+	var (
+		ce *pgconn.ConnectError
+		pe *pgconn.ParseConfigError
+	)
 	switch {
 	case errors.Is(err, storeurl.ErrUnknownScheme):
 		return nil, usageError("see 'recall --help' for the store URLs", "open store: %v", err)
+	case errors.Is(err, storeurl.ErrInvalidURL), errors.As(err, &pe):
+		return nil, usageError("check the URL in --store or RECALL_STORE; 'recall --help' shows the store URLs", "open store: %v", err)
 	case errors.As(err, &ce):
 		// Opening reads the schema first: no write was under way, so
 		// say plainly that the server did not answer.
-		return nil, withHint(fmt.Errorf("open store: cannot connect to PostgreSQL: %w", ce.Unwrap()),
+		return nil, withHint(fmt.Errorf("open store: cannot connect to PostgreSQL: %w", distinct(ce.Unwrap())),
 			"check the URL in --store or RECALL_STORE, and that the server is running")
 	case errors.Is(err, sqlstore.ErrDamaged):
 		return nil, fmt.Errorf("open store: %w", err) // hintFor says what to do
@@ -92,6 +97,28 @@ func openURLFor(ctx context.Context, rawURL string, readOnly bool) (recall.Store
 		return nil, withHint(fmt.Errorf("open store: %w", err), "check the URL in --store or RECALL_STORE, and that the server is running")
 	}
 	return st, nil
+}
+
+// distinct returns err without the repeats of a joined error: pgx joins
+// the failures of every attempt, and with sslmode=prefer (the default)
+// it tries each address with TLS and then without, failing twice alike.
+func distinct(err error) error {
+	joined, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return err
+	}
+	var errs []error
+	seen := map[string]bool{}
+	for _, e := range joined.Unwrap() {
+		if !seen[e.Error()] {
+			seen[e.Error()] = true
+			errs = append(errs, e)
+		}
+	}
+	if len(errs) == 1 {
+		return errs[0]
+	}
+	return errors.Join(errs...)
 }
 
 // localPath returns the scheme ("file" or "sqlite") and the local path of

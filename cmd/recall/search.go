@@ -95,6 +95,11 @@ func (a *app) search(cmd *cobra.Command, query string, f searchFlags) error {
 		}
 		opts.Project = p
 	}
+	if f.cursor != "" {
+		if _, err := recall.ParseSearchCursor(f.cursor); err != nil {
+			return usageError(cursorHint("search"), "bad search cursor %q", f.cursor)
+		}
+	}
 	if err := recall.CheckSearchOptions(opts); err != nil {
 		return usageError(`words in any order, "quoted phrases"; --role takes user, assistant, system, tool or title`, "%v", err)
 	}
@@ -141,6 +146,12 @@ func (a *app) search(cmd *cobra.Command, query string, f searchFlags) error {
 		a.notef("(more hits: --limit %d, or --json and --cursor to page)\n", min(2*f.limit, recall.MaxSearchLimit))
 	}
 	return nil
+}
+
+// cursorHint is the hint of a --cursor that command (ls or search)
+// cannot read.
+func cursorHint(command string) string {
+	return fmt.Sprintf("the --cursor value is invalid: it takes the \"next\" of a previous 'recall %s --json' page, as printed", command)
 }
 
 // writeHits prints hits: a line with the title, short ID, age and role

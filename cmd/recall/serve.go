@@ -122,10 +122,13 @@ closes the store.`,
 	return cmd
 }
 
-// checkServeAddr refuses a listen address that is not HOST:PORT, and
-// --auth none on any address that is not loopback.
+// checkServeAddr refuses a listen address that is not HOST:PORT with a
+// valid port, and --auth none on any address that is not loopback.
 func checkServeAddr(addr string, auth server.AuthMode) error {
-	host, _, err := net.SplitHostPort(addr)
+	host, port, err := net.SplitHostPort(addr)
+	if err == nil {
+		_, err = net.LookupPort("tcp", port) // 0-65535, or a service name
+	}
 	if err != nil {
 		return usageError("--addr takes HOST:PORT, e.g. 127.0.0.1:8080", "--addr %q: %v", addr, err)
 	}
