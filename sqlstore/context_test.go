@@ -93,10 +93,11 @@ func TestContextEnded(t *testing.T) {
 // TestSQLiteCanceledWhileWaitingForLock: another connection to the
 // database file (as another process would) holds the write lock; an
 // Append waits for it (busy_timeout), and its caller gives up meanwhile.
-// Once the lock is released, the Append reports the context's error, and
-// nothing of it was written; a second Append queued behind it, whose
-// context lives, is written. Run for the items-only path, the general
-// path, Fork and Remove.
+// The Append reports the context's error at once, while the lock is still
+// held, and nothing of it is written, then or after the lock's release; a
+// second Append queued behind it, whose context lives, is written once
+// the lock is released. Run for the items-only path, the general path,
+// Fork and Remove.
 func TestSQLiteCanceledWhileWaitingForLock(t *testing.T) {
 	t.Parallel()
 	bg := context.Background()
@@ -178,20 +179,29 @@ func TestSQLiteCanceledWhileWaitingForLock(t *testing.T) {
 				t.Fatalf("the write did not wait for the lock: %v", err)
 			default:
 			}
-			// The caller gives up while the write waits for the lock; the
-			// lock is released after that.
+			// The caller gives up while the write waits for the lock: it
+			// returns while the lock is still held.
 			cancel()
+			select {
+			case err := <-done:
+				if !errors.Is(err, context.Canceled) {
+					t.Errorf("the canceled write returned %v, want context.Canceled", err)
+				}
+			case <-time.After(5 * time.Second):
+				t.Errorf("the canceled write still waits for the lock 5s after its caller gave up")
+				<-done
+			}
+			if err := c.check(); err != nil {
+				t.Errorf("the canceled write was written: %v", err)
+			}
 			if _, err := conn.ExecContext(bg, `COMMIT`); err != nil {
 				t.Fatal(err)
 			}
-			if err := <-done; !errors.Is(err, context.Canceled) {
-				t.Errorf("the canceled write returned %v, want context.Canceled", err)
+			if err := <-patient; err != nil {
+				t.Errorf("the write queued behind it: %v", err)
 			}
 			if err := c.check(); err != nil {
 				t.Errorf("the canceled write was written after its caller gave up: %v", err)
-			}
-			if err := <-patient; err != nil {
-				t.Errorf("the write queued behind it: %v", err)
 			}
 			if m, err := s.Stat(bg, behind); err != nil || m.ItemCount != 1 {
 				t.Errorf("the write queued behind it is missing: %+v, %v", m, err)

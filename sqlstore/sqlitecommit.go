@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"sync/atomic"
 )
 
 // Group commit on SQLite.
@@ -12,17 +13,27 @@ import (
 // than the statements in it: it writes every page the transaction changed
 // to the WAL, and an append changes five (the entries table and its key
 // index, the session row and its two List indexes). So update does not run
-// one transaction per call: calls queue, and whichever caller holds the
-// writer token runs every queued call in one transaction, each inside its
-// own savepoint, then commits once. With one caller at a time this is a
-// plain transaction; with many, they share the cost of the commit.
+// one transaction per call: calls queue, and whichever caller takes the
+// writer token starts a goroutine that runs every queued call in one
+// transaction, each inside its own savepoint, then commits once. With one
+// caller at a time this is a plain transaction; with many, they share the
+// cost of the commit.
 //
 // Each call still sees the state every earlier call left, is all or
 // nothing (a failed call is rolled back to its savepoint and reports its
 // own error, leaving the others alone), and returns only after the commit
-// that made it durable: what it reports is what happened. A call whose
-// context has ended when its turn comes, or by the time it has run, is
-// such a failure (see run).
+// that made it durable: what it reports is what happened.
+//
+// A caller whose context ends before its call has started running returns
+// the context's error at once, and the call never runs (see abandon): it
+// does not wait for the queue, nor for BEGIN IMMEDIATE, which waits up to
+// busy_timeout for a write lock another connection (typically another
+// process) holds. That is why the transaction runs on its own goroutine
+// rather than on a caller's: the caller can leave while it waits. When
+// every call of a group has been given up, the BEGIN's own wait ends too.
+// A call whose context ends once it has started is rolled back and reports
+// the context's error after its group ends (see run), which takes the
+// time of its statements and the commit, not of a lock.
 
 // writeCall is one update waiting in the queue.
 type writeCall struct {
@@ -30,6 +41,28 @@ type writeCall struct {
 	fn   func(ctx context.Context, q querier) error
 	err  error
 	done chan struct{}
+	// state is callQueued until a group's transaction claims the call to
+	// run it (callClaimed) or its caller gives it up (callAbandoned),
+	// whichever comes first.
+	state atomic.Int32
+	// group is the group that took the call from the queue, under
+	// liteBackend.mu.
+	group *writeGroup
+}
+
+const (
+	callQueued int32 = iota
+	callClaimed
+	callAbandoned
+)
+
+// writeGroup is the calls one transaction took from the queue.
+type writeGroup struct {
+	// waiting counts its calls not given up, under liteBackend.mu;
+	// cancel ends the BEGIN's wait for the write lock when it drops to 0,
+	// which a claimed call never lets it do.
+	waiting int
+	cancel  context.CancelFunc
 }
 
 // update runs fn in the next group transaction; see above. fn returning
@@ -44,56 +77,84 @@ func (b *liteBackend) update(ctx context.Context, fn func(ctx context.Context, q
 	return err
 }
 
-// commit queues fn and waits until a transaction that ran it has ended,
-// running that transaction itself when no one else is.
+// commit queues fn and waits until a transaction that ran it has ended, or
+// until ctx ends before it started running. Whoever takes the writer token
+// starts the goroutine that runs the queue; every caller still waiting
+// competes for the token again once that goroutine gives it back.
 func (b *liteBackend) commit(ctx context.Context, fn func(ctx context.Context, q querier) error) error {
 	c := &writeCall{ctx: ctx, fn: fn, done: make(chan struct{})}
 	b.mu.Lock()
 	b.queue = append(b.queue, c)
 	b.mu.Unlock()
-	select {
-	case <-c.done:
-	case b.writer <- struct{}{}:
-		// This goroutine is the writer now. Its own call is still queued
-		// (only a writer takes calls from the queue, and the previous one
-		// has finished), unless the previous writer took it just before
-		// leaving: one round settles it either way.
+	for {
 		select {
 		case <-c.done:
-		default:
-			// Let the callers the previous writer just released queue
-			// their next calls first: measured, this triples the calls
-			// per commit under contention, and costs one yield.
-			runtime.Gosched()
-			b.runQueued()
+			return c.err
+		case <-ctx.Done():
+			if b.abandon(c) {
+				return ctx.Err()
+			}
+			<-c.done // running: it reports the context's error, or its commit
+			return c.err
+		case b.writer <- struct{}{}:
+			go func() {
+				// Let the callers the previous group just released
+				// queue their next calls first: measured, this triples
+				// the calls per commit under contention, and costs one
+				// yield.
+				runtime.Gosched()
+				b.runQueued()
+				<-b.writer
+			}()
 		}
-		<-b.writer
 	}
-	return c.err
 }
+
+// abandon gives c up, and reports whether it did: not when a transaction
+// has claimed it to run. The last call of a group given up ends the
+// group's wait for the write lock.
+func (b *liteBackend) abandon(c *writeCall) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !c.state.CompareAndSwap(callQueued, callAbandoned) {
+		return false
+	}
+	if g := c.group; g != nil {
+		if g.waiting--; g.waiting == 0 {
+			g.cancel()
+		}
+	}
+	return true
+}
+
+// claim takes c to run it, unless its caller gave it up; a claimed call
+// counts as waiting in its group for good, so the group's BEGIN is never
+// canceled once a call will run in its transaction.
+func (c *writeCall) claim() bool { return c.state.CompareAndSwap(callQueued, callClaimed) }
 
 // runQueued runs every queued call in one transaction and reports to each.
 func (b *liteBackend) runQueued() {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	g := &writeGroup{cancel: cancel}
 	b.mu.Lock()
-	calls := b.queue
-	b.queue = nil
-	b.mu.Unlock()
-	live := calls[:0]
-	for _, c := range calls {
-		if err := c.ctx.Err(); err != nil {
-			c.err = err // given up before it ran: nothing was written
-			close(c.done)
-			continue
+	calls := b.queue[:0] // the queue's array is the group's from here on
+	for _, c := range b.queue {
+		if c.state.Load() == callQueued {
+			c.group = g
+			calls = append(calls, c)
 		}
-		live = append(live, c)
 	}
-	if len(live) == 0 {
+	b.queue = nil
+	g.waiting = len(calls)
+	b.mu.Unlock()
+	if len(calls) == 0 {
 		return
 	}
 	b.transactions.Add(1)
-	b.calls.Add(int64(len(live)))
-	err := b.runGroup(live)
-	for _, c := range live {
+	b.calls.Add(int64(len(calls)))
+	err := b.runGroup(ctx, calls)
+	for _, c := range calls {
 		if err != nil && c.err == nil {
 			c.err = err // the transaction failed: the call's writes are gone
 		}
@@ -105,12 +166,10 @@ func (b *liteBackend) runQueued() {
 // nothing, when the context has ended before the function ran or by the
 // time it returned.
 //
-// The first check matters because the group's BEGIN IMMEDIATE may have
-// waited a long time (up to busy_timeout) for another connection's write
-// lock, typically another process's: a caller that gave up meanwhile must
-// not then write. The second keeps the contract that a write whose context
-// ends before it commits changes nothing: the caller undoes what the
-// function wrote (ROLLBACK TO its savepoint, or of the transaction).
+// The first check catches a caller whose context ended but who has not
+// given the call up yet. The second keeps the contract that a write whose
+// context ends before it commits changes nothing: the caller undoes what
+// the function wrote (ROLLBACK TO its savepoint, or of the transaction).
 //
 // The function's own context is not canceled: modernc.org/sqlite cancels
 // a statement with sqlite3_interrupt, and an interrupted write rolls back
@@ -129,24 +188,29 @@ func run(c *writeCall, q querier) error {
 // runGroup runs calls in one transaction on the writer connection. It
 // begins IMMEDIATE (_txlock=immediate): the transaction holds the
 // database's write lock from its first statement, so what a call reads
-// cannot change, even by another process, before the commit. The
-// transaction does not end with any caller's context: it serves them all.
-func (b *liteBackend) runGroup(calls []*writeCall) error {
+// cannot change, even by another process, before the commit. The BEGIN
+// waits for the lock under ctx, which ends when every call has been given
+// up meanwhile; past the BEGIN, the calls its callers gave up are
+// skipped, and the transaction ends with no caller's context: it serves
+// them all (ctx is never canceled once a call is claimed).
+func (b *liteBackend) runGroup(ctx context.Context, calls []*writeCall) error {
 	b.prepareWrites()
-	tx, err := b.w.BeginTx(context.Background(), nil)
+	tx, err := b.w.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	q := sqlQuerier{r: tx, tx: tx, cache: b.wstmts}
-	if len(calls) == 1 {
-		if calls[0].err = run(calls[0], q); calls[0].err != nil {
-			_ = tx.Rollback()
-			return nil
-		}
-		return tx.Commit()
-	}
 	ok := 0
 	for _, c := range calls {
+		if !c.claim() {
+			continue // given up: its caller has left
+		}
+		if len(calls) == 1 {
+			if c.err = run(c, q); c.err == nil {
+				ok++
+			}
+			break
+		}
 		if _, err := tx.Stmt(b.savepoint).Exec(); err != nil {
 			_ = tx.Rollback()
 			return err

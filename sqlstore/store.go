@@ -104,8 +104,9 @@ type backend interface {
 	// which on SQLite is not canceled once fn has started (see
 	// sqlitecommit.go). When ctx ends before the commit, nothing fn wrote
 	// is committed and update returns ctx's error (PostgreSQL: the
-	// statements or the commit fail with it; SQLite: ctx is checked
-	// after the write lock is taken and after fn returns).
+	// statements or the commit fail with it; SQLite: a call not started
+	// yet is given up at once, even while its transaction waits for the
+	// write lock, and one started is checked after fn returns).
 	update(ctx context.Context, fn func(ctx context.Context, q querier) error) error
 	// lockSQL is appended to a SELECT of a session row inside update to
 	// lock it (" FOR UPDATE"), or "" where the transaction already holds

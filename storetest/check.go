@@ -33,6 +33,8 @@ type env struct {
 	closed bool
 	// plant is Config.Plant, or nil.
 	plant func(t *testing.T, s recall.Store, key recall.Key, data []byte)
+	// hold is Config.Hold, or nil.
+	hold func(t *testing.T, s recall.Store, key recall.Key) (waiting func() bool, release func())
 }
 
 // open makes a fresh store for t. It closes the store when t ends, after

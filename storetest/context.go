@@ -199,3 +199,105 @@ func (st storeState) diff(before storeState) string {
 	}
 	return ""
 }
+
+// blockedGrace is how soon a write blocked behind another writer returns
+// once its context ends: far longer than a store needs to notice (a
+// goroutine's wake-up, a cancel request to a server), far shorter than
+// any lock timeout (SQLite's busy_timeout is 10 s).
+const blockedGrace = 5 * time.Second
+
+// testBlocked: a write waiting for the lock another writer holds
+// (Config.Hold) returns promptly once its context ends, with the
+// context's error, while that lock is still held, and nothing of it is
+// written, then or once the lock is released. The store's readers keep
+// answering meanwhile: Load and List see the session as it was.
+func testBlocked(e *env) {
+	if e.hold == nil {
+		e.t.Log("storetest: Config.Hold is nil: the blocked-write cases are skipped")
+		return
+	}
+	t, key := e.t, recall.Key{Project: "p", Session: "blocked"}
+	e.mustAdd(key, msgs("m", 3)...)
+	title := recall.NewEntry(recall.KindTitle, recall.TitleChange{Title: "late", Source: recall.TitleUser})
+	writes := []struct {
+		name string
+		fn   func(ctx context.Context) error
+	}{
+		{"Append", func(ctx context.Context) error {
+			_, err := e.s.Append(ctx, key, recall.Guard{}, recall.ItemEntry(msg("late")))
+			return err
+		}},
+		{"Append of a title", func(ctx context.Context) error {
+			_, err := e.s.Append(ctx, key, recall.IfExists(), title)
+			return err
+		}},
+		{"Pop", func(ctx context.Context) error { _, err := e.s.Pop(ctx, key); return err }},
+		{"Remove", func(ctx context.Context) error { return e.s.Remove(ctx, key) }},
+	}
+	for i, w := range writes {
+		before := e.storeState([]recall.Key{key})
+		beforeItems := e.mustItems(key, 0)
+		waiting, release := e.hold(t, e.s, key)
+		released := false
+		unhold := func() {
+			if !released {
+				released = true
+				release()
+			}
+		}
+		t.Cleanup(unhold) // should the test stop early
+		ctx, cancel := context.WithCancel(e.ctx)
+		done := make(chan error, 1)
+		go func() { done <- w.fn(ctx) }()
+		var err error
+		returned := false
+		if waiting != nil {
+			// The store can tell that the write waits for the lock.
+			for deadline := time.Now().Add(30 * time.Second); !waiting() && !returned; {
+				select {
+				case err = <-done:
+					returned = true
+				case <-time.After(2 * time.Millisecond): // the polling interval
+				}
+				if !returned && time.Now().After(deadline) {
+					cancel()
+					unhold()
+					t.Fatalf("%s: the write never waited for the lock the other writer holds", w.name)
+				}
+			}
+		}
+		if returned {
+			t.Errorf("%s returned while another writer held its lock: %v", w.name, err)
+		}
+		cancel()
+		if !returned {
+			select {
+			case err = <-done:
+				returned = true
+			case <-time.After(blockedGrace):
+				t.Errorf("%s blocked behind another writer still waits %v after its context ended", w.name, blockedGrace)
+			}
+		}
+		if returned {
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("%s cancelled while blocked behind another writer = %v, want an error wrapping context.Canceled", w.name, err)
+			}
+			if d := e.storeState([]recall.Key{key}).diff(before); d != "" {
+				t.Errorf("%s cancelled while blocked changed the store: %s", w.name, d)
+			}
+		}
+		unhold()
+		if !returned {
+			<-done
+		}
+		// A write that went on after its caller left would show now, or
+		// before this one (every store orders the writes of a session).
+		seq := e.mustAdd(key, msg("after-%d", i))
+		want := append(recall.PlainItems(beforeItems), msg("after-%d", i))
+		e.wantView(key, want)
+		if m := e.mustStat(key); m.LastSeq != seq || seq != before.metas[key].LastSeq+1 || m.Title != before.metas[key].Title {
+			t.Errorf("%s cancelled while blocked: after the lock's release and one more item the session is %+v, want LastSeq %d and its title %q",
+				w.name, m, before.metas[key].LastSeq+1, before.metas[key].Title)
+		}
+	}
+}

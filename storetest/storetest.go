@@ -54,7 +54,9 @@
 //     Meta.Corrupt, and recall.Verify names the session.
 //   - Context: every method, optional ability and root helper under a
 //     cancelled context and an expired deadline returns the context's
-//     error and changes nothing.
+//     error and changes nothing; a write blocked behind another writer's
+//     lock (Config.Hold) returns promptly once its context ends, with the
+//     context's error, and writes nothing.
 //   - Concurrent, Close.
 //   - Search: recall.Search (the store's index when it is a
 //     recall.Searcher) finds what each case expects and the same hits in
@@ -147,6 +149,7 @@ var tests = []test{
 	{"Updated", testUpdated},
 	{"Damaged", testDamaged},
 	{"Context", testContext},
+	{"Context/Blocked", testBlocked},
 	{"Close", testClose},
 }
 
@@ -177,16 +180,27 @@ type Config struct {
 	// when it cannot plant. The damaged-data cases ("Damaged") use it.
 	// Default (nil): those cases are skipped, with a log line saying so.
 	Plant func(t *testing.T, s recall.Store, key recall.Key, data []byte)
+	// Hold takes the write lock of the existing session key as another
+	// writer of the same data would (another process, another
+	// connection to the database), and returns once it holds it. waiting
+	// reports whether a write of s is blocked behind that lock; nil when
+	// the store cannot tell, and the suite then ends the write's context
+	// without knowing that the write got that far. release lets the lock
+	// go. The blocked-write case ("Context/Blocked") uses it. Default
+	// (nil): that case is skipped, with a log line saying so; a store
+	// with no lock another writer could hold has nothing to hold.
+	Hold func(t *testing.T, s recall.Store, key recall.Key) (waiting func() bool, release func())
 }
 
 // RunConfig runs the whole conformance suite, as Run does, with the hooks
-// of cfg, the damaged-data cases included when cfg.Plant is set.
+// of cfg: the damaged-data cases included when cfg.Plant is set, the
+// blocked-write case when cfg.Hold is.
 func RunConfig(t *testing.T, cfg Config) {
 	t.Helper()
 	for _, tc := range slices.Concat(tests, searchTests) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := open(t, cfg.New)
-			e.plant = cfg.Plant
+			e.plant, e.hold = cfg.Plant, cfg.Hold
 			tc.fn(e)
 		})
 	}
