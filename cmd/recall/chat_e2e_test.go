@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/provider/offline"
 )
 
@@ -251,6 +252,28 @@ func TestChatNameAndTitles(t *testing.T) {
 	e.ok("", "chat", "-c", "--name", "Renamed", "-p", "x")
 	if ms := e.ls(); ms[0].Title != "Renamed" {
 		t.Errorf("--name with --continue: title %q", ms[0].Title)
+	}
+}
+
+// A title given before the first message (/new TITLE, --name) is kept
+// when no message follows: the session is created with it, and with its
+// folder.
+func TestChatTitleBeforeFirstMessage(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	dir := e.folder()
+	r := e.ok("/new Kept title\n", "chat")
+	contains(t, "stderr", r.stderr, `new session`)
+	e.ok("", "chat", "--name", "Named only")
+	got := map[string]int{}
+	for _, m := range e.ls() {
+		got[m.Title] = m.ItemCount
+		if m.TitleSource != recall.TitleUser || m.Metadata[cwdKey] != dir {
+			t.Errorf("session %q: title source %q, folder %q (want user, %q)", m.Title, m.TitleSource, m.Metadata[cwdKey], dir)
+		}
+	}
+	if len(got) != 2 || got["Kept title"] != 0 || got["Named only"] != 0 {
+		t.Errorf("sessions (title: items) %v, want the two titled ones, empty", got)
 	}
 }
 

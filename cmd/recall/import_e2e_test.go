@@ -111,10 +111,7 @@ func TestImportCodexOnSQLite(t *testing.T) {
 func TestImportedSessionResumesWithTools(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	dir, err := filepath.EvalSymlinks(e.dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir := e.folder()
 	for _, c := range []struct{ source, fixture, cwd, sid string }{
 		{"claude-code", claudeFixture + "/-home-dev-app/" + claudeSID + ".jsonl", "/home/dev/app", claudeSID},
 		{"codex", codexFixture + "/sessions/2025/10/02/rollout-2025-10-02T08-00-00-" + codexSID + ".jsonl", "/home/dev/service", codexSID},

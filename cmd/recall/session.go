@@ -32,9 +32,6 @@ type chatSession struct {
 	cancelTurn context.CancelFunc
 
 	key recall.Key
-	// pendingTitle is a title given before the session exists; it is set
-	// as a user title right after the first write creates the session.
-	pendingTitle string
 
 	extras chatExtras // memory and compaction (chatextra.go)
 	// workspaces keeps the tools in the current session's project folder
@@ -50,7 +47,7 @@ type chatSession struct {
 // switchTo makes key the current session, titles it name when name is
 // set, and reports how many items it restored.
 func (c *chatSession) switchTo(ctx context.Context, key recall.Key, name string) error {
-	c.key, c.pendingTitle = key, ""
+	c.key = key
 	if err := c.extras.loadMemory(c.agent); err != nil {
 		return err
 	}
@@ -64,9 +61,7 @@ func (c *chatSession) switchTo(ctx context.Context, key recall.Key, name string)
 		if err := c.rename(ctx, name); err != nil {
 			return err
 		}
-		if exists {
-			m, _ = c.st.Stat(ctx, key)
-		}
+		m, _ = c.st.Stat(ctx, key)
 	}
 	if exists && m.Archived {
 		// Resuming an archived session brings it back to the lists.
@@ -80,8 +75,8 @@ func (c *chatSession) switchTo(ctx context.Context, key recall.Key, name string)
 		what = "session"
 	}
 	line := fmt.Sprintf("%s %s", what, key.Session)
-	if t := c.title(m); t != "" {
-		line += fmt.Sprintf(" %q", t)
+	if m.Title != "" {
+		line += fmt.Sprintf(" %q", m.Title)
 	}
 	restored := count(m.ItemCount, "item")
 	if c.history > 0 && m.ItemCount > c.history {
@@ -100,21 +95,26 @@ func (c *chatSession) switchTo(ctx context.Context, key recall.Key, name string)
 	return nil
 }
 
-// title returns the session's title, or the one waiting for its creation.
-func (c *chatSession) title(m recall.Meta) string {
-	if c.pendingTitle != "" {
-		return c.pendingTitle
-	}
-	return m.Title
-}
-
 // rename sets the current session's title as a user title. A session
-// that does not exist yet keeps it until the first message creates it.
+// that does not exist yet is created with it (and with its folder, as
+// its first write would record it), so a title given before the first
+// message (/new TITLE, --name) is kept even when no message follows.
 func (c *chatSession) rename(ctx context.Context, title string) error {
 	_, err := recall.SetTitle(ctx, c.st, c.key, title, recall.TitleUser)
-	if errors.Is(err, recall.ErrNotFound) {
-		c.pendingTitle = strings.Join(strings.Fields(title), " ")
-		return nil
+	if !errors.Is(err, recall.ErrNotFound) {
+		return err
+	}
+	opts := recall.CreateOptions{Title: title}
+	if w := c.workspaces; w != nil && w.record {
+		opts.Metadata = map[string]string{cwdKey: w.home}
+	}
+	_, err = recall.Create(ctx, c.st, c.key, opts)
+	if errors.Is(err, recall.ErrConflict) { // another process created it meanwhile
+		_, err = recall.SetTitle(ctx, c.st, c.key, title, recall.TitleUser)
+		return err
+	}
+	if err == nil && opts.Metadata != nil {
+		c.workspaces.record = false
 	}
 	return err
 }
@@ -212,19 +212,10 @@ func (c *chatSession) catchInterrupts() (stop func()) {
 	}
 }
 
-// onPersist records the workspace folder and sets a pending title once
-// the first write has created the session.
+// onPersist records the workspace folder once the first write has
+// created the session.
 func (c *chatSession) onPersist(ctx context.Context, _ []recall.Item) error {
-	if err := c.recordWorkspace(ctx); err != nil {
-		return err
-	}
-	if c.pendingTitle == "" {
-		return nil
-	}
-	t := c.pendingTitle
-	c.pendingTitle = ""
-	_, err := recall.SetTitle(ctx, c.st, c.key, t, recall.TitleUser)
-	return err
+	return c.recordWorkspace(ctx)
 }
 
 // lineTracker writes streamed text and remembers whether the cursor is at

@@ -20,10 +20,7 @@ func TestResumeOtherProjectSwitchesWorkspace(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	srv := fakeServer(t, e, "responses")
-	home, err := filepath.EvalSymlinks(e.dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	home := e.folder()
 	e.ok("", "chat", "-p", "start here")
 	m, _ := e.show(e.ls()[0].Key.Session)
 	if m.Metadata[cwdKey] != home {
@@ -88,6 +85,17 @@ func TestResumeOtherProjectSwitchesWorkspace(t *testing.T) {
 			t.Errorf("%s: the model was offered tools: %v", c.ref, reqs[before].ToolNames())
 		}
 	}
+}
+
+// folder returns e's project directory with its symlinks resolved: the
+// folder recall chat records for a session made there.
+func (e *env) folder() string {
+	e.t.Helper()
+	dir, err := filepath.EvalSymlinks(e.dir)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return dir
 }
 
 // jsonHasNoSessions reports whether an ls --json output lists no
