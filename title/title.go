@@ -87,8 +87,11 @@ func (g *Generator) Title(ctx context.Context, items []recall.Item) string {
 
 // Generate asks the model for a title of items and returns it cleaned.
 // Only the text of user and assistant messages is sent; tool calls, tool
-// outputs and other items never are. It fails when there is no model, no
-// text, the model fails, or its answer cleans to nothing.
+// outputs and other items never are. A model that is also an agent.Titler
+// (the offline model, which answers any request with its canned reply)
+// is asked for the title that way instead of with a request. It fails
+// when there is no model, no text, the model fails, or its answer cleans
+// to nothing.
 func (g *Generator) Generate(ctx context.Context, items []recall.Item) (string, error) {
 	if g.Model == nil {
 		return "", errors.New("title: no model")
@@ -96,6 +99,12 @@ func (g *Generator) Generate(ctx context.Context, items []recall.Item) (string, 
 	text := Transcript(items)
 	if text == "" {
 		return "", ErrNoText
+	}
+	if tm, ok := g.Model.(agent.Titler); ok {
+		if t := Clean(tm.Title(ctx, items), g.MaxWidth); t != "" {
+			return t, nil
+		}
+		return "", errors.New("title: the model's titler gave no usable title")
 	}
 	temp := Temperature
 	resp, err := g.Model.Respond(ctx, &agent.Request{

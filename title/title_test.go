@@ -12,6 +12,8 @@ import (
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/agent"
 	"github.com/recallkit/recall/internal/fakeopenai"
+	"github.com/recallkit/recall/memstore"
+	"github.com/recallkit/recall/provider/offline"
 	"github.com/recallkit/recall/provider/openai"
 	"github.com/recallkit/recall/title"
 )
@@ -195,5 +197,32 @@ func TestFallback(t *testing.T) {
 				t.Error("OnError was not told why")
 			}
 		})
+	}
+}
+
+// With the offline model, agent.Run titles a session from its first user
+// message, never with the offline model's canned reply.
+func TestOfflineModelTitle(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New(memstore.Options{})
+	defer st.Close()
+	sess := recall.NewSession(st, recall.Key{Project: "p", Session: "s"})
+	a := &agent.Agent{Model: offline.Model{}}
+	res, err := agent.Run(ctx, a, agent.UserText("Fix the flaky parser test"), agent.RunOptions{
+		Session: sess, Titler: &title.Generator{Model: offline.Model{}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := st.Stat(ctx, sess.Key())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Title != "Fix the flaky parser test" || res.Title != m.Title || m.TitleSource != recall.TitleAuto {
+		t.Errorf("title %q (%s), result %q; want the first user message", m.Title, m.TitleSource, res.Title)
+	}
+	// No user text: the fallback title, never the canned reply.
+	if got := (offline.Model{}).Title(ctx, nil); strings.Contains(got, "offline") || !strings.HasPrefix(got, "Session ") {
+		t.Errorf("title of no messages %q, want the fallback", got)
 	}
 }

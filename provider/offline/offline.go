@@ -2,23 +2,44 @@
 // when no model is configured. It makes no network calls and does not
 // pretend to understand anything: every reply says it is offline, counts
 // the earlier items it was given, and echoes the user's last message.
-// Demos and end-to-end tests run on it.
+// Demos and end-to-end tests run on it. It titles a conversation with its
+// first user message, never with its canned reply.
 package offline
 
 import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/agent"
+	"github.com/recallkit/recall/title"
 )
 
 // Model is the offline model. The zero value is ready to use and safe for
 // concurrent use.
 type Model struct{}
 
-var _ agent.Model = Model{}
+var (
+	_ agent.Model  = Model{}
+	_ agent.Titler = Model{}
+)
+
+// Title implements agent.Titler: the first user message, cleaned as a
+// title (title.Clean), or the fallback title when there is none. Asked
+// for a title through Respond, the model would answer with its canned
+// reply; title.Generator asks Title instead.
+func (Model) Title(_ context.Context, items []recall.Item) string {
+	for _, it := range items {
+		if it.Type() == "message" && it.Role() == "user" {
+			if t := title.Clean(it.Text(), 0); t != "" {
+				return t
+			}
+		}
+	}
+	return title.Fallback(time.Now())
+}
 
 // Respond implements agent.Model. The reply is one assistant message:
 //
