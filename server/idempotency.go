@@ -36,7 +36,13 @@ import (
 //     gets a 409 the SDKs retry (x-should-retry is not set to false).
 //  2. result: the handler's status and body, appended (guarded by the
 //     reservation's seq) when the outcome is final: a 2xx or a 4xx other
-//     than 408, 409 and 429.
+//     than 408, 409 and 429. A body over idemChunk bytes is written as
+//     "chunk" items of idemChunk bytes, in the same batch just before the
+//     result, which holds their number, the body's size and its SHA-256:
+//     an answer of any size the server can send (a write of many MiB
+//     echoes them) is kept in items far below any store's item limit, so
+//     a retry of a large write gets its answer too, and never runs it
+//     again.
 //  3. released: appended instead when the outcome says to try again (408,
 //     409, 429, 5xx), so a retry runs the request anew.
 //
@@ -72,14 +78,76 @@ const (
 	maxIdempotencyKeyLen = 255
 )
 
+// idemChunk is the most of a result's body one item of its record holds
+// (see above): base64 makes it about 350 KiB of JSON.
+const idemChunk = 256 << 10
+
 // idemRecord is one item of an idempotency record.
 type idemRecord struct {
-	State       string    `json:"state"` // "reserved", "result" or "released"
+	State       string    `json:"state"` // "reserved", "result", "released" or "chunk"
 	At          time.Time `json:"at"`
 	Fingerprint string    `json:"fingerprint"`
 	Status      int       `json:"status,omitempty"`
 	ContentType string    `json:"content_type,omitempty"`
-	Body        []byte    `json:"body,omitempty"`
+	// Body is the answer's body, or a chunk's part of it; a result whose
+	// body is in chunks has none, but their number, and the body's size
+	// and SHA-256 (hex).
+	Body   []byte `json:"body,omitempty"`
+	Chunks int    `json:"chunks,omitempty"`
+	Size   int    `json:"size,omitempty"`
+	Digest string `json:"digest,omitempty"`
+}
+
+// resultEntries returns the entries that record a final answer: the
+// result item, after its body's chunks when it is over idemChunk bytes.
+func resultEntries(out idemRecord) []recall.Entry {
+	if len(out.Body) <= idemChunk {
+		return []recall.Entry{recall.ItemEntry(out.item())}
+	}
+	body := out.Body
+	sum := sha256.Sum256(body)
+	out.Body, out.Size, out.Digest = nil, len(body), hex.EncodeToString(sum[:])
+	var es []recall.Entry
+	for len(body) > 0 {
+		n := min(len(body), idemChunk)
+		es = append(es, recall.ItemEntry(idemRecord{State: "chunk", At: out.At, Fingerprint: out.Fingerprint, Body: body[:n]}.item()))
+		body = body[n:]
+	}
+	out.Chunks = len(es)
+	return append(es, recall.ItemEntry(out.item()))
+}
+
+// errBadRecord reports a result whose chunks are not the body it
+// describes.
+var errBadRecord = errors.New("server: idempotency record: the chunks of a result do not make its body")
+
+// loadChunks fills in the body of rec, a result in chunks, the newest
+// item of the record at rk whose seq is at: it reads the chunks, and
+// reports false when the record has changed since (read it again).
+func (s *Server) loadChunks(ctx context.Context, rk recall.Key, at recall.ItemRef, rec *idemRecord) (bool, error) {
+	live, _, err := s.store.Items(ctx, rk, rec.Chunks+1)
+	if err != nil {
+		return false, err
+	}
+	if len(live) == 0 || live[len(live)-1].Ref != at {
+		return false, nil
+	}
+	if len(live) != rec.Chunks+1 {
+		return false, errBadRecord
+	}
+	body := make([]byte, 0, rec.Size)
+	for _, l := range live[:rec.Chunks] {
+		var c idemRecord
+		if err := json.Unmarshal(l.Item, &c); err != nil || c.State != "chunk" {
+			return false, errBadRecord
+		}
+		body = append(body, c.Body...)
+	}
+	if sum := sha256.Sum256(body); len(body) != rec.Size || hex.EncodeToString(sum[:]) != rec.Digest {
+		return false, errBadRecord
+	}
+	rec.Body = body
+	return true, nil
 }
 
 func (rec idemRecord) item() recall.Item {
@@ -147,7 +215,7 @@ func (s *Server) idempotent(h http.HandlerFunc) http.HandlerFunc {
 func (s *Server) recordOutcome(r *http.Request, rk recall.Key, seq int64, out idemRecord) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 30*time.Second)
 	defer cancel()
-	if _, err := s.store.Append(ctx, rk, recall.IfLastSeq(seq), recall.ItemEntry(out.item())); err != nil {
+	if _, err := s.store.Append(ctx, rk, recall.IfLastSeq(seq), resultEntries(out)...); err != nil {
 		s.log.ErrorContext(ctx, "idempotency: recording the outcome failed; a retry will run the request again",
 			"route", r.Pattern, "state", out.State, "status", out.Status, "err", err)
 	}
@@ -202,8 +270,10 @@ func (s *Server) reserve(ctx context.Context, rk recall.Key, fp string) (int64, 
 			return m.LastSeq, nil, nil
 		}
 		var rec idemRecord
+		var at recall.ItemRef
 		if len(live) == 1 {
 			_ = json.Unmarshal(live[0].Item, &rec) // a bad record is taken over below
+			at = live[0].Ref
 		}
 		age := now.Sub(rec.At)
 		switch {
@@ -225,6 +295,15 @@ func (s *Server) reserve(ctx context.Context, rk recall.Key, fp string) (int64, 
 				Param:   "Idempotency-Key",
 				Code:    "idempotency_key_reused",
 			}
+		case rec.State == "result" && rec.Chunks > 0:
+			same, err := s.loadChunks(ctx, rk, at, &rec)
+			if err != nil {
+				return 0, nil, err
+			}
+			if same {
+				return 0, &rec, nil
+			}
+			continue // taken over meanwhile: look again
 		case rec.State == "result":
 			return 0, &rec, nil
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/memstore"
 	"github.com/recallkit/recall/server"
 )
 
@@ -205,5 +206,48 @@ func TestIdempotencyRetriesFailures(t *testing.T) {
 	m, err := st.Stat(ctx, localKey(conv.ID))
 	if err != nil || m.ItemCount != 1 {
 		t.Errorf("%d items, %v; want 1", m.ItemCount, err)
+	}
+}
+
+// TestIdempotencyLargeWrite: a retry of a write whose answer is larger
+// than a store item could hold as one record gets the first answer,
+// replayed whole, and writes nothing more: 900 KiB on a store that takes
+// items of up to 1 MiB, and (not under -short) 25 MiB on the file store
+// with the default limits.
+func TestIdempotencyLargeWrite(t *testing.T) {
+	type largeWrite struct {
+		b    backend
+		size int
+	}
+	cases := []largeWrite{{backend{"memstore-1MiB", func(t *testing.T) recall.Store {
+		st := memstore.New(memstore.Options{MaxItemSize: 1 << 20})
+		t.Cleanup(func() { st.Close() })
+		return st
+	}}, 900 << 10}}
+	if !testing.Short() {
+		cases = append(cases, largeWrite{backends()[1], 25 << 20})
+	}
+	for _, c := range cases {
+		t.Run(c.b.name, func(t *testing.T) {
+			st := c.b.open(t)
+			srv := serve(t, st)
+			conv := localKey("conv_large")
+			if _, err := recall.Create(context.Background(), st, conv, recall.CreateOptions{Items: []recall.Item{recall.Message("user", "hi")}}); err != nil {
+				t.Fatal(err)
+			}
+			body := `{"items":[{"role":"user","content":"` + strings.Repeat("large ", c.size/6) + `"}]}`
+			path := "/v1/conversations/" + conv.Session + "/items"
+			status, h, first := raw(t, srv, "POST", path, body, "Idempotency-Key", "large-1")
+			if status != http.StatusOK || len(first) < c.size || h.Get("Idempotent-Replayed") != "" {
+				t.Fatalf("the write: %d, %d bytes, replayed %q", status, len(first), h.Get("Idempotent-Replayed"))
+			}
+			status, h, again := raw(t, srv, "POST", path, body, "Idempotency-Key", "large-1")
+			if status != http.StatusOK || h.Get("Idempotent-Replayed") != "true" || again != first {
+				t.Errorf("the retry: %d, replayed %q, %d bytes (the first answer: %d)", status, h.Get("Idempotent-Replayed"), len(again), len(first))
+			}
+			if m, err := st.Stat(context.Background(), conv); err != nil || m.ItemCount != 2 {
+				t.Errorf("after the write and its retry: %d items, %v; want 2", m.ItemCount, err)
+			}
+		})
 	}
 }
