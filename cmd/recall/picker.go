@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/term"
@@ -48,11 +49,13 @@ func isTerminal(f any) bool {
 func pickFromStore(ctx context.Context, in io.Reader, out io.Writer, st recall.Store, project string, metas []recall.Meta, more, all bool) (recall.Meta, error) {
 	p := newPicker(metas, time.Now())
 	p.ctx, p.project, p.allProjects, p.more = ctx, project, all, more
-	p.load = func(ctx context.Context, all bool) ([]recall.Meta, error) {
+	p.load = func(ctx context.Context, all bool) ([]recall.Meta, []contentHit, error) {
+		scope := project
 		if all {
-			return sessionref.All(ctx, st, "", false)
+			scope = ""
 		}
-		return sessionref.All(ctx, st, project, false)
+		metas, err := sessionref.All(ctx, st, scope, false)
+		return metas, nil, err
 	}
 	p.searchIn = func(all bool) contentSearch {
 		if all {
@@ -114,16 +117,16 @@ type picker struct {
 	height  int
 	width   int // the terminal's; 0: unknown, rows are not cut
 	chosen  *recall.Meta
-	// multi is set when all spans several projects: rows show theirs.
-	multi bool
 
 	// Tab: load reads the sessions of the current project (or of every
-	// project), searchIn returns the content search of either; nil load:
-	// Tab does nothing. allProjects is the scope shown; loadGen numbers
-	// the Tab presses, so a slow load of an older one is dropped.
+	// project), with the text of a hit under each when it found them by
+	// their text (search -i), and searchIn returns the content search of
+	// either; nil load: Tab does nothing. allProjects is the scope shown
+	// (rows then show their project); loadGen numbers the Tab presses,
+	// so a slow load of an older one is dropped.
 	project     string
 	allProjects bool
-	load        func(ctx context.Context, all bool) ([]recall.Meta, error)
+	load        func(ctx context.Context, all bool) ([]recall.Meta, []contentHit, error)
 	searchIn    func(all bool) contentSearch
 	loadGen     int
 	loadErr     error
@@ -132,13 +135,13 @@ type picker struct {
 	more bool
 
 	// The content search: search finds sessions by their text (nil: the
-	// filter matches titles only); snippets holds the text shown beside
-	// a session found that way, by index into all; gen numbers the
-	// filter's edits, so a search of an older filter is dropped.
+	// filter matches titles only); snippets holds the hit whose text is
+	// shown under a session found that way; gen numbers the filter's
+	// edits, so a search of an older filter is dropped.
 	search   contentSearch
 	ctx      context.Context
 	index    map[recall.Key]int
-	snippets map[int]string
+	snippets map[recall.Key]contentHit
 	gen      int
 }
 
@@ -146,10 +149,12 @@ type picker struct {
 // filter, best first, with the text that matched.
 type contentSearch func(ctx context.Context, filter string) ([]contentHit, error)
 
-// contentHit is one session a contentSearch found.
+// contentHit is one session a contentSearch found, with the text of
+// its hit and the byte ranges of that text that matched.
 type contentHit struct {
 	key     recall.Key
 	snippet string
+	matches []recall.Span
 }
 
 const (
@@ -181,13 +186,12 @@ func (p picker) searchLater() tea.Cmd {
 	return tea.Tick(pickerDebounce, func(time.Time) tea.Msg { return searchTick{gen: gen} })
 }
 
-// setSnippets shows each text beside its session, as content matches do.
-func (p *picker) setSnippets(byKey map[recall.Key]string) {
-	p.snippets = map[int]string{}
-	for k, s := range byKey {
-		if i, ok := p.index[k]; ok {
-			p.snippets[i] = s
-		}
+// setSnippets shows the text of each hit under its session, as content
+// matches do.
+func (p *picker) setSnippets(hits []contentHit) {
+	p.snippets = make(map[recall.Key]contentHit, len(hits))
+	for _, h := range hits {
+		p.snippets[h.key] = h
 	}
 }
 
@@ -201,13 +205,13 @@ func (p *picker) addContent(hits []contentHit) {
 	matches := slices.Clone(p.matches)
 	snippets := maps.Clone(p.snippets)
 	if snippets == nil {
-		snippets = map[int]string{}
+		snippets = map[recall.Key]contentHit{}
 	}
 	for _, h := range hits {
 		if i, ok := p.index[h.key]; ok && !in[i] {
 			in[i] = true
 			matches = append(matches, i)
-			snippets[i] = h.snippet
+			snippets[h.key] = h
 		}
 	}
 	p.matches, p.snippets = matches, snippets
@@ -232,7 +236,6 @@ func (p *picker) setSessions(metas []recall.Meta) {
 	p.all, p.short = metas, sessionref.ShortIDs(ids)
 	p.index = make(map[recall.Key]int, len(metas))
 	p.keys = make([]string, len(metas))
-	p.multi = sharedProject(metas) == "" && len(metas) > 0
 	for i, m := range metas {
 		p.index[m.Key] = i
 		p.keys[i] = strings.ToLower(m.Title + "\x00" + m.FirstPrompt + "\x00" + m.Key.Session + "\x00" + m.Key.Project)
@@ -273,13 +276,28 @@ func rowText(m recall.Meta) string {
 // projectWidth is the display width of the project column.
 const projectWidth = 28
 
+// Display widths of a row's parts: the mark and short ID before the
+// title, the age and item count after it, and the narrowest title a row
+// is cut to so that its project shows on a narrow terminal.
+const (
+	rowHead      = 2 + 9 + 1
+	rowTail      = 2 + 10 + 1 + 9
+	minRowTitle  = 20
+	snippetStart = rowHead // the text of a hit is shown under the title
+)
+
 // row renders the session all[i] as one line: short ID, title or first
-// prompt, age, item count, and its project when the list spans several.
+// prompt, age, item count, and, when the list is every project's, its
+// project, for which a title is cut shorter on a narrow terminal.
 func (p picker) row(i int) string {
 	m := p.all[i]
-	line := fmt.Sprintf("%-9s %s  %-10s %9s", p.short[i], runewidth.FillRight(runewidth.Truncate(rowText(m), titleWidth, "…"), titleWidth),
+	width := titleWidth
+	if p.allProjects && p.width > 0 {
+		width = max(minRowTitle, min(titleWidth, p.width-rowHead-rowTail-2-projectWidth))
+	}
+	line := fmt.Sprintf("%-9s %s  %-10s %9s", p.short[i], runewidth.FillRight(runewidth.Truncate(rowText(m), width, "…"), width),
 		ago(m.Updated, p.now), count(m.ItemCount, "item"))
-	if p.multi {
+	if p.allProjects {
 		line += "  " + shortProject(m.Key.Project, projectWidth)
 	}
 	return line
@@ -326,10 +344,15 @@ func (p picker) Init() tea.Cmd {
 	if !p.more || p.load == nil {
 		return nil
 	}
+	return p.loadCmd()
+}
+
+// loadCmd returns the command that reads the sessions of the scope shown.
+func (p picker) loadCmd() tea.Cmd {
 	load, ctx, all, gen := p.load, p.ctx, p.allProjects, p.loadGen
 	return func() tea.Msg {
-		metas, err := load(ctx, all)
-		return pickerLoaded{gen: gen, metas: metas, err: err}
+		metas, hits, err := load(ctx, all)
+		return pickerLoaded{gen: gen, metas: metas, hits: hits, err: err}
 	}
 }
 
@@ -343,6 +366,9 @@ func (p picker) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			return p, nil // Tab was pressed again since
 		}
 		p.loadErr, p.more = msg.err, false
+		if msg.err == nil && msg.hits != nil {
+			p.setSnippets(msg.hits)
+		}
 		if msg.err == nil {
 			// The session under the cursor stays under it.
 			var at *recall.Key
@@ -385,11 +411,7 @@ func (p picker) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			}
 			p.allProjects = !p.allProjects
 			p.loadGen++
-			load, ctx, all, gen := p.load, p.ctx, p.allProjects, p.loadGen
-			return p, func() tea.Msg {
-				metas, err := load(ctx, all)
-				return pickerLoaded{gen: gen, metas: metas, err: err}
-			}
+			return p, p.loadCmd()
 		case tea.KeyEnter:
 			if len(p.matches) > 0 {
 				m := p.all[p.matches[p.cursor]]
@@ -423,20 +445,29 @@ func (p picker) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	return p, nil
 }
 
-// pickerLoaded is the message of a Tab's load: the sessions of the
-// scope Tab press gen chose.
+// pickerLoaded is the message of a load: the sessions of the scope Tab
+// press gen chose, and the hits to show under them (nil: the load did
+// not search).
 type pickerLoaded struct {
 	gen   int
 	metas []recall.Meta
+	hits  []contentHit
 	err   error
 }
 
-// snippetWidth is the display width of the text shown beside a session
-// found by its content.
-const snippetWidth = 60
+// snippetWidth is the display width of the text shown under a session
+// found by its content when the terminal's width is unknown.
+const snippetWidth = 80
 
-// visible is how many rows fit under the header.
-func (p picker) visible() int { return max(p.height-4, 3) }
+// visible is how many rows fit under the header: a session found by its
+// text takes two lines, its row and the text.
+func (p picker) visible() int {
+	lines := p.height - 4
+	if len(p.snippets) > 0 {
+		lines /= 2
+	}
+	return max(lines, 3)
+}
 
 // View implements tea.Model.
 func (p picker) View() string {
@@ -476,13 +507,52 @@ func (p picker) View() string {
 			mark = "▸ "
 		}
 		line := mark + p.row(p.matches[j])
-		if s, ok := p.snippets[p.matches[j]]; ok {
-			line += "  " + runewidth.Truncate(escapeControl(s), snippetWidth, "…")
-		}
 		if p.width > 0 {
 			line = runewidth.Truncate(line, p.width, "…")
 		}
 		b.WriteString(line + "\n")
+		if h, ok := p.snippets[p.all[p.matches[j]].Key]; ok {
+			width := snippetWidth
+			if p.width > 0 {
+				width = max(p.width-snippetStart, 10)
+			}
+			b.WriteString(strings.Repeat(" ", snippetStart) + fitSnippet(h.snippet, h.matches, width) + "\n")
+		}
 	}
 	return b.String()
+}
+
+// fitSnippet cuts snippet (its control characters escaped) to width
+// columns around its first match, so that the match shows whole: about a
+// third of the room left is given to the text before it, more when the
+// text after it is short. A cut side is marked "…". Spans out of range
+// (from a store that got them wrong) are ignored; with none, the snippet
+// is cut at its end.
+func fitSnippet(snippet string, spans []recall.Span, width int) string {
+	whole := escapeControl(snippet)
+	if runewidth.StringWidth(whole) <= width {
+		return whole
+	}
+	if len(spans) == 0 || !validSpan(snippet, spans[0]) {
+		return runewidth.Truncate(whole, width, "…")
+	}
+	s := spans[0]
+	before, match, after := escapeControl(snippet[:s.Start]), escapeControl(snippet[s.Start:s.End]), escapeControl(snippet[s.End:])
+	wb, wm, wa := runewidth.StringWidth(before), runewidth.StringWidth(match), runewidth.StringWidth(after)
+	room := width - wm
+	if room < 2 { // the match alone fills the line
+		return runewidth.Truncate(match+after, width, "…")
+	}
+	keep := min(wb, max(room/3, room-wa)) // columns of the text before
+	if keep < wb {
+		before = runewidth.TruncateLeft(before, wb-keep+1, "…")
+	}
+	return before + match + runewidth.Truncate(after, width-runewidth.StringWidth(before)-wm, "…")
+}
+
+// validSpan reports whether s is a non-empty range of snippet that starts
+// and ends between characters.
+func validSpan(snippet string, s recall.Span) bool {
+	return s.Start >= 0 && s.Start < s.End && s.End <= len(snippet) &&
+		utf8.RuneStart(snippet[s.Start]) && (s.End == len(snippet) || utf8.RuneStart(snippet[s.End]))
 }

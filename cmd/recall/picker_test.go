@@ -65,11 +65,11 @@ func TestPickerScreens(t *testing.T) {
 	mine := metas[:3]
 	p := newPicker(mine, now)
 	p.ctx, p.project = ctx, "-home-ada-src-parser"
-	p.load = func(_ context.Context, all bool) ([]recall.Meta, error) {
+	p.load = func(_ context.Context, all bool) ([]recall.Meta, []contentHit, error) {
 		if all {
-			return metas, nil
+			return metas, nil, nil
 		}
-		return mine, nil
+		return mine, nil, nil
 	}
 	p.searchIn = func(bool) contentSearch { return nil }
 	var m tea.Model = p
@@ -185,7 +185,7 @@ func TestPickerReadsTheRest(t *testing.T) {
 	metas := pickerMetas(now)
 	p := newPicker(metas[:2], now)
 	p.ctx, p.more = context.Background(), true
-	p.load = func(context.Context, bool) ([]recall.Meta, error) { return metas, nil }
+	p.load = func(context.Context, bool) ([]recall.Meta, []contentHit, error) { return metas, nil, nil }
 	p.searchIn = func(bool) contentSearch { return nil }
 	if v := p.View(); !strings.Contains(v, "(2+)") {
 		t.Errorf("the first page's header does not say more are coming:\n%s", v)

@@ -131,12 +131,12 @@ func (a *app) search(cmd *cobra.Command, query string, f searchFlags) error {
 		a.notef("no hits for %s in %s\n", query, where)
 		return nil
 	}
+	if f.interactive {
+		return a.pickHit(cmd, st, opts, page)
+	}
 	scope, err := sessionref.All(ctx, st, "", true)
 	if err != nil {
 		return err
-	}
-	if f.interactive {
-		return a.pickHit(cmd, st, page.Hits)
 	}
 	color := isTerminal(a.stdout) && os.Getenv("NO_COLOR") == ""
 	if err := writeHits(a.stdout, page.Hits, scope, f.all, color, time.Now()); err != nil {
@@ -236,34 +236,104 @@ func escapeControl(s string) string {
 	return b.String()
 }
 
-// pickHit lets the user choose among the sessions of hits, each shown
-// with the snippet of its newest hit, and resumes the one chosen with
-// recall chat.
-func (a *app) pickHit(cmd *cobra.Command, st recall.Store, hits []recall.Hit) error {
+// pickHit lets the user choose among the sessions of the hits of opts,
+// each shown with the text of its newest hit, and resumes the one chosen
+// with recall chat. The picker opens on the sessions of first (the first
+// page of hits) and reads the rest while the user looks, so every
+// matching session can be reached; Tab switches between the hits of this
+// project and every project's.
+func (a *app) pickHit(cmd *cobra.Command, st recall.Store, opts recall.SearchOptions, first recall.SearchPage) error {
 	ctx := cmd.Context()
-	var metas []recall.Meta
-	snippets := map[recall.Key]string{}
-	for _, h := range hits {
-		if _, ok := snippets[h.Key]; ok {
-			continue
-		}
-		m, err := st.Stat(ctx, h.Key)
-		if errors.Is(err, recall.ErrNotFound) {
-			continue // removed since the search
-		}
-		if err != nil {
-			return err
-		}
-		metas = append(metas, m)
-		snippets[h.Key] = h.Snippet
+	var found hitSessions
+	if err := found.add(ctx, st, first.Hits); err != nil {
+		return err
 	}
-	p := newPicker(metas, time.Now())
-	p.setSnippets(snippets)
+	here := opts.Project
+	if here == "" {
+		here, _ = project("") // Tab's "this project"; "" (no working directory): every project's
+	}
+	p := newPicker(found.metas, time.Now())
+	p.setSnippets(found.hits)
+	p.ctx, p.project, p.allProjects, p.more = ctx, here, opts.Project == "", first.Next != ""
+	p.load = func(ctx context.Context, all bool) ([]recall.Meta, []contentHit, error) {
+		o := opts
+		o.Project = here
+		if all {
+			o.Project = ""
+		}
+		metas, hits, err := searchSessions(ctx, st, o)
+		if hits == nil {
+			hits = []contentHit{} // not nil: the picker keeps its snippets on a nil
+		}
+		return metas, hits, err
+	}
+	p.searchIn = func(bool) contentSearch { return nil } // typing filters the sessions found
 	m, err := runPicker(ctx, a.stdin, a.stdout, p)
 	if err != nil { // errNoChoice too: exit 130
 		return err
 	}
 	return a.resume(cmd.Context(), m.Key)
+}
+
+// searchSessions reads the sessions of every hit of opts from its cursor
+// on, a page of hits at a time, each with the text of its newest hit.
+func searchSessions(ctx context.Context, st recall.Store, opts recall.SearchOptions) ([]recall.Meta, []contentHit, error) {
+	opts.Limit = recall.MaxSearchLimit
+	var found hitSessions
+	for {
+		page, err := recall.Search(ctx, st, opts)
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := found.add(ctx, st, page.Hits); err != nil {
+			return nil, nil, err
+		}
+		if page.Next == "" || len(page.Hits) == 0 {
+			return found.metas, found.hits, nil
+		}
+		opts.Cursor = page.Next
+	}
+}
+
+// hitSessions are the sessions search hits are in, each once, in the
+// order of their first (newest) hit, with that hit.
+type hitSessions struct {
+	metas []recall.Meta
+	hits  []contentHit
+	seen  map[recall.Key]bool
+}
+
+// add adds the sessions of hits not seen yet, reading their metadata; a
+// session removed since the search is left out.
+func (f *hitSessions) add(ctx context.Context, st recall.Store, hits []recall.Hit) error {
+	if f.seen == nil {
+		f.seen = map[recall.Key]bool{}
+	}
+	for _, h := range firstHits(hits, f.seen) {
+		m, err := st.Stat(ctx, h.key)
+		if errors.Is(err, recall.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		f.metas = append(f.metas, m)
+		f.hits = append(f.hits, h)
+	}
+	return nil
+}
+
+// firstHits returns the first of hits in each session not in seen, in
+// order, and adds those sessions to seen.
+func firstHits(hits []recall.Hit, seen map[recall.Key]bool) []contentHit {
+	var out []contentHit
+	for _, h := range hits {
+		if !seen[h.Key] {
+			seen[h.Key] = true
+			out = append(out, contentHit{key: h.Key, snippet: h.Snippet, matches: h.Matches})
+		}
+	}
+	return out
 }
 
 // resume runs recall chat --resume on key, as if typed.
@@ -290,28 +360,6 @@ func storeSearch(st recall.Store, project string) contentSearch {
 		if err != nil {
 			return nil, err
 		}
-		var out []contentHit
-		seen := map[recall.Key]bool{}
-		for _, h := range page.Hits {
-			if !seen[h.Key] {
-				seen[h.Key] = true
-				out = append(out, contentHit{key: h.Key, snippet: h.Snippet})
-			}
-		}
-		return out, nil
+		return firstHits(page.Hits, map[recall.Key]bool{}), nil
 	}
-}
-
-// sharedProject returns the project every session of metas is in, or ""
-// when they are in several: the scope of the picker's content search.
-func sharedProject(metas []recall.Meta) string {
-	if len(metas) == 0 {
-		return ""
-	}
-	for _, m := range metas {
-		if m.Key.Project != metas[0].Key.Project {
-			return ""
-		}
-	}
-	return metas[0].Key.Project
 }

@@ -3,11 +3,13 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/mattn/go-runewidth"
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/memstore"
@@ -145,5 +147,69 @@ func TestResumeFromSearch(t *testing.T) {
 	}
 	if !strings.Contains(errs.String(), "restored 2 items") {
 		t.Errorf("resume did not restore the session: stdout %q stderr %q", out.String(), errs.String())
+	}
+}
+
+// TestFitSnippet: the text under a session found by its content is cut
+// around its first match, which shows whole whatever the width, with "…"
+// where text was cut; escaped control characters count as they show.
+func TestFitSnippet(t *testing.T) {
+	const text = "[offline] No model is configured (set OPENAI_API_KEY), so this reply is canned. I see 0 earlier items."
+	at := strings.Index(text, "canned")
+	canned := []recall.Span{{Start: at, End: at + len("canned")}}
+	for _, tt := range []struct {
+		snippet string
+		spans   []recall.Span
+		width   int
+		want    string
+	}{
+		{text, canned, 200, text}, // it fits: whole
+		{text, canned, 30, "…ply is canned. I see 0 earli…"},
+		{text, canned, 8, "…canned…"},
+		{text, canned, 4, "can…"}, // narrower than the match: as much as fits
+		{text, nil, 12, "[offline] N…"},
+		{text, []recall.Span{{Start: 5, End: 999}}, 12, "[offline] N…"}, // a span out of range is ignored
+		{"the \x1b[2J end of the text", []recall.Span{{Start: 9, End: 12}}, 14, "…J end of the…"},
+		{"張三張三張三張三 目标 張三張三張三張三", []recall.Span{{Start: 25, End: 31}}, 12, "… 目标 張三…"},
+	} {
+		got := fitSnippet(tt.snippet, tt.spans, tt.width)
+		if got != tt.want || runewidth.StringWidth(got) > tt.width {
+			t.Errorf("fitSnippet(%q, %v, %d) = %q, want %q", tt.snippet, tt.spans, tt.width, got, tt.want)
+		}
+	}
+}
+
+// TestSearchSessions: the search picker's read of the rest pages through
+// the hits (more than a page of them here) and lists each session once,
+// in the order of its newest hit, with that hit; a session removed since
+// it was listed is left out.
+func TestSearchSessions(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New(memstore.Options{})
+	n := recall.MaxSearchLimit/2 + 10 // two hits a session: more hits than a page holds
+	var keys []recall.Key
+	for i := range n {
+		key := recall.Key{Project: "p", Session: fmt.Sprintf("s%04d", i)}
+		items := []recall.Item{recall.Message("user", fmt.Sprintf("needle %d", i)), recall.Message("assistant", "a needle again")}
+		if _, err := recall.Create(ctx, st, key, recall.CreateOptions{Items: items}); err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, key)
+	}
+	metas, hits, err := searchSessions(ctx, st, recall.SearchOptions{Query: "needle", Project: "p"})
+	if err != nil || len(metas) != n || len(hits) != n {
+		t.Fatalf("searchSessions: %d sessions, %d hits, %v; want %d", len(metas), len(hits), err, n)
+	}
+	for i, m := range metas {
+		if want := keys[n-1-i]; m.Key != want || hits[i].key != want || hits[i].snippet != "a needle again" || len(hits[i].matches) != 1 {
+			t.Fatalf("session %d: %v with hit %+v; want %v, newest first, with its newest hit", i, m.Key, hits[i], want)
+		}
+	}
+	var found hitSessions
+	if err := st.Remove(ctx, keys[1]); err != nil {
+		t.Fatal(err)
+	}
+	if err := found.add(ctx, st, []recall.Hit{{Key: keys[0]}, {Key: keys[1]}, {Key: keys[0]}}); err != nil || len(found.metas) != 1 || found.metas[0].Key != keys[0] {
+		t.Errorf("add: %v, %v; want %v alone", found.metas, err, keys[0])
 	}
 }
