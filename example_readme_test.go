@@ -1,0 +1,101 @@
+package recall_test
+
+// The README's library snippets, each run as written (readme_test.go
+// checks that every Go snippet of the README stands in an example).
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"os"
+	"time"
+
+	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/filestore"
+	"github.com/recallkit/recall/memstore"
+)
+
+// A Session over the file store: load the history, add items, pop one.
+func ExampleNewSession_fileStore() {
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "recall-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+
+	store, err := filestore.Open(filestore.Options{Dir: dir}) // Dir "": ~/.recall, or $RECALL_HOME
+	project, _ := recall.ProjectKey(".")
+	sess := recall.NewSession(store, recall.Key{Project: project, Session: recall.NewSessionID()})
+
+	history, _ := sess.GetItems(ctx, 50)                    // newest 50 items, oldest first
+	_ = sess.AddItems(ctx, recall.Message("user", "hello")) // one atomic batch
+	last, _ := sess.PopItem(ctx)                            // undo
+
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer store.Close()
+	fmt.Println(len(history), "items before; popped:", last.Text())
+	// Output:
+	// 0 items before; popped: hello
+}
+
+// The lifecycle functions of the root package work on any store.
+func ExampleCreate_lifecycle() {
+	ctx := context.Background()
+	store := memstore.New(memstore.Options{})
+	defer store.Close()
+	key := recall.Key{Project: "demo", Session: "ticket-4711"}
+	newKey := recall.Key{Project: "demo", Session: "ticket-4711-retry"}
+	cutoff := time.Now().AddDate(0, 0, -30)
+
+	m, err := recall.Create(ctx, store, key, recall.CreateOptions{ // listed at once; ErrConflict if it exists
+		Title: "Ticket 4711", Metadata: map[string]string{"tier": "gold"}, // 16 pairs, 64-byte keys, 512-byte values
+		Items: []recall.Item{recall.Message("user", "My order is late."), recall.Message("assistant", "Let me check.")}})
+	m, err = recall.MergeMetadata(ctx, store, key, map[string]*string{"tier": nil})  // nil removes a pair
+	live, lastSeq, err := store.Items(ctx, key, 0)                                   // the view and the seq it was read at
+	fork, err := recall.Fork(ctx, store, key, lastSeq, newKey)                       // the view as of a seq, as a new session
+	removed, err := recall.RemoveItem(ctx, store, key, live[1].Ref)                  // any one item; the log keeps it
+	rep, err := recall.Cleanup(ctx, store, recall.CleanupOptions{OlderThan: cutoff}) // untouched since the cutoff, unpinned
+
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("%q %v, %d items read at seq %d\n", m.Title, m.Metadata, len(live), lastSeq)
+	fmt.Printf("fork: %d items; removed %q; cleanup removed %d\n", fork.ItemCount, removed.Text(), len(rep.Removed))
+	// Output:
+	// "Ticket 4711" map[], 2 items read at seq 6
+	// fork: 2 items; removed "Let me check."; cleanup removed 0
+}
+
+// Search pages through hits with a cursor.
+func ExampleSearch_pages() {
+	ctx := context.Background()
+	store := memstore.New(memstore.Options{})
+	defer store.Close()
+	for i, text := range []string{"The tokenizer makes an emoji split in two.", "Why does the tokenizer emoji split?"} {
+		sess := recall.NewSession(store, recall.Key{Project: "demo", Session: fmt.Sprint("chat-", i)})
+		if err := sess.AddItems(ctx, recall.Message("user", text)); err != nil {
+			log.Fatal(err)
+		}
+	}
+
+	opts := recall.SearchOptions{Query: `tokenizer "emoji split"`, Limit: 1}
+	page, err := recall.Search(ctx, store, opts)
+	for _, h := range page.Hits { // h.Key, h.Title, h.Ref (the item), h.Role, h.Time, h.Snippet, h.Matches
+		fmt.Println(h.Key, h.Snippet)
+	}
+	opts.Cursor = page.Next // "" on the last page
+	next, err := recall.Search(ctx, store, opts)
+
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, h := range next.Hits {
+		fmt.Println(h.Key, h.Snippet)
+	}
+	// Output:
+	// demo/chat-1 Why does the tokenizer emoji split?
+	// demo/chat-0 The tokenizer makes an emoji split in two.
+}
