@@ -404,6 +404,9 @@ func checkNewItems(raw []json.RawMessage) ([]recall.Item, []string, error) {
 		if err := recall.ValidateItem(it, 0); err != nil {
 			return nil, nil, itemError(param, err)
 		}
+		if k, dup := duplicateKey(it); dup {
+			return nil, nil, duplicateKeyError(param, k)
+		}
 		h := headOf(it)
 		if h.hasID && !h.nullID { // "id": null is no id
 			id := h.ownID()
@@ -424,6 +427,40 @@ func checkNewItems(raw []json.RawMessage) ([]recall.Item, []string, error) {
 		items[i] = it
 	}
 	return items, ids, nil
+}
+
+// duplicateKey returns a member name that obj, a JSON object, has twice
+// at its top level, compared as readers see names (escapes decoded). The
+// server reads the first of two "id" members, encoding/json and
+// JSON.parse the last: an item with two is refused, so that every
+// reader sees the one id that was checked.
+func duplicateKey(obj []byte) (string, bool) {
+	dec := json.NewDecoder(bytes.NewReader(obj))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return "", false
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		k, _ := t.(string)
+		if seen[k] {
+			return k, true
+		}
+		seen[k] = true
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return "", false
+		}
+	}
+	return "", false
+}
+
+// duplicateKeyError is the 400 of an item with a member named twice.
+func duplicateKeyError(param, key string) *APIError {
+	return invalidParam(param, "Invalid '%s': the member %q appears twice; an item names each member once.", param, shorten(key))
 }
 
 // itemError is the 400 (or 413) of an item the store would refuse.

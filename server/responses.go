@@ -289,6 +289,9 @@ func viewIDs(live []recall.LiveItem) func() map[string]bool {
 func checkInputIDs(view func() map[string]bool, input []recall.Item) error {
 	ids := map[string]int{}
 	for i, it := range input {
+		if k, dup := duplicateKey(it); dup {
+			return duplicateKeyError(fmt.Sprintf("input[%d]", i), k)
+		}
 		h := headOf(it)
 		if !h.hasID {
 			continue
@@ -321,8 +324,9 @@ func checkInputIDs(view func() map[string]bool, input []recall.Item) error {
 // uniqueOutputIDs returns output with the "id" taken off any item whose
 // id is already in the conversation or the turn (an upstream's ids are
 // its own business; the conversation's must stay unique), so that the
-// Conversations API gives those items derived ids. Other items are kept
-// byte for byte.
+// Conversations API gives those items derived ids. An item with a member
+// named twice is written again first with the last of each, as readers
+// take it (see duplicateKey). Other items are kept byte for byte.
 func (t *turn) uniqueOutputIDs(output []recall.Item) []recall.Item {
 	seen := map[string]bool{}
 	for _, it := range t.input {
@@ -332,6 +336,12 @@ func (t *turn) uniqueOutputIDs(output []recall.Item) []recall.Item {
 	}
 	out := make([]recall.Item, len(output))
 	for i, it := range output {
+		if _, dup := duplicateKey(it); dup {
+			var m map[string]json.RawMessage
+			if json.Unmarshal(it, &m) == nil {
+				it, _ = json.Marshal(m)
+			}
+		}
 		out[i] = it
 		h := headOf(it)
 		if !h.hasID {
