@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"html/template"
+	"net/url"
 	"regexp"
 	"strings"
 
@@ -42,6 +43,9 @@ var (
 		p.AllowAttrs("class").Matching(regexp.MustCompile(`^[a-zA-Z0-9 _-]{1,64}$`)).OnElements("pre", "code", "span")
 		p.RequireNoReferrerOnLinks(true)
 		p.AddTargetBlankToFullyQualifiedLinks(true)
+		// data: URIs of raster images only (renderImage makes them
+		// <img>), as image parts are shown (dataImage).
+		p.AllowURLSchemeWithCustomPolicy("data", func(u *url.URL) bool { return imageURL.MatchString("data:" + u.Opaque) })
 		return p
 	}()
 	codeFormatter = chromahtml.New(chromahtml.WithClasses(true), chromahtml.PreventSurroundingPre(false))
@@ -64,6 +68,62 @@ func (codeRenderer) RegisterFuncs(reg renderer.NodeRendererFuncRegisterer) {
 	reg.Register(ast.KindFencedCodeBlock, renderFenced)
 	reg.Register(ast.KindRawHTML, renderRawHTML)
 	reg.Register(ast.KindHTMLBlock, renderHTMLBlock)
+	reg.Register(ast.KindImage, renderImage)
+}
+
+// renderImage shows a Markdown image only when it is a data: URI of a
+// raster type, as image parts are shown (dataImage). Any other becomes a
+// link to it named by its alt text (the text alone inside a link): a
+// remote image would be fetched as the page opens, telling its server
+// that the session was read, when and by whom.
+func renderImage(w util.BufWriter, src []byte, n ast.Node, entering bool) (ast.WalkStatus, error) {
+	if !entering {
+		return ast.WalkContinue, nil
+	}
+	img := n.(*ast.Image)
+	alt := template.HTMLEscapeString(plainText(img, src))
+	dest := string(img.Destination)
+	switch {
+	case imageURL.MatchString(dest):
+		_, _ = fmt.Fprintf(w, `<img src="%s" alt="%s">`, template.HTMLEscapeString(dest), alt)
+	case inLink(img):
+		_, _ = w.WriteString(alt)
+	default:
+		if alt == "" {
+			alt = template.HTMLEscapeString(dest)
+		}
+		// The sanitizer keeps the href only when its scheme is safe.
+		_, _ = fmt.Fprintf(w, `<a href="%s">%s</a>`, util.EscapeHTML(util.URLEscape(img.Destination, true)), alt)
+	}
+	return ast.WalkSkipChildren, nil
+}
+
+// plainText is the text of n's descendants, as an image's alt text.
+func plainText(n ast.Node, src []byte) string {
+	var b strings.Builder
+	_ = ast.Walk(n, func(c ast.Node, entering bool) (ast.WalkStatus, error) {
+		if entering {
+			switch t := c.(type) {
+			case *ast.Text:
+				b.Write(t.Segment.Value(src))
+			case *ast.String:
+				b.Write(t.Value)
+			}
+		}
+		return ast.WalkContinue, nil
+	})
+	return b.String()
+}
+
+// inLink reports whether n is inside a link (whose anchor it must not
+// nest another in).
+func inLink(n ast.Node) bool {
+	for p := n.Parent(); p != nil; p = p.Parent() {
+		if p.Kind() == ast.KindLink || p.Kind() == ast.KindAutoLink {
+			return true
+		}
+	}
+	return false
 }
 
 // renderRawHTML shows inline HTML in a message as the text it is (a
