@@ -63,6 +63,11 @@ type Options struct {
 	// Version is the server version reported at initialization. Default:
 	// "dev".
 	Version string
+	// MaxBodyBytes is the largest request body Handler reads; a larger
+	// one is refused with 413. A service that bounds request bodies
+	// itself, before Handler, passes its own bound. Default (0): the MCP
+	// SDK's, mcp.DefaultMaxRequestBodyBytes (4 MiB). Unused over stdio.
+	MaxBodyBytes int64
 }
 
 func (o Options) withDefaults() Options {
@@ -137,12 +142,19 @@ func Handler(st recall.Store, options func(*http.Request) (Options, bool)) http.
 			return nil // not reached: the handler below always sets them
 		}
 		return newServer(st, opts, cache)
-	}, &mcp.StreamableHTTPOptions{Stateless: true})
+	}, &mcp.StreamableHTTPOptions{Stateless: true, MaxRequestBodyBytes: -1}) // bounded below, per request
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		opts, ok := options(r)
 		if !ok {
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
 			return
+		}
+		limit := opts.MaxBodyBytes
+		if limit <= 0 {
+			limit = mcp.DefaultMaxRequestBodyBytes
+		}
+		if r.Body != nil {
+			r.Body = http.MaxBytesReader(w, r.Body, limit) // the SDK answers 413 over it
 		}
 		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), optionsKey{}, opts)))
 	})

@@ -1,6 +1,8 @@
 package server
 
 import (
+	"bytes"
+	"io"
 	"net/http"
 
 	"github.com/recallkit/recall/recallmcp"
@@ -11,9 +13,20 @@ import (
 // and each request gets a server confined to its user's own sessions,
 // read-only. An admin reads only their own sessions here too: an admin
 // may list and remove other users' sessions but never read their items.
+// Its body is bounded by maxBody, as every route's: a larger one is the
+// API's 413, read before the MCP handler sees the request.
 func (s *Server) mcpRoutes() {
-	s.mux.Handle("POST /mcp", recallmcp.Handler(s.store, func(r *http.Request) (recallmcp.Options, bool) {
+	h := recallmcp.Handler(s.store, func(r *http.Request) (recallmcp.Options, bool) {
 		u, ok := userFrom(r.Context())
-		return recallmcp.Options{Project: u.Project(), OnlyProject: true}, ok
-	}))
+		return recallmcp.Options{Project: u.Project(), OnlyProject: true, MaxBodyBytes: s.maxBody()}, ok
+	})
+	s.mux.HandleFunc("POST /mcp", func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody()))
+		if err != nil {
+			s.writeError(w, r, bodyError(err, s.maxBody()))
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		h.ServeHTTP(w, r)
+	})
 }

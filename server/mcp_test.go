@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -135,5 +136,48 @@ func TestMCPRoute(t *testing.T) {
 	}
 	if m, err := st.Stat(ctx, recall.Key{Project: "user.alice", Session: conv.ID}); err != nil || m.Title != "" {
 		t.Fatalf("alice's conversation after MCP: %+v, %v", m, err)
+	}
+}
+
+// TestMCPBodyLimit: POST /mcp takes bodies up to the server's body limit
+// (Options.MaxBodyBytes, --max-body), as every route does, whether it is
+// lower or higher than the MCP SDK's own 4 MiB, and refuses a larger one
+// with the API's 413.
+func TestMCPBodyLimit(t *testing.T) {
+	st := memstore.New(memstore.Options{})
+	t.Cleanup(func() { st.Close() })
+	call := func(pad int) string {
+		return `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"pad":"` + strings.Repeat("x", pad) + `"}}}`
+	}
+	mcpHeaders := []string{"Accept", "application/json, text/event-stream", "MCP-Protocol-Version", "2025-06-18"}
+	for _, c := range []struct {
+		limit int64
+		pad   int
+		want  int
+	}{
+		{64 << 10, 100 << 10, http.StatusRequestEntityTooLarge},
+		{64 << 10, 10 << 10, http.StatusOK},
+		{8 << 20, 5 << 20, http.StatusOK},
+		{8 << 20, 9 << 20, http.StatusRequestEntityTooLarge},
+	} {
+		srv := serve(t, st, server.Options{Auth: server.AuthNone, MaxBodyBytes: c.limit})
+		code, h, body := raw(t, srv, "POST", "/mcp", call(c.pad), mcpHeaders...)
+		if code != c.want {
+			t.Errorf("limit %d, body of %d: %d %.300s; want %d", c.limit, c.pad, code, body, c.want)
+			continue
+		}
+		if code == http.StatusOK {
+			if !strings.Contains(body, `"search_sessions"`) {
+				t.Errorf("limit %d, body of %d: %.300s; want the tools", c.limit, c.pad, body)
+			}
+			continue
+		}
+		var e struct {
+			Error struct{ Message, Type, Code string }
+		}
+		if err := json.Unmarshal([]byte(body), &e); err != nil || h.Get("Content-Type") != "application/json" ||
+			e.Error.Code != "request_too_large" || !strings.Contains(e.Error.Message, strconv.FormatInt(c.limit, 10)) {
+			t.Errorf("limit %d, body of %d: %s %q; want the API's 413", c.limit, c.pad, h.Get("Content-Type"), body)
+		}
 	}
 }
