@@ -41,6 +41,9 @@ func OpenPostgres(ctx context.Context, dsn string, opts Options) (*Store, error)
 		schema = "public"
 	}
 	cfg.ConnConfig.RuntimeParams["search_path"] = pgx.Identifier{schema}.Sanitize()
+	// A canceled statement is canceled in the server before the call
+	// returns (see cancelFirst).
+	cfg.ConnConfig.BuildContextWatcherHandler = newCancelFirst
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		// pgx has no timeout of its own: without one a blackholed host
 		// would hang Open until ctx ends, if it ever does.
