@@ -25,10 +25,11 @@ var _ recall.Forker = (*Store)(nil)
 //
 // The items are validated, as Append validates them: nothing tells the
 // elements this package wrote from those another program wrote, and an
-// element whose item only looks like a JSON object ("{x}") refuses the
-// fork with recall.ErrInvalidItem, as it refuses the fallback's Append.
-// The validation runs beside the encoding of the script's arguments, and
-// the script runs only once both are done.
+// item over Options.MaxItemSize refuses the fork with recall.ErrTooLarge,
+// as it refuses the fallback's Append. (An element whose item only looks
+// like a JSON object, "{x}", is no readable entry: out of the view, as
+// out of Load's log.) The validation runs beside the encoding of the
+// script's arguments, and the script runs only once both are done.
 //
 // The errors come in the fallback's order: an invalid newKey is
 // recall.ErrInvalidKey, then a missing key or an atSeq past the end

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/internal/jsonvalid"
 )
 
 // A log element is "<seq>\n<header JSON>\n<data>". The data comes last
@@ -99,7 +100,8 @@ func plainHeader(s string) (header, bool) {
 // decodeElement decodes a log element that must hold seq want. An element
 // that is not a readable entry (written by another program, or damaged)
 // is an error wrapping recall.ErrCorrupt; readers skip it and Load counts
-// it in Meta.Corrupt. lua/common.lua (entry) applies the same rules.
+// it in Meta.Corrupt. lua/common.lua (entry, and isitem for an item)
+// applies the same rules.
 func decodeElement(el string, want int64) (recall.Entry, error) {
 	i := strings.IndexByte(el, '\n')
 	if i < 0 {
@@ -123,6 +125,13 @@ func decodeElement(el string, want int64) (recall.Entry, error) {
 	e := recall.Entry{Seq: seq, Kind: h.Kind, Time: fromMicros(h.Time), Usage: h.Usage}
 	if data := rest[j+1:]; data != "" {
 		e.Data = json.RawMessage(data)
+	}
+	// An item that readers would take for an object by its first and last
+	// bytes (recall.ItemOf) must be one: "{x}" is no readable entry. An
+	// item that is JSON but no object stays an entry, which ItemOf
+	// refuses. lua/common.lua (isitem) judges items alike.
+	if _, looks := recall.ItemOf(e); looks && !jsonvalid.Valid(e.Data) {
+		return recall.Entry{}, fmt.Errorf("%w: log element %d: an item that is not JSON", recall.ErrCorrupt, want)
 	}
 	return e, nil
 }

@@ -272,7 +272,7 @@ func (s *Store) Pop(ctx context.Context, key recall.Key) (recall.Item, error) {
 		if err != nil || row.sid == 0 {
 			return err
 		}
-		live, err := storekit.Tail(1, backwards(ctx, q, row.sid, row.meta.LastSeq, row.checked, 16))
+		live, err := storekit.Tail(1, backwards(ctx, q, row.sid, row.meta.LastSeq, 16))
 		if err != nil || len(live) == 0 {
 			return err
 		}

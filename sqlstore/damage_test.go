@@ -16,12 +16,12 @@ import (
 // TestDamagedRows plants item rows, as another program writing SQL would,
 // whose payloads recall.ItemOf's first-and-last-byte check lets through
 // but that are not JSON ("{x}", a truncated object with a brace at the
-// end), among others: a column holds any bytes, so the store checks in
-// full the rows it did not write (those above the session's checked_seq).
-// Items (its one-statement path and its paging one), Pop and GetItems
-// leave them out; Load returns them verbatim and counts them in
-// Meta.Corrupt, and so does Stat; appends after them do not move the
-// watermark over them.
+// end), among others: a column holds any bytes, so the store checks them
+// in full. Items (its one-statement path and its paging one), Pop and
+// GetItems leave them out; Load counts them in Meta.Corrupt, and so does
+// Stat; Load and Entries return the rows that are JSON (no object)
+// verbatim, and leave out the unreadable ones, those ItemOf would take
+// for objects; appends after them do not move the watermark over them.
 func TestDamagedRows(t *testing.T) {
 	t.Parallel()
 	dialects(t, func(t *testing.T, newStore func(t testing.TB) *Store) {
@@ -52,13 +52,44 @@ func TestDamagedRows(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if m.Corrupt != len(damaged) || m.ItemCount != len(want) || len(log) != 2*len(damaged) {
-			t.Errorf("Load: Corrupt %d, ItemCount %d, %d entries; want %d, %d, %d", m.Corrupt, m.ItemCount, len(log), len(damaged), len(want), 2*len(damaged))
-		}
+		var kept []recall.Entry // the log Load and Entries return
 		for i, d := range damaged {
-			if e := log[2*i+1]; !bytes.Equal(e.Data, d) || e.Kind != recall.KindItem {
-				t.Errorf("Load: entry %d = %s %q, want the planted row verbatim", e.Seq, e.Kind, e.Data)
+			kept = append(kept, recall.ItemEntry(want[i]))
+			kept[len(kept)-1].Seq = int64(2*i + 1)
+			if _, looks := recall.ItemOf(recall.Entry{Kind: recall.KindItem, Data: d}); !looks {
+				kept = append(kept, recall.Entry{Seq: int64(2*i + 2), Kind: recall.KindItem, Data: d})
 			}
+		}
+		if m.Corrupt != len(damaged) || m.ItemCount != len(want) || m.LastSeq != int64(2*len(damaged)) {
+			t.Errorf("Load: Corrupt %d, ItemCount %d, LastSeq %d; want %d, %d, %d", m.Corrupt, m.ItemCount, m.LastSeq, len(damaged), len(want), 2*len(damaged))
+		}
+		sameLog := func(what string, log []recall.Entry) {
+			t.Helper()
+			if len(log) != len(kept) {
+				t.Errorf("%s: %d entries, want %d", what, len(log), len(kept))
+				return
+			}
+			for i, e := range log {
+				if e.Seq != kept[i].Seq || e.Kind != recall.KindItem || !bytes.Equal(e.Data, kept[i].Data) {
+					t.Errorf("%s: entry %d = %d %s %q, want %d %q", what, i, e.Seq, e.Kind, e.Data, kept[i].Seq, kept[i].Data)
+				}
+			}
+		}
+		sameLog("Load", log)
+		for _, limit := range []int{0, 1, 2, 3} {
+			var page []recall.Entry
+			for after := int64(0); ; {
+				es, err := s.Entries(ctx, k, after, limit)
+				if err != nil {
+					t.Fatal(err)
+				}
+				page = append(page, es...)
+				if len(es) == 0 || limit <= 0 || len(es) < limit {
+					break // a short page is the log's end
+				}
+				after = es[len(es)-1].Seq
+			}
+			sameLog(fmt.Sprintf("Entries, %d at a time", limit), page)
 		}
 		if sm, err := s.Stat(ctx, k); err != nil || sm.Corrupt != len(damaged) || sm.ItemCount != len(want) {
 			t.Errorf("Stat = Corrupt %d, ItemCount %d, %v; want %d, %d", sm.Corrupt, sm.ItemCount, err, len(damaged), len(want))
@@ -68,19 +99,93 @@ func TestDamagedRows(t *testing.T) {
 		if checked := checkedSeq(t, s, k); checked != 1 {
 			t.Errorf("checked_seq %d, want 1: the row planted at 2 is not this package's", checked)
 		}
-		for i := len(want) - 1; i >= 0; i-- {
-			got, err := s.Pop(ctx, k)
-			if err != nil || !bytes.Equal(got, want[i]) {
-				t.Fatalf("Pop = %s, %v; want %s", got, err, want[i])
-			}
-		}
-		if got, err := s.Pop(ctx, k); got != nil || err != nil {
-			t.Errorf("Pop of a session of damaged rows only = %s, %v", got, err)
-		}
+		popAll(t, s, k, want)
 		if err := recall.VerifySession(ctx, s, k); err == nil {
 			t.Error("VerifySession of a damaged session reported nothing")
 		}
 	})
+}
+
+// TestDamagedBelowWatermark damages rows this package wrote and
+// validated, in place (a disk, another program's UPDATE): rows at or below
+// the session's checked_seq, so the watermark still says the session is
+// healthy. The payloads look like objects by their first and last bytes
+// but are not JSON; one is the newest entry, which Pop's one-round-trip
+// path on PostgreSQL would take. Items (both paths) and Pop leave them
+// out, Load leaves them out of the log and counts them in Meta.Corrupt,
+// both forks hold the valid items only, and VerifySession reports the
+// session.
+func TestDamagedBelowWatermark(t *testing.T) {
+	t.Parallel()
+	dialects(t, func(t *testing.T, newStore func(t testing.TB) *Store) {
+		s := newStore(t)
+		ctx := context.Background()
+		k := recall.Key{Project: "p", Session: "rotted"}
+		var items []recall.Item
+		for i := range 6 {
+			items = append(items, msg(string(rune('a'+i))))
+		}
+		if _, err := s.Append(ctx, k, recall.Guard{}, recall.ItemEntries(items...)...); err != nil {
+			t.Fatal(err)
+		}
+		sid, err := sessionID(ctx, s.db.q(), k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rot := map[int64][]byte{2: []byte(`{x}`), 4: []byte(` {"a":1}} `), 6: []byte(`{"a":}`)}
+		if err := s.db.update(ctx, func(ctx context.Context, q querier) error {
+			for seq, d := range rot {
+				if _, err := q.exec(ctx, `UPDATE entries SET payload = $3 WHERE session = $1 AND seq = $2`, sid, seq, d); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if checked := checkedSeq(t, s, k); checked != 6 {
+			t.Fatalf("checked_seq %d, want 6: the rows were this package's", checked)
+		}
+		valid := []recall.Item{items[0], items[2], items[4]}
+		for _, limit := range []int{0, 1, 2, 3, 10} {
+			w := valid
+			if limit > 0 && limit < len(w) {
+				w = w[len(w)-limit:]
+			}
+			live, last, err := s.Items(ctx, k, limit)
+			if err != nil || last != 6 || !sameItems(recall.PlainItems(live), w) {
+				t.Errorf("Items(%d) = %d items at %d, %v; want %d at 6", limit, len(live), last, err, len(w))
+			}
+		}
+		m, log, err := s.Load(ctx, k)
+		if err != nil || m.Corrupt != len(rot) || m.LastSeq != 6 || len(log) != 6-len(rot) {
+			t.Errorf("Load = Corrupt %d, LastSeq %d, %d entries, %v; want %d, 6, %d", m.Corrupt, m.LastSeq, len(log), err, len(rot), 6-len(rot))
+		}
+		if err := recall.VerifySession(ctx, s, k); !errors.Is(err, recall.ErrCorrupt) {
+			t.Errorf("VerifySession of a session with rotted rows = %v, want ErrCorrupt", err)
+		}
+		if err := forkBothWays(t, s, k, 0, recall.Key{Project: "p", Session: "n"}, recall.Key{Project: "p", Session: "f"}); err != nil {
+			t.Errorf("fork of a session with rotted rows: %v", err)
+		} else if fm, _, err := s.Load(ctx, recall.Key{Project: "p", Session: "n"}); err != nil || fm.ItemCount != len(valid) || fm.Corrupt != 0 {
+			t.Errorf("the fork = ItemCount %d, Corrupt %d, %v; want %d healthy items", fm.ItemCount, fm.Corrupt, err, len(valid))
+		}
+		popAll(t, s, k, valid)
+	})
+}
+
+// popAll pops key until it is empty, and checks that it pops the items of
+// want, newest first, and then nothing: the damaged rows are skipped.
+func popAll(t *testing.T, s *Store, key recall.Key, want []recall.Item) {
+	t.Helper()
+	for i := len(want) - 1; i >= 0; i-- {
+		got, err := s.Pop(context.Background(), key)
+		if err != nil || !bytes.Equal(got, want[i]) {
+			t.Fatalf("Pop = %s, %v; want %s", got, err, want[i])
+		}
+	}
+	if got, err := s.Pop(context.Background(), key); got != nil || err != nil {
+		t.Errorf("Pop of a session holding damaged rows only = %s, %v", got, err)
+	}
 }
 
 func sameItems(a, b []recall.Item) bool {

@@ -44,9 +44,10 @@
 // payload is not a JSON object (written by another program, or damaged)
 // is left out of Items, Pop and the view, returned verbatim by Load and
 // Entries, and counted in Meta.Corrupt by Load and Stat (List, which reads
-// only sessions rows, reports 0). Payloads are checked in full, except
-// those of the rows below the session's checked_seq, which this package
-// wrote and validated (see read.go).
+// only sessions rows, reports 0, and Stat, which counts the rows above the
+// session's checked_seq only). Payloads are checked in full, those this
+// package wrote and validated too, since a row can be damaged after it
+// was written (see read.go).
 //
 // # Search
 //

@@ -20,11 +20,14 @@ var _ recall.Forker = (*Store)(nil)
 // log (storekit.ForkLog) is written as Append writes a batch (writeEntries:
 // the row's metadata by Meta.Apply, the checked_seq mark over every row).
 //
-// The items come from rows this package validated when it wrote them,
-// unless the source's log holds rows above its checked_seq (written by
-// another program, see unusable): then the fork's items are validated, and
-// one that is not a valid item refuses the fork with recall.ErrInvalidItem,
-// as the fallback's Append does.
+// Unreadable item rows ("{x}") are left out of the log the fork is made
+// from, as Load leaves them out (see unreadable), and the view leaves out
+// the other damaged rows: the fork holds the valid items only, as the
+// fallback's does. Those come from rows this package validated when it
+// wrote them, unless the source's log holds rows above its checked_seq
+// (written by another program): then the fork's items are validated too,
+// and one the fallback's Append would refuse (over MaxItemSize) refuses
+// the fork with the same error.
 //
 // The errors come in the fallback's order: an invalid newKey is
 // recall.ErrInvalidKey, then a missing key or an atSeq past the end
@@ -63,8 +66,7 @@ func (s *Store) Fork(ctx context.Context, key recall.Key, atSeq int64, newKey re
 		}
 		if n := len(entries); n > 0 && entries[n-1].Seq > src.checked {
 			// Rows this package did not check (above checked_seq, and
-			// even above last_seq): the view may hold one that
-			// recall.ItemOf's look let through ("{x}").
+			// even above last_seq).
 			if err := recall.ValidateEntries(log[1:], s.opts.MaxItemSize); err != nil {
 				return err
 			}
@@ -90,7 +92,8 @@ func (s *Store) Fork(ctx context.Context, key recall.Key, atSeq int64, newKey re
 const forkEntriesSQL = `SELECT seq, kind, payload FROM entries WHERE session = $1 ORDER BY seq`
 
 // forkEntries returns session sid's whole log, in seq order, without the
-// entries' times and usage (see forkEntriesSQL).
+// entries' times and usage (see forkEntriesSQL), and without its
+// unreadable item rows, as Load reads it.
 func forkEntries(ctx context.Context, q querier, sid int64) ([]recall.Entry, error) {
 	rs, err := q.query(ctx, forkEntriesSQL, sid)
 	if err != nil {
@@ -108,5 +111,5 @@ func forkEntries(ctx context.Context, q querier, sid int64) ([]recall.Entry, err
 		}
 		out = append(out, e)
 	}
-	return out, rs.Err()
+	return readable(out), rs.Err()
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -148,11 +149,12 @@ func TestNativeFork(t *testing.T) {
 }
 
 // TestNativeForkOfDamagedRows: rows another program wrote (above the
-// source's checked_seq) are validated by the native fork as the
-// fallback's Append validates them: an item of the view that only looks
-// like a JSON object ("{x}") refuses both with ErrInvalidItem, writing
-// nothing; one recall.ItemOf refuses is out of the view and of both forks;
-// one cleared away does not matter. The fork is healthy.
+// source's checked_seq) are treated by the native fork as by the
+// fallback: one recall.ItemOf refuses, or one that only looks like a JSON
+// object ("{x}", unreadable: out of Load's log), is out of the view and of
+// both forks; an item of the view over MaxItemSize refuses both with
+// ErrTooLarge, writing nothing, as the fallback's Append refuses it; one
+// cleared away does not matter. The forks are healthy.
 func TestNativeForkOfDamagedRows(t *testing.T) {
 	t.Parallel()
 	dialects(t, func(t *testing.T, newStore func(t testing.TB) *Store) {
@@ -174,11 +176,21 @@ func TestNativeForkOfDamagedRows(t *testing.T) {
 		}
 
 		plant(t, s, k, []byte(`{x}`))
-		err := forkBothWays(t, s, k, 0, recall.Key{Project: "p", Session: "n2"}, recall.Key{Project: "p", Session: "f2"})
-		if !errors.Is(err, recall.ErrInvalidItem) {
-			t.Errorf("fork of a view holding {x} = %v, want ErrInvalidItem", err)
+		if err := forkBothWays(t, s, k, 0, recall.Key{Project: "p", Session: "n2"}, recall.Key{Project: "p", Session: "f2"}); err != nil {
+			t.Fatalf("fork of a session ending with {x}: %v", err)
 		}
-		for _, nk := range []string{"n2", "f2"} {
+		if m, err := s.Stat(ctx, recall.Key{Project: "p", Session: "n2"}); err != nil || m.ItemCount != 2 || m.Corrupt != 0 {
+			t.Errorf("fork = ItemCount %d, Corrupt %d, %v; want 2 healthy items", m.ItemCount, m.Corrupt, err)
+		}
+		big := []byte(`{"type":"message","text":"` + strings.Repeat("x", 100) + `"}`)
+		plant(t, s, k, big)
+		s.opts.MaxItemSize = 100 // as if the store had been opened so: big is over it, the others are not
+		err := forkBothWays(t, s, k, 0, recall.Key{Project: "p", Session: "n6"}, recall.Key{Project: "p", Session: "f6"})
+		s.opts.MaxItemSize = 0
+		if !errors.Is(err, recall.ErrTooLarge) {
+			t.Errorf("fork of a view holding an item over MaxItemSize = %v, want ErrTooLarge", err)
+		}
+		for _, nk := range []string{"n6", "f6"} {
 			if _, err := s.Stat(ctx, recall.Key{Project: "p", Session: nk}); !errors.Is(err, recall.ErrNotFound) {
 				t.Errorf("a refused fork created %s: %v", nk, err)
 			}
@@ -199,7 +211,7 @@ func TestNativeForkOfDamagedRows(t *testing.T) {
 		// A row above last_seq, which another program inserted into a
 		// healthy session without moving last_seq (so checked_seq is
 		// last_seq still): it is in the log Load reads, so in the
-		// fallback's view.
+		// fallback's view, and the native fork validates it too.
 		beyond := recall.Key{Project: "p", Session: "beyond"}
 		if _, err := s.Append(ctx, beyond, recall.Guard{}, recall.ItemEntries(msg("a"), msg("b"))...); err != nil {
 			t.Fatal(err)
@@ -210,7 +222,7 @@ func TestNativeForkOfDamagedRows(t *testing.T) {
 		}
 		if err := s.db.update(ctx, func(ctx context.Context, q querier) error {
 			_, err := q.exec(ctx, `INSERT INTO entries (session, seq, kind, payload, time) VALUES ($1, 3, 'item', $2, $3)`,
-				sid, []byte(`{x}`), s.db.timeArg(recall.Now()))
+				sid, big, s.db.timeArg(recall.Now()))
 			return err
 		}); err != nil {
 			t.Fatal(err)
@@ -218,11 +230,13 @@ func TestNativeForkOfDamagedRows(t *testing.T) {
 		if checked := checkedSeq(t, s, beyond); checked != 2 {
 			t.Fatalf("checked_seq %d, want 2", checked)
 		}
+		s.opts.MaxItemSize = 100
 		err = forkBothWays(t, s, beyond, 0, recall.Key{Project: "p", Session: "n5"}, recall.Key{Project: "p", Session: "f5"})
-		if !errors.Is(err, recall.ErrInvalidItem) {
-			t.Errorf("fork of a log holding {x} above last_seq = %v, want ErrInvalidItem", err)
+		s.opts.MaxItemSize = 0
+		if !errors.Is(err, recall.ErrTooLarge) {
+			t.Errorf("fork of a log holding an item over MaxItemSize above last_seq = %v, want ErrTooLarge", err)
 		}
-		for _, nk := range []string{"n1", "n3", "n4"} {
+		for _, nk := range []string{"n1", "n2", "n3", "n4"} {
 			if err := recall.VerifySession(ctx, s, recall.Key{Project: "p", Session: nk}); err != nil {
 				t.Errorf("VerifySession of the fork %s: %v", nk, err)
 			}

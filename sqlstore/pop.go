@@ -3,9 +3,11 @@ package sqlstore
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/recallkit/recall"
 )
@@ -21,17 +23,23 @@ import (
 // starts after the lock is held and so reads the log as it now is (in
 // READ COMMITTED each statement reads a new snapshot). Anything else
 // (pops in a row, a newest entry that is not an item, rows above
-// checked_seq, a payload that does not start with '{' and end with '}')
-// leaves the second statement writing nothing, and Pop runs its general
-// transaction.
+// checked_seq, a payload that is not a JSON object) leaves the second
+// statement writing nothing, or failing, and Pop runs its general
+// transaction, which checks payloads in Go (see unusable).
 
 // popLockPG locks the row of the session with key $1-$3.
 const popLockPG = `SELECT sid FROM sessions WHERE project = $1 AND id = $2 AND subpath = $3 FOR UPDATE`
 
 // popNewestPG pops the item at last_seq of the session with key $1-$3
 // when the session is healthy (checked_seq = last_seq) and that entry is
-// an item whose payload is a JSON object by its first and last bytes, as
-// recall.ItemOf judges a checked row: it appends the pop entry of time $4
+// an item whose payload is a JSON object: by its first and last bytes, as
+// recall.ItemOf judges it, and by PostgreSQL's json parser, since a row
+// can be damaged after it was written ("{x}"). A payload that is not
+// UTF-8 or not JSON fails the cast, and so the statement, with a data
+// exception: nothing is written, and popNewest leaves the pop to the
+// general path. (The parser agrees with Go's on JSON but for nesting
+// deeper than 10,000 levels, which it takes and Go refuses.) It appends
+// the pop entry of time $4
 // ({"seq":N}, as recall.NewEntry writes an ItemRef of index 0), applies
 // it to the session row as recall.Meta.Apply does (last_seq and
 // checked_seq move to it, a positive item_count drops by one, a pop is
@@ -46,6 +54,7 @@ const popNewestPG = `WITH t AS (
 		AND e.kind = 'item' AND length(e.payload) >= 2
 		AND substring(e.payload FROM 1 FOR 1) = '\x7b'::bytea
 		AND substring(e.payload FROM length(e.payload) FOR 1) = '\x7d'::bytea
+		AND json_typeof(convert_from(e.payload, 'UTF8')::json) = 'object'
 ), u AS (
 	UPDATE sessions AS s SET last_seq = t.seq + 1, checked_seq = t.seq + 1,
 		item_count = CASE WHEN s.item_count > 0 THEN s.item_count - 1 ELSE s.item_count END,
@@ -88,6 +97,10 @@ func (b *pgBackend) popNewest(ctx context.Context, key recall.Key, search bool) 
 		if errors.Is(err, pgx.ErrNoRows) {
 			return br.Close() // not the common case: the general path
 		}
+		if notJSON(err) {
+			br.Close()
+			return nil // a damaged newest item: the general path skips it
+		}
 		if err != nil {
 			br.Close()
 			return err
@@ -102,4 +115,12 @@ func (b *pgBackend) popNewest(ctx context.Context, key recall.Key, search bool) 
 		return nil, false, b.writeError(err)
 	}
 	return item, done, nil
+}
+
+// notJSON reports an error by which PostgreSQL refused a payload as JSON
+// or as UTF-8 (SQLSTATE class 22, a data exception; 54001, nesting deeper
+// than its stack allows): see popNewestPG.
+func notJSON(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (strings.HasPrefix(pe.Code, "22") || pe.Code == "54001")
 }

@@ -21,9 +21,6 @@ const (
 	sessionIDSQL = `SELECT sid FROM sessions WHERE project = $1 AND id = $2 AND subpath = $3`
 	// lastSeqSQL reads the sid and last_seq of the session with key $1-$3.
 	lastSeqSQL = `SELECT sid, last_seq FROM sessions WHERE project = $1 AND id = $2 AND subpath = $3`
-	// tailSQL reads the sid, last_seq and checked_seq of the session with
-	// key $1-$3.
-	tailSQL = `SELECT sid, last_seq, checked_seq FROM sessions WHERE project = $1 AND id = $2 AND subpath = $3`
 	// uncheckedSQL reads session $1's item entries above seq $2, the
 	// checked_seq: those that may be damaged.
 	uncheckedSQL = `SELECT seq, kind, payload FROM entries WHERE session = $1 AND seq > $2 AND kind = 'item'`
@@ -36,35 +33,66 @@ const (
 // Damaged rows. An entries row of kind item whose payload is not a JSON
 // object was not written by this package (Append validates every item),
 // but by another program, or damaged. Readers treat it as every store
-// does (see recall.ItemOf): Items, Pop and the view leave it out, Load
-// returns it verbatim in the log and counts it in Meta.Corrupt, and so
-// does Stat.
+// does: Items, Pop and the view leave it out, and Load counts it in
+// Meta.Corrupt, as does Stat, for the rows it looks at (below). Load and
+// Entries return it verbatim in the log when it is JSON but no object
+// (recall.ItemOf refuses it), and leave it out when it only looks like
+// an object by its first and last bytes ("{x}", see unreadable), as the
+// file store and Redis leave out a record that does not decode: no
+// reader of the log then takes it for an item.
 //
 // A column holds any bytes, so checking the first and last bytes, as
-// recall.ItemOf does, is not enough ("{x}" is no item either, and Items
-// must never hand out an item that is not JSON), but checking every
-// payload in full on every read would cost Items a tenth of its time
-// (measured on SQLite, reading 50 items). So the sessions row keeps a
-// watermark, checked_seq: every item row at or below it was written by
-// this package, which validated it. Writers here move it to the new
-// last_seq when it was at the old one (the log held nothing unchecked),
-// and leave it where it is otherwise; another program adding rows, which
-// moves last_seq only, leaves its rows above it for good. Readers check
-// rows above the watermark in full, and rows at or below it by their first
-// and last bytes only. A healthy session (checked_seq = last_seq) costs
-// nothing more to read, and Stat counts damage only when there are rows
-// above the watermark, reading just those. List reads only the sessions
-// rows and reports Corrupt as 0.
+// recall.ItemOf does, is not enough: every item row a reader hands out
+// or counts is checked in full (unusable, unreadable). That holds for
+// rows this package wrote too: they were valid when written, but a row
+// can be damaged afterwards (a disk, another program updating it in
+// place), and looking only at the first and last bytes of those let
+// "{x}" through. The check costs Items about a fifth more time on SQLite
+// (BenchmarkGetItems50: the raw read's share went from 0.66 to 0.53).
+//
+// The sessions row keeps a watermark, checked_seq: every item row at or
+// below it was written by this package, which validated it. Writers here
+// move it to the new last_seq when it was at the old one (the log held
+// nothing unchecked), and leave it where it is otherwise; another program
+// adding rows, which moves last_seq only, leaves its rows above it for
+// good. Readers use it where a full count is not needed: Stat counts
+// Meta.Corrupt over the rows above the watermark alone, so a healthy
+// session (checked_seq = last_seq) costs it one row, and damage to a row
+// below the watermark shows in Load's count, not Stat's; Fork validates
+// its items against MaxItemSize only when rows lie above it. List reads
+// only the sessions rows and reports Corrupt as 0.
 
 // unusable reports whether e, as read from its row, is an item entry
-// whose item is not a JSON object; rows at or below checked (see above)
-// are taken to be JSON.
-func unusable(e recall.Entry, checked int64) bool {
+// whose item is not a JSON object: recall.ItemOf's look at its first and
+// last bytes, then a full check.
+func unusable(e recall.Entry) bool {
 	if e.Kind != recall.KindItem {
 		return false
 	}
 	_, ok := recall.ItemOf(e)
-	return !ok || e.Seq > checked && !jsonvalid.Valid(e.Data)
+	return !ok || !jsonvalid.Valid(e.Data)
+}
+
+// unreadable reports whether e, as read from its row, is an item entry
+// that recall.ItemOf takes for an object but that is not JSON: a row Load
+// and Entries leave out of the log (see above).
+func unreadable(e recall.Entry) bool {
+	if e.Kind != recall.KindItem {
+		return false
+	}
+	_, looks := recall.ItemOf(e)
+	return looks && !jsonvalid.Valid(e.Data)
+}
+
+// readable returns entries without the unreadable ones, in place.
+func readable(entries []recall.Entry) []recall.Entry {
+	out := entries[:0]
+	for _, e := range entries {
+		if !unreadable(e) {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // corruptAbove counts the damaged item rows of session sid above seq
@@ -82,7 +110,7 @@ func corruptAbove(ctx context.Context, q querier, sid, checked int64) (int, erro
 		if err != nil {
 			return 0, err
 		}
-		if unusable(e, checked) {
+		if unusable(e) {
 			n++
 		}
 	}
@@ -90,8 +118,8 @@ func corruptAbove(ctx context.Context, q querier, sid, checked int64) (int, erro
 }
 
 // Stat implements recall.Store. It reads the sessions row, and counts
-// Meta.Corrupt only when the log has rows above the watermark (see
-// unusable), reading those rows in the same snapshot.
+// Meta.Corrupt only when the log has rows above the watermark, reading
+// those rows in the same snapshot (see "Damaged rows" above).
 func (s *Store) Stat(ctx context.Context, key recall.Key) (recall.Meta, error) {
 	if err := s.check(ctx, key); err != nil {
 		return recall.Meta{}, err
@@ -129,7 +157,8 @@ func (s *Store) Stat(ctx context.Context, key recall.Key) (recall.Meta, error) {
 // Load implements recall.Store. The session row and its log are read in
 // one read transaction, one snapshot of the database (see backend.view),
 // so the metadata and the entries agree. Meta.Corrupt counts the damaged
-// item rows of the log (see unusable).
+// item rows of the log (see unusable), and the unreadable ones are left
+// out of it (see "Damaged rows").
 func (s *Store) Load(ctx context.Context, key recall.Key) (recall.Meta, []recall.Entry, error) {
 	if err := s.check(ctx, key); err != nil {
 		return recall.Meta{}, nil, err
@@ -150,10 +179,11 @@ func (s *Store) Load(ctx context.Context, key recall.Key) (recall.Meta, []recall
 		meta = m
 		entries, err = readEntries(ctx, q, sid, 0, 0)
 		for _, e := range entries {
-			if unusable(e, checked) {
+			if unusable(e) {
 				meta.Corrupt++
 			}
 		}
+		entries = readable(entries)
 		return err
 	})
 	if err != nil {
@@ -162,7 +192,9 @@ func (s *Store) Load(ctx context.Context, key recall.Key) (recall.Meta, []recall
 	return meta, entries, nil
 }
 
-// Entries implements recall.Store.
+// Entries implements recall.Store. Unreadable item rows are left out, as
+// Load leaves them out; the page is filled from the rows after them, so
+// it holds fewer than limit entries only at the log's end.
 func (s *Store) Entries(ctx context.Context, key recall.Key, after int64, limit int) ([]recall.Entry, error) {
 	if err := s.check(ctx, key); err != nil {
 		return nil, err
@@ -173,8 +205,17 @@ func (s *Store) Entries(ctx context.Context, key recall.Key, after int64, limit 
 		if err != nil {
 			return err
 		}
-		entries, err = readEntries(ctx, q, sid, after, limit)
-		return err
+		for n := limit; ; n = limit - len(entries) {
+			page, err := readEntries(ctx, q, sid, after, n)
+			if err != nil || len(page) == 0 {
+				return err
+			}
+			after = page[len(page)-1].Seq
+			entries = append(entries, readable(page)...)
+			if limit <= 0 || len(page) < n || len(entries) == limit {
+				return nil
+			}
+		}
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: entries of %s: %w", key, opError(ctx, err))
@@ -227,13 +268,13 @@ func readEntries(ctx context.Context, q querier, sid, after int64, limit int) ([
 // fetch a session's whole log and sort it).
 //
 // The common case is one statement, which PostgreSQL and SQLite both run
-// in one snapshot: the newest limit+slack entries of a healthy session,
-// the first of them at last_seq (see newestSQL). When Tail needs more than
+// in one snapshot: the newest limit+slack entries of a session whose
+// newest entry is at last_seq (see newestSQL). When Tail needs more than
 // that (many pops, limit <= 0), or the statement found no entries (a
-// missing session, or one holding rows this package did not write), the
-// read starts over in a read-only transaction that reads last_seq and
-// checked_seq, then pages backwards, so the view never mixes two states of
-// the session.
+// missing session, or one whose rows another program numbered otherwise),
+// the read starts over in a read-only transaction that reads last_seq,
+// then pages backwards, so the view never mixes two states of the
+// session. Either way damaged item rows are left out (see unusable).
 func (s *Store) Items(ctx context.Context, key recall.Key, limit int) ([]recall.LiveItem, int64, error) {
 	if err := s.check(ctx, key); err != nil {
 		return nil, 0, err
@@ -260,9 +301,9 @@ func (s *Store) Items(ctx context.Context, key recall.Key, limit int) ([]recall.
 		last int64
 	)
 	err := s.db.view(ctx, func(ctx context.Context, q querier) error {
-		var sid, checked int64
+		var sid int64
 		live, last = nil, 0
-		err := q.queryRow(ctx, tailSQL, key.Project, key.Session, key.Subpath).Scan(&sid, &last, &checked)
+		err := q.queryRow(ctx, lastSeqSQL, key.Project, key.Session, key.Subpath).Scan(&sid, &last)
 		if errors.Is(err, sql.ErrNoRows) {
 			last = 0
 			return nil
@@ -274,7 +315,7 @@ func (s *Store) Items(ctx context.Context, key recall.Key, limit int) ([]recall.
 		if limit > 0 {
 			chunk = 2*limit + 16
 		}
-		live, err = storekit.Tail(limit, backwards(ctx, q, sid, last, checked, chunk))
+		live, err = storekit.Tail(limit, backwards(ctx, q, sid, last, chunk))
 		return err
 	})
 	if err != nil {
@@ -287,13 +328,11 @@ func (s *Store) Items(ctx context.Context, key recall.Key, limit int) ([]recall.
 // through the (session, seq) primary key.
 const (
 	// newestSQL reads the entries of the session with key $1-$3 whose
-	// seq is above last_seq - $4, the newest $4, provided the session is
-	// healthy: its newest entry is at last_seq, and every row was checked
-	// when written (checked_seq = last_seq, see unusable). Otherwise it
-	// returns no row, and Items pages in a read transaction instead. So the
-	// first row's seq is last_seq: the view and its LastSeq come from one
-	// statement, one snapshot, and no row needs a full check. (Measured on
-	// SQLite: last_seq and checked_seq as columns of every row cost the
+	// seq is above last_seq - $4, the newest $4, provided its newest entry
+	// is at last_seq. Otherwise it returns no row, and Items pages in a
+	// read transaction instead. So the first row's seq is last_seq: the
+	// view and its LastSeq come from one statement, one snapshot.
+	// (Measured on SQLite: last_seq as a column of every row cost the
 	// statement a fifth more, one mostly NULL column 7%; the max(seq)
 	// probe costs one index seek.) The session row is
 	// looked up in scalar subqueries rather than joined: both planners then
@@ -302,7 +341,7 @@ const (
 	// subquery once.
 	newestSQL = `SELECT seq, kind, payload FROM entries
 		WHERE session = (SELECT sid FROM sessions AS s WHERE project = $1 AND id = $2 AND subpath = $3
-			AND checked_seq = last_seq AND last_seq = (SELECT max(seq) FROM entries WHERE session = s.sid))
+			AND last_seq = (SELECT max(seq) FROM entries WHERE session = s.sid))
 		AND seq > (SELECT last_seq FROM sessions WHERE project = $1 AND id = $2 AND subpath = $3) - $4
 		ORDER BY seq DESC`
 	// windowSQL reads the entries of session $1 with $2 <= seq < $3.
@@ -310,11 +349,12 @@ const (
 )
 
 // itemsOneShot tries Items with one statement reading the newest
-// limit+slack entries of a healthy session (see newestSQL), and returns
-// the view and the last seq it was read at. done is false when Tail wanted
-// more entries than that statement returned while the log may hold more,
-// or when it returned none (no session, an empty log, or one that is not
-// healthy).
+// limit+slack entries of a session (see newestSQL), and returns the view
+// and the last seq it was read at. done is false when Tail wanted more
+// entries than that statement returned while the log may hold more, or
+// when it returned none (no session, an empty log, or one whose newest
+// entry is not at last_seq). Damaged item rows are left out, as
+// backwards leaves them out.
 func (s *Store) itemsOneShot(ctx context.Context, key recall.Key, limit int) (live []recall.LiveItem, last int64, done bool, err error) {
 	n := limit + 8 // slack for a few pops or title/meta entries
 	rs, err := s.db.q().query(ctx, newestSQL, key.Project, key.Session, key.Subpath, n)
@@ -338,8 +378,9 @@ func (s *Store) itemsOneShot(ctx context.Context, key recall.Key, limit int) (li
 				last = e.Seq // the first row is at last_seq
 			}
 			lowest = e.Seq
-			// Every row is checked (checked_seq = last_seq): Tail's own
-			// look at an item is enough.
+			if unusable(e) {
+				continue
+			}
 			if !yield(e, nil) {
 				return
 			}
@@ -360,10 +401,9 @@ func (s *Store) itemsOneShot(ctx context.Context, key recall.Key, limit int) (li
 
 // backwards yields session sid's entries from seq last down to 1, reading
 // a window of chunk seqs at a time (the windows grow for long reads), and
-// leaving out damaged item rows (see unusable; checked is the session's
-// watermark). It is meant for a transaction, whose
-// snapshot keeps the windows consistent.
-func backwards(ctx context.Context, q querier, sid, last, checked int64, chunk int) iter.Seq2[recall.Entry, error] {
+// leaving out damaged item rows (see unusable). It is meant for a
+// transaction, whose snapshot keeps the windows consistent.
+func backwards(ctx context.Context, q querier, sid, last int64, chunk int) iter.Seq2[recall.Entry, error] {
 	return func(yield func(recall.Entry, error) bool) {
 		for top := last + 1; top > 1; {
 			bottom := max(1, top-int64(chunk))
@@ -380,7 +420,7 @@ func backwards(ctx context.Context, q querier, sid, last, checked int64, chunk i
 					yield(recall.Entry{}, err)
 					return
 				}
-				if unusable(e, checked) {
+				if unusable(e) {
 					continue
 				}
 				if !yield(e, nil) {

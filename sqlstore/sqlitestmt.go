@@ -20,7 +20,6 @@ var readSQL = []string{
 	statSQL,
 	sessionIDSQL,
 	lastSeqSQL,
-	tailSQL,
 	uncheckedSQL,
 	entriesSQL,
 	entriesLimitSQL,

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -12,8 +13,11 @@ import (
 // DamagedItems returns the stored items the damaged-data cases plant with
 // Config.Plant: records that are not a JSON object, as a damaged disk, a
 // buggy writer or another program could leave them. No store accepts them
-// through Append; every store must skip them on read. Each call returns a
-// new slice.
+// through Append; every store must skip them on read. The last ones start
+// with '{' and end with '}' but are not JSON ("{x}"): recall.ItemOf, which
+// looks at those bytes only, takes them for objects, so a store whose
+// records can hold any bytes must check them in full when it reads them.
+// Each call returns a new slice.
 func DamagedItems() [][]byte {
 	return [][]byte{
 		[]byte(`not json`),
@@ -21,7 +25,20 @@ func DamagedItems() [][]byte {
 		[]byte(`"str"`),
 		[]byte(`42`),
 		[]byte(`{"unterminated"`),
+		[]byte(`{x}`),
+		[]byte(`{"a":}`),
+		[]byte(`{"a":1,}`),
+		[]byte(`{"a":1}}`),
+		[]byte(` {"a":1} {"b":2} `),
 	}
+}
+
+// malformedObject reports whether data is one of the damaged records
+// recall.ItemOf takes for an object: not JSON, yet starting with '{' and
+// ending with '}'.
+func malformedObject(data []byte) bool {
+	_, looks := recall.ItemOf(recall.Entry{Kind: recall.KindItem, Data: data})
+	return looks && !json.Valid(data)
 }
 
 // testDamaged plants records that are not JSON objects (DamagedItems)
@@ -29,9 +46,12 @@ func DamagedItems() [][]byte {
 // them as recall.Replay does: Items and GetItems leave them out, with the
 // other items' refs intact, and a limit counts valid items only; Pop
 // skips them (a planted newest record too); Load's Meta.Corrupt counts
-// them and ItemCount does not; recall.Verify reports the session as
-// ErrCorrupt, naming it. The damaged sessions are removed before the test
-// ends, so the store passes the Verify every subtest ends with.
+// them and ItemCount does not; a fork holds the valid items only;
+// recall.Verify reports the session as ErrCorrupt, naming it. Load keeps
+// a planted record in the log, except that a store may read one that
+// recall.ItemOf takes for an object as an unreadable record (see
+// plantAt). The damaged sessions are removed before the test ends, so the
+// store passes the Verify every subtest ends with.
 func testDamaged(e *env) {
 	t := e.t
 	if e.plant == nil {
@@ -44,13 +64,14 @@ func testDamaged(e *env) {
 	bad := DamagedItems()
 	valid := msgs("v", len(bad)+1)
 
-	// v0 d0 v1 d1 ... v4 d4 v5, then d-last: a planted newest record.
+	// v0 d0 v1 d1 ... v9 d9 v10, then d-last: a planted newest record.
 	var wantLive []recall.LiveItem
+	logged := len(valid) + 1 // the entries Load returns
 	for i, v := range valid {
 		seq := e.mustAdd(key, v)
 		wantLive = append(wantLive, recall.LiveItem{Ref: recall.ItemRef{Seq: seq}, Item: v})
-		if i < len(bad) {
-			e.plantAt(key, bad[i], seq+1)
+		if i < len(bad) && e.plantAt(key, bad[i], seq+1) > 0 {
+			logged++
 		}
 	}
 	last := e.plantAt(key, []byte(`[{"type":"message"}]`), 0)
@@ -61,8 +82,8 @@ func testDamaged(e *env) {
 	if m.Corrupt != corrupt || m.ItemCount != len(valid) || m.LastSeq != last {
 		t.Errorf("Load's metadata: Corrupt %d, ItemCount %d, LastSeq %d; want %d, %d, %d", m.Corrupt, m.ItemCount, m.LastSeq, corrupt, len(valid), last)
 	}
-	if len(log) != int(last) {
-		t.Errorf("Load: %d entries, want %d: a planted record is kept in the log", len(log), last)
+	if len(log) != logged {
+		t.Errorf("Load: %d entries, want %d: a planted record is kept in the log", len(log), logged)
 	}
 	if sm := e.mustStat(key); sm.ItemCount != len(valid) || sm.Corrupt != 0 && sm.Corrupt != corrupt {
 		t.Errorf("Stat: ItemCount %d, Corrupt %d; want %d valid items, and Corrupt %d (or 0 where the store cannot count)", sm.ItemCount, sm.Corrupt, len(valid), corrupt)
@@ -129,12 +150,14 @@ func testDamaged(e *env) {
 		t.Fatal(err)
 	}
 	e.plantAt(only, []byte(`[1,2]`), 2)
-	e.wantDamagedView(only, nil, 2)
+	e.plantAt(only, []byte(`{x}`), 3)
+	onlyLast := e.mustStat(only).LastSeq // 3, or 2 where {x} took no seq
+	e.wantDamagedView(only, nil, onlyLast)
 	if got, err := e.s.Pop(e.ctx, only); got != nil || err != nil {
-		t.Errorf("Pop of a session whose only item is planted = %s, %v; want nil, nil", clip(got), err)
+		t.Errorf("Pop of a session whose only items are planted = %s, %v; want nil, nil", clip(got), err)
 	}
-	if m, _ := e.mustLoad(only); m.Corrupt != 1 || m.ItemCount != 0 || m.LastSeq != 2 {
-		t.Errorf("Load: Corrupt %d, ItemCount %d, LastSeq %d; want 1, 0, 2", m.Corrupt, m.ItemCount, m.LastSeq)
+	if m, _ := e.mustLoad(only); m.Corrupt != 2 || m.ItemCount != 0 || m.LastSeq != onlyLast {
+		t.Errorf("Load: Corrupt %d, ItemCount %d, LastSeq %d; want 2, 0, %d", m.Corrupt, m.ItemCount, m.LastSeq, onlyLast)
 	}
 	e.wantCorrupt(only)
 
@@ -163,20 +186,33 @@ func testDamaged(e *env) {
 }
 
 // plantAt plants data as the next entry of key with Config.Plant and
-// returns its seq, which must be want when want > 0.
+// returns its seq, which must be want when want > 0; or 0 when the store
+// read it as an unreadable record.
+//
+// A store keeps a planted record in the log Load returns, verbatim, at the
+// seq after the session's last. A record that recall.ItemOf takes for an
+// object but that is not JSON (malformedObject) it may instead read as
+// unreadable, as the file store reads a line that does not decode: left
+// out of the log, counted in Meta.Corrupt, its seq used or not.
 func (e *env) plantAt(key recall.Key, data []byte, want int64) int64 {
 	e.t.Helper()
-	before := e.mustStat(key)
+	before, _ := e.mustLoad(key)
 	e.plant(e.t, e.s, key, data)
-	_, log := e.mustLoad(key)
+	m, log := e.mustLoad(key)
 	n := len(log)
-	if n == 0 || log[n-1].Seq != before.LastSeq+1 || log[n-1].Kind != recall.KindItem || !bytes.Equal(log[n-1].Data, data) {
-		e.t.Fatalf("Config.Plant of %q: the log does not end with it at seq %d: %s", data, before.LastSeq+1, kinds(log))
+	if n > 0 && log[n-1].Seq == before.LastSeq+1 && log[n-1].Kind == recall.KindItem && bytes.Equal(log[n-1].Data, data) {
+		if want > 0 && log[n-1].Seq != want {
+			e.t.Fatalf("Config.Plant of %q at seq %d, want %d", data, log[n-1].Seq, want)
+		}
+		return log[n-1].Seq
 	}
-	if want > 0 && log[n-1].Seq != want {
-		e.t.Fatalf("Config.Plant of %q at seq %d, want %d", data, log[n-1].Seq, want)
+	unreadable := m.Corrupt == before.Corrupt+1 && (m.LastSeq == before.LastSeq || m.LastSeq == before.LastSeq+1) &&
+		(n == 0 || log[n-1].Seq <= before.LastSeq)
+	if !malformedObject(data) || !unreadable {
+		e.t.Fatalf("Config.Plant of %q: the log does not end with it at seq %d (%s), nor is it an unreadable record (Corrupt %d, was %d; LastSeq %d, was %d)",
+			data, before.LastSeq+1, kinds(log), m.Corrupt, before.Corrupt, m.LastSeq, before.LastSeq)
 	}
-	return log[n-1].Seq
+	return 0
 }
 
 // wantDamagedView checks every read of key's view against want, refs

@@ -477,10 +477,17 @@ func TestHelpers(t *testing.T) {
 			t.Errorf("InvalidItems holds %q, which validates: %v", it, err)
 		}
 	}
+	malformed := 0
 	for _, d := range storetest.DamagedItems() {
-		if _, ok := recall.ItemOf(recall.Entry{Kind: recall.KindItem, Data: d}); ok {
-			t.Errorf("DamagedItems holds %q, which recall.ItemOf accepts", d)
+		if err := recall.ValidateItem(d, 0); !errors.Is(err, recall.ErrInvalidItem) {
+			t.Errorf("DamagedItems holds %q, which validates: %v", d, err)
 		}
+		if _, ok := recall.ItemOf(recall.Entry{Kind: recall.KindItem, Data: d}); ok {
+			malformed++ // looks like an object by its ends: "{x}"
+		}
+	}
+	if malformed == 0 {
+		t.Errorf("DamagedItems holds no record that recall.ItemOf takes for an object, such as {x}")
 	}
 }
 

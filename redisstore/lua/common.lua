@@ -121,46 +121,132 @@ local function entry(el, seq)
   return hd.k, hd, string.sub(el, b + 1)
 end
 
--- wslen returns the length in bytes of the white-space character that
--- starts at byte i of s (one unicode.IsSpace reports, in UTF-8), or 0.
-local function wslen(s, i)
-  local b = string.byte(s, i)
-  if not b then return 0 end
-  if b == 32 or (b >= 9 and b <= 13) then return 1 end
-  local c, d = string.byte(s, i + 1, i + 2)
-  if b == 194 then
-    if c == 133 or c == 160 then return 2 end -- U+0085, U+00A0
-  elseif b == 225 then
-    if c == 154 and d == 128 then return 3 end -- U+1680
-  elseif b == 226 then
-    -- U+2000 to U+200A, U+2028, U+2029, U+202F; U+205F
-    if c == 128 and d and ((d >= 128 and d <= 138) or d == 168 or d == 169 or d == 175) then return 3 end
-    if c == 129 and d == 159 then return 3 end
-  elseif b == 227 then
-    if c == 128 and d == 128 then return 3 end -- U+3000
-  end
-  return 0
+-- JSON syntax as Go's encoding/json.Valid checks it (and so
+-- internal/jsonvalid, which Append validates items with, and the Go
+-- readers of this store; TestLuaJSONAgrees holds them to it): RFC 8259,
+-- white space being space, tab, CR and LF; a string holds any bytes but
+-- those below 0x20 (invalid UTF-8 included), with the escapes \" \\ \/ \b
+-- \f \n \r \t and \u and four hex digits (a lone surrogate included);
+-- names may repeat; nesting goes 10,000 levels deep. Runs of string bytes
+-- are skipped with string.find, in C.
+
+-- skipws returns the index of the first byte of s at or after i that is
+-- not white space, #s + 1 when there is none.
+local function skipws(s, i)
+  return string.find(s, '[^ \t\r\n]', i) or #s + 1
 end
 
--- isobject is recall.ItemOf's check of an item: with the white space
--- bytes.TrimSpace trims cut off, it starts with '{' and ends with '}'.
--- An item that fails it is damaged: it is not part of the view.
-local function isobject(s)
-  local i, j = 1, #s
-  while i <= j do
-    local n = wslen(s, i)
-    if n == 0 then break end
-    i = i + n
-  end
-  while j >= i do
-    local n = 0
-    for k = 1, 3 do
-      if j - k + 1 >= i and wslen(s, j - k + 1) == k then n = k break end
+-- jsonstring returns the index just past the JSON string that starts at
+-- byte i of s (a quote), or nothing when it is not one.
+local function jsonstring(s, i)
+  i = i + 1
+  while true do
+    local j = string.find(s, '["\\%z\1-\31]', i)
+    if not j then return end
+    local c = string.byte(s, j)
+    if c == 34 then return j + 1 end
+    if c ~= 92 then return end -- a control character
+    c = string.byte(s, j + 1)
+    if c == 117 then -- \uXXXX
+      if not string.find(s, '^%x%x%x%x', j + 2) then return end
+      i = j + 6
+    elseif c == 34 or c == 92 or c == 47 or c == 98 or c == 102 or c == 110 or c == 114 or c == 116 then
+      i = j + 2
+    else
+      return
     end
-    if n == 0 then break end
-    j = j - n
   end
-  return j - i >= 1 and string.byte(s, i) == 123 and string.byte(s, j) == 125
+end
+
+-- jsonnumber returns the index just past the JSON number that starts at
+-- byte i of s, -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?, or nothing.
+local function jsonnumber(s, i)
+  if string.byte(s, i) == 45 then i = i + 1 end
+  local c = string.byte(s, i)
+  if c == 48 then
+    i = i + 1
+  elseif c and c >= 49 and c <= 57 then
+    local _, e = string.find(s, '^%d*', i + 1)
+    i = e + 1
+  else
+    return
+  end
+  if string.byte(s, i) == 46 then
+    local _, e = string.find(s, '^%d+', i + 1)
+    if not e then return end
+    i = e + 1
+  end
+  c = string.byte(s, i)
+  if c == 101 or c == 69 then
+    local _, e = string.find(s, '^[+-]?%d+', i + 1)
+    if not e then return end
+    i = e + 1
+  end
+  return i
+end
+
+local literals = {[116] = 'true', [102] = 'false', [110] = 'null'}
+
+-- isjson reports whether s is one JSON value, with white space around it.
+-- It keeps the closing byte of each open array or object on a stack rather
+-- than recursing, so 10,000 levels cost no Lua call depth.
+local function isjson(s)
+  local i, depth, closer, want = 1, 0, {}, 'value' -- want: 'value', 'name' or 'next'
+  while true do
+    i = skipws(s, i)
+    local c = string.byte(s, i)
+    if want == 'value' then
+      if c == 123 or c == 91 then -- { or [
+        depth = depth + 1
+        if depth > 10000 then return false end
+        closer[depth] = c + 2 -- } or ]
+        i = skipws(s, i + 1)
+        if string.byte(s, i) == closer[depth] then
+          depth, i, want = depth - 1, i + 1, 'next'
+        elseif c == 123 then
+          want = 'name'
+        end
+      elseif c == 34 then
+        i = jsonstring(s, i)
+        if not i then return false end
+        want = 'next'
+      elseif c == 45 or (c and c >= 48 and c <= 57) then
+        i = jsonnumber(s, i)
+        if not i then return false end
+        want = 'next'
+      else
+        local w = c and literals[c]
+        if not w or string.sub(s, i, i + #w - 1) ~= w then return false end
+        i, want = i + #w, 'next'
+      end
+    elseif want == 'name' then
+      if c ~= 34 then return false end
+      i = jsonstring(s, i)
+      if not i then return false end
+      i = skipws(s, i)
+      if string.byte(s, i) ~= 58 then return false end
+      i, want = i + 1, 'value'
+    else -- after a value
+      if depth == 0 then return c == nil end
+      if c == 44 then
+        i = i + 1
+        if closer[depth] == 125 then want = 'name' else want = 'value' end
+      elseif c == closer[depth] then
+        depth, i = depth - 1, i + 1
+      else
+        return false
+      end
+    end
+  end
+end
+
+-- isitem is the check the store's Go readers make of an item (record.go,
+-- decodeElement): recall.ItemOf's, that it starts with '{' and ends with
+-- '}' once white space is trimmed, and that it is JSON, since ItemOf alone
+-- takes "{x}" for an object. Together: one JSON object, with white space
+-- around it. An item that fails it is damaged: it is not part of the view.
+local function isitem(s)
+  return string.byte(s, skipws(s, 1)) == 123 and isjson(s)
 end
 
 -- ref decodes a pop or removal's payload, a recall.ItemRef, into its seq
@@ -191,7 +277,7 @@ local function newest(log, last, first)
       local seq = first + lo + i - 1
       local kind, hd, data = entry(els[i], seq)
       if kind == 'item' then
-        if isobject(data) then
+        if isitem(data) then
           local r = refkey(seq, 0)
           if hidden[r] then hidden[r] = nil else return seq, 0, data, kind end
         end
