@@ -29,8 +29,10 @@ import (
 // does not wait for the queue, nor for BEGIN IMMEDIATE, which waits up to
 // busy_timeout for a write lock another connection (typically another
 // process) holds. That is why the transaction runs on its own goroutine
-// rather than on a caller's: the caller can leave while it waits. When
-// every call of a group has been given up, the BEGIN's own wait ends too.
+// rather than on a caller's, so the caller can leave while it waits
+// (unless the caller that starts it has a context that cannot end: it
+// runs it itself, as it would wait anyway). When every call of a group
+// has been given up, the BEGIN's own wait ends too.
 // A call whose context ends once it has started is rolled back and reports
 // the context's error after its group ends (see run), which takes the
 // time of its statements and the commit, not of a lock.
@@ -79,8 +81,8 @@ func (b *liteBackend) update(ctx context.Context, fn func(ctx context.Context, q
 
 // commit queues fn and waits until a transaction that ran it has ended, or
 // until ctx ends before it started running. Whoever takes the writer token
-// starts the goroutine that runs the queue; every caller still waiting
-// competes for the token again once that goroutine gives it back.
+// runs the queue (see runWriter); every caller still waiting competes for
+// the token again once it is given back.
 func (b *liteBackend) commit(ctx context.Context, fn func(ctx context.Context, q querier) error) error {
 	c := &writeCall{ctx: ctx, fn: fn, done: make(chan struct{})}
 	b.mu.Lock()
@@ -97,17 +99,23 @@ func (b *liteBackend) commit(ctx context.Context, fn func(ctx context.Context, q
 			<-c.done // running: it reports the context's error, or its commit
 			return c.err
 		case b.writer <- struct{}{}:
-			go func() {
-				// Let the callers the previous group just released
-				// queue their next calls first: measured, this triples
-				// the calls per commit under contention, and costs one
-				// yield.
-				runtime.Gosched()
-				b.runQueued()
-				<-b.writer
-			}()
+			if ctx.Done() == nil {
+				b.runWriter() // a caller that cannot give up may as well wait in it
+			} else {
+				go b.runWriter()
+			}
 		}
 	}
+}
+
+// runWriter runs the queue in one group and gives the writer token back.
+func (b *liteBackend) runWriter() {
+	// Let the callers the previous group just released queue their next
+	// calls first: measured, this triples the calls per commit under
+	// contention, and costs one yield.
+	runtime.Gosched()
+	b.runQueued()
+	<-b.writer
 }
 
 // abandon gives c up, and reports whether it did: not when a transaction
@@ -133,21 +141,29 @@ func (b *liteBackend) abandon(c *writeCall) bool {
 func (c *writeCall) claim() bool { return c.state.CompareAndSwap(callQueued, callClaimed) }
 
 // runQueued runs every queued call in one transaction and reports to each.
+// The transaction's BEGIN waits for the write lock under a context that
+// the group's callers can end only when one of them can give up at all:
+// otherwise it is context.Background(), which costs database/sql and the
+// driver no goroutine watching it.
 func (b *liteBackend) runQueued() {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	g := &writeGroup{cancel: cancel}
+	g := &writeGroup{cancel: func() {}}
+	ctx, cancelable := context.Background(), false
 	b.mu.Lock()
 	calls := b.queue[:0] // the queue's array is the group's from here on
 	for _, c := range b.queue {
 		if c.state.Load() == callQueued {
 			c.group = g
 			calls = append(calls, c)
+			cancelable = cancelable || c.ctx.Done() != nil
 		}
 	}
 	b.queue = nil
 	g.waiting = len(calls)
+	if cancelable {
+		ctx, g.cancel = context.WithCancel(ctx)
+	}
 	b.mu.Unlock()
+	defer g.cancel()
 	if len(calls) == 0 {
 		return
 	}
