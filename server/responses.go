@@ -80,10 +80,15 @@ func newUpstream(opts Options) (*upstream, error) {
 	if err != nil {
 		return nil, errors.Join(ErrBadOptions, err)
 	}
-	c := opts.UpstreamClient
-	if c == nil {
-		c = &http.Client{}
+	c := &http.Client{}
+	if opts.UpstreamClient != nil {
+		cc := *opts.UpstreamClient
+		c = &cc
 	}
+	// A redirect is never followed: following it would post the
+	// conversation (and, to the same host on another port, the key)
+	// wherever the upstream points; it is answered as a 502 (relayError).
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	return &upstream{base: strings.TrimSuffix(opts.Upstream, "/"), api: api, key: opts.UpstreamKey, client: c}, nil
 }
 
@@ -152,7 +157,7 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) {
 	}
 	defer res.Body.Close()
 	if res.StatusCode >= 300 {
-		s.relayError(w, res)
+		s.relayError(w, r, res)
 		return
 	}
 	switch {
@@ -563,8 +568,16 @@ func (b *upstreamBody) Read(p []byte) (int, error) {
 
 // relayError answers with the upstream's error: its status, and its body
 // when that is OpenAI's error shape; otherwise the body's text wrapped in
-// that shape.
-func (s *Server) relayError(w http.ResponseWriter, res *http.Response) {
+// that shape. A redirect, which is not followed (see newUpstream), is a
+// 502.
+func (s *Server) relayError(w http.ResponseWriter, r *http.Request, res *http.Response) {
+	if res.StatusCode < 400 {
+		s.log.WarnContext(r.Context(), "upstream: answered with a redirect, not followed",
+			"status", res.StatusCode, "location", res.Header.Get("Location"))
+		s.writeError(w, r, &APIError{Status: http.StatusBadGateway, Type: "server_error", Code: "upstream_redirect",
+			Message: "The upstream model server answered with a redirect, which is not followed; the server's upstream address should be its final one."})
+		return
+	}
 	b, _ := io.ReadAll(io.LimitReader(res.Body, maxUpstreamError))
 	var shape struct {
 		Error *struct {

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -805,5 +806,44 @@ func testResponsesItemIDs(t *testing.T, taken string) {
 	}
 	if n != 4 {
 		t.Errorf("%d items, want 4", n)
+	}
+}
+
+// TestResponsesUpstreamRedirect: an upstream that answers with a
+// redirect (to the same host on another port) is not followed: the
+// request, its conversation and the upstream key go nowhere else, and
+// the client gets a 502, streamed or not, on either upstream API.
+func TestResponsesUpstreamRedirect(t *testing.T) {
+	var elsewhere atomic.Int32
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		elsewhere.Add(1)
+		http.Error(w, "not here", http.StatusTeapot)
+	}))
+	t.Cleanup(other.Close)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+r.URL.Path, http.StatusTemporaryRedirect)
+	}))
+	t.Cleanup(up.Close)
+	for _, api := range upstreamAPIs {
+		st := memstore.New(memstore.Options{})
+		t.Cleanup(func() { st.Close() })
+		srv := serve(t, st, server.Options{Auth: server.AuthNone, Upstream: up.URL + "/v1", UpstreamAPI: api, UpstreamKey: "sk-secret"})
+		c := client(srv, "")
+		conv, err := c.Conversations.New(context.Background(), conversations.ConversationNewParams{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, stream := range []string{"false", "true"} {
+			code, _, body := raw(t, srv, "POST", "/v1/responses", `{"model":"m","stream":`+stream+`,"conversation":"`+conv.ID+`","input":"My secret plan."}`)
+			if code != http.StatusBadGateway || !strings.Contains(body, `"upstream_redirect"`) {
+				t.Errorf("%s, stream %s: %d %s; want a 502 upstream_redirect", api, stream, code, body)
+			}
+		}
+		if items, _, _ := st.Items(context.Background(), localKey(conv.ID), 0); len(items) != 0 {
+			t.Errorf("%s: %d items stored", api, len(items))
+		}
+	}
+	if n := elsewhere.Load(); n != 0 {
+		t.Errorf("%d requests followed the redirect", n)
 	}
 }

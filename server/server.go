@@ -94,9 +94,10 @@ type Options struct {
 	UpstreamAPI openai.API
 	// UpstreamKey is sent to the upstream as a bearer token. Default: none.
 	UpstreamKey string
-	// UpstreamClient sends the upstream requests. Default: a client of
-	// its own, without an overall timeout (a stream lasts as long as the
-	// model writes; a client that goes away cancels it).
+	// UpstreamClient sends the upstream requests; the server uses a copy
+	// that follows no redirect (one is answered as a 502). Default: a
+	// client of its own, without an overall timeout (a stream lasts as
+	// long as the model writes; a client that goes away cancels it).
 	UpstreamClient *http.Client
 	// ContextTokens is the context a model takes, estimated at 4 bytes of
 	// JSON a token. When a conversation's view plus a request's input is
