@@ -7,9 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -57,6 +57,7 @@ type upstream struct {
 	api    openai.API
 	key    string
 	client *http.Client
+	log    *slog.Logger
 }
 
 // maxUpstreamError is how much of an upstream error body is relayed.
@@ -89,7 +90,7 @@ func newUpstream(opts Options) (*upstream, error) {
 	// conversation (and, to the same host on another port, the key)
 	// wherever the upstream points; it is answered as a 502 (relayError).
 	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	return &upstream{base: strings.TrimSuffix(opts.Upstream, "/"), api: api, key: opts.UpstreamKey, client: c}, nil
+	return &upstream{base: strings.TrimSuffix(opts.Upstream, "/"), api: api, key: opts.UpstreamKey, client: c, log: opts.Logger}, nil
 }
 
 // responseRequest is what the proxy reads of a Responses request; the
@@ -477,13 +478,10 @@ func (u *upstream) send(ctx context.Context, body map[string]json.RawMessage, wi
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		msg := err.Error()
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			msg = ue.Err.Error() // without the URL
-		}
+		// Its address and why are the operator's to read, not the client's.
+		u.log.WarnContext(ctx, "upstream: could not be reached", "err", err)
 		return nil, &APIError{Status: http.StatusBadGateway, Type: "server_error", Code: "upstream_unreachable",
-			Message: "The upstream model server could not be reached: " + msg}
+			Message: "The upstream model server could not be reached."}
 	}
 	return res, nil
 }
@@ -614,7 +612,7 @@ func (s *Server) relayError(w http.ResponseWriter, r *http.Request, res *http.Re
 func (s *Server) finishResponse(w http.ResponseWriter, r *http.Request, res *http.Response, body map[string]json.RawMessage, t *turn) {
 	b, err := io.ReadAll(io.LimitReader(res.Body, 64<<20))
 	if err != nil {
-		s.writeError(w, r, badUpstream(err))
+		s.writeError(w, r, s.badUpstream(r, err))
 		return
 	}
 	var resp map[string]json.RawMessage
@@ -624,14 +622,14 @@ func (s *Server) finishResponse(w http.ResponseWriter, r *http.Request, res *htt
 	if s.up.api == openai.APIChat {
 		items, u, err := openai.ChatCompletionItems(b)
 		if err != nil {
-			s.writeError(w, r, badUpstream(err))
+			s.writeError(w, r, s.badUpstream(r, err))
 			return
 		}
 		output, usage = items, u
 		resp = responseObject(body, "completed", items, &usage, newObjectID("resp_"))
 	} else {
 		if err := json.Unmarshal(b, &resp); err != nil {
-			s.writeError(w, r, badUpstream(err))
+			s.writeError(w, r, s.badUpstream(r, err))
 			return
 		}
 		output, usage, storable = readResponse(resp)
@@ -673,7 +671,11 @@ func readResponse(resp map[string]json.RawMessage) ([]recall.Item, recall.Usage,
 	return items, u, w.Status != "failed" && w.Status != "cancelled"
 }
 
-func badUpstream(err error) *APIError {
+// badUpstream logs why the upstream's answer could not be read (a read
+// error may name its address) and returns the client's 502, which does
+// not say.
+func (s *Server) badUpstream(r *http.Request, err error) *APIError {
+	s.log.WarnContext(r.Context(), "upstream: its answer could not be read", "err", err)
 	return &APIError{Status: http.StatusBadGateway, Type: "server_error", Code: "upstream_error",
-		Message: "The upstream model server sent an answer that could not be read: " + err.Error()}
+		Message: "The upstream model server sent an answer that could not be read."}
 }

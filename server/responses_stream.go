@@ -126,17 +126,27 @@ func (sw *sseWriter) event(typ string, fields map[string]any) error {
 	return sw.raw(fmt.Appendf(nil, "event: %s\ndata: %s\n", typ, b))
 }
 
-// fail sends an "error" event for err, in the shape OpenAI's streams use.
+// fail sends an "error" event for err, in the shape OpenAI's streams use,
+// in the API's words (apiErrorOf); an error of the server's own is said
+// to be one, and logged by failStored.
 func (sw *sseWriter) fail(err error) error {
-	code, msg := "server_error", err.Error()
-	var ae *APIError
-	if errors.As(err, &ae) {
+	code, msg := "server_error", "The server had an error while processing your request."
+	if ae := apiErrorOf(err); ae != nil {
 		msg = ae.Message
 		if c, ok := ae.Code.(string); ok && c != "" {
 			code = c
 		}
 	}
 	return sw.event("error", map[string]any{"code": code, "message": msg, "param": nil})
+}
+
+// failStored sends the error event of a turn that could not be stored,
+// logging an error of the server's own.
+func (s *Server) failStored(ctx context.Context, sw *sseWriter, err error) {
+	if apiErrorOf(err) == nil {
+		s.log.ErrorContext(ctx, "storing a streamed turn failed", "err", err)
+	}
+	_ = sw.fail(err)
 }
 
 // streamResponses relays a Responses API stream. The events go out as
@@ -167,7 +177,7 @@ func (s *Server) streamResponses(w http.ResponseWriter, r *http.Request, res *ht
 				var seq int64
 				_ = json.Unmarshal(m["sequence_number"], &seq)
 				sw.seq = seq
-				_ = sw.fail(err)
+				s.failStored(ctx, sw, err)
 				return errStopStream
 			}
 		}
@@ -189,7 +199,7 @@ func (s *Server) streamEnded(ctx context.Context, sw *sseWriter, err error) {
 		s.log.InfoContext(ctx, "client went away mid-stream; nothing stored")
 	default:
 		s.log.WarnContext(ctx, "upstream stream broke off; nothing stored", "err", err)
-		_ = sw.fail(&APIError{Code: "upstream_error", Message: "The upstream model server's stream broke off: " + err.Error()})
+		_ = sw.fail(&APIError{Code: "upstream_error", Message: "The upstream model server's stream broke off."}) // why is logged
 	}
 }
 
@@ -309,7 +319,7 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, res *http.Re
 		return
 	}
 	if err := s.commit(ctx, t, items, usage); err != nil {
-		_ = sw.fail(err)
+		s.failStored(ctx, sw, err)
 		return
 	}
 	_ = sw.event("response.completed", map[string]any{"response": withConv(responseObject(body, "completed", items, &usage, respID))})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -21,6 +22,7 @@ import (
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/compact"
 	"github.com/recallkit/recall/internal/fakeopenai"
+	"github.com/recallkit/recall/internal/testkit"
 	"github.com/recallkit/recall/memstore"
 	oaiprov "github.com/recallkit/recall/provider/openai"
 	"github.com/recallkit/recall/server"
@@ -845,5 +847,35 @@ func TestResponsesUpstreamRedirect(t *testing.T) {
 	}
 	if n := elsewhere.Load(); n != 0 {
 		t.Errorf("%d requests followed the redirect", n)
+	}
+}
+
+// TestResponsesUpstreamUnreachableSaysNoAddress: an upstream nobody
+// listens on is a 502 whose message names no address (the upstream's
+// host and port are the operator's business); the log has them.
+func TestResponsesUpstreamUnreachableSaysNoAddress(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	_, port, _ := net.SplitHostPort(addr)
+	for _, api := range upstreamAPIs {
+		st := memstore.New(memstore.Options{})
+		t.Cleanup(func() { st.Close() })
+		log := &testkit.SyncBuffer{}
+		srv := serve(t, st, server.Options{Auth: server.AuthNone, Upstream: "http://" + addr + "/v1", UpstreamAPI: api,
+			Logger: slog.New(slog.NewTextHandler(log, nil))})
+		for _, stream := range []string{"false", "true"} {
+			code, _, body := raw(t, srv, "POST", "/v1/responses", `{"model":"m","stream":`+stream+`,"input":"Hi"}`)
+			if code != http.StatusBadGateway || !strings.Contains(body, "upstream_unreachable") ||
+				strings.Contains(body, "127.0.0.1") || strings.Contains(body, port) || strings.Contains(body, "refused") {
+				t.Errorf("%s, stream %s: %d %s; want a 502 that names no address", api, stream, code, body)
+			}
+		}
+		if !strings.Contains(log.String(), addr) {
+			t.Errorf("%s: the log does not say which upstream: %s", api, log.String())
+		}
 	}
 }
