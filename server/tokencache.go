@@ -98,7 +98,7 @@ func (c *tokenCache) authenticate(ctx context.Context, st recall.Store, addr, to
 	if err := c.mayLookUp(addr, hash, now); err != nil {
 		return User{}, err
 	}
-	u, err := authenticateHash(ctx, st, hash)
+	u, expires, err := authenticateHash(ctx, st, hash, now)
 	if errors.Is(err, ErrUnauthorized) {
 		c.missed(addr, hash, now)
 	}
@@ -119,7 +119,12 @@ func (c *tokenCache) authenticate(ctx context.Context, st recall.Store, addr, to
 		}
 	}
 	if len(c.m) < tokenCacheMax {
-		c.m[hash] = cachedToken{user: u, expires: now.Add(c.ttl), gen: gen}
+		// Kept for the TTL, or until the token expires if that is sooner.
+		until := now.Add(c.ttl)
+		if !expires.IsZero() && expires.Before(until) {
+			until = expires
+		}
+		c.m[hash] = cachedToken{user: u, expires: until, gen: gen}
 	}
 	c.mu.Unlock()
 	return u, nil

@@ -275,3 +275,51 @@ func TestTokenHashNotLogged(t *testing.T) {
 		t.Fatalf("the log names the token other than by its ID %s:\n%s", hash[:tokenIDLen], log)
 	}
 }
+
+// TestTokenExpiry: a token made with an expiry works until then and is
+// refused (401) from then on, even when the server verified it moments
+// before and keeps verified tokens far longer; one made expired already
+// is refused at once; ListTokens shows the expiry.
+func TestTokenExpiry(t *testing.T) {
+	ctx := context.Background()
+	st := &countingStore{Store: memstore.New(memstore.Options{})}
+	clock := &fakeClock{t: time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)}
+	e := newEnv(t, st, Options{TokenTTL: 24 * time.Hour, RateLimit: -1}, func(s *Server) { s.auth.now = clock.now })
+	expires := clock.now().Add(time.Hour)
+	tok, info, err := CreateTokenWith(ctx, st, "carol", TokenOptions{Expires: expires})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !info.Expires.Equal(expires) {
+		t.Errorf("created with expiry %v, want %v", info.Expires, expires)
+	}
+	old, _, err := CreateTokenWith(ctx, st, "dave", TokenOptions{Admin: true, Expires: clock.now().Add(-time.Second)})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	e.do("GET", "/api/v1/me", tok, nil).want(t, http.StatusOK)
+	looked := st.stats.Load()
+	clock.add(time.Hour - time.Millisecond)
+	e.do("GET", "/api/v1/me", tok, nil).want(t, http.StatusOK)
+	if n := st.stats.Load(); n != looked {
+		t.Errorf("before the expiry: %d more token lookups, want 0 (cached)", n-looked)
+	}
+	clock.add(time.Millisecond)
+	e.do("GET", "/api/v1/me", tok, nil).wantError(t, http.StatusUnauthorized)
+	e.do("GET", "/api/v1/me", tok, nil).wantError(t, http.StatusUnauthorized)
+	e.do("GET", "/api/v1/me", old, nil).wantError(t, http.StatusUnauthorized)
+	e.do("GET", "/api/v1/me", "alice", nil).want(t, http.StatusOK) // tokens without an expiry go on
+
+	tokens, err := ListTokens(ctx, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]time.Time{}
+	for _, ti := range tokens {
+		got[ti.User] = ti.Expires
+	}
+	if !got["carol"].Equal(expires) || !got["alice"].IsZero() || got["dave"].IsZero() {
+		t.Errorf("listed expiries %v", got)
+	}
+}

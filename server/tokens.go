@@ -21,7 +21,8 @@ import (
 // finds them. Each token is one session of the reserved project
 // TokenProject whose session ID is the hex SHA-256 of the token: the
 // token itself is never stored, and Authenticate is one Stat. The user,
-// the admin flag and the creation time are the session's metadata. A
+// the admin flag and the expiry are the session's metadata, the creation
+// time its Created. A
 // Server keeps the tokens it has verified for Options.TokenTTL
 // (tokencache.go), so most requests make no Stat at all.
 
@@ -45,13 +46,14 @@ const tokenIDLen = 12
 
 // The metadata keys of a token's session.
 const (
-	mdUser  = "user"
-	mdAdmin = "admin"
+	mdUser    = "user"
+	mdAdmin   = "admin"
+	mdExpires = "expires" // RFC 3339, UTC; absent: never
 )
 
 var (
-	// ErrUnauthorized reports a missing, malformed, unknown or revoked
-	// token.
+	// ErrUnauthorized reports a missing, malformed, unknown, expired or
+	// revoked token.
 	ErrUnauthorized = errors.New("server: invalid or missing token")
 	// ErrNoToken reports a token ID that names no token.
 	ErrNoToken = errors.New("server: no such token")
@@ -68,7 +70,12 @@ type TokenInfo struct {
 	User    string    `json:"user"`
 	Admin   bool      `json:"admin,omitempty"`
 	Created time.Time `json:"created"`
+	// Expires is when the token stops working; zero: never.
+	Expires time.Time `json:"expires,omitzero"`
 }
+
+// Expired reports whether the token no longer works at now.
+func (t TokenInfo) Expired(now time.Time) bool { return !t.Expires.IsZero() && !now.Before(t.Expires) }
 
 // ValidateUser checks a user name: the rules of recall.ValidateID. The
 // error wraps recall.ErrInvalidKey.
@@ -79,10 +86,27 @@ func ValidateUser(name string) error {
 	return nil
 }
 
+// TokenOptions are the settings of a token CreateTokenWith makes.
+type TokenOptions struct {
+	// Admin makes an admin token. Default: a user's.
+	Admin bool
+	// Expires is when the token stops working: a request with it is then
+	// refused (401), on every server, whatever they had verified. Default
+	// (zero): never.
+	Expires time.Time
+}
+
 // CreateToken makes a new bearer token for user (an admin when admin is
-// set) and keeps its hash in st. The token is returned once and cannot be
-// recovered afterwards.
+// set) that does not expire: CreateTokenWith with TokenOptions{Admin:
+// admin}.
 func CreateToken(ctx context.Context, st recall.Store, user string, admin bool) (string, TokenInfo, error) {
+	return CreateTokenWith(ctx, st, user, TokenOptions{Admin: admin})
+}
+
+// CreateTokenWith makes a new bearer token for user with opts and keeps
+// its hash in st. The token is returned once and cannot be recovered
+// afterwards.
+func CreateTokenWith(ctx context.Context, st recall.Store, user string, opts TokenOptions) (string, TokenInfo, error) {
 	if err := ValidateUser(user); err != nil {
 		return "", TokenInfo{}, err
 	}
@@ -92,8 +116,11 @@ func CreateToken(ctx context.Context, st recall.Store, user string, admin bool) 
 	}
 	token := TokenPrefix + base64.RawURLEncoding.EncodeToString(b)
 	md := map[string]string{mdUser: user}
-	if admin {
+	if opts.Admin {
 		md[mdAdmin] = "true"
+	}
+	if !opts.Expires.IsZero() {
+		md[mdExpires] = opts.Expires.UTC().Format(time.RFC3339Nano)
 	}
 	m, err := recall.Create(ctx, st, tokenKey(hashToken(token)), recall.CreateOptions{Metadata: md})
 	if err != nil {
@@ -104,32 +131,34 @@ func CreateToken(ctx context.Context, st recall.Store, user string, admin bool) 
 }
 
 // Authenticate returns the user a token belongs to, or an error wrapping
-// ErrUnauthorized when the token is malformed, unknown or revoked. Other
-// errors are the store's (it could not be asked).
+// ErrUnauthorized when the token is malformed, unknown, expired or
+// revoked. Other errors are the store's (it could not be asked).
 func Authenticate(ctx context.Context, st recall.Store, token string) (User, error) {
 	if !wellFormed(token) {
 		return User{}, ErrUnauthorized
 	}
-	return authenticateHash(ctx, st, hashToken(token))
+	u, _, err := authenticateHash(ctx, st, hashToken(token), time.Now())
+	return u, err
 }
 
-// authenticateHash is Authenticate of a well-formed token's hash.
-func authenticateHash(ctx context.Context, st recall.Store, hash string) (User, error) {
+// authenticateHash is Authenticate of a well-formed token's hash at now;
+// it returns the token's expiry too (zero: never).
+func authenticateHash(ctx context.Context, st recall.Store, hash string, now time.Time) (User, time.Time, error) {
 	m, err := st.Stat(ctx, tokenKey(hash))
 	if errors.Is(err, recall.ErrNotFound) {
-		return User{}, ErrUnauthorized
+		return User{}, time.Time{}, ErrUnauthorized
 	}
 	if err != nil {
-		return User{}, fmt.Errorf("server: authenticate token %s: %w", hash[:tokenIDLen], hidingHash{err, hash})
+		return User{}, time.Time{}, fmt.Errorf("server: authenticate token %s: %w", hash[:tokenIDLen], hidingHash{err, hash})
 	}
 	// The lookup is by hash, so its timing says nothing of the token;
 	// the constant-time check guards against a store that matched the
 	// key loosely (a case-insensitive file system, say).
 	info, ok := tokenInfo(m)
-	if !ok || subtle.ConstantTimeCompare([]byte(m.Key.Session), []byte(hash)) != 1 {
-		return User{}, ErrUnauthorized
+	if !ok || subtle.ConstantTimeCompare([]byte(m.Key.Session), []byte(hash)) != 1 || info.Expired(now) {
+		return User{}, time.Time{}, ErrUnauthorized
 	}
-	return User{Name: info.User, Admin: info.Admin}, nil
+	return User{Name: info.User, Admin: info.Admin}, info.Expires, nil
 }
 
 // ListTokens returns every token of st, oldest first.
@@ -236,18 +265,27 @@ func tokenKey(hash string) recall.Key {
 	return recall.Key{Project: TokenProject, Session: hash}
 }
 
-// tokenInfo reads a token's session; ok is false when it is not one.
+// tokenInfo reads a token's session; ok is false when it is not one (an
+// expiry that does not parse makes it none: it is refused).
 func tokenInfo(m recall.Meta) (TokenInfo, bool) {
 	user := m.Metadata[mdUser]
 	if len(m.Key.Session) != sha256.Size*2 || ValidateUser(user) != nil {
 		return TokenInfo{}, false
 	}
-	return TokenInfo{
+	info := TokenInfo{
 		ID:      m.Key.Session[:tokenIDLen],
 		User:    user,
 		Admin:   m.Metadata[mdAdmin] == "true",
 		Created: m.Created,
-	}, true
+	}
+	if v, ok := m.Metadata[mdExpires]; ok {
+		t, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil {
+			return TokenInfo{}, false
+		}
+		info.Expires = t
+	}
+	return info, true
 }
 
 // hidingHash is a store's error about a token's session with the token's

@@ -32,40 +32,53 @@ token stops working on all of them.`,
 
 func newTokenCreateCmd(a *app) *cobra.Command {
 	var (
-		user  string
-		admin bool
+		user    string
+		admin   bool
+		expires string
 	)
 	cmd := &cobra.Command{
-		Use:   "create --user NAME [--admin]",
+		Use:   "create --user NAME [--admin] [--expires AGE]",
 		Short: "Make a new token and print it, once",
 		Long: `Make a new bearer token for --user and print it on stdout: it is shown
 this once and cannot be recovered, since only its hash is kept. Nothing
 else goes to stdout, so TOKEN=$(recall token create --user alice) works;
-with --json the token comes with its id, user and creation time.`,
+with --json the token comes with its id, user, creation time and expiry.
+With --expires the token stops working that long from now (every server
+refuses it from then on); without, it works until it is revoked.`,
 		Example: `  recall token create --user alice
+  recall token create --user ci --expires 30d
   recall token create --user ops --admin --store postgres://recall@db/recall`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.tokenCreate(cmd.Context(), user, admin)
+			return a.tokenCreate(cmd.Context(), user, admin, expires)
 		},
 	}
 	cmd.Flags().StringVar(&user, "user", "", "the user the token serves as (1-128 characters of A-Z a-z 0-9 . _ -)")
 	cmd.Flags().BoolVar(&admin, "admin", false, "an admin token: lists and removes every user's sessions")
+	cmd.Flags().StringVar(&expires, "expires", "", "how long the token works, from now: 30d, 12h, 1y, 1d12h (default: until revoked)")
 	return cmd
 }
 
-func (a *app) tokenCreate(ctx context.Context, user string, admin bool) error {
+func (a *app) tokenCreate(ctx context.Context, user string, admin bool, expires string) error {
 	if user == "" {
-		return usageError("usage: recall token create --user NAME [--admin]", "token create: --user is required")
+		return usageError("usage: recall token create --user NAME [--admin] [--expires AGE]", "token create: --user is required")
 	}
 	if err := server.ValidateUser(user); err != nil {
 		return usageError("user names are 1-128 characters of A-Z a-z 0-9 . _ -", "--user %q: %v", user, err)
+	}
+	opts := server.TokenOptions{Admin: admin}
+	if expires != "" {
+		d, err := parseAge(expires)
+		if err != nil {
+			return usageError("--expires takes an age such as 30d, 12h or 1y", "--expires: %v", err)
+		}
+		opts.Expires = time.Now().Add(d).Truncate(time.Second)
 	}
 	st, err := a.store(ctx)
 	if err != nil {
 		return err
 	}
-	token, info, err := server.CreateToken(ctx, st, user, admin)
+	token, info, err := server.CreateTokenWith(ctx, st, user, opts)
 	if err != nil {
 		return fmt.Errorf("token create: %w", err)
 	}
@@ -80,7 +93,11 @@ func (a *app) tokenCreate(ctx context.Context, user string, admin bool) error {
 	if info.Admin {
 		kind = "admin token"
 	}
-	a.notef("created %s %s for user %s; it is shown this once, keep it secret\n", kind, info.ID, info.User)
+	until := ""
+	if !info.Expires.IsZero() {
+		until = ", until " + info.Expires.Local().Format(time.DateTime)
+	}
+	a.notef("created %s %s for user %s%s; it is shown this once, keep it secret\n", kind, info.ID, info.User, until)
 	return nil
 }
 
@@ -88,7 +105,7 @@ func newTokenLsCmd(a *app) *cobra.Command {
 	return &cobra.Command{
 		Use:     "ls",
 		Aliases: []string{"list"},
-		Short:   "List the tokens: id, user, admin, created (never the token itself)",
+		Short:   "List the tokens: id, user, admin, created, expires (never the token itself)",
 		Args:    args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.tokenLs(cmd.Context())
@@ -116,13 +133,21 @@ func (a *app) tokenLs(ctx context.Context) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tUSER\tADMIN\tCREATED")
+	fmt.Fprintln(tw, "ID\tUSER\tADMIN\tCREATED\tEXPIRES")
+	now := time.Now()
 	for _, t := range tokens {
 		admin := "-"
 		if t.Admin {
 			admin = "yes"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.ID, t.User, admin, t.Created.Local().Format(time.DateTime))
+		expires := "never"
+		if !t.Expires.IsZero() {
+			expires = t.Expires.Local().Format(time.DateTime)
+			if t.Expired(now) {
+				expires += " (expired)"
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.ID, t.User, admin, t.Created.Local().Format(time.DateTime), expires)
 	}
 	return tw.Flush()
 }
