@@ -37,4 +37,15 @@ var (
 
 	// ErrClosed reports a call on a store that has been closed.
 	ErrClosed = errors.New("recall: store closed")
+
+	// ErrUnavailable reports that a store's backend could not be
+	// reached: its server refused or dropped the connection, did not
+	// answer in time, or the store's connection pool was closed. It is
+	// the outage of a service, not a fault of the call: the same call may
+	// succeed later. A read failed with it wrote nothing; a write whose
+	// connection failed after it was sent may or may not have been
+	// applied (the stores say which in the error's text). The stores
+	// over a server (sqlstore on PostgreSQL, redisstore) return it,
+	// wrapped with the driver's error.
+	ErrUnavailable = errors.New("recall: store unavailable")
 )

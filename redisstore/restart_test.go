@@ -36,6 +36,15 @@ func TestServerRestart(t *testing.T) {
 	if err == nil || errors.Is(err, recall.ErrNotFound) || !strings.HasPrefix(err.Error(), "redisstore: stat ") || strings.Contains(err.Error(), "\n") {
 		t.Errorf("Stat with Redis down: %v; want one line starting redisstore: stat", err)
 	}
+	if !errors.Is(err, recall.ErrUnavailable) {
+		t.Errorf("Stat with Redis down: %v; want recall.ErrUnavailable", err)
+	}
+	if _, err := s.Append(ctx, k, recall.Guard{}, recall.ItemEntry(item("d"))); !errors.Is(err, recall.ErrUnavailable) {
+		t.Errorf("Append with Redis down: %v; want recall.ErrUnavailable", err)
+	}
+	if _, err := s.List(ctx, "p", recall.ListOptions{}); !errors.Is(err, recall.ErrUnavailable) {
+		t.Errorf("List with Redis down: %v; want recall.ErrUnavailable", err)
+	}
 	srv.Start()
 
 	// The first call after the restart may fail clearly once (a dead pooled

@@ -40,10 +40,13 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net"
 	"net/url"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -96,8 +99,11 @@ var (
 )
 
 // New returns a store on an existing client, which the caller keeps
-// owning: Close does not close it.
+// owning: Close does not close it. New adds a hook to the client (see
+// unavailableHook) so that its errors of an unreachable server also wrap
+// recall.ErrUnavailable; every other error is left as it is.
 func New(client redis.UniversalClient, opts Options) *Store {
+	client.AddHook(unavailableHook{})
 	if opts.Prefix == "" {
 		opts.Prefix = DefaultPrefix
 	}
@@ -260,3 +266,62 @@ func randomHex() string { return fmt.Sprintf("%016x", rand.Uint64()) }
 // when another writer got there first) and of multi-chunk reads (which
 // start over when the session was re-created under them).
 const maxAttempts = 32
+
+// unavailableHook makes a client's errors that say Redis could not be
+// reached (a connection refused, broken or timed out, a closed client or
+// pool, a pool that gave no connection in time) wrap
+// recall.ErrUnavailable, for the command's own error and for the error a
+// call returns. A reply of the server (redis.Nil, an error reply) is
+// left as it is, as is an error already marked (a client shared by two
+// stores has the hook twice).
+type unavailableHook struct{}
+
+func (unavailableHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (unavailableHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if err := next(ctx, cmd); err != nil {
+			return markUnavailable(ctx, err, cmd)
+		}
+		return nil
+	}
+}
+
+func (unavailableHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if err := next(ctx, cmds); err != nil {
+			return markUnavailable(ctx, err, cmds...)
+		}
+		return nil
+	}
+}
+
+// markUnavailable returns err wrapping recall.ErrUnavailable when it says
+// the server could not be reached, and sets the commands' errors alike.
+func markUnavailable(ctx context.Context, err error, cmds ...redis.Cmder) error {
+	if !unreachable(ctx, err) {
+		return err
+	}
+	for _, c := range cmds {
+		if ce := c.Err(); ce != nil && unreachable(ctx, ce) {
+			c.SetErr(fmt.Errorf("%w: %w", recall.ErrUnavailable, ce))
+		}
+	}
+	return fmt.Errorf("%w: %w", recall.ErrUnavailable, err)
+}
+
+// unreachable reports an error of the connection to Redis rather than of
+// the command: not a reply, not the caller's context, not marked yet.
+func unreachable(ctx context.Context, err error) bool {
+	if ctx.Err() != nil || errors.Is(err, recall.ErrUnavailable) || errors.Is(err, redis.Nil) {
+		return false
+	}
+	var reply redis.Error
+	if errors.As(err, &reply) {
+		return false
+	}
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, redis.ErrClosed) || errors.Is(err, redis.ErrPoolTimeout) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.ECONNREFUSED)
+}

@@ -77,6 +77,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		s.log.ErrorContext(r.Context(), "request failed", "route", r.Pattern, "err", err)
 		ae = &APIError{Status: http.StatusInternalServerError, Message: "internal error", Type: "server_error"}
 	}
+	s.logStoreDown(r, err)
 	if ae.NoRetry {
 		w.Header().Set("x-should-retry", "false")
 	}
@@ -127,8 +128,31 @@ func apiErrorOf(err error) *APIError {
 	case errors.Is(err, recall.ErrInvalidKey):
 		return &APIError{Status: http.StatusBadRequest, Type: "invalid_request_error",
 			Message: "The request names a session, subpath or cursor that is not valid."}
+	case storeDown(err):
+		return &APIError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "store_unavailable",
+			RetryAfter: storeRetryAfter, Message: "The store is unavailable; retry shortly."}
 	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
 		return &APIError{Status: http.StatusServiceUnavailable, Message: "request canceled or timed out", Type: "server_error"}
 	}
 	return nil
+}
+
+// storeRetryAfter is the Retry-After of a 503 of a store that could not
+// be reached.
+const storeRetryAfter = 2 * time.Second
+
+// storeDown reports an error of a store that cannot serve now: its
+// backend could not be reached (recall.ErrUnavailable), or it has been
+// closed (recall.ErrClosed: the server is shutting down).
+func storeDown(err error) bool {
+	return errors.Is(err, recall.ErrUnavailable) || errors.Is(err, recall.ErrClosed)
+}
+
+// logStoreDown logs why a request was answered 503 when its store could
+// not serve it: the client is told only that (apiErrorOf).
+func (s *Server) logStoreDown(r *http.Request, err error) {
+	var ae *APIError
+	if storeDown(err) && !errors.As(err, &ae) {
+		s.log.WarnContext(r.Context(), "store unavailable", "route", r.Pattern, "err", err)
+	}
 }

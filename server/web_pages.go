@@ -181,6 +181,7 @@ func (s *Server) webError(w http.ResponseWriter, r *http.Request, err error) {
 			s.log.ErrorContext(r.Context(), "web: request failed", slog.Any("error", err))
 			ae = &APIError{Status: http.StatusInternalServerError, Message: "The server had an error while processing your request."}
 		}
+		s.logStoreDown(r, err)
 	}
 	setRetryAfter(w, ae.RetryAfter)
 	s.webStatus(w, r, ae.Status, ae.Message)

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"io"
+	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -202,20 +205,28 @@ type pgQuerier struct{ r pgRunner }
 
 func (p pgQuerier) exec(ctx context.Context, sql string, args ...any) (int64, error) {
 	tag, err := p.r.Exec(ctx, sql, args...)
-	return tag.RowsAffected(), err
+	return tag.RowsAffected(), unavailable(ctx, err)
 }
 
 func (p pgQuerier) query(ctx context.Context, sql string, args ...any) (rows, error) {
 	rs, err := p.r.Query(ctx, sql, args...)
 	if err != nil {
-		return nil, err
+		return nil, unavailable(ctx, err)
 	}
 	return rs, nil
 }
 
 func (p pgQuerier) queryRow(ctx context.Context, sql string, args ...any) row {
-	return p.r.QueryRow(ctx, sql, args...)
+	return pgRow{p.r.QueryRow(ctx, sql, args...), ctx}
 }
+
+// pgRow is a pgx.Row whose Scan says when the server was unreachable.
+type pgRow struct {
+	r   pgx.Row
+	ctx context.Context
+}
+
+func (r pgRow) Scan(dest ...any) error { return unavailable(r.ctx, r.r.Scan(dest...)) }
 
 func (b *pgBackend) name() string { return "postgres" }
 
@@ -293,15 +304,45 @@ func (b *pgBackend) writeError(err error) error {
 // connection that failed before anything was sent (a pooled connection
 // that a server restart killed). An error after the commit was sent is not
 // retried: the outcome is unknown, and retrying could apply it twice.
+// An error of an unreachable server is returned wrapping
+// recall.ErrUnavailable (unavailable).
 func (b *pgBackend) retry(ctx context.Context, attempt func() error) error {
 	var err error
 	for range maxAttempts {
 		err = attempt()
 		if err == nil || !retryable(err) || ctx.Err() != nil {
-			return err
+			break
 		}
 	}
+	return unavailable(ctx, err)
+}
+
+// unavailable returns err wrapping recall.ErrUnavailable when it is an
+// error of an unreachable server (see unreachable) and ctx has not ended;
+// any other error as it is. Every statement's error passes through it:
+// the pgQuerier's, and retry's (a transaction that could not begin, the
+// fast paths' statements).
+func unavailable(ctx context.Context, err error) error {
+	if err != nil && ctx.Err() == nil && unreachable(err) && !errors.Is(err, recall.ErrUnavailable) {
+		return fmt.Errorf("%w: %w", recall.ErrUnavailable, err)
+	}
 	return err
+}
+
+// unreachable reports an error that says PostgreSQL could not be reached
+// or the connection to it failed: a connection that could not be made
+// (refused, no route, a timeout), one that broke under a statement, or
+// the server's own "connection exception" and
+// "shutting down" errors (classes 08 and 57P0x).
+func unreachable(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return strings.HasPrefix(pe.Code, "08") || pe.Code == "57P01" || pe.Code == "57P02" || pe.Code == "57P03"
+	}
+	var ce *pgconn.ConnectError
+	var ne net.Error
+	return errors.As(err, &ce) || errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		pgconn.SafeToRetry(err) || pgconn.Timeout(err)
 }
 
 func retryable(err error) bool {

@@ -74,6 +74,15 @@ func TestPostgresRestart(t *testing.T) {
 		t.Fatal("Stat succeeded with the server down")
 	} else {
 		checkClearError(t, err)
+		if !errors.Is(err, recall.ErrUnavailable) {
+			t.Errorf("Stat with the server down: %v; want recall.ErrUnavailable", err)
+		}
+	}
+	if _, err := s.Append(cctx, k, recall.Guard{}, recall.ItemEntry(msg("down"))); !errors.Is(err, recall.ErrUnavailable) {
+		t.Errorf("Append with the server down: %v; want recall.ErrUnavailable", err)
+	}
+	if _, err := s.List(cctx, "p", recall.ListOptions{}); !errors.Is(err, recall.ErrUnavailable) {
+		t.Errorf("List with the server down: %v; want recall.ErrUnavailable", err)
 	}
 	srv.Start()
 	eventually(t, func() error { _, err := s.Stat(ctx, k); return err })
