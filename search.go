@@ -110,6 +110,17 @@ type Searcher interface {
 	Search(ctx context.Context, opts SearchOptions) (SearchPage, error)
 }
 
+// SearchIndexer is an optional ability of a Searcher that keeps an index
+// it brings up to date before it answers. IndexSearch does that work now,
+// for every session, so that a caller that just wrote much (an import)
+// can pay for it, with progress, rather than the next Search in silence.
+// progress, when not nil, is called with how many of the sessions to
+// index are done, of total: first with 0, then after each. A store
+// without it has nothing to prepare; callers skip the step.
+type SearchIndexer interface {
+	IndexSearch(ctx context.Context, progress func(done, total int)) error
+}
+
 // Query is a parsed search query: every term must occur in the text, in
 // any order.
 type Query struct {

@@ -13,7 +13,10 @@ import (
 	"github.com/recallkit/recall"
 )
 
-var _ recall.Searcher = (*Store)(nil)
+var (
+	_ recall.Searcher      = (*Store)(nil)
+	_ recall.SearchIndexer = (*Store)(nil)
+)
 
 // searchWindow is how many of the newest items (after the cursor, within
 // the filters on items) Search first matches directly: a common word fills
@@ -86,6 +89,35 @@ func (s *Store) Search(ctx context.Context, opts recall.SearchOptions) (recall.S
 	}
 }
 
+// IndexSearch implements recall.SearchIndexer: it brings the search index
+// up to date with the logs of every session, the work the next Search
+// would otherwise do before it answers. A damaged index is built afresh;
+// an index that cannot be written (a read-only home) is an error here,
+// though Search then scans the logs.
+func (s *Store) IndexSearch(ctx context.Context, progress func(done, total int)) error {
+	if err := s.checkOpen(); err != nil {
+		return err
+	}
+	x := &s.search
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.path = s.searchIndexPath()
+	var err error
+	for attempt := 0; attempt < 2; attempt++ {
+		if err = x.open(ctx); err == nil {
+			_, err = x.catchUp(ctx, s, "", progress)
+		}
+		if !errors.Is(err, errIndexDamaged) {
+			break
+		}
+		x.reset()
+	}
+	if err != nil {
+		return fmt.Errorf("filestore: index search: %w", err)
+	}
+	return nil
+}
+
 // itemHit is an item the index found, before its entry is read back.
 type itemHit struct {
 	log    int64
@@ -109,7 +141,7 @@ func (s *Store) searchIndexed(ctx context.Context, opts recall.SearchOptions) (r
 	if err := x.open(ctx); err != nil {
 		return recall.SearchPage{}, err
 	}
-	byID, err := x.catchUp(ctx, s, opts.Project)
+	byID, err := x.catchUp(ctx, s, opts.Project, nil)
 	if err != nil {
 		return recall.SearchPage{}, err
 	}

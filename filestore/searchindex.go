@@ -477,7 +477,10 @@ func (s *Store) changedLogs(ctx context.Context, project string, rows map[recall
 // by id, which the caller must not change. The caller holds x.mu and has
 // opened the index. Errors of the index are indexErrs; errors reading
 // the logs are returned as they are.
-func (x *searchIndex) catchUp(ctx context.Context, s *Store, project string) (map[int64]*indexedLog, error) {
+//
+// progress, when not nil, is called with how many of the stale sessions
+// are indexed, before the first and after each.
+func (x *searchIndex) catchUp(ctx context.Context, s *Store, project string, progress func(done, total int)) (map[int64]*indexedLog, error) {
 	rows, err := x.indexedLogs(ctx)
 	if err != nil {
 		return nil, ixErr(err)
@@ -491,7 +494,7 @@ func (x *searchIndex) catchUp(ctx context.Context, s *Store, project string) (ma
 		return nil, err
 	}
 	if len(ch.stale) > 0 || len(ch.gone) > 0 {
-		err := x.update(ctx, s, ch.stale, ch.gone)
+		err := x.update(ctx, s, ch.stale, ch.gone, progress)
 		x.logs, x.last = nil, nil // written: read again
 		if err != nil {
 			return nil, err
@@ -522,7 +525,7 @@ func (x *searchIndex) catchUp(ctx context.Context, s *Store, project string) (ma
 // update indexes the stale logs and drops the gone ones, in transactions
 // of about catchUpBatch items, each log whole in one. Every row is read
 // again inside the transaction: another process may have done the work.
-func (x *searchIndex) update(ctx context.Context, s *Store, stale []*record, gone []*indexedLog) error {
+func (x *searchIndex) update(ctx context.Context, s *Store, stale []*record, gone []*indexedLog, progress func(done, total int)) error {
 	var tx *sql.Tx
 	written := 0
 	commit := func() error {
@@ -554,13 +557,19 @@ func (x *searchIndex) update(ctx context.Context, s *Store, stale []*record, gon
 			return ixErr(err)
 		}
 	}
-	for _, rec := range stale {
+	if progress != nil && len(stale) > 0 {
+		progress(0, len(stale))
+	}
+	for i, rec := range stale {
 		if err := begin(); err != nil {
 			return err
 		}
 		n, err := indexLog(ctx, tx, s, rec.key)
 		if err != nil {
 			return err
+		}
+		if progress != nil {
+			progress(i+1, len(stale))
 		}
 		if written += n; written >= catchUpBatch {
 			if err := commit(); err != nil {

@@ -179,6 +179,9 @@ func (a *app) runImport(ctx context.Context, f importFlags, run func(context.Con
 		}
 		return err
 	}
+	if !f.dryRun {
+		a.indexSearch(ctx, st)
+	}
 	if a.json {
 		if err := a.printJSON(sum); err != nil {
 			return err
@@ -198,6 +201,40 @@ func (a *app) runImport(ctx context.Context, f importFlags, run func(context.Con
 			"check the path and the files' permissions")
 	}
 	return nil
+}
+
+// indexSearch brings the store's search index up to date after an import,
+// when the store keeps one, so that the next search does not build it in
+// silence. On a terminal it says on stderr how many sessions it indexes,
+// with a progress bar. The import is done already: a failure is a warning.
+func (a *app) indexSearch(ctx context.Context, st recall.Store) {
+	ix, ok := recall.As[recall.SearchIndexer](st)
+	if !ok {
+		return
+	}
+	var progress func(done, total int)
+	var bar *progressbar.ProgressBar
+	if isTerminal(a.stderr) {
+		progress = func(done, total int) {
+			if bar == nil {
+				a.notef("indexing %s for search…\n", count(total, "session"))
+				bar = progressbar.NewOptions(total,
+					progressbar.OptionSetWriter(a.stderr),
+					progressbar.OptionSetDescription("indexing"),
+					progressbar.OptionThrottle(100*time.Millisecond),
+					progressbar.OptionClearOnFinish(),
+				)
+			}
+			_ = bar.Set(done)
+		}
+	}
+	err := ix.IndexSearch(ctx, progress)
+	if bar != nil {
+		_ = bar.Finish()
+	}
+	if err != nil {
+		a.notef("warning: search index not updated (the next search builds it): %s\n", err)
+	}
 }
 
 // writeSummary prints what an import did, for people.

@@ -210,6 +210,28 @@ func TestImportProgressOnTerminal(t *testing.T) {
 		t.Errorf("no progress bar on a terminal:\n%q", out)
 	}
 	contains(t, "import summary", out, "sessions imported: 1 new")
+	// then the search index is brought up to date, and said so
+	contains(t, "import on a terminal", out, "indexing 1 session for search")
+}
+
+// TestImportBuildsSearchIndex checks that an import brings the file
+// store's search index up to date, so the first search after it does not
+// build the index in silence: the index file exists once the import is
+// done, before any search, and nothing is said off a terminal (on one,
+// see TestImportProgressOnTerminal).
+func TestImportBuildsSearchIndex(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	dir := filepath.Join(t.TempDir(), "projects")
+	copyTree(t, claudeFixture, dir)
+	r := e.ok("", "import", "claude-code", dir)
+	if r.stderr != "" {
+		t.Errorf("stderr holds %q; nothing is shown off a terminal", r.stderr)
+	}
+	if st, err := os.Stat(filepath.Join(e.home, "#search-v1.db")); err != nil || st.Size() == 0 {
+		t.Fatalf("no search index after the import: %v", err)
+	}
+	contains(t, "search after the import", e.ok("", "search", "--all", "continue").stdout, claudeSID[:8])
 }
 
 // TestImportKilledMidway kills an import of a large transcript with

@@ -76,6 +76,7 @@ written by another program) are kept, with their bytes, as entries of kind
 					a.printf("%s\n", describeImport(s, r))
 				}
 			}
+			a.indexSearch(ctx, st)
 			if a.json {
 				return a.printJSON(results)
 			}
