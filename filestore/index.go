@@ -396,7 +396,7 @@ type projectIndex struct {
 	lineSeq int64
 	last    map[string]int64
 	written int  // lines this process appended since it last compacted
-	oldGone bool // the journals of earlier versions were removed
+	oldGone bool // the journals of earlier versions were removed (by rewriteLocked)
 
 	jfMu sync.Mutex
 	jf   *os.File // the journal, open for appends (see keepJournalOpen)
@@ -459,17 +459,7 @@ func (p *projectIndex) reset(ino uint64) {
 
 // refresh reads what was appended to the journal since the last read, or
 // all of it when the file was replaced. The caller holds p.mu.
-//
-// The first refresh of a project in a process removes the journals of
-// earlier index versions (see oldIndexNames): they are never read, and the
-// logs they describe are derived afresh.
 func (p *projectIndex) refresh() error {
-	if !p.oldGone {
-		p.oldGone = true
-		for _, name := range oldIndexNames {
-			os.Remove(filepath.Join(p.dir, name))
-		}
-	}
 	// The journal read so far is kept open (where it can be): a file
 	// renamed over it unlinks it, and while it is open its inode number
 	// cannot be reused by the next file, so "the same file, read up to
@@ -805,6 +795,17 @@ func (p *projectIndex) rewriteLocked(header, dir bool, dirTime int64) error {
 	nf, err := replaceQuick(p.path, buf)
 	if err != nil {
 		return err
+	}
+	// The first rewrite of a project in a process removes the journals of
+	// earlier index versions (see oldIndexNames): they are never read, and
+	// the logs they describe are derived afresh. Only a write does it, so
+	// that a List, which rewrites only a journal it could not trust, costs
+	// no unlinks.
+	if !p.oldGone {
+		p.oldGone = true
+		for _, name := range oldIndexNames {
+			os.Remove(filepath.Join(p.dir, name))
+		}
 	}
 	st, err := fstat(nf)
 	if err != nil {

@@ -83,3 +83,40 @@ func TestIndexV2Recomputed(t *testing.T) {
 		t.Errorf("no %s journal after Close: %v", indexName, err)
 	}
 }
+
+// TestListRemovesNothing: a List is a read. An old journal found beside a
+// current one (an older recall ran again) is left for the next rewrite of
+// the journal, not unlinked by every process that lists the project.
+func TestListRemovesNothing(t *testing.T) {
+	ctx := context.Background()
+	home := t.TempDir()
+	s, err := Open(Options{Dir: home})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := recall.Key{Project: "p", Session: "a"}
+	if _, err := recall.Create(ctx, s, key, recall.CreateOptions{Items: []recall.Item{recall.Message("user", "hi")}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.List(ctx, "p", recall.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	v1 := filepath.Join(home, projectsDir, "p", "#index-v1")
+	if err := os.WriteFile(v1, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err = Open(Options{Dir: home})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if page, err := s.List(ctx, "p", recall.ListOptions{}); err != nil || len(page.Sessions) != 1 {
+		t.Fatalf("List = %+v, %v; want 1 session", page, err)
+	}
+	if _, err := os.Stat(v1); err != nil {
+		t.Errorf("List removed the old journal: %v", err)
+	}
+}
