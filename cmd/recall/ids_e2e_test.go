@@ -71,3 +71,21 @@ func TestShortIDsOfOneMinute(t *testing.T) {
 		t.Errorf("resume of an old ID: %s", r.stderr)
 	}
 }
+
+// TestLsShortIDsOfItsProject: ls of a project reads only that project, so
+// its short IDs are unique among its own sessions; a session of another
+// project sharing the first 8 characters does not lengthen them, and the
+// short ID still resolves, from this project, to this project's session.
+func TestLsShortIDsOfItsProject(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	mine, theirs := "abcdef01-1111-4111-8111-111111111111", "abcdef01-2222-4222-8222-222222222222"
+	e.plant(e.dir, nil, mine)
+	e.plant(t.TempDir(), nil, theirs)
+	if short := e.shortIDs(); len(short) != 1 || short[0] != "abcdef01" {
+		t.Fatalf("ls short IDs = %q; want [abcdef01]", short)
+	}
+	if m, _ := e.show("abcdef01"); m.Key.Session != mine {
+		t.Errorf("show abcdef01 = %s; want %s", m.Key.Session, mine)
+	}
+}

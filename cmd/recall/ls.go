@@ -21,7 +21,8 @@ func newLsCmd(a *app) *cobra.Command {
 		Short: "List the sessions of this project, newest first",
 		Long: `List sessions newest-updated first: short ID, title, when it was last
 updated, and how many items it holds. The short ID is the shortest prefix
-that names the session unambiguously; every command that takes an ID
+that names the session unambiguously among those listed (this project,
+or every project with --all); every command that takes an ID
 accepts it, as well as the full ID or the exact title.`,
 		Example: `  recall ls
   recall ls --all --limit 10
@@ -71,7 +72,12 @@ accepts it, as well as the full ID or the exact title.`,
 				}
 				return nil
 			}
-			scope, err := sessionref.All(ctx, st, "", true)
+			// Short IDs are unique among the sessions listed from here:
+			// those of this project (a prefix matching one session of the
+			// current project resolves to it), or of every project with
+			// --all. Listing only this project keeps ls from reading the
+			// whole home.
+			scope, err := sessionref.All(ctx, st, proj, true)
 			if err != nil {
 				return err
 			}
