@@ -11,6 +11,7 @@ import (
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/internal/durable"
 	"github.com/recallkit/recall/internal/flock"
+	"github.com/recallkit/recall/internal/fsys"
 	"github.com/recallkit/recall/storekit"
 )
 
@@ -99,17 +100,17 @@ func (w *writer) open(ctx context.Context) error {
 			f.Close()
 			return err
 		}
-		st, err := fstat(f)
+		st, err := fsys.Fstat(f)
 		if err != nil {
 			f.Close()
 			return err
 		}
-		pst, err := statPath(w.l.path)
+		pst, err := fsys.StatPath(w.l.path)
 		if err != nil && !isNotExist(err) {
 			f.Close()
 			return err
 		}
-		if err != nil || pst.ino != st.ino {
+		if err != nil || pst.Ino != st.Ino {
 			f.Close()
 			continue // removed or replaced: start over with what is there now
 		}
@@ -122,11 +123,11 @@ func (w *writer) open(ctx context.Context) error {
 // record when it matches, else one derived from the log (reading only the
 // bytes added since the record, when possible). A torn tail is then moved
 // aside. It gives up with ctx's error, before any repair, when ctx ends.
-func (w *writer) sync(ctx context.Context, st fileStat) error {
+func (w *writer) sync(ctx context.Context, st fsys.Stat) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	rec := w.s.cachedRecord(w.p, w.l.rel, st.size)
+	rec := w.s.cachedRecord(w.p, w.l.rel, st.Size)
 	fresh := rec == nil || rec.st != st
 	if fresh {
 		var err error
@@ -134,16 +135,16 @@ func (w *writer) sync(ctx context.Context, st fileStat) error {
 			return err
 		}
 	}
-	if rec.off < st.size {
+	if rec.off < st.Size {
 		fresh = true
 		if err := w.begin(); err != nil {
 			return err
 		}
 		w.rec = nil // until the repair is known to be done
-		if err := repairTorn(w.f, w.l.path, rec.off, st.size); err != nil {
+		if err := repairTorn(w.f, w.l.path, rec.off, st.Size); err != nil {
 			return err
 		}
-		nst, err := fstat(w.f)
+		nst, err := fsys.Fstat(w.f)
 		if err != nil {
 			return err
 		}
@@ -263,7 +264,7 @@ func (w *writer) write(ctx context.Context, entries []recall.Entry) (recall.Meta
 	if w.f == nil {
 		return m, w.create(buf, m)
 	}
-	pre := w.rec.st.size
+	pre := w.rec.st.Size
 	if _, err := w.f.Write(buf); err != nil {
 		w.cut(pre)
 		w.rec = nil
@@ -279,17 +280,17 @@ func (w *writer) write(ctx context.Context, entries []recall.Entry) (recall.Meta
 	// The batch is in the log. What follows only caches its metadata; if
 	// it fails, the next reader derives it from the log.
 	w.rec = nil
-	st, err := fstat(w.f)
+	st, err := fsys.Fstat(w.f)
 	if err != nil {
 		return m, nil
 	}
 	var check uint32
 	if len(buf) >= checkLen {
 		check = crc32.ChecksumIEEE(buf[len(buf)-checkLen:])
-	} else if check, err = tailCheck(w.f, st.size); err != nil {
+	} else if check, err = tailCheck(w.f, st.Size); err != nil {
 		return m, nil
 	}
-	w.rec = newRecord(w.l.key, w.l.rel, st, st.size, check, false, m)
+	w.rec = newRecord(w.l.key, w.l.rel, st, st.Size, check, false, m)
 	w.p.put(w.rec)
 	return m, nil
 }
@@ -325,7 +326,7 @@ func (w *writer) create(buf []byte, m recall.Meta) error {
 		return err
 	}
 	check := crc32.ChecksumIEEE(buf[max(0, len(buf)-checkLen):])
-	w.rec = newRecord(w.l.key, w.l.rel, st, st.size, check, false, m)
+	w.rec = newRecord(w.l.key, w.l.rel, st, st.Size, check, false, m)
 	w.p.put(w.rec)
 	w.s.settleDir(w.p)
 	return nil

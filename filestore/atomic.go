@@ -3,7 +3,6 @@ package filestore
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -13,23 +12,10 @@ import (
 
 	"github.com/recallkit/recall/internal/durable"
 	"github.com/recallkit/recall/internal/flock"
+	"github.com/recallkit/recall/internal/fsys"
 )
 
 var errNotDir = syscall.ENOTDIR
-
-// fileStat is what the index compares to decide whether a cached Meta still
-// describes a log: the same inode, size and modification time. fstat,
-// statPath and statLogs make them, by the platform's calls (sys_unix.go,
-// sys_windows.go).
-type fileStat struct {
-	ino   uint64 // the inode; on Windows the file index
-	size  int64
-	mtime int64 // nanoseconds since the epoch
-}
-
-// errNotLog reports a path that exists but is not a regular file (the
-// directory of another session's subagent records): there is no log there.
-var errNotLog = fmt.Errorf("not a regular file: %w", os.ErrNotExist)
 
 // mkdirDurable creates dir and any missing parents, fsyncing the parent of
 // each directory it creates, so a file later made durable in dir cannot be
@@ -78,19 +64,19 @@ func tempName(path string) string {
 // creator has told the index (see index.go). On Windows, where an open
 // file's name cannot go, the file is closed and nil returned; the index
 // is never believed there without a stat of each log.
-func createAtomic(path string, data []byte) (*os.File, fileStat, error) {
+func createAtomic(path string, data []byte) (*os.File, fsys.Stat, error) {
 	if err := mkdirDurable(filepath.Dir(path), 0o700); err != nil {
-		return nil, fileStat{}, err
+		return nil, fsys.Stat{}, err
 	}
 	tmp := tempName(path)
 	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_APPEND|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return nil, fileStat{}, err
+		return nil, fsys.Stat{}, err
 	}
-	fail := func(err error) (*os.File, fileStat, error) {
+	fail := func(err error) (*os.File, fsys.Stat, error) {
 		f.Close()
 		os.Remove(tmp)
-		return nil, fileStat{}, err
+		return nil, fsys.Stat{}, err
 	}
 	if err := flock.Lock(context.Background(), f); err != nil { // a new file: free
 		return fail(err)
@@ -101,7 +87,7 @@ func createAtomic(path string, data []byte) (*os.File, fileStat, error) {
 	if err := f.Sync(); err != nil {
 		return fail(err)
 	}
-	st, err := fstat(f)
+	st, err := fsys.Fstat(f)
 	if err != nil {
 		return fail(err)
 	}
@@ -115,7 +101,7 @@ func createAtomic(path string, data []byte) (*os.File, fileStat, error) {
 		if f != nil {
 			f.Close()
 		}
-		return nil, fileStat{}, err
+		return nil, fsys.Stat{}, err
 	}
 	if err := durable.SyncDir(filepath.Dir(path)); err != nil {
 		return f, st, err

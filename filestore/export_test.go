@@ -5,16 +5,17 @@ import (
 	"time"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/internal/fsys"
 )
 
 // IndexStat returns the "<ino> <size> <mtime-ns>" of the log at path, as
 // the index writes them.
 func IndexStat(path string) (string, error) {
-	st, err := statPath(path)
+	st, err := fsys.StatPath(path)
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("%d %d %d", int64(st.ino), st.size, st.mtime), nil
+	return fmt.Sprintf("%d %d %d", int64(st.Ino), st.Size, st.Mtime), nil
 }
 
 // TrustedLists returns how many times a project's records were taken from

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/internal/fsys"
 	"github.com/recallkit/recall/storekit"
 )
 
@@ -50,7 +51,7 @@ func (s *Store) listHead(ctx context.Context, project string, opts recall.ListOp
 	if limit == 0 {
 		limit = recall.DefaultListLimit
 	}
-	if project == "" || opts.Parent != "" || opts.Cursor != "" || limit < 0 || bootID() == "" || !headList {
+	if project == "" || opts.Parent != "" || opts.Cursor != "" || limit < 0 || fsys.BootID() == "" || !headList {
 		return recall.Page{}, false, nil
 	}
 	p := s.project(project)
@@ -71,7 +72,7 @@ func (s *Store) listHead(ctx context.Context, project string, opts recall.ListOp
 		p.dropHead()
 		return recall.Page{}, false, nil
 	}
-	if dirTime, err := dirMtime(p.dir); err != nil || !j.dirSeen || dirTime != j.dirTime {
+	if dirTime, err := fsys.DirMtime(p.dir); err != nil || !j.dirSeen || dirTime != j.dirTime {
 		return recall.Page{}, false, nil
 	}
 	if _, err := os.Lstat(filepath.Join(p.dir, "#index-v3")); err == nil {
@@ -131,7 +132,7 @@ func (s *Store) listHead(ctx context.Context, project string, opts recall.ListOp
 		if i >= maxPageCheck || derived[r] || !checkPage {
 			continue
 		}
-		st, err := statPath(filepath.Join(p.dir, filepath.FromSlash(r.rel)+logExt))
+		st, err := fsys.StatPath(filepath.Join(p.dir, filepath.FromSlash(r.rel)+logExt))
 		if err != nil || st != r.st {
 			p.dropHead()
 			return recall.Page{}, false, nil // changed behind the journal's back
@@ -165,7 +166,7 @@ type headJournal struct {
 func (p *projectIndex) readHead() *headJournal {
 	j := p.head
 	if j != nil {
-		if gone, err := unlinked(j.f); err != nil || gone {
+		if gone, err := fsys.Unlinked(j.f); err != nil || gone {
 			p.dropHead()
 			j = nil
 		}
@@ -181,13 +182,13 @@ func (p *projectIndex) readHead() *headJournal {
 		}
 		p.head = j
 	}
-	st, err := fstat(j.f)
-	if err != nil || st.size < j.jOff {
+	st, err := fsys.Fstat(j.f)
+	if err != nil || st.Size < j.jOff {
 		p.dropHead()
 		return nil
 	}
 	// The tail: its lines are few (see projectIndex.long).
-	torn := scanLines(j.f, j.jOff, st.size, func(line []byte, next int64) bool {
+	torn := scanLines(j.f, j.jOff, st.Size, func(line []byte, next int64) bool {
 		if len(line) > 0 {
 			j.jLines++
 			j.apply(line)
@@ -207,11 +208,11 @@ func (p *projectIndex) readHead() *headJournal {
 func newHead(f *os.File, project string) *headJournal {
 	j := &headJournal{f: f, projectIndex: &projectIndex{name: project, recs: map[string]*record{},
 		pending: map[string]bool{}, loose: map[string]*record{}, last: map[string]int64{}}}
-	st, err := fstat(f)
+	st, err := fsys.Fstat(f)
 	if err != nil {
 		return nil
 	}
-	head := make([]byte, min(st.size, 4096))
+	head := make([]byte, min(st.Size, 4096))
 	if n, _ := f.ReadAt(head, 0); n < len(head) {
 		return nil
 	}
@@ -236,7 +237,7 @@ func newHead(f *os.File, project string) *headJournal {
 		}
 		j.apply(line) // #dir
 	}
-	if j.end > st.size {
+	if j.end > st.Size {
 		return nil
 	}
 	return j

@@ -20,6 +20,7 @@ import (
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/internal/flock"
+	"github.com/recallkit/recall/internal/fsys"
 )
 
 // The index of a project is a cache of the Meta of each of its logs, so
@@ -117,7 +118,7 @@ const checkLen = 64
 type record struct {
 	rel          string
 	key          recall.Key // the key rel names
-	st           fileStat
+	st           fsys.Stat
 	off          int64  // committed end of the log
 	check        uint32 // crc32 of the checkLen bytes before off
 	unterminated bool
@@ -132,7 +133,7 @@ type record struct {
 	metaErr error
 }
 
-func newRecord(key recall.Key, rel string, st fileStat, off int64, check uint32, unterminated bool, m recall.Meta) *record {
+func newRecord(key recall.Key, rel string, st fsys.Stat, off int64, check uint32, unterminated bool, m recall.Meta) *record {
 	r := &record{rel: rel, key: key, st: st, off: off, check: check, unterminated: unterminated,
 		archived: m.Archived, empty: m.LastSeq == 0 && m.Corrupt == 0, updated: m.Updated, meta: &m}
 	r.once.Do(func() {})
@@ -200,7 +201,7 @@ func appendRecord(buf []byte, r *record) []byte {
 		flags = "-"
 	}
 	buf = append(buf, r.rel...)
-	for _, n := range []int64{int64(r.st.ino), r.st.size, r.st.mtime, r.off, int64(r.check)} {
+	for _, n := range []int64{int64(r.st.Ino), r.st.Size, r.st.Mtime, r.off, int64(r.check)} {
 		buf = append(buf, ' ')
 		buf = strconv.AppendInt(buf, n, 10)
 	}
@@ -302,7 +303,7 @@ func parseChecked(rest []byte) (r *record, kind byte, ok bool) {
 	}
 	r = &record{
 		rel:     string(f[0]),
-		st:      fileStat{ino: uint64(n[0]), size: n[1], mtime: n[2]},
+		st:      fsys.Stat{Ino: uint64(n[0]), Size: n[1], Mtime: n[2]},
 		off:     n[3],
 		check:   uint32(n[4]),
 		updated: time.Unix(n[5], n[6]).UTC(),
@@ -441,11 +442,11 @@ func (p *projectIndex) get(rel string) *record {
 
 // journalSize returns the size of the journal file, 0 when it is missing.
 func (p *projectIndex) journalSize() int64 {
-	st, err := statPath(p.path)
+	st, err := fsys.StatPath(p.path)
 	if err != nil {
 		return 0
 	}
-	return st.size
+	return st.Size
 }
 
 // reset forgets what was read of the journal: the file ino is read next
@@ -465,7 +466,7 @@ func (p *projectIndex) refresh() error {
 	// cannot be reused by the next file, so "the same file, read up to
 	// jOff" is never mistaken.
 	if p.jr != nil {
-		if gone, err := unlinked(p.jr); err != nil || gone {
+		if gone, err := fsys.Unlinked(p.jr); err != nil || gone {
 			p.jr.Close()
 			p.jr = nil
 		}
@@ -488,21 +489,21 @@ func (p *projectIndex) refresh() error {
 			defer f.Close()
 		}
 	}
-	st, err := fstat(f)
+	st, err := fsys.Fstat(f)
 	if err != nil {
 		return err
 	}
-	if st.ino != p.jIno || st.size < p.jOff {
-		p.reset(st.ino)
+	if st.Ino != p.jIno || st.Size < p.jOff {
+		p.reset(st.Ino)
 		// a journal line is a few hundred bytes: size the map once
-		p.recs = make(map[string]*record, st.size/256)
+		p.recs = make(map[string]*record, st.Size/256)
 	}
-	if st.size == p.jOff {
+	if st.Size == p.jOff {
 		p.jTail = false
 		return nil
 	}
 	first := p.jOff == 0
-	carry := scanLines(f, p.jOff, st.size, func(line []byte, next int64) bool {
+	carry := scanLines(f, p.jOff, st.Size, func(line []byte, next int64) bool {
 		p.jOff = next
 		if first {
 			first = false
@@ -602,7 +603,7 @@ func isHeader(line []byte) bool {
 		return false
 	}
 	id, ok := bytes.CutPrefix(rest, []byte("#boot "))
-	return ok && len(id) > 0 && string(id) == bootID()
+	return ok && len(id) > 0 && string(id) == fsys.BootID()
 }
 
 // put caches records that a writer holding their log's lock derived or
@@ -648,7 +649,7 @@ func (p *projectIndex) appendJournal(buf []byte) error {
 			p.closeJournalLocked()
 			return err
 		}
-		if gone, err := unlinked(p.jf); err != nil || gone {
+		if gone, err := fsys.Unlinked(p.jf); err != nil || gone {
 			p.closeJournalLocked() // replaced by a rewrite since it was opened: the new one
 			if err != nil {
 				return err
@@ -706,7 +707,7 @@ func (p *projectIndex) lockJournal() (*os.File, error) {
 			f.Close()
 			return nil, err
 		}
-		if gone, err := unlinked(f); err != nil || gone {
+		if gone, err := fsys.Unlinked(f); err != nil || gone {
 			f.Close()
 			if err != nil {
 				return nil, err
@@ -746,7 +747,7 @@ func (p *projectIndex) settleLocked() []byte {
 			f.Close() // its writer is at work
 			continue
 		}
-		if st, err := fstat(f); err == nil {
+		if st, err := fsys.Fstat(f); err == nil {
 			if r, err := derive(context.Background(), f, k, rel, st, p.recs[rel]); err == nil {
 				delete(p.pending, rel)
 				p.recs[rel] = r
@@ -769,7 +770,7 @@ func (p *projectIndex) rewriteLocked(header, dir bool, dirTime int64) error {
 	dir = header && dir
 	var buf []byte
 	if header {
-		buf = appendControl(buf, "#boot "+bootID())
+		buf = appendControl(buf, "#boot "+fsys.BootID())
 	}
 	if dir {
 		buf = appendControl(buf, "#dir "+strconv.FormatInt(dirTime, 10))
@@ -807,7 +808,7 @@ func (p *projectIndex) rewriteLocked(header, dir bool, dirTime int64) error {
 			os.Remove(filepath.Join(p.dir, name))
 		}
 	}
-	st, err := fstat(nf)
+	st, err := fsys.Fstat(nf)
 	if err != nil {
 		nf.Close()
 		p.reset(0) // read it all again next time
@@ -822,7 +823,7 @@ func (p *projectIndex) rewriteLocked(header, dir bool, dirTime int64) error {
 	} else {
 		nf.Close()
 	}
-	p.jIno, p.jOff, p.jLines, p.jTail = st.ino, int64(len(buf)), bytes.Count(buf, []byte{'\n'}), false
+	p.jIno, p.jOff, p.jLines, p.jTail = st.Ino, int64(len(buf)), bytes.Count(buf, []byte{'\n'}), false
 	p.header, p.damaged, p.dirSeen, p.dirTime, p.sorted = header, false, dir, dirTime, count
 	p.written = 0
 	return nil
@@ -959,11 +960,11 @@ func tailCheck(f *os.File, off int64) (uint32, error) {
 // as prev's and still holds the bytes prev saw, only the bytes after prev's
 // committed end are read; otherwise the whole log is. It stops with ctx's
 // error when ctx ends.
-func derive(ctx context.Context, f *os.File, key recall.Key, rel string, st fileStat, prev *record) (*record, error) {
+func derive(ctx context.Context, f *os.File, key recall.Key, rel string, st fsys.Stat, prev *record) (*record, error) {
 	var m recall.Meta
 	from := int64(0)
 	unterminated := false
-	if prev != nil && prev.st.ino == st.ino && st.size >= prev.off {
+	if prev != nil && prev.st.Ino == st.Ino && st.Size >= prev.off {
 		if pm, err := prev.Meta(); err == nil {
 			if c, err := tailCheck(f, prev.off); err == nil && c == prev.check {
 				m, from, unterminated = pm, prev.off, prev.unterminated
@@ -975,7 +976,7 @@ func derive(ctx context.Context, f *os.File, key recall.Key, rel string, st file
 		unterminated = false
 	}
 	sc := scanner{emit: m.Apply} // Apply counts unusable items in Corrupt
-	if err := sc.scanFile(ctx, f, from, st.size); err != nil {
+	if err := sc.scanFile(ctx, f, from, st.Size); err != nil {
 		return nil, err
 	}
 	m.Corrupt += sc.corrupt

@@ -15,13 +15,14 @@ import (
 	"time"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/internal/fsys"
 	"github.com/recallkit/recall/storekit"
 )
 
 // logFile is a log found on disk.
 type logFile struct {
 	rel string
-	st  fileStat
+	st  fsys.Stat
 }
 
 // readLogDir lists the *.jsonl files of dir/sub, descending depth levels
@@ -71,7 +72,18 @@ func readLogDir(ctx context.Context, dir, sub string, depth int, stat bool) ([]l
 		}
 	}
 	if stat {
-		own = statLogs(d, own)
+		// One stat per log is most of List's time; it runs in one
+		// goroutine on purpose: stats of one directory from two threads
+		// contend in the kernel and cost more CPU in all, for little or no
+		// gain in time. What vanished or is not a regular file is dropped.
+		kept := own[:0]
+		for _, lf := range own {
+			var ok bool
+			if lf.st, ok = fsys.StatAt(d, lf.rel[strings.LastIndexByte(lf.rel, '/')+1:]+logExt); ok {
+				kept = append(kept, lf)
+			}
+		}
+		own = kept
 	}
 	return append(own, below...), nil
 }
@@ -126,7 +138,7 @@ func (s *Store) check(ctx context.Context, p *projectIndex, parent string, stat 
 		jIno, jOff, jSeq = p.jIno, p.jOff, p.lineSeq
 		p.mu.Unlock()
 	})
-	dirTime, dirErr := dirMtime(p.dir) // before the directory is read
+	dirTime, dirErr := fsys.DirMtime(p.dir) // before the directory is read
 	dirOK := dirErr == nil && settled(dirTime)
 	var logs []logFile
 	if parent == "" {
@@ -223,7 +235,7 @@ func (s *Store) check(ctx context.Context, p *projectIndex, parent string, stat 
 // in index.go), deriving only the pending logs. Otherwise it says why not
 // (journalDirMoved, journalDoubted) and returns no records.
 func (s *Store) trusted(ctx context.Context, p *projectIndex) (recs []*record, state int, err error) {
-	if bootID() == "" {
+	if fsys.BootID() == "" {
 		return nil, journalDoubted, nil
 	}
 	p.mu.Lock()
@@ -246,7 +258,7 @@ func (s *Store) trusted(ctx context.Context, p *projectIndex) (recs []*record, s
 		p.mu.Unlock()
 		f.Close()
 	}
-	dirTime, err := dirMtime(p.dir)
+	dirTime, err := fsys.DirMtime(p.dir)
 	if err != nil {
 		return nil, journalDoubted, nil
 	}
@@ -474,7 +486,7 @@ func (s *Store) List(ctx context.Context, project string, opts recall.ListOption
 				continue
 			}
 			checked[r] = true
-			st, err := statPath(filepath.Join(s.root, r.key.Project, filepath.FromSlash(r.rel)+logExt))
+			st, err := fsys.StatPath(filepath.Join(s.root, r.key.Project, filepath.FromSlash(r.rel)+logExt))
 			if err == nil && st == r.st {
 				continue
 			}
@@ -673,8 +685,8 @@ func sweepTemp(d *os.File, name string) {
 	}
 	pidText, _, _ := strings.Cut(rest, "-")
 	pid, err := strconv.Atoi(pidText)
-	if err != nil || pid <= 0 || pid == os.Getpid() || !processGone(pid) {
+	if err != nil || pid <= 0 || pid == os.Getpid() || !fsys.ProcessGone(pid) {
 		return
 	}
-	removeOldTemp(d, name, time.Minute)
+	fsys.RemoveOldTemp(d, name, time.Minute)
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/internal/fsys"
 )
 
 // An index written by the previous version cached a Meta whose Updated
@@ -70,7 +71,7 @@ func TestIndexV1Recomputed(t *testing.T) {
 		if err := os.WriteFile(path, buf, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		st, err := statPath(path)
+		st, err := fsys.StatPath(path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -78,7 +79,7 @@ func TestIndexV1Recomputed(t *testing.T) {
 		old, _ := recall.Replay(key, logs[name])
 		old.Updated = logs[name][len(logs[name])-1].Time // the previous rule
 		check := crc32.ChecksumIEEE(buf[max(0, len(buf)-checkLen):])
-		journal = appendRecord(journal, newRecord(key, name, st, st.size, check, false, old))
+		journal = appendRecord(journal, newRecord(key, name, st, st.Size, check, false, old))
 	}
 	v1 := filepath.Join(dir, "#index-v1")
 	if err := os.WriteFile(v1, journal, 0o600); err != nil {
@@ -91,7 +92,7 @@ func TestIndexV1Recomputed(t *testing.T) {
 		if !ok || kind != lineRecord {
 			t.Fatalf("v1 record %d does not parse", i)
 		}
-		if st, err := statPath(filepath.Join(dir, r.rel+logExt)); err != nil || st != r.st {
+		if st, err := fsys.StatPath(filepath.Join(dir, r.rel+logExt)); err != nil || st != r.st {
 			t.Fatalf("v1 record of %s does not match its log: %+v, %+v, %v", r.rel, r.st, st, err)
 		}
 	}

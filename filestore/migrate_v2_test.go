@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/internal/fsys"
 )
 
 // An index written before Meta.FirstPrompt existed (#index-v2) describes
@@ -45,7 +46,7 @@ func TestIndexV2Recomputed(t *testing.T) {
 		if err := os.WriteFile(path, buf, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		st, err := statPath(path)
+		st, err := fsys.StatPath(path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -53,7 +54,7 @@ func TestIndexV2Recomputed(t *testing.T) {
 		old, _ := recall.Replay(key, log)
 		old.FirstPrompt = "" // v2 had no such field
 		check := crc32.ChecksumIEEE(buf[max(0, len(buf)-checkLen):])
-		journal = appendRecord(journal, newRecord(key, name, st, st.size, check, false, old))
+		journal = appendRecord(journal, newRecord(key, name, st, st.Size, check, false, old))
 	}
 	v2 := filepath.Join(dir, "#index-v2")
 	if err := os.WriteFile(v2, journal, 0o600); err != nil {

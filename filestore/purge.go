@@ -12,6 +12,7 @@ import (
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/internal/durable"
 	"github.com/recallkit/recall/internal/flock"
+	"github.com/recallkit/recall/internal/fsys"
 )
 
 var _ recall.Purger = (*Store)(nil)
@@ -184,7 +185,7 @@ func (w *writer) replace(ctx context.Context, data []byte) error {
 	}
 	// The purge is done. What follows only caches the new log's metadata;
 	// if it fails, the next reader derives it from the log.
-	if st, err := fstat(f); err == nil {
+	if st, err := fsys.Fstat(f); err == nil {
 		if rec, err := derive(context.Background(), f, w.l.key, w.l.rel, st, nil); err == nil {
 			// told the index while the new log's flock is held: a writer
 			// waiting for it must not get its line in first

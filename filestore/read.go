@@ -11,6 +11,7 @@ import (
 	"slices"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/internal/fsys"
 	"github.com/recallkit/recall/storekit"
 )
 
@@ -19,20 +20,20 @@ import (
 // visible or not at all.
 
 // openLog opens l's log for reading; ok is false when it does not exist.
-func openLog(l loc) (f *os.File, st fileStat, ok bool, err error) {
+func openLog(l loc) (f *os.File, st fsys.Stat, ok bool, err error) {
 	f, err = os.Open(l.path)
 	if isNotExist(err) {
-		return nil, fileStat{}, false, nil
+		return nil, fsys.Stat{}, false, nil
 	}
 	if err != nil {
-		return nil, fileStat{}, false, err
+		return nil, fsys.Stat{}, false, err
 	}
-	if st, err = fstat(f); err != nil {
+	if st, err = fsys.Fstat(f); err != nil {
 		f.Close()
 		if isNotExist(err) {
-			return nil, fileStat{}, false, nil
+			return nil, fsys.Stat{}, false, nil
 		}
-		return nil, fileStat{}, false, err
+		return nil, fsys.Stat{}, false, err
 	}
 	return f, st, true, nil
 }
@@ -42,10 +43,10 @@ const readChunk = 1 << 20
 
 // readAll reads the whole log f of the given size into one allocation, and
 // returns its committed entries (aliasing that buffer) and its record: the
-// entries and the metadata are one snapshot, the log's first st.size
+// entries and the metadata are one snapshot, the log's first st.Size
 // bytes. It reads in chunks and stops with ctx's error when ctx ends.
-func readAll(ctx context.Context, f *os.File, l loc, st fileStat) ([]recall.Entry, *record, error) {
-	buf := make([]byte, st.size)
+func readAll(ctx context.Context, f *os.File, l loc, st fsys.Stat) ([]recall.Entry, *record, error) {
+	buf := make([]byte, st.Size)
 	n := 0
 	for n < len(buf) {
 		if err := ctx.Err(); err != nil {
@@ -72,7 +73,7 @@ func readAll(ctx context.Context, f *os.File, l loc, st fileStat) ([]recall.Entr
 	}
 	m.Corrupt += sc.corrupt
 	check := crc32.ChecksumIEEE(buf[max(0, sc.end-checkLen):sc.end])
-	st.size = int64(n)
+	st.Size = int64(n)
 	return entries, newRecord(l.key, l.rel, st, sc.end, check, sc.unterminated, m), nil
 }
 
@@ -106,14 +107,14 @@ func (s *Store) Stat(ctx context.Context, key recall.Key) (recall.Meta, error) {
 // does not exist.
 func (s *Store) currentRecord(ctx context.Context, l loc) (*record, error) {
 	p := s.project(l.key.Project)
-	st, err := statPath(l.path)
+	st, err := fsys.StatPath(l.path)
 	if isNotExist(err) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	rec := s.cachedRecord(p, l.rel, st.size)
+	rec := s.cachedRecord(p, l.rel, st.Size)
 	if rec != nil && rec.st == st {
 		return rec, nil
 	}
@@ -237,7 +238,7 @@ func (s *Store) items(ctx context.Context, l loc, limit int) ([]recall.LiveItem,
 		known = rec.lastSeq()
 	}
 	var last int64
-	live, err := storekit.Tail(limit, backwardBlocks(ctx, f, st.size, tailBlock(st.size, known, limit), &last))
+	live, err := storekit.Tail(limit, backwardBlocks(ctx, f, st.Size, tailBlock(st.Size, known, limit), &last))
 	if err != nil {
 		return nil, 0, err
 	}
@@ -299,7 +300,7 @@ func (s *Store) entries(ctx context.Context, l loc, after int64, limit int) ([]r
 	}
 	var out []recall.Entry
 	if after > 0 && last > 0 && after >= last/2 {
-		for e, err := range backward(ctx, f, st.size) {
+		for e, err := range backward(ctx, f, st.Size) {
 			if err != nil {
 				return nil, err
 			}
@@ -320,7 +321,7 @@ func (s *Store) entries(ctx context.Context, l loc, after int64, limit int) ([]r
 			}
 		}
 		sc.done = func() bool { return limit > 0 && len(out) >= limit }
-		if err := sc.scanFile(ctx, f, 0, st.size); err != nil {
+		if err := sc.scanFile(ctx, f, 0, st.Size); err != nil {
 			return nil, err
 		}
 		if len(out) == 0 && after <= 0 && sc.corrupt == 0 { // no entry at all

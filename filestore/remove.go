@@ -10,6 +10,7 @@ import (
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/internal/durable"
 	"github.com/recallkit/recall/internal/flock"
+	"github.com/recallkit/recall/internal/fsys"
 )
 
 // Remove implements recall.Store. A main session goes with its <id>/
@@ -58,7 +59,7 @@ func (s *Store) removeIfStale(ctx context.Context, k recall.Key, cutoff time.Tim
 		return false, err
 	}
 	defer unlock()
-	stale := func(f *os.File, st fileStat) (bool, error) {
+	stale := func(f *os.File, st fsys.Stat) (bool, error) {
 		r, err := derive(ctx, f, l.key, l.rel, st, s.project(k.Project).get(l.rel))
 		if err != nil {
 			return false, err
@@ -81,7 +82,7 @@ func (s *Store) removeIfStale(ctx context.Context, k recall.Key, cutoff time.Tim
 // the in-process lock. When check is set, it decides under the file lock
 // whether the log goes at all. The unlink of the log is the commit: when
 // ctx has ended before it, nothing is removed.
-func (s *Store) removeLocked(ctx context.Context, l loc, check func(*os.File, fileStat) (bool, error)) (int, error) {
+func (s *Store) removeLocked(ctx context.Context, l loc, check func(*os.File, fsys.Stat) (bool, error)) (int, error) {
 	n := 0
 	f, err := os.OpenFile(l.path, os.O_RDWR, 0)
 	switch {
@@ -91,7 +92,7 @@ func (s *Store) removeLocked(ctx context.Context, l loc, check func(*os.File, fi
 			return 0, err
 		}
 		if check != nil {
-			st, err := fstat(f)
+			st, err := fsys.Fstat(f)
 			if err != nil {
 				return 0, err
 			}

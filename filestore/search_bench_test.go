@@ -12,6 +12,7 @@ import (
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/filestore"
+	"github.com/recallkit/recall/internal/fsys"
 )
 
 // The search benchmark's corpus: sessions × items per session, synthetic,
@@ -148,7 +149,7 @@ func BenchmarkSearch(b *testing.B) {
 	} {
 		b.Run(c.name+"/index", func(b *testing.B) {
 			var hits int
-			cpu := cpuTime()
+			cpu := fsys.CPUTime()
 			for b.Loop() {
 				p, err := s.Search(ctx, recall.SearchOptions{Query: c.query})
 				if err != nil {
@@ -159,18 +160,18 @@ func BenchmarkSearch(b *testing.B) {
 			if hits == 0 {
 				b.Fatal("no hit")
 			}
-			b.ReportMetric(float64(cpuTime()-cpu)/1e6/float64(b.N), "cpu-ms/op")
+			b.ReportMetric(float64(fsys.CPUTime()-cpu)/1e6/float64(b.N), "cpu-ms/op")
 			b.ReportMetric(float64(index)/float64(logs), "index/logs")
 		})
 		b.Run(c.name+"/literal-scan", func(b *testing.B) {
-			cpu := cpuTime()
+			cpu := fsys.CPUTime()
 			for b.Loop() {
 				n, err := literalScan(home, c.literal)
 				if err != nil || n == 0 {
 					b.Fatal(n, err)
 				}
 			}
-			b.ReportMetric(float64(cpuTime()-cpu)/1e6/float64(b.N), "cpu-ms/op")
+			b.ReportMetric(float64(fsys.CPUTime()-cpu)/1e6/float64(b.N), "cpu-ms/op")
 		})
 	}
 }

@@ -17,6 +17,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/internal/fsys"
 )
 
 // The search index is a cache of the text of every main session, kept
@@ -194,8 +195,8 @@ func ixErr(err error) error {
 // removed or replaced since. The caller holds x.mu.
 func (x *searchIndex) open(ctx context.Context) error {
 	if x.db != nil {
-		st, err := statPath(x.path)
-		if err == nil && st.ino == x.ino {
+		st, err := fsys.StatPath(x.path)
+		if err == nil && st.Ino == x.ino {
 			return nil
 		}
 		x.closeLocked()
@@ -216,13 +217,13 @@ func (x *searchIndex) open(ctx context.Context) error {
 		db.Close()
 		return ixErr(err)
 	}
-	st, err := statPath(x.path)
+	st, err := fsys.StatPath(x.path)
 	if err != nil {
 		conn.Close()
 		db.Close()
 		return ixErr(err)
 	}
-	x.db, x.conn, x.ino = db, conn, st.ino
+	x.db, x.conn, x.ino = db, conn, st.Ino
 	return nil
 }
 
@@ -310,7 +311,7 @@ type indexedLog struct {
 
 // current reports whether the row describes the log as rec found it.
 func (r *indexedLog) current(rec *record) bool {
-	return r != nil && r.ino == rec.st.ino && r.off == rec.off && r.chk == rec.check
+	return r != nil && r.ino == rec.st.Ino && r.off == rec.off && r.chk == rec.check
 }
 
 const logColumns = "id, project, session, ino, off, chk, title, ntitle, upd_s, upd_n, archived"
@@ -621,7 +622,7 @@ func indexLog(ctx context.Context, tx *sql.Tx, s *Store, key recall.Key) (int, e
 
 	from := int64(0)
 	m := recall.Meta{Key: key}
-	if row != nil && row.ino == st.ino && st.size >= row.off {
+	if row != nil && row.ino == st.Ino && st.Size >= row.off {
 		if c, err := tailCheck(f, row.off); err == nil && c == row.chk {
 			var raw string
 			if err := tx.QueryRowContext(ctx, "SELECT meta FROM logs WHERE id = ?", row.id).Scan(&raw); err != nil {
@@ -664,7 +665,7 @@ func indexLog(ctx context.Context, tx *sql.Tx, s *Store, key recall.Key) (int, e
 			w.entry(e, pos, n)
 		},
 	}
-	if err := sc.scanFile(ctx, f, from, st.size); err != nil {
+	if err := sc.scanFile(ctx, f, from, st.Size); err != nil {
 		return 0, err
 	}
 	if w.err != nil {
@@ -680,7 +681,7 @@ func indexLog(ctx context.Context, tx *sql.Tx, s *Store, key recall.Key) (int, e
 		return 0, err
 	}
 	_, err = tx.ExecContext(ctx, `UPDATE logs SET ino = ?, off = ?, chk = ?, meta = ?, title = ?, ntitle = ?, upd_s = ?, upd_n = ?, archived = ? WHERE id = ?`,
-		int64(st.ino), sc.end, int64(check), string(js), m.Title, recall.NormalizeText(m.Title),
+		int64(st.Ino), sc.end, int64(check), string(js), m.Title, recall.NormalizeText(m.Title),
 		m.Updated.Unix(), m.Updated.Nanosecond(), m.Archived, id)
 	return w.written, ixErr(err)
 }

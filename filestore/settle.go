@@ -3,6 +3,8 @@ package filestore
 import (
 	"context"
 	"time"
+
+	"github.com/recallkit/recall/internal/fsys"
 )
 
 // settleDir has the project directory's names checked against the index
@@ -54,7 +56,7 @@ func (s *Store) settleDir(p *projectIndex) {
 			// A directory changed less than racyWindow ago could not be
 			// vouched for: check again once its mtime has settled.
 			unsettled := false
-			if m, err := dirMtime(p.dir); err == nil && !settled(m) {
+			if m, err := fsys.DirMtime(p.dir); err == nil && !settled(m) {
 				unsettled = true
 				rest = max(rest, time.Until(time.Unix(0, m).Add(racyWindow)))
 			}

@@ -1,8 +1,8 @@
 //go:build !linux && !darwin
 
-package filestore
+package fsys
 
-// bootID is empty where the store knows no name for the running boot: an
+// BootID is empty where the store knows no name for the running boot: an
 // index journal is then never trusted on its own, and List checks every
 // log's stat against it.
-func bootID() string { return "" }
+func BootID() string { return "" }

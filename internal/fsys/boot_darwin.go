@@ -1,4 +1,4 @@
-package filestore
+package fsys
 
 import (
 	"strconv"
@@ -7,11 +7,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// bootID names the running boot of the machine: the kernel's boot time, to
+// BootID names the running boot of the machine: the kernel's boot time, to
 // the microsecond. An index journal written in another boot may have lost
 // its last lines to a power failure (it is never fsynced), so it is trusted
 // only when its header names this boot.
-var bootID = sync.OnceValue(func() string {
+var BootID = sync.OnceValue(func() string {
 	tv, err := unix.SysctlTimeval("kern.boottime")
 	if err != nil {
 		return ""
