@@ -57,6 +57,7 @@ func TestHelpersFindAbilitiesThroughWrappers(t *testing.T) {
 		"Cleaner":       has[recall.Cleaner](s),
 		"ProjectLister": has[recall.ProjectLister](s),
 		"Purger":        has[recall.Purger](s),
+		"ItemPager":     has[recall.ItemPager](s),
 	} {
 		if !found {
 			t.Errorf("As does not find the wrapped store's %s", name)

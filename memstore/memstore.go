@@ -4,9 +4,12 @@
 package memstore
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"iter"
 	"maps"
+	"math"
 	"slices"
 	"sync"
 
@@ -39,6 +42,7 @@ var (
 	_ recall.Store         = (*Store)(nil)
 	_ recall.Cleaner       = (*Store)(nil)
 	_ recall.ProjectLister = (*Store)(nil)
+	_ recall.ItemPager     = (*Store)(nil)
 )
 
 // New returns an empty store.
@@ -130,6 +134,52 @@ func (s *Store) Items(ctx context.Context, key recall.Key, limit int) ([]recall.
 		live[i].Item = live[i].Item.Clone()
 	}
 	return live, sess.meta.LastSeq, nil
+}
+
+// ReadItems implements recall.ItemPager: the log is in memory, and a page
+// is found by binary search on its seqs.
+func (s *Store) ReadItems(ctx context.Context, key recall.Key, opts recall.ItemPageOptions) (recall.ItemPage, error) {
+	if err := s.lock(ctx, key); err != nil {
+		return recall.ItemPage{}, err
+	}
+	defer s.mu.Unlock()
+	sess := s.sessions[key]
+	if sess == nil {
+		return recall.ItemPage{}, nil
+	}
+	es := sess.entries
+	at := func(seq int64) int {
+		i, _ := slices.BinarySearchFunc(es, seq, func(e recall.Entry, seq int64) int { return cmp.Compare(e.Seq, seq) })
+		return i
+	}
+	items, more, err := storekit.ReadPage(storekit.PageReader{
+		Controls: func(yield func(recall.Entry, error) bool) {
+			for i := len(es) - 1; i >= 0; i-- {
+				if es[i].Kind != recall.KindItem && !yield(es[i], nil) {
+					return
+				}
+			}
+		},
+		Backward: func(atMost int64) iter.Seq2[recall.Entry, error] {
+			if atMost < math.MaxInt64 {
+				atMost++
+			}
+			return storekit.Backwards(es[:at(atMost)])
+		},
+		Forward: func(atLeast int64) iter.Seq2[recall.Entry, error] {
+			return func(yield func(recall.Entry, error) bool) {
+				for _, e := range es[at(atLeast):] {
+					if !yield(e, nil) {
+						return
+					}
+				}
+			}
+		},
+	}, opts)
+	if err != nil {
+		return recall.ItemPage{}, err
+	}
+	return recall.ItemPage{Items: items, More: more, LastSeq: sess.meta.LastSeq}, nil
 }
 
 // Pop implements recall.Store.

@@ -51,3 +51,19 @@ func TestMaxItemSize(t *testing.T) {
 		t.Errorf("refused writes changed the session: %+v, %v", m, err)
 	}
 }
+
+// onlyStore is a store that has none of the optional abilities of the one
+// it holds, as a third-party store may have none.
+type onlyStore struct{ recall.Store }
+
+// TestReadItemsFallback runs the model with a store that is not an
+// ItemPager: recall.ReadItems then cuts its pages out of Items.
+func TestReadItemsFallback(t *testing.T) {
+	storetest.RunModel(t, func(t *testing.T) recall.Store {
+		s := onlyStore{memstore.New(memstore.Options{})}
+		if _, ok := recall.As[recall.ItemPager](s); ok {
+			t.Fatal("the wrapper still shows ItemPager")
+		}
+		return s
+	})
+}

@@ -266,6 +266,7 @@ var (
 	_ recall.Store         = (*Store)(nil)
 	_ recall.Cleaner       = (*Store)(nil)
 	_ recall.ProjectLister = (*Store)(nil)
+	_ recall.ItemPager     = (*Store)(nil)
 )
 
 // New returns a Store over primary and replica and starts replicating. In

@@ -78,6 +78,7 @@ var modelOps = []string{
 	"pop", "pop", "clear", "create", "title", "meta", "meta", "metadata", "metadata",
 	"removeItem", "removeItem", "fork", "fork", "remove", "import", "import",
 	"compact", "list", "projects", "cleanup", "cleanup", "items", "entries",
+	"readItems", "readItems",
 }
 
 // The key space of the model: small, so operations collide.
@@ -410,6 +411,37 @@ func (m *model) do(op string) {
 			t.Fatalf("Items(%s, %d) returned LastSeq %d, want %d", key, limit, last, m.lastSeq(key))
 		}
 
+	case "readItems":
+		key := m.anyKey()
+		_, view, _ := m.refMeta(key)
+		opts := recall.ItemPageOptions{
+			Limit:  rapid.IntRange(-1, 4).Draw(t, "limit"),
+			Oldest: rapid.Bool().Draw(t, "oldest"),
+		}
+		// A place in the order: none, an item of the view, or any ref
+		// (one of an item since removed, or of nothing).
+		switch rapid.IntRange(0, 2).Draw(t, "after") {
+		case 1:
+			if len(view) > 0 {
+				opts.After = rapid.SampledFrom(view).Draw(t, "item").Ref
+			}
+		case 2:
+			opts.After = recall.ItemRef{
+				Seq:   rapid.Int64Range(1, m.lastSeq(key)+1).Draw(t, "seq"),
+				Index: rapid.IntRange(0, 2).Draw(t, "index"),
+			}
+		}
+		got, err := recall.ReadItems(m.ctx, m.sut, key, opts)
+		what := fmt.Sprintf("ReadItems(%s, %+v)", key, opts)
+		m.wantClass(what, err, "nil")
+		want := wantPage(view, opts)
+		if d := liveDiff(got.Items, want.Items); d != "" {
+			t.Fatalf("%s: %s", what, d)
+		}
+		if got.More != want.More || got.LastSeq != m.lastSeq(key) {
+			t.Fatalf("%s: More %v and LastSeq %d, want %v and %d", what, got.More, got.LastSeq, want.More, m.lastSeq(key))
+		}
+
 	case "entries":
 		key := m.anyKey()
 		after := rapid.Int64Range(-1, m.lastSeq(key)+1).Draw(t, "after")
@@ -662,6 +694,63 @@ func (m *model) compare(keys ...recall.Key) {
 		}
 		if last != want.LastSeq {
 			m.t.Fatalf("Items %s returned LastSeq %d, want %d", key, last, want.LastSeq)
+		}
+		m.comparePages(key, wantLive, want.LastSeq)
+	}
+}
+
+// wantPage is the page of view that opts selects, found item by item.
+func wantPage(view []recall.LiveItem, opts recall.ItemPageOptions) recall.ItemPage {
+	var page recall.ItemPage
+	for i := range view {
+		l := view[i]
+		if !opts.Oldest {
+			l = view[len(view)-1-i]
+		}
+		if opts.After != (recall.ItemRef{}) {
+			if c := l.Ref.Compare(opts.After); opts.Oldest && c <= 0 || !opts.Oldest && c >= 0 {
+				continue
+			}
+		}
+		if opts.Limit > 0 && len(page.Items) == opts.Limit {
+			page.More = true
+			break
+		}
+		page.Items = append(page.Items, l)
+	}
+	return page
+}
+
+// comparePages pages through the view of key with recall.ReadItems in
+// both orders, two items a page, each page after the last one's last
+// item, and compares the pages with the view.
+func (m *model) comparePages(key recall.Key, view []recall.LiveItem, last int64) {
+	m.t.Helper()
+	for _, oldest := range []bool{false, true} {
+		want := slices.Clone(view)
+		if !oldest {
+			slices.Reverse(want)
+		}
+		var got []recall.LiveItem
+		opts := recall.ItemPageOptions{Limit: 2, Oldest: oldest}
+		for range len(view) + 2 {
+			page, err := recall.ReadItems(m.ctx, m.sut, key, opts)
+			what := fmt.Sprintf("ReadItems(%s, %+v)", key, opts)
+			m.wantClass(what, err, "nil")
+			if page.LastSeq != last {
+				m.t.Fatalf("%s: LastSeq %d, want %d", what, page.LastSeq, last)
+			}
+			got = append(got, page.Items...)
+			if !page.More {
+				break
+			}
+			if len(page.Items) == 0 {
+				m.t.Fatalf("%s: an empty page with More", what)
+			}
+			opts.After = page.Items[len(page.Items)-1].Ref
+		}
+		if d := liveDiff(got, want); d != "" {
+			m.t.Fatalf("ReadItems(%s, oldest %v), page by page: %s", key, oldest, d)
 		}
 	}
 }
