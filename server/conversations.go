@@ -341,47 +341,30 @@ func (s *Server) listItems(w http.ResponseWriter, r *http.Request) {
 }
 
 // listPage returns one page of items in the order asked, and whether more
-// follow it.
+// follow it. The store reads the page alone (recall.ReadItems); only a
+// cursor that is an item's own id, not one derived from its place, is
+// looked for first.
 func (s *Server) listPage(ctx context.Context, key recall.Key, lq listQuery) ([]recall.LiveItem, bool, error) {
-	n := lq.limit
-	switch {
-	case lq.after == "" && !lq.asc:
-		live, last, err := s.store.Items(ctx, key, n+1)
-		if err != nil || last == 0 {
-			return nil, false, notFound(err, key)
+	opts := recall.ItemPageOptions{Limit: lq.limit, Oldest: lq.asc}
+	if lq.after != "" {
+		ref, derived := parseDerivedID(lq.after)
+		if !derived {
+			l, err := s.findOwnID(ctx, key, lq.after)
+			if err != nil {
+				return nil, false, err
+			}
+			if l == nil {
+				return nil, false, invalidParam("after", "Invalid 'after': no item with id '%s' in this conversation.", shorten(lq.after))
+			}
+			ref = l.Ref
 		}
-		more := len(live) > n
-		page := live[max(0, len(live)-n):]
-		slices.Reverse(page)
-		return page, more, nil
-	case lq.after == "":
-		live, last, err := s.store.Items(ctx, key, 0)
-		if err != nil || last == 0 {
-			return nil, false, notFound(err, key)
-		}
-		return live[:min(n, len(live))], len(live) > n, nil
+		opts.After = ref
 	}
-	// After a cursor: read back from the newest item until the cursor is
-	// found and, for desc, the page before it too.
-	var lo, hi int
-	var found bool
-	live, _, err := s.readBack(ctx, key, 2*(n+1), func(live []recall.LiveItem, all bool) bool {
-		lo, hi, found = locate(live, lq.after, all)
-		return found && (lq.asc || lo > n)
-	})
-	if err != nil {
-		return nil, false, err
+	page, err := recall.ReadItems(ctx, s.store, key, opts)
+	if err != nil || page.LastSeq == 0 {
+		return nil, false, notFound(err, key)
 	}
-	if !found {
-		return nil, false, invalidParam("after", "Invalid 'after': no item with id '%s' in this conversation.", shorten(lq.after))
-	}
-	if lq.asc {
-		newer := live[hi:]
-		return newer[:min(n, len(newer))], len(newer) > n, nil
-	}
-	page := slices.Clone(live[max(0, lo-n):lo])
-	slices.Reverse(page)
-	return page, lo > n, nil
+	return page.Items, page.More, nil
 }
 
 func notFound(err error, key recall.Key) error {
@@ -391,85 +374,59 @@ func notFound(err error, key recall.Key) error {
 	return conversationNotFound(key.Session)
 }
 
-// readBack reads the newest n items of the view, and four times more each
-// time done says they are not enough, until done is satisfied or the
-// whole view is read. A conversation that does not exist is a 404.
-func (s *Server) readBack(ctx context.Context, key recall.Key, n int, done func(live []recall.LiveItem, all bool) bool) ([]recall.LiveItem, bool, error) {
-	for {
-		live, last, err := s.store.Items(ctx, key, n)
-		if err != nil || last == 0 {
-			return nil, false, notFound(err, key)
-		}
-		all := len(live) < n
-		if done(live, all) || all {
-			return live, all, nil
-		}
-		n *= 4
-	}
-}
-
-// locate finds where the cursor id sits in live, a window of the newest
-// items of the view (all of it when all): the items older than the cursor
-// are live[:lo] and the newer ones live[hi:]. An id of an item in the
-// window is found exactly (hi = lo+1). A derived id whose item is no
-// longer in the view (deleted meanwhile) still marks a place in the
-// order, so a client paging through a conversation while items are
-// deleted goes on where it was (hi = lo). found is false when the window
-// does not cover the cursor.
-func locate(live []recall.LiveItem, id string, all bool) (lo, hi int, found bool) {
-	for i, l := range live {
-		if itemID(l) == id {
-			return i, i + 1, true
-		}
-	}
-	ref, ok := parseDerivedID(id)
-	if !ok {
-		return 0, 0, false
-	}
-	p, _ := slices.BinarySearchFunc(live, ref, func(l recall.LiveItem, ref recall.ItemRef) int {
-		return compareRefs(l.Ref, ref)
-	})
-	if p == 0 && !all {
-		return 0, 0, false // the place may be older than the window
-	}
-	return p, p, true
-}
-
-// compareRefs orders refs as the view does: by seq, then index.
-func compareRefs(a, b recall.ItemRef) int {
-	if a.Seq != b.Seq {
-		if a.Seq < b.Seq {
-			return -1
-		}
-		return 1
-	}
-	return a.Index - b.Index
-}
-
-// findItem returns the item of the view the id names, reading back from
-// the newest item until it is found; a derived id stops the read as soon
-// as the window reaches back to its place.
+// findItem returns the item of the view the id names. An id derived from
+// the item's place is read as a page of one item; an item's own id is
+// looked for page by page from the newest item back (findOwnID).
 func (s *Server) findItem(ctx context.Context, key recall.Key, id string) (recall.LiveItem, error) {
-	ref, derived := parseDerivedID(id)
-	var hit recall.LiveItem
-	var found bool
-	_, _, err := s.readBack(ctx, key, 64, func(live []recall.LiveItem, all bool) bool {
-		for _, l := range live {
-			if itemID(l) == id {
-				hit, found = l, true
-				return true
-			}
+	if ref, derived := parseDerivedID(id); derived {
+		page, err := recall.ReadItems(ctx, s.store, key, recall.ItemPageOptions{
+			Limit: 1, After: recall.ItemRef{Seq: ref.Seq, Index: ref.Index + 1}, // the newest at or before ref
+		})
+		if err != nil || page.LastSeq == 0 {
+			return recall.LiveItem{}, notFound(err, key)
 		}
-		return derived && len(live) > 0 && compareRefs(live[0].Ref, ref) <= 0
-	})
+		if len(page.Items) == 0 || page.Items[0].Ref != ref || itemID(page.Items[0]) != id {
+			return recall.LiveItem{}, itemNotFound(id)
+		}
+		return page.Items[0], nil
+	}
+	l, err := s.findOwnID(ctx, key, id)
 	if err != nil {
 		return recall.LiveItem{}, err
 	}
-	if !found {
+	if l == nil {
 		return recall.LiveItem{}, itemNotFound(id)
 	}
-	return hit, nil
+	return *l, nil
 }
+
+// findOwnID looks for the item whose own id is id, reading the view page
+// by page from the newest item back, each page four times the last (up to
+// maxIDPage): the work is proportional to how far back the item is, and
+// a client paging with the last id of the page it was just sent finds it
+// in the first pages. It returns nil when no item has the id.
+func (s *Server) findOwnID(ctx context.Context, key recall.Key, id string) (*recall.LiveItem, error) {
+	opts := recall.ItemPageOptions{Limit: 64}
+	for {
+		page, err := recall.ReadItems(ctx, s.store, key, opts)
+		if err != nil || page.LastSeq == 0 {
+			return nil, notFound(err, key)
+		}
+		for i, l := range page.Items {
+			if itemID(l) == id {
+				return &page.Items[i], nil
+			}
+		}
+		if !page.More {
+			return nil, nil
+		}
+		opts.After = page.Items[len(page.Items)-1].Ref
+		opts.Limit = min(4*opts.Limit, maxIDPage)
+	}
+}
+
+// maxIDPage is the largest page findOwnID reads at once.
+const maxIDPage = 4096
 
 func (s *Server) getItem(w http.ResponseWriter, r *http.Request) {
 	key, err := s.convKey(r)

@@ -195,9 +195,18 @@ func serverOptions(maxBody int64) server.Options {
 // counted, when it has no index).
 type countingStore struct {
 	recall.Store
-	calls, items atomic.Int64 // Items
-	reads        atomic.Int64 // Items, Load and Entries
+	calls, items atomic.Int64 // Items and ReadItems
+	reads        atomic.Int64 // Items, ReadItems, Load and Entries
 	searches     atomic.Int64
+}
+
+// ReadItems counts the items of the page the store read.
+func (s *countingStore) ReadItems(ctx context.Context, key recall.Key, opts recall.ItemPageOptions) (recall.ItemPage, error) {
+	page, err := recall.ReadItems(ctx, s.Store, key, opts)
+	s.calls.Add(1)
+	s.reads.Add(1)
+	s.items.Add(int64(len(page.Items)))
+	return page, err
 }
 
 func (s *countingStore) Items(ctx context.Context, key recall.Key, limit int) ([]recall.LiveItem, int64, error) {

@@ -104,6 +104,7 @@ var (
 	_ recall.Forker        = (*timedStore)(nil)
 	_ recall.Cleaner       = (*timedStore)(nil)
 	_ recall.ProjectLister = (*timedStore)(nil)
+	_ recall.ItemPager     = (*timedStore)(nil)
 )
 
 // Unwrap returns the timed store.
@@ -177,6 +178,15 @@ func (t *timedStore) Search(ctx context.Context, opts recall.SearchOptions) (rec
 	start := time.Now()
 	p, err := recall.Search(ctx, t.Store, opts)
 	t.m.observe("search", start, err)
+	return p, err
+}
+
+// ReadItems reads the page with the store's own ReadItems when it has one
+// (from Items otherwise).
+func (t *timedStore) ReadItems(ctx context.Context, key recall.Key, opts recall.ItemPageOptions) (recall.ItemPage, error) {
+	start := time.Now()
+	p, err := recall.ReadItems(ctx, t.Store, key, opts)
+	t.m.observe("read_items", start, err)
 	return p, err
 }
 

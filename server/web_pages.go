@@ -580,29 +580,16 @@ func (s *Server) sessionPage(ctx context.Context, key recall.Key, m recall.Meta,
 	if f := m.ForkedFrom; f != nil && f.Key.Project == key.Project && f.Key.IsMain() {
 		d.ForkedFrom, d.ForkedAt = f.Key.Session, fmt.Sprintf("i-%d", f.Seq)
 	}
-	n := webPageSize
-	var page []recall.LiveItem
-	var start bool // the page reaches the start of the view
-	if before.Seq == 0 {
-		live, last, err := s.store.Items(ctx, key, n+1)
-		if err != nil {
-			return d, err
-		}
-		d.LastSeq = max(last, m.LastSeq)
-		start = len(live) <= n
-		page = live[max(0, len(live)-n):]
-	} else {
-		var p int
-		live, all, err := s.readBack(ctx, key, 2*(n+1), func(live []recall.LiveItem, all bool) bool {
-			p, _ = slices.BinarySearchFunc(live, before, func(l recall.LiveItem, ref recall.ItemRef) int { return compareRefs(l.Ref, ref) })
-			return p > n
-		})
-		if err != nil {
-			return d, err
-		}
-		page = live[max(0, p-n):p]
-		start = all && p <= n
+	got, err := recall.ReadItems(ctx, s.store, key, recall.ItemPageOptions{Limit: webPageSize, After: before})
+	if err != nil {
+		return d, err
 	}
+	if before.Seq == 0 {
+		d.LastSeq = max(got.LastSeq, m.LastSeq)
+	}
+	page := got.Items // newest first
+	slices.Reverse(page)
+	start := !got.More // the page reaches the start of the view
 	if len(page) > 0 && !start {
 		d.Older = fmt.Sprintf("/s/%s?before=%s", key.Session, refString(page[0].Ref))
 	}
