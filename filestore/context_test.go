@@ -53,11 +53,15 @@ func TestEndedContext(t *testing.T) {
 				_, err := s.Cleanup(ctx, recall.CleanupOptions{OlderThan: time.Now().Add(time.Hour)})
 				return err
 			},
-			"Items":       func(s *filestore.Store) error { _, _, err := s.Items(ctx, key, 0); return err },
-			"Items(1)":    func(s *filestore.Store) error { _, _, err := s.Items(ctx, key, 1); return err },
-			"Stat":        func(s *filestore.Store) error { _, err := s.Stat(ctx, key); return err },
-			"Load":        func(s *filestore.Store) error { _, _, err := s.Load(ctx, key); return err },
-			"Entries":     func(s *filestore.Store) error { _, err := s.Entries(ctx, key, 0, 0); return err },
+			"Items":    func(s *filestore.Store) error { _, _, err := s.Items(ctx, key, 0); return err },
+			"Items(1)": func(s *filestore.Store) error { _, _, err := s.Items(ctx, key, 1); return err },
+			"Stat":     func(s *filestore.Store) error { _, err := s.Stat(ctx, key); return err },
+			"Load":     func(s *filestore.Store) error { _, _, err := s.Load(ctx, key); return err },
+			"Entries":  func(s *filestore.Store) error { _, err := s.Entries(ctx, key, 0, 0); return err },
+			"ReadItems": func(s *filestore.Store) error {
+				_, err := s.ReadItems(ctx, key, recall.ItemPageOptions{Limit: 1})
+				return err
+			},
 			"List":        func(s *filestore.Store) error { _, err := s.List(ctx, "", recall.ListOptions{}); return err },
 			"Projects":    func(s *filestore.Store) error { _, err := s.Projects(ctx); return err },
 			"recall.Fork": func(s *filestore.Store) error { _, err := recall.Fork(ctx, s, key, 0, fresh); return err },
@@ -150,6 +154,12 @@ func TestCancelMidScan(t *testing.T) {
 		"Entries":     func(ctx context.Context, s *filestore.Store) error { _, err := s.Entries(ctx, key, 0, 0); return err },
 		"Entries(end)": func(ctx context.Context, s *filestore.Store) error {
 			_, err := s.Entries(ctx, key, 1500, 0)
+			return err
+		},
+		// a page in the middle of the log, oldest first: the controls are
+		// read from the end, then the page's place is searched for
+		"ReadItems": func(ctx context.Context, s *filestore.Store) error {
+			_, err := s.ReadItems(ctx, key, recall.ItemPageOptions{Limit: 10, Oldest: true, After: recall.ItemRef{Seq: 1000}})
 			return err
 		},
 		// a new store has no record: Stat derives it from the log

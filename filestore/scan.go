@@ -299,9 +299,22 @@ func tailBlock(size, lastSeq int64, limit int) int {
 // newest committed entry of r[0:size), the log's LastSeq at size (seqs
 // grow along the log).
 func backwardBlocks(ctx context.Context, r io.ReaderAt, size int64, block int, newest *int64) iter.Seq2[recall.Entry, error] {
+	return backwardLines(ctx, r, size, block, newest, false)
+}
+
+// backwardFrom yields the entries of the lines before off, newest first,
+// reading blocks of block bytes and more. off must be the start of a line
+// at or before the committed end of the log (as seekSeq finds one): every
+// line before it then belongs to the log, and a batch that off cuts in two
+// is committed, not open.
+func backwardFrom(ctx context.Context, r io.ReaderAt, off int64, block int) iter.Seq2[recall.Entry, error] {
+	return backwardLines(ctx, r, off, block, nil, true)
+}
+
+func backwardLines(ctx context.Context, r io.ReaderAt, size int64, block int, newest *int64, committed bool) iter.Seq2[recall.Entry, error] {
 	return func(yield func(recall.Entry, error) bool) {
 		rl := newReverseLines(ctx, r, size, block)
-		skipping := true // still inside the torn tail or an open batch
+		skipping := !committed // still inside the torn tail or an open batch
 		for {
 			l, terminated, ok, err := rl.prev()
 			if err != nil {
