@@ -27,8 +27,8 @@
 // same lock, inside the transaction that writes: a failed guard writes
 // nothing and creates no row.
 //
-// Reads that must agree run in one snapshot: Load and Entries in a read
-// transaction (REPEATABLE READ on PostgreSQL, a WAL read transaction on
+// Reads that must agree run in one snapshot: Load, Entries and ReadItems
+// in a read transaction (REPEATABLE READ on PostgreSQL, a WAL read transaction on
 // SQLite), Items in one statement whose first row is the entry at
 // last_seq, or in a read transaction when it must page. Every method returns the context's error
 // when it ends first; on SQLite a write is checked again once it holds the
@@ -48,6 +48,15 @@
 // session's checked_seq only). Payloads are checked in full, those this
 // package wrote and validated too, since a row can be damaged after it
 // was written (see read.go).
+//
+// # Pages of a view
+//
+// Store is a recall.ItemPager: ReadItems reads one page of a view by
+// position in O(page + the view's pops and removes), whatever the
+// session's length. Migration 9 adds a partial index of each log's pop,
+// remove, clear and compaction entries, from which it learns where the
+// view starts and what was removed, then it reads only the window of seqs
+// the page lies in (see itempage.go).
 //
 // # Search
 //

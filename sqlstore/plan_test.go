@@ -26,9 +26,9 @@ type planCase struct {
 	bounded bool // a log read: the plan must bound seq, and may sort
 }
 
-// planCases returns the List and Items statements of s, with the index
-// each must use (PostgreSQL's name for the entries key first, SQLite's
-// second).
+// planCases returns the List, Items and ReadItems statements of s, with
+// the index each must use (PostgreSQL's name for the entries key first,
+// SQLite's second).
 func planCases(t *testing.T, s *Store, entriesIndex string) []planCase {
 	t.Helper()
 	cursor := storekit.Cursor{Updated: time.Unix(1_700_000_000, 0), Project: "p3", Session: "s00100"}.String()
@@ -54,6 +54,10 @@ func planCases(t *testing.T, s *Store, entriesIndex string) []planCase {
 		planCase{"items, newest", newestSQL, []any{"p2", "s00100", "", 28}, entriesIndex, true},
 		planCase{"items, window", windowSQL, []any{int64(100), int64(4000), int64(4256)}, entriesIndex, true},
 		planCase{"stat, unchecked rows", uncheckedSQL, []any{int64(100), int64(990)}, entriesIndex, true},
+		planCase{"read items, forward window", forwardSQL, []any{int64(100), int64(4000), int64(4116)}, entriesIndex, true},
+		// The controls of a log, newest first, through their own index
+		// in its order (no sort): never a read of the log's items.
+		planCase{"read items, controls", controlsSQL, []any{int64(100), int64(4001), 16}, "entries_controls", false},
 	)
 }
 

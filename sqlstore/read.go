@@ -407,37 +407,49 @@ func backwards(ctx context.Context, q querier, sid, last int64, chunk int) iter.
 	return func(yield func(recall.Entry, error) bool) {
 		for top := last + 1; top > 1; {
 			bottom := max(1, top-int64(chunk))
-			rs, err := q.query(ctx, windowSQL, sid, bottom, top)
-			if err != nil {
-				yield(recall.Entry{}, err)
-				return
-			}
-			var sc tailScanner
-			for rs.Next() {
-				e, err := sc.scan(rs)
-				if err != nil {
-					rs.Close()
-					yield(recall.Entry{}, err)
-					return
-				}
-				if unusable(e) {
-					continue
-				}
-				if !yield(e, nil) {
-					rs.Close()
-					return
-				}
-			}
-			err = rs.Err()
-			rs.Close()
-			if err != nil {
-				yield(recall.Entry{}, err)
+			if _, ok := yieldRows(ctx, q, yield, windowSQL, sid, bottom, top); !ok {
 				return
 			}
 			top = bottom
 			chunk = min(chunk*4, 4096)
 		}
 	}
+}
+
+// yieldRows runs stmt, a read of entries (seq, kind, payload), and yields
+// its rows, leaving out damaged item rows (see unusable). It returns how
+// many rows it read, and false when yield stopped it or was given an
+// error: the caller's iterator then ends. The rows are closed before it
+// returns, so the caller may run its next statement on q, which on
+// PostgreSQL is one connection.
+func yieldRows(ctx context.Context, q querier, yield func(recall.Entry, error) bool, stmt string, args ...any) (int, bool) {
+	rs, err := q.query(ctx, stmt, args...)
+	if err != nil {
+		yield(recall.Entry{}, err)
+		return 0, false
+	}
+	defer rs.Close()
+	var sc tailScanner
+	n := 0
+	for rs.Next() {
+		n++
+		e, err := sc.scan(rs)
+		if err != nil {
+			yield(recall.Entry{}, err)
+			return n, false
+		}
+		if unusable(e) {
+			continue
+		}
+		if !yield(e, nil) {
+			return n, false
+		}
+	}
+	if err := rs.Err(); err != nil {
+		yield(recall.Entry{}, err)
+		return n, false
+	}
+	return n, true
 }
 
 // tailScanner reads rows of seq, kind and payload, what Tail looks at,

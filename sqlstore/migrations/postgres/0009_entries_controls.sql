@@ -1,0 +1,12 @@
+-- recall sqlstore schema, version 9 (PostgreSQL): an index of each log's
+-- control entries.
+--
+-- A page of a session's view (ReadItems) needs the pop, remove, clear and
+-- compaction entries of the view, newest first down to its start, and
+-- then only the window of the log the page lies in. Without this index
+-- finding those entries meant reading the whole log, items and all; with
+-- it a page costs about what it returns, whatever the session's length.
+-- It holds those entries only, so an append of items, the common write,
+-- does not touch it. controlsSQL (itempage.go) repeats its predicate word
+-- for word, which is what lets the planners use it.
+CREATE INDEX entries_controls ON entries (session, seq) WHERE kind IN ('pop', 'remove', 'clear', 'compaction');
