@@ -206,3 +206,101 @@ func BenchmarkFork10k(b *testing.B) {
 	}
 	storetest.BenchmarkFork(b, s, src)
 }
+
+// pageSession writes a session of n items for the ReadItems benchmark and
+// test, with a few pops and removals spread over it, and returns its key
+// and view, oldest first.
+func pageSession(tb testing.TB, s *Store, n int) (recall.Key, []recall.LiveItem) {
+	tb.Helper()
+	ctx := context.Background()
+	k := recall.Key{Project: "bench", Session: fmt.Sprint("page", n)}
+	for i := 0; i < n; i += 1000 {
+		batch := make([]recall.Item, min(1000, n-i))
+		for j := range batch {
+			batch[j] = benchItem
+		}
+		mustAppend(tb, s, k, recall.ItemEntries(batch...)...)
+	}
+	for _, at := range []int{n / 10, n / 2, n * 9 / 10} {
+		if _, err := recall.RemoveItem(ctx, s, k, recall.ItemRef{Seq: int64(at)}); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	for range 3 {
+		if _, err := s.Pop(ctx, k); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	view, _, err := s.Items(ctx, k, 0)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return k, view
+}
+
+// pagePlace is one page ReadItems is measured on: the first, a middle or
+// the last page of a view, in one order.
+type pagePlace struct {
+	name string
+	opts recall.ItemPageOptions
+	at   int // the index in the view of the page's oldest item
+}
+
+// pagePlaces are the first, a middle and the last page of view, limit
+// items each, newest first and oldest first.
+func pagePlaces(view []recall.LiveItem, limit int) []pagePlace {
+	n := len(view)
+	return []pagePlace{
+		{"newest/first", recall.ItemPageOptions{Limit: limit}, n - limit},
+		{"newest/middle", recall.ItemPageOptions{Limit: limit, After: view[n/2].Ref}, n/2 - limit},
+		{"newest/last", recall.ItemPageOptions{Limit: limit, After: view[limit].Ref}, 0},
+		{"oldest/first", recall.ItemPageOptions{Limit: limit, Oldest: true}, 0},
+		{"oldest/middle", recall.ItemPageOptions{Limit: limit, Oldest: true, After: view[n/2].Ref}, n/2 + 1},
+		{"oldest/last", recall.ItemPageOptions{Limit: limit, Oldest: true, After: view[n-limit-1].Ref}, n - limit},
+	}
+}
+
+// BenchmarkReadItems reads a page of 20 items (recall.ItemPager) of a
+// session of 200 items and of one of 20,000, both with a few pops and
+// removals, alternately within one loop so that both see the same machine
+// load: the first, a middle and the last page, newest first and oldest
+// first. It reports the time of each per page and their ratio, x-200: the
+// long session's time / the short one's (1 would be the same cost;
+// TestReadItemsReadsThePage counts the values read).
+func BenchmarkReadItems(b *testing.B) {
+	ctx := context.Background()
+	const limit = 20
+	s := newStore(b, Options{})
+	shortKey, shortView := pageSession(b, s, 200)
+	longKey, longView := pageSession(b, s, 20000)
+	long := pagePlaces(longView, limit)
+	for i, p := range pagePlaces(shortView, limit) {
+		b.Run(p.name, func(b *testing.B) {
+			read := func(k recall.Key, opts recall.ItemPageOptions) error {
+				page, err := s.ReadItems(ctx, k, opts)
+				if err == nil && len(page.Items) != limit {
+					err = fmt.Errorf("read %d items of %s", len(page.Items), k)
+				}
+				return err
+			}
+			var ts, tl time.Duration
+			n := 0
+			for b.Loop() {
+				t0 := time.Now()
+				if err := read(shortKey, p.opts); err != nil {
+					b.Fatal(err)
+				}
+				t1 := time.Now()
+				if err := read(longKey, long[i].opts); err != nil {
+					b.Fatal(err)
+				}
+				ts += t1.Sub(t0)
+				tl += time.Since(t1)
+				n++
+			}
+			b.ReportMetric(float64(ts.Nanoseconds())/float64(n), "200-ns/op")
+			b.ReportMetric(float64(tl.Nanoseconds())/float64(n), "20000-ns/op")
+			b.ReportMetric(float64(tl)/float64(ts), "x-200")
+		})
+	}
+}

@@ -79,7 +79,11 @@ func TestContextDone(t *testing.T) {
 		"Load":       func(ctx context.Context) error { _, _, err := s.Load(ctx, k); return err },
 		"Items":      func(ctx context.Context) error { _, _, err := s.Items(ctx, k, 0); return err },
 		"Entries":    func(ctx context.Context) error { _, err := s.Entries(ctx, k, 0, 0); return err },
-		"List":       func(ctx context.Context) error { _, err := s.List(ctx, "", recall.ListOptions{}); return err },
+		"ReadItems": func(ctx context.Context) error {
+			_, err := s.ReadItems(ctx, k, recall.ItemPageOptions{Limit: 1})
+			return err
+		},
+		"List": func(ctx context.Context) error { _, err := s.List(ctx, "", recall.ListOptions{}); return err },
 		"List/parent": func(ctx context.Context) error {
 			_, err := s.List(ctx, "p", recall.ListOptions{Parent: "s"})
 			return err

@@ -15,6 +15,7 @@ import (
 //
 //	P meta:<project>/<session>[:<subpath>]   hash: the session's metadata
 //	P log:<project>/<session>[:<subpath>]    list: the entry log, element i holds seq first+i (hash field first, default 1)
+//	P ctl:<project>/<session>[:<subpath>]    list: the seqs of the view's control entries, oldest first (page.go)
 //	P idx:all                                 zset: every main session (List of all projects)
 //	P idx:active                              zset: the main sessions not archived
 //	P idx:all:<project>                       zset: one project's main sessions
@@ -58,6 +59,7 @@ type keys struct{ prefix string }
 
 func (k keys) meta(key recall.Key) string { return k.prefix + "meta:" + key.String() }
 func (k keys) log(key recall.Key) string  { return k.prefix + "log:" + key.String() }
+func (k keys) ctl(key recall.Key) string  { return k.prefix + "ctl:" + key.String() }
 func (k keys) schema() string             { return k.prefix + "schema" }
 func (k keys) sub(key recall.Key) string {
 	return k.prefix + "idx:sub:" + key.Project + "/" + key.Session
@@ -79,7 +81,7 @@ func (k keys) active(project string) string {
 	return k.prefix + "idx:active:" + project
 }
 
-// indexes are the KEYS an append script updates besides meta and log.
+// indexes are the KEYS an append script updates besides meta, log and ctl.
 func (k keys) indexes(key recall.Key) []string {
 	if key.IsMain() {
 		return []string{k.all(""), k.active(""), k.all(key.Project), k.active(key.Project)}

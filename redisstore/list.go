@@ -216,7 +216,7 @@ func (s *Store) Cleanup(ctx context.Context, opts recall.CleanupOptions) (recall
 
 // removeKeys are the KEYS of the remove script for key.
 func (s *Store) removeKeys(key recall.Key) []string {
-	keys := []string{s.k.meta(key), s.k.log(key)}
+	keys := []string{s.k.meta(key), s.k.log(key), s.k.ctl(key)}
 	if key.IsMain() {
 		keys = append(keys, s.k.sub(key))
 	}

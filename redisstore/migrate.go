@@ -23,6 +23,14 @@ import (
 // A store upgrades older data before its first operation (ready): nothing
 // is lost, only the times the old rule moved for title and meta entries,
 // and the first prompts, are computed again from the logs.
+//
+// The control record ReadItems reads (page.go, key P ctl:<key>) needs no
+// version: each session's hash says which seq its record covers (field
+// ctl), and the first page of a session whose record falls short of its
+// last seq reads the controls from the log and writes the record
+// (lua/page.lua). That covers the sessions written before the record and
+// those an older version of this package, still running beside this
+// one, writes to after an upgrade, which an upgrade run once cannot.
 const schemaVersion = 3
 
 //go:embed lua/upgrade.lua

@@ -13,6 +13,12 @@
 // the first chunk of Items) or read only log elements that can no longer
 // change (Items' older chunks, checked against the session's generation).
 //
+// ReadItems (recall.ItemPager) reads one page of a view by position. The
+// append script keeps, beside each log, a record of the seqs of the view's
+// control entries (the clear or compaction it starts at, and the pops and
+// removals since), so a page costs its items and those entries, not the
+// length of the session (page.go).
+//
 // A log element that is not a readable entry, or an item entry whose item
 // is not a JSON object (written by another program, or damaged), is kept
 // and skipped: Items, Pop and the view leave it out, and Load counts it in

@@ -61,7 +61,7 @@ func encodeGuard(g recall.Guard) string {
 
 // writeArgs builds the KEYS and ARGV of the append script.
 func (s *Store) writeArgs(key recall.Key, mode string, expect int64, guard recall.Guard, entries []recall.Entry) ([]string, []any, error) {
-	keys := append([]string{s.k.meta(key), s.k.log(key)}, s.k.indexes(key)...)
+	keys := append([]string{s.k.meta(key), s.k.log(key), s.k.ctl(key)}, s.k.indexes(key)...)
 	exp := ""
 	if expect >= 0 {
 		exp = strconv.FormatInt(expect, 10)

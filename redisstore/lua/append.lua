@@ -2,9 +2,10 @@
 -- metadata and index entries, all in one atomic step: the guard is checked
 -- and every seq is assigned here, so a batch that fails writes nothing.
 --
--- KEYS[1] meta hash, KEYS[2] log list, then the indexes: for a main session
--- all, active, project all, project active (6 keys); for a subagent record
--- its parent's index (3 keys).
+-- KEYS[1] meta hash, KEYS[2] log list, KEYS[3] control record (a list of
+-- seqs, see below), then the indexes: for a main session all, active,
+-- project all, project active (7 keys); for a subagent record its parent's
+-- index (4 keys).
 --
 -- ARGV[1] prefix, [2] mode: 'a' append (the script assigns seqs), 'i'
 -- import (entries carry seqs), 'p' pop (one entry: a pop whose data the
@@ -32,6 +33,16 @@
 -- activity. The field fp (FirstPrompt) is set once, by the first entry
 -- that offers a prompt.
 --
+-- The control record holds the seqs of the view's control entries, oldest
+-- first: the clear or compaction the view starts at (ops clear and count),
+-- if any, then the pops and removals after it (op pop), so that ReadItems
+-- (page.go) finds them without reading the log. A clear or a compaction
+-- starts it again. The hash field ctl is the last seq the record covers:
+-- a writer that does not keep the record (an older version of this
+-- package) leaves ctl behind last, and then the record is left alone
+-- until a clear or compaction starts it again, or a reader rebuilds it
+-- from the log (lua/page.lua).
+--
 -- Returns the last seq; a pop returns {last seq, item seq, item index, data
 -- and kind of the item's entry}, or {} when there was nothing to pop.
 local W = 12 -- values per entry
@@ -39,7 +50,8 @@ local meta, log = KEYS[1], KEYS[2]
 local mode, expect, guard = ARGV[2], ARGV[3], ARGV[4]
 local ttl = tonumber(ARGV[5])
 local token, member = ARGV[7], ARGV[8]
-local h = redis.call('HMGET', meta, 'last', 'tok', 'created', 'updated', 'items', 'tsrc', 'arch', 'ttl', 'first', 'fp')
+local ctl = KEYS[3]
+local h = redis.call('HMGET', meta, 'last', 'tok', 'created', 'updated', 'items', 'tsrc', 'arch', 'ttl', 'first', 'fp', 'ctl')
 local exists = h[1] and true or false
 local last = tonumber(h[1] or '0')
 -- the seq of the log's first element: 1, or where a purged log that was
@@ -96,7 +108,7 @@ end
 if not exists then
   -- The metadata defines the session: a log without it is a leftover (of
   -- an expiry, say), never something to continue.
-  redis.call('DEL', log)
+  redis.call('DEL', log, ctl)
 end
 
 -- applymetadata applies an encoded metadata change to the hash fields
@@ -131,6 +143,10 @@ local title, pin, labels, fork
 local fp = h[10] or ''
 local newfp
 local push = {}
+-- the record covers the log so far (a new session's empty one does), and
+-- the seqs to add to it; restart: a clear or compaction starts it again
+local ctlok = not exists or h[11] == h[1]
+local ctlpush, restart = {}, false
 for i = 0, n - 1 do
   local o = 10 + i * W
   local seq = last + 1
@@ -152,10 +168,13 @@ for i = 0, n - 1 do
     items = items + 1
   elseif op == 'pop' then
     if items > 0 then items = items - 1 end
+    ctlpush[#ctlpush + 1] = string.format('%d', seq)
   elseif op == 'clear' then
     items = 0
+    ctlpush, restart, ctlok = {string.format('%d', seq)}, true, true
   elseif op == 'count' then
     items = tonumber(a1)
+    ctlpush, restart, ctlok = {string.format('%d', seq)}, true, true
   elseif op == 'title' then
     -- an auto title never replaces a user title
     if not (tsrc == 'user' and a2 == 'auto') then
@@ -184,6 +203,12 @@ end
 for i = 1, #push, 1000 do
   redis.call('RPUSH', log, unpack(push, i, math.min(i + 999, #push)))
 end
+if restart then redis.call('DEL', ctl) end
+if ctlok then
+  for i = 1, #ctlpush, 1000 do
+    redis.call('RPUSH', ctl, unpack(ctlpush, i, math.min(i + 999, #ctlpush)))
+  end
+end
 
 -- Remember the last 8 batch tokens, for retries.
 local toks = {}
@@ -201,26 +226,27 @@ if pin then fields[#fields + 1] = 'pin'; fields[#fields + 1] = pin end
 if labels then fields[#fields + 1] = 'labels'; fields[#fields + 1] = labels end
 if fork then fields[#fields + 1] = 'fork'; fields[#fields + 1] = fork end
 if newfp then fields[#fields + 1] = 'fp'; fields[#fields + 1] = newfp end
+if ctlok then fields[#fields + 1] = 'ctl'; fields[#fields + 1] = string.format('%d', last) end
 redis.call('HSET', meta, unpack(fields))
 
 -- Move the session in its indexes: the score is minus the update time.
 local score
 if string.sub(updated, 1, 1) == '-' then score = string.sub(updated, 2) else score = '-' .. updated end
 local subpt
-if #KEYS == 3 then
-  subpt = redis.call('PTTL', KEYS[3])
-  redis.call('ZADD', KEYS[3], score, member)
+if #KEYS == 4 then
+  subpt = redis.call('PTTL', KEYS[4])
+  redis.call('ZADD', KEYS[4], score, member)
 else
-  redis.call('ZADD', KEYS[3], score, member)
-  redis.call('ZADD', KEYS[5], score, member)
+  redis.call('ZADD', KEYS[4], score, member)
+  redis.call('ZADD', KEYS[6], score, member)
   if arch == '1' then
     if h[7] ~= '1' and exists then
-      redis.call('ZREM', KEYS[4], member)
-      redis.call('ZREM', KEYS[6], member)
+      redis.call('ZREM', KEYS[5], member)
+      redis.call('ZREM', KEYS[7], member)
     end
   else
-    redis.call('ZADD', KEYS[4], score, member)
-    redis.call('ZADD', KEYS[6], score, member)
+    redis.call('ZADD', KEYS[5], score, member)
+    redis.call('ZADD', KEYS[7], score, member)
   end
   if not exists then redis.call('ZADD', PROJECTS, 0, ARGV[9]) end
 end
@@ -230,18 +256,20 @@ end
 if ttl > 0 then
   redis.call('PEXPIRE', meta, ttl)
   redis.call('PEXPIRE', log, ttl)
+  redis.call('PEXPIRE', ctl, ttl)
   redis.call('ZADD', EXPIRY, nowms() + ttl, member)
   -- A parent's index of subagent records lives as long as its longest-lived
   -- record; one without a TTL (-1) keeps it forever.
-  if subpt and (subpt == -2 or (subpt >= 0 and subpt < ttl)) then redis.call('PEXPIRE', KEYS[3], ttl) end
+  if subpt and (subpt == -2 or (subpt >= 0 and subpt < ttl)) then redis.call('PEXPIRE', KEYS[4], ttl) end
   prune(2)
 else
   if h[8] == '1' then
     redis.call('PERSIST', meta)
     redis.call('PERSIST', log)
+    redis.call('PERSIST', ctl)
     redis.call('ZREM', EXPIRY, member)
   end
-  if subpt and subpt >= 0 then redis.call('PERSIST', KEYS[3]) end
+  if subpt and subpt >= 0 then redis.call('PERSIST', KEYS[4]) end
 end
 if pop then return {last, pop[1], pop[2], pop[3], pop[4]} end
 return last

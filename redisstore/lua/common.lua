@@ -18,6 +18,7 @@ end
 
 local function metakey(p, s, sub) return P .. 'meta:' .. name(p, s, sub) end
 local function logkey(p, s, sub) return P .. 'log:' .. name(p, s, sub) end
+local function ctlkey(p, s, sub) return P .. 'ctl:' .. name(p, s, sub) end
 local function subidx(p, s) return P .. 'idx:sub:' .. p .. '/' .. s end
 local function allidx(p) if p then return P .. 'idx:all:' .. p end return P .. 'idx:all' end
 local function activeidx(p) if p then return P .. 'idx:active:' .. p end return P .. 'idx:active' end
@@ -261,45 +262,51 @@ end
 
 local function refkey(seq, index) return string.format('%d:%d', seq, index) end
 
--- newest finds the newest live item of a log whose last seq is last, the
--- way storekit.Tail(1) does: reading back from the end, a pop or removal
--- hides the item it names, a damaged element or item is skipped, and a
--- clear or a compaction ends the scan. It returns the item's seq, its
--- index (in a compaction, else 0), its entry's data and kind, or nothing
--- when the view is empty. Element i of the log holds seq first+i.
-local function newest(log, last, first)
-  local hidden = {}
+-- scanback calls fn(seq, element) for the elements of a log whose last
+-- seq is last, from the end back, reading it in growing chunks, until fn
+-- returns true. Element i of the log holds seq first+i.
+local function scanback(log, last, first, fn)
   local hi, chunk = last - first, 16
   while hi >= 0 do
     local lo = math.max(hi - chunk + 1, 0)
     local els = redis.call('LRANGE', log, lo, hi)
     for i = #els, 1, -1 do
-      local seq = first + lo + i - 1
-      local kind, hd, data = entry(els[i], seq)
-      if kind == 'item' then
-        if isitem(data) then
-          local r = refkey(seq, 0)
-          if hidden[r] then hidden[r] = nil else return seq, 0, data, kind end
-        end
-      elseif kind == 'pop' or kind == 'remove' then
-        local rs, ri = ref(data)
-        if rs then hidden[refkey(rs, ri)] = true end
-      elseif kind == 'clear' then
-        return
-      elseif kind == 'compaction' then
-        local n = hd.n
-        if n then
-          for j = n - 1, 0, -1 do
-            local r = refkey(seq, j)
-            if hidden[r] then hidden[r] = nil else return seq, j, data, kind end
-          end
-          return
-        end
-      end
+      if fn(first + lo + i - 1, els[i]) then return end
     end
     hi = lo - 1
     chunk = math.min(chunk * 2, 1024)
   end
+end
+
+-- newest finds the newest live item of a log whose last seq is last, the
+-- way storekit.Tail(1) does: reading back from the end, a pop or removal
+-- hides the item it names, a damaged element or item is skipped, and a
+-- clear or a compaction ends the scan. It returns the item's seq, its
+-- index (in a compaction, else 0), its entry's data and kind, or nothing
+-- when the view is empty.
+local function newest(log, last, first)
+  local hidden, found = {}, nil
+  scanback(log, last, first, function(seq, el)
+    local kind, hd, data = entry(el, seq)
+    if kind == 'item' then
+      if isitem(data) then
+        local r = refkey(seq, 0)
+        if hidden[r] then hidden[r] = nil else found = {seq, 0, data, kind} return true end
+      end
+    elseif kind == 'pop' or kind == 'remove' then
+      local rs, ri = ref(data)
+      if rs then hidden[refkey(rs, ri)] = true end
+    elseif kind == 'clear' then
+      return true
+    elseif kind == 'compaction' and hd.n then
+      for j = hd.n - 1, 0, -1 do
+        local r = refkey(seq, j)
+        if hidden[r] then hidden[r] = nil else found = {seq, j, data, kind} return true end
+      end
+      return true
+    end
+  end)
+  if found then return unpack(found) end
 end
 
 -- popped rebuilds the reply of the pop that wrote seq, for a retried call.

@@ -4,7 +4,7 @@
 -- was read.
 --
 -- KEYS[1] meta hash, then the indexes that may hold the session (as
--- append.lua's KEYS[3] on). ARGV[1] prefix, [2] the last seq read, [3] the
+-- append.lua's KEYS[4] on). ARGV[1] prefix, [2] the last seq read, [3] the
 -- generation read, [4] the update time (µs), [5] its index score, [6] the
 -- session's index member, [7] the first prompt ('' for none).
 --
