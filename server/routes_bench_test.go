@@ -1,0 +1,196 @@
+package server_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/server"
+)
+
+// BenchmarkRoutes checks that each read route does work proportional to
+// its page, not to what it serves (docs/BENCHMARKS.md, "Bounded work per
+// request"): every route is called on a small and a large case side by
+// side in one loop, on the file store, and reports each case's time
+// (small-us, large-us), allocations (small-allocs, large-allocs), the
+// bytes the store handed the server (small-storekB, large-storekB), and
+// x-small = large / small, the target being at most 1.5. The cases: a
+// conversation of 1,000 and of 100,000 items, and a user with 1,000 and
+// with 100,000 sessions.
+//
+//	go test -run '^$' -bench BenchmarkRoutes -benchtime 200x ./server
+func BenchmarkRoutes(b *testing.B) {
+	const small, large = 1_000, 100_000
+	ctx := context.Background()
+	project := server.User{Name: server.DefaultUser}.Project()
+	open := func() (*bytesStore, http.Handler) {
+		st := &bytesStore{Store: openFileStore(&testing.T{}, b.TempDir())}
+		b.Cleanup(func() { st.Close() })
+		h, err := server.New(ctx, st, server.Options{Auth: server.AuthNone, RateLimit: -1,
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Registerer: prometheus.NewRegistry()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return st, h
+	}
+	// The conversations: one of each size in one store.
+	convs, convH := open()
+	for _, n := range []int{small, large} {
+		key := recall.Key{Project: project, Session: fmt.Sprintf("conv_%d", n)}
+		batch := make([]recall.Item, 0, 1000)
+		for i := range n {
+			batch = append(batch, recall.Message("user", fmt.Sprintf("message %d of the conversation, about the design review", i)))
+			if len(batch) == cap(batch) || i == n-1 {
+				if _, err := convs.Append(ctx, key, recall.Guard{}, recall.ItemEntries(batch...)...); err != nil {
+					b.Fatal(err)
+				}
+				batch = batch[:0]
+			}
+		}
+	}
+	// The users: one store each, so that the user's project holds that
+	// many sessions, 5 pinned.
+	users := map[int]http.Handler{}
+	userStores := map[int]*bytesStore{}
+	for _, n := range []int{small, large} {
+		st, h := open()
+		for i := range n {
+			key := recall.Key{Project: project, Session: fmt.Sprintf("conv_%06d", i)}
+			if _, err := st.Append(ctx, key, recall.IfNew(), recall.ItemEntries(
+				recall.Message("user", fmt.Sprintf("the first prompt of session %d, about the design review", i)),
+				recall.Message("assistant", "ok"))...); err != nil {
+				b.Fatal(err)
+			}
+		}
+		for i := range 5 {
+			if _, err := recall.SetPinned(ctx, st, recall.Key{Project: project, Session: fmt.Sprintf("conv_%06d", i*n/5)}, true); err != nil {
+				b.Fatal(err)
+			}
+		}
+		users[n], userStores[n] = h, st
+	}
+
+	// A route is a path for each case, on the conversations' server (conv)
+	// or a user's.
+	conv := func(path string) func(n int) (http.Handler, *bytesStore, string) {
+		return func(n int) (http.Handler, *bytesStore, string) {
+			return convH, convs, fmt.Sprintf(path, fmt.Sprintf("conv_%d", n))
+		}
+	}
+	user := func(path string) func(n int) (http.Handler, *bytesStore, string) {
+		return func(n int) (http.Handler, *bytesStore, string) { return users[n], userStores[n], path }
+	}
+	for _, r := range []struct {
+		name string
+		at   func(n int) (http.Handler, *bytesStore, string)
+	}{
+		{"items-newest", conv("/v1/conversations/%s/items")},
+		{"items-oldest", conv("/v1/conversations/%s/items?order=asc")},
+		{"items-after-early", conv("/v1/conversations/%s/items?after=recall-30")},
+		{"items-asc-after-early", conv("/v1/conversations/%s/items?order=asc&after=recall-30")},
+		{"item-oldest", conv("/v1/conversations/%s/items/recall-1")},
+		{"conversation", conv("/v1/conversations/%s")},
+		{"web-session", conv("/s/%s")},
+		{"web-session-early", conv("/s/%s?before=30")},
+		{"api-sessions", user("/api/v1/sessions")},
+		{"web-list", user("/")},
+		{"api-search", user("/api/v1/search?q=design+review")},
+	} {
+		b.Run(r.name, func(b *testing.B) {
+			var spent, allocs, bytes [2]int64
+			var ms runtime.MemStats
+			for b.Loop() {
+				for i, n := range []int{small, large} {
+					h, st, path := r.at(n)
+					runtime.ReadMemStats(&ms)
+					before := ms.Mallocs
+					read := st.bytes.Load()
+					start := time.Now()
+					rec := httptest.NewRecorder()
+					h.ServeHTTP(rec, httptest.NewRequest("GET", "http://localhost"+path, nil))
+					spent[i] += int64(time.Since(start))
+					runtime.ReadMemStats(&ms)
+					allocs[i] += int64(ms.Mallocs - before)
+					bytes[i] += st.bytes.Load() - read
+					if rec.Code != http.StatusOK {
+						b.Fatalf("GET %s: %d %s", path, rec.Code, rec.Body.String())
+					}
+				}
+			}
+			per := func(v int64) float64 { return float64(v) / float64(b.N) }
+			b.ReportMetric(per(spent[0])/1e3, "small-us")
+			b.ReportMetric(per(spent[1])/1e3, "large-us")
+			b.ReportMetric(per(allocs[0]), "small-allocs")
+			b.ReportMetric(per(allocs[1]), "large-allocs")
+			b.ReportMetric(per(bytes[0])/1e3, "small-storekB")
+			b.ReportMetric(per(bytes[1])/1e3, "large-storekB")
+			b.ReportMetric(float64(spent[1])/float64(spent[0]), "x-small")
+		})
+	}
+}
+
+// bytesStore counts the bytes of the items and entries its store hands
+// out, whichever way they are read.
+type bytesStore struct {
+	recall.Store
+	bytes atomic.Int64
+}
+
+// Unwrap lets recall.As find the store's abilities (search, fork, ...).
+func (s *bytesStore) Unwrap() recall.Store { return s.Store }
+
+func (s *bytesStore) live(live []recall.LiveItem) {
+	n := 0
+	for _, l := range live {
+		n += len(l.Item)
+	}
+	s.bytes.Add(int64(n))
+}
+
+func (s *bytesStore) entries(es []recall.Entry) {
+	n := 0
+	for _, e := range es {
+		n += len(e.Data)
+	}
+	s.bytes.Add(int64(n))
+}
+
+func (s *bytesStore) Items(ctx context.Context, key recall.Key, limit int) ([]recall.LiveItem, int64, error) {
+	live, last, err := s.Store.Items(ctx, key, limit)
+	s.live(live)
+	return live, last, err
+}
+
+func (s *bytesStore) ReadItems(ctx context.Context, key recall.Key, opts recall.ItemPageOptions) (recall.ItemPage, error) {
+	p, err := recall.ReadItems(ctx, s.Store, key, opts)
+	s.live(p.Items)
+	return p, err
+}
+
+func (s *bytesStore) Load(ctx context.Context, key recall.Key) (recall.Meta, []recall.Entry, error) {
+	m, es, err := s.Store.Load(ctx, key)
+	s.entries(es)
+	return m, es, err
+}
+
+func (s *bytesStore) Entries(ctx context.Context, key recall.Key, after int64, limit int) ([]recall.Entry, error) {
+	es, err := s.Store.Entries(ctx, key, after, limit)
+	s.entries(es)
+	return es, err
+}
+
+func (s *bytesStore) List(ctx context.Context, project string, opts recall.ListOptions) (recall.Page, error) {
+	p, err := s.Store.List(ctx, project, opts)
+	s.bytes.Add(int64(200 * len(p.Sessions))) // about a session's metadata
+	return p, err
+}
