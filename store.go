@@ -97,6 +97,13 @@ type ListOptions struct {
 	// Parent, when set, lists the subagent records under that session ID
 	// instead of the project's main sessions. It needs a project.
 	Parent string
+	// Pinned lists only pinned sessions (Meta.Pinned). It combines with
+	// the other options, and a cursor pages within the pinned listing.
+	// Stores keep an index of pinned sessions, so such a listing costs
+	// about the number of pinned sessions, not of the project's
+	// sessions: a caller that shows pinned sessions first lists them
+	// with it. Default: every session.
+	Pinned bool
 }
 
 // Page is one page of List.

@@ -75,9 +75,9 @@ func CompareListOrder(aUpdated time.Time, a recall.Key, bUpdated time.Time, b re
 // SortList sorts metas in List order.
 func SortList(metas []recall.Meta) { slices.SortFunc(metas, compareList) }
 
-// Paginate applies opts to metas that already match the project, parent and
-// archived filters and returns the page: it sorts them in List order, skips
-// to the cursor and cuts at the limit. Stores that hold their metadata in
+// Paginate applies opts to metas that already match the project, parent,
+// archived and pinned filters and returns the page: it sorts them in List
+// order, skips to the cursor and cuts at the limit. Stores that hold their metadata in
 // memory (memstore, the file store's index) share it.
 func Paginate(metas []recall.Meta, opts recall.ListOptions) (recall.Page, error) {
 	SortList(metas)
@@ -111,13 +111,14 @@ func Paginate(metas []recall.Meta, opts recall.ListOptions) (recall.Page, error)
 }
 
 // Matches reports whether m belongs in a List of project with opts: the
-// project matches (or is empty), archived sessions only when asked, and
+// project matches (or is empty), archived sessions only when asked, only
+// pinned sessions when opts.Pinned is set, and
 // main sessions, or the records under opts.Parent when it is set.
 func Matches(m recall.Meta, project string, opts recall.ListOptions) bool {
 	if project != "" && m.Key.Project != project {
 		return false
 	}
-	if m.Archived && !opts.IncludeArchived {
+	if m.Archived && !opts.IncludeArchived || !m.Pinned && opts.Pinned {
 		return false
 	}
 	if opts.Parent != "" {
