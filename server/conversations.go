@@ -249,6 +249,7 @@ func (s *Server) addItems(w http.ResponseWriter, r *http.Request) {
 	for i, it := range items {
 		added[i] = recall.LiveItem{Ref: recall.ItemRef{Seq: first + int64(i)}, Item: it}
 	}
+	s.ids.note(key, added)
 	writeList(w, added, false)
 }
 
@@ -364,6 +365,7 @@ func (s *Server) listPage(ctx context.Context, key recall.Key, lq listQuery) ([]
 	if err != nil || page.LastSeq == 0 {
 		return nil, false, notFound(err, key)
 	}
+	s.ids.note(key, page.Items)
 	return page.Items, page.More, nil
 }
 
@@ -376,28 +378,43 @@ func notFound(err error, key recall.Key) error {
 
 // findItem returns the item of the view the id names. An id derived from
 // the item's place is read as a page of one item; an item's own id is
-// looked for page by page from the newest item back (findOwnID).
+// looked for at the place this process last saw it (idPlaces), then page
+// by page from the newest item back (findOwnID).
 func (s *Server) findItem(ctx context.Context, key recall.Key, id string) (recall.LiveItem, error) {
-	if ref, derived := parseDerivedID(id); derived {
-		page, err := recall.ReadItems(ctx, s.store, key, recall.ItemPageOptions{
-			Limit: 1, After: recall.ItemRef{Seq: ref.Seq, Index: ref.Index + 1}, // the newest at or before ref
-		})
-		if err != nil || page.LastSeq == 0 {
-			return recall.LiveItem{}, notFound(err, key)
+	ref, derived := parseDerivedID(id)
+	if !derived {
+		l, err := s.findOwnID(ctx, key, id)
+		if err != nil {
+			return recall.LiveItem{}, err
 		}
-		if len(page.Items) == 0 || page.Items[0].Ref != ref || itemID(page.Items[0]) != id {
+		if l == nil {
 			return recall.LiveItem{}, itemNotFound(id)
 		}
-		return page.Items[0], nil
+		return *l, nil
 	}
-	l, err := s.findOwnID(ctx, key, id)
+	l, err := s.itemAt(ctx, key, ref)
 	if err != nil {
 		return recall.LiveItem{}, err
 	}
-	if l == nil {
+	if l == nil || itemID(*l) != id {
 		return recall.LiveItem{}, itemNotFound(id)
 	}
 	return *l, nil
+}
+
+// itemAt reads the item at ref, a page of one item; nil when the view has
+// none there.
+func (s *Server) itemAt(ctx context.Context, key recall.Key, ref recall.ItemRef) (*recall.LiveItem, error) {
+	page, err := recall.ReadItems(ctx, s.store, key, recall.ItemPageOptions{
+		Limit: 1, After: recall.ItemRef{Seq: ref.Seq, Index: ref.Index + 1}, // the newest at or before ref
+	})
+	if err != nil || page.LastSeq == 0 {
+		return nil, notFound(err, key)
+	}
+	if len(page.Items) == 0 || page.Items[0].Ref != ref {
+		return nil, nil
+	}
+	return &page.Items[0], nil
 }
 
 // findOwnID looks for the item whose own id is id, reading the view page
@@ -406,12 +423,19 @@ func (s *Server) findItem(ctx context.Context, key recall.Key, id string) (recal
 // a client paging with the last id of the page it was just sent finds it
 // in the first pages. It returns nil when no item has the id.
 func (s *Server) findOwnID(ctx context.Context, key recall.Key, id string) (*recall.LiveItem, error) {
+	if ref, ok := s.ids.place(key, id); ok {
+		l, err := s.itemAt(ctx, key, ref)
+		if err != nil || l != nil && itemID(*l) == id {
+			return l, err
+		}
+	}
 	opts := recall.ItemPageOptions{Limit: 64}
 	for {
 		page, err := recall.ReadItems(ctx, s.store, key, opts)
 		if err != nil || page.LastSeq == 0 {
 			return nil, notFound(err, key)
 		}
+		s.ids.note(key, page.Items)
 		for i, l := range page.Items {
 			if itemID(l) == id {
 				return &page.Items[i], nil

@@ -648,9 +648,9 @@ func TestListReadsLittle(t *testing.T) {
 		return err
 	})
 
-	// Items with ids of their own: the cursor is looked for from the
-	// newest item back, so the page after the newest page's last id
-	// reads one page of 64 to find it, then its own 20.
+	// Items with ids of their own: the server remembers where the items
+	// it answered with sit, so the page after the newest page's last id
+	// reads that item, then its own 20.
 	batch := make([]recall.Item, 1000)
 	for i := range batch {
 		batch[i] = recall.Item(fmt.Sprintf(`{"type":"message","id":"msg_%d","role":"user","content":"own %d"}`, i, i))
@@ -662,13 +662,31 @@ func TestListReadsLittle(t *testing.T) {
 		page, err = c.Conversations.Items.List(ctx, conv.ID, conversations.ItemListParams{})
 		return err
 	})
-	reads("the page after an own id", 64+20, func() (err error) {
-		page, err = c.Conversations.Items.List(ctx, conv.ID, conversations.ItemListParams{After: param.NewOpt(page.LastID)})
+	lastID := page.LastID
+	reads("the page after an own id", 1+20, func() (err error) {
+		page, err = c.Conversations.Items.List(ctx, conv.ID, conversations.ItemListParams{After: param.NewOpt(lastID)})
 		return err
 	})
 	if page.Data[0].ID != "msg_979" || page.LastID != "msg_960" {
 		t.Errorf("the page after msg_980 runs from %s to %s", page.Data[0].ID, page.LastID)
 	}
+	// Another server process never saw the page: it looks for the id
+	// from the newest item back, one page of 64 here.
+	other := client(serve(t, st), "")
+	reads("the page after an own id on another server", 64+20, func() (err error) {
+		page, err = other.Conversations.Items.List(ctx, conv.ID, conversations.ItemListParams{After: param.NewOpt(lastID)})
+		return err
+	})
+	if page.Data[0].ID != "msg_979" {
+		t.Errorf("on another server, the page after msg_980 starts at %s", page.Data[0].ID)
+	}
+	// A remembered place whose item is gone is not used: the id is
+	// looked for again and is not found.
+	if _, err := c.Conversations.Items.Delete(ctx, conv.ID, lastID); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Conversations.Items.List(ctx, conv.ID, conversations.ItemListParams{After: param.NewOpt(lastID)})
+	wantAPIError(t, err, http.StatusBadRequest, "after", "no item with id")
 }
 
 // TestItemIDRace checks that of concurrent adds of items with one id,

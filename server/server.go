@@ -124,7 +124,8 @@ type Server struct {
 	// storekit.Cursor's (web_pages.go): 0 not known yet, 1 yes, 2 no.
 	storekitCursors atomic.Int32
 
-	watches watches // the pollers of the sessions open pages watch
+	watches watches  // the pollers of the sessions open pages watch
+	ids     idPlaces // where the items with own ids this process showed sit
 
 	// The background work (see background), which Close cancels and
 	// waits for.
