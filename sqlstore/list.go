@@ -16,7 +16,9 @@ import (
 // the partial indexes sessions_updated (every project) and
 // sessions_project_updated (one project), which hold exactly the rows
 // with an empty subpath, in List order, so a page costs O(limit) however deep it
-// is. The order and cursors are storekit.Paginate's.
+// is; a listing of pinned sessions reads sessions_pinned or
+// sessions_project_pinned, which hold only the pinned ones. The order and
+// cursors are storekit.Paginate's.
 func (s *Store) List(ctx context.Context, project string, opts recall.ListOptions) (recall.Page, error) {
 	if err := s.checkOpen(ctx); err != nil {
 		return recall.Page{}, err
@@ -58,6 +60,12 @@ func (s *Store) listQuery(project string, opts recall.ListOptions) (string, args
 		if project != "" {
 			where = append(where, "project = "+a.add(project))
 		}
+	}
+	if opts.Pinned {
+		// With subpath = '', the predicate of sessions_pinned and
+		// sessions_project_pinned (migration 10), word for word; among
+		// one session's records, a filter.
+		where = append(where, "pinned")
 	}
 	if !opts.IncludeArchived {
 		where = append(where, "NOT archived")
