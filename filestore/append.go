@@ -152,7 +152,7 @@ func (w *writer) sync(ctx context.Context, st fsys.Stat) error {
 		if err != nil {
 			return err
 		}
-		rec = newRecord(rec.key, rec.rel, nst, rec.off, rec.check, rec.unterminated, m)
+		rec = newRecord(rec.key, rec.rel, nst, rec.off, rec.check, rec.unterminated, m, rec.ctl)
 	}
 	if fresh {
 		w.p.put(rec) // even if no batch follows (a refused one, a Pop of nothing)
@@ -247,10 +247,18 @@ func (w *writer) write(ctx context.Context, entries []recall.Entry) (recall.Meta
 	// A new log is created whole in one step (create), so its lines need
 	// no batch marks: there is no torn batch to tell apart.
 	whole := w.f == nil
+	// The batch goes at the log's end, its committed end since sync: the
+	// record learns where its control lines are.
+	ctl, base := noControls(), int64(0)
+	if !whole {
+		ctl, base = w.rec.ctl, w.rec.st.Size
+	}
 	for i, e := range entries {
+		at := len(buf)
 		if buf, err = appendLine(buf, e, !whole && i < len(entries)-1); err != nil {
 			return recall.Meta{}, fmt.Errorf("entry %d: %w", i, err)
 		}
+		ctl = ctl.see(e, base+int64(at), int64(len(buf)-at-1))
 	}
 	for _, e := range entries {
 		m.Apply(e)
@@ -262,7 +270,7 @@ func (w *writer) write(ctx context.Context, entries []recall.Entry) (recall.Meta
 		return recall.Meta{}, err
 	}
 	if w.f == nil {
-		return m, w.create(buf, m)
+		return m, w.create(buf, m, ctl)
 	}
 	pre := w.rec.st.Size
 	if _, err := w.f.Write(buf); err != nil {
@@ -290,7 +298,10 @@ func (w *writer) write(ctx context.Context, entries []recall.Entry) (recall.Meta
 	} else if check, err = tailCheck(w.f, st.Size); err != nil {
 		return m, nil
 	}
-	w.rec = newRecord(w.l.key, w.l.rel, st, st.Size, check, false, m)
+	if st.Size != pre+int64(len(buf)) {
+		ctl = controlLines{} // not where it was written: unknown
+	}
+	w.rec = newRecord(w.l.key, w.l.rel, st, st.Size, check, false, m, ctl)
 	w.p.put(w.rec)
 	return m, nil
 }
@@ -310,7 +321,7 @@ func (w *writer) cut(size int64) {
 // session (recall.Create) are durable once Append returns, as a native
 // fork was. It returns errRaced when another writer created the log
 // first.
-func (w *writer) create(buf []byte, m recall.Meta) error {
+func (w *writer) create(buf []byte, m recall.Meta, ctl controlLines) error {
 	f, st, err := createAtomic(w.l.path, buf)
 	if f != nil {
 		w.f = f // its flock is held until the writer closes
@@ -326,7 +337,7 @@ func (w *writer) create(buf []byte, m recall.Meta) error {
 		return err
 	}
 	check := crc32.ChecksumIEEE(buf[max(0, len(buf)-checkLen):])
-	w.rec = newRecord(w.l.key, w.l.rel, st, st.Size, check, false, m)
+	w.rec = newRecord(w.l.key, w.l.rel, st, st.Size, check, false, m, ctl)
 	w.p.put(w.rec)
 	w.s.settleDir(w.p)
 	return nil

@@ -212,7 +212,7 @@ func wantFirstPage(t *testing.T, what string, s *filestore.Store, want []recall.
 // journalOf returns the path of listProject's index journal in s.
 func journalOf(s *filestore.Store) string {
 	dir, _ := s.ProjectDir(listProject)
-	return filepath.Join(dir, "#index-v4")
+	return filepath.Join(dir, "#index-v5")
 }
 
 // tailLines returns the last n lines of b, each cut to 100 bytes.

@@ -9,7 +9,7 @@
 //	    <session>/<subpath>.jsonl          subagent records (Key.Subpath), e.g.
 //	    <session>/subagents/agent-7.jsonl
 //	    <session>.jsonl#torn-<n>           bytes of a torn tail, kept aside
-//	    #index-v3                          the List cache (see Guarantees)
+//	    #index-v5                          the List cache (see Guarantees)
 //	<home>/#search-v1.db                   the search index (see Store.Search)
 //
 // Every name the store makes for itself holds a '#', a byte no key may
@@ -84,6 +84,12 @@
 //     is never read; its logs are derived afresh and it is removed.
 //   - GetItems(limit) reads the log backwards from its end: its cost
 //     depends on limit, not on the length of the session.
+//   - ReadItems reads one page of a view from one snapshot of the log: the
+//     view's pops and removes (and its last clear or compaction) line by
+//     line where the log's index record says they are, and the page's
+//     items from the place a search over the log by seq finds (seqs grow
+//     along the log). Its cost depends on the page and on those entries,
+//     not on the length of the session.
 //   - Search answers from an index beside the logs, an SQLite database
 //     with an FTS5 trigram index that nothing writes in the append path:
 //     each search first brings it up to date from the logs (one stat per

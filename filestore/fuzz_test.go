@@ -367,7 +367,7 @@ func makeIndexHome(f *testing.F) indexHome {
 		f.Fatal(err)
 	}
 	s.Close()
-	ih := indexHome{home: home, index: filepath.Join(home, "projects", "p", "#index-v4"), want: page.Sessions, logs: map[string][]byte{}}
+	ih := indexHome{home: home, index: filepath.Join(home, "projects", "p", "#index-v5"), want: page.Sessions, logs: map[string][]byte{}}
 	if len(ih.want) != 6 {
 		f.Fatalf("the seed home lists %d sessions, want 6", len(ih.want))
 	}

@@ -26,10 +26,10 @@ import (
 // (or, for a pending log, the log itself) take their place. The journal is
 // believed on the same terms as a whole read of it (point 5 of the crash
 // argument in index.go: #boot of this boot, every line read passes its
-// crc, no torn tail, #dir equal to the directory's mtime, no #index-v3);
-// the lines of the sorted section it does not read sort after the page,
-// and a log they describe that changed since has a tail line, so they
-// cannot change the page. The page's logs are stat'ed as List does; one
+// crc, no torn tail, #dir equal to the directory's mtime, no journal of
+// an older writer: see writingIndexNames); the lines of the sorted
+// section it does not read sort after the page, and a log they describe
+// that changed since has a tail line, so they cannot change the page. The page's logs are stat'ed as List does; one
 // that changed behind the journal's back sends List the whole way.
 
 // headLists counts the pages served by listHead, for the tests.
@@ -75,7 +75,7 @@ func (s *Store) listHead(ctx context.Context, project string, opts recall.ListOp
 	if dirTime, err := fsys.DirMtime(p.dir); err != nil || !j.dirSeen || dirTime != j.dirTime {
 		return recall.Page{}, false, nil
 	}
-	if _, err := os.Lstat(filepath.Join(p.dir, "#index-v3")); err == nil {
+	if olderWriter(p.dir) {
 		return recall.Page{}, false, nil
 	}
 

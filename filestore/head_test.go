@@ -156,7 +156,7 @@ func TestHeadTailBounded(t *testing.T) {
 			r.Close()
 		}
 	}
-	data, err := os.ReadFile(filepath.Join(home, "projects", "p", "#index-v4"))
+	data, err := os.ReadFile(filepath.Join(home, "projects", "p", "#index-v5"))
 	if err != nil {
 		t.Fatal(err)
 	}

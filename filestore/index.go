@@ -25,11 +25,11 @@ import (
 
 // The index of a project is a cache of the Meta of each of its logs, so
 // that List reads neither the logs nor their stats. It is a journal,
-// <project>/#index-v4: one line per event, and the newest line about a log
+// <project>/#index-v5: one line per event, and the newest line about a log
 // wins. Line format, space separated (names and numbers hold no spaces,
 // and the Meta JSON is last):
 //
-//	<line-crc> <rel> <ino> <size> <mtime-ns> <off> <crc> <flags> <updated-s> <updated-ns> <meta-json>
+//	<line-crc> <rel> <ino> <size> <mtime-ns> <off> <crc> <flags> <updated-s> <updated-ns> <controls> <meta-json>
 //	<line-crc> <rel> -        a tombstone: the log was removed
 //	<line-crc> <rel> !        an intent: a writer is about to change the log
 //	<line-crc> #boot <id>     the header: first line of a trusted journal
@@ -41,6 +41,7 @@ import (
 // is noticed rather than believed; crc is that of the log's bytes before
 // off (see derive). flags is "-" or a set of: a (archived), e (no entry:
 // not a session yet), u (the committed log ends without a newline).
+// controls says where the view's control lines are (see controls.go).
 //
 // Why the journal can be believed without a stat of every log (the crash
 // argument; writer.begin, writer.close, removeLocked, validated and
@@ -75,8 +76,8 @@ import (
 //     created, removed or renamed moves it; a #dir is written only for an
 //     mtime older than racyWindow when the names were read, since a change
 //     in the same tick of the file system's clock leaves the mtime as it
-//     was); and no older recall wrote its own journal
-//     (#index-v3) since. Otherwise List reads the directory, stats every
+//     was); and no older recall wrote its own journal (#index-v3,
+//     #index-v4) since. Otherwise List reads the directory, stats every
 //     log, derives what changed and writes the journal back believable
 //     (Store.validate).
 //  6. List still stats the logs of the page it returns (its first 200
@@ -93,7 +94,7 @@ import (
 // records a newer store cannot trust is left unread: the new journal
 // starts empty, every log is derived afresh when it is first listed or
 // stat'ed, and the old journal is removed (see oldIndexNames).
-const indexName = "#index-v4"
+const indexName = "#index-v5"
 
 // oldIndexNames are the journals of earlier versions:
 //
@@ -107,7 +108,28 @@ const indexName = "#index-v4"
 //     and held no intents: it could not be believed without a stat of
 //     every log. An older recall still writing one makes List check
 //     every log (see trusted).
-var oldIndexNames = []string{"#index-v1", "#index-v2", "#index-v3"}
+//   - #index-v4 held no controls (see controls.go): a page of a view
+//     would read the log back to its last clear or compaction for as long
+//     as the log did not change. An older recall still writing one makes
+//     List check every log too, since it writes no intents here.
+var oldIndexNames = []string{"#index-v1", "#index-v2", "#index-v3", "#index-v4"}
+
+// writingIndexNames are the journals of earlier versions whose writers
+// (an older recall still running) change logs without saying so in this
+// journal: while one is there, this journal is not believed without a
+// stat of every log.
+var writingIndexNames = []string{"#index-v3", "#index-v4"}
+
+// olderWriter reports whether the project directory dir holds a journal
+// of writingIndexNames.
+func olderWriter(dir string) bool {
+	for _, name := range writingIndexNames {
+		if _, err := os.Lstat(filepath.Join(dir, name)); err == nil {
+			return true
+		}
+	}
+	return false
+}
 
 // checkLen is how many bytes before a record's committed end its crc
 // covers: enough to notice a log rewritten in place with more bytes.
@@ -125,6 +147,7 @@ type record struct {
 	archived     bool
 	empty        bool
 	updated      time.Time
+	ctl          controlLines // the view's control lines below off
 
 	// A record is shared and, but for its lazily decoded Meta, immutable.
 	once    sync.Once
@@ -133,9 +156,9 @@ type record struct {
 	metaErr error
 }
 
-func newRecord(key recall.Key, rel string, st fsys.Stat, off int64, check uint32, unterminated bool, m recall.Meta) *record {
+func newRecord(key recall.Key, rel string, st fsys.Stat, off int64, check uint32, unterminated bool, m recall.Meta, ctl controlLines) *record {
 	r := &record{rel: rel, key: key, st: st, off: off, check: check, unterminated: unterminated,
-		archived: m.Archived, empty: m.LastSeq == 0 && m.Corrupt == 0, updated: m.Updated, meta: &m}
+		archived: m.Archived, empty: m.LastSeq == 0 && m.Corrupt == 0, updated: m.Updated, meta: &m, ctl: ctl}
 	r.once.Do(func() {})
 	return r
 }
@@ -212,6 +235,8 @@ func appendRecord(buf []byte, r *record) []byte {
 	buf = append(buf, ' ')
 	buf = strconv.AppendInt(buf, int64(r.updated.Nanosecond()), 10)
 	buf = append(buf, ' ')
+	buf = appendControls(buf, r.ctl)
+	buf = append(buf, ' ')
 	buf = append(buf, js...)
 	return sealLine(buf, start)
 }
@@ -281,7 +306,7 @@ func parseRecord(line []byte) (r *record, kind byte, ok bool) {
 // parseChecked is parseRecord of a line whose crc checkLine verified: rest
 // is the line after its crc.
 func parseChecked(rest []byte) (r *record, kind byte, ok bool) {
-	var f [9][]byte
+	var f [10][]byte
 	for i := range f {
 		j := bytes.IndexByte(rest, ' ')
 		if j < 0 {
@@ -301,7 +326,12 @@ func parseChecked(rest []byte) (r *record, kind byte, ok bool) {
 			return nil, 0, false
 		}
 	}
+	ctl, ok := parseControls(f[9])
+	if !ok {
+		return nil, 0, false
+	}
 	r = &record{
+		ctl:     ctl,
 		rel:     string(f[0]),
 		st:      fsys.Stat{Ino: uint64(n[0]), Size: n[1], Mtime: n[2]},
 		off:     n[3],
@@ -964,18 +994,27 @@ func derive(ctx context.Context, f *os.File, key recall.Key, rel string, st fsys
 	var m recall.Meta
 	from := int64(0)
 	unterminated := false
+	var ctl controlLines
 	if prev != nil && prev.st.Ino == st.Ino && st.Size >= prev.off {
 		if pm, err := prev.Meta(); err == nil {
 			if c, err := tailCheck(f, prev.off); err == nil && c == prev.check {
-				m, from, unterminated = pm, prev.off, prev.unterminated
+				m, from, unterminated, ctl = pm, prev.off, prev.unterminated, prev.ctl
 			}
 		}
 	}
 	if from == 0 {
 		m = recall.Meta{Key: key}
 		unterminated = false
+		ctl = noControls()
 	}
-	sc := scanner{emit: m.Apply} // Apply counts unusable items in Corrupt
+	var at, n int64 // the place of the line of the entry emitted next
+	sc := scanner{
+		at: func(pos, size int64) { at, n = pos, size },
+		emit: func(e recall.Entry) {
+			m.Apply(e) // counts unusable items in Corrupt
+			ctl = ctl.see(e, at, n)
+		},
+	}
 	if err := sc.scanFile(ctx, f, from, st.Size); err != nil {
 		return nil, err
 	}
@@ -987,5 +1026,5 @@ func derive(ctx context.Context, f *os.File, key recall.Key, rel string, st fsys
 	if err != nil {
 		return nil, err
 	}
-	return newRecord(key, rel, st, sc.end, check, unterminated, m), nil
+	return newRecord(key, rel, st, sc.end, check, unterminated, m, ctl), nil
 }

@@ -75,7 +75,7 @@ func wantSameList(t *testing.T, what string, s, ref recall.Store, project string
 }
 
 func indexPath(t *testing.T, home, project string) string {
-	return filepath.Join(home, "projects", project, "#index-v4")
+	return filepath.Join(home, "projects", project, "#index-v5")
 }
 
 // TestIndexRebuilt damages the index every way a crash or a user can and

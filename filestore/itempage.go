@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"sync/atomic"
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/storekit"
@@ -14,11 +15,19 @@ var _ recall.ItemPager = (*Store)(nil)
 
 // ReadItems implements recall.ItemPager. It reads one snapshot of the log,
 // its bytes up to its size when opened, in three parts (see
-// storekit.ReadPage): the view's control entries, read backwards from the
-// end; and the page's items, found by seq with a search over the file
-// (seekSeq) and read from there, backwards or forwards. So a page of a
-// long session costs what the page weighs and a few small reads, plus the
-// pops and removes since the view's last clear or compaction.
+// storekit.ReadPage): the view's control entries, line by line where the
+// log's record says they are (see controls.go); and the page's items,
+// found by seq with a search over the file (seeker) and read from there,
+// backwards or forwards. So a page of a long session costs what the page
+// weighs and a few small reads, plus the lines of the pops and removes
+// since the view's last clear or compaction.
+//
+// The record must describe the snapshot: one the process or the journal
+// holds for the log's exact stat, else one derived from the log (from the
+// record it has, reading only the bytes added since, when it can; see
+// derive), kept as a reader's record is (remember). A log with more than
+// maxControls controls in its view is read backwards from the end for
+// them, back to its last clear or compaction.
 func (s *Store) ReadItems(ctx context.Context, key recall.Key, opts recall.ItemPageOptions) (recall.ItemPage, error) {
 	l, err := s.locate(key)
 	if err == nil {
@@ -44,16 +53,19 @@ func (s *Store) readItems(ctx context.Context, l loc, opts recall.ItemPageOption
 		return recall.ItemPage{}, err
 	}
 	defer f.Close()
-	var known int64 // the index's last seq sizes the reads, when current
-	if rec := s.project(l.key.Project).get(l.rel); rec != nil && rec.st == st && !rec.empty {
-		known = rec.lastSeq()
+	rec := s.cachedRecord(s.project(l.key.Project), l.rel, st.Size)
+	if rec == nil || rec.st != st {
+		if rec, err = derive(ctx, f, l.key, l.rel, st, rec); err != nil {
+			return recall.ItemPage{}, err
+		}
+		s.remember(l, rec)
 	}
-	snap, err := newSnapshot(ctx, f, st.Size, known, opts.Limit)
+	snap, err := newSnapshot(ctx, f, st.Size, rec.lastSeq(), opts.Limit)
 	if err != nil || snap.last == 0 {
 		return recall.ItemPage{}, err // no committed entry: no session yet
 	}
 	items, more, err := storekit.ReadPage(storekit.PageReader{
-		Controls: backwardBlocks(ctx, f, st.Size, snap.block, nil),
+		Controls: snap.controls(rec.ctl),
 		Backward: snap.backward,
 		Forward:  snap.forward,
 	}, opts)
@@ -78,7 +90,11 @@ type snapshot struct {
 // the reads.
 func newSnapshot(ctx context.Context, r io.ReaderAt, size, known int64, limit int) (*snapshot, error) {
 	sn := &snapshot{ctx: ctx, r: r, size: size, block: tailBlock(size, known, limit)}
-	for _, err := range backwardBlocks(ctx, r, size, tailBlock(size, known, 1), &sn.last) {
+	first := 4 << 10 // two lines of the log's average, when known
+	if known > 0 {
+		first = int(min(max(2*(size/known+1), int64(first)), maxTailBlock))
+	}
+	for _, err := range backwardBlocks(ctx, r, size, first, &sn.last) {
 		if err != nil {
 			return nil, err
 		}
@@ -86,6 +102,64 @@ func newSnapshot(ctx context.Context, r io.ReaderAt, size, known int64, limit in
 	}
 	sn.seek = newSeeker(ctx, r, size, sn.last)
 	return sn, nil
+}
+
+// controls yields the control entries of the view newest first: the lines
+// c holds, c being the record's of this snapshot; when c is not known, or
+// a line no longer holds a control entry (the log was edited in place
+// under an unchanged stat), the entries read backwards from the end.
+func (sn *snapshot) controls(c controlLines) iter.Seq2[recall.Entry, error] {
+	return func(yield func(recall.Entry, error) bool) {
+		es, ok, err := sn.readControls(c)
+		if err != nil {
+			yield(recall.Entry{}, err)
+			return
+		}
+		if !ok {
+			controlScans.Add(1)
+			for e, err := range backwardBlocks(sn.ctx, sn.r, sn.size, sn.block, nil) {
+				if !yield(e, err) || err != nil {
+					return
+				}
+			}
+			return
+		}
+		for i := len(es) - 1; i >= 0; i-- {
+			if !yield(es[i], nil) {
+				return
+			}
+		}
+	}
+}
+
+// controlScans counts the pages whose controls were read backwards from
+// the end of the log, for the tests.
+var controlScans atomic.Int64
+
+// readControls reads the entries of c's lines; ok is false when c is not
+// known or a line does not hold what it should.
+func (sn *snapshot) readControls(c controlLines) (es []recall.Entry, ok bool, err error) {
+	if !c.known {
+		return nil, false, nil
+	}
+	for _, l := range c.lines {
+		if err := sn.ctx.Err(); err != nil {
+			return nil, false, err
+		}
+		if l.off+l.n > sn.size {
+			return nil, false, nil
+		}
+		buf := make([]byte, l.n)
+		if _, err := sn.r.ReadAt(buf, l.off); err != nil {
+			return nil, false, err
+		}
+		e, _, err := decodeLine(buf)
+		if err != nil || !isControl(e.Kind) {
+			return nil, false, nil
+		}
+		es = append(es, e)
+	}
+	return es, true, nil
 }
 
 // backward yields the committed entries with seqs up to atMost, newest
@@ -126,7 +200,7 @@ func (sn *snapshot) forward(atLeast int64) iter.Seq2[recall.Entry, error] {
 			}
 		}
 		stopped := false
-		sc := scanner{chunk: sn.block}
+		sc := scanner{chunk: sn.block, lastSeq: sn.last}
 		sc.emit = func(e recall.Entry) {
 			if !stopped && e.Seq >= atLeast {
 				stopped = !yield(e, nil)

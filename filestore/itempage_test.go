@@ -114,3 +114,87 @@ func TestReadItemsErrors(t *testing.T) {
 		t.Errorf("ReadItems after Close = %v, want ErrClosed", err)
 	}
 }
+
+// Pages read while another goroutine appends are each one snapshot: the
+// page of the view of the log as it was at the page's LastSeq (the log
+// only grows, so the final log cut at that seq is that log).
+func TestReadItemsWhileWriting(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(Options{Dir: t.TempDir(), Sync: SyncNever})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	key := recall.Key{Project: "p", Session: "s"}
+	item := recall.ItemEntry(recall.Message("user", strings.Repeat("words ", 30)))
+	if _, err := s.Append(ctx, key, recall.Guard{}, item); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		for i := range 200 {
+			es := []recall.Entry{item, item, recall.NewEntry(recall.KindRemove, recall.ItemRef{Seq: int64(1 + 3*i)})}
+			if i%50 == 49 {
+				es = append(es, recall.NewEntry(recall.KindClear, nil))
+			}
+			if _, err := s.Append(ctx, key, recall.Guard{}, es...); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	type read struct {
+		opts recall.ItemPageOptions
+		page recall.ItemPage
+	}
+	var reads []read
+	rng := rand.New(rand.NewPCG(3, 4))
+	for running := true; running; {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			running = false
+		default:
+		}
+		opts := recall.ItemPageOptions{Limit: 1 + rng.IntN(6), Oldest: rng.IntN(2) == 0}
+		if n := len(reads); n > 0 && rng.IntN(2) == 0 {
+			opts.After = recall.ItemRef{Seq: 1 + rng.Int64N(reads[n-1].page.LastSeq)}
+		}
+		page, err := s.ReadItems(ctx, key, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reads = append(reads, read{opts, page})
+	}
+	_, entries, err := s.Load(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range reads {
+		cut := entries[:r.page.LastSeq] // seqs are 1, 2, ...: entry i has seq i+1
+		_, view := recall.Replay(key, cut)
+		want, err := recall.ReadItems(ctx, replayStore{view: view, last: r.page.LastSeq}, key, r.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.EqualFunc(r.page.Items, want.Items, func(a, b recall.LiveItem) bool { return a.Ref == b.Ref }) || r.page.More != want.More {
+			t.Fatalf("ReadItems(%+v) at LastSeq %d: %d items (more %v), want %d (more %v)", r.opts, r.page.LastSeq, len(r.page.Items), r.page.More, len(want.Items), want.More)
+		}
+	}
+	t.Logf("%d pages read while writing", len(reads))
+}
+
+// replayStore is a recall.Store that answers Items from a view, for
+// recall.ReadItems's generic path; its other methods are never called.
+type replayStore struct {
+	recall.Store
+	view []recall.LiveItem
+	last int64
+}
+
+func (r replayStore) Items(context.Context, recall.Key, int) ([]recall.LiveItem, int64, error) {
+	return r.view, r.last, nil
+}

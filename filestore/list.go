@@ -262,7 +262,7 @@ func (s *Store) trusted(ctx context.Context, p *projectIndex) (recs []*record, s
 	if err != nil {
 		return nil, journalDoubted, nil
 	}
-	if _, err := os.Lstat(filepath.Join(p.dir, "#index-v3")); err == nil {
+	if olderWriter(p.dir) {
 		return nil, journalDoubted, nil // an older recall writes here too
 	}
 	p.mu.Lock()

@@ -60,26 +60,10 @@ func TestIndexV1Recomputed(t *testing.T) {
 	// Meta with Updated at the log's last entry, whatever its kind.
 	var journal []byte
 	for _, name := range []string{pinned, renamed, active} {
-		var buf []byte
-		for _, e := range logs[name] {
-			var err error
-			if buf, err = appendLine(buf, e, false); err != nil {
-				t.Fatal(err)
-			}
-		}
-		path := filepath.Join(dir, name+logExt)
-		if err := os.WriteFile(path, buf, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		st, err := fsys.StatPath(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		key := recall.Key{Project: "p", Session: name}
+		key, st, check := plantLog(t, dir, name, logs[name])
 		old, _ := recall.Replay(key, logs[name])
 		old.Updated = logs[name][len(logs[name])-1].Time // the previous rule
-		check := crc32.ChecksumIEEE(buf[max(0, len(buf)-checkLen):])
-		journal = appendRecord(journal, newRecord(key, name, st, st.Size, check, false, old))
+		journal = appendRecord(journal, newRecord(key, name, st, st.Size, check, false, old, controlLines{}))
 	}
 	v1 := filepath.Join(dir, "#index-v1")
 	if err := os.WriteFile(v1, journal, 0o600); err != nil {
@@ -160,6 +144,29 @@ func TestIndexV1Recomputed(t *testing.T) {
 			t.Errorf("reopened: Stat(%s).Updated = %v, %v; want %v", name, m.Updated, err, want)
 		}
 	}
+}
+
+// plantLog writes log as the log of session name of project p in dir, as
+// an earlier version left it, and returns its key, its stat and the crc
+// of its last checkLen bytes, for the record that version wrote.
+func plantLog(t *testing.T, dir, name string, log []recall.Entry) (recall.Key, fsys.Stat, uint32) {
+	t.Helper()
+	var buf []byte
+	for _, e := range log {
+		var err error
+		if buf, err = appendLine(buf, e, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := filepath.Join(dir, name+logExt)
+	if err := os.WriteFile(path, buf, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	st, err := fsys.StatPath(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return recall.Key{Project: "p", Session: name}, st, crc32.ChecksumIEEE(buf[max(0, len(buf)-checkLen):])
 }
 
 func splitJournal(b []byte) [][]byte {

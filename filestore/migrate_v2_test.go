@@ -3,7 +3,6 @@ package filestore
 import (
 	"context"
 	"encoding/json"
-	"hash/crc32"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,7 +10,6 @@ import (
 	"time"
 
 	"github.com/recallkit/recall"
-	"github.com/recallkit/recall/internal/fsys"
 )
 
 // An index written before Meta.FirstPrompt existed (#index-v2) describes
@@ -35,26 +33,10 @@ func TestIndexV2Recomputed(t *testing.T) {
 			{Seq: 1, Kind: recall.KindItem, Time: t0, Data: json.RawMessage(recall.Message("user", prompt))},
 			{Seq: 2, Kind: recall.KindItem, Time: t0.Add(time.Second), Data: json.RawMessage(recall.Message("assistant", strings.Repeat("an answer ", 200)))},
 		}
-		var buf []byte
-		for _, e := range log {
-			var err error
-			if buf, err = appendLine(buf, e, false); err != nil {
-				t.Fatal(err)
-			}
-		}
-		path := filepath.Join(dir, name+logExt)
-		if err := os.WriteFile(path, buf, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		st, err := fsys.StatPath(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		key := recall.Key{Project: "p", Session: name}
+		key, st, check := plantLog(t, dir, name, log)
 		old, _ := recall.Replay(key, log)
 		old.FirstPrompt = "" // v2 had no such field
-		check := crc32.ChecksumIEEE(buf[max(0, len(buf)-checkLen):])
-		journal = appendRecord(journal, newRecord(key, name, st, st.Size, check, false, old))
+		journal = appendRecord(journal, newRecord(key, name, st, st.Size, check, false, old, controlLines{}))
 	}
 	v2 := filepath.Join(dir, "#index-v2")
 	if err := os.WriteFile(v2, journal, 0o600); err != nil {

@@ -63,7 +63,12 @@ func readAll(ctx context.Context, f *os.File, l loc, st fsys.Stat) ([]recall.Ent
 	}
 	buf = buf[:n]
 	entries := make([]recall.Entry, 0, bytes.Count(buf, []byte{'\n'})+1)
-	sc := scanner{stable: true, emit: func(e recall.Entry) { entries = append(entries, e) }}
+	ctl := noControls()
+	var at, size int64 // the place of the line of the entry emitted next
+	sc := scanner{stable: true, at: func(pos, n int64) { at, size = pos, n }, emit: func(e recall.Entry) {
+		entries = append(entries, e)
+		ctl = ctl.see(e, at, size)
+	}}
 	if err := sc.scanBytes(ctx, buf, 0); err != nil {
 		return nil, nil, err
 	}
@@ -74,7 +79,7 @@ func readAll(ctx context.Context, f *os.File, l loc, st fsys.Stat) ([]recall.Ent
 	m.Corrupt += sc.corrupt
 	check := crc32.ChecksumIEEE(buf[max(0, sc.end-checkLen):sc.end])
 	st.Size = int64(n)
-	return entries, newRecord(l.key, l.rel, st, sc.end, check, sc.unterminated, m), nil
+	return entries, newRecord(l.key, l.rel, st, sc.end, check, sc.unterminated, m, ctl), nil
 }
 
 // Stat implements recall.Store. It costs one stat of the log when the

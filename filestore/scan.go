@@ -48,6 +48,10 @@ type scanner struct {
 	done func() bool
 	// chunk is scanFile's read size; 0 means 256 KiB.
 	chunk int
+	// lastSeq, when set, is the seq of the newest committed entry of the
+	// bytes scanned, known to the caller: an entry up to it is emitted at
+	// once, without waiting for the rest of its batch, which is there.
+	lastSeq int64
 
 	pending      []recall.Entry
 	pendingAt    []int64 // line offset and length of each pending entry, when at is set
@@ -69,7 +73,7 @@ func (s *scanner) line(l []byte, next int64) {
 	case err != nil:
 		s.corrupt++
 		s.commit()
-	case more:
+	case more && (s.lastSeq == 0 || e.Seq > s.lastSeq):
 		if !s.stable {
 			e = e.Clone()
 		}

@@ -52,7 +52,8 @@ func newSeeker(ctx context.Context, r io.ReaderAt, size, last int64) *seeker {
 // one at or above it. Each probe aims where the seq should be if the lines
 // between were of equal length (interpolation), or at the middle when the
 // last aim did not halve the window, so a session of n lines costs a few
-// probes and never more than about 2·log₂(size).
+// probes and never more than about 2·log₂(size). A line of seq itself
+// ends the search: no two lines hold the same seq.
 func (k *seeker) seek(seq int64) (int64, error) {
 	lo, hi := int64(0), k.size
 	// The seqs of the lines that bound the window, for the aim: the line
@@ -76,6 +77,9 @@ func (k *seeker) seek(seq int64) (int64, error) {
 		p, err := k.probe(mid)
 		if err != nil {
 			return 0, err
+		}
+		if p.found && p.seq == seq {
+			return p.start, nil // seqs are unique: no line before it has seq
 		}
 		window := hi - lo
 		if !p.found || p.seq >= seq {

@@ -213,7 +213,7 @@ func TestLayout(t *testing.T) {
 		return nil
 	})
 	slices.Sort(files)
-	want := []string{"projects/proj/#index-v4", "projects/proj/s1.jsonl", "projects/proj/s1/subagents/agent-7.jsonl"}
+	want := []string{"projects/proj/#index-v5", "projects/proj/s1.jsonl", "projects/proj/s1/subagents/agent-7.jsonl"}
 	if !slices.Equal(files, want) {
 		t.Errorf("files %v, want %v", files, want)
 	}

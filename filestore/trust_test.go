@@ -167,6 +167,9 @@ func TestJournalBelieved(t *testing.T) {
 		"an older recall's journal": func() {
 			os.WriteFile(filepath.Join(filepath.Dir(idx), "#index-v3"), nil, 0o600)
 		},
+		"a v4 recall's journal": func() {
+			os.WriteFile(filepath.Join(filepath.Dir(idx), "#index-v4"), nil, 0o600)
+		},
 	}
 	for name, doubt := range doubts {
 		if err := os.WriteFile(idx, good, 0o600); err != nil {
@@ -183,6 +186,7 @@ func TestJournalBelieved(t *testing.T) {
 		}
 		wantSameList(t, name, openStore(t, home), ref, "p")
 		os.Remove(filepath.Join(filepath.Dir(idx), "#index-v3"))
+		os.Remove(filepath.Join(filepath.Dir(idx), "#index-v4"))
 	}
 }
 

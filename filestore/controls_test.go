@@ -1,0 +1,123 @@
+package filestore
+
+import (
+	"context"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"testing"
+
+	"github.com/recallkit/recall"
+)
+
+// The controls a writer's record carries are those a scan of the log from
+// its start finds, after every kind of batch: items, pops, removes (more
+// than maxControls of them, once), clears, compactions, and a compaction
+// another program wrote that does not decode (the view skips it). Its
+// journal line keeps them. And the pages read with them hold the view.
+func TestControlsFollowWrites(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(Options{Dir: t.TempDir(), Sync: SyncNever})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	key := recall.Key{Project: "p", Session: "s", Subpath: "agents/a1"}
+	l, err := s.locate(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	last := int64(0)
+	appendAll := func(es ...recall.Entry) {
+		t.Helper()
+		var err error
+		if last, err = s.Append(ctx, key, recall.Guard{}, es...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	remove := func() recall.Entry {
+		return recall.NewEntry(recall.KindRemove, recall.ItemRef{Seq: 1 + rng.Int64N(max(last, 1))})
+	}
+	item := recall.ItemEntry(recall.Message("user", "hi"))
+	overCap := false
+	for step := range 300 {
+		switch op := rng.IntN(12); {
+		case op < 5:
+			appendAll(item, item)
+		case op < 8:
+			appendAll(remove(), item)
+		case op == 8:
+			if _, err := s.Pop(ctx, key); err != nil && step > 0 {
+				t.Fatal(err)
+			}
+		case op == 9 && !overCap:
+			overCap = true
+			var es []recall.Entry
+			for range maxControls + 5 {
+				es = append(es, remove())
+			}
+			appendAll(es...)
+		case op == 10:
+			if rng.IntN(2) == 0 {
+				appendAll(recall.NewEntry(recall.KindClear, nil))
+			} else {
+				appendAll(recall.NewEntry(recall.KindCompaction, recall.Compaction{Through: last, Items: []recall.Item{recall.Message("user", "summary")}}))
+			}
+		default:
+			// another program's compaction that is not one
+			e := recall.Entry{Seq: last + 1, Kind: recall.KindCompaction, Time: recall.Now(), Data: []byte(`"not a compaction"`)}
+			line, err := appendLine(nil, e, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_APPEND, 0)
+			if err != nil {
+				continue // no log yet
+			}
+			f.Write(line)
+			f.Close()
+			last++
+			appendAll(item) // the writer derives the bytes it did not write
+		}
+		f, st, _, err := openLog(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// what the process holds, or the journal (a background check of
+		// the directory drops what it loaded: see settleDir)
+		rec := s.cachedRecord(s.project("p"), l.rel, st.Size)
+		want, err := derive(ctx, f, key, l.rel, st, nil)
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec == nil || rec.st != st {
+			t.Fatalf("step %d: no current record", step)
+		}
+		if !equalControls(rec.ctl, want.ctl) {
+			t.Fatalf("step %d: the writer's controls %+v, a scan's %+v", step, rec.ctl, want.ctl)
+		}
+		parsed, _, ok := parseRecord(appendRecord(nil, rec)[:len(appendRecord(nil, rec))-1])
+		if !ok || !equalControls(parsed.ctl, rec.ctl) {
+			t.Fatalf("step %d: the journal line keeps controls %+v, want %+v", step, parsed, rec.ctl)
+		}
+	}
+	if !overCap {
+		t.Fatal("the controls never went over the cap")
+	}
+	_, entries, err := s.Load(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, view := recall.Replay(key, entries)
+	slices.Reverse(view)
+	got, _ := pageThrough(t, s, key, 5, false)
+	if !slices.EqualFunc(got, view, func(a, b recall.LiveItem) bool { return a.Ref == b.Ref }) {
+		t.Fatalf("paged %d items, want %d", len(got), len(view))
+	}
+}
+
+func equalControls(a, b controlLines) bool {
+	return a.known == b.known && slices.Equal(a.lines, b.lines)
+}
