@@ -20,6 +20,8 @@ import (
 //	P idx:active                              zset: the main sessions not archived
 //	P idx:all:<project>                       zset: one project's main sessions
 //	P idx:active:<project>                    zset: the same, not archived
+//	P idx:pin                                 zset: the pinned main sessions, archived too (schema 4)
+//	P idx:pin:<project>                       zset: one project's pinned main sessions
 //	P idx:sub:<project>/<session>             zset: a session's subagent records
 //	P projects                                zset: the projects that hold a main session
 //	P expiry                                  zset: sessions with a TTL, by when it ends (ms)
@@ -81,10 +83,21 @@ func (k keys) active(project string) string {
 	return k.prefix + "idx:active:" + project
 }
 
+// pinned names the indexes of pinned main sessions, archived ones
+// included: of one project, or of every project when project is "".
+// They hold few members, so that a listing of pinned sessions (archived
+// ones skipped as they are met) costs about the number of pinned ones.
+func (k keys) pinned(project string) string {
+	if project == "" {
+		return k.prefix + "idx:pin"
+	}
+	return k.prefix + "idx:pin:" + project
+}
+
 // indexes are the KEYS an append script updates besides meta, log and ctl.
 func (k keys) indexes(key recall.Key) []string {
 	if key.IsMain() {
-		return []string{k.all(""), k.active(""), k.all(key.Project), k.active(key.Project)}
+		return []string{k.all(""), k.active(""), k.all(key.Project), k.active(key.Project), k.pinned(""), k.pinned(key.Project)}
 	}
 	return []string{k.sub(key)}
 }

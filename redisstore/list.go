@@ -16,8 +16,10 @@ var scanBudget = 1000
 
 // List implements recall.Store. It reads one sorted set from the cursor's
 // bound: the project's (or every project's) index of main sessions, the
-// one without archived sessions unless they are asked for, or a session's
-// index of subagent records. Each page is one script call that returns the
+// one without archived sessions unless they are asked for, its index of
+// pinned sessions for a pinned listing (archived ones skipped unless asked
+// for), or a session's index of subagent records (unpinned ones skipped
+// for a pinned listing). Each page is one script call that returns the
 // metadata too, from one snapshot.
 func (s *Store) List(ctx context.Context, project string, opts recall.ListOptions) (recall.Page, error) {
 	if s.closed.Load() {
@@ -30,9 +32,13 @@ func (s *Store) List(ctx context.Context, project string, opts recall.ListOption
 		return recall.Page{}, fmt.Errorf("redisstore: list: %w", err)
 	}
 	var idx string
+	f := filter{archived: !opts.IncludeArchived}
 	switch {
 	case opts.Parent != "":
 		idx = s.k.sub(recall.Key{Project: project, Session: opts.Parent})
+		f.unpinned = opts.Pinned
+	case opts.Pinned:
+		idx, f.pinIndex = s.k.pinned(project), true
 	case opts.IncludeArchived:
 		idx = s.k.all(project)
 	default:
@@ -55,7 +61,7 @@ func (s *Store) List(ctx context.Context, project string, opts recall.ListOption
 		want = limit + 1 // one more tells whether a next page exists
 	}
 	var p recall.Page
-	err := s.scan(ctx, idx, start, want, !opts.IncludeArchived, func(m recall.Meta) {
+	err := s.scan(ctx, idx, start, want, f, func(m recall.Meta) {
 		p.Sessions = append(p.Sessions, m)
 	})
 	if err != nil {
@@ -71,19 +77,34 @@ func (s *Store) List(ctx context.Context, project string, opts recall.ListOption
 	return p, nil
 }
 
+// filter is what scan skips of an index.
+type filter struct {
+	archived bool // skip archived sessions
+	unpinned bool // skip sessions that are not pinned
+	// the index is one of pinned sessions: skip those that are not, and
+	// unindex them from the pinned indexes
+	pinIndex bool
+}
+
 // scan calls fn for up to want sessions of index idx after bound start, in
-// index order, skipping archived ones when skipArchived. The list script
-// unindexes members whose session is gone, so each call checks ctx first.
-func (s *Store) scan(ctx context.Context, idx string, start bound, want int, skipArchived bool, fn func(m recall.Meta)) error {
-	skip := "0"
-	if skipArchived {
+// index order, skipping those f says. The list script unindexes members
+// whose session is gone, so each call checks ctx first.
+func (s *Store) scan(ctx context.Context, idx string, start bound, want int, f filter, fn func(m recall.Meta)) error {
+	skip, pin := "0", ""
+	if f.archived {
 		skip = "1"
+	}
+	switch {
+	case f.pinIndex:
+		pin = "2"
+	case f.unpinned:
+		pin = "1"
 	}
 	for want > 0 {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		res, err := listScript.Run(ctx, s.rdb, []string{idx}, s.k.prefix, start.Score, start.Member, want, skip, scanBudget).Slice()
+		res, err := listScript.Run(ctx, s.rdb, []string{idx}, s.k.prefix, start.Score, start.Member, want, skip, scanBudget, pin).Slice()
 		if err != nil {
 			return err
 		}
@@ -182,7 +203,7 @@ func (s *Store) Cleanup(ctx context.Context, opts recall.CleanupOptions) (recall
 		return rep, nil
 	}
 	var old []recall.Meta
-	err := s.scan(ctx, s.k.all(opts.Project), olderThan(opts.OlderThan), math.MaxInt32, false, func(m recall.Meta) {
+	err := s.scan(ctx, s.k.all(opts.Project), olderThan(opts.OlderThan), math.MaxInt32, filter{}, func(m recall.Meta) {
 		switch {
 		case !m.Updated.Before(opts.OlderThan):
 		case m.Pinned:

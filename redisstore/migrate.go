@@ -19,10 +19,16 @@ import (
 //	2           it moves for conversation activity only (recall.Kind.IsActivity),
 //	            and the metadata map lives in the hash fields "m:<key>"
 //	3           the hash field "fp" holds recall.Meta.FirstPrompt
+//	4           the indexes P idx:pin and P idx:pin:<project> hold every
+//	            pinned main session (keys.go)
 //
 // A store upgrades older data before its first operation (ready): nothing
 // is lost, only the times the old rule moved for title and meta entries,
-// and the first prompts, are computed again from the logs.
+// and the first prompts, are computed again from the logs, and the pinned
+// sessions are indexed. A process of an older version that still writes
+// beside this one after the upgrade keeps no pinned index: a session it
+// unpins leaves the indexes at the next pinned listing (lua/list.lua), one
+// it pins is missing from pinned listings until this version writes to it.
 //
 // The control record ReadItems reads (page.go, key P ctl:<key>) needs no
 // version: each session's hash says which seq its record covers (field
@@ -31,7 +37,7 @@ import (
 // (lua/page.lua). That covers the sessions written before the record and
 // those an older version of this package, still running beside this
 // one, writes to after an upgrade, which an upgrade run once cannot.
-const schemaVersion = 3
+const schemaVersion = 4
 
 //go:embed lua/upgrade.lua
 var luaUpgrade string
@@ -39,9 +45,13 @@ var luaUpgrade string
 //go:embed lua/schema.lua
 var luaSchema string
 
+//go:embed lua/pinindex.lua
+var luaPinIndex string
+
 var (
-	upgradeScript = redis.NewScript(luaUpgrade)
-	schemaScript  = redis.NewScript(luaSchema)
+	upgradeScript  = redis.NewScript(luaUpgrade)
+	schemaScript   = redis.NewScript(luaSchema)
+	pinIndexScript = redis.NewScript(luaCommon + luaPinIndex)
 )
 
 // upgradeChunk is how many log elements one read of an upgrade fetches.
@@ -76,11 +86,13 @@ func (s *Store) ready(ctx context.Context) error {
 	return nil
 }
 
-// upgrade brings the data under the prefix to schemaVersion. From version
-// 1 or 2 it recomputes the update time and first prompt of every main session (read from the
-// index of all sessions with ZSCAN, which returns every member present
-// throughout, while the scores it rewrites move them) and of each one's
-// subagent records.
+// upgrade brings the data under the prefix to schemaVersion. It reads
+// every main session from the index of all sessions with ZSCAN, which
+// returns every member present throughout, while the scores it rewrites
+// move them. From version 1 or 2 it recomputes the update time and first
+// prompt of each and of each one's subagent records; from version 3 or
+// below it puts each pinned one in the pinned indexes (after the
+// recompute, which sets the score they take).
 func (s *Store) upgrade(ctx context.Context) error {
 	v, err := s.rdb.Get(ctx, s.k.schema()).Int()
 	if err != nil && !errors.Is(err, redis.Nil) {
@@ -103,21 +115,14 @@ func (s *Store) upgrade(ctx context.Context) error {
 			if err != nil || !key.IsMain() {
 				continue // not a session's member: List skips it too
 			}
-			if err := s.recompute(ctx, key); err != nil {
-				return err
-			}
-			subs, err := s.rdb.ZRange(ctx, s.k.sub(key), 0, -1).Result()
-			if err != nil {
-				return err
-			}
-			for _, m := range subs {
-				sub, err := parseMember(m)
-				if err != nil || sub.IsMain() {
-					continue
-				}
-				if err := s.recompute(ctx, sub); err != nil {
+			if v < 3 {
+				if err := s.recomputeWithRecords(ctx, key); err != nil {
 					return err
 				}
+			}
+			keys := []string{s.k.meta(key), s.k.pinned(""), s.k.pinned(key.Project)}
+			if err := pinIndexScript.Run(ctx, s.rdb, keys, s.k.prefix, member(key)).Err(); err != nil {
+				return err
 			}
 		}
 		if next == 0 {
@@ -129,6 +134,28 @@ func (s *Store) upgrade(ctx context.Context) error {
 		return err
 	}
 	return schemaScript.Run(ctx, s.rdb, []string{s.k.schema()}, s.k.prefix, schemaVersion).Err()
+}
+
+// recomputeWithRecords recomputes the main session key and each of its
+// subagent records (see recompute).
+func (s *Store) recomputeWithRecords(ctx context.Context, key recall.Key) error {
+	if err := s.recompute(ctx, key); err != nil {
+		return err
+	}
+	subs, err := s.rdb.ZRange(ctx, s.k.sub(key), 0, -1).Result()
+	if err != nil {
+		return err
+	}
+	for _, m := range subs {
+		sub, err := parseMember(m)
+		if err != nil || sub.IsMain() {
+			continue
+		}
+		if err := s.recompute(ctx, sub); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // recompute sets key's update time and first prompt to what

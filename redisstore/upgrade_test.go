@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -18,7 +19,8 @@ import (
 // writeOldData writes sessions under prefix as the code before schema 2
 // left them: the same logs and hashes, but every session's updated time
 // (and index score) is its newest entry's time, whatever the kind, no
-// first prompt (field fp, schema 3), and there is no schema key. It returns the keys written.
+// first prompt (field fp, schema 3), no index of pinned sessions (schema
+// 4), and there is no schema key. It returns the keys written.
 func writeOldData(t *testing.T, prefix string) []recall.Key {
 	t.Helper()
 	ctx := context.Background()
@@ -63,7 +65,7 @@ func writeOldData(t *testing.T, prefix string) []recall.Key {
 		}
 		keys = append(keys, l.key)
 	}
-	if err := adminClient(t).Del(ctx, s.k.schema()).Err(); err != nil {
+	if err := adminClient(t).Del(ctx, s.k.schema(), s.k.pinned(""), s.k.pinned("p"), s.k.pinned("q")).Err(); err != nil {
 		t.Fatal(err)
 	}
 	return keys
@@ -87,9 +89,10 @@ func wantUpgraded(t *testing.T, s *Store, keys []recall.Key) {
 		}
 		for _, idx := range s.k.indexes(k) {
 			score, err := adminClient(t).ZScore(ctx, idx, member(k)).Result()
-			if m.Archived && (idx == s.k.active("") || idx == s.k.active(k.Project)) {
+			if m.Archived && (idx == s.k.active("") || idx == s.k.active(k.Project)) ||
+				!m.Pinned && (idx == s.k.pinned("") || idx == s.k.pinned(k.Project)) {
 				if err != redis.Nil {
-					t.Errorf("the archived %s is in %s: %v", k, idx, err)
+					t.Errorf("%s (archived %t, pinned %t) is in %s: %v", k, m.Archived, m.Pinned, idx, err)
 				}
 				continue
 			}
@@ -268,4 +271,87 @@ func TestUpgradeResumesAfterAWrite(t *testing.T) {
 	}
 	wantUpgraded(t, s, keys)
 	verify(t, s)
+}
+
+// TestUpgradeIndexesPinned opens data of schema 3, kept before the
+// indexes of pinned sessions: the upgrade puts every pinned main session
+// in them, so a pinned listing finds those pinned before it too.
+func TestUpgradeIndexesPinned(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	prefix := testPrefix(t)
+	old := newStore(t, Options{Prefix: prefix})
+	var pinned []recall.Key
+	for i := range 12 {
+		k := recall.Key{Project: fmt.Sprint("p", i%2), Session: fmt.Sprintf("s%02d", i)}
+		mustAppend(t, old, k, recall.ItemEntry(item(k.Session)))
+		if i%3 == 0 {
+			if _, err := recall.SetPinned(ctx, old, k, true); err != nil {
+				t.Fatal(err)
+			}
+			pinned = append(pinned, k)
+		}
+	}
+	if _, err := recall.SetArchived(ctx, old, pinned[1], true); err != nil {
+		t.Fatal(err)
+	}
+	// As schema 3 left it: no pinned indexes.
+	if err := adminClient(t).Del(ctx, old.k.pinned(""), old.k.pinned("p0"), old.k.pinned("p1")).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := adminClient(t).Set(ctx, old.k.schema(), 3, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	s := newStore(t, Options{Prefix: prefix})
+	p, err := s.List(ctx, "", recall.ListOptions{Pinned: true, IncludeArchived: true, Limit: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []recall.Key
+	for _, m := range p.Sessions {
+		got = append(got, m.Key)
+	}
+	byName := func(a, b recall.Key) int { return strings.Compare(a.String(), b.String()) }
+	slices.SortFunc(got, byName)
+	if want := slices.SortedFunc(slices.Values(pinned), byName); !slices.Equal(got, want) {
+		t.Errorf("pinned after the upgrade: %v, want %v", got, want)
+	}
+	if p, err := s.List(ctx, "p1", recall.ListOptions{Pinned: true}); err != nil || len(p.Sessions) != 1 || p.Sessions[0].Key != pinned[3] {
+		t.Errorf("pinned of p1, not archived, after the upgrade: %v, %v; want %v", keysOf(p.Sessions), err, pinned[3])
+	}
+	if v := adminClient(t).Get(ctx, s.k.schema()).Val(); v != fmt.Sprint(schemaVersion) {
+		t.Errorf("schema key = %q, want %d", v, schemaVersion)
+	}
+	verify(t, s)
+}
+
+// TestPinnedIndexHeals: a session an older writer unpinned (it keeps no
+// pinned index, so the session stays in it) is not listed as pinned, and
+// the pinned listing takes it out of both pinned indexes.
+func TestPinnedIndexHeals(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newStore(t, Options{})
+	a := recall.Key{Project: "p", Session: "a"}
+	b := recall.Key{Project: "p", Session: "b"}
+	for _, k := range []recall.Key{a, b} {
+		mustAppend(t, s, k, recall.ItemEntry(item(k.Session)))
+		if _, err := recall.SetPinned(ctx, s, k, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// what an older version's unpin leaves: the field, not the indexes
+	if err := adminClient(t).HSet(ctx, s.k.meta(a), "pin", "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.List(ctx, "", recall.ListOptions{Pinned: true, Limit: 1})
+	if err != nil || len(p.Sessions) != 1 || p.Sessions[0].Key != b || p.Next != "" {
+		t.Fatalf("pinned: %v, next %q, %v; want only %s", keysOf(p.Sessions), p.Next, err, b)
+	}
+	for _, idx := range []string{s.k.pinned(""), s.k.pinned("p")} {
+		if got := zmembers(t, idx); !slices.Equal(got, []string{member(b)}) {
+			t.Errorf("%s holds %v, want only %s", idx, got, member(b))
+		}
+	}
 }

@@ -4,8 +4,8 @@
 --
 -- KEYS[1] meta hash, KEYS[2] log list, KEYS[3] control record (a list of
 -- seqs, see below), then the indexes: for a main session all, active,
--- project all, project active (7 keys); for a subagent record its parent's
--- index (4 keys).
+-- project all, project active, pinned, project pinned (9 keys); for a
+-- subagent record its parent's index (4 keys).
 --
 -- ARGV[1] prefix, [2] mode: 'a' append (the script assigns seqs), 'i'
 -- import (entries carry seqs), 'p' pop (one entry: a pop whose data the
@@ -51,7 +51,7 @@ local mode, expect, guard = ARGV[2], ARGV[3], ARGV[4]
 local ttl = tonumber(ARGV[5])
 local token, member = ARGV[7], ARGV[8]
 local ctl = KEYS[3]
-local h = redis.call('HMGET', meta, 'last', 'tok', 'created', 'updated', 'items', 'tsrc', 'arch', 'ttl', 'first', 'fp', 'ctl')
+local h = redis.call('HMGET', meta, 'last', 'tok', 'created', 'updated', 'items', 'tsrc', 'arch', 'ttl', 'first', 'fp', 'ctl', 'pin')
 local exists = h[1] and true or false
 local last = tonumber(h[1] or '0')
 -- the seq of the log's first element: 1, or where a purged log that was
@@ -230,8 +230,7 @@ if ctlok then fields[#fields + 1] = 'ctl'; fields[#fields + 1] = string.format('
 redis.call('HSET', meta, unpack(fields))
 
 -- Move the session in its indexes: the score is minus the update time.
-local score
-if string.sub(updated, 1, 1) == '-' then score = string.sub(updated, 2) else score = '-' .. updated end
+local score = scoreof(updated)
 local subpt
 if #KEYS == 4 then
   subpt = redis.call('PTTL', KEYS[4])
@@ -247,6 +246,14 @@ else
   else
     redis.call('ZADD', KEYS[5], score, member)
     redis.call('ZADD', KEYS[7], score, member)
+  end
+  -- The pinned indexes hold a session while its pin field is '1'.
+  if (pin or h[12]) == '1' then
+    redis.call('ZADD', KEYS[8], score, member)
+    redis.call('ZADD', KEYS[9], score, member)
+  elseif h[12] == '1' then
+    redis.call('ZREM', KEYS[8], member)
+    redis.call('ZREM', KEYS[9], member)
   end
   if not exists then redis.call('ZADD', PROJECTS, 0, ARGV[9]) end
 end

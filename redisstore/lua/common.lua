@@ -22,6 +22,14 @@ local function ctlkey(p, s, sub) return P .. 'ctl:' .. name(p, s, sub) end
 local function subidx(p, s) return P .. 'idx:sub:' .. p .. '/' .. s end
 local function allidx(p) if p then return P .. 'idx:all:' .. p end return P .. 'idx:all' end
 local function activeidx(p) if p then return P .. 'idx:active:' .. p end return P .. 'idx:active' end
+local function pinidx(p) if p then return P .. 'idx:pin:' .. p end return P .. 'idx:pin' end
+
+-- scoreof is the index score of an update time in µs, given as its
+-- decimal string: minus the time, so that ascending order is newest first.
+local function scoreof(updated)
+  if string.sub(updated, 1, 1) == '-' then return string.sub(updated, 2) end
+  return '-' .. updated
+end
 
 local function nowms()
   local t = redis.call('TIME')
@@ -51,6 +59,8 @@ local function unindex(m)
       redis.call('ZREM', activeidx(nil), m)
       redis.call('ZREM', allidx(p), m)
       redis.call('ZREM', activeidx(p), m)
+      redis.call('ZREM', pinidx(nil), m)
+      redis.call('ZREM', pinidx(p), m)
       if redis.call('EXISTS', allidx(p)) == 0 then redis.call('ZREM', PROJECTS, p) end
     end
   end

@@ -7,12 +7,16 @@
 -- [3] bound member ('' = every member of that score), [4] want, [5] '1'
 -- to skip archived sessions, [6] budget: the most members to look at in
 -- this call, so that a long run of stale or skipped members cannot block
--- Redis.
+-- Redis, [7] '1' to skip sessions that are not pinned, '2' to do so in
+-- an index of pinned sessions (P idx:pin[:<project>]), which unindexes
+-- them from both pinned indexes as they are met: a session an older
+-- version of this package unpinned stays behind in them until then.
 --
 -- Returns {next score, next member, member, hash, member, hash, ...}: the
 -- next bound to go on from when the budget ran out first, else '', ''.
 prune(16)
 local idx, want, skiparch, budget = KEYS[1], tonumber(ARGV[4]), ARGV[5] == '1', tonumber(ARGV[6])
+local pinmode = ARGV[7] or ''
 local r = rank(idx, ARGV[2], ARGV[3])
 local out = {'', ''}
 local found = 0
@@ -26,12 +30,18 @@ while found < want and budget > 0 do
     lastm, lasts = m, ms[i + 1]
     local p, s, sub = parse(m)
     local mk = p and metakey(p, s, sub)
-    local arch = mk and redis.call('HGET', mk, 'arch')
+    local f = mk and redis.call('HMGET', mk, 'arch', 'pin') or {}
+    local arch, unpinned = f[1], f[2] ~= '1'
     if not arch then
       unindex(m) -- the members after it move up one rank
+    elseif pinmode == '2' and unpinned then
+      -- not pinned (any more): out of the pinned indexes, the members
+      -- after it move up one rank
+      redis.call('ZREM', pinidx(nil), m)
+      redis.call('ZREM', pinidx(p), m)
     else
       r = r + 1
-      if not (skiparch and arch == '1') then
+      if not (skiparch and arch == '1') and not (pinmode == '1' and unpinned) then
         out[#out + 1] = m
         out[#out + 1] = redis.call('HGETALL', mk)
         found = found + 1
