@@ -121,3 +121,56 @@ func TestControlsFollowWrites(t *testing.T) {
 func equalControls(a, b controlLines) bool {
 	return a.known == b.known && slices.Equal(a.lines, b.lines)
 }
+
+// A view with more pops and removes than a record keeps is paged from a
+// backward read of its controls, and correctly; once a clear starts a new
+// view, its pages read the record's lines again.
+func TestControlsOverTheCap(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	key := recall.Key{Project: "p", Session: "s"}
+	item := recall.ItemEntry(recall.Message("user", "hi"))
+	check := func(wantScans int64) {
+		t.Helper()
+		_, entries, err := s.Load(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, view := recall.Replay(key, entries)
+		for _, oldest := range []bool{false, true} {
+			want := slices.Clone(view)
+			if !oldest {
+				slices.Reverse(want)
+			}
+			before := controlScans.Load()
+			got, _ := pageThrough(t, s, key, 4, oldest)
+			if !slices.EqualFunc(got, want, func(a, b recall.LiveItem) bool { return a.Ref == b.Ref }) {
+				t.Fatalf("oldest %v: paged %d items, want %d", oldest, len(got), len(want))
+			}
+			if scans := controlScans.Load() - before; (scans > 0) != (wantScans > 0) {
+				t.Fatalf("oldest %v: %d pages read their controls backwards, want pages that do: %v", oldest, scans, wantScans > 0)
+			}
+		}
+	}
+	var es []recall.Entry
+	for i := range 2 * maxControls {
+		es = append(es, item, item, recall.NewEntry(recall.KindRemove, recall.ItemRef{Seq: int64(3*i + 1)}))
+	}
+	if _, err := s.Append(ctx, key, recall.Guard{}, es...); err != nil {
+		t.Fatal(err)
+	}
+	check(1)
+	es = []recall.Entry{recall.NewEntry(recall.KindClear, nil), item, item, item}
+	last, err := s.Append(ctx, key, recall.Guard{}, es...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Append(ctx, key, recall.Guard{}, recall.NewEntry(recall.KindRemove, recall.ItemRef{Seq: last - 1})); err != nil {
+		t.Fatal(err)
+	}
+	check(0)
+}
