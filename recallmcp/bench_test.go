@@ -10,9 +10,9 @@ import (
 )
 
 // The read_session benchmarks read a 200-item page from the middle of a
-// 10,000-item session; BenchmarkReadBaselineItems is the floor they
-// stand on, the store's Items of the whole view, which read_session does
-// once a call. Compare their ns/op in one run.
+// 10,000-item session; BenchmarkReadBaselineItems is the store's Items of
+// the whole view, which read_session read for every page before it read
+// only its page (recall.ReadItems). Compare their ns/op in one run.
 
 func benchSession(b *testing.B) (*mcp.ClientSession, recall.Store, recall.Key) {
 	b.Helper()

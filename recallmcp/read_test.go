@@ -49,10 +49,10 @@ func TestReadSessionPaging(t *testing.T) {
 		}
 	}
 
-	// Forwards from the oldest item.
-	first := out.Items[0].Ref
-	pos = []int{1}
-	after := first
+	// Forwards from the oldest page, by its newer cursors.
+	oldest := out
+	pos = positions(out)
+	after := out.Newer
 	for pages := 0; after != ""; pages++ {
 		if pages > n {
 			t.Fatal("paging forwards does not end")
@@ -63,16 +63,76 @@ func TestReadSessionPaging(t *testing.T) {
 	}
 	checkAll(t, "forwards", pos, n)
 
-	// Around an item from a search hit.
+	// Forwards from a bare ref, the oldest item's: the pages cannot know
+	// their positions until the last, which ends at the newest item.
+	var nums []int
+	after = oldest.Items[0].Ref
+	for pages := 0; after != ""; pages++ {
+		if pages > n {
+			t.Fatal("paging forwards from a ref does not end")
+		}
+		txt := callOK(t, cs, "read_session", map[string]any{"id": "0199bbbb-long", "after": after, "limit": 200}, &out)
+		got := numbers(t, out)
+		switch p := positions(out); {
+		case p[0] == 0 && !strings.Contains(txt, fmt.Sprintf(": %d of its %d items", len(p), n)):
+			t.Fatalf("a page without positions says:\n%.300s", txt)
+		case p[0] != 0 && fmt.Sprint(p) != fmt.Sprint(got):
+			t.Fatalf("messages %v at positions %v", got, p)
+		case pages == 0 && p[0] != 0:
+			t.Fatalf("the page after a bare ref far from the end claims positions %v", p)
+		}
+		nums = append(nums, got...)
+		after = out.Newer
+	}
+	if out.Items[len(out.Items)-1].Position != n {
+		t.Errorf("the last page, up to the newest item: positions %v", positions(out))
+	}
+	checkAll(t, "forwards from a ref", append([]int{1}, nums...), n)
+
+	// Around an item from a search hit: where it is in the session is
+	// not known without reading the session up to it.
 	var hits SearchOutput
 	callOK(t, cs, "search_sessions", map[string]any{"query": `"message 05000 "`}, &hits)
 	if len(hits.Hits) != 1 {
 		t.Fatalf("search for message 05000: %+v", hits.Hits)
 	}
-	callOK(t, cs, "read_session", map[string]any{"id": hits.Hits[0].Session, "around": hits.Hits[0].Item, "limit": 5}, &out)
-	if got := positions(out); fmt.Sprint(got) != "[4998 4999 5000 5001 5002]" {
-		t.Errorf("around item 5000: positions %v", got)
+	txt = callOK(t, cs, "read_session", map[string]any{"id": hits.Hits[0].Session, "around": hits.Hits[0].Item, "limit": 5}, &out)
+	if got := numbers(t, out); fmt.Sprint(got) != "[4998 4999 5000 5001 5002]" || fmt.Sprint(positions(out)) != "[0 0 0 0 0]" {
+		t.Errorf("around item 5000: messages %v, positions %v", got, positions(out))
 	}
+	if !strings.Contains(txt, fmt.Sprintf("5 of its %d items", n)) || strings.Contains(txt, "#5000") {
+		t.Errorf("around item 5000, text:\n%s", txt)
+	}
+	// Around a cursor, which carries its item's position, and from there
+	// on by the page's cursors.
+	callOK(t, cs, "read_session", map[string]any{"id": "0199bbbb-long", "around": out.Items[2].Ref + "@5000", "limit": 5}, &out)
+	callOK(t, cs, "read_session", map[string]any{"id": "0199bbbb-long", "before": out.Older, "limit": 3}, &out)
+	if got := positions(out); fmt.Sprint(got) != "[4995 4996 4997]" || fmt.Sprint(numbers(t, out)) != fmt.Sprint(got) {
+		t.Errorf("before the page around item 5000: positions %v, messages %v", got, numbers(t, out))
+	}
+	// A cursor whose position cannot be right (the page would start
+	// before the first item or end past the last) gives none.
+	for _, args := range []map[string]any{{"before": "5000@3"}, {"after": "5000@9995"}, {"around": "5000@2"}} {
+		args["id"] = "0199bbbb-long"
+		callOK(t, cs, "read_session", args, &out)
+		if p := positions(out); len(p) != defaultReadItems || p[0] != 0 || p[len(p)-1] != 0 {
+			t.Errorf("%v: positions %v", args, p)
+		}
+	}
+}
+
+// numbers returns the numbers of the long session's messages a page holds.
+func numbers(t *testing.T, out ReadOutput) []int {
+	t.Helper()
+	var nums []int
+	for _, it := range out.Items {
+		var k int
+		if _, err := fmt.Sscanf(it.Text, "message %d of the long session", &k); err != nil {
+			t.Fatalf("item %s: %q", it.Ref, it.Text)
+		}
+		nums = append(nums, k)
+	}
+	return nums
 }
 
 func positions(out ReadOutput) []int {
@@ -256,7 +316,8 @@ func TestReadAroundCut(t *testing.T) {
 	if page.Items[0].Position != 1 {
 		t.Fatalf("the oldest page starts at %d", page.Items[0].Position)
 	}
-	// The ref of item 25, found by paging forward from the first.
+	// The ref of item 25, found by paging forward from the first by the
+	// pages' newer cursors, which keep the positions.
 	cur := page
 	for ref == "" {
 		for _, it := range cur.Items {
@@ -265,7 +326,10 @@ func TestReadAroundCut(t *testing.T) {
 			}
 		}
 		if ref == "" {
-			callOK(t, cs, "read_session", map[string]any{"id": "0199around", "after": cur.Items[len(cur.Items)-1].Ref, "limit": 200}, &cur)
+			if cur.Newer == "" {
+				t.Fatal("paging forward did not reach item 25")
+			}
+			callOK(t, cs, "read_session", map[string]any{"id": "0199around", "after": cur.Newer, "limit": 200}, &cur)
 		}
 	}
 	callOK(t, cs, "read_session", map[string]any{"id": "0199around", "around": ref, "limit": 40}, &page)

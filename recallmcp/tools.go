@@ -85,7 +85,7 @@ func (s *server) addTools(srv *mcp.Server) {
 	mcp.AddTool(srv, &mcp.Tool{
 		Name:        "read_session",
 		Title:       "Read a session",
-		Description: `Read one session's conversation as text, a page at a time: the newest items by default, or the items around one item (around, e.g. the item of a search hit), or the page before/after an item (pass the older or newer value of a previous page as before or after). Long messages, tool calls and tool outputs are shortened. Each item has a ref and its position in the session.`,
+		Description: `Read one session's conversation as text, a page at a time: the newest items by default, or the items around one item (around, e.g. the item of a search hit), or the page before/after an item (pass the older or newer value of a previous page as before or after). Long messages, tool calls and tool outputs are shortened. Each item has a ref and its position in the session, except where a page cannot know it without reading the whole session (around a search hit, far from both ends); pages reached through older and newer values keep it.`,
 		Annotations: ro,
 	}, s.read)
 	if !s.opts.AllowWrite {
