@@ -295,6 +295,19 @@ func checkReaders(t *testing.T, s *filestore.Store, key recall.Key, meta recall.
 			t.Fatalf("Items(%d) = %d items, not the tail of Items(0) (%d items)", limit, len(tail), len(all))
 		}
 	}
+	for _, oldest := range []bool{false, true} {
+		page, err := s.ReadItems(ctx, key, recall.ItemPageOptions{Oldest: oldest})
+		if err != nil {
+			t.Fatalf("ReadItems(oldest %v): %v", oldest, err)
+		}
+		want := slices.Clone(view)
+		if !oldest {
+			slices.Reverse(want)
+		}
+		if !sameLive(page.Items, want) || page.LastSeq != meta.LastSeq {
+			t.Fatalf("ReadItems(oldest %v) = %d items at seq %d, Replay of Load %d at seq %d (or they differ)", oldest, len(page.Items), page.LastSeq, len(want), meta.LastSeq)
+		}
+	}
 	for _, after := range []int64{0, log[len(log)/2].Seq, log[len(log)-1].Seq - 1} {
 		es, err := s.Entries(ctx, key, after, 0)
 		if err != nil {

@@ -205,6 +205,10 @@ func (sn *snapshot) forward(atLeast int64) iter.Seq2[recall.Entry, error] {
 			if !stopped && e.Seq >= atLeast {
 				stopped = !yield(e, nil)
 			}
+			// The snapshot ends at its newest committed entry: what
+			// follows it is a torn tail, whose lines the scanner, told
+			// the last seq, would not wait to see committed.
+			stopped = stopped || e.Seq >= sn.last
 		}
 		sc.done = func() bool { return stopped }
 		if err := sc.scanFile(sn.ctx, sn.r, off, sn.size); err != nil && !stopped {

@@ -8,7 +8,6 @@ import (
 	"hash/crc32"
 	"io"
 	"os"
-	"slices"
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/internal/fsys"
@@ -263,9 +262,10 @@ func (s *Store) items(ctx context.Context, l loc, limit int) ([]recall.LiveItem,
 	return live, last, nil
 }
 
-// Entries implements recall.Store. It reads the log forwards from the
-// start when after lies in its first half, and backwards from the end
-// otherwise, so a replica catching up on the newest entries reads only
+// Entries implements recall.Store. After a seq, it finds that seq's line
+// by a search over the file and reads the page forwards from there, so a
+// page costs O(limit) wherever it starts: a replica catching up on the
+// newest entries, or an export paging through a long log, reads only
 // those.
 func (s *Store) Entries(ctx context.Context, key recall.Key, after int64, limit int) ([]recall.Entry, error) {
 	l, err := s.locate(key)
@@ -304,19 +304,21 @@ func (s *Store) entries(ctx context.Context, l loc, after int64, limit int) ([]r
 		last = m.LastSeq
 	}
 	var out []recall.Entry
-	if after > 0 && last > 0 && after >= last/2 {
-		for e, err := range backward(ctx, f, st.Size) {
+	if after > 0 {
+		// The line after the one of seq after is found by a search over
+		// the file (seeker), and the page read forwards from there.
+		snap, err := newSnapshot(ctx, f, st.Size, last, limit)
+		if err != nil {
+			return nil, err
+		}
+		for e, err := range snap.forward(after + 1) {
 			if err != nil {
 				return nil, err
 			}
-			if e.Seq <= after {
+			out = append(out, e.Clone())
+			if limit > 0 && len(out) >= limit {
 				break
 			}
-			out = append(out, e.Clone())
-		}
-		slices.Reverse(out)
-		if limit > 0 && len(out) > limit {
-			out = out[:limit]
 		}
 	} else {
 		sc := scanner{}
