@@ -390,3 +390,73 @@ func benchFork(b *testing.B, s *Store) {
 	analyze(b, s)
 	storetest.BenchmarkFork(b, s, src)
 }
+
+// BenchmarkListPinned lists the pinned sessions (5) of a project of 200
+// sessions and of one of 20,000, alternately within one loop, and, as the
+// baseline a caller without ListOptions.Pinned had, the 20,000-session
+// project listed whole and filtered. It reports each per listing and the
+// ratios x-200 (the large project's pinned listing / the small one's; 1
+// would be the same cost) and x-scan (the whole listing / the large
+// project's pinned listing).
+func BenchmarkListPinned(b *testing.B) {
+	benchDialects(b, func(b *testing.B, s *Store) {
+		ctx := context.Background()
+		for _, n := range []int{200, 20000} {
+			project := fmt.Sprint("p", n)
+			phase(b, n, benchWriters, func(int) error {
+				_, err := s.Append(ctx, recall.Key{Project: project, Session: recall.NewSessionID()}, recall.Guard{}, recall.ItemEntry(benchItem))
+				return err
+			})
+			all, err := s.List(ctx, project, recall.ListOptions{Limit: -1})
+			if err != nil {
+				b.Fatal(err)
+			}
+			for i := range 5 {
+				if _, err := recall.SetPinned(ctx, s, all.Sessions[i*n/5].Key, true); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		analyze(b, s)
+		pinned := func(project string) error {
+			p, err := s.List(ctx, project, recall.ListOptions{Pinned: true})
+			if err == nil && len(p.Sessions) != 5 {
+				err = fmt.Errorf("listed %d pinned of %s", len(p.Sessions), project)
+			}
+			return err
+		}
+		var ts, tl, tw time.Duration
+		n := 0
+		for b.Loop() {
+			t0 := time.Now()
+			if err := pinned("p200"); err != nil {
+				b.Fatal(err)
+			}
+			t1 := time.Now()
+			if err := pinned("p20000"); err != nil {
+				b.Fatal(err)
+			}
+			t2 := time.Now()
+			p, err := s.List(ctx, "p20000", recall.ListOptions{Limit: -1})
+			if err != nil {
+				b.Fatal(err)
+			}
+			found := 0
+			for _, m := range p.Sessions {
+				if m.Pinned {
+					found++
+				}
+			}
+			if found != 5 {
+				b.Fatalf("the whole listing holds %d pinned", found)
+			}
+			ts, tl, tw = ts+t1.Sub(t0), tl+t2.Sub(t1), tw+time.Since(t2)
+			n++
+		}
+		b.ReportMetric(float64(ts.Nanoseconds())/float64(n), "200-ns/op")
+		b.ReportMetric(float64(tl.Nanoseconds())/float64(n), "20000-ns/op")
+		b.ReportMetric(float64(tw.Nanoseconds())/float64(n), "scan-ns/op")
+		b.ReportMetric(float64(tl)/float64(ts), "x-200")
+		b.ReportMetric(float64(tw)/float64(tl), "x-scan")
+	})
+}
