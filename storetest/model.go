@@ -60,6 +60,8 @@ func RunModel(t *testing.T, newStore func(t *testing.T) recall.Store) {
 			// small pages put ties on page boundaries.
 			m.compareList("", recall.ListOptions{Limit: 2})
 			m.compareList("", recall.ListOptions{Limit: 3, IncludeArchived: true})
+			m.compareList("", recall.ListOptions{Limit: 1, Pinned: true})
+			m.compareList(modelProjects[0], recall.ListOptions{Limit: 2, IncludeArchived: true, Pinned: true})
 		}
 		m.compareAll()
 		if err := recall.Verify(m.ctx, sut); err != nil {
@@ -336,6 +338,7 @@ func (m *model) do(op string) {
 			Limit:           rapid.SampledFrom([]int{1, 2, 3, -1, 0}).Draw(t, "limit"),
 			IncludeArchived: rapid.Bool().Draw(t, "archived"),
 			Parent:          rapid.SampledFrom([]string{"", "", "a", "b"}).Draw(t, "parent"),
+			Pinned:          rapid.Bool().Draw(t, "pinned"),
 		}
 		m.compareList(project, opts)
 
@@ -761,6 +764,7 @@ func (m *model) compareAll() {
 	m.compare(modelKeys()...)
 	for _, project := range append([]string{""}, modelProjects...) {
 		m.compareList(project, recall.ListOptions{Limit: -1, IncludeArchived: true})
+		m.compareList(project, recall.ListOptions{Limit: -1, Pinned: true})
 	}
 }
 

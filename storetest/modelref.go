@@ -139,6 +139,7 @@ func (m *model) refList(project string, opts recall.ListOptions) []recall.Meta {
 		switch {
 		case project != "" && k.Project != project:
 		case meta.Archived && !opts.IncludeArchived:
+		case !meta.Pinned && opts.Pinned:
 		case opts.Parent != "" && (k.Session != opts.Parent || k.Subpath == ""):
 		case opts.Parent == "" && k.Subpath != "":
 		default:

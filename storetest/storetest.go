@@ -34,7 +34,7 @@
 //     merged, cleared and returned by Stat, Load and List, and its limits
 //     (recall.ErrInvalidMetadata, nothing written).
 //   - List: fields, order by activity, pagination, changes while paging,
-//     projects; Subagents; Fork; Remove; Cleanup.
+//     projects, the pinned filter; Subagents; Fork; Remove; Cleanup.
 //   - Keys: hostile keys refused, edge keys kept apart.
 //   - Guard: every guard of Append against missing, existing, moved and
 //     removed sessions; a failed guard writes nothing; guarded writers
@@ -126,6 +126,7 @@ var tests = []test{
 	{"List/DefaultLimit", testListDefaultLimit},
 	{"List/ChangesWhilePaging", testListChanges},
 	{"List/Projects", testProjects},
+	{"List/Pinned", testListPinned},
 	{"Subagents", testSubagents},
 	{"Fork", testFork},
 	{"Fork/Refused", testForkRefused},

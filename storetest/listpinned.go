@@ -1,0 +1,132 @@
+package storetest
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/storekit"
+)
+
+// testListPinned checks ListOptions.Pinned: only pinned sessions, with and
+// without archived ones, of one project or all, of a session's subagent
+// records with Parent, walked by small pages with cursors, and still right
+// after pins, unpins, archiving, activity and removals.
+func testListPinned(e *env) {
+	t := e.t
+	yes := true
+	var keys []recall.Key
+	// Many sessions, few distinct times: pinned ones tie with each other
+	// and with unpinned ones on page boundaries. Every third is pinned,
+	// every fifth archived (so 0 and 15 are both).
+	for _, proj := range []struct {
+		name string
+		n    int
+	}{{"a", 23}, {"b", 14}} {
+		for i := range proj.n {
+			k := recall.Key{Project: proj.name, Session: fmt.Sprintf("s%03d", (i*37)%proj.n)}
+			entries := []recall.Entry{recall.ItemEntry(msg("%s-%d", proj.name, i))}
+			if i%3 == 0 {
+				entries = append(entries, recall.NewEntry(recall.KindMeta, recall.MetaChange{Pinned: &yes}))
+			}
+			if i%5 == 0 {
+				entries = append(entries, recall.NewEntry(recall.KindMeta, recall.MetaChange{Archived: &yes}))
+			}
+			if _, err := e.s.Import(e.ctx, k, imported(1, i%3, entries...)...); err != nil {
+				t.Fatalf("Import %s: %v", k, err)
+			}
+			keys = append(keys, k)
+		}
+	}
+	// Subagent records: never in a listing of main sessions; with Parent,
+	// only the pinned one.
+	subX := recall.Key{Project: "a", Session: "s001", Subpath: "subagents/x"}
+	subY := recall.Key{Project: "a", Session: "s001", Subpath: "subagents/y"}
+	e.mustAdd(subX, msg("x"))
+	e.mustAdd(subY, msg("y"))
+	if _, err := recall.SetPinned(e.ctx, e.s, subX, true); err != nil {
+		t.Fatal(err)
+	}
+	keys = append(keys, subX, subY)
+
+	check := func(when string) {
+		t.Helper()
+		var metas []recall.Meta
+		for _, k := range keys {
+			m, err := e.s.Stat(e.ctx, k)
+			if errors.Is(err, recall.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				t.Fatalf("%s: Stat %s: %v", when, k, err)
+			}
+			metas = append(metas, m)
+		}
+		type listing struct {
+			project, parent string
+		}
+		for _, l := range []listing{{"", ""}, {"a", ""}, {"b", ""}, {"a", "s001"}} {
+			for _, archived := range []bool{false, true} {
+				opts := recall.ListOptions{IncludeArchived: archived, Parent: l.parent, Pinned: true}
+				var want []recall.Meta
+				for _, m := range metas {
+					if storekit.Matches(m, l.project, opts) {
+						want = append(want, m)
+					}
+				}
+				storekit.SortList(want)
+				for _, limit := range []int{1, 2, 3, -1} {
+					opts.Limit = limit
+					what := fmt.Sprintf("%s: List(%q, %+v)", when, l.project, opts)
+					got := listAll(t, e.ctx, e.s, l.project, opts)
+					if !slices.Equal(keysOf(got), keysOf(want)) {
+						t.Errorf("%s visits\n %v\nwant\n %v", what, keysOf(got), keysOf(want))
+						continue
+					}
+					for i := range got {
+						if !got[i].Pinned {
+							t.Errorf("%s: %s is not pinned", what, got[i].Key)
+						}
+						if d := MetaDiff(got[i], want[i], true); d != "" {
+							t.Errorf("%s: %s: %s", what, got[i].Key, d)
+						}
+					}
+				}
+			}
+		}
+	}
+	check("imported")
+
+	a := func(i int) recall.Key { return recall.Key{Project: "a", Session: fmt.Sprintf("s%03d", i)} }
+	steps := []struct {
+		what string
+		fn   func() error
+	}{
+		{"pin a/s002", func() error { _, err := recall.SetPinned(e.ctx, e.s, a(2), true); return err }},
+		{"unpin a/s000", func() error { _, err := recall.SetPinned(e.ctx, e.s, a(0), false); return err }},
+		{"archive a/s002", func() error { _, err := recall.SetArchived(e.ctx, e.s, a(2), true); return err }},
+		{"unarchive a/s002", func() error { _, err := recall.SetArchived(e.ctx, e.s, a(2), false); return err }},
+		{"append to a/s002", func() error {
+			_, err := e.s.Append(e.ctx, a(2), recall.Guard{}, recall.ItemEntry(msg("now")))
+			return err
+		}},
+		{"unpin subagents/x", func() error { _, err := recall.SetPinned(e.ctx, e.s, subX, false); return err }},
+		{"pin subagents/y", func() error { _, err := recall.SetPinned(e.ctx, e.s, subY, true); return err }},
+		{"remove a/s001 and its records", func() error { return e.s.Remove(e.ctx, a(1)) }},
+		{"remove pinned b/s000", func() error { return e.s.Remove(e.ctx, recall.Key{Project: "b", Session: "s000"}) }},
+		{"create a pinned a/new", func() error {
+			k := recall.Key{Project: "a", Session: "new"}
+			keys = append(keys, k)
+			_, err := e.s.Append(e.ctx, k, recall.Guard{}, recall.ItemEntry(msg("n")),
+				recall.NewEntry(recall.KindMeta, recall.MetaChange{Pinned: &yes}))
+			return err
+		}},
+	}
+	for _, st := range steps {
+		if err := st.fn(); err != nil {
+			t.Fatalf("%s: %v", st.what, err)
+		}
+		check("after " + st.what)
+	}
+}
