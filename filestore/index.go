@@ -145,6 +145,7 @@ type record struct {
 	check        uint32 // crc32 of the checkLen bytes before off
 	unterminated bool
 	archived     bool
+	pinned       bool // Meta.Pinned, known without decoding (see pinnedJSON)
 	empty        bool
 	updated      time.Time
 	ctl          controlLines // the view's control lines below off
@@ -158,7 +159,7 @@ type record struct {
 
 func newRecord(key recall.Key, rel string, st fsys.Stat, off int64, check uint32, unterminated bool, m recall.Meta, ctl controlLines) *record {
 	r := &record{rel: rel, key: key, st: st, off: off, check: check, unterminated: unterminated,
-		archived: m.Archived, empty: m.LastSeq == 0 && m.Corrupt == 0, updated: m.Updated, meta: &m, ctl: ctl}
+		archived: m.Archived, pinned: m.Pinned, empty: m.LastSeq == 0 && m.Corrupt == 0, updated: m.Updated, meta: &m, ctl: ctl}
 	r.once.Do(func() {})
 	return r
 }
@@ -195,8 +196,16 @@ func (r *record) lastSeq() int64 {
 
 // light returns the fields List sorts and filters by, without decoding.
 func (r *record) light() recall.Meta {
-	return recall.Meta{Key: r.key, Updated: r.updated, Archived: r.archived}
+	return recall.Meta{Key: r.key, Updated: r.updated, Archived: r.archived, Pinned: r.pinned}
 }
+
+// pinnedJSON is how a journal record's Meta JSON (appendRecord, which
+// writes json.Marshal's) says the session is pinned. Only a pinned Meta
+// holds it (the field is omitted when false, and a string value cannot
+// hold its quotes unescaped), so parseChecked decodes the Meta of the
+// records that hold it, the pinned ones and look-alikes, to know which
+// are pinned, and leaves the rest undecoded.
+var pinnedJSON = []byte(`"pinned":true`)
 
 // appendRecord encodes r as one journal line.
 func appendRecord(buf []byte, r *record) []byte {
@@ -339,6 +348,7 @@ func parseChecked(rest []byte) (r *record, kind byte, ok bool) {
 		updated: time.Unix(n[5], n[6]).UTC(),
 		raw:     bytes.Clone(rest), // the journal's read buffer is reused
 	}
+	r.pinned = bytes.Contains(r.raw, pinnedJSON) && r.decode() == nil && r.meta.Pinned
 	for _, c := range f[6] {
 		switch c {
 		case 'a':
@@ -405,6 +415,10 @@ type projectIndex struct {
 	// records this process's writers put under their log's lock: the
 	// trusted view List may use without a stat.
 	recs map[string]*record
+	// pins holds the records of recs that are pinned, so that a listing
+	// of pinned sessions reads those only. setRec and delRec change recs
+	// and keep it in step.
+	pins map[string]*record
 	// pending names the logs whose last journal line is an intent: a
 	// writer began to change them and has not said how it ended.
 	pending map[string]bool
@@ -453,7 +467,7 @@ func (s *Store) project(name string) *projectIndex {
 	if p == nil {
 		dir := filepath.Join(s.root, name)
 		p = &projectIndex{name: name, dir: dir, path: filepath.Join(dir, indexName),
-			recs: map[string]*record{}, pending: map[string]bool{}, loose: map[string]*record{}, last: map[string]int64{}}
+			recs: map[string]*record{}, pins: map[string]*record{}, pending: map[string]bool{}, loose: map[string]*record{}, last: map[string]int64{}}
 		s.projects[name] = p
 	}
 	return p
@@ -485,7 +499,25 @@ func (p *projectIndex) reset(ino uint64) {
 	p.jIno, p.jOff, p.jLines = ino, 0, 0
 	p.jTail, p.header, p.damaged, p.dirSeen, p.dirTime, p.sorted = false, false, false, false, 0, 0
 	p.recs = map[string]*record{}
+	p.pins = map[string]*record{}
 	p.pending = map[string]bool{}
+}
+
+// setRec puts r in recs, and in pins when it is pinned. The caller holds
+// p.mu.
+func (p *projectIndex) setRec(r *record) {
+	p.recs[r.rel] = r
+	if r.pinned {
+		p.pins[r.rel] = r
+	} else {
+		delete(p.pins, r.rel)
+	}
+}
+
+// delRec removes rel from recs and pins. The caller holds p.mu.
+func (p *projectIndex) delRec(rel string) {
+	delete(p.recs, rel)
+	delete(p.pins, rel)
 }
 
 // refresh reads what was appended to the journal since the last read, or
@@ -617,11 +649,11 @@ func (p *projectIndex) apply(line []byte) {
 	case lineIntent:
 		p.pending[r.rel] = true
 	case lineTombstone:
-		delete(p.recs, r.rel)
+		p.delRec(r.rel)
 		delete(p.pending, r.rel)
 		delete(p.loose, r.rel)
 	default:
-		p.recs[r.rel] = r
+		p.setRec(r)
 		delete(p.pending, r.rel)
 	}
 }
@@ -641,7 +673,7 @@ func isHeader(line []byte) bool {
 func (p *projectIndex) put(recs ...*record) {
 	p.mu.Lock()
 	for _, r := range recs {
-		p.recs[r.rel] = r
+		p.setRec(r)
 		delete(p.loose, r.rel)
 	}
 	p.mu.Unlock()
@@ -766,7 +798,7 @@ func (p *projectIndex) settleLocked() []byte {
 		f, err := os.OpenFile(path, os.O_RDWR, 0)
 		if isNotExist(err) {
 			delete(p.pending, rel)
-			delete(p.recs, rel)
+			p.delRec(rel)
 			buf = appendTombstone(buf, rel)
 			continue
 		}
@@ -780,7 +812,7 @@ func (p *projectIndex) settleLocked() []byte {
 		if st, err := fsys.Fstat(f); err == nil {
 			if r, err := derive(context.Background(), f, k, rel, st, p.recs[rel]); err == nil {
 				delete(p.pending, rel)
-				p.recs[rel] = r
+				p.setRec(r)
 				buf = appendRecord(buf, r)
 			}
 		}
@@ -937,7 +969,7 @@ func (p *projectIndex) drop(rel string, subtree bool) {
 			continue // still there (a removal that failed): its intent stays
 		}
 		p.mu.Lock()
-		delete(p.recs, r)
+		p.delRec(r)
 		delete(p.loose, r)
 		p.mu.Unlock()
 		buf = appendTombstone(buf, r)

@@ -90,7 +90,7 @@ func readLogDir(ctx context.Context, dir, sub string, depth int, stat bool) ([]l
 
 // freshRecords is records without byStat.
 func (s *Store) freshRecords(ctx context.Context, p *projectIndex, parent string) ([]*record, error) {
-	recs, _, err := s.records(ctx, p, parent)
+	recs, _, err := s.records(ctx, p, parent, false)
 	return recs, err
 }
 
@@ -112,9 +112,14 @@ const (
 // stale (usually from the record's committed end). What it derived goes
 // back to the journal (validate). byStat reports that every record
 // returned was just checked against its log's stat.
-func (s *Store) records(ctx context.Context, p *projectIndex, parent string) (recs []*record, byStat bool, err error) {
+//
+// With pinned, a believed journal gives the pinned main sessions only
+// (and the pending logs, which the caller filters), read from the
+// project's set of pinned records, so a listing of pinned sessions costs
+// O(pinned); the other ways return every record as without it.
+func (s *Store) records(ctx context.Context, p *projectIndex, parent string, pinned bool) (recs []*record, byStat bool, err error) {
 	if parent == "" {
-		recs, state, err := s.trusted(ctx, p)
+		recs, state, err := s.trusted(ctx, p, pinned)
 		if err != nil || state == journalBelieved {
 			return recs, false, err
 		}
@@ -233,8 +238,10 @@ func (s *Store) check(ctx context.Context, p *projectIndex, parent string, stat 
 // trusted returns the records of the project's main sessions from the
 // journal alone, when it can be believed (point 5 of the crash argument
 // in index.go), deriving only the pending logs. Otherwise it says why not
-// (journalDirMoved, journalDoubted) and returns no records.
-func (s *Store) trusted(ctx context.Context, p *projectIndex) (recs []*record, state int, err error) {
+// (journalDirMoved, journalDoubted) and returns no records. With
+// pinned, the records it returns are the pinned ones (p.pins) and the
+// pending logs.
+func (s *Store) trusted(ctx context.Context, p *projectIndex, pinned bool) (recs []*record, state int, err error) {
 	if fsys.BootID() == "" {
 		return nil, journalDoubted, nil
 	}
@@ -275,9 +282,13 @@ func (s *Store) trusted(ctx context.Context, p *projectIndex) (recs []*record, s
 		return nil, journalDirMoved, nil
 	}
 	long := p.long(0)
-	recs = make([]*record, 0, len(p.recs))
+	src := p.recs
+	if pinned {
+		src = p.pins
+	}
+	recs = make([]*record, 0, len(src))
 	var pending []*record // the pending logs and their last records, if any
-	for rel, r := range p.recs {
+	for rel, r := range src {
 		if !p.pending[rel] && strings.IndexByte(rel, '/') < 0 {
 			recs = append(recs, r)
 		}
@@ -388,14 +399,14 @@ func (p *projectIndex) validate(fresh []*record, gone []string, seen map[string]
 	var buf []byte
 	for _, r := range fresh {
 		if !touched(r.rel) && !p.pending[r.rel] {
-			p.recs[r.rel] = r
+			p.setRec(r)
 			delete(p.loose, r.rel)
 			buf = appendRecord(buf, r)
 		}
 	}
 	for _, rel := range gone {
 		if !touched(rel) && !p.pending[rel] {
-			delete(p.recs, rel)
+			p.delRec(rel)
 			delete(p.loose, rel)
 			buf = appendTombstone(buf, rel)
 		}
@@ -459,7 +470,7 @@ func (s *Store) List(ctx context.Context, project string, opts recall.ListOption
 	var match []*record
 	believed := map[string]bool{} // projects whose records came from the journal, unchecked
 	for _, name := range projects {
-		recs, byStat, err := s.records(ctx, s.project(name), opts.Parent)
+		recs, byStat, err := s.records(ctx, s.project(name), opts.Parent, opts.Pinned)
 		if err != nil {
 			return recall.Page{}, fmt.Errorf("filestore: list %s: %w", name, err)
 		}
