@@ -3,6 +3,7 @@ package export_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/export"
+	"github.com/recallkit/recall/memstore"
 )
 
 // benchSession is a session of n items of about 1 KB each.
@@ -88,6 +90,37 @@ func BenchmarkRender(b *testing.B) {
 		b.Run(string(f), func(b *testing.B) {
 			for b.Loop() {
 				if err := export.Write(io.Discard, f, s); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkStream measures Stream from a memory store against the
+// baseline of the same run it replaces in the service: Load, then Write.
+func BenchmarkStream(b *testing.B) {
+	ctx := context.Background()
+	s := benchSession(3000)
+	st := memstore.New(memstore.Options{})
+	if _, err := export.Import(ctx, st, s, export.ImportOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	for _, f := range export.Formats {
+		b.Run(string(f)+"/stream", func(b *testing.B) {
+			for b.Loop() {
+				if err := export.Stream(ctx, io.Discard, f, st, s.Meta.Key); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(string(f)+"/baseline-load-write", func(b *testing.B) {
+			for b.Loop() {
+				ls, err := export.Load(ctx, st, s.Meta.Key)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := export.Write(io.Discard, f, ls); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -2,7 +2,10 @@
 // recall's own export back in.
 //
 // Load reads one session whole (its metadata, its entry log and the
-// subagent records under it); the writers render it:
+// subagent records under it); Write and the writers render it. Stream
+// renders a session straight from a store instead, reading its log a
+// page at a time, so its memory is bounded by a page, not by the
+// session; it writes the same bytes. The formats:
 //
 //   - [Markdown]: for people, readable in a pull request on GitHub;
 //   - [HTML]: one self-contained page, every piece of content escaped, under

@@ -101,6 +101,23 @@ func ExampleJSON() {
 	// ],"first_id":"recall-3","last_id":"recall-6","has_more":false}
 }
 
+// Serve a session as it is read, a page of its log at a time: what a web
+// handler does, so a long session costs it no more memory than a short one.
+func ExampleStream() {
+	ctx := context.Background()
+	st, key := exampleStore(ctx)
+	if err := export.Stream(ctx, os.Stdout, export.FormatJSON, st, key); err != nil {
+		log.Fatal(err) // a missing session fails before anything is written
+	}
+	// Output:
+	// {"object":"list","data":[
+	// {"id":"recall-3","type":"message","role":"user","content":[{"type":"input_text","text":"Which files are here?"}]},
+	// {"id":"recall-4","type":"function_call","call_id":"c1","name":"ls","arguments":"{\"dir\":\".\"}"},
+	// {"id":"recall-5","type":"function_call_output","call_id":"c1","output":"a.go\nb.go"},
+	// {"id":"recall-6","type":"message","role":"assistant","content":[{"type":"output_text","text":"Two: a.go and b.go."}]}
+	// ],"first_id":"recall-3","last_id":"recall-6","has_more":false}
+}
+
 // Copy a session from one store to another through recall's own log: the
 // items arrive byte for byte.
 func ExampleImport() {

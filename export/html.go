@@ -1,12 +1,14 @@
 package export
 
 import (
-	"bufio"
+	"context"
 	"fmt"
 	"html/template"
 	"io"
 	"maps"
 	"slices"
+
+	"github.com/recallkit/recall"
 )
 
 // CSP is the Content-Security-Policy of the HTML export, set by a meta
@@ -27,38 +29,56 @@ const CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-
 // when it is a data: URI of a raster image (PNG, JPEG, GIF, WebP); any
 // other image reference is shown as text and never fetched.
 func HTML(w io.Writer, s *Session) error {
-	bw := bufio.NewWriterSize(w, 64<<10)
-	if err := page.Execute(bw, newHTMLDoc(newDoc(s))); err != nil {
+	return render(context.Background(), w, FormatHTML, memSource(s))
+}
+
+func writeHTML(ctx context.Context, o output, src *source) error {
+	mk, err := scan(ctx, src.main, false)
+	if err != nil {
+		return err
+	}
+	if err := page.ExecuteTemplate(o, "head", newHTMLHead(src.main.meta)); err != nil {
 		return fmt.Errorf("export: html: %w", err)
 	}
-	if err := bw.Flush(); err != nil {
+	sink := &htmlSink{o: o}
+	if err := sink.blocks(ctx, src.main, mk); err != nil {
+		return err
+	}
+	err = eachSubagent(ctx, src, true, func(r *record, mk *marks) error {
+		if err := page.ExecuteTemplate(o, "subagent", r.meta.Key.Subpath); err != nil {
+			return fmt.Errorf("export: html: %w", err)
+		}
+		if err := sink.blocks(ctx, r, mk); err != nil {
+			return err
+		}
+		_, err := o.WriteString("\n</section>")
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if err := page.ExecuteTemplate(o, "foot", nil); err != nil {
 		return fmt.Errorf("export: html: %w", err)
 	}
 	return nil
 }
 
-// htmlDoc is what the page template reads.
-type htmlDoc struct {
-	Title     string
-	CSP       string
-	Meta      [][2]string // name, value
-	Labels    []string
-	Metadata  [][2]string
-	Blocks    []htmlBlock
-	Subagents []htmlSub
+// htmlHead is what the page's head template reads.
+type htmlHead struct {
+	Title    string
+	CSP      string
+	Meta     [][2]string // name, value
+	Labels   []string
+	Metadata [][2]string
 }
 
-type htmlSub struct {
-	Subpath string
-	Blocks  []htmlBlock
-}
-
+// htmlBlock is what the note and turn templates read.
 type htmlBlock struct {
 	block
-	When  string
-	Parts []htmlPart
+	When string
 }
 
+// htmlPart is what the part template reads.
 type htmlPart struct {
 	part
 	Class  string // a fixed class name, never taken from the item
@@ -71,9 +91,8 @@ type htmlImage struct {
 	Text string
 }
 
-func newHTMLDoc(d doc) htmlDoc {
-	m := d.Meta
-	h := htmlDoc{Title: m.Title, CSP: CSP, Labels: m.Labels, Blocks: htmlBlocks(d.Blocks)}
+func newHTMLHead(m recall.Meta) htmlHead {
+	h := htmlHead{Title: m.Title, CSP: CSP, Labels: m.Labels}
 	if h.Title == "" {
 		h.Title = "Session " + m.Key.Session
 	}
@@ -96,31 +115,64 @@ func newHTMLDoc(d doc) htmlDoc {
 	for _, k := range slices.Sorted(maps.Keys(m.Metadata)) {
 		h.Metadata = append(h.Metadata, [2]string{k, m.Metadata[k]})
 	}
-	for _, sub := range d.Subagents {
-		h.Subagents = append(h.Subagents, htmlSub{Subpath: sub.Meta.Key.Subpath, Blocks: htmlBlocks(sub.Blocks)})
-	}
 	return h
 }
 
-func htmlBlocks(blocks []block) []htmlBlock {
-	out := make([]htmlBlock, 0, len(blocks))
-	for _, b := range blocks {
-		hb := htmlBlock{block: b, When: stamp(b.Time)}
-		for _, p := range b.Parts {
-			hp := htmlPart{part: p, Class: partClass(p), Head: plainHead(p)}
-			for _, im := range p.Images {
-				if im.Data {
-					hp.Images = append(hp.Images, htmlImage{Src: template.URL(im.URL), Text: fmt.Sprintf("image (%s, %s)", im.Mime, size(im.Size))})
-				} else {
-					hp.Images = append(hp.Images, htmlImage{Text: "image: " + im.URL})
-				}
-			}
-			hb.Parts = append(hb.Parts, hp)
+func newHTMLPart(p part) htmlPart {
+	hp := htmlPart{part: p, Class: partClass(p), Head: plainHead(p)}
+	for _, im := range p.Images {
+		if im.Data {
+			hp.Images = append(hp.Images, htmlImage{Src: template.URL(im.URL), Text: fmt.Sprintf("image (%s, %s)", im.Mime, size(im.Size))})
+		} else {
+			hp.Images = append(hp.Images, htmlImage{Text: "image: " + im.URL})
 		}
-		out = append(out, hb)
 	}
-	return out
+	return hp
 }
+
+// htmlSink writes a history as the page's sections: a turn's section
+// stays open until the next note or turn, or the history's end.
+type htmlSink struct {
+	o      output
+	inTurn bool
+}
+
+// blocks writes r's history, and ends it.
+func (s *htmlSink) blocks(ctx context.Context, r *record, mk *marks) error {
+	if err := history(ctx, r, mk, s); err != nil {
+		return err
+	}
+	s.endTurn()
+	_, err := s.o.WriteString("\n")
+	return err
+}
+
+func (s *htmlSink) endTurn() {
+	if s.inTurn {
+		s.o.WriteString("\n</section>")
+		s.inTurn = false
+	}
+}
+
+func (s *htmlSink) execute(name string, data any) error {
+	if err := page.ExecuteTemplate(s.o, name, data); err != nil {
+		return fmt.Errorf("export: html: %w", err)
+	}
+	return s.o.err()
+}
+
+func (s *htmlSink) note(b block) error {
+	s.endTurn()
+	return s.execute("note", htmlBlock{block: b, When: stamp(b.Time)})
+}
+
+func (s *htmlSink) turn(b block) error {
+	s.endTurn()
+	s.inTurn = true
+	return s.execute("turn", htmlBlock{block: b, When: stamp(b.Time)})
+}
+
+func (s *htmlSink) part(p part) error { return s.execute("part", newHTMLPart(p)) }
 
 // partClass is the CSS class of a part, from a fixed set.
 func partClass(p part) string {
@@ -141,9 +193,13 @@ func partClass(p part) string {
 
 var page = template.Must(template.New("page").Parse(pageTemplate))
 
-// pageTemplate is the page. The CSP meta tag comes first in the head, so
+// pageTemplate is the page, in the pieces the writer executes one after
+// another as it reads the log: the head (up to <main>), a note, the start
+// of a turn, a part of it, the heading of a subagent record, the foot.
+// Each starts and ends outside any tag, so each is escaped on its own as
+// it would be in one page. The CSP meta tag comes first in the head, so
 // it governs everything after it.
-const pageTemplate = `<!DOCTYPE html>
+const pageTemplate = `{{define "head"}}<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta http-equiv="Content-Security-Policy" content="{{.CSP}}">
@@ -204,25 +260,25 @@ footer { color: var(--muted); font-size: .8rem; margin-top: 2rem; border-top: 1p
 </dl>
 </header>
 <main>
-{{template "blocks" .Blocks}}
-{{- range .Subagents}}
-<section class="subagent">
-<h2>Subagent <code>{{.Subpath}}</code></h2>
-{{template "blocks" .Blocks}}
-</section>
-{{- end}}
+{{end}}
+{{- define "foot"}}
 </main>
 <footer>Exported by recall. This page runs no script and loads nothing.</footer>
 </body>
 </html>
-{{define "blocks"}}
-{{- range .}}
-{{- if .Note}}
+{{end}}
+{{- define "subagent"}}
+<section class="subagent">
+<h2>Subagent <code>{{.}}</code></h2>
+{{end}}
+{{- define "note"}}
 <p class="note">{{.Note}} <time>{{.When}}</time></p>
-{{- else}}
+{{- end}}
+{{- define "turn"}}
 <section class="turn" id="turn-{{.Turn}}">
 <h2>Turn {{.Turn}} <time>{{.When}}</time></h2>
-{{- range .Parts}}
+{{- end}}
+{{- define "part"}}
 <div class="part {{.Class}}{{if .Removed}} removed{{end}}">
 {{- if eq .Kind "message"}}
 <div class="head">{{.Head}}</div>
@@ -250,8 +306,4 @@ footer { color: var(--muted); font-size: .8rem; margin-top: 2rem; border-top: 1p
 {{- end}}
 {{- end}}
 </div>
-{{- end}}
-</section>
-{{- end}}
-{{- end}}
-{{end}}`
+{{- end}}`

@@ -1,15 +1,14 @@
 package export
 
 import (
-	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
 
 	"github.com/recallkit/recall"
-	"github.com/recallkit/recall/internal/jsonvalid"
 )
 
 // JSON writes the session's current view (the items the model gets) in
@@ -23,32 +22,88 @@ import (
 // its place in the log, so the IDs are stable across exports. An item
 // that has an "id" keeps it, whatever its type.
 func JSON(w io.Writer, s *Session) error {
-	live := s.Items()
-	bw := bufio.NewWriterSize(w, 64<<10)
-	bw.WriteString(`{"object":"list","data":[`)
-	var first, last string
-	for i, l := range live {
-		if !jsonvalid.Valid(l.Item) {
-			return fmt.Errorf("export: json %s: item %d.%d: %w: not valid JSON", s.Meta.Key, l.Ref.Seq, l.Ref.Index, recall.ErrCorrupt)
+	return render(context.Background(), w, FormatJSON, memSource(s))
+}
+
+// writeJSON writes the final view of r. A first pass finds where the view
+// was last reset and which items were removed, and checks the items it
+// will write, so an invalid one is an error before anything is written.
+func writeJSON(ctx context.Context, o output, r *record) error {
+	mk, err := scan(ctx, r, true)
+	if err != nil {
+		return err
+	}
+	if err := mk.checkJSON(r.meta.Key); err != nil {
+		return err
+	}
+	list := newItemList(o)
+	err = r.each(ctx, func(e recall.Entry) error {
+		switch {
+		case e.Seq < mk.lastReset:
+		case e.Seq == mk.lastReset && e.Kind == recall.KindCompaction:
+			var c recall.Compaction
+			if json.Unmarshal(e.Data, &c) == nil {
+				for j, it := range c.Items {
+					if ref := (recall.ItemRef{Seq: e.Seq, Index: j}); mk.inFinalView(ref) {
+						list.add(recall.LiveItem{Ref: ref, Item: it})
+					}
+				}
+			}
+		case e.Kind == recall.KindItem:
+			ref := recall.ItemRef{Seq: e.Seq}
+			if it, ok := recall.ItemOf(e); ok && mk.inFinalView(ref) {
+				list.add(recall.LiveItem{Ref: ref, Item: it})
+			}
 		}
-		id, item := withID(l)
-		if i == 0 {
-			first = id
-		} else {
-			bw.WriteByte(',')
-		}
-		last = id
-		bw.WriteString("\n")
-		bw.Write(item)
+		return o.err()
+	})
+	if err != nil {
+		return err
 	}
-	if len(live) > 0 {
-		bw.WriteString("\n")
-	}
-	fmt.Fprintf(bw, `],"first_id":%s,"last_id":%s,"has_more":false}`+"\n", quote(first), quote(last))
-	if err := bw.Flush(); err != nil {
-		return fmt.Errorf("export: json: %w", err)
-	}
+	list.end()
 	return nil
+}
+
+// itemList writes the item list of the Conversations API an item at a
+// time.
+type itemList struct {
+	w           listWriter
+	first, last string
+	n           int
+}
+
+type listWriter interface {
+	io.Writer
+	io.StringWriter
+	io.ByteWriter
+}
+
+// newItemList starts the list on w.
+func newItemList(w listWriter) *itemList {
+	w.WriteString(`{"object":"list","data":[`)
+	return &itemList{w: w}
+}
+
+// add writes l, with an "id" (see withID).
+func (l *itemList) add(li recall.LiveItem) {
+	id, item := withID(li)
+	if l.n == 0 {
+		l.first = id
+	} else {
+		l.w.WriteByte(',')
+	}
+	l.last = id
+	l.n++
+	l.w.WriteString("\n")
+	l.w.Write(item)
+}
+
+// end ends the list.
+func (l *itemList) end() {
+	if l.n > 0 {
+		l.w.WriteString("\n")
+	}
+	fmt.Fprintf(l.w, `],"first_id":%s,"last_id":%s,"has_more":false}`+"\n", quote(l.first), quote(l.last))
 }
 
 // ItemID is the ID JSON gives an item of the view that has none of its

@@ -3,6 +3,7 @@ package export
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -44,39 +45,35 @@ type header struct {
 // ReadJSONL gives back the very bytes. Nothing of the log is left out:
 // removed and compacted items, titles, metadata changes, damaged entries.
 func JSONL(w io.Writer, s *Session) error {
-	bw := bufio.NewWriterSize(w, 64<<10)
-	if err := writeLog(bw, s); err != nil {
-		return err
-	}
-	for _, sub := range s.Subagents {
-		if err := writeLog(bw, sub); err != nil {
-			return err
-		}
-	}
-	if err := bw.Flush(); err != nil {
-		return fmt.Errorf("export: jsonl: %w", err)
-	}
-	return nil
+	return render(context.Background(), w, FormatJSONL, memSource(s))
 }
 
-func writeLog(bw *bufio.Writer, s *Session) error {
-	h, err := json.Marshal(header{Version: LogVersion, Key: s.Meta.Key, Meta: s.Meta})
-	if err != nil {
-		return fmt.Errorf("export: jsonl header of %s: %w", s.Meta.Key, err)
+func writeJSONL(ctx context.Context, o output, src *source) error {
+	if err := writeLog(ctx, o, src.main); err != nil {
+		return err
 	}
-	bw.Write(h)
-	bw.WriteByte('\n')
+	return eachSubagent(ctx, src, false, func(r *record, _ *marks) error {
+		return writeLog(ctx, o, r)
+	})
+}
+
+// writeLog writes r's header line and its log.
+func writeLog(ctx context.Context, o output, r *record) error {
+	h, err := json.Marshal(header{Version: LogVersion, Key: r.meta.Key, Meta: r.meta})
+	if err != nil {
+		return fmt.Errorf("export: jsonl header of %s: %w", r.meta.Key, err)
+	}
+	o.Write(h)
+	o.WriteByte('\n')
 	var buf []byte
-	for _, e := range s.Entries {
+	return r.each(ctx, func(e recall.Entry) error {
 		buf, err = appendEntry(buf[:0], e)
 		if err != nil {
-			return fmt.Errorf("export: jsonl %s seq %d: %w", s.Meta.Key, e.Seq, err)
+			return fmt.Errorf("export: jsonl %s seq %d: %w", r.meta.Key, e.Seq, err)
 		}
-		if _, err := bw.Write(buf); err != nil {
-			return fmt.Errorf("export: jsonl: %w", err)
-		}
-	}
-	return nil
+		o.Write(buf)
+		return o.err()
+	})
 }
 
 // appendEntry appends e as one line, newline included.

@@ -1,12 +1,16 @@
 package export
 
 import (
+	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"maps"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/recallkit/recall"
 )
 
 // Markdown writes the session as Markdown for people, readable in a pull
@@ -23,32 +27,56 @@ import (
 // closed and its HTML tags and comments escaped (outside code), and names,
 // labels and metadata are escaped or set in code spans.
 func Markdown(w io.Writer, s *Session) error {
-	d := newDoc(s)
-	var b strings.Builder
-	title := d.Meta.Title
-	if title == "" {
-		title = "Session " + d.Meta.Key.Session
-	}
-	fmt.Fprintf(&b, "# %s\n\n", mdInline(title))
-	mdMeta(&b, d)
-	mdBlocks(&b, d.Blocks, "##")
-	for _, sub := range d.Subagents {
-		fmt.Fprintf(&b, "## Subagent %s\n\n", codeSpan(sub.Meta.Key.Subpath))
-		mdBlocks(&b, sub.Blocks, "###")
-	}
-	_, err := io.WriteString(w, b.String())
+	return render(context.Background(), w, FormatMarkdown, memSource(s))
+}
+
+func writeMarkdown(ctx context.Context, o output, src *source) error {
+	mk, err := scan(ctx, src.main, false)
 	if err != nil {
-		return fmt.Errorf("export: markdown: %w", err)
+		return err
 	}
-	return nil
+	m := src.main.meta
+	title := m.Title
+	if title == "" {
+		title = "Session " + m.Key.Session
+	}
+	fmt.Fprintf(o, "# %s\n\n", mdInline(title))
+	mdMeta(o.Writer, m)
+	if err := history(ctx, src.main, mk, mdSink{o, "##"}); err != nil {
+		return err
+	}
+	return eachSubagent(ctx, src, true, func(r *record, mk *marks) error {
+		fmt.Fprintf(o, "## Subagent %s\n\n", codeSpan(r.meta.Key.Subpath))
+		return history(ctx, r, mk, mdSink{o, "###"})
+	})
+}
+
+// mdSink writes a history as Markdown, turns under headings of level h.
+type mdSink struct {
+	o output
+	h string
+}
+
+func (s mdSink) note(bl block) error {
+	fmt.Fprintf(s.o, "---\n\n> *%s*\n\n---\n\n", mdInline(bl.Note))
+	return s.o.err()
+}
+
+func (s mdSink) turn(bl block) error {
+	fmt.Fprintf(s.o, "%s Turn %d · %s\n\n", s.h, bl.Turn, stamp(bl.Time))
+	return s.o.err()
+}
+
+func (s mdSink) part(p part) error {
+	mdPart(s.o.Writer, p)
+	return s.o.err()
 }
 
 // stamp formats a time for readers, in UTC so an export reads the same
 // wherever it was made.
 func stamp(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") }
 
-func mdMeta(b *strings.Builder, d doc) {
-	m := d.Meta
+func mdMeta(b *bufio.Writer, m recall.Meta) {
 	fmt.Fprintf(b, "- **Session:** %s in project %s\n", codeSpan(m.Key.Session), codeSpan(m.Key.Project))
 	fmt.Fprintf(b, "- **Created:** %s · **Updated:** %s\n", stamp(m.Created), stamp(m.Updated))
 	fmt.Fprintf(b, "- **Items:** %d", m.ItemCount)
@@ -90,20 +118,7 @@ func state(archived, pinned bool) string {
 	return strings.Join(s, ", ")
 }
 
-func mdBlocks(b *strings.Builder, blocks []block, h string) {
-	for _, bl := range blocks {
-		if bl.Turn == 0 {
-			fmt.Fprintf(b, "---\n\n> *%s*\n\n---\n\n", mdInline(bl.Note))
-			continue
-		}
-		fmt.Fprintf(b, "%s Turn %d · %s\n\n", h, bl.Turn, stamp(bl.Time))
-		for _, p := range bl.Parts {
-			mdPart(b, p)
-		}
-	}
-}
-
-func mdPart(b *strings.Builder, p part) {
+func mdPart(b *bufio.Writer, p part) {
 	removed := ""
 	if p.Summary {
 		removed += " · *compaction summary*"
@@ -182,7 +197,7 @@ func plainHead(p part) string {
 	return h
 }
 
-func mdImages(b *strings.Builder, images []image) {
+func mdImages(b *bufio.Writer, images []image) {
 	for _, im := range images {
 		if im.Data {
 			fmt.Fprintf(b, "*(image: %s, %s, inline data not shown)*\n\n", mdInline(im.Mime), size(im.Size))

@@ -2,6 +2,7 @@ package export
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -13,7 +14,8 @@ import (
 
 // This file reduces a session's log to what people read, the model the
 // Markdown and HTML writers share: turns of parts, with notes where the
-// history changed (a fork, a compaction, a clear).
+// history changed (a fork, a compaction, a clear), handed to the writer
+// one at a time as the log is read.
 
 // Folding: a block longer than this is folded (<details>).
 const (
@@ -21,19 +23,12 @@ const (
 	foldBytes = 2500
 )
 
-// doc is a session as people read it.
-type doc struct {
-	Meta      recall.Meta
-	Blocks    []block
-	Subagents []doc
-}
-
-// block is a turn (a user message and what followed it) or a note.
+// block is the start of a turn (a user message and what followed it) or
+// a note.
 type block struct {
-	Turn  int // 1-based; 0 for a note
-	Time  time.Time
-	Note  string
-	Parts []part
+	Turn int // 1-based; 0 for a note
+	Time time.Time
+	Note string
 }
 
 // part is one item of the history.
@@ -84,83 +79,140 @@ func newImage(url string) image {
 	return image{URL: url}
 }
 
-// newDoc builds the readable history of s and its subagent records.
-func newDoc(s *Session) doc {
-	d := doc{Meta: s.Meta, Blocks: history(s.Entries)}
-	for _, sub := range s.Subagents {
-		d.Subagents = append(d.Subagents, newDoc(sub))
-	}
-	return d
+// historySink receives a record's history as it is read.
+type historySink interface {
+	// note is a note where a fork, compaction or clear changed the view.
+	note(b block) error
+	// turn starts a turn; its parts follow.
+	turn(b block) error
+	// part is one part of the turn started last.
+	part(p part) error
 }
 
-// history returns every item the log ever held, in log order, grouped in
+// history reads r's log (again: mk is what a first pass found in it) and
+// hands sink every item the log ever held, in log order, grouped in
 // turns, with notes where a fork, compaction or clear changed the view.
 // Items a compaction kept verbatim are not repeated; its summary is.
-func history(entries []recall.Entry) []block {
-	removed := map[recall.ItemRef]bool{}
-	for _, e := range entries {
-		var ref recall.ItemRef
-		if (e.Kind == recall.KindPop || e.Kind == recall.KindRemove) && json.Unmarshal(e.Data, &ref) == nil {
-			removed[ref] = true
+func history(ctx context.Context, r *record, mk *marks, sink historySink) error {
+	h := &historyState{mk: mk, sink: sink}
+	h.tail.reset(h.nextCompactionSize())
+	return r.each(ctx, h.entry)
+}
+
+// historyState is history's place in the log.
+type historyState struct {
+	mk    *marks
+	sink  historySink
+	turns int
+	// inTurn is set once a turn starts, cleared by a note: a part after
+	// a note starts a turn.
+	inTurn bool
+	// tail is the newest items of the view that are still in it when the
+	// next compaction (mk.compactions[next]) comes.
+	tail viewTail
+	next int
+}
+
+func (h *historyState) nextCompactionSize() int {
+	if h.next < len(h.mk.compactions) {
+		return h.mk.compactions[h.next].items
+	}
+	return 0
+}
+
+// keep adds an item that enters the view to the tail, if it is still in
+// the view when the next compaction comes.
+func (h *historyState) keep(ref recall.ItemRef, it recall.Item) {
+	if h.next < len(h.mk.compactions) && h.mk.inViewAt(ref, h.mk.compactions[h.next].seq) {
+		h.tail.push(it)
+	}
+}
+
+func (h *historyState) note(t time.Time, text string) error {
+	h.inTurn = false
+	return h.sink.note(block{Time: t, Note: text})
+}
+
+func (h *historyState) add(p part) error {
+	if p.Kind == "message" && p.Role == "user" || !h.inTurn {
+		h.turns++
+		h.inTurn = true
+		if err := h.sink.turn(block{Turn: h.turns, Time: p.Time}); err != nil {
+			return err
 		}
 	}
-	var (
-		blocks []block
-		turns  int
-	)
-	note := func(t time.Time, format string, args ...any) {
-		blocks = append(blocks, block{Time: t, Note: fmt.Sprintf(format, args...)})
-	}
-	add := func(p part) {
-		if p.Kind == "message" && p.Role == "user" || len(blocks) == 0 || blocks[len(blocks)-1].Turn == 0 {
-			turns++
-			blocks = append(blocks, block{Turn: turns, Time: p.Time})
+	return h.sink.part(p)
+}
+
+func (h *historyState) entry(e recall.Entry) error {
+	switch e.Kind {
+	case recall.KindItem:
+		p := describe(e.Data)
+		it, ok := recall.ItemOf(e)
+		if !ok || p.Kind == "damaged" {
+			p = part{Kind: "damaged", Text: fmt.Sprintf("a damaged item of %d bytes (not a JSON object) is kept in the log at seq %d", len(e.Data), e.Seq)}
 		}
-		b := &blocks[len(blocks)-1]
-		b.Parts = append(b.Parts, p)
+		ref := recall.ItemRef{Seq: e.Seq}
+		p.Time, p.Removed = e.Time, h.mk.named(ref)
+		if ok {
+			h.keep(ref, it)
+		}
+		return h.add(p)
+	case recall.KindFork:
+		var f recall.ForkOrigin
+		if json.Unmarshal(e.Data, &f) == nil {
+			return h.note(e.Time, fmt.Sprintf("Forked from session %s at seq %d.", f.Key.Session, f.Seq))
+		}
+	case recall.KindClear:
+		h.tail.reset(h.tail.size)
+		return h.note(e.Time, "Cleared: the model started afresh here.")
+	case recall.KindCompaction:
+		var c recall.Compaction
+		if json.Unmarshal(e.Data, &c) != nil {
+			return nil
+		}
+		return h.compaction(e, c)
 	}
-	for i, e := range entries {
-		switch e.Kind {
-		case recall.KindItem:
-			p := describe(e.Data)
-			if _, ok := recall.ItemOf(e); !ok || p.Kind == "damaged" {
-				p = part{Kind: "damaged", Text: fmt.Sprintf("a damaged item of %d bytes (not a JSON object) is kept in the log at seq %d", len(e.Data), e.Seq)}
-			}
-			p.Time, p.Removed = e.Time, removed[recall.ItemRef{Seq: e.Seq}]
-			add(p)
-		case recall.KindFork:
-			var f recall.ForkOrigin
-			if json.Unmarshal(e.Data, &f) == nil {
-				note(e.Time, "Forked from session %s at seq %d.", f.Key.Session, f.Seq)
-			}
-		case recall.KindClear:
-			note(e.Time, "Cleared: the model started afresh here.")
-		case recall.KindCompaction:
-			var c recall.Compaction
-			if json.Unmarshal(e.Data, &c) != nil {
-				continue
-			}
-			_, before := recall.Replay(recall.Key{}, entries[:i])
-			kept := keptCopies(recall.PlainItems(before), c.Items)
-			strategy := c.Strategy
-			if strategy == "" {
-				strategy = "compaction"
-			}
-			summary := len(c.Items) - kept
-			keptNote := ""
-			if kept > 0 {
-				keptNote = fmt.Sprintf(" and the newest %s kept", plural(kept, "item"))
-			}
-			note(e.Time, "Compacted (%s): the %s before this point were replaced by %s%s.",
-				strategy, plural(max(c.Replaced-kept, 0), "item"), plural(summary, "summary item"), keptNote)
-			for j, it := range c.Items[:summary] {
-				p := describe(it)
-				p.Time, p.Removed, p.Summary = e.Time, removed[recall.ItemRef{Seq: e.Seq, Index: j}], true
-				add(p)
-			}
+	return nil
+}
+
+// compaction notes what c replaced, shows its summary items, and makes
+// its items the view.
+func (h *historyState) compaction(e recall.Entry, c recall.Compaction) error {
+	kept := keptCopies(h.tail.view(), c.Items)
+	for h.next < len(h.mk.compactions) && h.mk.compactions[h.next].seq <= e.Seq {
+		h.next++
+	}
+	h.tail.reset(h.nextCompactionSize())
+	for j, it := range c.Items {
+		h.keep(recall.ItemRef{Seq: e.Seq, Index: j}, it)
+	}
+	if err := h.note(e.Time, compactionNote(c, kept)); err != nil {
+		return err
+	}
+	for j, it := range c.Items[:len(c.Items)-kept] {
+		p := describe(it)
+		p.Time, p.Removed, p.Summary = e.Time, h.mk.named(recall.ItemRef{Seq: e.Seq, Index: j}), true
+		if err := h.add(p); err != nil {
+			return err
 		}
 	}
-	return blocks
+	return nil
+}
+
+// compactionNote is the note on compaction c, which kept the view's
+// newest kept items verbatim.
+func compactionNote(c recall.Compaction, kept int) string {
+	strategy := c.Strategy
+	if strategy == "" {
+		strategy = "compaction"
+	}
+	keptNote := ""
+	if kept > 0 {
+		keptNote = fmt.Sprintf(" and the newest %s kept", plural(kept, "item"))
+	}
+	return fmt.Sprintf("Compacted (%s): the %s before this point were replaced by %s%s.",
+		strategy, plural(max(c.Replaced-kept, 0), "item"), plural(len(c.Items)-kept, "summary item"), keptNote)
 }
 
 // keptCopies returns how many of a compaction's items, at its end, are

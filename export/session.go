@@ -28,7 +28,8 @@ type Session struct {
 // Load reads the session key (a main session, or one subagent record)
 // from st: its metadata and log, as one snapshot, and, for a main
 // session, every subagent record under it, archived ones included. A
-// missing session is an error wrapping recall.ErrNotFound.
+// missing session is an error wrapping recall.ErrNotFound. It holds the
+// whole log in memory: to write a session out, Stream does not.
 func Load(ctx context.Context, st recall.Store, key recall.Key) (*Session, error) {
 	m, entries, err := st.Load(ctx, key)
 	if err != nil {
@@ -38,14 +39,10 @@ func Load(ctx context.Context, st recall.Store, key recall.Key) (*Session, error
 	if !key.IsMain() {
 		return s, nil
 	}
-	page, err := st.List(ctx, key.Project, recall.ListOptions{Parent: key.Session, Limit: -1, IncludeArchived: true})
+	subs, err := subagents(ctx, st, key)
 	if err != nil {
-		return nil, fmt.Errorf("export: subagents of %s: %w", key, err)
+		return nil, err
 	}
-	subs := page.Sessions
-	slices.SortFunc(subs, func(a, b recall.Meta) int {
-		return cmp.Or(a.Created.Compare(b.Created), cmp.Compare(a.Key.Subpath, b.Key.Subpath))
-	})
 	for _, sm := range subs {
 		m, entries, err := st.Load(ctx, sm.Key)
 		if errors.Is(err, recall.ErrNotFound) {
@@ -57,6 +54,20 @@ func Load(ctx context.Context, st recall.Store, key recall.Key) (*Session, error
 		s.Subagents = append(s.Subagents, &Session{Meta: m, Entries: entries})
 	}
 	return s, nil
+}
+
+// subagents lists the subagent records under the main session key,
+// archived ones included, oldest first: the order the writers show them.
+func subagents(ctx context.Context, st recall.Store, key recall.Key) ([]recall.Meta, error) {
+	page, err := st.List(ctx, key.Project, recall.ListOptions{Parent: key.Session, Limit: -1, IncludeArchived: true})
+	if err != nil {
+		return nil, fmt.Errorf("export: subagents of %s: %w", key, err)
+	}
+	subs := page.Sessions
+	slices.SortFunc(subs, func(a, b recall.Meta) int {
+		return cmp.Or(a.Created.Compare(b.Created), cmp.Compare(a.Key.Subpath, b.Key.Subpath))
+	})
+	return subs, nil
 }
 
 // Items returns the session's current view: the items the model gets,
@@ -105,17 +116,8 @@ func (f Format) Ext() string {
 	return ".jsonl"
 }
 
-// Write renders s in format f to w.
+// Write renders s in format f to w: the same bytes Stream writes for the
+// session s was loaded from.
 func Write(w io.Writer, f Format, s *Session) error {
-	switch f {
-	case FormatMarkdown:
-		return Markdown(w, s)
-	case FormatHTML:
-		return HTML(w, s)
-	case FormatJSON:
-		return JSON(w, s)
-	case FormatJSONL:
-		return JSONL(w, s)
-	}
-	return fmt.Errorf("%w %q", ErrUnknownFormat, f)
+	return render(context.Background(), w, f, memSource(s))
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -130,28 +131,21 @@ func (s *Server) exportSession(w http.ResponseWriter, r *http.Request) {
 		}
 	case "markdown", "md", "html":
 		f, _ := export.ParseFormat(format)
-		sess, err := export.Load(ctx, s.store, key)
+		err := s.streamExport(w, r, f, key, func(h http.Header) {
+			ct := "text/markdown; charset=utf-8"
+			if f == export.FormatHTML {
+				// The page is self-contained and runs nothing; say so to
+				// the browser too, whatever its own meta tag says.
+				ct = "text/html; charset=utf-8"
+				h.Set("Content-Security-Policy", export.CSP)
+			}
+			h.Set("Content-Type", ct)
+			h.Set("X-Content-Type-Options", "nosniff")
+			h.Set("Content-Disposition", `attachment; filename="`+key.Session+f.Ext()+`"`)
+		})
 		if err != nil {
 			s.writeError(w, r, sessionErr(err, key))
-			return
 		}
-		var b bytes.Buffer
-		if err := export.Write(&b, f, sess); err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		ct := "text/markdown; charset=utf-8"
-		if f == export.FormatHTML {
-			// The page is self-contained and runs nothing; say so to the
-			// browser too, whatever its own meta tag says.
-			ct = "text/html; charset=utf-8"
-			w.Header().Set("Content-Security-Policy", export.CSP)
-		}
-		w.Header().Set("Content-Type", ct)
-		w.Header().Set("X-Content-Type-Options", "nosniff")
-		w.Header().Set("Content-Disposition", `attachment; filename="`+key.Session+f.Ext()+`"`)
-		w.WriteHeader(http.StatusOK)
-		_, _ = w.Write(b.Bytes())
 	default:
 		s.writeError(w, r, invalidParam("format", "Unknown export format %q; use json, jsonl, markdown or html.", shorten(format)))
 	}
@@ -306,4 +300,54 @@ func (s *Server) compactSession(w http.ResponseWriter, r *http.Request) {
 		ID     string `json:"id"`
 		recall.CompactionResult
 	}{"session.compaction", key.Session, res})
+}
+
+// streamExport writes the export of key in format f to w as the export
+// package reads it (export.Stream), the headers set by headers sent with
+// its first byte. It returns an error only when nothing was sent yet:
+// the caller answers it, a missing session as 404. After the first byte
+// an error can only end the response: it is logged (unless the client
+// went away) and the connection is cut, so the client sees a broken
+// download rather than a short one that looks whole.
+func (s *Server) streamExport(w http.ResponseWriter, r *http.Request, f export.Format, key recall.Key, headers func(http.Header)) error {
+	ctx := r.Context()
+	ew := &exportWriter{w: w, headers: headers}
+	err := export.Stream(ctx, ew, f, s.store, key)
+	switch {
+	case err == nil:
+		ew.start() // an empty export still gets its headers
+		return nil
+	case !ew.started:
+		return err
+	case ew.err != nil || errors.Is(err, context.Canceled):
+		return nil // the client went away: there is nobody to tell
+	}
+	s.log.ErrorContext(ctx, "export cut short", "session", key.Session, "format", string(f), "err", err)
+	panic(http.ErrAbortHandler)
+}
+
+// exportWriter sends an export's headers and status with its first byte,
+// and remembers the first error of the connection.
+type exportWriter struct {
+	w       http.ResponseWriter
+	headers func(http.Header)
+	started bool
+	err     error
+}
+
+func (ew *exportWriter) start() {
+	if !ew.started {
+		ew.started = true
+		ew.headers(ew.w.Header())
+		ew.w.WriteHeader(http.StatusOK)
+	}
+}
+
+func (ew *exportWriter) Write(p []byte) (int, error) {
+	ew.start()
+	n, err := ew.w.Write(p)
+	if err != nil && ew.err == nil {
+		ew.err = err
+	}
+	return n, err
 }
