@@ -16,9 +16,8 @@ const (
 )
 
 // big returns e's subject holding the big session, writing the session the
-// first time: in one call when the subject is a seeder, else in saves of
-// 100 items (set-up is not timed). A failure is
-// remembered and returned again.
+// first time (see fill; set-up is not timed). A failure is remembered and
+// returned again.
 func (h *harness) big(ctx context.Context, e *entrant) (subject, error) {
 	if e.bigDone || e.bigErr != nil {
 		return e.subs[bigScope], e.bigErr
@@ -31,14 +30,7 @@ func (h *harness) big(ctx context.Context, e *entrant) (subject, error) {
 	e.subs[bigScope] = s
 	items := h.corpus.session(h.cfg.bigItems)
 	start := time.Now()
-	if sd, ok := s.(seeder); ok {
-		err = sd.seed(ctx, bigSession, items)
-	} else {
-		for i := 0; i < len(items) && err == nil; i += 100 {
-			err = s.append(ctx, bigSession, items[i:min(i+100, len(items))])
-		}
-	}
-	if err != nil {
+	if err := fill(ctx, s, bigSession, items); err != nil {
 		e.bigErr = fmt.Errorf("set-up: %w", err)
 		return nil, e.bigErr
 	}

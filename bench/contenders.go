@@ -62,11 +62,13 @@ func allContenders(ctx context.Context, root, pgDSN, redisURL string) []contende
 			},
 			dropScope: dropDir("langchaingo"),
 		},
+		sdkContender(root),
 		contender{
 			name:      simpleRow,
 			kind:      kindBaseline,
 			medium:    mediumFile,
 			stateless: true,
+			skip:      map[string]string{"W7": "rewrites the whole session on every save (W1 shows its cost)"},
 			note: "the design recall replaces: one JSONL file per session; the agent keeps the history in " +
 				"memory and every save re-serialises all of it and rewrites the file (truncate, write, fsync: " +
 				"durable but not crash-atomic, and cheaper than a safe temp-file rename); loading and listing " +
@@ -83,7 +85,7 @@ func allContenders(ctx context.Context, root, pgDSN, redisURL string) []contende
 				"32 files at a time, decoding the lines found there; then sort by modification time. It lists " +
 				"the files the simple JSONL baseline writes.",
 			skip: map[string]string{
-				"W1": notAStore, "W2": notAStore, "W4": notAStore, "W5": notAStore, "W6": notAStore,
+				"W1": notAStore, "W2": notAStore, "W4": notAStore, "W5": notAStore, "W6": notAStore, "W7": notAStore,
 			},
 			listData: simpleRow,
 			open:     inDir("simple", openHeadTail),

@@ -1,6 +1,6 @@
 // Command bench runs recall's stores side by side with the peers a user
 // would otherwise pick, simple baselines and the physical floors, on the
-// workloads W1 to W6 of docs/BENCHMARKS.md, and prints the results as
+// workloads W1 to W7 of docs/BENCHMARKS.md, and prints the results as
 // Markdown.
 //
 // It is its own module, so recall's go.mod never depends on the peers. From
@@ -12,7 +12,7 @@
 //	go -C bench run . -scale 10000,100000 -write
 //	                             # the file store at scale (a few minutes)
 //
-// -scale runs, instead of W1 to W6, the scale workloads of scale.go:
+// -scale runs, instead of W1 to W7, the scale workloads of scale.go:
 // recall's durable file store in a project of each given number of
 // sessions, against the floor of each operation measured in the same run.
 // With -write it rewrites the section between the scale markers;
@@ -62,9 +62,9 @@ func run() int {
 		pgDSN      = flag.String("postgres", envOr("RECALL_TEST_POSTGRES", defaultPostgres), "PostgreSQL DSN")
 		redisURL   = flag.String("redis", envOr("RECALL_TEST_REDIS", defaultRedis), "Redis URL")
 		only       = flag.String("contenders", "", "regexp: run only the contenders it matches (recall's durable file store and the floors always run)")
-		which      = flag.String("workloads", "", "regexp: run only the workloads it matches (W1 ... W6)")
+		which      = flag.String("workloads", "", "regexp: run only the workloads it matches (W1 ... W7)")
 		cpuprofile = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
-		scale      = flag.String("scale", "", "comma-separated project sizes, such as 10000,100000: run the file store's scale workloads at each instead of W1 to W6")
+		scale      = flag.String("scale", "", "comma-separated project sizes, such as 10000,100000: run the file store's scale workloads at each instead of W1 to W7")
 	)
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: go -C bench run . [-quick | -write] [flags]\n\n")

@@ -13,7 +13,7 @@ import (
 // names the section the markers are put in when the file has none.
 type section struct{ begin, end, heading string }
 
-// The sections: the side-by-side run of W1 to W6, and the file store at
+// The sections: the side-by-side run of W1 to W7, and the file store at
 // scale (-scale).
 var (
 	sideBySide = section{
@@ -40,6 +40,10 @@ const (
 const (
 	headTailTarget = 20  // W3: recall at least this many times faster
 	floorTarget    = 0.7 // W1, W2: recall at least this fraction of the floor's speed
+	// W7: a store's turn p99 at most this many times its own p50, and
+	// SQLite's p99 at most sdkTailTarget times the Agents SDK schema's.
+	tailTarget    = 2.0
+	sdkTailTarget = 1.5
 )
 
 // report renders the results as Markdown.
@@ -83,6 +87,7 @@ func (r *report) markdown() string {
 		"work, 70% is \"within 0.7× of the floor\".\n\n")
 
 	r.targets(&b)
+	r.tailTargets(&b)
 	for _, w := range r.workloads {
 		r.table(&b, w)
 	}
@@ -103,6 +108,36 @@ func (r *report) targets(b *strings.Builder) {
 			fmt.Fprintf(b, "| %s %s | %s | %s | %s | %s |\n", w.id, m.label,
 				r.beat(m, simpleRow, 1), r.beat(m, langRow, 1), r.headTailTarget(w, m), r.floorTarget(w, m))
 		}
+	}
+	b.WriteString("\n")
+}
+
+// tailTargets writes W7's targets: each of recall's stores' p99 over its
+// own p50, and SQLite's p99 over the Agents SDK schema's, each the median
+// of the per-run ratios. It writes nothing when W7 did not run.
+func (r *report) tailTargets(b *strings.Builder) {
+	p50, p99 := r.h.results["W7 p50"], r.h.results["W7 p99"]
+	if p50 == nil {
+		return
+	}
+	fmt.Fprintf(b, "W7's tail: each of recall's stores' turn p99 over its own p50 (✓ at %.1f× or less), and "+
+		"recall SQLite's p99 over the Agents SDK schema's (✓ at %.1f× or less). The last column is the same ratio "+
+		"for the floor of the store's medium, measured in the same turns: the tail the machine itself gives.\n\n", tailTarget, sdkTailTarget)
+	b.WriteString("| store | p99 ÷ p50 | p99 ÷ SDK's p99 | its floor's p99 ÷ p50 |\n| --- | --: | --: | --: |\n")
+	for _, e := range r.h.entrants {
+		if e.kind != kindRecall || math.IsNaN(p50[e.name].value()) {
+			continue
+		}
+		x := ratio(p99[e.name], p50[e.name])
+		sdk := "—"
+		if e.medium == mediumModernc {
+			if y := ratio(p99[e.name], p99[sdkRow]); !math.IsNaN(y) {
+				sdk = fmt.Sprintf("%s %s", times(y), mark(y <= sdkTailTarget))
+			}
+		}
+		floor := r.floorOf(e.name)
+		fmt.Fprintf(b, "| %s | %s %s | %s | %s |\n", e.name, times(x), mark(x <= tailTarget), sdk,
+			times(ratio(p99[floor], p50[floor])))
 	}
 	b.WriteString("\n")
 }

@@ -18,7 +18,7 @@ type workload struct {
 	run     func(ctx context.Context, h *harness, w *workload)
 }
 
-// workloads returns W1 to W6 sized by cfg, in report order. They run in
+// workloads returns W1 to W7 sized by cfg, in report order. They run in
 // another order (see runOrder): W2, W4 and W6 share the big session.
 func workloads(cfg config) []*workload {
 	bigList, smallList := cfg.listSessions[0], cfg.listSessions[1]
@@ -74,12 +74,23 @@ func workloads(cfg config) []*workload {
 			"on the whole session.", thousands(cfg.bigItems)),
 		metrics: []metric{{id: "W6 pop", label: "pop"}},
 		run:     runW6,
+	}, {
+		id:    "W7",
+		title: "Turns on a long session",
+		what: fmt.Sprintf("%d chat turns appended to a %s-item session, each turn one durable save of its %d items "+
+			"(as an agent that saves a turn at once). Each save is timed on its own; the table gives the median over "+
+			"runs of each run's p50 and p99 save latency. The p99 shows what a store's deferred work (an index "+
+			"catching up, a checkpoint) costs the save that does it.",
+			cfg.turns, thousands(cfg.bigItems), itemsPerTurn),
+		metrics: []metric{{id: "W7 p50", label: "turn p50"}, {id: "W7 p99", label: "turn p99"}},
+		run:     runW7,
 	}}
 }
 
-// runOrder is the order workloads run in: the writers first, then the three
+// runOrder is the order workloads run in: the writers first (W7 on its own
+// long session), then the three
 // that share the big session (W6 last, as it writes to it), then the lists.
-var runOrder = []string{"W1", "W5", "W2", "W4", "W6", "W3"}
+var runOrder = []string{"W1", "W5", "W7", "W2", "W4", "W6", "W3"}
 
 // verifyLoad loads the newest limit items of session and checks them.
 func verifyLoad(ctx context.Context, s subject, session string, limit int, want []recall.Item) error {
