@@ -64,10 +64,14 @@
 // item of a main session's log that has text (recall.SearchText), its text
 // normalized (recall.NormalizeText), its entry's time, and whether it is in
 // the live view, which pop, remove, clear and compaction entries change as
-// recall.Replay does. The rows are written by the transaction (on
-// PostgreSQL's fast path, the statement) that appends the entries, so
-// search never lags the logs; the migration computes them for the logs
-// written before it. A trigram index chooses the rows a query looks at:
+// recall.Replay does. On PostgreSQL the rows are written by the
+// transaction (on its fast path, the statement) that appends the
+// entries. On SQLite that transaction only marks the session behind
+// (migration 8), and the rows are written a few dozen entries later by a
+// write transaction of their own on the store's background goroutine,
+// off the append's path (see searchbehind.go and sqlitebg.go); a search
+// first writes those still missing, so search never lags the logs. The
+// migration computes the rows for the logs written before it. A trigram index chooses the rows a query looks at:
 // FTS5's trigram tokenizer on SQLite, pg_trgm on PostgreSQL (with an
 // index of the pairs of adjacent CJK characters, migration 6, for terms of
 // two, which hold no trigram); every hit is then checked as an exact

@@ -18,10 +18,12 @@ import (
 // nothing more when the session is already there), and the rows are
 // written from the log later, by the same rule (searchChangesOf):
 //
-//   - by the append that leaves the session searchLag entries or more
-//     behind, which writes the rows of all of them (trailSearch); an
-//     import or a fork, which are not on an agent's path, writes them
-//     at once;
+//   - in a write transaction of their own, on the store's background
+//     goroutine, once an append has left the session searchLag entries
+//     or more behind (see sqlitebg.go); by that append itself only when
+//     the goroutine is off (the store is closing) or has not kept up
+//     (hardLagFactor*searchLag entries behind), and by an import or a
+//     fork, which are not on an agent's path, at once;
 //   - by a search, which first brings every session in search_behind up
 //     to date (catchUpSearch), so that it sees every entry acknowledged
 //     before it began.
@@ -31,8 +33,10 @@ import (
 // trigram index's tail, as before (see ftsBatch).
 
 // searchLag is how many entries a main session's log may hold past its
-// search rows on SQLite before an append writes them (see above): a
-// search first writes at most searchLag-1 entries' rows per session.
+// search rows on SQLite before they are due (see above): a search first
+// writes the rows of at most searchLag-1 entries per session, or of
+// hardLagFactor*searchLag-1 when the background goroutine has not kept
+// up.
 const searchLag = 64
 
 // behindChunk is how many sessions' rows a search writes per write
@@ -75,10 +79,12 @@ func (b *liteBackend) lag() int64 {
 // trailSearch is indexEntries on SQLite: entries, a batch in seq order
 // with Seq and Time set, were just written to main session sid's log in
 // the transaction of q. It marks the session behind from the batch's
-// first seq (unless it is behind already), or, when that leaves it lag
+// first seq (unless it is behind already). When that leaves it lag
 // entries or more behind (searchLag for an append, 1 for an import or a
-// fork), writes the rows of every entry from where it was behind, the
-// older ones read back from the log.
+// fork), the rows of every entry from where it was behind are due: an
+// append leaves them to the background goroutine (searchDue) unless they
+// are hardLagFactor*lag entries or more, or the goroutine is off; else
+// trailSearch writes them, the older ones read back from the log.
 func (b *liteBackend) trailSearch(ctx context.Context, q querier, sid int64, entries []recall.Entry, lag int64) error {
 	if len(entries) == 0 {
 		return nil
@@ -90,7 +96,8 @@ func (b *liteBackend) trailSearch(ctx context.Context, q querier, sid int64, ent
 	if err != nil && !isNoRows(err) {
 		return err
 	}
-	if last-from+1 < lag {
+	behind := last - from + 1
+	if behind < lag || lag > 1 && behind < hardLagFactor*lag && b.bg.searchDue(sid) {
 		if marked {
 			return nil
 		}
@@ -148,9 +155,16 @@ func (b *liteBackend) catchUpChunk(ctx context.Context, q querier, after int64) 
 	if upto == 0 {
 		return math.MaxInt64, nil
 	}
+	return upto, b.catchUpRange(ctx, q, after, upto)
+}
+
+// catchUpRange writes the search rows of the sessions in search_behind
+// with sids in (after, upto], in the write transaction of q, and takes
+// them out of it.
+func (b *liteBackend) catchUpRange(ctx context.Context, q querier, after, upto int64) error {
 	rs, err := q.query(ctx, behindEntriesSQL, after, upto)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	var (
 		sids []int64
@@ -161,7 +175,7 @@ func (b *liteBackend) catchUpChunk(ctx context.Context, q querier, after int64) 
 		e, err := scanEntry(sidScanner{rs, &sid})
 		if err != nil {
 			rs.Close()
-			return 0, err
+			return err
 		}
 		if len(sids) == 0 || sids[len(sids)-1] != sid {
 			sids, logs = append(sids, sid), append(logs, nil)
@@ -170,15 +184,15 @@ func (b *liteBackend) catchUpChunk(ctx context.Context, q querier, after int64) 
 	}
 	rs.Close()
 	if err := rs.Err(); err != nil {
-		return 0, err
+		return err
 	}
 	for i, sid := range sids {
 		if err := applySearchChanges(ctx, q, b, sid, searchChangesOf(logs[i])); err != nil {
-			return 0, fmt.Errorf("session %d: %w", sid, err)
+			return fmt.Errorf("session %d: %w", sid, err)
 		}
 	}
 	_, err = q.exec(ctx, unmarkChunkSQL, after, upto)
-	return upto, err
+	return err
 }
 
 // sidScanner scans a row of behindEntriesSQL: the sid, then what

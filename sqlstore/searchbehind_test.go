@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"pgregory.net/rapid"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/internal/testkit"
 	"github.com/recallkit/recall/storetest"
 )
 
@@ -39,8 +41,9 @@ func writerChanges(t *testing.T, s *Store) int64 {
 // TestSearchRowsTrail checks how SQLite's search rows trail the log (see
 // trailSearch): an append to a session already behind changes no more rows
 // than one with search turned off (the session row and the entry); the
-// append that leaves a session searchLag entries behind writes their
-// rows, a pop among them included; a search writes the rest first; a
+// append that leaves a session searchLag entries behind leaves their rows
+// to the background goroutine, which writes them, a pop among them
+// included; a search writes the rest first; a
 // removed session leaves no mark; an import and a fork write their rows at
 // once.
 func TestSearchRowsTrail(t *testing.T) {
@@ -93,7 +96,10 @@ func TestSearchRowsTrail(t *testing.T) {
 	}
 
 	// searchLag-2 appends and a pop leave it searchLag-1 entries behind;
-	// the next append writes every row, the pop's change among them.
+	// the next append leaves every row to the background goroutine, which
+	// writes them, the pop's change among them.
+	lb := s.db.(*liteBackend)
+	lb.bg.hold.Lock()
 	for i := range searchLag - 2 {
 		appendOne(a, fmt.Sprintf("more words %d", i))
 	}
@@ -103,11 +109,16 @@ func TestSearchRowsTrail(t *testing.T) {
 	if from, rows := behindOf(t, s, a); from != 5 || rows != 3 {
 		t.Fatalf("after %d appends and a pop: behind from %d, %d rows; want from 5, 3 rows", searchLag-2, from, rows)
 	}
+	before = writerChanges(t, s)
 	appendOne(a, "last words")
-	if from, rows := behindOf(t, s, a); from != 0 || rows != 3+searchLag-1 {
-		t.Fatalf("the append that left the session %d behind: behind from %d, %d rows; want not behind, %d rows",
-			searchLag, from, rows, 3+searchLag-1)
+	if n := writerChanges(t, s) - before; n != 2 {
+		t.Errorf("the append that left the session %d behind changed %d rows, want 2 (the session row and the entry)", searchLag, n)
 	}
+	lb.bg.hold.Unlock()
+	testkit.Eventually(t, 10*time.Second, "the background catch-up", func() bool {
+		from, rows := behindOf(t, s, a)
+		return from == 0 && rows == 3+searchLag-1
+	})
 	var live int64
 	if err := s.db.q().queryRow(ctx, `SELECT count(*) FROM search WHERE live`).Scan(&live); err != nil {
 		t.Fatal(err)
@@ -249,4 +260,36 @@ func TestSearchTrailModel(t *testing.T) {
 			search(w, true)
 		}
 	})
+}
+
+// TestSearchRowsHardLag checks the bound on how far the rows trail when
+// the background goroutine does not keep up (see trailSearch): appends
+// leave the rows to it up to hardLagFactor*searchLag entries behind, and
+// the append that reaches that writes them itself.
+func TestSearchRowsHardLag(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newSQLite(t)
+	lb := s.db.(*liteBackend)
+	lb.bg.hold.Lock()
+	defer lb.bg.hold.Unlock()
+	k := recall.Key{Project: "p", Session: "hard"}
+	bound := hardLagFactor * searchLag
+	for i := range bound - 1 {
+		if _, err := s.Append(ctx, k, recall.Guard{}, recall.ItemEntry(msg(fmt.Sprintf("words %d", i)))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if from, rows := behindOf(t, s, k); from != 1 || rows != 0 {
+		t.Fatalf("after %d appends held back: behind from %d, %d rows; want from 1, 0 rows", bound-1, from, rows)
+	}
+	if _, err := s.Append(ctx, k, recall.Guard{}, recall.ItemEntry(msg("the last words"))); err != nil {
+		t.Fatal(err)
+	}
+	if from, rows := behindOf(t, s, k); from != 0 || rows != int64(bound) {
+		t.Fatalf("after %d appends: behind from %d, %d rows; want not behind, %d rows", bound, from, rows, bound)
+	}
+	if err := storetest.CompareSearch(ctx, s, recall.SearchOptions{Query: "words", WholeLog: true}); err != nil {
+		t.Error(err)
+	}
 }

@@ -167,8 +167,8 @@ const (
 // indexEntries applies to session sid's search rows what entries, just
 // written to its log in the same transaction, change: at once on
 // PostgreSQL, and on SQLite at once when bulk (an import, a fork) and
-// otherwise when the session's rows trail its log by searchLag entries
-// or more (see trailSearch). Only main sessions have rows.
+// otherwise later, in the background, or by the append that finds the
+// rows trailing too far (see trailSearch). Only main sessions have rows.
 func (s *Store) indexEntries(ctx context.Context, q querier, key recall.Key, sid int64, entries []recall.Entry, bulk bool) error {
 	if !key.IsMain() || s.noSearch {
 		return nil

@@ -50,6 +50,9 @@ const sqliteMmapSize int64 = 2 << 30
 // busy_timeout (10s) instead of failing mid-transaction; writers in this
 // process share transactions (a group commit, see sqlitecommit.go). Reads
 // use a separate pool of read-only connections and never wait for writers.
+// The WAL's checkpoints and the search rows' catch-ups run on a goroutine
+// of the store, the checkpoints on a connection of their own, so that no
+// append pays for them (see sqlitebg.go); Close stops it.
 func OpenSQLite(ctx context.Context, path string, opts Options) (*Store, error) {
 	if path == "" || strings.ContainsAny(path, "?#") || strings.HasPrefix(path, ":memory:") || strings.HasPrefix(path, "file:") {
 		return nil, openError("sqlite", path, "", fmt.Errorf("want the path of a database file, without '?' or '#'"))
@@ -63,7 +66,9 @@ func OpenSQLite(ctx context.Context, path string, opts Options) (*Store, error) 
 		return nil, openError("sqlite", path, "", fmt.Errorf("unknown synchronous setting %d", opts.SQLiteSync))
 	}
 	pragmas := fmt.Sprintf("_pragma=busy_timeout(%d)&_pragma=foreign_keys(1)&_pragma=synchronous(%s)", sqliteBusyTimeout.Milliseconds(), opts.SQLiteSync)
-	w, err := sql.Open("sqlite", path+"?"+pragmas+"&_txlock=immediate")
+	// The writer checkpoints the WAL only past walBound pages: the
+	// background goroutine does it before then (see sqlitebg.go).
+	w, err := sql.Open("sqlite", fmt.Sprintf("%s?%s&_pragma=wal_autocheckpoint(%d)&_txlock=immediate", path, pragmas, walBound))
 	if err != nil {
 		return nil, openError("sqlite", path, "", err)
 	}
@@ -100,6 +105,12 @@ func OpenSQLite(ctx context.Context, path string, opts Options) (*Store, error) 
 		b.close()
 		return nil, openError("sqlite", path, "", err)
 	}
+	ckpt, err := sql.Open("sqlite", path+"?"+pragmas)
+	if err != nil {
+		b.close()
+		return nil, openError("sqlite", path, "", err)
+	}
+	b.startBackground(ckpt)
 	return &Store{opts: opts, db: b}, nil
 }
 
@@ -153,6 +164,10 @@ type liteBackend struct {
 	// transactions and calls count the group commits and the calls they
 	// ran, for tests.
 	transactions, calls atomic.Int64
+
+	// bg runs the WAL checkpoints and the search rows' catch-ups off the
+	// append's path (see sqlitebg.go).
+	bg liteBackground
 
 	// stmts holds the reader's prepared statements, wstmts the writer's
 	// (besides those above) for the general write path, prepared before
@@ -239,6 +254,7 @@ func (b *liteBackend) lockSQL() string { return "" }
 func (b *liteBackend) timeArg(t time.Time) any { return t.UnixMicro() }
 
 func (b *liteBackend) close() {
+	b.closeBackground()
 	b.stmts.close()
 	if b.wstmts != nil {
 		b.wstmts.close()

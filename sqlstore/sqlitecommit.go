@@ -170,6 +170,9 @@ func (b *liteBackend) runQueued() {
 	b.transactions.Add(1)
 	b.calls.Add(int64(len(calls)))
 	err := b.runGroup(ctx, calls)
+	if err == nil {
+		b.bg.committed()
+	}
 	for _, c := range calls {
 		if err != nil && c.err == nil {
 			c.err = err // the transaction failed: the call's writes are gone
