@@ -23,9 +23,13 @@ import (
 // them due. The checkpoint is a PASSIVE one on a connection of its own,
 // which copies what it can without taking the write lock, so appends go
 // on meanwhile; the writer's wal_autocheckpoint is raised to walBound
-// pages, a bound on the WAL's growth should the goroutine fall behind (a
-// reader holding an old snapshot, a long import), past which the writer
-// checkpoints itself as before. The search rows are written by a write
+// pages, a bound on the WAL's growth past which the writer checkpoints
+// itself as before. The WAL grows that far when the goroutine falls
+// behind (a reader holding an old snapshot, a long import), and under
+// appends that follow each other so closely that no checkpoint finds it
+// wholly copied, which SQLite needs to start it over from its first page:
+// then the writer's checkpoint copies only the pages written since the
+// goroutine's last one, once per walBound pages. The search rows are written by a write
 // transaction of their own, through the group commit like any write
 // (update), so a session's rows are written by none of its appends; an
 // append that finds its session hardLag entries behind (the goroutine
