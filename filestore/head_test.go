@@ -17,7 +17,7 @@ import (
 // TestListHeadAgrees checks a new process's first page, read from the
 // journal's head, sorted section and tail, against the same page from a
 // whole read of the journal, after random changes: appends, new sessions,
-// pops, removals, archive flags, rewrites of the journal (which sort it)
+// pops, removals, archive and pin flags, rewrites of the journal (which sort it)
 // and intents of writers that died before their first change; and the
 // same page from a store that keeps listing, as the changes come.
 func TestListHeadAgrees(t *testing.T) {
@@ -52,7 +52,11 @@ func TestListHeadAgrees(t *testing.T) {
 			case 4:
 				err = w.Remove(ctx, key())
 			case 5:
-				_, err = recall.SetArchived(ctx, w, key(), rapid.Bool().Draw(rt, "archived"))
+				if rapid.Bool().Draw(rt, "pin") {
+					_, err = recall.SetPinned(ctx, w, key(), rapid.Bool().Draw(rt, "pinned"))
+				} else {
+					_, err = recall.SetArchived(ctx, w, key(), rapid.Bool().Draw(rt, "archived"))
+				}
 			case 6:
 				err = filestore.Rewrite(w, "p")
 			case 7:
@@ -67,7 +71,7 @@ func TestListHeadAgrees(t *testing.T) {
 			if err != nil {
 				rt.Fatalf("step %d: %v", step, err)
 			}
-			for _, opts := range []recall.ListOptions{{Limit: 1}, {Limit: 3, IncludeArchived: true}, {}} {
+			for _, opts := range []recall.ListOptions{{Limit: 1}, {Limit: 3, IncludeArchived: true}, {}, {Limit: 2, Pinned: true}} {
 				head := listFresh(rt, home, opts, true)
 				whole := listFresh(rt, home, opts, false)
 				if err := samePage(head, whole); err != nil {

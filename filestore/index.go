@@ -508,6 +508,9 @@ func (p *projectIndex) reset(ino uint64) {
 func (p *projectIndex) setRec(r *record) {
 	p.recs[r.rel] = r
 	if r.pinned {
+		if p.pins == nil {
+			p.pins = map[string]*record{} // an index of listHead's own (newHead)
+		}
 		p.pins[r.rel] = r
 	} else {
 		delete(p.pins, r.rel)

@@ -126,5 +126,7 @@ func TestPinnedRecords(t *testing.T) {
 	p.rewriteLocked(true, false, 0)
 	p.mu.Unlock()
 	f.Close()
-	check(open(), "a new process, after a rewrite")
+	fresh := open()
+	check(fresh, "a new process, after a rewrite")
 }
+
