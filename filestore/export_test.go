@@ -83,3 +83,12 @@ func AppendIntent(s *Store, k recall.Key) error {
 	}
 	return err
 }
+
+// IndexMaps returns the sizes of a project's in-memory index: its records
+// and its map of the last journal line about each log.
+func IndexMaps(s *Store, project string) (recs, last int) {
+	p := s.project(project)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.recs), len(p.last)
+}

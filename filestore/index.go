@@ -440,6 +440,10 @@ type projectIndex struct {
 	// (validate): a concurrent refresh may have applied the lines since.
 	lineSeq int64
 	last    map[string]int64
+	// checks counts the checks in flight by the lineSeq each read the
+	// journal at: an entry of last at or below the lowest of them can no
+	// longer change what any check decides, so pruneLast drops it.
+	checks map[int64]int
 	written int  // lines this process appended since it last compacted
 	oldGone bool // the journals of earlier versions were removed (by rewriteLocked)
 
@@ -501,6 +505,51 @@ func (p *projectIndex) reset(ino uint64) {
 	p.recs = map[string]*record{}
 	p.pins = map[string]*record{}
 	p.pending = map[string]bool{}
+}
+
+// minPrune is how many more entries than twice the records last holds
+// before pruneLast runs: a prune walks the map, so it runs when the map
+// has grown by a share of its size.
+const minPrune = 1024
+
+// beginCheck records a check that read the journal up to line jSeq; its
+// endCheck must follow. The caller holds p.mu.
+func (p *projectIndex) beginCheck(jSeq int64) {
+	if p.checks == nil {
+		p.checks = map[int64]int{}
+	}
+	p.checks[jSeq]++
+}
+
+// endCheck ends a check beginCheck recorded, and prunes last when it has
+// grown. It takes p.mu.
+func (p *projectIndex) endCheck(jSeq int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.checks[jSeq]--; p.checks[jSeq] <= 0 {
+		delete(p.checks, jSeq)
+	}
+	if len(p.last) > 2*len(p.recs)+minPrune {
+		p.pruneLast()
+	}
+}
+
+// pruneLast drops the entries of last that no check in flight can tell
+// from no entry: those at or below the lowest lineSeq a check read the
+// journal at (every entry, with no check in flight; a check that starts
+// later reads the journal at lineSeq or above). So last holds the logs
+// whose lines came after the oldest check in flight, however many logs
+// came and went before it. The caller holds p.mu.
+func (p *projectIndex) pruneLast() {
+	floor := p.lineSeq
+	for jSeq := range p.checks {
+		floor = min(floor, jSeq)
+	}
+	for rel, n := range p.last {
+		if n <= floor {
+			delete(p.last, rel)
+		}
+	}
 }
 
 // setRec puts r in recs, and in pins when it is pinned. The caller holds
@@ -648,6 +697,9 @@ func (p *projectIndex) apply(line []byte) {
 	}
 	p.lineSeq++
 	p.last[r.rel] = p.lineSeq
+	if len(p.last) > 2*len(p.recs)+minPrune {
+		p.pruneLast()
+	}
 	switch kind {
 	case lineIntent:
 		p.pending[r.rel] = true

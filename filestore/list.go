@@ -141,8 +141,13 @@ func (s *Store) check(ctx context.Context, p *projectIndex, parent string, stat 
 		p.mu.Lock()
 		p.refresh() // a journal that cannot be read only costs re-derivations
 		jIno, jOff, jSeq = p.jIno, p.jOff, p.lineSeq
+		p.beginCheck(jSeq) // validate compares last with jSeq
 		p.mu.Unlock()
 	})
+	defer func() {
+		refreshed.Wait()
+		p.endCheck(jSeq)
+	}()
 	dirTime, dirErr := fsys.DirMtime(p.dir) // before the directory is read
 	dirOK := dirErr == nil && settled(dirTime)
 	var logs []logFile
