@@ -14,11 +14,15 @@ import (
 //
 // GET /api/v1/sessions pages through Store.List: newest activity first,
 // its cursor passed through as next_cursor. The first page (no cursor)
-// starts with every pinned session, newest first, followed by up to
-// limit unpinned ones; later pages hold unpinned sessions only, so each
-// session is listed once. Finding the pinned ones reads the metadata of
-// every session in scope, so a first page costs a scan of the user's
-// sessions (never their items).
+// starts with the pinned sessions, newest first, up to pinnedCap of them,
+// followed by up to limit unpinned ones; later pages hold unpinned
+// sessions only, so each session is listed once. The pinned ones are a
+// listing of their own (recall.ListOptions.Pinned), which the stores
+// answer from an index of the pinned sessions, so a first page reads
+// about limit + pinned sessions' metadata, however many the user has.
+// Past pinnedCap, pinned_next_cursor is set: the rest are read with
+// pinned=true from that cursor. pinned=true lists the pinned sessions
+// only, paged like any listing.
 //
 // Filters (title, and for an admin's ?all=true the user projects only)
 // are applied to the store's pages as they are read: a page asks the
@@ -30,6 +34,9 @@ import (
 const (
 	defaultListLimit = 20
 	maxListLimit     = 100
+	// pinnedCap is the most pinned sessions a first page starts with (of
+	// the API's list and the web viewer's).
+	pinnedCap = 100
 )
 
 // sessionList is the envelope of GET /api/v1/sessions.
@@ -38,6 +45,9 @@ type sessionList struct {
 	Data       []session `json:"data"`
 	NextCursor string    `json:"next_cursor,omitempty"`
 	HasMore    bool      `json:"has_more"`
+	// PinnedNextCursor is set on a first page that holds pinnedCap pinned
+	// sessions and not all of them: pass it as cursor= with pinned=true.
+	PinnedNextCursor string `json:"pinned_next_cursor,omitempty"`
 }
 
 func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
@@ -62,9 +72,18 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	onlyPinned, err := boolParam(r, "pinned")
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	if q.Has("q") {
 		if all || q.Get("user") != "" && q.Get("user") != u.Name {
 			s.writeError(w, r, invalidParam("q", "Search (q) covers your own sessions only; an admin lists others' without it."))
+			return
+		}
+		if onlyPinned {
+			s.writeError(w, r, invalidParam("pinned", "Search (q) does not take pinned; list the pinned sessions without it."))
 			return
 		}
 		s.searchSessions(w, r, u, int(limit))
@@ -98,9 +117,12 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	cursor := q.Get("cursor")
 	out := sessionList{Object: "list", Data: []session{}}
-	if cursor == "" {
-		pinned, _, err := s.collect(ctx, project, recall.ListOptions{IncludeArchived: archived}, -1,
-			func(m recall.Meta) bool { return m.Pinned && keep(m) })
+	others := func(m recall.Meta) bool { return !m.Pinned && keep(m) }
+	if onlyPinned {
+		others = keep // the listing holds pinned sessions only
+	}
+	if cursor == "" && !onlyPinned {
+		pinned, pinnedNext, err := s.collect(ctx, project, recall.ListOptions{IncludeArchived: archived, Pinned: true}, pinnedCap, keep)
 		if err != nil {
 			s.writeError(w, r, err)
 			return
@@ -108,9 +130,9 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 		for _, m := range pinned {
 			out.Data = append(out.Data, sessionOf(m))
 		}
+		out.PinnedNextCursor = pinnedNext
 	}
-	rest, next, err := s.collect(ctx, project, recall.ListOptions{IncludeArchived: archived, Cursor: cursor}, int(limit),
-		func(m recall.Meta) bool { return !m.Pinned && keep(m) })
+	rest, next, err := s.collect(ctx, project, recall.ListOptions{IncludeArchived: archived, Cursor: cursor, Pinned: onlyPinned}, int(limit), others)
 	if err != nil {
 		s.writeError(w, r, cursorErr(err, cursor))
 		return
@@ -142,15 +164,12 @@ func notAdmin(msg string) *APIError {
 }
 
 // collect reads the store's pages from opts.Cursor and keeps up to limit
-// sessions (every one when limit < 0) that keep accepts. It returns the
-// cursor after the last page it read, "" when that was the last.
+// sessions that keep accepts. It returns the cursor after the last page it
+// read, "" when that was the last.
 func (s *Server) collect(ctx context.Context, project string, opts recall.ListOptions, limit int, keep func(recall.Meta) bool) ([]recall.Meta, string, error) {
 	var out []recall.Meta
 	for {
 		opts.Limit = limit - len(out)
-		if limit < 0 {
-			opts.Limit = 500
-		}
 		page, err := s.store.List(ctx, project, opts)
 		if err != nil {
 			return nil, "", err
@@ -160,7 +179,7 @@ func (s *Server) collect(ctx context.Context, project string, opts recall.ListOp
 				out = append(out, m)
 			}
 		}
-		if page.Next == "" || limit >= 0 && len(out) >= limit {
+		if page.Next == "" || len(out) >= limit {
 			return out, page.Next, nil
 		}
 		opts.Cursor = page.Next

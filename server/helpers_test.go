@@ -190,14 +190,26 @@ func serverOptions(maxBody int64) server.Options {
 }
 
 // countingStore counts the calls that read a session (Items, with the
-// items they return, Load and Entries) and the searches of the store it
-// wraps. Its Search is the wrapped store's (a scan of that store, not
-// counted, when it has no index).
+// items they return, Load and Entries), the searches of the store it
+// wraps, and what List reads. Its Search is the wrapped store's (a scan of
+// that store, not counted, when it has no index).
 type countingStore struct {
 	recall.Store
 	calls, items atomic.Int64 // Items and ReadItems
 	reads        atomic.Int64 // Items, ReadItems, Load and Entries
 	searches     atomic.Int64
+	unlimited    atomic.Int64 // List calls with a negative Limit
+	listed       atomic.Int64 // the sessions List returned
+}
+
+// List counts the unlimited listings and the sessions returned.
+func (s *countingStore) List(ctx context.Context, project string, opts recall.ListOptions) (recall.Page, error) {
+	if opts.Limit < 0 {
+		s.unlimited.Add(1)
+	}
+	p, err := s.Store.List(ctx, project, opts)
+	s.listed.Add(int64(len(p.Sessions)))
+	return p, err
 }
 
 // ReadItems counts the items of the page the store read.

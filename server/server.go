@@ -14,7 +14,6 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -119,10 +118,6 @@ type Server struct {
 	ops   *ops         // the middleware's state: limiters, metrics
 	up    *upstream    // where POST /v1/responses goes; nil: nowhere
 	auth  *tokenCache  // the tokens verified lately
-
-	// storekitCursors says whether the store's List cursors are
-	// storekit.Cursor's (web_pages.go): 0 not known yet, 1 yes, 2 no.
-	storekitCursors atomic.Int32
 
 	watches watches  // the pollers of the sessions open pages watch
 	ids     idPlaces // where the items with own ids this process showed sit

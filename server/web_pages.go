@@ -24,7 +24,6 @@ import (
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/export"
-	"github.com/recallkit/recall/storekit"
 )
 
 // webFS holds the viewer's templates and static assets.
@@ -277,10 +276,14 @@ type listData struct {
 	Project  string
 	Projects []string
 	Archived bool
+	Pinned   bool // ?pinned=1: the pinned sessions only
 	Rows     []listRow
 	Hits     []hitRow
 	More     string // the URL of the next page; "" on the last
-	Error    string
+	// MorePinned is the URL of the pinned sessions after the first page's
+	// pinnedCap, when there are more.
+	MorePinned string
+	Error      string
 }
 
 func (s *Server) webList(w http.ResponseWriter, r *http.Request) {
@@ -291,7 +294,7 @@ func (s *Server) webList(w http.ResponseWriter, r *http.Request) {
 	}
 	q := r.URL.Query()
 	d := listData{pageBase: s.base(w, r, "Sessions"), Q: strings.TrimSpace(q.Get("q")), Project: q.Get("project"),
-		Archived: q.Get("archived") == "1", Projects: []string{u.Project()}}
+		Archived: q.Get("archived") == "1", Pinned: q.Get("pinned") == "1", Projects: []string{u.Project()}}
 	if u.Admin {
 		if d.Projects, err = s.userProjects(r.Context(), u); err != nil {
 			s.webError(w, r, err)
@@ -350,57 +353,42 @@ func nextURL(r *http.Request, cursor string) string {
 	return "/?" + q.Encode()
 }
 
-// webListPage reads one page of the list: on the first, every pinned
-// session, then up to webPageSize others from the cursor on.
+// webListPage reads one page of the list: on the first, the pinned
+// sessions (up to pinnedCap, from the store's listing of pinned sessions),
+// then up to webPageSize others from the cursor on. With ?pinned=1 it
+// lists the pinned sessions only, paged the same way; the first page
+// links there (MorePinned) when it could not show every pinned session.
+// Every page ends on one of the store's own cursors.
 func (s *Server) webListPage(r *http.Request, u User, d *listData) error {
 	ctx := r.Context()
 	cursor := r.URL.Query().Get("cursor")
-	opts := recall.ListOptions{IncludeArchived: d.Archived}
+	opts := recall.ListOptions{IncludeArchived: d.Archived, Pinned: d.Pinned, Cursor: cursor}
 	keep := func(m recall.Meta) bool { return !d.Archived || m.Archived }
 	others := func(m recall.Meta) bool { return !m.Pinned && keep(m) }
+	if d.Pinned {
+		others = keep // the listing holds pinned sessions only
+	}
 	var metas []recall.Meta
-	var next string
-	if cursor == "" {
-		// The pinned sessions come first, wherever they sit in the list
-		// order: one unlimited listing of the metadata (never items)
-		// finds them, and the first page of the others is in it too.
-		all := opts
-		all.Limit = -1
-		page, err := s.store.List(ctx, d.Project, all)
+	if cursor == "" && !d.Pinned {
+		pinned := recall.ListOptions{IncludeArchived: d.Archived, Pinned: true}
+		found, more, err := s.collect(ctx, d.Project, pinned, pinnedCap, keep)
 		if err != nil {
 			return err
 		}
-		var rest []recall.Meta
-		more := false
-		for _, m := range page.Sessions {
-			switch {
-			case m.Pinned && keep(m):
-				metas = append(metas, m)
-			case !others(m):
-			case len(rest) < webPageSize:
-				rest = append(rest, m)
-			default:
-				more = true
-			}
+		metas = found
+		if more != "" {
+			q := r.URL.Query()
+			q.Set("pinned", "1")
+			q.Set("cursor", more)
+			q.Del("frag")
+			d.MorePinned = "/?" + q.Encode()
 		}
-		if more {
-			// The next page goes on after the last row shown. Its cursor
-			// is the store's to make: with the module's stores (storekit's
-			// cursor) it is made here; with any other, a second, limited
-			// listing up to that row returns it.
-			if next, err = s.listCursorAfter(ctx, d.Project, opts, page.Sessions, rest[len(rest)-1]); err != nil {
-				return err
-			}
-		}
-		metas = append(metas, rest...)
-	} else {
-		opts.Cursor = cursor
-		rest, n, err := s.collect(ctx, d.Project, opts, webPageSize, others)
-		if err != nil {
-			return cursorErr(err, cursor)
-		}
-		metas, next = rest, n
 	}
+	rest, next, err := s.collect(ctx, d.Project, opts, webPageSize, others)
+	if err != nil {
+		return cursorErr(err, cursor)
+	}
+	metas = append(metas, rest...)
 	own := u.Project()
 	d.Rows = make([]listRow, len(metas))
 	for i, m := range metas {
@@ -415,43 +403,6 @@ func (s *Server) webListPage(r *http.Request, u User, d *listData) error {
 		d.More = nextURL(r, next)
 	}
 	return nil
-}
-
-// listCursorAfter returns the List cursor that continues after last, one
-// of listed (a whole listing of project with opts, in List order).
-//
-// The module's stores all encode their cursors as storekit.Cursor; the
-// first time one is needed, a listing of one session tells whether this
-// store does (the cursor of its Next is the one storekit makes of its
-// session). If it does, the cursor is made without asking the store; if
-// not, it is asked for a page that ends at last.
-func (s *Server) listCursorAfter(ctx context.Context, project string, opts recall.ListOptions, listed []recall.Meta, last recall.Meta) (string, error) {
-	if v := s.storekitCursors.Load(); v == 0 {
-		one := opts
-		one.Limit = 1
-		page, err := s.store.List(ctx, project, one)
-		if err != nil {
-			return "", err
-		}
-		if len(page.Sessions) == 1 && page.Next != "" {
-			v = 2
-			if page.Next == storekit.CursorAt(page.Sessions[0]).String() {
-				v = 1
-			}
-			s.storekitCursors.Store(v)
-		}
-	}
-	if s.storekitCursors.Load() == 1 {
-		return storekit.CursorAt(last).String(), nil
-	}
-	n := slices.IndexFunc(listed, func(m recall.Meta) bool { return m.Key == last.Key }) + 1
-	upTo := opts
-	upTo.Limit = n
-	page, err := s.store.List(ctx, project, upTo)
-	if err != nil {
-		return "", err
-	}
-	return page.Next, nil
 }
 
 // webSearch runs a full-text search over the reader's own sessions.
