@@ -607,23 +607,17 @@ func (s *Server) webExport(w http.ResponseWriter, r *http.Request) {
 		s.webStatus(w, r, http.StatusBadRequest, fmt.Sprintf("Unknown export format %q; use markdown, html, json or jsonl.", shorten(format)))
 		return
 	}
-	sess, err := export.Load(r.Context(), s.store, key)
+	err = s.streamExport(w, r, f, key, func(h http.Header) {
+		ctype := map[export.Format]string{export.FormatMarkdown: "text/markdown; charset=utf-8", export.FormatHTML: "text/html; charset=utf-8",
+			export.FormatJSON: "application/json", export.FormatJSONL: "application/jsonl"}[f]
+		h.Set("Content-Type", ctype)
+		h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": key.Session + f.Ext()}))
+		h.Set("Content-Security-Policy", "sandbox; default-src 'none'")
+		h.Set("Cache-Control", "no-store")
+	})
 	if err != nil {
 		s.webError(w, r, sessionErr(err, key))
-		return
 	}
-	var b bytes.Buffer
-	if err := export.Write(&b, f, sess); err != nil {
-		s.webError(w, r, err)
-		return
-	}
-	ctype := map[export.Format]string{export.FormatMarkdown: "text/markdown; charset=utf-8", export.FormatHTML: "text/html; charset=utf-8",
-		export.FormatJSON: "application/json", export.FormatJSONL: "application/jsonl"}[f]
-	w.Header().Set("Content-Type", ctype)
-	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": key.Session + f.Ext()}))
-	w.Header().Set("Content-Security-Policy", "sandbox; default-src 'none'")
-	w.Header().Set("Cache-Control", "no-store")
-	_, _ = w.Write(b.Bytes())
 }
 
 // webAction serves the forms of a session page: rename, pin, archive,
