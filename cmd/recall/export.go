@@ -106,11 +106,9 @@ log, by you only (0600). A file of several sessions is reported in one line.`,
 			for _, tg := range plan {
 				write := func(w io.Writer) error {
 					for _, m := range tg.metas {
-						s, err := export.Load(ctx, st, m.Key)
-						if err != nil {
-							return err
-						}
-						if err := export.Write(w, f, s); err != nil {
+						// A page of the log at a time: memory does not
+						// grow with the session.
+						if err := export.Stream(ctx, w, f, st, m.Key); err != nil {
 							return err
 						}
 					}
