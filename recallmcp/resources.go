@@ -97,19 +97,19 @@ func (s *server) readResource(ctx context.Context, req *mcp.ReadResourceRequest)
 	if !ok || !s.visible(k) || (s.opts.OnlyProject && s.opts.Project == "") {
 		return nil, mcp.ResourceNotFoundError(uri)
 	}
-	sess, err := export.Load(ctx, s.st, k)
+	// The session streams through a writer that keeps only the head the
+	// result can hold and counts the rest: memory does not grow with the
+	// session.
+	md := headWriter{keep: 4 * s.opts.MaxResultChars} // a character is at most 4 bytes
+	err := export.Stream(ctx, &md, export.FormatMarkdown, s.st, k)
 	if errors.Is(err, recall.ErrNotFound) {
 		return nil, mcp.ResourceNotFoundError(uri)
 	}
 	if err != nil {
 		return nil, err
 	}
-	var md bytes.Buffer
-	if err := export.Markdown(&md, sess); err != nil {
-		return nil, err
-	}
-	text := md.String()
-	if total := chars(text); total > s.opts.MaxResultChars {
+	text := md.head.String()
+	if total := md.chars; total > s.opts.MaxResultChars {
 		head, _ := cut(text, s.opts.MaxResultChars-noteRoom)
 		if i := strings.LastIndexByte(head, '\n'); i > 0 {
 			head = head[:i+1]
@@ -118,4 +118,25 @@ func (s *server) readResource(ctx context.Context, req *mcp.ReadResourceRequest)
 			"Read the rest with the read_session tool (id %s), a page at a time.\n\n", chars(head), total, k.Session) + head
 	}
 	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "text/markdown", Text: text}}}, nil
+}
+
+// headWriter keeps the first keep bytes written to it and counts the
+// characters of everything written (the bytes that start a UTF-8
+// sequence, so a character split across writes counts once).
+type headWriter struct {
+	keep  int
+	head  bytes.Buffer
+	chars int
+}
+
+func (w *headWriter) Write(p []byte) (int, error) {
+	if room := w.keep - w.head.Len(); room > 0 {
+		w.head.Write(p[:min(room, len(p))])
+	}
+	for _, b := range p {
+		if b&0xC0 != 0x80 {
+			w.chars++
+		}
+	}
+	return len(p), nil
 }
