@@ -6,13 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/recallkit/recall/export"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/compact"
+	"github.com/recallkit/recall/export"
 )
 
 // Bounds of GET …/entries.
@@ -72,6 +73,64 @@ func (s *Server) sessionEntries(w http.ResponseWriter, r *http.Request) {
 	}{"list", es, last, more})
 }
 
+// exportItems streams the view of key as one list (writeList's
+// envelope), oldest first, reading it a page at a time (recall.ReadItems)
+// and writing each page before the next is read, so the memory it holds
+// does not grow with the session. The first page is read before anything
+// is written, so a store failing then is still a clean error; a page that
+// fails later cuts the connection (half a list is not a list).
+func (s *Server) exportItems(w http.ResponseWriter, r *http.Request, key recall.Key) {
+	ctx := r.Context()
+	opts := recall.ItemPageOptions{Oldest: true, Limit: exportPage}
+	page, err := recall.ReadItems(ctx, s.store, key, opts)
+	if err != nil {
+		s.writeError(w, r, sessionErr(err, key))
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Disposition", `attachment; filename="`+key.Session+`.json"`)
+	w.WriteHeader(http.StatusOK)
+	b := append(make([]byte, 0, 64<<10), `{"object":"list","data":[`...)
+	var first, last []byte // the ids, as JSON strings
+	for n := 0; ; {
+		for _, l := range page.Items {
+			if n > 0 {
+				b = append(b, ',')
+			}
+			n++
+			h := headOf(l.Item)
+			b = appendShown(b, l, h)
+			last = appendItemID(last[:0], h, l.Ref)
+			if first == nil {
+				first = slices.Clone(last)
+			}
+			if len(b) >= 32<<10 {
+				if _, err := w.Write(b); err != nil {
+					return // the client went away
+				}
+				b = b[:0]
+			}
+		}
+		if !page.More {
+			break
+		}
+		opts.After = page.Items[len(page.Items)-1].Ref
+		if page, err = recall.ReadItems(ctx, s.store, key, opts); err != nil {
+			s.log.ErrorContext(ctx, "export cut short", "session", key.Session, "err", err)
+			panic(http.ErrAbortHandler)
+		}
+	}
+	if first == nil {
+		first, last = []byte(`""`), []byte(`""`)
+	}
+	b = append(b, `],"first_id":`...)
+	b = append(b, first...)
+	b = append(b, `,"last_id":`...)
+	b = append(b, last...)
+	b = append(b, `,"has_more":false}`+"\n"...)
+	_, _ = w.Write(b)
+}
+
 // exportPage is how many entries a JSONL export reads a time.
 const exportPage = 1000
 
@@ -94,13 +153,7 @@ func (s *Server) exportSession(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, r, sessionErr(err, key))
 			return
 		}
-		live, _, err := s.store.Items(ctx, key, 0)
-		if err != nil {
-			s.writeError(w, r, sessionErr(err, key))
-			return
-		}
-		w.Header().Set("Content-Disposition", `attachment; filename="`+key.Session+`.json"`)
-		writeList(w, live, false)
+		s.exportItems(w, r, key)
 	case "jsonl":
 		// The first page is read before anything is written, so a
 		// missing session is still a clean 404.

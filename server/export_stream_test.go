@@ -3,6 +3,7 @@ package server_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -146,5 +147,53 @@ func TestExportStreams(t *testing.T) {
 				return strings.Contains(log.String(), "export cut short") && strings.Contains(log.String(), errDiskGone.Error())
 			})
 		})
+	}
+}
+
+// TestExportJSONPages checks that the API's JSON export of a long session
+// (the view as one list) is the whole view, in order, with its first and
+// last ids, read from the store a page at a time rather than whole.
+func TestExportJSONPages(t *testing.T) {
+	ctx := context.Background()
+	st := &countingStore{Store: memstore.New(memstore.Options{})}
+	srv := serve(t, st)
+	key := localKey("conv_long")
+	const n = 2500
+	items := make([]recall.Item, n)
+	for i := range items {
+		items[i] = recall.Message("user", fmt.Sprint("item ", i))
+		if i%2 == 1 {
+			items[i] = recall.Item(fmt.Sprintf(`{"type":"message","id":"msg_%d","role":"assistant","content":"item %d"}`, i, i))
+		}
+	}
+	if _, err := st.Append(ctx, key, recall.IfNew(), recall.ItemEntries(items...)...); err != nil {
+		t.Fatal(err)
+	}
+	st.calls.Store(0)
+	st.items.Store(0)
+	code, hdr, body := raw(t, srv, "GET", "/api/v1/sessions/conv_long/export", "")
+	if code != http.StatusOK || hdr.Get("Content-Type") != "application/json" {
+		t.Fatalf("export: %d %s", code, hdr.Get("Content-Type"))
+	}
+	var list struct {
+		Object  string            `json:"object"`
+		Data    []json.RawMessage `json:"data"`
+		FirstID string            `json:"first_id"`
+		LastID  string            `json:"last_id"`
+		HasMore bool              `json:"has_more"`
+	}
+	if err := json.Unmarshal([]byte(body), &list); err != nil {
+		t.Fatalf("export is not JSON: %v", err)
+	}
+	if list.Object != "list" || len(list.Data) != n || list.FirstID != "recall-1" || list.LastID != fmt.Sprint("msg_", n-1) || list.HasMore {
+		t.Fatalf("export: %q, %d items, first %q, last %q, has_more %v", list.Object, len(list.Data), list.FirstID, list.LastID, list.HasMore)
+	}
+	for i, d := range list.Data {
+		if got := recall.Item(d).Text(); got != fmt.Sprint("item ", i) {
+			t.Fatalf("item %d is %s", i, d)
+		}
+	}
+	if calls, read := st.calls.Load(), st.items.Load(); calls < 3 || read != n {
+		t.Errorf("the export read %d items in %d calls; want %d in pages (3 or more calls)", read, calls, n)
 	}
 }
