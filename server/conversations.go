@@ -263,32 +263,64 @@ func (s *Server) appendItems(ctx context.Context, key recall.Key, items []recall
 		// Derived ids cannot collide: nothing to check.
 		return s.store.Append(ctx, key, recall.IfExists(), entries...)
 	}
+	// The view's own ids are read once; after a conflict only the entries
+	// written since are (an item adds its id; an entry that removes items
+	// or replaces the view makes the view be read again).
+	var taken map[string]bool
+	var last int64
 	for range maxIDRetries {
-		live, last, err := s.store.Items(ctx, key, 0)
-		if err != nil {
-			return 0, err
+		if taken == nil {
+			live, at, err := s.store.Items(ctx, key, 0)
+			if err != nil {
+				return 0, err
+			}
+			if at == 0 {
+				return 0, conversationNotFound(key.Session)
+			}
+			taken, last = map[string]bool{}, at
+			for _, l := range live {
+				if id := headOf(l.Item).ownID(); id != "" {
+					taken[id] = true
+				}
+			}
 		}
-		if last == 0 {
-			return 0, conversationNotFound(key.Session)
-		}
-		for _, l := range live {
-			if id := headOf(l.Item).ownID(); id != "" {
-				if i := slices.Index(ids, id); i >= 0 {
-					return 0, &APIError{
-						Status:  http.StatusBadRequest,
-						Message: "An item with id '" + shorten(id) + "' already exists in this conversation.",
-						Type:    "invalid_request_error",
-						Param:   "items[" + strconv.Itoa(i) + "].id",
-						Code:    "duplicate_item_id",
-					}
+		for i, id := range ids {
+			if id != "" && taken[id] {
+				return 0, &APIError{
+					Status:  http.StatusBadRequest,
+					Message: "An item with id '" + shorten(id) + "' already exists in this conversation.",
+					Type:    "invalid_request_error",
+					Param:   "items[" + strconv.Itoa(i) + "].id",
+					Code:    "duplicate_item_id",
 				}
 			}
 		}
 		n, err := s.store.Append(ctx, key, recall.IfLastSeq(last), entries...)
-		if errors.Is(err, recall.ErrConflict) {
-			continue // written meanwhile: check the ids again
+		if !errors.Is(err, recall.ErrConflict) {
+			return n, err
 		}
-		return n, err
+		// Written meanwhile: check the ids against what was written.
+		es, err := s.store.Entries(ctx, key, last, 0)
+		if err != nil {
+			return 0, notFoundAs(err, key)
+		}
+		reread := false
+		for _, e := range es {
+			last = e.Seq
+			switch e.Kind {
+			case recall.KindItem:
+				if it, ok := recall.ItemOf(e); ok {
+					if id := headOf(it).ownID(); id != "" {
+						taken[id] = true
+					}
+				}
+			case recall.KindPop, recall.KindRemove, recall.KindClear, recall.KindCompaction:
+				reread = true // the view lost items: read it again
+			}
+		}
+		if reread {
+			taken = nil
+		}
 	}
 	return 0, &APIError{Status: http.StatusConflict, Message: "The conversation kept changing while the item ids were checked; try again.", Type: "invalid_request_error", Code: "conflict"}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/memstore"
 )
 
 func userMessage(text string) responses.ResponseInputItemUnionParam {
@@ -742,4 +743,70 @@ func TestItemIDRace(t *testing.T) {
 			}
 		}
 	})
+}
+
+// meddler is a store where another writer writes just before the first
+// guarded Append, so that Append meets a conflict.
+type meddler struct {
+	*countingStore
+	once   sync.Once
+	meddle func()
+}
+
+func (m *meddler) Append(ctx context.Context, key recall.Key, g recall.Guard, es ...recall.Entry) (int64, error) {
+	if g.CheckSeq {
+		m.once.Do(m.meddle)
+	}
+	return m.countingStore.Append(ctx, key, g, es...)
+}
+
+// TestItemIDCheckAfterConflict checks that when a batch with own ids
+// meets a write made after its check, the ids are checked against what
+// that write added, and the view is read again only when that write took
+// items out of it.
+func TestItemIDCheckAfterConflict(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name   string
+		other  func(st recall.Store, key recall.Key) error
+		status int
+		views  int64 // whole-view reads
+	}{
+		{"an item with the same id", func(st recall.Store, key recall.Key) error {
+			_, err := st.Append(ctx, key, recall.IfExists(), recall.ItemEntry(recall.Item(`{"type":"message","id":"msg_new","role":"user","content":"theirs"}`)))
+			return err
+		}, http.StatusBadRequest, 1},
+		{"another item", func(st recall.Store, key recall.Key) error {
+			_, err := st.Append(ctx, key, recall.IfExists(), recall.ItemEntry(recall.Message("user", "theirs")))
+			return err
+		}, http.StatusOK, 1},
+		{"an item removed", func(st recall.Store, key recall.Key) error {
+			_, err := recall.RemoveItem(ctx, st, key, recall.ItemRef{Seq: 1})
+			return err
+		}, http.StatusOK, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			inner := &countingStore{Store: memstore.New(memstore.Options{})}
+			st := &meddler{countingStore: inner}
+			key := localKey("conv_ids")
+			first := `{"type":"message","id":"msg_old","role":"user","content":"first"}`
+			if _, err := inner.Append(ctx, key, recall.IfNew(), recall.ItemEntry(recall.Item(first))); err != nil {
+				t.Fatal(err)
+			}
+			st.meddle = func() {
+				if err := tc.other(inner.Store, key); err != nil {
+					t.Error(err)
+				}
+			}
+			srv := serve(t, st)
+			inner.calls.Store(0)
+			code, _, body := raw(t, srv, "POST", "/v1/conversations/conv_ids/items", `{"items":[{"type":"message","id":"msg_new","role":"user","content":"mine"}]}`)
+			if code != tc.status {
+				t.Fatalf("add after %s: %d %s, want %d", tc.name, code, body, tc.status)
+			}
+			if n := inner.calls.Load(); n != tc.views {
+				t.Errorf("the view was read %d times, want %d", n, tc.views)
+			}
+		})
+	}
 }
