@@ -60,9 +60,25 @@ func (s *Store) readItems(ctx context.Context, l loc, opts recall.ItemPageOption
 		}
 		s.remember(l, rec)
 	}
-	snap, err := newSnapshot(ctx, f, st.Size, rec.lastSeq(), opts.Limit)
-	if err != nil || snap.last == 0 {
-		return recall.ItemPage{}, err // no committed entry: no session yet
+	// The snapshot is the log up to its committed end: a torn tail after
+	// it (which may hold seqs out of order) is never searched or read.
+	snap, err := newSnapshot(ctx, f, rec.off, rec.lastSeq(), opts.Limit)
+	if err != nil {
+		return recall.ItemPage{}, err
+	}
+	if snap.last != rec.lastSeq() {
+		// Read from the end, the newest committed entry is not the one
+		// the scan from the start found (a damaged tail the two readings
+		// judge apart): the page is cut from the log as Load reads it.
+		entries, rec, err := readAll(ctx, f, l, st)
+		if err != nil || rec.empty {
+			return recall.ItemPage{}, err
+		}
+		items, more, err := storekit.ReadPage(storekit.SlicePages(entries), opts)
+		return recall.ItemPage{Items: items, More: more, LastSeq: rec.lastSeq()}, err
+	}
+	if snap.last == 0 {
+		return recall.ItemPage{}, nil // no committed entry: no session yet
 	}
 	items, more, err := storekit.ReadPage(storekit.PageReader{
 		Controls: snap.controls(rec.ctl),

@@ -295,22 +295,30 @@ func (s *Store) entries(ctx context.Context, l loc, after int64, limit int) ([]r
 		return nil, recall.ErrNotFound
 	}
 	defer f.Close()
-	var last int64
+	var last, end int64 // the log's last seq and committed end, when the index knows them
 	if rec := s.project(l.key.Project).get(l.rel); rec != nil && rec.st == st {
 		if rec.empty {
 			return nil, recall.ErrNotFound
 		}
-		m, _ := rec.Meta()
-		last = m.LastSeq
+		last, end = rec.lastSeq(), rec.off
 	}
 	var out []recall.Entry
-	if after > 0 {
-		// The line after the one of seq after is found by a search over
-		// the file (seeker), and the page read forwards from there.
-		snap, err := newSnapshot(ctx, f, st.Size, last, limit)
-		if err != nil {
+	var snap *snapshot
+	if after > 0 && last > 0 {
+		if snap, err = newSnapshot(ctx, f, end, last, limit); err != nil {
 			return nil, err
 		}
+		if snap.last != last {
+			// Read from the end, the log's newest committed entry is not
+			// the one the scan from the start found (a damaged tail the
+			// two readings judge apart): the scan from the start decides,
+			// as Load's does.
+			snap = nil
+		}
+	}
+	if snap != nil {
+		// The line after the one of seq after is found by a search over
+		// the file (seeker), and the page read forwards from there.
 		for e, err := range snap.forward(after + 1) {
 			if err != nil {
 				return nil, err

@@ -4,12 +4,9 @@
 package memstore
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"iter"
 	"maps"
-	"math"
 	"slices"
 	"sync"
 
@@ -147,35 +144,7 @@ func (s *Store) ReadItems(ctx context.Context, key recall.Key, opts recall.ItemP
 	if sess == nil {
 		return recall.ItemPage{}, nil
 	}
-	es := sess.entries
-	at := func(seq int64) int {
-		i, _ := slices.BinarySearchFunc(es, seq, func(e recall.Entry, seq int64) int { return cmp.Compare(e.Seq, seq) })
-		return i
-	}
-	items, more, err := storekit.ReadPage(storekit.PageReader{
-		Controls: func(yield func(recall.Entry, error) bool) {
-			for i := len(es) - 1; i >= 0; i-- {
-				if es[i].Kind != recall.KindItem && !yield(es[i], nil) {
-					return
-				}
-			}
-		},
-		Backward: func(atMost int64) iter.Seq2[recall.Entry, error] {
-			if atMost < math.MaxInt64 {
-				atMost++
-			}
-			return storekit.Backwards(es[:at(atMost)])
-		},
-		Forward: func(atLeast int64) iter.Seq2[recall.Entry, error] {
-			return func(yield func(recall.Entry, error) bool) {
-				for _, e := range es[at(atLeast):] {
-					if !yield(e, nil) {
-						return
-					}
-				}
-			}
-		},
-	}, opts)
+	items, more, err := storekit.ReadPage(storekit.SlicePages(sess.entries), opts)
 	if err != nil {
 		return recall.ItemPage{}, err
 	}

@@ -1,9 +1,11 @@
 package storekit
 
 import (
+	"cmp"
 	"encoding/json"
 	"iter"
 	"math"
+	"slices"
 
 	"github.com/recallkit/recall"
 )
@@ -24,6 +26,40 @@ type PageReader struct {
 	Backward func(atMost int64) iter.Seq2[recall.Entry, error]
 	// Forward yields the entries with Seq >= atLeast, in Seq order.
 	Forward func(atLeast int64) iter.Seq2[recall.Entry, error]
+}
+
+// SlicePages is the PageReader of a log held in memory, es, in Seq order:
+// a page is found by binary search on the seqs, and the controls by a
+// walk back from the end.
+func SlicePages(es []recall.Entry) PageReader {
+	at := func(seq int64) int {
+		i, _ := slices.BinarySearchFunc(es, seq, func(e recall.Entry, seq int64) int { return cmp.Compare(e.Seq, seq) })
+		return i
+	}
+	return PageReader{
+		Controls: func(yield func(recall.Entry, error) bool) {
+			for i := len(es) - 1; i >= 0; i-- {
+				if es[i].Kind != recall.KindItem && !yield(es[i], nil) {
+					return
+				}
+			}
+		},
+		Backward: func(atMost int64) iter.Seq2[recall.Entry, error] {
+			if atMost < math.MaxInt64 {
+				atMost++
+			}
+			return Backwards(es[:at(atMost)])
+		},
+		Forward: func(atLeast int64) iter.Seq2[recall.Entry, error] {
+			return func(yield func(recall.Entry, error) bool) {
+				for _, e := range es[at(atLeast):] {
+					if !yield(e, nil) {
+						return
+					}
+				}
+			}
+		},
+	}
 }
 
 // ReadPage returns the page of the view that opts selects (see
