@@ -443,7 +443,7 @@ type projectIndex struct {
 	// checks counts the checks in flight by the lineSeq each read the
 	// journal at: an entry of last at or below the lowest of them can no
 	// longer change what any check decides, so pruneLast drops it.
-	checks map[int64]int
+	checks  map[int64]int
 	written int  // lines this process appended since it last compacted
 	oldGone bool // the journals of earlier versions were removed (by rewriteLocked)
 

@@ -129,4 +129,3 @@ func TestPinnedRecords(t *testing.T) {
 	fresh := open()
 	check(fresh, "a new process, after a rewrite")
 }
-
