@@ -418,45 +418,6 @@ func BenchmarkListPinned(b *testing.B) {
 			}
 		}
 		analyze(b, s)
-		pinned := func(project string) error {
-			p, err := s.List(ctx, project, recall.ListOptions{Pinned: true})
-			if err == nil && len(p.Sessions) != 5 {
-				err = fmt.Errorf("listed %d pinned of %s", len(p.Sessions), project)
-			}
-			return err
-		}
-		var ts, tl, tw time.Duration
-		n := 0
-		for b.Loop() {
-			t0 := time.Now()
-			if err := pinned("p200"); err != nil {
-				b.Fatal(err)
-			}
-			t1 := time.Now()
-			if err := pinned("p20000"); err != nil {
-				b.Fatal(err)
-			}
-			t2 := time.Now()
-			p, err := s.List(ctx, "p20000", recall.ListOptions{Limit: -1})
-			if err != nil {
-				b.Fatal(err)
-			}
-			found := 0
-			for _, m := range p.Sessions {
-				if m.Pinned {
-					found++
-				}
-			}
-			if found != 5 {
-				b.Fatalf("the whole listing holds %d pinned", found)
-			}
-			ts, tl, tw = ts+t1.Sub(t0), tl+t2.Sub(t1), tw+time.Since(t2)
-			n++
-		}
-		b.ReportMetric(float64(ts.Nanoseconds())/float64(n), "200-ns/op")
-		b.ReportMetric(float64(tl.Nanoseconds())/float64(n), "20000-ns/op")
-		b.ReportMetric(float64(tw.Nanoseconds())/float64(n), "scan-ns/op")
-		b.ReportMetric(float64(tl)/float64(ts), "x-200")
-		b.ReportMetric(float64(tw)/float64(tl), "x-scan")
+		storetest.BenchPinnedListing(b, s, "p200", "p20000")
 	})
 }
