@@ -1,6 +1,7 @@
 package server
 
 import (
+	"slices"
 	"sync"
 
 	"github.com/recallkit/recall"
@@ -32,18 +33,26 @@ type idPlace struct {
 const maxIDPlaces = 1 << 16
 
 // note remembers the places of the items with own ids among live.
+// A page without such items (the usual case for conversations built from
+// plain messages) does not take the lock.
 func (p *idPlaces) note(key recall.Key, live []recall.LiveItem) {
+	var ids []string
+	for _, l := range live {
+		ids = append(ids, headOf(l.Item).ownID())
+	}
+	if !slices.ContainsFunc(ids, func(id string) bool { return id != "" }) {
+		return
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for _, l := range live {
-		id := headOf(l.Item).ownID()
+	for i, id := range ids {
 		if id == "" {
 			continue
 		}
 		if p.m == nil || len(p.m) >= maxIDPlaces {
 			p.m = make(map[idPlace]recall.ItemRef)
 		}
-		p.m[idPlace{key, id}] = l.Ref
+		p.m[idPlace{key, id}] = live[i].Ref
 	}
 }
 
