@@ -15,9 +15,11 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/google/btree"
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/internal/flock"
 	"github.com/recallkit/recall/internal/fsys"
@@ -419,6 +421,11 @@ type projectIndex struct {
 	// of pinned sessions reads those only. setRec and delRec change recs
 	// and keep it in step.
 	pins map[string]*record
+	// order holds the records of recs that are main sessions, in List's
+	// order, so that a page of a List walks the page and no more. It is
+	// built by the first List that needs it (ordered) and kept in step by
+	// setRec and delRec after; nil until then.
+	order *btree.BTreeG[*record]
 	// pending names the logs whose last journal line is an intent: a
 	// writer began to change them and has not said how it ended.
 	pending map[string]bool
@@ -504,8 +511,32 @@ func (p *projectIndex) reset(ino uint64) {
 	p.jTail, p.header, p.damaged, p.dirSeen, p.dirTime, p.sorted = false, false, false, false, 0, 0
 	p.recs = map[string]*record{}
 	p.pins = map[string]*record{}
+	p.order = nil
 	p.pending = map[string]bool{}
 }
+
+// ordered returns order, building it from recs when it is not yet kept.
+// The caller holds p.mu.
+func (p *projectIndex) ordered() *btree.BTreeG[*record] {
+	if p.order == nil {
+		main := make([]*record, 0, len(p.recs))
+		for rel, r := range p.recs {
+			if isMain(rel) {
+				main = append(main, r)
+			}
+		}
+		slices.SortFunc(main, listOrder)
+		p.order = btree.NewG(32, func(a, b *record) bool { return listOrder(a, b) < 0 })
+		for _, r := range main {
+			p.order.ReplaceOrInsert(r)
+		}
+	}
+	return p.order
+}
+
+// isMain reports whether the log rel names is a main session's, not a
+// subagent record's.
+func isMain(rel string) bool { return strings.IndexByte(rel, '/') < 0 }
 
 // minPrune is how many more entries than twice the records last holds
 // before pruneLast runs: a prune walks the map, so it runs when the map
@@ -555,6 +586,12 @@ func (p *projectIndex) pruneLast() {
 // setRec puts r in recs, and in pins when it is pinned. The caller holds
 // p.mu.
 func (p *projectIndex) setRec(r *record) {
+	if p.order != nil && isMain(r.rel) {
+		if old := p.recs[r.rel]; old != nil {
+			p.order.Delete(old)
+		}
+		p.order.ReplaceOrInsert(r)
+	}
 	p.recs[r.rel] = r
 	if r.pinned {
 		if p.pins == nil {
@@ -566,8 +603,11 @@ func (p *projectIndex) setRec(r *record) {
 	}
 }
 
-// delRec removes rel from recs and pins. The caller holds p.mu.
+// delRec removes rel from recs, pins and order. The caller holds p.mu.
 func (p *projectIndex) delRec(rel string) {
+	if old := p.recs[rel]; old != nil && p.order != nil {
+		p.order.Delete(old)
+	}
 	delete(p.recs, rel)
 	delete(p.pins, rel)
 }

@@ -90,7 +90,7 @@ func readLogDir(ctx context.Context, dir, sub string, depth int, stat bool) ([]l
 
 // freshRecords is records without byStat.
 func (s *Store) freshRecords(ctx context.Context, p *projectIndex, parent string) ([]*record, error) {
-	recs, _, err := s.records(ctx, p, parent, false)
+	recs, _, err := s.records(ctx, p, parent, nil)
 	return recs, err
 }
 
@@ -113,13 +113,15 @@ const (
 // back to the journal (validate). byStat reports that every record
 // returned was just checked against its log's stat.
 //
-// With pinned, a believed journal gives the pinned main sessions only
-// (and the pending logs, which the caller filters), read from the
-// project's set of pinned records, so a listing of pinned sessions costs
-// O(pinned); the other ways return every record as without it.
-func (s *Store) records(ctx context.Context, p *projectIndex, parent string, pinned bool) (recs []*record, byStat bool, err error) {
+// With a listing (sel), a believed journal gives the main sessions that
+// listing can show and the pending logs, which the caller filters: the
+// pinned ones, read from the project's set of pinned records, or the
+// first sel.n that match from sel's cursor on, walked in List's order, so
+// a page costs O(page) rather than O(sessions). The other ways return
+// every record as without it.
+func (s *Store) records(ctx context.Context, p *projectIndex, parent string, sel *listing) (recs []*record, byStat bool, err error) {
 	if parent == "" {
-		recs, state, err := s.trusted(ctx, p, pinned)
+		recs, state, err := s.trusted(ctx, p, sel)
 		if err != nil || state == journalBelieved {
 			return recs, false, err
 		}
@@ -240,13 +242,63 @@ func (s *Store) check(ctx context.Context, p *projectIndex, parent string, stat 
 	return append(out, fresh...), stat, nil
 }
 
+// A listing narrows what records returns to what one List page can show.
+type listing struct {
+	project string
+	opts    recall.ListOptions
+	from    *record // the cursor's position; nil from the start
+	n       int     // records to walk to, 0 for every one
+}
+
+// newListing returns the listing of a List page; nil for subagent
+// records, which records reads from the directory.
+func newListing(project string, opts recall.ListOptions) (*listing, error) {
+	if opts.Parent != "" {
+		return nil, nil
+	}
+	sel := &listing{project: project, opts: opts}
+	switch {
+	case opts.Limit == 0:
+		sel.n = recall.DefaultListLimit + 1 // the page, and whether one follows
+	case opts.Limit > 0:
+		sel.n = opts.Limit + 1
+	}
+	if opts.Cursor != "" {
+		c, err := storekit.ParseCursor(opts.Cursor)
+		if err != nil {
+			return nil, err
+		}
+		sel.from = &record{updated: c.Updated, key: recall.Key{Project: c.Project, Session: c.Session, Subpath: c.Subpath}}
+	}
+	return sel, nil
+}
+
+// walk returns the records of order that sel can show, from sel.from on:
+// sel.n of them, or every one when sel.n is 0. The caller holds p.mu.
+func (p *projectIndex) walk(sel *listing) []*record {
+	var recs []*record
+	visit := func(r *record) bool {
+		if !p.pending[r.rel] && !r.empty && (sel.from == nil || listOrder(r, sel.from) > 0) &&
+			storekit.Matches(r.light(), sel.project, sel.opts) {
+			recs = append(recs, r)
+		}
+		return sel.n == 0 || len(recs) < sel.n
+	}
+	if sel.from == nil {
+		p.ordered().Ascend(visit)
+	} else {
+		p.ordered().AscendGreaterOrEqual(sel.from, visit)
+	}
+	return recs
+}
+
 // trusted returns the records of the project's main sessions from the
 // journal alone, when it can be believed (point 5 of the crash argument
 // in index.go), deriving only the pending logs. Otherwise it says why not
-// (journalDirMoved, journalDoubted) and returns no records. With
-// pinned, the records it returns are the pinned ones (p.pins) and the
-// pending logs.
-func (s *Store) trusted(ctx context.Context, p *projectIndex, pinned bool) (recs []*record, state int, err error) {
+// (journalDirMoved, journalDoubted) and returns no records. With a
+// listing, the records it returns are those the listing can show (see
+// records) and the pending logs.
+func (s *Store) trusted(ctx context.Context, p *projectIndex, sel *listing) (recs []*record, state int, err error) {
 	if fsys.BootID() == "" {
 		return nil, journalDoubted, nil
 	}
@@ -287,17 +339,25 @@ func (s *Store) trusted(ctx context.Context, p *projectIndex, pinned bool) (recs
 		return nil, journalDirMoved, nil
 	}
 	long := p.long(0)
-	src := p.recs
-	if pinned {
-		src = p.pins
-	}
-	recs = make([]*record, 0, len(src))
-	var pending []*record // the pending logs and their last records, if any
-	for rel, r := range src {
-		if !p.pending[rel] && strings.IndexByte(rel, '/') < 0 {
-			recs = append(recs, r)
+	switch {
+	case sel != nil && sel.opts.Pinned:
+		recs = make([]*record, 0, len(p.pins))
+		for rel, r := range p.pins {
+			if !p.pending[rel] && isMain(rel) {
+				recs = append(recs, r)
+			}
+		}
+	case sel != nil:
+		recs = p.walk(sel)
+	default:
+		recs = make([]*record, 0, len(p.recs))
+		for rel, r := range p.recs {
+			if !p.pending[rel] && isMain(rel) {
+				recs = append(recs, r)
+			}
 		}
 	}
+	var pending []*record // the pending logs and their last records, if any
 	for rel := range p.pending {
 		if strings.IndexByte(rel, '/') < 0 {
 			r := p.recs[rel]
@@ -472,19 +532,30 @@ func (s *Store) List(ctx context.Context, project string, opts recall.ListOption
 			return recall.Page{}, fmt.Errorf("filestore: list: %w", err)
 		}
 	}
+	sel, err := newListing(project, opts)
+	if err != nil {
+		return recall.Page{}, fmt.Errorf("filestore: list: %w", err)
+	}
 	var match []*record
 	believed := map[string]bool{} // projects whose records came from the journal, unchecked
-	for _, name := range projects {
-		recs, byStat, err := s.records(ctx, s.project(name), opts.Parent, opts.Pinned)
-		if err != nil {
-			return recall.Page{}, fmt.Errorf("filestore: list %s: %w", name, err)
-		}
-		believed[name] = !byStat
-		for _, r := range recs {
-			if !r.empty && storekit.Matches(r.light(), project, opts) {
-				match = append(match, r)
+	gather := func() error {
+		match = match[:0]
+		for _, name := range projects {
+			recs, byStat, err := s.records(ctx, s.project(name), opts.Parent, sel)
+			if err != nil {
+				return fmt.Errorf("filestore: list %s: %w", name, err)
+			}
+			believed[name] = !byStat
+			for _, r := range recs {
+				if !r.empty && storekit.Matches(r.light(), project, opts) {
+					match = append(match, r)
+				}
 			}
 		}
+		return nil
+	}
+	if err := gather(); err != nil {
+		return recall.Page{}, err
 	}
 	checked := map[*record]bool{}
 	// The page's logs are stat'ed (point 6 of the crash argument in
@@ -492,20 +563,31 @@ func (s *Store) List(ctx context.Context, project string, opts recall.ListOption
 	// journal's back is derived again and the page chosen anew. Each round fixes every row it finds stale,
 	// so a few rounds settle.
 	for round := 0; ; round++ {
-		sel, next, err := selectPage(match, opts)
+		page, next, err := selectPage(match, opts)
 		if err != nil {
 			return recall.Page{}, fmt.Errorf("filestore: list: %w", err)
 		}
 		changed := false
-		for i, r := range sel {
+		for i, r := range page {
 			if i >= maxPageCheck || !believed[r.key.Project] || checked[r] || round == 4 || !checkPage {
 				continue
 			}
-			checked[r] = true
 			st, err := fsys.StatPath(filepath.Join(s.root, r.key.Project, filepath.FromSlash(r.rel)+logExt))
 			if err == nil && st == r.st {
+				checked[r] = true
 				continue
 			}
+			changed = true
+			if sel != nil && sel.n > 0 && !opts.Pinned {
+				// The walk stopped at the page, and the page changes:
+				// a record that sorts after it may belong in it now.
+				sel.n = 0
+				if err := gather(); err != nil {
+					return recall.Page{}, err
+				}
+				break
+			}
+			checked[r] = true
 			nr, err := s.deriveLog(ctx, s.project(r.key.Project), r)
 			if err != nil {
 				return recall.Page{}, fmt.Errorf("filestore: list: %w", err)
@@ -516,10 +598,9 @@ func (s *Store) List(ctx context.Context, project string, opts recall.ListOption
 			} else {
 				match[i] = nr
 			}
-			changed = true
 		}
 		if !changed {
-			page, err := pageOf(sel, next)
+			page, err := pageOf(page, next)
 			if err != nil {
 				return recall.Page{}, fmt.Errorf("filestore: list: %w", err)
 			}

@@ -46,7 +46,7 @@ func (s *Store) settleDir(p *projectIndex) {
 			loaded := p.jIno != 0
 			p.mu.Unlock()
 			began := time.Now()
-			s.records(context.Background(), p, "", false) // a failure leaves it to the next List
+			s.records(context.Background(), p, "", nil) // a failure leaves it to the next List
 			if !loaded {
 				p.mu.Lock()
 				p.unload()
