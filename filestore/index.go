@@ -426,6 +426,9 @@ type projectIndex struct {
 	// built by the first List that needs it (ordered) and kept in step by
 	// setRec and delRec after; nil until then.
 	order *btree.BTreeG[*record]
+	// gen counts the changes to recs (setRec, delRec, reset), so that a
+	// reader that saw gen can tell later that nothing changed since.
+	gen uint64
 	// pending names the logs whose last journal line is an intent: a
 	// writer began to change them and has not said how it ended.
 	pending map[string]bool
@@ -512,6 +515,7 @@ func (p *projectIndex) reset(ino uint64) {
 	p.recs = map[string]*record{}
 	p.pins = map[string]*record{}
 	p.order = nil
+	p.gen++
 	p.pending = map[string]bool{}
 }
 
@@ -586,6 +590,7 @@ func (p *projectIndex) pruneLast() {
 // setRec puts r in recs, and in pins when it is pinned. The caller holds
 // p.mu.
 func (p *projectIndex) setRec(r *record) {
+	p.gen++
 	if p.order != nil && isMain(r.rel) {
 		if old := p.recs[r.rel]; old != nil {
 			p.order.Delete(old)
@@ -605,6 +610,7 @@ func (p *projectIndex) setRec(r *record) {
 
 // delRec removes rel from recs, pins and order. The caller holds p.mu.
 func (p *projectIndex) delRec(rel string) {
+	p.gen++
 	if old := p.recs[rel]; old != nil && p.order != nil {
 		p.order.Delete(old)
 	}

@@ -292,29 +292,27 @@ func (p *projectIndex) walk(sel *listing) []*record {
 	return recs
 }
 
-// trusted returns the records of the project's main sessions from the
-// journal alone, when it can be believed (point 5 of the crash argument
-// in index.go), deriving only the pending logs. Otherwise it says why not
-// (journalDirMoved, journalDoubted) and returns no records. With a
-// listing, the records it returns are those the listing can show (see
-// records) and the pending logs.
-func (s *Store) trusted(ctx context.Context, p *projectIndex, sel *listing) (recs []*record, state int, err error) {
+// believe reads what was appended to the journal and says whether it
+// can be believed as it stands (point 5 of the crash argument in
+// index.go): journalBelieved, with p.mu held, which the caller releases;
+// otherwise why not, without it.
+func (p *projectIndex) believe() (state int) {
 	if fsys.BootID() == "" {
-		return nil, journalDoubted, nil
+		return journalDoubted
 	}
 	p.mu.Lock()
-	err = p.refresh()
+	err := p.refresh()
 	tail := p.jTail
 	p.mu.Unlock()
 	if err != nil {
-		return nil, journalDoubted, nil
+		return journalDoubted
 	}
 	if tail {
 		// A line being written, or torn by a writer that died: once the
 		// appends in flight are done, a line still torn is damage.
 		f, err := p.lockJournal()
 		if err != nil {
-			return nil, journalDoubted, nil
+			return journalDoubted
 		}
 		p.mu.Lock()
 		p.refresh()
@@ -324,19 +322,49 @@ func (s *Store) trusted(ctx context.Context, p *projectIndex, sel *listing) (rec
 	}
 	dirTime, err := fsys.DirMtime(p.dir)
 	if err != nil {
-		return nil, journalDoubted, nil
+		return journalDoubted
 	}
 	if olderWriter(p.dir) {
-		return nil, journalDoubted, nil // an older recall writes here too
+		return journalDoubted // an older recall writes here too
 	}
 	p.mu.Lock()
 	if !p.header || p.damaged || p.jTail {
 		p.mu.Unlock()
-		return nil, journalDoubted, nil
+		return journalDoubted
 	}
 	if !p.dirSeen || p.dirTime != dirTime {
 		p.mu.Unlock()
-		return nil, journalDirMoved, nil
+		return journalDirMoved
+	}
+	return journalBelieved
+}
+
+// generation returns a number that changes whenever the records of the
+// project's main sessions may change (see projectIndex.gen); ok is false
+// when it cannot say: the journal cannot be believed as it stands, or a
+// log is pending, whose record only a read of the log gives.
+func (p *projectIndex) generation() (gen uint64, ok bool) {
+	if p.believe() != journalBelieved {
+		return 0, false
+	}
+	defer p.mu.Unlock()
+	for rel := range p.pending {
+		if isMain(rel) {
+			return 0, false
+		}
+	}
+	return p.gen, true
+}
+
+// trusted returns the records of the project's main sessions from the
+// journal alone, when it can be believed (point 5 of the crash argument
+// in index.go), deriving only the pending logs. Otherwise it says why not
+// (journalDirMoved, journalDoubted) and returns no records. With a
+// listing, the records it returns are those the listing can show (see
+// records) and the pending logs.
+func (s *Store) trusted(ctx context.Context, p *projectIndex, sel *listing) (recs []*record, state int, err error) {
+	if state := p.believe(); state != journalBelieved {
+		return nil, state, nil
 	}
 	long := p.long(0)
 	switch {

@@ -33,6 +33,12 @@ const searchWindow = 4096
 // rather than 16.)
 const searchCandidates = searchWindow
 
+// firstWindow is how many of the newest items, per hit a page asks for,
+// Search matches before it asks the trigram index how many candidates it
+// has: a word in every few items fills its page there, for a few hundred
+// items rather than the thousands that counting its candidates reads.
+const firstWindow = 16
+
 // errIndexDisagrees reports a hit whose entry the log does not hold where
 // the index says it does (the log was rewritten under the search, or the
 // index is damaged in a way the database did not see).
@@ -160,18 +166,13 @@ func (s *Store) searchIndexed(ctx context.Context, opts recall.SearchOptions) (r
 		}
 	}
 	if opts.Role == "" || opts.Role == recall.RoleTitle {
-		for _, l := range byID {
-			if l.title == "" || l.archived && !opts.IncludeArchived || !q.Match(l.ntitle) {
-				continue
-			}
-			if !opts.Since.IsZero() && l.updated.Before(opts.Since) || !opts.Until.IsZero() && !l.updated.Before(opts.Until) {
-				continue
-			}
-			h := recall.Hit{Key: l.key, Title: l.title, Role: recall.RoleTitle, Time: l.updated, Rank: float64(countTerms(l.ntitle, q))}
-			if cur == nil || cur.After(h) {
-				hits = append(hits, &itemHit{hit: h})
-			}
+		// A title hit older than keep item hits comes after them all.
+		var bound time.Time
+		if len(hits) >= keep {
+			slices.SortFunc(hits, func(a, b *itemHit) int { return recall.CompareHits(a.hit, b.hit) })
+			bound = hits[keep-1].hit.Time
 		}
+		hits = append(hits, x.titleHits(s, opts, q, cur, keep, bound, byID)...)
 	}
 	slices.SortFunc(hits, func(a, b *itemHit) int { return recall.CompareHits(a.hit, b.hit) })
 	more := len(hits) >= keep
@@ -190,6 +191,60 @@ func (s *Store) searchIndexed(ctx context.Context, opts recall.SearchOptions) (r
 		page.Next = recall.HitCursor(page.Hits[len(hits)-1]).String()
 	}
 	return page, nil
+}
+
+// titleHits returns the title hits after cur among the sessions of byID:
+// in one project, the first keep of them (and those as new as the last)
+// that are not older than bound (when set), found by walking its sessions
+// newest first (projectIndex.order), so a common word, or a page of item
+// hits, costs a page; across projects, every one.
+func (x *searchIndex) titleHits(s *Store, opts recall.SearchOptions, q recall.Query, cur *recall.SearchCursor, keep int, bound time.Time, byID map[int64]*indexedLog) []*itemHit {
+	var hits []*itemHit
+	add := func(l *indexedLog) {
+		if l.title == "" || l.archived && !opts.IncludeArchived || !q.Match(l.ntitle) {
+			return
+		}
+		if !opts.Since.IsZero() && l.updated.Before(opts.Since) || !opts.Until.IsZero() && !l.updated.Before(opts.Until) {
+			return
+		}
+		h := recall.Hit{Key: l.key, Title: l.title, Role: recall.RoleTitle, Time: l.updated, Rank: float64(countTerms(l.ntitle, q))}
+		if cur == nil || cur.After(h) {
+			hits = append(hits, &itemHit{hit: h})
+		}
+	}
+	if opts.Project == "" {
+		for _, l := range byID {
+			add(l)
+		}
+		return hits
+	}
+	p := s.project(opts.Project)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	// A log's row is as new as its record, or older (the log changed
+	// since the catch-up). So once keep hits are found, a record older
+	// than the oldest of their rows has an older row still, and neither
+	// it nor any after it can come before them.
+	var oldest time.Time
+	visit := func(rec *record) bool {
+		if len(hits) >= keep && rec.updated.Before(oldest) || rec.updated.Before(bound) ||
+			!opts.Since.IsZero() && rec.updated.Before(opts.Since) {
+			return false
+		}
+		if l := x.logs[rec.key]; l != nil && byID[l.id] == l {
+			n := len(hits)
+			if add(l); len(hits) > n && (n == 0 || l.updated.Before(oldest)) {
+				oldest = l.updated
+			}
+		}
+		return true
+	}
+	if cur == nil {
+		p.ordered().Ascend(visit)
+	} else {
+		p.ordered().AscendGreaterOrEqual(&record{updated: cur.Time}, visit)
+	}
+	return hits
 }
 
 // countTerms is the Rank of a hit: how many times the terms occur in its
@@ -264,6 +319,12 @@ func (x *searchIndex) findItems(ctx context.Context, opts recall.SearchOptions, 
 	window, candidates := searchWindow, searchCandidates
 	if x.testWindow > 0 { // a test's
 		window, candidates = x.testWindow, x.testWindow
+	}
+	if first := firstWindow * keep; first < window {
+		found, done, err := x.window(ctx, first, where(conds), args, where(textConds), textArgs, keep, accept)
+		if err != nil || done {
+			return found, err
+		}
 	}
 	few := false
 	if m != "" {

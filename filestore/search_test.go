@@ -3,6 +3,7 @@ package filestore_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -627,5 +628,51 @@ func TestSearchIndexDisagrees(t *testing.T) {
 				t.Fatalf("the index was not built again: %v", err)
 			}
 		})
+	}
+}
+
+// TestSearchTitlesOfOneProject searches the titles of one project's many
+// sessions, which a search walks newest first and stops once a page is
+// found: common and rare words, every page, as sessions change, are
+// renamed, archived and removed in between, here and through another
+// Store value (another process), whose changes this one reads.
+func TestSearchTitlesOfOneProject(t *testing.T) {
+	ctx := context.Background()
+	// The directory's names are vouched for at once: the journal is
+	// believed, and a search that finds no record changed since the last
+	// one (projectIndex.generation) looks no further.
+	defer filestore.SetRacyWindow(filestore.SetRacyWindow(0))
+	home := t.TempDir()
+	s, other := openSearchStore(t, home), openSearchStore(t, home)
+	rng := testkit.Rand(t)
+	words := []string{"plan", "plan", "plan", "budget", "zebra"}
+	for step := range 8 {
+		for range 25 {
+			w := s
+			if rng.IntN(3) == 0 {
+				w = other
+			}
+			k := recall.Key{Project: "p", Session: fmt.Sprintf("s%02d", rng.IntN(60))}
+			var err error
+			switch rng.IntN(5) {
+			case 0, 1:
+				_, err = w.Append(ctx, k, recall.Guard{}, recall.ItemEntry(recall.Message("user", "notes on the "+words[rng.IntN(len(words))])))
+			case 2:
+				_, err = recall.SetTitle(ctx, w, k, fmt.Sprintf("the %s of %d", words[rng.IntN(len(words))], step), recall.TitleUser)
+			case 3:
+				_, err = recall.SetArchived(ctx, w, k, rng.IntN(2) == 0)
+			case 4:
+				if rng.IntN(3) == 0 {
+					err = w.Remove(ctx, k)
+				}
+			}
+			if err != nil && !errors.Is(err, recall.ErrNotFound) {
+				t.Fatal(err)
+			}
+		}
+		for _, q := range []string{"plan", "budget", "zebra", "the"} {
+			checkSearch(t, s, recall.SearchOptions{Query: q, Project: "p", Role: recall.RoleTitle, Limit: 1 + rng.IntN(5)})
+			checkSearch(t, s, recall.SearchOptions{Query: q, Project: "p", Limit: 1 + rng.IntN(5), IncludeArchived: rng.IntN(2) == 0})
+		}
 	}
 }

@@ -167,6 +167,11 @@ type caughtUp struct {
 	project string
 	rows    map[*record]*indexedLog
 	byID    map[int64]*indexedLog
+	// gen is the project's generation (projectIndex.generation) before
+	// its records were listed, when it had one (genOK): while it stays,
+	// and the index's rows too, nothing needs a look.
+	gen   uint64
+	genOK bool
 }
 
 // indexErr wraps an error of the index (not of the logs): Search rebuilds
@@ -490,6 +495,14 @@ func (x *searchIndex) catchUp(ctx context.Context, s *Store, project string, pro
 	if x.last != nil && x.last.project == project {
 		known = x.last.rows
 	}
+	var gen uint64
+	genOK := false
+	if project != "" {
+		gen, genOK = s.project(project).generation()
+		if genOK && known != nil && x.last.genOK && x.last.gen == gen {
+			return x.last.byID, nil // no record changed, and no row (indexedLogs)
+		}
+	}
 	ch, err := s.changedLogs(ctx, project, rows, known)
 	if err != nil {
 		return nil, err
@@ -505,10 +518,12 @@ func (x *searchIndex) catchUp(ctx context.Context, s *Store, project string, pro
 		}
 	} else if known != nil && ch.known == len(ch.listed) && ch.known == len(known) {
 		// The same records as the last catch-up, and the same rows.
+		x.last.gen, x.last.genOK = gen, genOK
 		return x.last.byID, nil
 	}
 	// Only the sessions listed: not one another process indexed since.
-	last := &caughtUp{project: project, rows: make(map[*record]*indexedLog, len(ch.listed)), byID: make(map[int64]*indexedLog, len(ch.listed))}
+	last := &caughtUp{project: project, rows: make(map[*record]*indexedLog, len(ch.listed)), byID: make(map[int64]*indexedLog, len(ch.listed)),
+		gen: gen, genOK: genOK}
 	for _, rec := range ch.listed {
 		r := rows[rec.key]
 		if r == nil {
