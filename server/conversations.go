@@ -263,29 +263,21 @@ func (s *Server) appendItems(ctx context.Context, key recall.Key, items []recall
 		// Derived ids cannot collide: nothing to check.
 		return s.store.Append(ctx, key, recall.IfExists(), entries...)
 	}
-	// The view's own ids are read once; after a conflict only the entries
-	// written since are (an item adds its id; an entry that removes items
-	// or replaces the view makes the view be read again).
-	var taken map[string]bool
-	var last int64
+	// The view's own ids are kept between requests (takenIDs): a request
+	// reads the entries written since the last one, and after a conflict
+	// those written since its check.
+	v := s.taken.get(key)
+	v.mu.Lock()
+	defer v.mu.Unlock()
 	for range maxIDRetries {
-		if taken == nil {
-			live, at, err := s.store.Items(ctx, key, 0)
-			if err != nil {
-				return 0, err
+		if err := s.taken.catchUp(ctx, s.store, key, v); err != nil {
+			if errors.Is(err, recall.ErrNotFound) {
+				s.taken.drop(key)
 			}
-			if at == 0 {
-				return 0, conversationNotFound(key.Session)
-			}
-			taken, last = map[string]bool{}, at
-			for _, l := range live {
-				if id := headOf(l.Item).ownID(); id != "" {
-					taken[id] = true
-				}
-			}
+			return 0, err
 		}
 		for i, id := range ids {
-			if id != "" && taken[id] {
+			if id != "" && v.ids[id] {
 				return 0, &APIError{
 					Status:  http.StatusBadRequest,
 					Message: "An item with id '" + shorten(id) + "' already exists in this conversation.",
@@ -295,31 +287,29 @@ func (s *Server) appendItems(ctx context.Context, key recall.Key, items []recall
 				}
 			}
 		}
-		n, err := s.store.Append(ctx, key, recall.IfLastSeq(last), entries...)
-		if !errors.Is(err, recall.ErrConflict) {
-			return n, err
-		}
-		// Written meanwhile: check the ids against what was written.
-		es, err := s.store.Entries(ctx, key, last, 0)
-		if err != nil {
-			return 0, notFoundAs(err, key)
-		}
-		reread := false
-		for _, e := range es {
-			last = e.Seq
-			switch e.Kind {
-			case recall.KindItem:
-				if it, ok := recall.ItemOf(e); ok {
-					if id := headOf(it).ownID(); id != "" {
-						taken[id] = true
-					}
-				}
-			case recall.KindPop, recall.KindRemove, recall.KindClear, recall.KindCompaction:
-				reread = true // the view lost items: read it again
+		before := v.last
+		n, err := s.store.Append(ctx, key, recall.IfLastSeq(before), entries...)
+		switch {
+		case err == nil:
+			for _, id := range ids {
+				s.taken.add(v, id)
 			}
+			v.last = n
+			return n, nil
+		case !errors.Is(err, recall.ErrConflict):
+			if errors.Is(err, recall.ErrNotFound) {
+				s.taken.drop(key)
+			}
+			return 0, err
 		}
-		if reread {
-			taken = nil
+		// Written meanwhile: the next round reads what was. When nothing
+		// was written after before, the conversation was replaced by one
+		// with fewer entries: it is read whole.
+		if err := s.taken.catchUp(ctx, s.store, key, v); err != nil {
+			return 0, err
+		}
+		if v.last == before {
+			v.ids = nil
 		}
 	}
 	return 0, &APIError{Status: http.StatusConflict, Message: "The conversation kept changing while the item ids were checked; try again.", Type: "invalid_request_error", Code: "conflict"}

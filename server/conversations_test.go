@@ -584,22 +584,7 @@ func TestItemIDsSurviveRestart(t *testing.T) {
 // by position: recall.ReadItems), not the whole conversation.
 func TestListReadsLittle(t *testing.T) {
 	ctx := context.Background()
-	st := &countingStore{Store: backends()[0].open(t)}
-	c := client(serve(t, st), "")
-	conv, err := c.Conversations.New(ctx, conversations.ConversationNewParams{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	const total = 10000
-	for start := 0; start < total; start += 500 {
-		batch := make([]recall.Item, 500)
-		for i := range batch {
-			batch[i] = recall.Message("user", fmt.Sprint(start+i))
-		}
-		if _, err := st.Append(ctx, localKey(conv.ID), recall.IfExists(), recall.ItemEntries(batch...)...); err != nil {
-			t.Fatal(err)
-		}
-	}
+	st, c, conv := countedConversation(t, 10000)
 	reads := func(what string, max int64, call func() error) {
 		t.Helper()
 		st.items.Store(0)
@@ -686,7 +671,7 @@ func TestListReadsLittle(t *testing.T) {
 	if _, err := c.Conversations.Items.Delete(ctx, conv.ID, lastID); err != nil {
 		t.Fatal(err)
 	}
-	_, err = c.Conversations.Items.List(ctx, conv.ID, conversations.ItemListParams{After: param.NewOpt(lastID)})
+	_, err := c.Conversations.Items.List(ctx, conv.ID, conversations.ItemListParams{After: param.NewOpt(lastID)})
 	wantAPIError(t, err, http.StatusBadRequest, "after", "no item with id")
 }
 
@@ -809,4 +794,62 @@ func TestItemIDCheckAfterConflict(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestAddItemsWithIDsReadsLittle adds items with ids of their own to a
+// 5,000-item conversation, again and again, and with a write of another
+// client in between: the first check of their ids reads the view, and
+// each one after reads only the entries written since (takenIDs), while a
+// taken id is still refused, whoever added it.
+func TestAddItemsWithIDsReadsLittle(t *testing.T) {
+	ctx := context.Background()
+	st, c, conv := countedConversation(t, 5000)
+	add := func(id string) error {
+		_, err := c.Conversations.Items.New(ctx, conv.ID, conversations.ItemNewParams{Items: []responses.ResponseInputItemUnionParam{functionCall(id, "c")}}, option.WithMaxRetries(0))
+		return err
+	}
+	if err := add("fc_0"); err != nil {
+		t.Fatal(err)
+	}
+	st.items.Store(0)
+	st.entries.Store(0)
+	for i := 1; i <= 20; i++ {
+		if err := add(fmt.Sprintf("fc_%d", i)); err != nil {
+			t.Fatal(err)
+		}
+		// Another client's item, with an id, written past this server.
+		other := recall.Item(fmt.Sprintf(`{"type":"function_call","id":"fc_other_%d","call_id":"o","name":"f","arguments":"{}"}`, i))
+		if _, err := st.Append(ctx, localKey(conv.ID), recall.IfExists(), recall.ItemEntry(other)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, e := st.items.Load(), st.entries.Load(); n != 0 || e > 20 {
+		t.Errorf("20 adds read %d items of the view and %d entries; want none of the view, and the 20 other items' entries", n, e)
+	}
+	for _, id := range []string{"fc_7", "fc_other_7"} {
+		wantAPIError(t, add(id), http.StatusBadRequest, "items[0].id", "already exists")
+	}
+}
+
+// countedConversation returns a server's client on a store that counts
+// its reads, and a conversation of n messages ("0", "1", …) made there.
+func countedConversation(t *testing.T, n int) (*countingStore, openai.Client, *conversations.Conversation) {
+	t.Helper()
+	ctx := context.Background()
+	st := &countingStore{Store: backends()[0].open(t)}
+	c := client(serve(t, st), "")
+	conv, err := c.Conversations.New(ctx, conversations.ConversationNewParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for start := 0; start < n; start += 500 {
+		batch := make([]recall.Item, min(500, n-start))
+		for i := range batch {
+			batch[i] = recall.Message("user", fmt.Sprint(start+i))
+		}
+		if _, err := st.Append(ctx, localKey(conv.ID), recall.IfExists(), recall.ItemEntries(batch...)...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return st, c, conv
 }

@@ -197,6 +197,7 @@ type countingStore struct {
 	recall.Store
 	calls, items atomic.Int64 // Items and ReadItems
 	reads        atomic.Int64 // Items, ReadItems, Load and Entries
+	entries      atomic.Int64 // the entries Entries returned
 	searches     atomic.Int64
 	unlimited    atomic.Int64 // List calls with a negative Limit
 	listed       atomic.Int64 // the sessions List returned
@@ -235,8 +236,10 @@ func (s *countingStore) Load(ctx context.Context, key recall.Key) (recall.Meta, 
 }
 
 func (s *countingStore) Entries(ctx context.Context, key recall.Key, after int64, limit int) ([]recall.Entry, error) {
+	es, err := s.Store.Entries(ctx, key, after, limit)
 	s.reads.Add(1)
-	return s.Store.Entries(ctx, key, after, limit)
+	s.entries.Add(int64(len(es)))
+	return es, err
 }
 
 func (s *countingStore) Search(ctx context.Context, opts recall.SearchOptions) (recall.SearchPage, error) {

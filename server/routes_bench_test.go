@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -29,7 +30,8 @@ import (
 // bytes the store handed the server (small-storekB, large-storekB), and
 // x-small = large / small, the target being at most 1.5. The cases: a
 // conversation of 1,000 and of 100,000 items, and a user with 1,000 and
-// with 100,000 sessions.
+// with 100,000 sessions. One route writes: adding an item with an id of
+// its own, which is checked against the conversation's ids.
 //
 //	go test -run '^$' -bench BenchmarkRoutes -benchtime 200x ./server
 func BenchmarkRoutes(b *testing.B) {
@@ -96,21 +98,23 @@ func BenchmarkRoutes(b *testing.B) {
 	user := func(path string) func(n int) (http.Handler, *bytesStore, string) {
 		return func(n int) (http.Handler, *bytesStore, string) { return users[n], userStores[n], path }
 	}
-	for _, r := range []struct {
-		name string
-		at   func(n int) (http.Handler, *bytesStore, string)
-	}{
-		{"items-newest", conv("/v1/conversations/%s/items")},
-		{"items-oldest", conv("/v1/conversations/%s/items?order=asc")},
-		{"items-after-early", conv("/v1/conversations/%s/items?after=recall-30")},
-		{"items-asc-after-early", conv("/v1/conversations/%s/items?order=asc&after=recall-30")},
-		{"item-oldest", conv("/v1/conversations/%s/items/recall-1")},
-		{"conversation", conv("/v1/conversations/%s")},
-		{"web-session", conv("/s/%s")},
-		{"web-session-early", conv("/s/%s?before=30")},
-		{"api-sessions", user("/api/v1/sessions")},
-		{"web-list", user("/")},
-		{"api-search", user("/api/v1/search?q=design+review")},
+	added := 0 // the items with ids the add-item route added
+	for _, r := range []benchRoute{
+		{name: "items-newest", at: conv("/v1/conversations/%s/items")},
+		{name: "items-oldest", at: conv("/v1/conversations/%s/items?order=asc")},
+		{name: "items-after-early", at: conv("/v1/conversations/%s/items?after=recall-30")},
+		{name: "items-asc-after-early", at: conv("/v1/conversations/%s/items?order=asc&after=recall-30")},
+		{name: "item-oldest", at: conv("/v1/conversations/%s/items/recall-1")},
+		{name: "conversation", at: conv("/v1/conversations/%s")},
+		{name: "web-session", at: conv("/s/%s")},
+		{name: "web-session-early", at: conv("/s/%s?before=30")},
+		{name: "api-sessions", at: user("/api/v1/sessions")},
+		{name: "web-list", at: user("/")},
+		{name: "api-search", at: user("/api/v1/search?q=design+review")},
+		{name: "add-item-with-id", at: conv("/v1/conversations/%s/items"), post: func() string {
+			added++
+			return fmt.Sprintf(`{"items":[{"type":"function_call","id":"fc_%d","call_id":"c","name":"f","arguments":"{}"}]}`, added)
+		}},
 	} {
 		b.Run(r.name, func(b *testing.B) {
 			var spent, allocs, bytes [2]int64
@@ -125,7 +129,7 @@ func BenchmarkRoutes(b *testing.B) {
 			warm := func() {
 				for _, n := range []int{small, large} {
 					h, _, path := r.at(n)
-					h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "http://localhost"+path, nil))
+					h.ServeHTTP(httptest.NewRecorder(), r.request(path))
 				}
 			}
 			warm()
@@ -146,7 +150,7 @@ func BenchmarkRoutes(b *testing.B) {
 					read := st.bytes.Load()
 					start := time.Now()
 					rec := httptest.NewRecorder()
-					h.ServeHTTP(rec, httptest.NewRequest("GET", "http://localhost"+path, nil))
+					h.ServeHTTP(rec, r.request(path))
 					spent[i] += int64(time.Since(start))
 					runtime.ReadMemStats(&ms)
 					allocs[i] += int64(ms.Mallocs - before)
@@ -222,4 +226,24 @@ func (s *bytesStore) List(ctx context.Context, project string, opts recall.ListO
 	p, err := s.Store.List(ctx, project, opts)
 	s.bytes.Add(int64(200 * len(p.Sessions))) // about a session's metadata
 	return p, err
+}
+
+// benchRoute is a route of BenchmarkRoutes: a path for each case, on the
+// conversations' server or a user's.
+type benchRoute struct {
+	name string
+	at   func(n int) (http.Handler, *bytesStore, string)
+	// post, when set, makes the route a POST of the body it returns (a
+	// new one each time).
+	post func() string
+}
+
+// request returns the route's request of path.
+func (r benchRoute) request(path string) *http.Request {
+	if r.post == nil {
+		return httptest.NewRequest("GET", "http://localhost"+path, nil)
+	}
+	req := httptest.NewRequest("POST", "http://localhost"+path, strings.NewReader(r.post()))
+	req.Header.Set("Content-Type", "application/json")
+	return req
 }

@@ -121,6 +121,7 @@ type Server struct {
 
 	watches watches  // the pollers of the sessions open pages watch
 	ids     idPlaces // where the items with own ids this process showed sit
+	taken   takenIDs // the own ids of conversations, for adding items
 
 	// The background work (see background), which Close cancels and
 	// waits for.
