@@ -320,19 +320,34 @@ func (x *searchIndex) findItems(ctx context.Context, opts recall.SearchOptions, 
 	if x.testWindow > 0 { // a test's
 		window, candidates = x.testWindow, x.testWindow
 	}
-	if first := firstWindow * keep; first < window {
+	// At most limit candidates (counted up to limit+1)?
+	atMost := func(limit int) (bool, error) {
+		var n int
+		if err := x.conn.QueryRowContext(ctx, "SELECT count(*) FROM (SELECT 1 FROM items_fts WHERE items_fts MATCH ? LIMIT ?)", m, limit+1).Scan(&n); err != nil {
+			return false, ixErr(err)
+		}
+		return n <= limit, nil
+	}
+	// A rare word has few candidates, which cost little to count; a word
+	// with more than a small window's worth is looked for in that window
+	// before its candidates are counted further.
+	first := firstWindow * keep
+	few := false
+	if m != "" && first < candidates {
+		if few, err = atMost(first); err != nil {
+			return nil, err
+		}
+	}
+	if !few && first < window {
 		found, done, err := x.window(ctx, first, where(conds), args, where(textConds), textArgs, keep, accept)
 		if err != nil || done {
 			return found, err
 		}
 	}
-	few := false
-	if m != "" {
-		var n int
-		if err := x.conn.QueryRowContext(ctx, "SELECT count(*) FROM (SELECT 1 FROM items_fts WHERE items_fts MATCH ? LIMIT ?)", m, candidates+1).Scan(&n); err != nil {
-			return nil, ixErr(err)
+	if m != "" && !few {
+		if few, err = atMost(candidates); err != nil {
+			return nil, err
 		}
-		few = n <= candidates
 	}
 	for n := window; !few; n *= 8 {
 		found, done, err := x.window(ctx, n, where(conds), args, where(textConds), textArgs, keep, accept)
