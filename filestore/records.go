@@ -102,8 +102,8 @@ type trust int
 
 const (
 	journalBelieved trust = iota // List may take it as it is
-	journalDirMoved        // believable, but a name came or went in the directory since its #dir
-	journalDoubted         // no header of this boot, damage, an older writer: every log is checked
+	journalDirMoved              // believable, but a name came or went in the directory since its #dir
+	journalDoubted               // no header of this boot, damage, an older writer: every log is checked
 )
 
 // records returns an up-to-date record of every log of the project's main
@@ -524,4 +524,3 @@ func (p *projectIndex) validate(fresh []*record, gone []string, seen map[string]
 		p.dirSeen, p.dirTime = true, dirTime // the next refresh reads the lines again, to the same effect
 	}
 }
-
