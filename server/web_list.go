@@ -1,0 +1,213 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"html/template"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/recallkit/recall"
+)
+
+// The viewer's list page: the pinned sessions, then the others newest
+// first, or the hits of a search, a page at a time.
+
+// listRow is one session of the list.
+type listRow struct {
+	ID          string
+	Title       string
+	Project     string
+	FirstPrompt string
+	Updated     time.Time
+	Items       int
+	Pinned      bool
+	Archived    bool
+	Own         bool // the reader's own: linked, its first prompt shown
+}
+
+// hitRow is one search hit.
+type hitRow struct {
+	ID, Title, Role, Anchor string
+	Snippet                 template.HTML
+	Time                    time.Time
+}
+
+type listData struct {
+	pageBase
+	Q        string
+	Project  string
+	Projects []string
+	Archived bool
+	Pinned   bool // ?pinned=1: the pinned sessions only
+	Rows     []listRow
+	Hits     []hitRow
+	More     string // the URL of the next page; "" on the last
+	// MorePinned is the URL of the pinned sessions after the first page's
+	// pinnedCap, when there are more.
+	MorePinned string
+	Error      string
+}
+
+func (s *Server) webList(w http.ResponseWriter, r *http.Request) {
+	u, err := apiUser(r)
+	if err != nil {
+		s.webError(w, r, err)
+		return
+	}
+	q := r.URL.Query()
+	d := listData{pageBase: s.base(w, r, "Sessions"), Q: strings.TrimSpace(q.Get("q")), Project: q.Get("project"),
+		Archived: q.Get("archived") == "1", Pinned: q.Get("pinned") == "1", Projects: []string{u.Project()}}
+	if u.Admin {
+		if d.Projects, err = s.userProjects(r.Context(), u); err != nil {
+			s.webError(w, r, err)
+			return
+		}
+	}
+	if d.Project == "" || !slices.Contains(d.Projects, d.Project) {
+		d.Project = u.Project()
+	}
+	if d.Q != "" {
+		err = s.webSearch(r, u, &d)
+	} else {
+		err = s.webListPage(r, u, &d)
+	}
+	if err != nil {
+		var ae *APIError
+		if !errors.As(err, &ae) || ae.Status != http.StatusBadRequest {
+			s.webError(w, r, err)
+			return
+		}
+		d.Error = ae.Message
+	}
+	name := "list.html"
+	if q.Get("frag") == "1" {
+		name = "rows"
+	}
+	s.render(w, r, http.StatusOK, name, d)
+}
+
+// userProjects lists the users' projects, sorted, for an admin's project
+// filter: those that hold sessions, and the admin's own, which may hold
+// none yet but is the one listed when no other is picked (the filter
+// shows the project listed, so it must offer it).
+func (s *Server) userProjects(ctx context.Context, admin User) ([]string, error) {
+	ps, err := recall.Projects(ctx, s.store)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, p := range ps {
+		if strings.HasPrefix(p.Project, userPrefix) {
+			out = append(out, p.Project)
+		}
+	}
+	if i, found := slices.BinarySearch(out, admin.Project()); !found {
+		out = slices.Insert(out, i, admin.Project())
+	}
+	return out, nil
+}
+
+// nextURL is the list's URL with the cursor set.
+func nextURL(r *http.Request, cursor string) string {
+	q := r.URL.Query()
+	q.Set("cursor", cursor)
+	q.Del("frag")
+	return "/?" + q.Encode()
+}
+
+// webListPage reads one page of the list: on the first, the pinned
+// sessions (up to pinnedCap, from the store's listing of pinned sessions),
+// then up to webPageSize others from the cursor on. With ?pinned=1 it
+// lists the pinned sessions only, paged the same way; the first page
+// links there (MorePinned) when it could not show every pinned session.
+// Every page ends on one of the store's own cursors.
+func (s *Server) webListPage(r *http.Request, u User, d *listData) error {
+	ctx := r.Context()
+	cursor := r.URL.Query().Get("cursor")
+	opts := recall.ListOptions{IncludeArchived: d.Archived, Pinned: d.Pinned, Cursor: cursor}
+	keep := func(m recall.Meta) bool { return !d.Archived || m.Archived }
+	others := func(m recall.Meta) bool { return !m.Pinned && keep(m) }
+	if d.Pinned {
+		others = keep // the listing holds pinned sessions only
+	}
+	var metas []recall.Meta
+	if cursor == "" && !d.Pinned {
+		pinned := recall.ListOptions{IncludeArchived: d.Archived, Pinned: true}
+		found, more, err := s.collect(ctx, d.Project, pinned, pinnedCap, keep)
+		if err != nil {
+			return err
+		}
+		metas = found
+		if more != "" {
+			q := r.URL.Query()
+			q.Set("pinned", "1")
+			q.Set("cursor", more)
+			q.Del("frag")
+			d.MorePinned = "/?" + q.Encode()
+		}
+	}
+	rest, next, err := s.collect(ctx, d.Project, opts, webPageSize, others)
+	if err != nil {
+		return cursorErr(err, cursor)
+	}
+	metas = append(metas, rest...)
+	own := u.Project()
+	d.Rows = make([]listRow, len(metas))
+	for i, m := range metas {
+		row := listRow{ID: m.Key.Session, Title: m.Title, Project: m.Key.Project, Updated: m.Updated, Items: m.ItemCount,
+			Pinned: m.Pinned, Archived: m.Archived, Own: m.Key.Project == own}
+		if row.Own {
+			row.FirstPrompt = m.FirstPrompt // kept by the store: the list reads no items
+		}
+		d.Rows[i] = row
+	}
+	if next != "" {
+		d.More = nextURL(r, next)
+	}
+	return nil
+}
+
+// webSearch runs a full-text search over the reader's own sessions.
+func (s *Server) webSearch(r *http.Request, u User, d *listData) error {
+	d.Project = u.Project() // search reads items: only the reader's own
+	cursor := r.URL.Query().Get("cursor")
+	if _, err := recall.ParseSearchCursor(cursor); cursor != "" && err != nil {
+		return badCursor()
+	}
+	page, err := recall.Search(r.Context(), s.store, recall.SearchOptions{Query: d.Q, Project: u.Project(),
+		IncludeArchived: d.Archived, Limit: webPageSize, Cursor: cursor})
+	if err != nil {
+		return searchErr(err)
+	}
+	for _, h := range page.Hits {
+		anchor := ""
+		if h.Ref.Seq > 0 {
+			anchor = "#i-" + strings.ReplaceAll(refString(h.Ref), ".", "-")
+		}
+		d.Hits = append(d.Hits, hitRow{ID: h.Key.Session, Title: h.Title, Role: h.Role, Anchor: anchor,
+			Snippet: highlight(h.Snippet, h.Matches), Time: h.Time})
+	}
+	if page.Next != "" {
+		d.More = nextURL(r, page.Next)
+	}
+	return nil
+}
+
+// highlight escapes a snippet and marks its matches.
+func highlight(snippet string, spans []recall.Span) template.HTML {
+	var b strings.Builder
+	at := 0
+	for _, sp := range spans {
+		if sp.Start < at || sp.End > len(snippet) || sp.Start > sp.End {
+			continue
+		}
+		b.WriteString(template.HTMLEscapeString(snippet[at:sp.Start]))
+		b.WriteString("<mark>" + template.HTMLEscapeString(snippet[sp.Start:sp.End]) + "</mark>")
+		at = sp.End
+	}
+	b.WriteString(template.HTMLEscapeString(snippet[at:]))
+	return template.HTML(b.String()) // #nosec: every part escaped
+}
