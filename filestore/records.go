@@ -213,29 +213,9 @@ func (s *Store) check(ctx context.Context, p *projectIndex, parent string, stat 
 	}
 	p.mu.Unlock()
 
-	fresh := make([]*record, 0, len(stale))
-	for i, lf := range stale {
-		if err := ctx.Err(); err != nil {
-			return nil, false, err
-		}
-		k, ok := keyOf(p.name, lf.rel)
-		if !ok {
-			continue // a file named by hand outside the key rules
-		}
-		l := loc{key: k, dir: p.dir, rel: lf.rel, path: filepath.Join(p.dir, filepath.FromSlash(lf.rel)+logExt)}
-		f, st, ok, err := openLog(l)
-		if err != nil {
-			return nil, false, fmt.Errorf("%s: %w", l.path, err)
-		}
-		if !ok {
-			continue // removed since the directory was read
-		}
-		r, err := derive(ctx, f, k, lf.rel, st, prev[i])
-		f.Close()
-		if err != nil {
-			return nil, false, fmt.Errorf("%s: %w", l.path, err)
-		}
-		fresh = append(fresh, r)
+	fresh, err := s.deriveStale(ctx, p, stale, prev)
+	if err != nil {
+		return nil, false, err
 	}
 	if parent == "" {
 		p.validate(append(confirmed, fresh...), gone, seen, jIno, jOff, jSeq, dirTime, dirOK)
@@ -523,4 +503,36 @@ func (p *projectIndex) validate(fresh []*record, gone []string, seen map[string]
 	if p.appendLocked(f, buf) == nil {
 		p.dirSeen, p.dirTime = true, dirTime // the next refresh reads the lines again, to the same effect
 	}
+}
+
+// deriveStale derives the records of the logs stale, each from the
+// record before it (prev, nil for none) where that still describes its
+// start. A log removed since the directory was read, or named by hand
+// outside the key rules, is left out.
+func (s *Store) deriveStale(ctx context.Context, p *projectIndex, stale []logFile, prev []*record) ([]*record, error) {
+	fresh := make([]*record, 0, len(stale))
+	for i, lf := range stale {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		k, ok := keyOf(p.name, lf.rel)
+		if !ok {
+			continue // a file named by hand outside the key rules
+		}
+		l := loc{key: k, dir: p.dir, rel: lf.rel, path: filepath.Join(p.dir, filepath.FromSlash(lf.rel)+logExt)}
+		f, st, ok, err := openLog(l)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", l.path, err)
+		}
+		if !ok {
+			continue // removed since the directory was read
+		}
+		r, err := derive(ctx, f, k, lf.rel, st, prev[i])
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", l.path, err)
+		}
+		fresh = append(fresh, r)
+	}
+	return fresh, nil
 }
