@@ -293,6 +293,17 @@ func atoi(b []byte) (int64, bool) {
 	return n, true
 }
 
+// headCheck returns the crc of the first checkLen bytes of f, whose size
+// is size (all of them when it is shorter).
+func headCheck(f *os.File, size int64) (uint32, error) {
+	n := min(size, checkLen)
+	var b [checkLen]byte
+	if _, err := f.ReadAt(b[:n], 0); err != nil {
+		return 0, err
+	}
+	return crc32.ChecksumIEEE(b[:n]), nil
+}
+
 // tailCheck returns the crc of the checkLen bytes of f before off.
 func tailCheck(f *os.File, off int64) (uint32, error) {
 	n := min(off, checkLen)

@@ -89,7 +89,7 @@ func sameHits(got, want []recall.Hit) string {
 	for i := range got {
 		g, w := got[i], want[i]
 		if !g.Time.Equal(w.Time) {
-			return fmt.Sprintf("hit %d: time %v, want %v", i, g.Time, w.Time)
+			return fmt.Sprintf("hit %d: time %v, want %v\n got %+v\nwant %+v", i, g.Time, w.Time, g, w)
 		}
 		g.Time, w.Time = time.Time{}, time.Time{}
 		if !reflect.DeepEqual(g, w) {

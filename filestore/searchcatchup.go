@@ -292,7 +292,16 @@ func indexLog(ctx context.Context, tx *sql.Tx, s *Store, key recall.Key) (int, e
 
 	from := int64(0)
 	m := recall.Meta{Key: key}
-	if row != nil && row.ino == st.Ino && st.Size >= row.off {
+	head, err := headCheck(f, st.Size)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", l.path, err)
+	}
+	// The log the row describes, grown: the same inode, its bytes before
+	// the row's end as they were, and the same first bytes, which hold its
+	// first entry's time: a session removed and made again may get the
+	// inode back and end in the same bytes (an entry's time is at its
+	// line's start). A row of an older index knows no head (-1).
+	if row != nil && row.ino == st.Ino && st.Size >= row.off && (row.head < 0 || row.head == int64(head)) {
 		if c, err := tailCheck(f, row.off); err == nil && c == row.chk {
 			var raw string
 			if err := tx.QueryRowContext(ctx, "SELECT meta FROM logs WHERE id = ?", row.id).Scan(&raw); err != nil {
@@ -350,8 +359,8 @@ func indexLog(ctx context.Context, tx *sql.Tx, s *Store, key recall.Key) (int, e
 	if err != nil {
 		return 0, err
 	}
-	_, err = tx.ExecContext(ctx, `UPDATE logs SET ino = ?, off = ?, chk = ?, meta = ?, title = ?, ntitle = ?, upd_s = ?, upd_n = ?, archived = ? WHERE id = ?`,
-		int64(st.Ino), sc.end, int64(check), string(js), m.Title, recall.NormalizeText(m.Title),
+	_, err = tx.ExecContext(ctx, `UPDATE logs SET ino = ?, off = ?, chk = ?, head = ?, meta = ?, title = ?, ntitle = ?, upd_s = ?, upd_n = ?, archived = ? WHERE id = ?`,
+		int64(st.Ino), sc.end, int64(check), int64(head), string(js), m.Title, recall.NormalizeText(m.Title),
 		m.Updated.Unix(), m.Updated.Nanosecond(), m.Archived, id)
 	return w.written, ixErr(err)
 }

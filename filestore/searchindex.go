@@ -65,9 +65,10 @@ const searchIndexName = "#search-v1.db"
 // (SIGBUS).
 const searchMmapSize int64 = 2 << 30
 
-// searchSchemaVersion is the database's user_version. A file with another
+// searchSchemaVersion is the database's user_version. A file of version
+// 2 gains the logs' head column (see prepare); one with another
 // version is removed and built anew.
-const searchSchemaVersion = 2
+const searchSchemaVersion = 3
 
 const searchSchema = `
 CREATE TABLE logs(
@@ -77,6 +78,7 @@ CREATE TABLE logs(
 	ino      INTEGER NOT NULL,
 	off      INTEGER NOT NULL, -- committed end indexed
 	chk      INTEGER NOT NULL, -- crc32 of the checkLen bytes before off
+	head     INTEGER NOT NULL DEFAULT -1, -- crc32 of the first checkLen bytes; -1 unknown
 	meta     TEXT NOT NULL,    -- recall.Meta JSON at off
 	title    TEXT NOT NULL,
 	ntitle   TEXT NOT NULL,    -- NormalizeText(title)
@@ -256,6 +258,15 @@ func (x *searchIndex) prepare(ctx context.Context, db *sql.DB) error {
 			}
 		}
 		return nil
+	case 2:
+		// The head column: unknown (-1) until a log is indexed again.
+		if _, err := tx.ExecContext(ctx, "ALTER TABLE logs ADD COLUMN head INTEGER NOT NULL DEFAULT -1"); err != nil {
+			return ixErr(err)
+		}
+		if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", searchSchemaVersion)); err != nil {
+			return ixErr(err)
+		}
+		return ixErr(tx.Commit())
 	case 0:
 		var n int
 		if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema").Scan(&n); err != nil {
@@ -306,23 +317,27 @@ type indexedLog struct {
 	ino      uint64
 	off      int64
 	chk      uint32
+	head     int64 // crc32 of the log's first checkLen bytes; -1 unknown
 	title    string
 	ntitle   string
 	updated  time.Time
 	archived bool
 }
 
-// current reports whether the row describes the log as rec found it.
+// current reports whether the row describes the log as rec found it:
+// the same inode, committed end and bytes before it, and the same Updated
+// (a session removed and made again may get the inode back, and end in
+// the same bytes, but its entries have other times).
 func (r *indexedLog) current(rec *record) bool {
-	return r != nil && r.ino == rec.st.Ino && r.off == rec.off && r.chk == rec.check
+	return r != nil && r.ino == rec.st.Ino && r.off == rec.off && r.chk == rec.check && r.updated.Equal(rec.updated)
 }
 
-const logColumns = "id, project, session, ino, off, chk, title, ntitle, upd_s, upd_n, archived"
+const logColumns = "id, project, session, ino, off, chk, head, title, ntitle, upd_s, upd_n, archived"
 
 func scanLog(row interface{ Scan(...any) error }) (*indexedLog, error) {
 	var r indexedLog
 	var ino, chk, us, un int64
-	if err := row.Scan(&r.id, &r.key.Project, &r.key.Session, &ino, &r.off, &chk, &r.title, &r.ntitle, &us, &un, &r.archived); err != nil {
+	if err := row.Scan(&r.id, &r.key.Project, &r.key.Session, &ino, &r.off, &chk, &r.head, &r.title, &r.ntitle, &us, &un, &r.archived); err != nil {
 		return nil, err
 	}
 	r.ino, r.chk, r.updated = uint64(ino), uint32(chk), time.Unix(us, un).UTC()
