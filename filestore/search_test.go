@@ -676,3 +676,41 @@ func TestSearchTitlesOfOneProject(t *testing.T) {
 		}
 	}
 }
+
+// TestSearchIndexVersion2Migrated opens an index of version 2, which has
+// no head column: it is brought to version 3 in place, its rows kept
+// (not rebuilt: a large index takes minutes to build), and searches on
+// it, and on the logs that grow after, find what the scan finds.
+func TestSearchIndexVersion2Migrated(t *testing.T) {
+	home := t.TempDir()
+	s := openSearchStore(t, home)
+	for i := range 5 {
+		appendItems(t, s, recall.Key{Project: "p", Session: fmt.Sprintf("s%d", i)}, recall.Message("user", fmt.Sprintf("needle %d", i)))
+	}
+	checkSearch(t, s, recall.SearchOptions{Query: "needle"})
+	s.Close()
+	// marker is not recall's: a rebuild, which removes the file, drops it
+	for _, stmt := range []string{"ALTER TABLE logs DROP COLUMN head", "CREATE TABLE marker(x)", "PRAGMA user_version = 2"} {
+		if err := filestore.SearchIndexExec(home, stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before, err := filestore.SearchIndexedLogs(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s = openSearchStore(t, home)
+	checkSearch(t, s, recall.SearchOptions{Query: "needle"})
+	after, err := filestore.SearchIndexedLogs(home)
+	if err != nil || !reflect.DeepEqual(after, before) {
+		t.Fatalf("rows after the migration %v, %v; want those before, %v", after, err, before)
+	}
+	appendItems(t, s, recall.Key{Project: "p", Session: "s1"}, recall.Message("user", "another needle"))
+	checkSearch(t, s, recall.SearchOptions{Query: "needle"})
+	if err := filestore.SearchIndexExec(home, "SELECT head FROM logs"); err != nil {
+		t.Errorf("no head column after the migration: %v", err)
+	}
+	if err := filestore.SearchIndexExec(home, "SELECT x FROM marker"); err != nil {
+		t.Errorf("the index was built anew, not migrated: %v", err)
+	}
+}
