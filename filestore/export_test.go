@@ -36,9 +36,7 @@ func SetPageCheck(on bool) bool {
 // setting. A test of the paths a settled directory takes sets it to 0: it
 // models Lists made after the file system's clock moved on.
 func SetRacyWindow(d time.Duration) time.Duration {
-	old := racyWindow
-	racyWindow = d
-	return old
+	return time.Duration(racyWindow.Swap(int64(d)))
 }
 
 // HeadLists returns how many first pages were served from the journal's

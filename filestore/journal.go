@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/recallkit/recall/internal/flock"
@@ -233,12 +234,16 @@ func (p *projectIndex) rewriteLocked(header, dir bool, dirTime int64) error {
 // read include every change of that mtime's tick, and any later change
 // moves the mtime. (A variable only for the tests of the paths a settled
 // directory takes, which model a List made after its clock moved on.)
-var racyWindow = 2 * time.Second
+// It is read by the background checks of the directory (settleDir)
+// while a test may set it, hence atomic.
+var racyWindow atomic.Int64
+
+func init() { racyWindow.Store(int64(2 * time.Second)) }
 
 // settled reports whether a directory whose mtime is mtime, read just
 // before its names were, may be vouched for by those names.
 func settled(mtime int64) bool {
-	return time.Since(time.Unix(0, mtime)) >= racyWindow
+	return time.Since(time.Unix(0, mtime)) >= time.Duration(racyWindow.Load())
 }
 
 // long reports whether the journal, with more lines appended, is due for

@@ -58,7 +58,7 @@ func (s *Store) settleDir(p *projectIndex) {
 			unsettled := false
 			if m, err := fsys.DirMtime(p.dir); err == nil && !settled(m) {
 				unsettled = true
-				rest = max(rest, time.Until(time.Unix(0, m).Add(racyWindow)))
+				rest = max(rest, time.Until(time.Unix(0, m).Add(time.Duration(racyWindow.Load()))))
 			}
 			p.settleMu.Lock()
 			again := (p.settleAgain || unsettled) && !s.closed.Load()
