@@ -9,7 +9,10 @@ require (
 	modernc.org/sqlite v1.62.0
 )
 
-require github.com/go-json-experiment/json v1.27.2 // indirect
+require (
+	github.com/go-json-experiment/json v1.27.2 // indirect
+	github.com/google/btree v1.1.3 // indirect
+)
 
 require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
