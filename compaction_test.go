@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/recallkit/recall/storekit"
 	"slices"
 	"testing"
 	"time"
@@ -107,7 +108,7 @@ func purgeGen() *rapid.Generator[[]recall.Entry] {
 func TestPurgeLogKeepsWhatReadersSee(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		log := purgeGen().Draw(t, "log")
-		out, dropped, err := recall.PurgeLog(testKey, log)
+		out, dropped, err := storekit.PurgeLog(testKey, log)
 		if err != nil {
 			t.Fatalf("PurgeLog: %v", err)
 		}
@@ -149,7 +150,7 @@ func TestPurgeLogKeepsWhatReadersSee(t *testing.T) {
 		if !slices.EqualFunc(gotLive, wantLive, func(a, b recall.LiveItem) bool { return a.Ref == b.Ref && bytes.Equal(a.Item, b.Item) }) {
 			t.Fatalf("view after purge %v, want %v", texts(gotLive), texts(wantLive))
 		}
-		if again, n, err := recall.PurgeLog(testKey, out); err != nil || n != 0 || again != nil {
+		if again, n, err := storekit.PurgeLog(testKey, out); err != nil || n != 0 || again != nil {
 			t.Fatalf("purging a purged log: %d dropped, %v", n, err)
 		}
 	})
@@ -166,7 +167,7 @@ func TestPurgeLogNothingToPurge(t *testing.T) {
 		for i := range log {
 			log[i].Seq = int64(i + 1)
 		}
-		if out, n, err := recall.PurgeLog(testKey, log); out != nil || n != 0 || err != nil {
+		if out, n, err := storekit.PurgeLog(testKey, log); out != nil || n != 0 || err != nil {
 			t.Errorf("%s: PurgeLog = %d entries, %d dropped, %v; want nothing", name, len(out), n, err)
 		}
 	}

@@ -5,13 +5,15 @@
 //
 // The package at the module root is the application developer's API: the
 // contracts every backend shares ([Key], [Item], [Entry], [Meta], the
-// [Store] and [Session] interfaces, [Guard]), the reducer that turns an
-// entry log into the item list a model sees ([Replay]), the operations that
-// work on any store ([Create], [Fork], [RemoveItem], [SetTitle],
-// [SetMetadata], [Cleanup], [Verify], ...), and the sentinel errors.
-// Backends are leaf packages (memstore, filestore, sqlstore, redisstore,
-// mirror); this package imports none of them. What only a backend author
-// needs lives in package storekit, and the conformance suite in storetest.
+// [Store] and [Session] interfaces and the optional abilities a store may
+// have, [Guard]), the reducer that turns an entry log into the item list a
+// model sees ([Replay]), the operations that work on any store ([Create],
+// [Fork], [RemoveItem], [SetTitle], [SetMetadata], [Cleanup], [Search],
+// ...), the limits and the sentinel errors. Backends are leaf packages
+// (memstore, filestore, sqlstore, redisstore, mirror); this package
+// imports none of them. What only a backend author needs lives in package
+// storekit, the search engine the stores share in package search, and the
+// conformance suite in storetest.
 //
 // An agent loop gets a session in a few lines:
 //

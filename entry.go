@@ -169,55 +169,52 @@ func NewEntry(kind Kind, v any) Entry {
 	return Entry{Kind: kind, Data: data}
 }
 
-// ValidateEntries checks a batch before a store writes any of it: every
-// item entry holds a valid item no larger than max, and every known kind's
-// payload decodes. The error wraps ErrInvalidItem or ErrTooLarge.
-func ValidateEntries(entries []Entry, max int) error {
-	for i, e := range entries {
-		var err error
-		switch e.Kind {
-		case KindItem:
-			err = ValidateItem(Item(e.Data), max)
-		case KindTitle:
-			var c TitleChange
-			if err = decodePayload(e, &c); err == nil {
-				err = checkText(e, "title", c.Title)
-			}
-		case KindMeta:
-			var c MetaChange
-			if err = decodePayload(e, &c); err == nil {
-				for _, l := range c.Labels {
-					if err = checkText(e, "label", l); err != nil {
-						break
-					}
+// Validate checks an entry before a store writes it: an item entry holds
+// a valid item no larger than max, and a known kind's payload decodes
+// (titles and labels hold no NUL, metadata keeps its limits). The error
+// wraps ErrInvalidItem, ErrInvalidMetadata or ErrTooLarge. Stores check a
+// whole batch before writing any of it (storekit.ValidateEntries).
+func (e Entry) Validate(max int) error {
+	var err error
+	switch e.Kind {
+	case KindItem:
+		err = ValidateItem(Item(e.Data), max)
+	case KindTitle:
+		var c TitleChange
+		if err = decodePayload(e, &c); err == nil {
+			err = checkText(e, "title", c.Title)
+		}
+	case KindMeta:
+		var c MetaChange
+		if err = decodePayload(e, &c); err == nil {
+			for _, l := range c.Labels {
+				if err = checkText(e, "label", l); err != nil {
+					break
 				}
 			}
-			if err == nil {
-				err = validateMetadataChange(c)
-			}
-			if err == nil && len(c.Metadata) > 0 && !utf8.Valid(e.Data) {
-				// decoding turned the bad bytes into U+FFFD: refuse the
-				// raw payload rather than keep altered text
-				err = fmt.Errorf("%w: meta payload is not valid UTF-8", ErrInvalidMetadata)
-			}
-		case KindPop, KindRemove:
-			err = decodePayload(e, &ItemRef{})
-		case KindCompaction:
-			var c Compaction
-			if err = decodePayload(e, &c); err == nil {
-				err = ValidateItems(c.Items, max)
-			}
-		case KindFork:
-			err = decodePayload(e, &ForkOrigin{})
-		case KindClear, KindCreate:
-		case "":
-			err = fmt.Errorf("%w: entry without a kind", ErrInvalidItem)
 		}
-		if err != nil {
-			return fmt.Errorf("entry %d: %w", i, err)
+		if err == nil {
+			err = validateMetadataChange(c)
 		}
+		if err == nil && len(c.Metadata) > 0 && !utf8.Valid(e.Data) {
+			// decoding turned the bad bytes into U+FFFD: refuse the
+			// raw payload rather than keep altered text
+			err = fmt.Errorf("%w: meta payload is not valid UTF-8", ErrInvalidMetadata)
+		}
+	case KindPop, KindRemove:
+		err = decodePayload(e, &ItemRef{})
+	case KindCompaction:
+		var c Compaction
+		if err = decodePayload(e, &c); err == nil {
+			err = ValidateItems(c.Items, max)
+		}
+	case KindFork:
+		err = decodePayload(e, &ForkOrigin{})
+	case KindClear, KindCreate:
+	case "":
+		err = fmt.Errorf("%w: entry without a kind", ErrInvalidItem)
 	}
-	return nil
+	return err
 }
 
 // checkText refuses a title or label that a store could not keep as it

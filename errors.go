@@ -35,6 +35,10 @@ var (
 	// ErrUnsupported reports an optional ability the store does not have.
 	ErrUnsupported = errors.New("recall: unsupported")
 
+	// ErrInvalidQuery reports a search query that is empty or cannot be
+	// parsed (an unterminated quote, say), or a search option out of range.
+	ErrInvalidQuery = errors.New("recall: invalid query")
+
 	// ErrClosed reports a call on a store that has been closed.
 	ErrClosed = errors.New("recall: store closed")
 

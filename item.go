@@ -10,10 +10,6 @@ import (
 	"github.com/recallkit/recall/internal/jsonvalid"
 )
 
-// DefaultMaxItemSize is the largest item a store accepts unless its options
-// say otherwise: 32 MiB.
-const DefaultMaxItemSize = 32 << 20
-
 // Item is one model-visible conversation item, kept as JSON verbatim: the
 // bytes that went in are the bytes that come out. The OpenAI Responses
 // input-item shape is the lingua franca (message, function_call,

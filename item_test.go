@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"github.com/recallkit/recall/storekit"
 	"strings"
 	"testing"
 
@@ -73,7 +74,7 @@ func TestValidateEntries(t *testing.T) {
 		{Kind: "x-from-the-future", Data: json.RawMessage(`{"anything":true}`)},
 		{Kind: "x-from-the-future"},
 	}
-	if err := recall.ValidateEntries(good, 0); err != nil {
+	if err := storekit.ValidateEntries(good, 0); err != nil {
 		t.Errorf("ValidateEntries(good): %v", err)
 	}
 	bad := []recall.Entry{
@@ -89,14 +90,14 @@ func TestValidateEntries(t *testing.T) {
 		{Kind: recall.KindFork, Data: json.RawMessage(`[]`)},
 	}
 	for _, e := range bad {
-		err := recall.ValidateEntries([]recall.Entry{good[0], e}, 0)
+		err := storekit.ValidateEntries([]recall.Entry{good[0], e}, 0)
 		if !errors.Is(err, recall.ErrInvalidItem) || !strings.Contains(err.Error(), "entry 1") {
 			t.Errorf("ValidateEntries(%q %s) = %v, want ErrInvalidItem naming entry 1", e.Kind, e.Data, err)
 		}
 	}
 	// A compaction's items obey the size limit too.
 	c := recall.NewEntry(recall.KindCompaction, recall.Compaction{Items: []recall.Item{recall.Item(`{"a":"` + strings.Repeat("x", 50) + `"}`)}})
-	if err := recall.ValidateEntries([]recall.Entry{c}, 20); !errors.Is(err, recall.ErrTooLarge) {
+	if err := storekit.ValidateEntries([]recall.Entry{c}, 20); !errors.Is(err, recall.ErrTooLarge) {
 		t.Errorf("an oversized compaction item = %v, want ErrTooLarge", err)
 	}
 }

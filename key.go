@@ -10,9 +10,6 @@ import (
 	"github.com/google/uuid"
 )
 
-// MaxIDLen is the longest session ID, project key or subpath segment accepted.
-const MaxIDLen = 128
-
 // maxProjectLen is the longest project key ProjectKey produces; longer
 // results are cut and suffixed with a short hash of the whole.
 const maxProjectLen = 200

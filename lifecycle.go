@@ -82,7 +82,7 @@ func SetTitle(ctx context.Context, s Store, key Key, title string, source TitleS
 		if err != nil {
 			return Meta{}, err
 		}
-		if !AllowTitle(m.TitleSource, source) {
+		if !m.TitleSource.Yields(source) {
 			return m, nil // Apply would ignore the entry anyway
 		}
 	}

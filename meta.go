@@ -17,7 +17,7 @@ type Meta struct {
 	Title       string      `json:"title,omitempty"`
 	TitleSource TitleSource `json:"title_source,omitempty"`
 	// FirstPrompt is the text of the session's first user message, one
-	// line of at most MaxFirstPrompt bytes (see PromptOf), so a listing
+	// line of at most MaxFirstPrompt bytes (see Entry.Prompt), so a listing
 	// can tell sessions apart without reading their items. It is set once,
 	// by the first entry that carries a prompt, and stays through
 	// removals, clears and compactions; "" until then.
@@ -42,7 +42,7 @@ type Meta struct {
 	Usage      Usage             `json:"usage"`
 	// Corrupt counts stored records a store could not use and skipped:
 	// log lines that do not decode (file store), and item entries whose
-	// item is not a JSON object (every store; see ItemOf). They are kept
+	// item is not a JSON object (every store; see Entry.Item). They are kept
 	// for a person to look at; Verify reports them. Only an explicit
 	// Purge drops a damaged item, with the rest of the history before the
 	// compaction it keeps (the file store keeps undecodable lines even
@@ -66,7 +66,7 @@ func (m Meta) Clone() Meta {
 // Updated moves only for conversation activity (Kind.IsActivity), and
 // starts at the first entry's time whatever its kind. Entries of unknown
 // kinds and undecodable payloads only advance LastSeq; an item entry whose
-// item is not a JSON object (see ItemOf) counts in Corrupt, not ItemCount.
+// item is not a JSON object (see Entry.Item) counts in Corrupt, not ItemCount.
 func (m *Meta) Apply(e Entry) {
 	first := m.LastSeq == 0 && m.Created.IsZero()
 	if e.Seq > m.LastSeq {
@@ -82,11 +82,11 @@ func (m *Meta) Apply(e Entry) {
 		m.Usage.Add(*e.Usage)
 	}
 	if m.FirstPrompt == "" {
-		m.FirstPrompt = PromptOf(e)
+		m.FirstPrompt = e.Prompt()
 	}
 	switch e.Kind {
 	case KindItem:
-		if _, ok := ItemOf(e); ok {
+		if _, ok := e.Item(); ok {
 			m.ItemCount++
 		} else {
 			m.Corrupt++
@@ -110,7 +110,7 @@ func (m *Meta) Apply(e Entry) {
 		}
 	case KindTitle:
 		var t TitleChange
-		if json.Unmarshal(e.Data, &t) == nil && AllowTitle(m.TitleSource, t.Source) {
+		if json.Unmarshal(e.Data, &t) == nil && m.TitleSource.Yields(t.Source) {
 			m.Title, m.TitleSource = t.Title, t.Source
 			if t.Title == "" {
 				m.TitleSource = TitleNone
@@ -140,20 +140,17 @@ func (m *Meta) Apply(e Entry) {
 	}
 }
 
-// MaxFirstPrompt is the longest Meta.FirstPrompt, in bytes.
-const MaxFirstPrompt = 200
-
-// PromptOf returns the prompt an entry offers for Meta.FirstPrompt: for
+// Prompt returns the prompt an entry offers for Meta.FirstPrompt: for
 // an item entry holding a user message, its text; for a compaction (a
 // purged or imported log starts with one), the text of the first user
 // message it keeps; else "". The text is made one line (control
 // characters and runs of spaces become one space, invalid UTF-8 is
 // dropped) and cut to MaxFirstPrompt bytes on a rune boundary. Apply
 // uses it; a store that keeps FirstPrompt outside Go computes it here.
-func PromptOf(e Entry) string {
+func (e Entry) Prompt() string {
 	switch e.Kind {
 	case KindItem:
-		if it, ok := ItemOf(e); ok && it.Role() == "user" {
+		if it, ok := e.Item(); ok && it.Role() == "user" {
 			return oneLine(it.Text(), MaxFirstPrompt)
 		}
 	case KindCompaction:
@@ -198,14 +195,14 @@ func oneLine(s string, max int) string {
 	return b.String()
 }
 
-// ItemOf returns the item an item entry holds and whether it is usable:
+// Item returns the item an item entry holds and whether it is usable:
 // a JSON object, as every store refuses anything else on write. A stored
 // item that is not one (damaged, or written by another program) is left
 // out of the view by Replay and Tail and counted in Meta.Corrupt by
 // Apply, so every store treats it alike. The check looks at the first and
 // last bytes; a store whose records may hold arbitrary bytes validates
 // them fully when it reads them.
-func ItemOf(e Entry) (Item, bool) {
+func (e Entry) Item() (Item, bool) {
 	if e.Kind != KindItem {
 		return nil, false
 	}
@@ -216,8 +213,8 @@ func ItemOf(e Entry) (Item, bool) {
 	return Item(e.Data), true
 }
 
-// AllowTitle reports whether a title from source next may replace a title
-// from source cur: an auto title never replaces a user title.
-func AllowTitle(cur, next TitleSource) bool {
+// Yields reports whether a title from source cur gives way to a title
+// from source next: an auto title never replaces a user title.
+func (cur TitleSource) Yields(next TitleSource) bool {
 	return !(cur == TitleUser && next == TitleAuto)
 }

@@ -7,13 +7,6 @@ import (
 	"unicode/utf8"
 )
 
-// The limits of a session's metadata map, OpenAI's for conversations.
-const (
-	MaxMetadataPairs    = 16
-	MaxMetadataKeyLen   = 64  // bytes
-	MaxMetadataValueLen = 512 // bytes
-)
-
 // ValidateMetadata checks a whole metadata map against the limits: at most
 // MaxMetadataPairs pairs, keys of 1 to MaxMetadataKeyLen bytes, values up
 // to MaxMetadataValueLen bytes, all valid UTF-8 without NUL bytes. The

@@ -16,7 +16,7 @@ type LiveItem struct {
 // given in Seq order. It is the reference semantics of the log: every store
 // must return what Replay returns for the same entries. Entries of unknown
 // kinds are skipped, and so are item entries whose item is not a JSON
-// object (see ItemOf).
+// object (see Entry.Item).
 func Replay(key Key, entries []Entry) (Meta, []LiveItem) {
 	m := Meta{Key: key}
 	var live []LiveItem
@@ -24,7 +24,7 @@ func Replay(key Key, entries []Entry) (Meta, []LiveItem) {
 		m.Apply(e)
 		switch e.Kind {
 		case KindItem:
-			if it, ok := ItemOf(e); ok {
+			if it, ok := e.Item(); ok {
 				live = append(live, LiveItem{Ref: ItemRef{Seq: e.Seq}, Item: it})
 			}
 		case KindPop, KindRemove:

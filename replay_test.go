@@ -325,7 +325,7 @@ func TestMetaApply(t *testing.T) {
 	}
 }
 
-func TestAllowTitle(t *testing.T) {
+func TestTitleSourceYields(t *testing.T) {
 	for _, c := range []struct {
 		cur, next recall.TitleSource
 		ok        bool
@@ -337,8 +337,8 @@ func TestAllowTitle(t *testing.T) {
 		{recall.TitleUser, recall.TitleUser, true},
 		{recall.TitleUser, recall.TitleAuto, false},
 	} {
-		if got := recall.AllowTitle(c.cur, c.next); got != c.ok {
-			t.Errorf("AllowTitle(%q, %q) = %t", c.cur, c.next, got)
+		if got := c.cur.Yields(c.next); got != c.ok {
+			t.Errorf("%q.Yields(%q) = %t", c.cur, c.next, got)
 		}
 	}
 }

@@ -83,9 +83,6 @@ type Store interface {
 	Close() error
 }
 
-// DefaultListLimit is the page size List uses when ListOptions.Limit is 0.
-const DefaultListLimit = 50
-
 // ListOptions selects a page of List.
 type ListOptions struct {
 	// Limit is the page size. Default (0): DefaultListLimit. Negative: no limit.
@@ -138,8 +135,3 @@ type CleanupReport struct {
 	// they are pinned.
 	Kept int `json:"kept_pinned"`
 }
-
-// Now returns the current time as stores record it: UTC, truncated to the
-// microsecond, the precision every backend (PostgreSQL included) keeps, so
-// times and list cursors compare equal across stores.
-func Now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }

@@ -2,6 +2,8 @@ package recall_test
 
 import (
 	"context"
+	"github.com/recallkit/recall/search"
+	"github.com/recallkit/recall/storekit"
 	"testing"
 	"time"
 
@@ -24,7 +26,7 @@ type native struct {
 
 func (n *native) Search(ctx context.Context, opts recall.SearchOptions) (recall.SearchPage, error) {
 	n.searches++
-	return recall.ScanSearch(ctx, n.Store, opts)
+	return search.Scan(ctx, n.Store, opts)
 }
 
 func (n *native) Fork(ctx context.Context, key recall.Key, atSeq int64, newKey recall.Key) (recall.Meta, error) {
@@ -56,7 +58,7 @@ func TestHelpersFindAbilitiesThroughWrappers(t *testing.T) {
 		"Forker":        has[recall.Forker](s),
 		"Cleaner":       has[recall.Cleaner](s),
 		"ProjectLister": has[recall.ProjectLister](s),
-		"Purger":        has[recall.Purger](s),
+		"Purger":        has[storekit.Purger](s),
 		"ItemPager":     has[recall.ItemPager](s),
 	} {
 		if !found {

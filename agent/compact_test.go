@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"context"
+	"github.com/recallkit/recall/storekit"
 	"strings"
 	"testing"
 
@@ -80,7 +81,7 @@ func TestRunCompactsHistory(t *testing.T) {
 	if got := reqs[len(reqs)-1].Input(); len(got) != len(items)+1 || !strings.Contains(string(got[0]), "they talked about") {
 		t.Errorf("next run sent %d items, the view has %d (+1 input)", len(got), len(items))
 	}
-	if err := recall.VerifySession(ctx, f.store, f.sess.Key()); err != nil {
+	if err := storekit.VerifySession(ctx, f.store, f.sess.Key()); err != nil {
 		t.Error(err)
 	}
 }
@@ -197,7 +198,7 @@ func TestUndoAfterCompaction(t *testing.T) {
 	if _, err := agent.Run(ctx, a, agent.UserText("again"), agent.RunOptions{Session: sess}); err != nil {
 		t.Fatal(err)
 	}
-	if err := recall.VerifySession(ctx, f.store, f.sess.Key()); err != nil {
+	if err := storekit.VerifySession(ctx, f.store, f.sess.Key()); err != nil {
 		t.Error(err)
 	}
 

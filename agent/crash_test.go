@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/recallkit/recall/storekit"
 	"os"
 	"testing"
 	"time"
@@ -142,7 +143,7 @@ func TestCrashBetweenTurns(t *testing.T) {
 			if got := types(stored); got != c.survived {
 				t.Fatalf("after the kill the session holds %s, want %s", got, c.survived)
 			}
-			if err := recall.VerifySession(ctx, store, crashKey(id)); err != nil {
+			if err := storekit.VerifySession(ctx, store, crashKey(id)); err != nil {
 				t.Errorf("verify: %v", err)
 			}
 			if m, err := store.Stat(ctx, crashKey(id)); err != nil || m.Usage.TotalTokens != c.usage {

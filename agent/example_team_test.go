@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"fmt"
+	"github.com/recallkit/recall/storekit"
 	"strings"
 	"sync"
 
@@ -36,7 +37,7 @@ func Example_sharedSession() {
 
 	items, _ := recall.NewSession(store, key).GetItems(ctx, 0)
 	fmt.Println(len(items), "items in the shared session")
-	fmt.Println("well formed:", recall.VerifySession(ctx, store, key) == nil)
+	fmt.Println("well formed:", storekit.VerifySession(ctx, store, key) == nil)
 	// Output:
 	// 6 items in the shared session
 	// well formed: true

@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"encoding/json"
+	"github.com/recallkit/recall/storekit"
 	"strings"
 	"testing"
 
@@ -84,7 +85,7 @@ func TestSubagentRecords(t *testing.T) {
 					t.Errorf("record %s = %s, %v", k, rec, err)
 				}
 			}
-			if err := recall.Verify(ctx, store); err != nil {
+			if err := storekit.Verify(ctx, store); err != nil {
 				t.Error(err)
 			}
 			// a new tool (a new process) numbers on from the records there

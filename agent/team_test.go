@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/recallkit/recall/storekit"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -82,7 +83,7 @@ func TestTeamSharedSession(t *testing.T) {
 				})
 			}
 			wg.Wait()
-			if err := recall.VerifySession(ctx, store, key); err != nil {
+			if err := storekit.VerifySession(ctx, store, key); err != nil {
 				t.Fatal(err)
 			}
 			checkPairs(t, store, key)
@@ -120,7 +121,7 @@ func TestTeamSessionPerAgent(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if err := recall.Verify(ctx, store); err != nil {
+	if err := storekit.Verify(ctx, store); err != nil {
 		t.Fatal(err)
 	}
 	for i := range agents {

@@ -7,7 +7,7 @@
 // in the session's log: its items (the summary, then the items kept) are
 // the view from then on, and the entries it replaces stay in the log, so
 // exports and `recall show --full` still see them. A store that implements
-// recall.Purger can remove them later, explicitly.
+// storekit.Purger can remove them later, explicitly.
 //
 // What replaces the older items is a [Compactor]'s business:
 //

@@ -3,6 +3,7 @@ package compact_test
 import (
 	"context"
 	"errors"
+	"github.com/recallkit/recall/storekit"
 	"slices"
 	"strings"
 	"testing"
@@ -115,7 +116,7 @@ func TestCompactKeepsNewest(t *testing.T) {
 	if meta.Usage.TotalTokens != 44 {
 		t.Errorf("session usage %+v: the compaction's usage is recorded", meta.Usage)
 	}
-	if err := recall.VerifySession(ctx, f.store, f.key); err != nil {
+	if err := storekit.VerifySession(ctx, f.store, f.key); err != nil {
 		t.Error(err)
 	}
 }
@@ -212,7 +213,7 @@ func TestCompactSurvivesConcurrentAppend(t *testing.T) {
 	if n := len(f.srv.Requests()); n != 1 {
 		t.Errorf("%d summary requests, want the summary reused", n)
 	}
-	if err := recall.VerifySession(ctx, f.store, f.key); err != nil {
+	if err := storekit.VerifySession(ctx, f.store, f.key); err != nil {
 		t.Error(err)
 	}
 }

@@ -48,7 +48,7 @@ func historyModel(entries []recall.Entry) []modelBlock {
 		switch e.Kind {
 		case recall.KindItem:
 			p := describe(e.Data)
-			if _, ok := recall.ItemOf(e); !ok || p.Kind == "damaged" {
+			if _, ok := e.Item(); !ok || p.Kind == "damaged" {
 				p = part{Kind: "damaged", Text: fmt.Sprintf("a damaged item of %d bytes (not a JSON object) is kept in the log at seq %d", len(e.Data), e.Seq)}
 			}
 			p.Time, p.Removed = e.Time, removed[recall.ItemRef{Seq: e.Seq}]

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/recallkit/recall/storekit"
 	"math"
 	"unicode/utf8"
 
@@ -16,7 +17,7 @@ import (
 // as it is, so the log can still be imported whole with every seq in its
 // place:
 //
-//   - an entry whose payload does not validate (recall.ValidateEntries):
+//   - an entry whose payload does not validate (storekit.ValidateEntries):
 //     an item that is not a JSON object, a title that does not decode,
 //     damaged or written by another program. Readers left it out of the
 //     view and the metadata already; they skip the unknown kind likewise.
@@ -205,7 +206,7 @@ func importable(entries []recall.Entry) ([]recall.Entry, int) {
 			damaged++
 		}
 		next = e.Seq + 1
-		err := recall.ValidateEntries([]recall.Entry{e}, math.MaxInt)
+		err := storekit.ValidateEntries([]recall.Entry{e}, math.MaxInt)
 		if err == nil || !(errors.Is(err, recall.ErrInvalidItem) || errors.Is(err, recall.ErrInvalidMetadata)) {
 			// valid, or refused for a reason that is not the entry's
 			// damage (its size): the store says why
@@ -228,7 +229,7 @@ func importable(entries []recall.Entry) ([]recall.Entry, int) {
 }
 
 // purgedStart reports whether e can start a purged log (see
-// recall.PurgeLog): a compaction entry that read the log at the seq
+// storekit.PurgeLog): a compaction entry that read the log at the seq
 // before its own.
 func purgedStart(e recall.Entry) bool {
 	if e.Kind != recall.KindCompaction || e.Seq <= 1 {

@@ -51,7 +51,7 @@ func writeJSON(ctx context.Context, o output, r *record) error {
 			}
 		case e.Kind == recall.KindItem:
 			ref := recall.ItemRef{Seq: e.Seq}
-			if it, ok := recall.ItemOf(e); ok && mk.inFinalView(ref) {
+			if it, ok := e.Item(); ok && mk.inFinalView(ref) {
 				list.add(recall.LiveItem{Ref: ref, Item: it})
 			}
 		}

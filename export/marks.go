@@ -48,7 +48,7 @@ func scan(ctx context.Context, r *record, checkJSON bool) (*marks, error) {
 	err := r.each(ctx, func(e recall.Entry) error {
 		switch e.Kind {
 		case recall.KindItem:
-			if it, ok := recall.ItemOf(e); ok && checkJSON && !jsonvalid.Valid(it) {
+			if it, ok := e.Item(); ok && checkJSON && !jsonvalid.Valid(it) {
 				mk.invalid = append(mk.invalid, recall.ItemRef{Seq: e.Seq})
 			}
 		case recall.KindPop, recall.KindRemove:

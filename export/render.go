@@ -148,7 +148,7 @@ func (h *historyState) entry(e recall.Entry) error {
 	switch e.Kind {
 	case recall.KindItem:
 		p := describe(e.Data)
-		it, ok := recall.ItemOf(e)
+		it, ok := e.Item()
 		if !ok || p.Kind == "damaged" {
 			p = part{Kind: "damaged", Text: fmt.Sprintf("a damaged item of %d bytes (not a JSON object) is kept in the log at seq %d", len(e.Data), e.Seq)}
 		}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/recallkit/recall/storekit"
 	"os"
 	"path/filepath"
 	"strings"
@@ -260,7 +261,7 @@ func TestJSONLRoundTripEveryStore(t *testing.T) {
 					t.Errorf("the export of the imported %s differs from the original export:\n%s\nwant\n%s", k, again.Bytes(), file)
 				}
 			}
-			if err := recall.Verify(ctx, dst); err != nil {
+			if err := storekit.Verify(ctx, dst); err != nil {
 				t.Errorf("Verify after import: %v", err)
 			}
 		})
@@ -360,7 +361,7 @@ func TestJSONLRoundTripPurged(t *testing.T) {
 	src := openFile(t)
 	key := recall.Key{Project: "p", Session: "purged"}
 	buildRich(t, src, key)
-	res, err := src.(recall.Purger).Purge(ctx, key)
+	res, err := src.(storekit.Purger).Purge(ctx, key)
 	if err != nil || res.Dropped == 0 {
 		t.Fatalf("Purge = %+v, %v", res, err)
 	}
@@ -401,7 +402,7 @@ func TestJSONLRoundTripDamaged(t *testing.T) {
 	if _, err := recall.Create(ctx, src, key, recall.CreateOptions{Title: "damaged", Items: []recall.Item{recall.Message("user", "first")}}); err != nil {
 		t.Fatal(err)
 	}
-	ts, _ := json.Marshal(recall.Now())
+	ts, _ := json.Marshal(storekit.Now())
 	notUTF8 := []byte("{\xff\xfe not utf-8")
 	lines := []string{
 		fmt.Sprintf(`{"seq":4,"kind":"item","time":%s,"data":[1,2]}`, ts),

@@ -374,7 +374,7 @@ func (s *Store) Append(ctx context.Context, key recall.Key, guard recall.Guard, 
 	if err != nil {
 		return 0, fmt.Errorf("filestore: append %s: %w", key, err)
 	}
-	if err := recall.ValidateEntries(entries, s.opts.MaxItemSize); err != nil {
+	if err := storekit.ValidateEntries(entries, s.opts.MaxItemSize); err != nil {
 		return 0, fmt.Errorf("filestore: append %s: %w", key, err)
 	}
 	var last int64
@@ -387,7 +387,7 @@ func (s *Store) Append(ctx context.Context, key recall.Key, guard recall.Guard, 
 			return nil
 		}
 		batch := make([]recall.Entry, len(entries))
-		now := recall.Now()
+		now := storekit.Now()
 		for i, e := range entries {
 			e.Seq = last + 1 + int64(i)
 			if e.Time.IsZero() {
@@ -411,7 +411,7 @@ func (s *Store) Import(ctx context.Context, key recall.Key, entries ...recall.En
 	if err != nil {
 		return 0, fmt.Errorf("filestore: import %s: %w", key, err)
 	}
-	if err := recall.ValidateEntries(entries, s.opts.MaxItemSize); err != nil {
+	if err := storekit.ValidateEntries(entries, s.opts.MaxItemSize); err != nil {
 		return 0, fmt.Errorf("filestore: import %s: %w", key, err)
 	}
 	var last int64
@@ -450,7 +450,7 @@ func (s *Store) Pop(ctx context.Context, key recall.Key) (recall.Item, error) {
 			return err
 		}
 		pop := recall.NewEntry(recall.KindPop, live[0].Ref)
-		pop.Seq, pop.Time = w.lastSeq()+1, recall.Now()
+		pop.Seq, pop.Time = w.lastSeq()+1, storekit.Now()
 		if _, err := w.write(ctx, []recall.Entry{pop}); err != nil {
 			return err
 		}

@@ -94,7 +94,7 @@ func embeddable(kind recall.Kind, data []byte) bool {
 	}
 	switch kind {
 	case recall.KindItem, recall.KindTitle, recall.KindMeta, recall.KindPop, recall.KindRemove, recall.KindCompaction, recall.KindFork:
-		return true // recall.ValidateEntries has decoded these
+		return true // storekit.ValidateEntries has decoded these
 	}
 	return jsonvalid.Valid(data)
 }
@@ -123,7 +123,7 @@ func appendString(buf []byte, s string) []byte {
 // An item entry whose item is valid JSON but not an object (an array, a
 // string, nothing) is an entry like any other: it keeps its seq, and the
 // readers leave it out of the view and count it in Meta.Corrupt (see
-// recall.ItemOf), as every store does with such a record.
+// recall.Entry.Item), as every store does with such a record.
 func decodeLine(line []byte) (e recall.Entry, more bool, err error) {
 	line = bytes.TrimRight(line, " \t\r")
 	e, more, ok := decodeFast(line)
@@ -281,10 +281,10 @@ func decodeSlow(line []byte) (recall.Entry, bool, error) {
 	}
 	// A payload in "data" is valid JSON (or the line would not decode);
 	// one in "data_text" or "data_b64" may be any bytes. An item readers
-	// would take for an object by its ends (recall.ItemOf) must be one,
+	// would take for an object by its ends (recall.Entry.Item) must be one,
 	// so such an item that is not JSON makes the line undecodable. Any
-	// other item that is not JSON is left to ItemOf, which refuses it.
-	if _, looks := recall.ItemOf(e); looks && !jsonvalid.Valid(e.Data) {
+	// other item that is not JSON is left to Entry.Item, which refuses it.
+	if _, looks := e.Item(); looks && !jsonvalid.Valid(e.Data) {
 		return recall.Entry{}, false, errBadLine
 	}
 	return e, w.More, nil

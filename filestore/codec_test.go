@@ -118,7 +118,7 @@ func TestDecodeLine(t *testing.T) {
 		`{"seq":-3,"kind":"item","time":"2025-06-01T10:00:00Z","data":{"a":1}}`,
 		`{"kind":"item","time":"2025-06-01T10:00:00Z","data":{"a":1}}`,
 		`{"seq":1,"time":"2025-06-01T10:00:00Z","data":{"a":1}}`,
-		`{"seq":1,"kind":"item","time":"2025-06-01T10:00:00Z","data_text":"{not json}"}`, // looks like an object to recall.ItemOf
+		`{"seq":1,"kind":"item","time":"2025-06-01T10:00:00Z","data_text":"{not json}"}`, // looks like an object to recall.Entry.Item
 		`{"seq":1,"kind":"item","time":"yesterday","data":{}}`,
 		"{\"seq\":1,\"kind\":\"item\",\"time\":\"2025-06-01T10:00:00Z\",\"data\":{\"a\":\x00}}",
 		"\x00\x00\x00\x00",
@@ -130,7 +130,7 @@ func TestDecodeLine(t *testing.T) {
 		}
 	}
 	// An item entry whose item is not a JSON object is an entry: it keeps
-	// its seq, and recall.ItemOf refuses the item, so readers skip it and
+	// its seq, and recall.Entry.Item refuses the item, so readers skip it and
 	// count it in Meta.Corrupt, as every store does.
 	unusable := []string{
 		`{"seq":4,"kind":"item","time":"2025-06-01T10:00:00Z","data":[1]}`,
@@ -145,8 +145,8 @@ func TestDecodeLine(t *testing.T) {
 			t.Errorf("decode %q = %+v, %v; want the item entry at seq 4", l, e, err)
 			continue
 		}
-		if _, ok := recall.ItemOf(e); ok {
-			t.Errorf("decode %q: recall.ItemOf accepts %q", l, e.Data)
+		if _, ok := e.Item(); ok {
+			t.Errorf("decode %q: recall.Entry.Item accepts %q", l, e.Data)
 		}
 	}
 }
@@ -167,9 +167,9 @@ func FuzzDecodeLine(f *testing.F) {
 		}
 		// An item line whose data is missing or not an object decodes to
 		// an unusable entry that keeps its seq (see the unusable lines of
-		// the test above), which recall.ItemOf turns away; whatever
-		// ItemOf hands a reader must be valid JSON.
-		if _, ok := recall.ItemOf(e); ok && !json.Valid(e.Data) {
+		// the test above), which recall.Entry.Item turns away; whatever
+		// Entry.Item hands a reader must be valid JSON.
+		if _, ok := e.Item(); ok && !json.Valid(e.Data) {
 			t.Fatalf("a reader would take an invalid item from %q: %q", line, e.Data)
 		}
 		if strings.ContainsRune(string(e.Kind), 0) && !bytes.Contains(line, []byte(`\u0000`)) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/recallkit/recall/storekit"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -86,7 +87,7 @@ func TestEndedContext(t *testing.T) {
 }
 
 func withSeq(e recall.Entry, seq int64) recall.Entry {
-	e.Seq, e.Time = seq, recall.Now()
+	e.Seq, e.Time = seq, storekit.Now()
 	return e
 }
 

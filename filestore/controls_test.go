@@ -2,6 +2,7 @@ package filestore
 
 import (
 	"context"
+	"github.com/recallkit/recall/storekit"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -66,7 +67,7 @@ func TestControlsFollowWrites(t *testing.T) {
 			}
 		default:
 			// another program's compaction that is not one
-			e := recall.Entry{Seq: last + 1, Kind: recall.KindCompaction, Time: recall.Now(), Data: []byte(`"not a compaction"`)}
+			e := recall.Entry{Seq: last + 1, Kind: recall.KindCompaction, Time: storekit.Now(), Data: []byte(`"not a compaction"`)}
 			line, err := appendLine(nil, e, false)
 			if err != nil {
 				t.Fatal(err)

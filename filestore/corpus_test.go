@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"github.com/recallkit/recall/storekit"
 	"os"
 	"path/filepath"
 	"slices"
@@ -180,7 +181,7 @@ func TestCorpus(t *testing.T) {
 			if m.Corrupt != c.corrupt {
 				t.Errorf("Meta.Corrupt = %d, want %d", m.Corrupt, c.corrupt)
 			}
-			verifyCorpus(t, recall.VerifySession(ctx, s, key), key, c.corrupt)
+			verifyCorpus(t, storekit.VerifySession(ctx, s, key), key, c.corrupt)
 			page, err := s.List(ctx, "corpus", recall.ListOptions{IncludeArchived: true})
 			if err != nil || len(page.Sessions) != 1 || page.Sessions[0].LastSeq != m.LastSeq || page.Sessions[0].ItemCount != m.ItemCount {
 				t.Errorf("List = %+v, %v; want the session with %d items", page.Sessions, err, m.ItemCount)
@@ -214,7 +215,7 @@ func TestCorpus(t *testing.T) {
 			if want := append(slices.Clone(c.want), last+1); !slices.Equal(seqs, want) {
 				t.Fatalf("after Append: seqs %v, want %v", seqs, want)
 			}
-			verifyCorpus(t, recall.VerifySession(ctx, s, key), key, c.corrupt)
+			verifyCorpus(t, storekit.VerifySession(ctx, s, key), key, c.corrupt)
 
 			now, err := os.ReadFile(path)
 			if err != nil {
@@ -277,7 +278,7 @@ func TestTruncatedEveryOffset(t *testing.T) {
 		if !slices.Equal(seqs, append(want, next)) {
 			t.Fatalf("cut at %d: after Append seqs %v", cut, seqs)
 		}
-		if err := recall.VerifySession(ctx, s, key); err != nil {
+		if err := storekit.VerifySession(ctx, s, key); err != nil {
 			t.Fatalf("cut at %d: %v", cut, err)
 		}
 		side, _ := filepath.Glob(path + "#torn-*")

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"github.com/recallkit/recall/storekit"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -202,7 +203,7 @@ func TestCrashSIGKILL(t *testing.T) {
 		if err != nil || seq != m.LastSeq+1 {
 			t.Fatalf("round %d: Append after the kill = %d, %v; want %d", round, seq, err, m.LastSeq+1)
 		}
-		if err := recall.VerifySession(ctx, s, key); err != nil {
+		if err := storekit.VerifySession(ctx, s, key); err != nil {
 			t.Fatalf("round %d: after the parent's append: %v", round, err)
 		}
 		if after, _ := filepath.Glob(filepath.Join(home, "projects", "crash", "*#torn-*")); len(after) > len(side) {

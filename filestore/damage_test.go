@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/recallkit/recall/storekit"
 	"os"
 	"testing"
 	"unicode/utf8"
@@ -16,7 +17,7 @@ import (
 	"github.com/recallkit/recall/internal/flock"
 )
 
-// wantOnlyCorrupt checks that err, from recall.Verify or VerifySession, is
+// wantOnlyCorrupt checks that err, from storekit.Verify or VerifySession, is
 // ErrCorrupt for key reporting exactly its corrupt unreadable records and
 // nothing else: the damage is reported, and it is the only problem.
 func wantOnlyCorrupt(t testing.TB, err error, key recall.Key, corrupt int) {
@@ -36,7 +37,7 @@ func wantOnlyCorrupt(t testing.TB, err error, key recall.Key, corrupt int) {
 // at seq LastSeq+1. Data that can sit on the line as JSON goes in "data";
 // anything else in "data_text" (or "data_b64" when it is not UTF-8), the
 // way the store's own encoder writes a payload it cannot embed. A payload
-// that is not JSON but looks like an object to recall.ItemOf makes a line
+// that is not JSON but looks like an object to recall.Entry.Item makes a line
 // that does not decode. It takes the log's file lock, as every writer
 // does; the log's size and mtime change, so the index notices.
 func plantItem(t testing.TB, s recall.Store, key recall.Key, data []byte) {
@@ -46,7 +47,7 @@ func plantItem(t testing.TB, s recall.Store, key recall.Key, data []byte) {
 	if err != nil {
 		t.Fatalf("plant: %v", err)
 	}
-	ts, _ := json.Marshal(recall.Now())
+	ts, _ := json.Marshal(storekit.Now())
 	line := fmt.Appendf(nil, `{"seq":%d,"kind":"item","time":%s`, m.LastSeq+1, ts)
 	switch {
 	case len(data) == 0:
@@ -123,7 +124,7 @@ func TestDamagedItems(t *testing.T) {
 		if err != nil || len(page.Sessions) != 1 || page.Sessions[0].Corrupt != corrupt || page.Sessions[0].ItemCount != 3 {
 			t.Errorf("%s: List = %+v, %v; want the session with %d corrupt", what, page.Sessions, err, corrupt)
 		}
-		wantOnlyCorrupt(t, recall.VerifySession(ctx, s, key), key, corrupt)
+		wantOnlyCorrupt(t, storekit.VerifySession(ctx, s, key), key, corrupt)
 	}
 	check(s, "the writing store")
 	check(openStore(t, home), "a new store")

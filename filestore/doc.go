@@ -63,7 +63,7 @@
 //     Meta.Corrupt and left where it is: no write or rewrite drops it. An
 //     item entry whose item is not a JSON object (written by another
 //     program) decodes, keeps its seq, and is likewise left out of the
-//     view and counted in Meta.Corrupt (see recall.ItemOf).
+//     view and counted in Meta.Corrupt (see recall.Entry.Item).
 //   - Load reads a log once, up to its size when opened, and derives the
 //     metadata from the same bytes as the entries; Items returns the
 //     LastSeq of the bytes its view was read from. Each is one snapshot.

@@ -51,7 +51,7 @@ func (s *Store) Fork(ctx context.Context, key recall.Key, atSeq int64, newKey re
 	}
 	// An atSeq past the end is refused before an existing newKey, as the
 	// fallback does.
-	log, err := storekit.ForkLog(key, entries, atSeq, recall.Now())
+	log, err := storekit.ForkLog(key, entries, atSeq, storekit.Now())
 	if err != nil {
 		return fail(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/recallkit/recall/storekit"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -236,7 +237,7 @@ func runSyncChild(t *testing.T, fs *ext4, home, mode string, round int, power bo
 
 // checkSyncLog opens the store at home after a stop and returns how many
 // batches its log holds (each whole, in order: a batch cut in part fails
-// the test) and whether recall.VerifySession passes. A further append must
+// the test) and whether storekit.VerifySession passes. A further append must
 // land right after them.
 func checkSyncLog(t *testing.T, home string, acked int) (batches int, verified bool) {
 	t.Helper()
@@ -273,10 +274,10 @@ func checkSyncLog(t *testing.T, home string, acked int) (batches int, verified b
 		i += n
 		batches++
 	}
-	verified = recall.VerifySession(ctx, s, syncKey) == nil
+	verified = storekit.VerifySession(ctx, s, syncKey) == nil
 	seq, err := s.Append(ctx, syncKey, recall.Guard{}, recall.ItemEntry(recall.Message("user", "after")))
 	if err != nil || seq != m.LastSeq+1 {
 		t.Fatalf("Append after the stop = %d, %v; want seq %d", seq, err, m.LastSeq+1)
 	}
-	return batches, verified && recall.VerifySession(ctx, s, syncKey) == nil
+	return batches, verified && storekit.VerifySession(ctx, s, syncKey) == nil
 }

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/recallkit/recall/storekit"
 	"os"
 	"path/filepath"
 	"strings"
@@ -214,7 +215,7 @@ func TestFullDisk(t *testing.T) {
 	if m, err := s2.Stat(ctx, key); err != nil || m.Corrupt != 0 {
 		t.Errorf("Stat = %+v, %v; want no corrupt line", m, err)
 	}
-	if err := recall.Verify(ctx, s2); err != nil {
+	if err := storekit.Verify(ctx, s2); err != nil {
 		t.Errorf("Verify: %v", err)
 	}
 	if torn, _ := filepath.Glob(path + "#torn-*"); len(torn) != 0 {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/recallkit/recall/storekit"
 	"os"
 	"path/filepath"
 	"sync"
@@ -88,7 +89,7 @@ func TestGuardWritesNothing(t *testing.T) {
 	if seq, err := s.Append(ctx, recall.Key{Project: "new", Session: "s2"}, recall.IfLastSeq(0), item); err != nil || seq != 1 {
 		t.Errorf("Append(IfLastSeq(0)) to a new session = %d, %v; want 1", seq, err)
 	}
-	if err := recall.Verify(ctx, s); err != nil {
+	if err := storekit.Verify(ctx, s); err != nil {
 		t.Error(err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/recallkit/recall/storekit"
 	"hash/crc32"
 	"os"
 	"path/filepath"
@@ -241,7 +242,7 @@ func TestIndexRewrittenInPlace(t *testing.T) {
 		if m := page.Sessions[0]; m.ItemCount != 8 || m.Title != "edited title" || m.LastSeq != 9 || m.Corrupt != 0 {
 			t.Errorf("List after an in-place rewrite: %d items, title %q, last %d, corrupt %d; want 8, \"edited title\", 9, 0", m.ItemCount, m.Title, m.LastSeq, m.Corrupt)
 		}
-		if err := recall.VerifySession(ctx, st, key); err != nil {
+		if err := storekit.VerifySession(ctx, st, key); err != nil {
 			t.Error(err)
 		}
 	}

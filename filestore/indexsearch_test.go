@@ -3,6 +3,7 @@ package filestore_test
 import (
 	"context"
 	"fmt"
+	"github.com/recallkit/recall/search"
 	"reflect"
 	"testing"
 
@@ -20,9 +21,9 @@ func TestIndexSearch(t *testing.T) {
 	appendItems(t, s, recall.Key{Project: "p", Session: "b"}, recall.Message("user", "a lexer"))
 	appendItems(t, s, recall.Key{Project: "q", Session: "c"}, recall.Message("user", "a parser"))
 
-	ix, ok := recall.As[recall.SearchIndexer](s)
+	ix, ok := recall.As[search.Indexer](s)
 	if !ok {
-		t.Fatal("filestore is not a SearchIndexer")
+		t.Fatal("filestore is not a search.Indexer")
 	}
 	index := func() []string {
 		t.Helper()

@@ -2,6 +2,7 @@ package filestore_test
 
 import (
 	"context"
+	"github.com/recallkit/recall/storekit"
 	"maps"
 	"os"
 	"testing"
@@ -22,7 +23,7 @@ func TestMetadataAndUpdatedInTheIndex(t *testing.T) {
 	s := openStore(t, home)
 	older := recall.Key{Project: "p", Session: "older"}
 	newer := recall.Key{Project: "p", Session: "newer"}
-	t0 := recall.Now().Add(-time.Hour)
+	t0 := storekit.Now().Add(-time.Hour)
 	at := func(e recall.Entry, d time.Duration) recall.Entry {
 		e.Time = t0.Add(d)
 		return e

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/recallkit/recall/storekit"
 	"io"
 	"os"
 	"path/filepath"
@@ -15,10 +16,10 @@ import (
 	"github.com/recallkit/recall/internal/fsys"
 )
 
-var _ recall.Purger = (*Store)(nil)
+var _ storekit.Purger = (*Store)(nil)
 
-// Purge implements recall.Purger: it rewrites key's log without the
-// entries before its latest compaction entry (see recall.PurgeLog).
+// Purge implements storekit.Purger: it rewrites key's log without the
+// entries before its latest compaction entry (see storekit.PurgeLog).
 //
 // It is the one operation that rewrites a log, and it keeps the promises
 // of the package documentation:
@@ -41,12 +42,12 @@ var _ recall.Purger = (*Store)(nil)
 //
 // A temporary file left by a crash is named <log>#tmp-<pid>-<n>; the store
 // never reads it.
-func (s *Store) Purge(ctx context.Context, key recall.Key) (recall.PurgeResult, error) {
+func (s *Store) Purge(ctx context.Context, key recall.Key) (storekit.PurgeResult, error) {
 	l, err := s.locate(key)
 	if err != nil {
-		return recall.PurgeResult{}, fmt.Errorf("filestore: purge %s: %w", key, err)
+		return storekit.PurgeResult{}, fmt.Errorf("filestore: purge %s: %w", key, err)
 	}
-	var res recall.PurgeResult
+	var res storekit.PurgeResult
 	err = s.withWriter(ctx, l, func(w *writer) error {
 		if w.f == nil || w.rec.empty {
 			return recall.ErrNotFound
@@ -56,7 +57,7 @@ func (s *Store) Purge(ctx context.Context, key recall.Key) (recall.PurgeResult, 
 		return err
 	})
 	if err != nil {
-		return recall.PurgeResult{}, fmt.Errorf("filestore: purge %s: %w", key, err)
+		return storekit.PurgeResult{}, fmt.Errorf("filestore: purge %s: %w", key, err)
 	}
 	s.settleDir(s.project(l.key.Project)) // the rewritten log was renamed into place
 	return res, nil
@@ -72,10 +73,10 @@ type logLine struct {
 }
 
 // purge rewrites the locked log; see Purge.
-func (w *writer) purge(ctx context.Context) (recall.PurgeResult, error) {
+func (w *writer) purge(ctx context.Context) (storekit.PurgeResult, error) {
 	buf := make([]byte, w.rec.off)
 	if _, err := w.f.ReadAt(buf, 0); err != nil && !errors.Is(err, io.EOF) {
-		return recall.PurgeResult{}, fmt.Errorf("read log: %w", err)
+		return storekit.PurgeResult{}, fmt.Errorf("read log: %w", err)
 	}
 	lines := splitLog(buf)
 	var entries []recall.Entry
@@ -86,9 +87,9 @@ func (w *writer) purge(ctx context.Context) (recall.PurgeResult, error) {
 			at = append(at, i)
 		}
 	}
-	out, dropped, err := recall.PurgeLog(w.l.key, entries)
+	out, dropped, err := storekit.PurgeLog(w.l.key, entries)
 	if err != nil || dropped == 0 {
-		return recall.PurgeResult{}, err
+		return storekit.PurgeResult{}, err
 	}
 	cut := at[dropped] // the line of the compaction entry kept
 	kept := len(entries) - dropped
@@ -100,7 +101,7 @@ func (w *writer) purge(ctx context.Context) (recall.PurgeResult, error) {
 		}
 	}
 	if nb, err = appendLine(nb, out[0], lines[cut].more); err != nil {
-		return recall.PurgeResult{}, err
+		return storekit.PurgeResult{}, err
 	}
 	for _, ln := range lines[cut+1:] {
 		nb = append(append(nb, ln.raw...), '\n')
@@ -108,13 +109,13 @@ func (w *writer) purge(ctx context.Context) (recall.PurgeResult, error) {
 	restore := out[kept:]
 	for i, e := range restore {
 		if nb, err = appendLine(nb, e, i < len(restore)-1); err != nil {
-			return recall.PurgeResult{}, err
+			return storekit.PurgeResult{}, err
 		}
 	}
 	if err := w.replace(ctx, nb); err != nil {
-		return recall.PurgeResult{}, err
+		return storekit.PurgeResult{}, err
 	}
-	return recall.PurgeResult{Dropped: dropped, From: out[0].Seq, Restored: len(restore)}, nil
+	return storekit.PurgeResult{Dropped: dropped, From: out[0].Seq, Restored: len(restore)}, nil
 }
 
 // splitLog splits the committed bytes of a log into lines; a last line

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/recallkit/recall/storekit"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -137,7 +138,7 @@ func TestPurge(t *testing.T) {
 	if before.meta.Corrupt != 1 {
 		t.Fatalf("fill: %d corrupt lines, want 1", before.meta.Corrupt)
 	}
-	wantLog, dropped, err := recall.PurgeLog(purgeKey, before.entries)
+	wantLog, dropped, err := storekit.PurgeLog(purgeKey, before.entries)
 	if err != nil || dropped == 0 {
 		t.Fatalf("PurgeLog: %d dropped, %v", dropped, err)
 	}
@@ -169,7 +170,7 @@ func TestPurge(t *testing.T) {
 	if !bytes.HasPrefix(raw, []byte("{this line does not decode}\n")) {
 		t.Errorf("the undecodable line was not kept first:\n%.200s", raw)
 	}
-	wantOnlyCorrupt(t, recall.Verify(ctx, s), purgeKey, 1) // the line kept is still reported
+	wantOnlyCorrupt(t, storekit.Verify(ctx, s), purgeKey, 1) // the line kept is still reported
 	// A fresh store (no cached records) sees the same.
 	if got := readPurgeState(t, openStore(t, s.Home()), purgeKey); !sameEntries(got.entries, after.entries) || metaFields(got.meta) != metaFields(after.meta) {
 		t.Errorf("a new store reads the purged log differently")
@@ -197,7 +198,7 @@ func TestPurgeLeavesLogWithoutCompaction(t *testing.T) {
 	path := logPath(t, s, purgeKey)
 	st1, _ := os.Stat(path)
 	res, err := s.Purge(ctx, purgeKey)
-	if err != nil || res != (recall.PurgeResult{}) {
+	if err != nil || res != (storekit.PurgeResult{}) {
 		t.Fatalf("Purge = %+v, %v; want nothing done", res, err)
 	}
 	st2, _ := os.Stat(path)
@@ -319,7 +320,7 @@ func TestPurgeRacesAppends(t *testing.T) {
 		t.Errorf("no purge raced the appends: %d purges dropped entries while they ran, %d entries dropped in all", racing, purged)
 	}
 	t.Logf("%d purges dropped entries while appends ran, %d entries dropped in all", racing, purged)
-	if err := recall.Verify(ctx, s); err != nil {
+	if err := storekit.Verify(ctx, s); err != nil {
 		t.Error(err)
 	}
 }
@@ -388,7 +389,7 @@ func TestPurgeRacesOtherProcess(t *testing.T) {
 		t.Fatalf("%d entries purged, %d items appended of %d", purged, len(acked), purgeChildAppends)
 	}
 	t.Logf("%d purges dropped entries while the other process appended, %d entries dropped in all", racing, purged)
-	if err := recall.Verify(ctx, openStore(t, home)); err != nil {
+	if err := storekit.Verify(ctx, openStore(t, home)); err != nil {
 		t.Error(err)
 	}
 }
@@ -453,7 +454,7 @@ func TestPurgeSIGKILL(t *testing.T) {
 	s := openStore(t, pristine)
 	purgeFill(t, s, purgeKey, 600, 800) // a 0.5 MB log, so the purge takes a while
 	before := readPurgeState(t, s, purgeKey)
-	wantLog, _, err := recall.PurgeLog(purgeKey, before.entries)
+	wantLog, _, err := storekit.PurgeLog(purgeKey, before.entries)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -500,7 +501,7 @@ func TestPurgeSIGKILL(t *testing.T) {
 		if !sameView(got.items, before.items) {
 			t.Fatalf("round %d: the view changed", round)
 		}
-		wantOnlyCorrupt(t, recall.Verify(ctx, st), purgeKey, 1) // purgeFill's undecodable line
+		wantOnlyCorrupt(t, storekit.Verify(ctx, st), purgeKey, 1) // purgeFill's undecodable line
 		// the session goes on, whichever state it is in
 		if _, err := st.Append(ctx, purgeKey, recall.Guard{}, recall.ItemEntry(recall.Message("user", "go on"))); err != nil {
 			t.Fatalf("round %d: append: %v", round, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/recallkit/recall/storekit"
 	"io"
 	"os"
 	"strconv"
@@ -275,7 +276,7 @@ func TestGhostAcrossProcesses(t *testing.T) {
 	if removed == 0 || missed == 0 {
 		t.Errorf("no race happened: %d removals, %d helper calls found nothing", removed, missed)
 	}
-	if err := recall.Verify(ctx, openStore(t, home)); err != nil {
+	if err := storekit.Verify(ctx, openStore(t, home)); err != nil {
 		t.Error(err)
 	}
 }
@@ -299,7 +300,7 @@ func TestVerifyBesideAppender(t *testing.T) {
 	overlap := func() bool { return moved >= 10 && len(child.Lines()) > 10 } // "ready", then an "ack" a batch
 	for start := time.Now(); runs < 300 || time.Since(start) < raceFor() || !overlap() && time.Since(start) < raceLimit; runs++ {
 		before, _ := s.Stat(ctx, verifyKey)
-		if err := recall.VerifySession(ctx, s, verifyKey); err != nil {
+		if err := storekit.VerifySession(ctx, s, verifyKey); err != nil {
 			child.stop(t)
 			t.Fatalf("run %d: %v", runs, err)
 		}
@@ -307,7 +308,7 @@ func TestVerifyBesideAppender(t *testing.T) {
 			moved++
 		}
 		if runs%50 == 0 {
-			if err := recall.Verify(ctx, s); err != nil {
+			if err := storekit.Verify(ctx, s); err != nil {
 				child.stop(t)
 				t.Fatalf("run %d: Verify: %v", runs, err)
 			}
@@ -322,7 +323,7 @@ func TestVerifyBesideAppender(t *testing.T) {
 	if batches < 10 || moved < 10 {
 		t.Errorf("too little overlap: %d batches appended, %d verifications raced one", batches, moved)
 	}
-	if err := recall.VerifySession(ctx, s, verifyKey); err != nil {
+	if err := storekit.VerifySession(ctx, s, verifyKey); err != nil {
 		t.Error(err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/recallkit/recall/storekit"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -83,7 +84,7 @@ func checkReadOnly(home string, want map[recall.Key][]recall.Item, errno error) 
 	if ps, err := recall.Projects(ctx, s); err != nil || len(ps) != 1 {
 		return fmt.Sprintf("Projects = %v, %v", ps, err)
 	}
-	if err := recall.Verify(ctx, s); err != nil {
+	if err := storekit.Verify(ctx, s); err != nil {
 		return fmt.Sprintf("Verify: %v", err)
 	}
 

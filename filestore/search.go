@@ -5,32 +5,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/recallkit/recall/search"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/recallkit/recall"
 )
 
 var (
-	_ recall.Searcher      = (*Store)(nil)
-	_ recall.SearchIndexer = (*Store)(nil)
+	_ recall.Searcher = (*Store)(nil)
+	_ search.Indexer  = (*Store)(nil)
 )
-
-// searchWindow is how many of the newest items (after the cursor, within
-// the filters on items) Search first matches directly: a common word fills
-// its page there at once. A rarer one is found through the trigram index,
-// which then yields few candidates to sort.
-const searchWindow = 4096
-
-// searchCandidates is how many items the trigram index may select for
-// Search to sort them all rather than look at the newest items first. It
-// is the window's size: sorting that many candidates reads as many items
-// as one window does, and a window that falls short of a page is read in
-// vain. (At 2,000, a term in 2,013 items of 1,000,000 first read a window
-// that held 8 of its hits, then sorted its candidates anyway: 32 ms
-// rather than 16.)
-const searchCandidates = searchWindow
 
 // firstWindow is how many of the newest items, per hit a page asks for,
 // Search matches before it asks the trigram index how many candidates it
@@ -47,14 +32,14 @@ var errIndexDisagrees = errors.New("search index disagrees with the log")
 // (see searchIndexName): it brings the index up to date with the logs of
 // the sessions searched, then answers from it, reading each hit's entry
 // back from its log for the snippet. It returns exactly the hits
-// recall.ScanSearch returns, in the same order. An index that is missing
+// search.Scan returns, in the same order. An index that is missing
 // or damaged is built again from the logs; one that cannot be written (a
 // read-only home) is not used, and the logs are scanned instead.
 func (s *Store) Search(ctx context.Context, opts recall.SearchOptions) (recall.SearchPage, error) {
 	if err := s.checkOpen(); err != nil {
 		return recall.SearchPage{}, err
 	}
-	if err := recall.CheckSearchOptions(opts); err != nil {
+	if err := search.Check(opts); err != nil {
 		return recall.SearchPage{}, fmt.Errorf("filestore: search: %w", err)
 	}
 	for attempt := 0; ; attempt++ {
@@ -87,14 +72,14 @@ func (s *Store) Search(ctx context.Context, opts recall.SearchOptions) (recall.S
 		case errors.As(err, &ie) || errors.Is(err, errIndexDisagrees):
 			// The index cannot be used here (a read-only home, a full
 			// disk): the logs are the truth, so scan them.
-			return recall.ScanSearch(ctx, s, opts)
+			return search.Scan(ctx, s, opts)
 		default:
 			return recall.SearchPage{}, fmt.Errorf("filestore: search: %w", err)
 		}
 	}
 }
 
-// IndexSearch implements recall.SearchIndexer: it brings the search index
+// IndexSearch implements search.Indexer: it brings the search index
 // up to date with the logs of every session, the work the next Search
 // would otherwise do before it answers. A damaged index is built afresh;
 // an index that cannot be written (a read-only home) is an error here,
@@ -150,10 +135,10 @@ func (s *Store) searchIndexed(ctx context.Context, opts recall.SearchOptions) (r
 	if err != nil {
 		return recall.SearchPage{}, err
 	}
-	q, _ := recall.ParseQuery(opts.Query)
-	var cur *recall.SearchCursor
+	q, _ := search.Parse(opts.Query)
+	var cur *search.Cursor
 	if opts.Cursor != "" {
-		c, _ := recall.ParseSearchCursor(opts.Cursor)
+		c, _ := search.ParseCursor(opts.Cursor)
 		cur = &c
 	}
 	keep := opts.PageSize() + 1
@@ -168,12 +153,12 @@ func (s *Store) searchIndexed(ctx context.Context, opts recall.SearchOptions) (r
 		// A title hit older than keep item hits comes after them all.
 		var bound time.Time
 		if len(hits) >= keep {
-			slices.SortFunc(hits, func(a, b *itemHit) int { return recall.CompareHits(a.hit, b.hit) })
+			slices.SortFunc(hits, func(a, b *itemHit) int { return search.Compare(a.hit, b.hit) })
 			bound = hits[keep-1].hit.Time
 		}
 		hits = append(hits, x.titleHits(s, opts, q, cur, keep, bound, byID)...)
 	}
-	slices.SortFunc(hits, func(a, b *itemHit) int { return recall.CompareHits(a.hit, b.hit) })
+	slices.SortFunc(hits, func(a, b *itemHit) int { return search.Compare(a.hit, b.hit) })
 	more := len(hits) >= keep
 	if more {
 		hits = hits[:keep-1]
@@ -187,7 +172,7 @@ func (s *Store) searchIndexed(ctx context.Context, opts recall.SearchOptions) (r
 		page.Hits[i] = h.hit
 	}
 	if more {
-		page.Next = recall.HitCursor(page.Hits[len(hits)-1]).String()
+		page.Next = search.CursorAt(page.Hits[len(hits)-1]).String()
 	}
 	return page, nil
 }
@@ -197,7 +182,7 @@ func (s *Store) searchIndexed(ctx context.Context, opts recall.SearchOptions) (r
 // that are not older than bound (when set), found by walking its sessions
 // newest first (projectIndex.order), so a common word, or a page of item
 // hits, costs a page; across projects, every one.
-func (x *searchIndex) titleHits(s *Store, opts recall.SearchOptions, q recall.Query, cur *recall.SearchCursor, keep int, bound time.Time, byID map[int64]*indexedLog) []*itemHit {
+func (x *searchIndex) titleHits(s *Store, opts recall.SearchOptions, q search.Query, cur *search.Cursor, keep int, bound time.Time, byID map[int64]*indexedLog) []*itemHit {
 	var hits []*itemHit
 	add := func(l *indexedLog) {
 		if l.title == "" || l.archived && !opts.IncludeArchived || !q.Match(l.ntitle) {
@@ -206,7 +191,7 @@ func (x *searchIndex) titleHits(s *Store, opts recall.SearchOptions, q recall.Qu
 		if !opts.Since.IsZero() && l.updated.Before(opts.Since) || !opts.Until.IsZero() && !l.updated.Before(opts.Until) {
 			return
 		}
-		h := recall.Hit{Key: l.key, Title: l.title, Role: recall.RoleTitle, Time: l.updated, Rank: float64(countTerms(l.ntitle, q))}
+		h := recall.Hit{Key: l.key, Title: l.title, Role: recall.RoleTitle, Time: l.updated, Rank: float64(search.Occurrences(l.ntitle, q))}
 		if cur == nil || cur.After(h) {
 			hits = append(hits, &itemHit{hit: h})
 		}
@@ -246,24 +231,14 @@ func (x *searchIndex) titleHits(s *Store, opts recall.SearchOptions, q recall.Qu
 	return hits
 }
 
-// countTerms is the Rank of a hit: how many times the terms occur in its
-// normalized text, as the scan counts them.
-func countTerms(normalized string, q recall.Query) int {
-	n := 0
-	for _, t := range q.Terms {
-		n += strings.Count(normalized, t)
-	}
-	return n
-}
-
 // readBack reads the entry of every item hit from its log, to cut the
 // snippet from the text a person reads and to confirm the hit: an entry
 // that is not where the index says, or does not match, is
 // errIndexDisagrees. Title hits take their snippet from the title.
-func (s *Store) readBack(ctx context.Context, hits []*itemHit, q recall.Query) error {
+func (s *Store) readBack(ctx context.Context, hits []*itemHit, q search.Query) error {
 	for _, h := range hits {
 		if h.hit.Role == recall.RoleTitle {
-			h.hit.Snippet, h.hit.Matches = recall.MakeSnippet(h.hit.Title, q)
+			h.hit.Snippet, h.hit.Matches = search.Snippet(h.hit.Title, q)
 			continue
 		}
 		e, err := s.entryAt(ctx, h.hit.Key, h.pos, h.n)
@@ -275,7 +250,7 @@ func (s *Store) readBack(ctx context.Context, hits []*itemHit, q recall.Query) e
 		switch {
 		case !ok:
 		case e.Kind == recall.KindItem && h.idx == 0:
-			it, ok = recall.ItemOf(e)
+			it, ok = e.Item()
 		case e.Kind == recall.KindCompaction:
 			var c recall.Compaction
 			ok = json.Unmarshal(e.Data, &c) == nil && h.idx < len(c.Items)
@@ -287,14 +262,14 @@ func (s *Store) readBack(ctx context.Context, hits []*itemHit, q recall.Query) e
 		}
 		var text string
 		if ok {
-			_, text = recall.SearchText(it)
-			ok = q.Match(recall.NormalizeText(text))
+			_, text = search.Text(it)
+			ok = q.Match(search.Normalize(text))
 		}
 		if !ok {
 			return fmt.Errorf("%w: %s seq %d", errIndexDisagrees, h.hit.Key, h.seq)
 		}
 		h.hit.Time = e.Time
-		h.hit.Snippet, h.hit.Matches = recall.MakeSnippet(text, q)
+		h.hit.Snippet, h.hit.Matches = search.Snippet(text, q)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/recallkit/recall/search"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -21,14 +22,14 @@ import (
 
 // bruteSearch is the reference the index must agree with, written out
 // plainly from the shared pieces of the search contract: every main
-// session's log loaded, recall.SessionHits, sorted by recall.CompareHits,
+// session's log loaded, search.SessionHits, sorted by search.Compare,
 // cut after the cursor.
 func bruteSearch(ctx context.Context, s recall.Store, opts recall.SearchOptions) (recall.SearchPage, error) {
-	if err := recall.CheckSearchOptions(opts); err != nil {
+	if err := search.Check(opts); err != nil {
 		return recall.SearchPage{}, err
 	}
-	q, _ := recall.ParseQuery(opts.Query)
-	var all []recall.Candidate
+	q, _ := search.Parse(opts.Query)
+	var all []search.Candidate
 	lopts := recall.ListOptions{Limit: -1, IncludeArchived: opts.IncludeArchived}
 	page, err := s.List(ctx, opts.Project, lopts)
 	if err != nil {
@@ -39,21 +40,21 @@ func bruteSearch(ctx context.Context, s recall.Store, opts recall.SearchOptions)
 		if err != nil {
 			return recall.SearchPage{}, err
 		}
-		all = append(all, recall.SessionHits(meta, entries, q, opts)...)
+		all = append(all, search.SessionHits(meta, entries, q, opts)...)
 	}
-	slices.SortFunc(all, func(a, b recall.Candidate) int { return recall.CompareHits(a.Hit, b.Hit) })
+	slices.SortFunc(all, func(a, b search.Candidate) int { return search.Compare(a.Hit, b.Hit) })
 	if opts.Cursor != "" {
-		c, _ := recall.ParseSearchCursor(opts.Cursor)
-		all = slices.DeleteFunc(all, func(h recall.Candidate) bool { return !c.After(h.Hit) })
+		c, _ := search.ParseCursor(opts.Cursor)
+		all = slices.DeleteFunc(all, func(h search.Candidate) bool { return !c.After(h.Hit) })
 	}
 	var out recall.SearchPage
 	if len(all) > opts.PageSize() {
 		all = all[:opts.PageSize()]
-		out.Next = recall.HitCursor(all[len(all)-1].Hit).String()
+		out.Next = search.CursorAt(all[len(all)-1].Hit).String()
 	}
 	out.Hits = []recall.Hit{}
 	for _, c := range all {
-		c.Snippet, c.Matches = recall.MakeSnippet(c.Text, q)
+		c.Snippet, c.Matches = search.Snippet(c.Text, q)
 		out.Hits = append(out.Hits, c.Hit)
 	}
 	return out, nil

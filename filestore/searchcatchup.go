@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/recallkit/recall/search"
 	"runtime"
 	"sync"
 
@@ -360,7 +361,7 @@ func indexLog(ctx context.Context, tx *sql.Tx, s *Store, key recall.Key) (int, e
 		return 0, err
 	}
 	_, err = tx.ExecContext(ctx, `UPDATE logs SET ino = ?, off = ?, chk = ?, head = ?, meta = ?, title = ?, ntitle = ?, upd_s = ?, upd_n = ?, archived = ? WHERE id = ?`,
-		int64(st.Ino), sc.end, int64(check), int64(head), string(js), m.Title, recall.NormalizeText(m.Title),
+		int64(st.Ino), sc.end, int64(check), int64(head), string(js), m.Title, search.Normalize(m.Title),
 		m.Updated.Unix(), m.Updated.Nanosecond(), m.Archived, id)
 	return w.written, ixErr(err)
 }
@@ -417,7 +418,7 @@ func (w *logIndexer) entry(e recall.Entry, pos, n int64) {
 	}
 	switch e.Kind {
 	case recall.KindItem:
-		if it, ok := recall.ItemOf(e); ok {
+		if it, ok := e.Item(); ok {
 			w.item(e, 0, it, pos, n)
 		}
 	case recall.KindPop, recall.KindRemove:
@@ -446,11 +447,11 @@ func (w *logIndexer) item(e recall.Entry, index int, it recall.Item, pos, n int6
 	if w.err != nil {
 		return
 	}
-	role, text := recall.SearchText(it)
+	role, text := search.Text(it)
 	if text == "" {
 		return
 	}
-	norm := recall.NormalizeText(text)
+	norm := search.Normalize(text)
 	var id int64
 	if w.err = w.insert.QueryRowContext(w.ctx, w.log, e.Seq, index, pos, n, e.Time.Unix(), e.Time.Nanosecond(), roleNumber(role), norm).Scan(&id); w.err != nil {
 		return

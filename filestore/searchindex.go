@@ -41,7 +41,7 @@ import (
 //   - A file that is not a database, or a damaged one, is removed and
 //     built again from the logs (see Store.Search); an index that cannot
 //     be opened or written at all (a read-only home) is not used: Search
-//     scans the logs instead (recall.ScanSearch).
+//     scans the logs instead (search.Scan).
 //
 // The index keeps, per item, the normalized text it is searched by and
 // where its entry's line lies in the log; the text of a hit's snippet is
@@ -81,7 +81,7 @@ CREATE TABLE logs(
 	head     INTEGER NOT NULL DEFAULT -1, -- crc32 of the first checkLen bytes; -1 unknown
 	meta     TEXT NOT NULL,    -- recall.Meta JSON at off
 	title    TEXT NOT NULL,
-	ntitle   TEXT NOT NULL,    -- NormalizeText(title)
+	ntitle   TEXT NOT NULL,    -- search.Normalize(title)
 	upd_s    INTEGER NOT NULL, -- Meta.Updated
 	upd_n    INTEGER NOT NULL,
 	archived INTEGER NOT NULL,
@@ -98,7 +98,7 @@ CREATE TABLE items(
 	tn   INTEGER NOT NULL,
 	role INTEGER NOT NULL,    -- see searchRoles
 	live INTEGER NOT NULL,    -- in the live view (recall.Replay)
-	text TEXT NOT NULL        -- NormalizeText(SearchText(item))
+	text TEXT NOT NULL        -- search.Normalize(search.Text(item))
 );
 CREATE INDEX items_ref ON items(log, seq, idx);
 CREATE INDEX items_time ON items(ts, tn);
@@ -137,7 +137,7 @@ var errIndexDamaged = errors.New("search index damaged")
 // searchIndex is the process's handle on the index file.
 type searchIndex struct {
 	path string
-	// testWindow, when above 0, stands for searchWindow and searchCandidates
+	// testWindow, when above 0, stands for search.Window (window and candidates)
 	// (a test's, so that small stores take every path).
 	testWindow int
 

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/recallkit/recall/search"
 	"slices"
 	"strings"
 	"time"
@@ -18,16 +19,16 @@ import (
 // findItems returns the first keep item hits after cur, in search order,
 // among the sessions of byID (archived ones when opts include them).
 //
-// When the trigram index selects at most searchCandidates items for the
+// When the trigram index selects at most search.Window items for the
 // terms of two characters or more (see trigramQuery), it sorts those,
 // checking each term's exact match with instr. Otherwise it matches the
-// newest searchWindow items the filters on items allow (after the cursor)
+// newest search.Window items the filters on items allow (after the cursor)
 // directly: when keep hits among them are newer than the oldest of the
 // window, no item outside it can come before them, and a common word is
 // answered at once. When they are not, it sorts the trigram index's
 // candidates after all, or, when every term is a single character,
 // matches ever larger windows.
-func (x *searchIndex) findItems(ctx context.Context, opts recall.SearchOptions, q recall.Query, cur *recall.SearchCursor, keep int, byID map[int64]*indexedLog) ([]*itemHit, error) {
+func (x *searchIndex) findItems(ctx context.Context, opts recall.SearchOptions, q search.Query, cur *search.Cursor, keep int, byID map[int64]*indexedLog) ([]*itemHit, error) {
 	iq := newItemQuery(opts, q, cur, keep, byID)
 	// When the trigrams select few items, sorting those is the fastest
 	// way to the first page. Otherwise (a common word, or terms of one
@@ -37,7 +38,7 @@ func (x *searchIndex) findItems(ctx context.Context, opts recall.SearchOptions, 
 	if err != nil || !some {
 		return nil, err
 	}
-	window, candidates := searchWindow, searchCandidates
+	window, candidates := search.Window, search.Window
 	if x.testWindow > 0 { // a test's
 		window, candidates = x.testWindow, x.testWindow
 	}
@@ -88,7 +89,7 @@ func (x *searchIndex) findItems(ctx context.Context, opts recall.SearchOptions, 
 // cursor (accept), and how many hits the page needs (keep).
 type itemQuery struct {
 	opts      recall.SearchOptions
-	cur       *recall.SearchCursor
+	cur       *search.Cursor
 	keep      int
 	conds     []string
 	args      []any
@@ -98,7 +99,7 @@ type itemQuery struct {
 }
 
 // newItemQuery returns the item query of a search.
-func newItemQuery(opts recall.SearchOptions, q recall.Query, cur *recall.SearchCursor, keep int, byID map[int64]*indexedLog) *itemQuery {
+func newItemQuery(opts recall.SearchOptions, q search.Query, cur *search.Cursor, keep int, byID map[int64]*indexedLog) *itemQuery {
 	iq := &itemQuery{opts: opts, cur: cur, keep: keep}
 	if !opts.WholeLog {
 		iq.conds = append(iq.conds, "i.live = 1")
@@ -124,7 +125,7 @@ func newItemQuery(opts recall.SearchOptions, q recall.Query, cur *recall.SearchC
 			return false
 		}
 		h.hit = recall.Hit{Key: l.key, Title: l.title, Ref: recall.ItemRef{Seq: h.seq, Index: h.idx},
-			Role: searchRoles[h.role], Time: time.Unix(h.ts, int64(h.tn)).UTC(), Rank: float64(countTerms(h.text, q))}
+			Role: searchRoles[h.role], Time: time.Unix(h.ts, int64(h.tn)).UTC(), Rank: float64(search.Occurrences(h.text, q))}
 		return cur == nil || cur.After(h.hit)
 	}
 	return iq
@@ -181,7 +182,7 @@ func (x *searchIndex) sortedItems(ctx context.Context, iq *itemQuery, m string) 
 			return nil, err
 		}
 		if len(found) >= iq.keep || rows < limit {
-			slices.SortFunc(found, func(a, b *itemHit) int { return recall.CompareHits(a.hit, b.hit) })
+			slices.SortFunc(found, func(a, b *itemHit) int { return search.Compare(a.hit, b.hit) })
 			return found[:min(len(found), iq.keep)], nil
 		}
 	}
@@ -215,7 +216,7 @@ func (x *searchIndex) window(ctx context.Context, n int, iq *itemQuery) ([]*item
 	if !exhaustive && newer < keep {
 		return nil, false, nil
 	}
-	slices.SortFunc(found, func(a, b *itemHit) int { return recall.CompareHits(a.hit, b.hit) })
+	slices.SortFunc(found, func(a, b *itemHit) int { return search.Compare(a.hit, b.hit) })
 	if !exhaustive {
 		found = found[:newer] // the rest may be preceded by items outside the window
 	}
@@ -246,61 +247,17 @@ func (x *searchIndex) queryItems(ctx context.Context, query string, args []any, 
 	return out, ixErr(rows.Err())
 }
 
-// maxPrefixGrams bounds the trigrams a two-character term is looked up
-// by; a term that begins more is as well found by reading the items.
-const maxPrefixGrams = 256
-
-// maxTermGrams bounds the trigrams of one term the FTS5 query asks for: a
-// few, spread over the term, select as well as all of them, and cost less
-// to intersect.
-const maxTermGrams = 12
-
 // trigramQuery returns the FTS5 query of the items that may hold every
-// term: the AND of the trigrams of each term of three characters or more
-// (maxTermGrams of them, spread over a long term), and for a term of two,
-// the OR of the trigrams of the index that begin with it (every place it
-// occurs begins one, see searchSchema). It returns "" when no term has
-// trigrams to ask for, and none false when some term begins no trigram of
-// the index, so no item holds it.
-func (x *searchIndex) trigramQuery(ctx context.Context, q recall.Query) (match string, some bool, err error) {
-	var groups []string
-	for _, t := range q.Terms {
-		if strings.IndexByte(t, 0) >= 0 {
-			continue // FTS5 reads its query up to a NUL; instr checks the term whole
-		}
-		r := []rune(t)
-		switch n := len(r); {
-		case n >= 3:
-			step := max(1, (n-2+maxTermGrams-1)/maxTermGrams)
-			for i := 0; i < n-2; i += step {
-				groups = append(groups, ftsString(string(r[i:i+3])))
-			}
-			groups = append(groups, ftsString(string(r[n-3:])))
-		case n == 2:
-			grams, err := x.prefixGrams(ctx, t)
-			if err != nil {
-				return "", false, err
-			}
-			if len(grams) == 0 {
-				return "", false, nil
-			}
-			if len(grams) <= maxPrefixGrams {
-				for i, g := range grams {
-					grams[i] = ftsString(g)
-				}
-				groups = append(groups, "("+strings.Join(grams, " OR ")+")")
-			}
-		}
-	}
-	slices.Sort(groups)
-	return strings.Join(slices.Compact(groups), " AND "), true, nil
+// term (search.TrigramMatch over this index's vocabulary).
+func (x *searchIndex) trigramQuery(ctx context.Context, q search.Query) (match string, some bool, err error) {
+	return search.TrigramMatch(q, func(term string) ([]string, error) { return x.prefixGrams(ctx, term) })
 }
 
 // prefixGrams returns the trigrams of the index that begin with term, up
-// to one more than maxPrefixGrams.
+// to one more than search.MaxPrefixGrams.
 func (x *searchIndex) prefixGrams(ctx context.Context, term string) ([]string, error) {
 	// "\xff" sorts after every UTF-8 text that begins with term.
-	rows, err := x.conn.QueryContext(ctx, "SELECT term FROM items_vocab WHERE term >= ? AND term < ? LIMIT ?", term, term+"\xff", maxPrefixGrams+1)
+	rows, err := x.conn.QueryContext(ctx, "SELECT term FROM items_vocab WHERE term >= ? AND term < ? LIMIT ?", term, term+"\xff", search.MaxPrefixGrams+1)
 	if err != nil {
 		return nil, ixErr(err)
 	}
@@ -315,6 +272,3 @@ func (x *searchIndex) prefixGrams(ctx context.Context, term string) ([]string, e
 	}
 	return out, ixErr(rows.Err())
 }
-
-// ftsString quotes s as an FTS5 string.
-func ftsString(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }

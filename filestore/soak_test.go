@@ -8,6 +8,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/recallkit/recall/storekit"
 	"os"
 	"path/filepath"
 	"slices"
@@ -222,7 +223,7 @@ func readSoakRecords(t *testing.T, files []string) soakRecord {
 // TestSoak runs soakProcs processes for -soak on soakSessions shared
 // sessions of one home, then checks every invariant:
 //
-//   - every log loads, and recall.Verify passes: seqs dense from 1, the
+//   - every log loads, and storekit.Verify passes: seqs dense from 1, the
 //     stored metadata and the item view equal the log's replay;
 //   - no acknowledged item is lost: every acknowledged append is in its
 //     session's log at the seq Append returned, exactly once, and the log
@@ -280,8 +281,8 @@ func TestSoak(t *testing.T) {
 
 	checkStart := time.Now()
 	s := openStore(t, home)
-	if err := recall.Verify(ctx, s); err != nil {
-		t.Errorf("recall.Verify: %v", err)
+	if err := storekit.Verify(ctx, s); err != nil {
+		t.Errorf("storekit.Verify: %v", err)
 	}
 	items, pops := 0, 0
 	for i := range soakSessions {

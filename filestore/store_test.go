@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/recallkit/recall/storekit"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -98,7 +99,7 @@ func TestHostileKeys(t *testing.T) {
 	for _, k := range bad {
 		calls := map[string]error{}
 		_, calls["Append"] = s.Append(ctx, k, recall.Guard{}, item)
-		_, calls["Import"] = s.Import(ctx, k, recall.Entry{Seq: 1, Kind: recall.KindClear, Time: recall.Now()})
+		_, calls["Import"] = s.Import(ctx, k, recall.Entry{Seq: 1, Kind: recall.KindClear, Time: storekit.Now()})
 		_, _, calls["Items"] = s.Items(ctx, k, 0)
 		_, calls["Pop"] = s.Pop(ctx, k)
 		_, calls["Stat"] = s.Stat(ctx, k)
@@ -243,7 +244,7 @@ func TestNameCollision(t *testing.T) {
 	if _, err := s.Append(ctx, rec, recall.Guard{}, item); !errors.Is(err, recall.ErrConflict) {
 		t.Errorf("Append to %s = %v, want ErrConflict", rec, err)
 	}
-	if err := recall.VerifySession(ctx, s, a); err != nil {
+	if err := storekit.VerifySession(ctx, s, a); err != nil {
 		t.Error(err)
 	}
 
@@ -376,7 +377,7 @@ func checkBatches(t *testing.T, s recall.Store, key recall.Key, writers, batches
 			t.Fatalf("entry %q out of order or unknown (next %v)", a, next)
 		}
 	}
-	if err := recall.VerifySession(ctx, s, key); err != nil {
+	if err := storekit.VerifySession(ctx, s, key); err != nil {
 		t.Fatal(err)
 	}
 }

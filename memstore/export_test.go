@@ -2,6 +2,7 @@ package memstore
 
 import (
 	"encoding/json"
+	"github.com/recallkit/recall/storekit"
 	"testing"
 
 	"github.com/recallkit/recall"
@@ -13,8 +14,8 @@ import (
 // from elsewhere. memstore has no separate read path, so it applies the
 // entry to the session's metadata as it would any entry it holds.
 //
-// Such a store checks what it reads in full, since recall.ItemOf looks at
-// an item's first and last bytes only: data that ItemOf takes for an
+// Such a store checks what it reads in full, since recall.Entry.Item looks at
+// an item's first and last bytes only: data that Entry.Item takes for an
 // object but that is not JSON ("{x}") it reads as an unreadable record,
 // as the file store reads a line that does not decode. memstore does the
 // same here: the record takes its seq and counts in Meta.Corrupt, and no
@@ -28,8 +29,8 @@ func Plant(t *testing.T, s recall.Store, key recall.Key, data []byte) {
 	if sess == nil {
 		t.Fatalf("memstore: plant into %s: no such session", key)
 	}
-	e := recall.Entry{Seq: sess.meta.LastSeq + 1, Kind: recall.KindItem, Time: recall.Now(), Data: append([]byte(nil), data...)}
-	if _, looks := recall.ItemOf(e); looks && !json.Valid(data) {
+	e := recall.Entry{Seq: sess.meta.LastSeq + 1, Kind: recall.KindItem, Time: storekit.Now(), Data: append([]byte(nil), data...)}
+	if _, looks := e.Item(); looks && !json.Valid(data) {
 		sess.meta.LastSeq = e.Seq
 		sess.meta.Corrupt++
 		return

@@ -77,7 +77,7 @@ func (s *Store) appendLocked(key recall.Key, entries []recall.Entry) int64 {
 		sess = &session{meta: recall.Meta{Key: key}}
 		s.sessions[key] = sess
 	}
-	now := recall.Now()
+	now := storekit.Now()
 	for _, e := range entries {
 		e = e.Clone()
 		e.Seq = sess.meta.LastSeq + 1
@@ -92,7 +92,7 @@ func (s *Store) appendLocked(key recall.Key, entries []recall.Entry) int64 {
 
 // Append implements recall.Store.
 func (s *Store) Append(ctx context.Context, key recall.Key, guard recall.Guard, entries ...recall.Entry) (int64, error) {
-	if err := recall.ValidateEntries(entries, s.opts.MaxItemSize); err != nil {
+	if err := storekit.ValidateEntries(entries, s.opts.MaxItemSize); err != nil {
 		return 0, fmt.Errorf("memstore: append %s: %w", key, err)
 	}
 	if err := s.lock(ctx, key); err != nil {
@@ -324,7 +324,7 @@ func (s *Store) Cleanup(ctx context.Context, opts recall.CleanupOptions) (recall
 
 // Import implements recall.Store.
 func (s *Store) Import(ctx context.Context, key recall.Key, entries ...recall.Entry) (int64, error) {
-	if err := recall.ValidateEntries(entries, s.opts.MaxItemSize); err != nil {
+	if err := storekit.ValidateEntries(entries, s.opts.MaxItemSize); err != nil {
 		return 0, fmt.Errorf("memstore: import %s: %w", key, err)
 	}
 	if err := s.lock(ctx, key); err != nil {

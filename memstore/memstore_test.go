@@ -3,6 +3,7 @@ package memstore_test
 import (
 	"context"
 	"errors"
+	"github.com/recallkit/recall/storekit"
 	"strings"
 	"testing"
 
@@ -44,7 +45,7 @@ func TestMaxItemSize(t *testing.T) {
 	if _, err := s.Append(ctx, key, recall.Guard{}, comp); !errors.Is(err, recall.ErrTooLarge) {
 		t.Errorf("a compaction with a large item = %v, want ErrTooLarge", err)
 	}
-	if _, err := s.Import(ctx, key, recall.Entry{Seq: 2, Kind: recall.KindItem, Time: recall.Now(), Data: []byte(big)}); !errors.Is(err, recall.ErrTooLarge) {
+	if _, err := s.Import(ctx, key, recall.Entry{Seq: 2, Kind: recall.KindItem, Time: storekit.Now(), Data: []byte(big)}); !errors.Is(err, recall.ErrTooLarge) {
 		t.Errorf("an import with a large item = %v, want ErrTooLarge", err)
 	}
 	if m, err := s.Stat(ctx, key); err != nil || m.LastSeq != 1 {

@@ -3,6 +3,7 @@ package memstore_test
 import (
 	"context"
 	"errors"
+	"github.com/recallkit/recall/storekit"
 	"testing"
 
 	"github.com/recallkit/recall"
@@ -66,7 +67,7 @@ func TestPurge(t *testing.T) {
 			t.Errorf("item %d: %v %s, was %v %s", i, got[i].Ref, got[i].Item, view[i].Ref, view[i].Item)
 		}
 	}
-	if err := recall.VerifySession(ctx, s, key); err != nil {
+	if err := storekit.VerifySession(ctx, s, key); err != nil {
 		t.Error(err)
 	}
 	if res, err := s.Purge(ctx, key); err != nil || res.Dropped != 0 {

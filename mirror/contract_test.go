@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/recallkit/recall/storekit"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -269,7 +270,7 @@ func TestContextHonoured(t *testing.T) {
 		want := c.Err()
 		calls := map[string]error{}
 		_, calls["Append"] = m.Append(c, k, recall.Guard{}, recall.ItemEntry(item("x")))
-		_, calls["Import"] = m.Import(c, recall.Key{Project: "p", Session: "imp"}, recall.Entry{Seq: 1, Kind: recall.KindItem, Time: recall.Now(), Data: json.RawMessage(item("i"))})
+		_, calls["Import"] = m.Import(c, recall.Key{Project: "p", Session: "imp"}, recall.Entry{Seq: 1, Kind: recall.KindItem, Time: storekit.Now(), Data: json.RawMessage(item("i"))})
 		_, calls["Pop"] = m.Pop(c, k)
 		calls["Remove"] = m.Remove(c, k)
 		_, calls["Cleanup"] = m.Cleanup(c, recall.CleanupOptions{OlderThan: time.Now().Add(time.Hour)})

@@ -174,7 +174,7 @@ func (c copier) sameTip(ctx context.Context, key recall.Key, seq int64) error {
 // with an explicit time), and Import carries every field verbatim, so a
 // copy is equal in all of them.
 //
-// The one rewrite a copy may have missed is a purge's (recall.PurgeLog):
+// The one rewrite a copy may have missed is a purge's (storekit.PurgeLog):
 // the compaction entry a purged log starts at gains the session's
 // creation time (Compaction.Created) and the usage of the dropped
 // entries, keeping its seq, time and the rest of its payload. Such an

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/recallkit/recall/storekit"
 	"slices"
 	"time"
 
@@ -101,7 +102,7 @@ func diffLogs(t tb, primary, replica recall.Store, exact bool) error {
 			errs = append(errs, fmt.Errorf("primary holds %v, replica %v", pk, rk))
 		}
 	}
-	if err := recall.Verify(ctx, replica); err != nil {
+	if err := storekit.Verify(ctx, replica); err != nil {
 		errs = append(errs, fmt.Errorf("replica fails Verify: %w", err))
 	}
 	return errors.Join(errs...)

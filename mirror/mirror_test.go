@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/recallkit/recall/storekit"
 	"os"
 	"path/filepath"
 	"strings"
@@ -28,6 +29,9 @@ type keepOpen struct {
 }
 
 func (k *keepOpen) Close() error { k.closes.Add(1); return nil }
+
+// Unwrap lets recall.As find the wrapped store's abilities.
+func (k *keepOpen) Unwrap() recall.Store { return k.Store }
 
 func newMirror(t testing.TB, primary, replica recall.Store, opts mirror.Options) *mirror.Store {
 	t.Helper()
@@ -92,7 +96,7 @@ func TestReplicatesEveryOperation(t *testing.T) {
 			return err
 		}},
 		{"import", func() error {
-			_, err := m.Import(ctx, imported, recall.Entry{Seq: 1, Kind: recall.KindItem, Time: recall.Now(), Data: json.RawMessage(item("imported"))})
+			_, err := m.Import(ctx, imported, recall.Entry{Seq: 1, Kind: recall.KindItem, Time: storekit.Now(), Data: json.RawMessage(item("imported"))})
 			return err
 		}},
 	}
@@ -665,7 +669,7 @@ func TestDivergedReplicaIsReportedNotOverwritten(t *testing.T) {
 	replica := memstore.New(memstore.Options{})
 	k := recall.Key{Project: "p", Session: "s"}
 	other := recall.Key{Project: "p", Session: "ok"}
-	t0 := recall.Now()
+	t0 := storekit.Now()
 	if _, err := primary.Append(ctx, k, recall.Guard{}, at(t0, recall.ItemEntries(item("mine"), item("mine 2"))...)...); err != nil {
 		t.Fatal(err)
 	}

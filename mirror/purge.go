@@ -3,13 +3,14 @@ package mirror
 import (
 	"context"
 	"fmt"
+	"github.com/recallkit/recall/storekit"
 
 	"github.com/recallkit/recall"
 )
 
-var _ recall.Purger = (*Store)(nil)
+var _ storekit.Purger = (*Store)(nil)
 
-// Purge implements recall.Purger when the primary does, and returns
+// Purge implements storekit.Purger when the primary does, and returns
 // ErrUnsupported when it does not. It purges the primary only: the replica
 // keeps the entries the purge drops, like any history the local store no
 // longer holds, and receives the entries the purge appends to restore the
@@ -17,13 +18,13 @@ var _ recall.Purger = (*Store)(nil)
 // purged log as it is, starting at its compaction entry. A replica that
 // holds some of the dropped entries but not all of them cannot be
 // continued from that entry; that session then stops with ErrDiverged.
-func (s *Store) Purge(ctx context.Context, key recall.Key) (recall.PurgeResult, error) {
+func (s *Store) Purge(ctx context.Context, key recall.Key) (storekit.PurgeResult, error) {
 	if err := s.begin(ctx); err != nil {
-		return recall.PurgeResult{}, err
+		return storekit.PurgeResult{}, err
 	}
-	p, ok := recall.As[recall.Purger](s.primary)
+	p, ok := recall.As[storekit.Purger](s.primary)
 	if !ok {
-		return recall.PurgeResult{}, fmt.Errorf("mirror: purge %s: the primary store cannot purge: %w", key, recall.ErrUnsupported)
+		return storekit.PurgeResult{}, fmt.Errorf("mirror: purge %s: the primary store cannot purge: %w", key, recall.ErrUnsupported)
 	}
 	res, err := p.Purge(ctx, key)
 	if err == nil && res.Dropped > 0 {

@@ -3,6 +3,7 @@ package mirror_test
 import (
 	"context"
 	"errors"
+	"github.com/recallkit/recall/storekit"
 	"testing"
 	"time"
 
@@ -67,7 +68,7 @@ func TestPurgeStaysLocal(t *testing.T) {
 	if a.Title != b.Title || a.LastSeq != b.LastSeq || a.ItemCount != b.ItemCount {
 		t.Fatalf("metadata: primary %+v, replica %+v", a, b)
 	}
-	if err := recall.Verify(ctx, replica); err != nil {
+	if err := storekit.Verify(ctx, replica); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -86,7 +87,7 @@ func TestPurgedCompactionEntryIsNotDivergence(t *testing.T) {
 	if err := m.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := primary.Store.(recall.Purger).Purge(ctx, k); err != nil {
+	if _, err := primary.Store.(storekit.Purger).Purge(ctx, k); err != nil {
 		t.Fatal(err)
 	}
 	_, mine, _ := primary.Load(ctx, k)
@@ -206,7 +207,7 @@ func TestPurgeBeforeFirstReplication(t *testing.T) {
 					t.Fatalf("status: %+v", ss)
 				}
 			}
-			if err := recall.Verify(ctx, replica); err != nil {
+			if err := storekit.Verify(ctx, replica); err != nil {
 				t.Fatal(err)
 			}
 		})

@@ -3,6 +3,7 @@ package mirror_test
 import (
 	"context"
 	"errors"
+	"github.com/recallkit/recall/storekit"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -32,7 +33,7 @@ func at(t time.Time, es ...recall.Entry) []recall.Entry {
 // primary's times and differ in one thing only; Sync, which trusts no
 // cursor, must refuse to continue it and leave it as it is.
 func TestSamenessComparesContent(t *testing.T) {
-	t0 := recall.Now()
+	t0 := storekit.Now()
 	withUsage := func(e recall.Entry) recall.Entry {
 		e.Usage = &recall.Usage{InputTokens: 1, OutputTokens: 2, TotalTokens: 3}
 		return e
@@ -97,7 +98,7 @@ func TestRecreatedSessionIsNotMixedIntoOldReplicaLog(t *testing.T) {
 	primary, replica := memstore.New(memstore.Options{}), memstore.New(memstore.Options{})
 	m := newMirror(t, primary, replica, fastOptions(""))
 	k := recall.Key{Project: "p", Session: "s"}
-	t0 := recall.Now()
+	t0 := storekit.Now()
 	if _, err := m.Append(ctx, k, recall.Guard{}, at(t0, recall.ItemEntries(item("old 1"), item("old 2"))...)...); err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +136,7 @@ func TestRecreatedSessionConvergesWithPropagatedDeletes(t *testing.T) {
 			m := newMirror(t, primary, &keepOpen{Store: replica}, opts)
 			k := recall.Key{Project: "p", Session: "s"}
 			sub := recall.Key{Project: "p", Session: "s", Subpath: "subagents/w-1"}
-			t0 := recall.Now()
+			t0 := storekit.Now()
 			if _, err := m.Append(ctx, k, recall.Guard{}, at(t0, recall.ItemEntries(item("old 1"), item("old 2"))...)...); err != nil {
 				t.Fatal(err)
 			}

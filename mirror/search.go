@@ -8,9 +8,8 @@ import (
 
 var _ recall.Searcher = (*Store)(nil)
 
-// Search implements recall.Searcher: like every read it is the primary's,
-// through its own index when the primary is a recall.Searcher and a scan
-// of it when not. The replica is never searched.
+// Search implements recall.Searcher: like every read it is the primary's.
+// The replica is never searched.
 func (s *Store) Search(ctx context.Context, opts recall.SearchOptions) (recall.SearchPage, error) {
 	if err := s.begin(ctx); err != nil {
 		return recall.SearchPage{}, err

@@ -2,6 +2,7 @@ package mirror_test
 
 import (
 	"context"
+	"github.com/recallkit/recall/search"
 	"testing"
 
 	"github.com/recallkit/recall"
@@ -18,7 +19,7 @@ type searchingStore struct {
 
 func (s *searchingStore) Search(ctx context.Context, opts recall.SearchOptions) (recall.SearchPage, error) {
 	s.searches++
-	return recall.ScanSearch(ctx, s, opts)
+	return search.Scan(ctx, s, opts)
 }
 
 // The mirror's Search is the primary's: its own index when it has one,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/recallkit/recall/storekit"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -148,7 +149,7 @@ func TestSyncReportsDivergedSessions(t *testing.T) {
 	ctx := context.Background()
 	src, dst := memstore.New(memstore.Options{}), memstore.New(memstore.Options{})
 	k := recall.Key{Project: "p", Session: "s"}
-	t0 := recall.Now() // both logs written within one microsecond
+	t0 := storekit.Now() // both logs written within one microsecond
 	if _, err := src.Append(ctx, k, recall.Guard{}, at(t0, recall.ItemEntries(item("a"), item("b"))...)...); err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/recallkit/recall/search"
 	"slices"
 	"strconv"
 	"strings"
@@ -168,11 +169,11 @@ func readText(m recall.Meta, out ReadOutput, records []string) string {
 }
 
 // view is what read_session shows of an item at position pos: its text as
-// search indexes it (see recall.SearchText), shortened, or for an item
+// search indexes it (see search.Text), shortened, or for an item
 // with no text, its JSON, shortened.
 func (s *server) view(l recall.LiveItem, pos int) ItemView {
 	v := ItemView{Ref: refString(l.Ref), Position: pos, Type: cmpOr(l.Item.Type(), "message")}
-	role, text := recall.SearchText(l.Item)
+	role, text := search.Text(l.Item)
 	v.Role = role
 	most := s.opts.MaxItemChars
 	if role != recall.RoleUser && role != recall.RoleAssistant && role != recall.RoleSystem {

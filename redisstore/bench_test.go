@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"fmt"
+	"github.com/recallkit/recall/storekit"
 	"strings"
 	"sync"
 	"testing"
@@ -25,7 +26,7 @@ var benchItem = recall.Item(`{"type":"message","role":"user","content":[{"type":
 	"A typical user turn of about two hundred bytes, asking the agent to look at a file and explain what it does." + `"}]}`)
 
 func benchElement() string {
-	return "1\n" + encodeBody(recall.ItemEntry(benchItem), recall.Now().UnixMicro(), nil)
+	return "1\n" + encodeBody(recall.ItemEntry(benchItem), storekit.Now().UnixMicro(), nil)
 }
 
 // pair runs raw and store alternately and reports both.

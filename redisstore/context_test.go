@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/recallkit/recall/storekit"
 	"maps"
 	"slices"
 	"strings"
@@ -61,7 +62,7 @@ func TestContextDone(t *testing.T) {
 	expired, cancel2 := context.WithDeadline(bg, time.Now().Add(-time.Second))
 	defer cancel2()
 	next := recall.ItemEntry(item("next"))
-	next.Seq, next.Time = 3, recall.Now()
+	next.Seq, next.Time = 3, storekit.Now()
 	calls := map[string]func(ctx context.Context) error{
 		"Append": func(ctx context.Context) error {
 			_, err := s.Append(ctx, k, recall.Guard{}, recall.ItemEntry(item("x")))
@@ -185,7 +186,7 @@ func TestCleanupStopsWhenContextEnds(t *testing.T) {
 	client.AddHook(cancelAfter{name: "evalsha", cancel: cancel, armed: &armed})
 	s := New(client, Options{Prefix: prefix})
 	old := recall.ItemEntry(item("old"))
-	old.Time = recall.Now().Add(-48 * time.Hour)
+	old.Time = storekit.Now().Add(-48 * time.Hour)
 	for i := range 3 {
 		mustAppend(t, s, recall.Key{Project: "p", Session: fmt.Sprint("s", i)}, old)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/recallkit/recall/storekit"
 	"strconv"
 	"strings"
 	"testing"
@@ -97,7 +98,7 @@ func TestDamagedElements(t *testing.T) {
 	if err != nil || len(page) != len(entries) {
 		t.Errorf("Entries = %d entries, %v; want %d", len(page), err, len(entries))
 	}
-	if err := recall.VerifySession(ctx, s, k); !errors.Is(err, recall.ErrCorrupt) || !strings.Contains(err.Error(), k.String()) {
+	if err := storekit.VerifySession(ctx, s, k); !errors.Is(err, recall.ErrCorrupt) || !strings.Contains(err.Error(), k.String()) {
 		t.Errorf("VerifySession of the damaged session = %v, want ErrCorrupt naming it", err)
 	}
 	for _, want := range []string{"c", "b", "a"} {
@@ -122,7 +123,7 @@ func TestDamagedElements(t *testing.T) {
 }
 
 // TestPopSkipsWhatItemsSkips plants, as the newest element, items at the
-// edge of the readers' check (recall.ItemOf and a full JSON check):
+// edge of the readers' check (recall.Entry.Item and a full JSON check):
 // Unicode white space around an object, a zero-width space, a lone brace,
 // objects that are not JSON by a byte. The pop script, which checks in
 // Lua, takes exactly those the Go readers keep in the view, so Pop and
@@ -140,7 +141,7 @@ func TestPopSkipsWhatItemsSkips(t *testing.T) {
 		k := recall.Key{Project: "p", Session: "s" + strconv.Itoa(i)}
 		mustAppend(t, s, k, recall.ItemEntry(item("valid")))
 		seq := plantElement(t, s, k, data, "item")
-		_, ok := recall.ItemOf(recall.Entry{Kind: recall.KindItem, Data: []byte(data)})
+		_, ok := recall.Entry.Item(recall.Entry{Kind: recall.KindItem, Data: []byte(data)})
 		ok = ok && json.Valid([]byte(data))
 		live, _, err := s.Items(ctx, k, 0)
 		if err != nil {
@@ -176,7 +177,7 @@ return r`)
 
 // TestLuaJSONAgrees holds the pop script's JSON check (lua/common.lua's
 // isjson, and isitem for an item) to the Go readers' (jsonvalid.Valid, and
-// recall.ItemOf with it), on edge cases of the grammar (escapes, numbers,
+// recall.Entry.Item with it), on edge cases of the grammar (escapes, numbers,
 // white space, invalid UTF-8, nesting 10,000 and 10,001 deep) and on
 // random mutations of them and of storetest's verbatim items: Pop and
 // Items must agree on what an item is.
@@ -238,7 +239,7 @@ func TestLuaJSONAgrees(t *testing.T) {
 		}
 		for i, s := range batch {
 			valid := jsonvalid.Valid([]byte(s))
-			_, looks := recall.ItemOf(recall.Entry{Kind: recall.KindItem, Data: []byte(s)})
+			_, looks := recall.Entry.Item(recall.Entry{Kind: recall.KindItem, Data: []byte(s)})
 			if lj, li := got[i]&1 != 0, got[i]&2 != 0; lj != valid || li != (looks && valid) {
 				t.Errorf("%.80q: Lua says JSON %t, item %t; Go says %t, %t", s, lj, li, valid, looks && valid)
 			}

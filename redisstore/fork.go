@@ -52,7 +52,7 @@ func (s *Store) Fork(ctx context.Context, key recall.Key, atSeq int64, newKey re
 	if err != nil {
 		return fail(err)
 	}
-	log, err := storekit.ForkLog(key, entries, atSeq, recall.Now().UTC().Truncate(time.Microsecond))
+	log, err := storekit.ForkLog(key, entries, atSeq, storekit.Now().UTC().Truncate(time.Microsecond))
 	if err != nil {
 		return fail(err)
 	}
@@ -64,7 +64,7 @@ func (s *Store) Fork(ctx context.Context, key recall.Key, atSeq int64, newKey re
 	}
 	// Both read log and neither changes it.
 	valid := make(chan error, 1)
-	go func() { valid <- recall.ValidateEntries(log[1:], s.opts.MaxItemSize) }()
+	go func() { valid <- storekit.ValidateEntries(log[1:], s.opts.MaxItemSize) }()
 	keys, args, err := s.writeArgs(newKey, modeAppend, -1, recall.IfNew(), log)
 	if verr := <-valid; verr != nil {
 		return fail(verr)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/recallkit/recall/storekit"
 	"maps"
 	"sync"
 	"sync/atomic"
@@ -173,7 +174,7 @@ func testNativeFork(t *testing.T, ttl time.Duration) {
 
 // TestNativeForkOfDamagedElements: elements another program wrote are
 // treated by the native fork as by the fallback: one that is no entry, an
-// item recall.ItemOf refuses, or one that only looks like a JSON object by
+// item recall.Entry.Item refuses, or one that only looks like a JSON object by
 // its ends ("{x}", no readable entry either), is out of the view and of
 // both forks; one cleared away does not matter. The forks are healthy.
 func TestNativeForkOfDamagedElements(t *testing.T) {
@@ -210,7 +211,7 @@ func TestNativeForkOfDamagedElements(t *testing.T) {
 		t.Errorf("fork after {x} was cleared away: %v", err)
 	}
 	for _, nk := range []string{"n1", "n2", "n3", "n4"} {
-		if err := recall.VerifySession(ctx, s, recall.Key{Project: "p", Session: nk}); err != nil {
+		if err := storekit.VerifySession(ctx, s, recall.Key{Project: "p", Session: nk}); err != nil {
 			t.Errorf("VerifySession of the fork %s: %v", nk, err)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/recallkit/recall/storekit"
 	"maps"
 	"math/rand/v2"
 	"slices"
@@ -207,7 +208,7 @@ func TestUpdatedIgnoresTitleAndMeta(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t, Options{})
 	old, recent := recall.Key{Project: "p", Session: "old"}, recall.Key{Project: "p", Session: "recent"}
-	t0 := recall.Now().Add(-time.Hour)
+	t0 := storekit.Now().Add(-time.Hour)
 	e := recall.ItemEntry(item("talk"))
 	e.Time = t0
 	mustAppend(t, s, old, e)

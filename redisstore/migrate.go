@@ -160,7 +160,7 @@ func (s *Store) recomputeWithRecords(ctx context.Context, key recall.Key) error 
 
 // recompute sets key's update time and first prompt to what
 // recall.Meta.Apply derives from its log (the first readable entry's time,
-// moved by conversation activity only; the first recall.PromptOf) and its
+// moved by conversation activity only; the first recall.Entry.Prompt) and its
 // index scores to match. The log is read in chunks; the
 // write happens only if the session's last seq and generation are still
 // those read. When a writer got in between, only the elements it added
@@ -210,7 +210,7 @@ func (s *Store) recompute(ctx context.Context, key recall.Key) error {
 					continue // skipped by Load too
 				}
 				if prompt == "" {
-					prompt = recall.PromptOf(e)
+					prompt = e.Prompt()
 				}
 				us := e.Time.UnixMicro()
 				if !seen || e.Kind.IsActivity() && us > updated {

@@ -92,7 +92,7 @@ func (s *Store) load(ctx context.Context, key recall.Key, also func(p redis.Pipe
 	entries, skipped := decodeRun(els, first)
 	m.Corrupt = skipped
 	for _, e := range entries {
-		if _, ok := recall.ItemOf(e); e.Kind == recall.KindItem && !ok {
+		if _, ok := e.Item(); e.Kind == recall.KindItem && !ok {
 			m.Corrupt++
 		}
 	}

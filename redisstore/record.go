@@ -127,10 +127,10 @@ func decodeElement(el string, want int64) (recall.Entry, error) {
 		e.Data = json.RawMessage(data)
 	}
 	// An item that readers would take for an object by its first and last
-	// bytes (recall.ItemOf) must be one: "{x}" is no readable entry. An
-	// item that is JSON but no object stays an entry, which ItemOf
+	// bytes (recall.Entry.Item) must be one: "{x}" is no readable entry. An
+	// item that is JSON but no object stays an entry, which Entry.Item
 	// refuses. lua/common.lua (isitem) judges items alike.
-	if _, looks := recall.ItemOf(e); looks && !jsonvalid.Valid(e.Data) {
+	if _, looks := e.Item(); looks && !jsonvalid.Valid(e.Data) {
 		return recall.Entry{}, fmt.Errorf("%w: log element %d: an item that is not JSON", recall.ErrCorrupt, want)
 	}
 	return e, nil

@@ -32,7 +32,7 @@ func mustAppend(t testing.TB, s recall.Store, key recall.Key, entries ...recall.
 
 func verify(t testing.TB, s recall.Store) {
 	t.Helper()
-	if err := recall.Verify(context.Background(), s); err != nil {
+	if err := storekit.Verify(context.Background(), s); err != nil {
 		t.Fatalf("verify: %v", err)
 	}
 }

@@ -93,7 +93,7 @@ func TestItemsSnapshot(t *testing.T) {
 
 // TestLoadSnapshot loads a session beside a writer: Load's metadata always
 // equals what Replay derives from the entries it returned with it.
-// (recall.VerifySession beside a writer is storetest's
+// (storekit.VerifySession beside a writer is storetest's
 // Views/VerifyBesideWriter.)
 func TestLoadSnapshot(t *testing.T) {
 	t.Parallel()

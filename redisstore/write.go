@@ -90,7 +90,7 @@ func (s *Store) writeArgs(key recall.Key, mode string, expect int64, guard recal
 		if e.Kind.IsActivity() {
 			activity = "1" // moves Updated and the index score
 		}
-		args = append(args, seq, encodeBody(e, us, n), us, activity, op, a[0], a[1], a[2], uin, uout, utot, recall.PromptOf(e))
+		args = append(args, seq, encodeBody(e, us, n), us, activity, op, a[0], a[1], a[2], uin, uout, utot, e.Prompt())
 	}
 	return keys, args, nil
 }
@@ -99,7 +99,7 @@ func (s *Store) writeArgs(key recall.Key, mode string, expect int64, guard recal
 // entries never have one: storekit.ImportPlan checks) and every time cut to
 // the microsecond, the precision the store keeps.
 func stamp(entries []recall.Entry) []recall.Entry {
-	now := recall.Now()
+	now := storekit.Now()
 	out := make([]recall.Entry, len(entries))
 	for i, e := range entries {
 		if e.Time.IsZero() {
@@ -118,7 +118,7 @@ func (s *Store) Append(ctx context.Context, key recall.Key, guard recall.Guard, 
 	if err := s.check(ctx, key); err != nil {
 		return 0, fmt.Errorf("redisstore: append %s: %w", key, err)
 	}
-	if err := recall.ValidateEntries(entries, s.opts.MaxItemSize); err != nil {
+	if err := storekit.ValidateEntries(entries, s.opts.MaxItemSize); err != nil {
 		return 0, fmt.Errorf("redisstore: append %s: %w", key, err)
 	}
 	last, err := s.write(ctx, key, modeAppend, -1, guard, stamp(entries))
@@ -191,7 +191,7 @@ func (s *Store) Import(ctx context.Context, key recall.Key, entries ...recall.En
 	if err := s.check(ctx, key); err != nil {
 		return 0, fmt.Errorf("redisstore: import %s: %w", key, err)
 	}
-	if err := recall.ValidateEntries(entries, s.opts.MaxItemSize); err != nil {
+	if err := storekit.ValidateEntries(entries, s.opts.MaxItemSize); err != nil {
 		return 0, fmt.Errorf("redisstore: import %s: %w", key, err)
 	}
 	for range maxAttempts {

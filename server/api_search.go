@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"github.com/recallkit/recall/search"
 	"net/http"
 	"time"
 
@@ -63,11 +64,11 @@ func searchOptions(r *http.Request, u User, limit int) (recall.SearchOptions, er
 		return opts, invalidParam("role", "Invalid 'role': %q; expected user, assistant, system, tool or title.", shorten(opts.Role))
 	}
 	if opts.Cursor != "" {
-		if _, err := recall.ParseSearchCursor(opts.Cursor); err != nil {
+		if _, err := search.ParseCursor(opts.Cursor); err != nil {
 			return opts, badCursor()
 		}
 	}
-	if err := recall.CheckSearchOptions(opts); err != nil {
+	if err := search.Check(opts); err != nil {
 		return opts, searchErr(err)
 	}
 	return opts, nil
@@ -143,7 +144,7 @@ func (s *Server) searchSessions(w http.ResponseWriter, r *http.Request, u User, 
 			out.Data = append(out.Data, sessionOf(m))
 			if len(out.Data) == limit {
 				if i < len(page.Hits)-1 || page.Next != "" {
-					out.NextCursor = recall.HitCursor(h).String()
+					out.NextCursor = search.CursorAt(h).String()
 				}
 				break
 			}

@@ -69,7 +69,7 @@ func (t *takenIDs) catchUp(ctx context.Context, st recall.Store, key recall.Key,
 			v.last = e.Seq
 			switch e.Kind {
 			case recall.KindItem:
-				if it, ok := recall.ItemOf(e); ok {
+				if it, ok := e.Item(); ok {
 					t.add(v, headOf(it).ownID())
 				}
 			case recall.KindPop, recall.KindRemove, recall.KindClear, recall.KindCompaction:

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"github.com/recallkit/recall/search"
 	"html/template"
 	"net/http"
 	"slices"
@@ -174,7 +175,7 @@ func (s *Server) webListPage(r *http.Request, u User, d *listData) error {
 func (s *Server) webSearch(r *http.Request, u User, d *listData) error {
 	d.Project = u.Project() // search reads items: only the reader's own
 	cursor := r.URL.Query().Get("cursor")
-	if _, err := recall.ParseSearchCursor(cursor); cursor != "" && err != nil {
+	if _, err := search.ParseCursor(cursor); cursor != "" && err != nil {
 		return badCursor()
 	}
 	page, err := recall.Search(r.Context(), s.store, recall.SearchOptions{Query: d.Q, Project: u.Project(),

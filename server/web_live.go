@@ -163,7 +163,7 @@ func (st *liveStream) send(ctx context.Context, m recall.Meta, force bool) (more
 		for _, e := range es {
 			switch e.Kind {
 			case recall.KindItem:
-				if it, ok := recall.ItemOf(e); ok {
+				if it, ok := e.Item(); ok {
 					wi := renderItem(recall.LiveItem{Ref: recall.ItemRef{Seq: e.Seq}, Item: it})
 					if err := webTemplates.ExecuteTemplate(&items, "item", itemCtx{wi, st.key.Session, st.csrf}); err != nil {
 						st.s.log.ErrorContext(ctx, "web: render", "error", err)

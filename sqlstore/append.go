@@ -136,7 +136,7 @@ func (s *Store) Append(ctx context.Context, key recall.Key, guard recall.Guard, 
 	}
 	// Every entry is checked before any SQL runs, so a bad or oversized
 	// item never leaves a partial batch (nor even a new empty session).
-	if err := recall.ValidateEntries(entries, s.opts.MaxItemSize); err != nil {
+	if err := storekit.ValidateEntries(entries, s.opts.MaxItemSize); err != nil {
 		return 0, fmt.Errorf("sqlstore: append %s: %w", key, err)
 	}
 	if len(entries) == 0 {
@@ -146,7 +146,7 @@ func (s *Store) Append(ctx context.Context, key recall.Key, guard recall.Guard, 
 		}
 		return last, nil
 	}
-	if b, ok := newItemBatch(entries, recall.Now()); ok {
+	if b, ok := newItemBatch(entries, storekit.Now()); ok {
 		if key.IsMain() && !s.noSearch {
 			b.index = true
 			if _, ok := s.db.(*pgBackend); ok {
@@ -172,7 +172,7 @@ func (s *Store) Append(ctx context.Context, key recall.Key, guard recall.Guard, 
 		if err := guard.Check(row.sid != 0, row.meta.LastSeq); err != nil {
 			return err
 		}
-		err = s.writeEntries(ctx, q, &row, stamp(entries, row.meta.LastSeq, recall.Now()), false)
+		err = s.writeEntries(ctx, q, &row, stamp(entries, row.meta.LastSeq, storekit.Now()), false)
 		if errors.Is(err, errExists) {
 			return errRetry // another writer created the session: lock its row
 		}
@@ -220,7 +220,7 @@ type itemBatch struct {
 	created time.Time // the first entry's time: Created of a new session
 	updated time.Time // the latest entry time
 	usage   recall.Usage
-	// prompt is the batch's first recall.PromptOf: FirstPrompt of a
+	// prompt is the batch's first recall.Entry.Prompt: FirstPrompt of a
 	// session that has none yet.
 	prompt string
 }
@@ -236,7 +236,7 @@ func newItemBatch(entries []recall.Entry, now time.Time) (itemBatch, bool) {
 	b.created = b.entries[0].Time
 	for _, e := range b.entries {
 		if b.prompt == "" {
-			b.prompt = recall.PromptOf(e)
+			b.prompt = e.Prompt()
 		}
 		if e.Time.After(b.updated) {
 			b.updated = e.Time
@@ -277,7 +277,7 @@ func (s *Store) Pop(ctx context.Context, key recall.Key) (recall.Item, error) {
 			return err
 		}
 		pop := recall.NewEntry(recall.KindPop, live[0].Ref)
-		if err := s.writeEntries(ctx, q, &row, stamp([]recall.Entry{pop}, row.meta.LastSeq, recall.Now()), false); err != nil {
+		if err := s.writeEntries(ctx, q, &row, stamp([]recall.Entry{pop}, row.meta.LastSeq, storekit.Now()), false); err != nil {
 			return err
 		}
 		popped = live[0].Item
@@ -296,7 +296,7 @@ func (s *Store) Import(ctx context.Context, key recall.Key, entries ...recall.En
 	if err := s.check(ctx, key); err != nil {
 		return 0, err
 	}
-	if err := recall.ValidateEntries(entries, s.opts.MaxItemSize); err != nil {
+	if err := storekit.ValidateEntries(entries, s.opts.MaxItemSize); err != nil {
 		return 0, fmt.Errorf("sqlstore: import %s: %w", key, err)
 	}
 	var last int64

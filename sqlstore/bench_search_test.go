@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"fmt"
+	"github.com/recallkit/recall/search"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -163,7 +164,7 @@ func searchCorpus(b *testing.B, dialect string) *Store {
 
 // BenchmarkSearch measures the first page of hits (20) for each kind of
 // term on the corpus, through the index (native) and, for the rare term,
-// through recall.ScanSearch (scan), the fallback that loads every log:
+// through search.Scan (scan), the fallback that loads every log:
 // the baseline of the same run. RECALL_BENCH_SEARCH_SCAN=0 skips the
 // scan, which takes seconds per search on the full corpus.
 func BenchmarkSearch(b *testing.B) {
@@ -196,7 +197,7 @@ func BenchmarkSearch(b *testing.B) {
 				b.Run("rare-scan", func(b *testing.B) {
 					opts := recall.SearchOptions{Query: "xylophonist"}
 					for b.Loop() {
-						if _, err := recall.ScanSearch(ctx, s, opts); err != nil {
+						if _, err := search.Scan(ctx, s, opts); err != nil {
 							b.Fatal(err)
 						}
 					}

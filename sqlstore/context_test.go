@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/recallkit/recall/storekit"
 	"path/filepath"
 	"testing"
 	"time"
@@ -55,7 +56,7 @@ func TestContextEnded(t *testing.T) {
 			"List":      func(ctx context.Context) error { _, err := s.List(ctx, "", recall.ListOptions{}); return err },
 			"Remove":    func(ctx context.Context) error { return s.Remove(ctx, k) },
 			"Import": func(ctx context.Context) error {
-				_, err := s.Import(ctx, k, recall.Entry{Seq: 3, Kind: recall.KindItem, Time: recall.Now(), Data: []byte(msg("c"))})
+				_, err := s.Import(ctx, k, recall.Entry{Seq: 3, Kind: recall.KindItem, Time: storekit.Now(), Data: []byte(msg("c"))})
 				return err
 			},
 			"Projects": func(ctx context.Context) error { _, err := s.Projects(ctx); return err },

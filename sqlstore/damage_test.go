@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/recallkit/recall/storekit"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,13 +15,13 @@ import (
 )
 
 // TestDamagedRows plants item rows, as another program writing SQL would,
-// whose payloads recall.ItemOf's first-and-last-byte check lets through
+// whose payloads recall.Entry.Item's first-and-last-byte check lets through
 // but that are not JSON ("{x}", a truncated object with a brace at the
 // end), among others: a column holds any bytes, so the store checks them
 // in full. Items (its one-statement path and its paging one), Pop and
 // GetItems leave them out; Load counts them in Meta.Corrupt, and so does
 // Stat; Load and Entries return the rows that are JSON (no object)
-// verbatim, and leave out the unreadable ones, those ItemOf would take
+// verbatim, and leave out the unreadable ones, those Entry.Item would take
 // for objects; appends after them do not move the watermark over them.
 func TestDamagedRows(t *testing.T) {
 	t.Parallel()
@@ -56,7 +57,7 @@ func TestDamagedRows(t *testing.T) {
 		for i, d := range damaged {
 			kept = append(kept, recall.ItemEntry(want[i]))
 			kept[len(kept)-1].Seq = int64(2*i + 1)
-			if _, looks := recall.ItemOf(recall.Entry{Kind: recall.KindItem, Data: d}); !looks {
+			if _, looks := recall.Entry.Item(recall.Entry{Kind: recall.KindItem, Data: d}); !looks {
 				kept = append(kept, recall.Entry{Seq: int64(2*i + 2), Kind: recall.KindItem, Data: d})
 			}
 		}
@@ -100,7 +101,7 @@ func TestDamagedRows(t *testing.T) {
 			t.Errorf("checked_seq %d, want 1: the row planted at 2 is not this package's", checked)
 		}
 		popAll(t, s, k, want)
-		if err := recall.VerifySession(ctx, s, k); err == nil {
+		if err := storekit.VerifySession(ctx, s, k); err == nil {
 			t.Error("VerifySession of a damaged session reported nothing")
 		}
 	})
@@ -161,7 +162,7 @@ func TestDamagedBelowWatermark(t *testing.T) {
 		if err != nil || m.Corrupt != len(rot) || m.LastSeq != 6 || len(log) != 6-len(rot) {
 			t.Errorf("Load = Corrupt %d, LastSeq %d, %d entries, %v; want %d, 6, %d", m.Corrupt, m.LastSeq, len(log), err, len(rot), 6-len(rot))
 		}
-		if err := recall.VerifySession(ctx, s, k); !errors.Is(err, recall.ErrCorrupt) {
+		if err := storekit.VerifySession(ctx, s, k); !errors.Is(err, recall.ErrCorrupt) {
 			t.Errorf("VerifySession of a session with rotted rows = %v, want ErrCorrupt", err)
 		}
 		if err := forkBothWays(t, s, k, 0, recall.Key{Project: "p", Session: "n"}, recall.Key{Project: "p", Session: "f"}); err != nil {
@@ -242,7 +243,7 @@ func TestCheckedSeq(t *testing.T) {
 			{"pop", func(k recall.Key) error { _, err := s.Pop(ctx, k); return err }},
 			{"import", func(k recall.Key) error {
 				m, _ := s.Stat(ctx, k)
-				_, err := s.Import(ctx, k, recall.Entry{Seq: m.LastSeq + 1, Kind: recall.KindItem, Time: recall.Now(), Data: []byte(msg("e"))})
+				_, err := s.Import(ctx, k, recall.Entry{Seq: m.LastSeq + 1, Kind: recall.KindItem, Time: storekit.Now(), Data: []byte(msg("e"))})
 				return err
 			}},
 			{"compaction and purge", func(k recall.Key) error {
@@ -337,7 +338,7 @@ func TestItemsLastSeqOfDamagedLog(t *testing.T) {
 		write(`DELETE FROM entries WHERE session = $1 AND seq = 3`, sid)
 		check("newest row deleted", []recall.Item{msg("a"), msg("b")})
 		write(`INSERT INTO entries (session, seq, kind, payload, time) VALUES ($1, 4, 'item', $2, $3)`,
-			sid, []byte(msg("beyond")), s.db.timeArg(recall.Now()))
+			sid, []byte(msg("beyond")), s.db.timeArg(storekit.Now()))
 		check("a row above last_seq", []recall.Item{msg("a"), msg("b")})
 	})
 }

@@ -11,7 +11,7 @@
 // every session's append-only log, one row per entry, UNIQUE(session, seq). The
 // sessions row is kept in step with the log inside the transaction that
 // appends to it, so List never reads entries. Times are stored with
-// microsecond precision (recall.Now already truncates to it). The schema is
+// microsecond precision (storekit.Now already truncates to it). The schema is
 // versioned (table recall_schema) and migrated when a store is opened; a
 // database written by a newer version of this package is refused with
 // ErrSchemaTooNew rather than misread.
@@ -61,8 +61,8 @@
 // # Search
 //
 // Store is a recall.Searcher. Migration 3 adds a search table: one row per
-// item of a main session's log that has text (recall.SearchText), its text
-// normalized (recall.NormalizeText), its entry's time, and whether it is in
+// item of a main session's log that has text (search.Text), its text
+// normalized (search.Normalize), its entry's time, and whether it is in
 // the live view, which pop, remove, clear and compaction entries change as
 // recall.Replay does. On PostgreSQL the rows are written by the
 // transaction (on its fast path, the statement) that appends the
@@ -75,7 +75,7 @@
 // FTS5's trigram tokenizer on SQLite, pg_trgm on PostgreSQL (with an
 // index of the pairs of adjacent CJK characters, migration 6, for terms of
 // two, which hold no trigram); every hit is then checked as an exact
-// substring, so the hits are recall.ScanSearch's. The rows of a small
+// substring, so the hits are search.Scan's. The rows of a small
 // append join the trigram index later, in batches, on both dialects: a
 // search reads the rows not yet indexed (the tail) without it (see
 // ftsBatch for SQLite, ginCleaner for PostgreSQL, migration 7).

@@ -53,7 +53,7 @@ func (s *Store) Fork(ctx context.Context, key recall.Key, atSeq int64, newKey re
 		if err != nil {
 			return err
 		}
-		log, err := storekit.ForkLog(key, entries, atSeq, recall.Now().UTC().Truncate(time.Microsecond))
+		log, err := storekit.ForkLog(key, entries, atSeq, storekit.Now().UTC().Truncate(time.Microsecond))
 		if err != nil {
 			return err
 		}
@@ -67,7 +67,7 @@ func (s *Store) Fork(ctx context.Context, key recall.Key, atSeq int64, newKey re
 		if n := len(entries); n > 0 && entries[n-1].Seq > src.checked {
 			// Rows this package did not check (above checked_seq, and
 			// even above last_seq).
-			if err := recall.ValidateEntries(log[1:], s.opts.MaxItemSize); err != nil {
+			if err := storekit.ValidateEntries(log[1:], s.opts.MaxItemSize); err != nil {
 				return err
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/recallkit/recall/storekit"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -150,7 +151,7 @@ func TestNativeFork(t *testing.T) {
 
 // TestNativeForkOfDamagedRows: rows another program wrote (above the
 // source's checked_seq) are treated by the native fork as by the
-// fallback: one recall.ItemOf refuses, or one that only looks like a JSON
+// fallback: one recall.Entry.Item refuses, or one that only looks like a JSON
 // object ("{x}", unreadable: out of Load's log), is out of the view and of
 // both forks; an item of the view over MaxItemSize refuses both with
 // ErrTooLarge, writing nothing, as the fallback's Append refuses it; one
@@ -169,7 +170,7 @@ func TestNativeForkOfDamagedRows(t *testing.T) {
 			t.Fatal(err)
 		}
 		if err := forkBothWays(t, s, k, 0, recall.Key{Project: "p", Session: "n1"}, recall.Key{Project: "p", Session: "f1"}); err != nil {
-			t.Fatalf("fork of a session with a record ItemOf refuses: %v", err)
+			t.Fatalf("fork of a session with a record Entry.Item refuses: %v", err)
 		}
 		if m, err := s.Stat(ctx, recall.Key{Project: "p", Session: "n1"}); err != nil || m.ItemCount != 2 || m.Corrupt != 0 {
 			t.Errorf("fork = ItemCount %d, Corrupt %d, %v; want 2 healthy items", m.ItemCount, m.Corrupt, err)
@@ -222,7 +223,7 @@ func TestNativeForkOfDamagedRows(t *testing.T) {
 		}
 		if err := s.db.update(ctx, func(ctx context.Context, q querier) error {
 			_, err := q.exec(ctx, `INSERT INTO entries (session, seq, kind, payload, time) VALUES ($1, 3, 'item', $2, $3)`,
-				sid, big, s.db.timeArg(recall.Now()))
+				sid, big, s.db.timeArg(storekit.Now()))
 			return err
 		}); err != nil {
 			t.Fatal(err)
@@ -237,7 +238,7 @@ func TestNativeForkOfDamagedRows(t *testing.T) {
 			t.Errorf("fork of a log holding an item over MaxItemSize above last_seq = %v, want ErrTooLarge", err)
 		}
 		for _, nk := range []string{"n1", "n2", "n3", "n4"} {
-			if err := recall.VerifySession(ctx, s, recall.Key{Project: "p", Session: nk}); err != nil {
+			if err := storekit.VerifySession(ctx, s, recall.Key{Project: "p", Session: nk}); err != nil {
 				t.Errorf("VerifySession of the fork %s: %v", nk, err)
 			}
 		}

@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"fmt"
+	"github.com/recallkit/recall/search"
 	"strings"
 	"sync"
 	"testing"
@@ -206,7 +207,7 @@ func TestSearchPlansPostgres(t *testing.T) {
 	}
 	defer c.Exec(ctx, `RESET enable_seqscan; RESET plan_cache_mode`) //nolint:errcheck
 	for _, tc := range []struct{ query, index string }{{"English", "search_body"}, {"张三", "search_grams"}} {
-		q, _ := recall.ParseQuery(tc.query)
+		q, _ := search.Parse(tc.query)
 		sq := searchQuery{s: s, pg: true, q: q, terms: q.Terms, keep: 21}
 		plan, err := sq.plan(ctx, nil)
 		if err != nil {

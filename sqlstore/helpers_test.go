@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"github.com/recallkit/recall/storekit"
 	"path/filepath"
 	"testing"
 
@@ -53,7 +54,7 @@ func dialects(t *testing.T, f func(t *testing.T, newStore func(t testing.TB) *St
 // verify runs the core's consistency checker over s.
 func verify(t testing.TB, s recall.Store) {
 	t.Helper()
-	if err := recall.Verify(context.Background(), s); err != nil {
+	if err := storekit.Verify(context.Background(), s); err != nil {
 		t.Errorf("verify: %v", err)
 	}
 }

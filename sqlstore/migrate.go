@@ -10,8 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/recallkit/recall"
 )
 
 // migrationFS holds the schema of each dialect as numbered steps,
@@ -49,7 +47,7 @@ var goSteps = map[string]map[int]func(ctx context.Context, q querier) error{
 
 // backfillFirstPrompt fills the first_prompt column that migration 4
 // adds: each session's recall.Meta.FirstPrompt, from its log read in
-// chunks up to the first entry that offers one (recall.PromptOf).
+// chunks up to the first entry that offers one (recall.Entry.Prompt).
 func backfillFirstPrompt(ctx context.Context, q querier) error {
 	rs, err := q.query(ctx, `SELECT sid FROM sessions ORDER BY sid`)
 	if err != nil {
@@ -78,7 +76,7 @@ func backfillFirstPrompt(ctx context.Context, q querier) error {
 				return err
 			}
 			for _, e := range entries {
-				if p := recall.PromptOf(e); p != "" {
+				if p := e.Prompt(); p != "" {
 					if _, err := q.exec(ctx, `UPDATE sessions SET first_prompt = $2 WHERE sid = $1`, sid, p); err != nil {
 						return err
 					}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"github.com/recallkit/recall/storekit"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -86,7 +87,7 @@ func versionDatabase(t *testing.T, dialect string, v int) (querier, func(time.Ti
 // this package. The migration recomputes updated_at from each log, as
 // recall.Meta.Apply now does (the latest activity entry, never before the
 // first entry), so Stat, List's order and Cleanup's age are right at once,
-// and recall.Verify finds nothing to report. It sets checked_seq to the
+// and storekit.Verify finds nothing to report. It sets checked_seq to the
 // end of each log whose item rows are all JSON objects, and leaves a log
 // holding another program's damaged rows to be checked in full, so those
 // are still caught. Nothing else changes.
@@ -285,7 +286,7 @@ func TestUpdatedIsActivity(t *testing.T) {
 		s := newStore(t)
 		ctx := context.Background()
 		a, b := recall.Key{Project: "p", Session: "a"}, recall.Key{Project: "p", Session: "b"}
-		base := recall.Now().Add(-time.Hour)
+		base := storekit.Now().Add(-time.Hour)
 		at := func(sec int) time.Time { return base.Add(time.Duration(sec) * time.Second) }
 		add := func(k recall.Key, sec int, es ...recall.Entry) {
 			t.Helper()

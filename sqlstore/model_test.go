@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/recallkit/recall/storekit"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -113,7 +114,7 @@ func runModel(t *testing.T, s *Store, seed uint64) {
 			batch = []recall.Entry{recall.ItemEntry(item()), {Kind: "future", Data: []byte(`{"v":1}`)}, recall.ItemEntry(item())}
 		}
 		if batch != nil {
-			now := recall.Now()
+			now := storekit.Now()
 			for i := range batch {
 				batch[i].Time = now // the same times in both stores
 			}
@@ -184,7 +185,7 @@ func compareStores(t *testing.T, op int, s *Store, ref recall.Store, k recall.Ke
 			t.Fatalf("op %d: entry %d = %+v, memstore %+v", op, i, g, w)
 		}
 	}
-	if err := recall.VerifySession(ctx, s, k); err != nil {
+	if err := storekit.VerifySession(ctx, s, k); err != nil {
 		t.Fatalf("op %d: %v", op, err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/recallkit/recall/storekit"
 	"os"
 	"path/filepath"
 	"strings"
@@ -292,7 +293,7 @@ func checkTooLarge(t *testing.T, s *Store) {
 	if _, err := s.Append(ctx, k, recall.Guard{}, comp); !errors.Is(err, recall.ErrTooLarge) {
 		t.Fatalf("compaction with a big item: %v, want ErrTooLarge", err)
 	}
-	if _, err := s.Import(ctx, k, recall.Entry{Seq: 2, Kind: recall.KindItem, Time: recall.Now(), Data: []byte(big)}); !errors.Is(err, recall.ErrTooLarge) {
+	if _, err := s.Import(ctx, k, recall.Entry{Seq: 2, Kind: recall.KindItem, Time: storekit.Now(), Data: []byte(big)}); !errors.Is(err, recall.ErrTooLarge) {
 		t.Fatalf("import of a big item: %v, want ErrTooLarge", err)
 	}
 	m, err := s.Stat(ctx, k)

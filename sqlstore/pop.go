@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"errors"
+	"github.com/recallkit/recall/storekit"
 	"strings"
 	"time"
 
@@ -33,7 +34,7 @@ const popLockPG = `SELECT sid FROM sessions WHERE project = $1 AND id = $2 AND s
 // popNewestPG pops the item at last_seq of the session with key $1-$3
 // when the session is healthy (checked_seq = last_seq) and that entry is
 // an item whose payload is a JSON object: by its first and last bytes, as
-// recall.ItemOf judges it, and by PostgreSQL's json parser, since a row
+// recall.Entry.Item judges it, and by PostgreSQL's json parser, since a row
 // can be damaged after it was written ("{x}"). A payload that is not
 // UTF-8 or not JSON fails the cast, and so the statement, with a data
 // exception: nothing is written, and popNewest leaves the pop to the
@@ -75,7 +76,7 @@ SELECT payload FROM t`
 // (item nil); when done is false nothing was written, and the general
 // path is to run.
 func (b *pgBackend) popNewest(ctx context.Context, key recall.Key, search bool) (item recall.Item, done bool, err error) {
-	now := recall.Now().UTC().Truncate(time.Microsecond)
+	now := storekit.Now().UTC().Truncate(time.Microsecond)
 	err = b.retry(ctx, func() error {
 		item, done = nil, false
 		var batch pgx.Batch

@@ -14,7 +14,7 @@ import (
 // against the general path and memstore: it takes the common case (the
 // newest entry an item) and declines the rest (pops in a row), and either
 // way the log, the metadata and the search rows come out as memstore's
-// and as recall.Verify demands.
+// and as storekit.Verify demands.
 func TestPopFastPath(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

@@ -3,26 +3,27 @@ package sqlstore
 import (
 	"context"
 	"fmt"
+	"github.com/recallkit/recall/storekit"
 
 	"github.com/recallkit/recall"
 )
 
-var _ recall.Purger = (*Store)(nil)
+var _ storekit.Purger = (*Store)(nil)
 
-// Purge implements recall.Purger. The log recall.PurgeLog returns replaces
+// Purge implements storekit.Purger. The log storekit.PurgeLog returns replaces
 // the old one in one transaction, with the session's row locked: the
 // entries up to the latest compaction go, the compaction entry comes back
 // rewritten (carrying the first entry's time and the dropped usage), the
 // entries after it stay as they are, and the entries that restore
 // metadata only the dropped ones held are appended. Readers see the log
 // before or after, never a mix.
-func (s *Store) Purge(ctx context.Context, key recall.Key) (recall.PurgeResult, error) {
+func (s *Store) Purge(ctx context.Context, key recall.Key) (storekit.PurgeResult, error) {
 	if err := s.check(ctx, key); err != nil {
-		return recall.PurgeResult{}, err
+		return storekit.PurgeResult{}, err
 	}
-	var res recall.PurgeResult
+	var res storekit.PurgeResult
 	err := s.db.update(ctx, func(ctx context.Context, q querier) error {
-		res = recall.PurgeResult{}
+		res = storekit.PurgeResult{}
 		row, err := s.lockSession(ctx, q, key)
 		if err != nil {
 			return err
@@ -34,7 +35,7 @@ func (s *Store) Purge(ctx context.Context, key recall.Key) (recall.PurgeResult, 
 		if err != nil {
 			return err
 		}
-		out, dropped, err := recall.PurgeLog(key, entries)
+		out, dropped, err := storekit.PurgeLog(key, entries)
 		if err != nil || dropped == 0 {
 			return err
 		}
@@ -55,11 +56,11 @@ func (s *Store) Purge(ctx context.Context, key recall.Key) (recall.PurgeResult, 
 		if err := s.updateRow(ctx, q, row.sid, meta, checked); err != nil {
 			return err
 		}
-		res = recall.PurgeResult{Dropped: dropped, From: out[0].Seq, Restored: len(out) - kept}
+		res = storekit.PurgeResult{Dropped: dropped, From: out[0].Seq, Restored: len(out) - kept}
 		return nil
 	})
 	if err != nil {
-		return recall.PurgeResult{}, fmt.Errorf("sqlstore: purge %s: %w", key, opError(ctx, err))
+		return storekit.PurgeResult{}, fmt.Errorf("sqlstore: purge %s: %w", key, opError(ctx, err))
 	}
 	return res, nil
 }

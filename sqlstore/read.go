@@ -36,13 +36,13 @@ const (
 // does: Items, Pop and the view leave it out, and Load counts it in
 // Meta.Corrupt, as does Stat, for the rows it looks at (below). Load and
 // Entries return it verbatim in the log when it is JSON but no object
-// (recall.ItemOf refuses it), and leave it out when it only looks like
+// (recall.Entry.Item refuses it), and leave it out when it only looks like
 // an object by its first and last bytes ("{x}", see unreadable), as the
 // file store and Redis leave out a record that does not decode: no
 // reader of the log then takes it for an item.
 //
 // A column holds any bytes, so checking the first and last bytes, as
-// recall.ItemOf does, is not enough: every item row a reader hands out
+// recall.Entry.Item does, is not enough: every item row a reader hands out
 // or counts is checked in full (unusable, unreadable). That holds for
 // rows this package wrote too: they were valid when written, but a row
 // can be damaged afterwards (a disk, another program updating it in
@@ -63,24 +63,24 @@ const (
 // only the sessions rows and reports Corrupt as 0.
 
 // unusable reports whether e, as read from its row, is an item entry
-// whose item is not a JSON object: recall.ItemOf's look at its first and
+// whose item is not a JSON object: recall.Entry.Item's look at its first and
 // last bytes, then a full check.
 func unusable(e recall.Entry) bool {
 	if e.Kind != recall.KindItem {
 		return false
 	}
-	_, ok := recall.ItemOf(e)
+	_, ok := e.Item()
 	return !ok || !jsonvalid.Valid(e.Data)
 }
 
 // unreadable reports whether e, as read from its row, is an item entry
-// that recall.ItemOf takes for an object but that is not JSON: a row Load
+// that recall.Entry.Item takes for an object but that is not JSON: a row Load
 // and Entries leave out of the log (see above).
 func unreadable(e recall.Entry) bool {
 	if e.Kind != recall.KindItem {
 		return false
 	}
-	_, looks := recall.ItemOf(e)
+	_, looks := e.Item()
 	return looks && !jsonvalid.Valid(e.Data)
 }
 

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/recallkit/recall/search"
 	"slices"
 	"strings"
 	"time"
@@ -15,10 +16,6 @@ import (
 
 var _ recall.Searcher = (*Store)(nil)
 
-// searchWindow is how many of the newest search rows a query first looks
-// through (see Search).
-const searchWindow = 4096
-
 // Search implements recall.Searcher over the search table (searchindex.go)
 // and the sessions' normalized titles, in one read transaction. On
 // SQLite it first writes the rows of the entries the table does not
@@ -26,9 +23,9 @@ const searchWindow = 4096
 // index (catchUpIndex), each in write transactions of its own.
 //
 // A hit is a row whose body holds every term (instr on SQLite, strpos or
-// LIKE on PostgreSQL: exact substrings, as recall.Query.Match), so the
-// hits are recall.ScanSearch's; the indexes only choose the rows looked
-// at. A query first reads the newest searchWindow rows, by time through
+// LIKE on PostgreSQL: exact substrings, as search.Query.Match), so the
+// hits are search.Scan's; the indexes only choose the rows looked
+// at. A query first reads the newest search.Window rows, by time through
 // search_time: a common term fills a page there. When it does not, the
 // candidates are the rows the trigram index names, sorted by time: on
 // SQLite, FTS5's rows holding the trigrams of each term of three
@@ -49,13 +46,13 @@ func (s *Store) Search(ctx context.Context, opts recall.SearchOptions) (recall.S
 	if err := s.checkOpen(ctx); err != nil {
 		return recall.SearchPage{}, err
 	}
-	if err := recall.CheckSearchOptions(opts); err != nil {
+	if err := search.Check(opts); err != nil {
 		return recall.SearchPage{}, fmt.Errorf("sqlstore: search: %w", err)
 	}
-	q, _ := recall.ParseQuery(opts.Query)
-	var cursor *recall.SearchCursor
+	q, _ := search.Parse(opts.Query)
+	var cursor *search.Cursor
 	if opts.Cursor != "" {
-		c, err := recall.ParseSearchCursor(opts.Cursor)
+		c, err := search.ParseCursor(opts.Cursor)
 		if err != nil {
 			return recall.SearchPage{}, fmt.Errorf("sqlstore: search: %w", err)
 		}
@@ -94,10 +91,10 @@ func (s *Store) Search(ctx context.Context, opts recall.SearchOptions) (recall.S
 type searchQuery struct {
 	s      *Store
 	pg     bool
-	q      recall.Query
+	q      search.Query
 	terms  []string // q's terms as the search table stores text (see searchText)
 	opts   recall.SearchOptions
-	cursor *recall.SearchCursor
+	cursor *search.Cursor
 	keep   int // the page size and one more, which tells a next page exists
 }
 
@@ -124,11 +121,11 @@ func (sq searchQuery) run(ctx context.Context, tx querier) (recall.SearchPage, e
 		}
 		hits = append(hits, h...)
 	}
-	slices.SortFunc(hits, func(a, b hitRow) int { return recall.CompareHits(a.Hit, b.Hit) })
+	slices.SortFunc(hits, func(a, b hitRow) int { return search.Compare(a.Hit, b.Hit) })
 	var page recall.SearchPage
 	if len(hits) >= sq.keep {
 		hits = hits[:sq.keep-1]
-		page.Next = recall.HitCursor(hits[len(hits)-1].Hit).String()
+		page.Next = search.CursorAt(hits[len(hits)-1].Hit).String()
 	}
 	texts, err := sq.itemTexts(ctx, tx, hits)
 	if err != nil {
@@ -142,9 +139,9 @@ func (sq searchQuery) run(ctx context.Context, tx querier) (recall.SearchPage, e
 				text = h.body // the log no longer holds it (a purge since)
 			}
 		}
-		h.Snippet, h.Matches = recall.MakeSnippet(text, sq.q)
+		h.Snippet, h.Matches = search.Snippet(text, sq.q)
 		if !sq.pg {
-			h.Rank = float64(occurrences(h.body, sq.terms))
+			h.Rank = float64(search.Occurrences(h.body, search.Query{Terms: sq.terms}))
 		}
 		page.Hits[i] = h.Hit
 	}
@@ -198,7 +195,7 @@ func ceilMicro(t time.Time) time.Time {
 }
 
 // afterCursor returns the condition that a hit of time column, session
-// row e and Ref (seq, idx) sorts after the cursor (recall.CompareHits),
+// row e and Ref (seq, idx) sorts after the cursor (search.Compare),
 // or nil without a cursor.
 func (sq searchQuery) afterCursor(a *args, column, seq, idx string) []string {
 	c := sq.cursor
@@ -264,11 +261,11 @@ func (sq searchQuery) pgRank(a *args, column string) string {
 	return "ts_rank(to_tsvector('simple', " + column + "), plainto_tsquery('simple', " + a.add(strings.Join(sq.terms, " ")) + "))"
 }
 
-// items returns the first keep item hits: from the newest searchWindow
+// items returns the first keep item hits: from the newest search.Window
 // rows when they hold that many, and otherwise from the rows the trigram
 // index names (or from every row).
 func (sq searchQuery) items(ctx context.Context, tx querier) ([]hitRow, error) {
-	window := searchWindow
+	window := search.Window
 	if sq.s.window > 0 {
 		window = sq.s.window
 	}
@@ -381,7 +378,7 @@ func (sq searchQuery) newest(ctx context.Context, tx querier) (time.Time, error)
 	return t, err
 }
 
-// wideWindow is how many times searchWindow a query no index serves
+// wideWindow is how many times search.Window a query no index serves
 // looks through before it reads every row.
 const wideWindow = 8
 
@@ -529,12 +526,3 @@ func (sq searchQuery) itemSQL(windowed bool, floor time.Time, plan indexPlan) (s
 // isNoRows reports a query that found no row (pgx's error is
 // sql.ErrNoRows too).
 func isNoRows(err error) bool { return errors.Is(err, sql.ErrNoRows) }
-
-// occurrences counts the places the terms occur in body.
-func occurrences(body string, terms []string) int {
-	n := 0
-	for _, t := range terms {
-		n += strings.Count(body, t)
-	}
-	return n
-}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/recallkit/recall/search"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -15,7 +16,7 @@ import (
 	"github.com/recallkit/recall/internal/testkit"
 )
 
-// hitID is what a hit must share with recall.ScanSearch's: everything
+// hitID is what a hit must share with search.Scan's: everything
 // but Rank and the snippet's cut.
 type hitID struct {
 	Key   recall.Key
@@ -57,7 +58,7 @@ func allHits(t *testing.T, search func(recall.SearchOptions) (recall.SearchPage,
 	return nil
 }
 
-// sameAsScan checks that s.Search returns the hits recall.ScanSearch
+// sameAsScan checks that s.Search returns the hits search.Scan
 // does, in its order, for opts, page by page at every page size given.
 func sameAsScan(t *testing.T, s *Store, opts recall.SearchOptions, limits ...int) {
 	t.Helper()
@@ -69,7 +70,7 @@ func sameAsScan(t *testing.T, s *Store, opts recall.SearchOptions, limits ...int
 	// MaxSearchLimit), which the store's pages must add up to.
 	all := opts
 	all.Limit = recall.MaxSearchLimit
-	want := allHits(t, func(o recall.SearchOptions) (recall.SearchPage, error) { return recall.ScanSearch(ctx, s, o) }, all)
+	want := allHits(t, func(o recall.SearchOptions) (recall.SearchPage, error) { return search.Scan(ctx, s, o) }, all)
 	for _, limit := range limits {
 		opts.Limit = limit
 		got := allHits(t, func(o recall.SearchOptions) (recall.SearchPage, error) { return s.Search(ctx, o) }, opts)

@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"fmt"
+	"github.com/recallkit/recall/storekit"
 	"testing"
 	"time"
 
@@ -165,7 +166,7 @@ func TestSearchRowsTrail(t *testing.T) {
 	es := make([]recall.Entry, 3)
 	for i := range es {
 		es[i] = recall.ItemEntry(msg(fmt.Sprintf("imported %d", i)))
-		es[i].Seq, es[i].Time = int64(i+2), recall.Now()
+		es[i].Seq, es[i].Time = int64(i+2), storekit.Now()
 	}
 	if _, err := s.Import(ctx, c, es...); err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/recallkit/recall/search"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,8 +19,8 @@ import (
 // entries, and on SQLite from the log a few entries later (see
 // searchbehind.go); this file computes those rows from the entries. Its
 // rule is recall.Replay's, so that the rows marked live are exactly the
-// items of the view: an item entry adds a live row (when recall.ItemOf
-// takes it and recall.SearchText finds text in it); a pop or remove entry
+// items of the view: an item entry adds a live row (when recall.Entry.Item
+// takes it and search.Text finds text in it); a pop or remove entry
 // makes the row it names not live; a clear makes every row not live; a
 // compaction (one that decodes) makes every row not live and adds a live
 // row per item of it, at Ref{Seq: its seq, Index: i}. An item without
@@ -47,19 +48,19 @@ type searchChanges struct {
 }
 
 // searchText returns text as the search table stores it: normalized
-// (recall.NormalizeText), with every NUL character replaced by U+FFFD,
+// (search.Normalize), with every NUL character replaced by U+FFFD,
 // which PostgreSQL's text cannot hold (and which SQLite's string
 // functions stop at). Terms are stored the same way (see Search), so a
-// term matches as recall.Query.Match says, except that NUL and U+FFFD
+// term matches as search.Query.Match says, except that NUL and U+FFFD
 // (which already stands for undecodable bytes) are one character to it.
 func searchText(text string) string {
-	return strings.ReplaceAll(recall.NormalizeText(text), "\x00", "\uFFFD")
+	return strings.ReplaceAll(search.Normalize(text), "\x00", "\uFFFD")
 }
 
 // searchRowOf returns the row of item it, held by an entry of time t at
 // ref, or false when it has no text to search.
 func searchRowOf(ref recall.ItemRef, it recall.Item, t time.Time) (searchRow, bool) {
-	role, text := recall.SearchText(it)
+	role, text := search.Text(it)
 	if text == "" {
 		return searchRow{}, false
 	}
@@ -78,7 +79,7 @@ func searchChangesOf(entries []recall.Entry) searchChanges {
 	for _, e := range entries {
 		switch e.Kind {
 		case recall.KindItem:
-			if it, ok := recall.ItemOf(e); ok {
+			if it, ok := e.Item(); ok {
 				if r, ok := searchRowOf(recall.ItemRef{Seq: e.Seq}, it, e.Time); ok {
 					ch.rows = append(ch.rows, r)
 				}
@@ -132,7 +133,7 @@ func (ch *searchChanges) unliveAll() {
 func itemRows(entries []recall.Entry) []*searchRow {
 	rows := make([]*searchRow, len(entries))
 	for i, e := range entries {
-		if it, ok := recall.ItemOf(e); ok {
+		if it, ok := e.Item(); ok {
 			if r, ok := searchRowOf(recall.ItemRef{Seq: e.Seq}, it, e.Time); ok {
 				rows[i] = &r
 			}

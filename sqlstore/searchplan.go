@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"github.com/recallkit/recall/search"
 	"slices"
 	"strings"
 	"unicode"
@@ -31,47 +32,24 @@ type indexPlan struct {
 	grams []int32
 }
 
-// maxPrefixGrams bounds the trigrams a two-character term is looked up
-// by; a term that begins more is as well found by reading every row.
-const maxPrefixGrams = 256
-
-// plan returns the indexPlan of the query. On SQLite a term of three
-// characters or more asks for its trigrams (a few of them, see
-// ftsTrigrams), and one of two for any trigram that begins with it (every
-// place it occurs begins one, see the migration); one character is left to
-// instr alone.
+// plan returns the indexPlan of the query: on SQLite the FTS5 query of
+// search.TrigramMatch over the index's vocabulary; on PostgreSQL the words
+// pg_trgm looks up and the codes of two-character CJK terms.
 func (sq searchQuery) plan(ctx context.Context, tx querier) (indexPlan, error) {
+	if !sq.pg {
+		match, some, err := search.TrigramMatch(search.Query{Terms: sq.terms}, func(term string) ([]string, error) {
+			return prefixGrams(ctx, tx, term)
+		})
+		return indexPlan{match: match, tailOnly: !some}, err
+	}
 	var p indexPlan
-	var groups []string
 	for _, t := range sq.terms {
-		n := utf8.RuneCountInString(t)
-		switch {
-		case sq.pg:
-			if n >= 3 {
-				p.like = append(p.like, likeWords(t)...)
-			} else if code, ok := termBigram(t); ok {
-				p.grams = append(p.grams, code)
-			}
-		case n >= 3:
-			groups = append(groups, ftsTrigrams(t)...)
-		case n == 2:
-			grams, err := prefixGrams(ctx, tx, t)
-			if err != nil {
-				return indexPlan{}, err
-			}
-			if len(grams) == 0 {
-				return indexPlan{tailOnly: true}, nil
-			}
-			if len(grams) <= maxPrefixGrams {
-				for i, g := range grams {
-					grams[i] = ftsString(g)
-				}
-				groups = append(groups, "("+strings.Join(grams, " OR ")+")")
-			}
+		if utf8.RuneCountInString(t) >= 3 {
+			p.like = append(p.like, likeWords(t)...)
+		} else if code, ok := termBigram(t); ok {
+			p.grams = append(p.grams, code)
 		}
 	}
-	slices.Sort(groups)
-	p.match = strings.Join(slices.Compact(groups), " AND ")
 	slices.Sort(p.like)
 	p.like = slices.Compact(p.like)
 	slices.Sort(p.grams)
@@ -91,11 +69,11 @@ func termBigram(term string) (int32, bool) {
 }
 
 // prefixGrams returns the trigrams of the index that begin with term, up
-// to one more than maxPrefixGrams.
+// to one more than search.MaxPrefixGrams.
 func prefixGrams(ctx context.Context, tx querier, term string) ([]string, error) {
 	// "\xff" follows every UTF-8 text that begins with term.
 	rs, err := tx.query(ctx, `SELECT term FROM search_vocab WHERE term >= $1 AND term < $2 LIMIT $3`,
-		term, term+"\xff", maxPrefixGrams+1)
+		term, term+"\xff", search.MaxPrefixGrams+1)
 	if err != nil {
 		return nil, err
 	}
@@ -138,31 +116,3 @@ func likePattern(term string) string {
 	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
 	return "%" + r.Replace(term) + "%"
 }
-
-// ftsMaxTrigrams bounds the trigrams of one term an FTS5 query asks for:
-// a few, spread over the term, select as well as all of them, and cost
-// less to intersect.
-const ftsMaxTrigrams = 12
-
-// ftsTrigrams returns the trigrams of term (three characters or more)
-// that its FTS5 query asks for, as FTS5 strings: all of them, or
-// ftsMaxTrigrams or so spread over a long term, the last included.
-func ftsTrigrams(term string) []string {
-	r := []rune(term)
-	n := len(r) - 2
-	step := 1
-	if n > ftsMaxTrigrams {
-		step = (n + ftsMaxTrigrams - 1) / ftsMaxTrigrams
-	}
-	var grams []string
-	for i := 0; i < n; i += step {
-		grams = append(grams, ftsString(string(r[i:i+3])))
-	}
-	if (n-1)%step != 0 {
-		grams = append(grams, ftsString(string(r[n-1:n+2])))
-	}
-	return grams
-}
-
-// ftsString quotes s as an FTS5 string.
-func ftsString(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }

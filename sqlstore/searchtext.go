@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"encoding/json"
+	"github.com/recallkit/recall/search"
 
 	"github.com/recallkit/recall"
 )
@@ -85,7 +86,7 @@ func (sq searchQuery) itemTexts(ctx context.Context, tx querier, hits []hitRow) 
 	return texts, nil
 }
 
-// itemText returns the text (recall.SearchText) of the item at ref held
+// itemText returns the text (search.Text) of the item at ref held
 // by an entry of kind with payload, or "" when it has none.
 func itemText(kind string, payload []byte, ref recall.ItemRef) string {
 	it := recall.Item(payload)
@@ -96,6 +97,6 @@ func itemText(kind string, payload []byte, ref recall.ItemRef) string {
 		}
 		it = c.Items[ref.Index]
 	}
-	_, text := recall.SearchText(it)
+	_, text := search.Text(it)
 	return text
 }

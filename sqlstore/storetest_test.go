@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"github.com/recallkit/recall/storekit"
 	"testing"
 
 	"github.com/recallkit/recall"
@@ -48,7 +49,7 @@ func plant(t *testing.T, s recall.Store, key recall.Key, data []byte) {
 			return err
 		}
 		if _, err := q.exec(ctx, `INSERT INTO entries (session, seq, kind, payload, time) VALUES ($1, $2, 'item', $3, $4)`,
-			sid, last+1, data, st.db.timeArg(recall.Now())); err != nil {
+			sid, last+1, data, st.db.timeArg(storekit.Now())); err != nil {
 			return err
 		}
 		_, err := q.exec(ctx, `UPDATE sessions SET last_seq = $2 WHERE sid = $1`, sid, last+1)

@@ -5,7 +5,7 @@
 //
 // What a store does with each helper:
 //
-//   - Append: validate the batch with recall.ValidateEntries before
+//   - Append: validate the batch with ValidateEntries before
 //     anything is written, check the caller's recall.Guard with
 //     Guard.Check under the same lock or transaction that assigns seqs,
 //     and keep metadata with recall.Meta.Apply.
@@ -21,6 +21,13 @@
 //     holds its metadata in memory filters with [Matches] and pages with
 //     [Paginate]; one that sorts records itself orders them with
 //     [CompareListOrder] and continues from a [Cursor].
+//   - Purge (optional, [Purger]): [PurgeLog] builds the log a purge
+//     leaves, which the store writes in one atomic step.
+//   - Search (recall.Searcher): package search; search.Scan for a store
+//     without an index.
+//
+// [Verify] and [VerifySession] check every invariant of a store's
+// sessions from outside (`recall check` runs them).
 //
 // The conformance suite, storetest, checks the result.
 package storekit

@@ -14,7 +14,7 @@ import (
 //
 // A new session (last 0) starts at seq 1, or at a compaction entry that
 // read the log just before it (Through = Seq-1): that is how a log left by
-// a purge starts (see recall.PurgeLog), so a purged session can be copied to a
+// a purge starts (see PurgeLog), so a purged session can be copied to a
 // store that never held it.
 func ImportPlan(last int64, entries []recall.Entry) ([]recall.Entry, error) {
 	var fresh []recall.Entry

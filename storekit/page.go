@@ -165,7 +165,7 @@ func (p *pager) backward(entries func(int64) iter.Seq2[recall.Entry, error]) err
 				break
 			}
 			if e.Kind == recall.KindItem {
-				if it, ok := recall.ItemOf(e); ok {
+				if it, ok := e.Item(); ok {
 					p.take(recall.ItemRef{Seq: e.Seq}, it)
 				}
 			}
@@ -192,7 +192,7 @@ func (p *pager) forward(entries func(int64) iter.Seq2[recall.Entry, error]) erro
 			return err
 		}
 		if e.Kind == recall.KindItem {
-			if it, ok := recall.ItemOf(e); ok {
+			if it, ok := e.Item(); ok {
 				p.take(recall.ItemRef{Seq: e.Seq}, it)
 			}
 		}

@@ -32,7 +32,7 @@ scan:
 		}
 		switch e.Kind {
 		case recall.KindItem:
-			if it, ok := recall.ItemOf(e); ok {
+			if it, ok := e.Item(); ok {
 				take(recall.ItemRef{Seq: e.Seq}, it)
 			}
 		case recall.KindPop, recall.KindRemove:

@@ -38,7 +38,7 @@ type env struct {
 }
 
 // open makes a fresh store for t. It closes the store when t ends, after
-// checking it with recall.Verify: every subtest leaves a consistent store.
+// checking it with storekit.Verify: every subtest leaves a consistent store.
 func open(t *testing.T, newStore func(t *testing.T) recall.Store) *env {
 	t.Helper()
 	s := newStore(t)
@@ -60,21 +60,21 @@ func open(t *testing.T, newStore func(t *testing.T) recall.Store) *env {
 		if e.closed {
 			return
 		}
-		if err := recall.Verify(context.Background(), s); err != nil {
-			t.Errorf("recall.Verify after the test: %v", err)
+		if err := storekit.Verify(context.Background(), s); err != nil {
+			t.Errorf("storekit.Verify after the test: %v", err)
 		}
 	})
 	return e
 }
 
 // VerifyAfter registers a cleanup on t that fails the test when
-// recall.Verify finds an inconsistency in s. Register it after the cleanup
+// storekit.Verify finds an inconsistency in s. Register it after the cleanup
 // that closes s, so it runs first.
 func VerifyAfter(t testing.TB, s recall.Store) {
 	t.Helper()
 	t.Cleanup(func() {
-		if err := recall.Verify(context.Background(), s); err != nil {
-			t.Errorf("recall.Verify: %v", err)
+		if err := storekit.Verify(context.Background(), s); err != nil {
+			t.Errorf("storekit.Verify: %v", err)
 		}
 	})
 }

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/storekit"
 )
 
 // testClose checks that every call after Close returns ErrClosed.
@@ -9,7 +10,7 @@ func testClose(e *env) {
 	t := e.t
 	key := recall.Key{Project: "p", Session: "s"}
 	e.mustAdd(key, msg("x"))
-	if err := recall.Verify(e.ctx, e.s); err != nil {
+	if err := storekit.Verify(e.ctx, e.s); err != nil {
 		t.Errorf("Verify before Close: %v", err)
 	}
 	e.closed = true // the suite must not close it again
@@ -32,7 +33,7 @@ func testClose(e *env) {
 	_, calls["Create"] = recall.Create(e.ctx, e.s, recall.Key{Project: "p", Session: "new"}, recall.CreateOptions{})
 	_, calls["RemoveItem"] = recall.RemoveItem(e.ctx, e.s, key, recall.ItemRef{Seq: 1})
 	_, calls["SetMetadata"] = recall.SetMetadata(e.ctx, e.s, key, map[string]string{"k": "v"})
-	if p, ok := e.s.(recall.Purger); ok {
+	if p, ok := e.s.(storekit.Purger); ok {
 		_, calls["Purge"] = p.Purge(e.ctx, key)
 	}
 	for method, err := range calls {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/recallkit/recall/storekit"
 	"slices"
 	"time"
 
@@ -95,8 +96,8 @@ func testContext(e *env) {
 			return err
 		}},
 		{"recall.Projects", func(ctx context.Context) error { _, err := recall.Projects(ctx, e.s); return err }},
-		{"recall.Verify", func(ctx context.Context) error { return recall.Verify(ctx, e.s) }},
-		{"recall.VerifySession", func(ctx context.Context) error { return recall.VerifySession(ctx, e.s, key) }},
+		{"storekit.Verify", func(ctx context.Context) error { return storekit.Verify(ctx, e.s) }},
+		{"storekit.VerifySession", func(ctx context.Context) error { return storekit.VerifySession(ctx, e.s, key) }},
 		{"Session.GetItems", func(ctx context.Context) error { _, err := recall.NewSession(e.s, key).GetItems(ctx, 0); return err }},
 		{"Session.AddItems", func(ctx context.Context) error { return recall.NewSession(e.s, key).AddItems(ctx, msg("x")) }},
 		{"Session.PopItem", func(ctx context.Context) error { _, err := recall.NewSession(e.s, key).PopItem(ctx); return err }},
@@ -110,7 +111,7 @@ func testContext(e *env) {
 	if p, ok := e.s.(recall.ProjectLister); ok {
 		calls = append(calls, call{"ProjectLister.Projects", func(ctx context.Context) error { _, err := p.Projects(ctx); return err }})
 	}
-	if p, ok := e.s.(recall.Purger); ok {
+	if p, ok := e.s.(storekit.Purger); ok {
 		calls = append(calls, call{"Purger.Purge", func(ctx context.Context) error { _, err := p.Purge(ctx, key); return err }})
 	}
 	if f, ok := e.s.(recall.Forker); ok {

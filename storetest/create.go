@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"fmt"
+	"github.com/recallkit/recall/storekit"
 	"maps"
 
 	"github.com/recallkit/recall"
@@ -66,7 +67,7 @@ func testCreate(e *env) {
 			}
 		}
 		e.wantView(key, c.opts.Items)
-		if err := recall.VerifySession(e.ctx, e.s, key); err != nil {
+		if err := storekit.VerifySession(e.ctx, e.s, key); err != nil {
 			t.Errorf("VerifySession of a session created %s: %v", c.name, err)
 		}
 	}

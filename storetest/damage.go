@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/recallkit/recall/storekit"
 	"strings"
 
 	"github.com/recallkit/recall"
@@ -14,7 +15,7 @@ import (
 // Config.Plant: records that are not a JSON object, as a damaged disk, a
 // buggy writer or another program could leave them. No store accepts them
 // through Append; every store must skip them on read. The last ones start
-// with '{' and end with '}' but are not JSON ("{x}"): recall.ItemOf, which
+// with '{' and end with '}' but are not JSON ("{x}"): recall.Entry.Item, which
 // looks at those bytes only, takes them for objects, so a store whose
 // records can hold any bytes must check them in full when it reads them.
 // Each call returns a new slice.
@@ -34,10 +35,10 @@ func DamagedItems() [][]byte {
 }
 
 // malformedObject reports whether data is one of the damaged records
-// recall.ItemOf takes for an object: not JSON, yet starting with '{' and
+// recall.Entry.Item takes for an object: not JSON, yet starting with '{' and
 // ending with '}'.
 func malformedObject(data []byte) bool {
-	_, looks := recall.ItemOf(recall.Entry{Kind: recall.KindItem, Data: data})
+	_, looks := recall.Entry.Item(recall.Entry{Kind: recall.KindItem, Data: data})
 	return looks && !json.Valid(data)
 }
 
@@ -47,9 +48,9 @@ func malformedObject(data []byte) bool {
 // other items' refs intact, and a limit counts valid items only; Pop
 // skips them (a planted newest record too); Load's Meta.Corrupt counts
 // them and ItemCount does not; a fork holds the valid items only;
-// recall.Verify reports the session as ErrCorrupt, naming it. Load keeps
+// storekit.Verify reports the session as ErrCorrupt, naming it. Load keeps
 // a planted record in the log, except that a store may read one that
-// recall.ItemOf takes for an object as an unreadable record (see
+// recall.Entry.Item takes for an object as an unreadable record (see
 // plantAt). The damaged sessions are removed before the test ends, so the
 // store passes the Verify every subtest ends with.
 func testDamaged(e *env) {
@@ -97,7 +98,7 @@ func testDamaged(e *env) {
 
 	// A ref to a planted record is not in the view.
 	for _, ent := range log {
-		if _, ok := recall.ItemOf(ent); ent.Kind == recall.KindItem && !ok {
+		if _, ok := ent.Item(); ent.Kind == recall.KindItem && !ok {
 			before := e.mustStat(key)
 			_, err := recall.RemoveItem(e.ctx, e.s, key, recall.ItemRef{Seq: ent.Seq})
 			wantErr(t, fmt.Sprintf("RemoveItem of the planted record at %d", ent.Seq), err, recall.ErrNotFound)
@@ -114,7 +115,7 @@ func testDamaged(e *env) {
 		t.Errorf("Fork of a damaged session = Corrupt %d, %v; want a healthy fork", fm.Corrupt, err)
 	} else {
 		e.wantView(fork, recall.PlainItems(wantLive))
-		if err := recall.VerifySession(e.ctx, e.s, fork); err != nil {
+		if err := storekit.VerifySession(e.ctx, e.s, fork); err != nil {
 			t.Errorf("VerifySession of the fork: %v", err)
 		}
 	}
@@ -161,20 +162,20 @@ func testDamaged(e *env) {
 	}
 	e.wantCorrupt(only)
 
-	// recall.Verify of the store names every damaged session, and only
+	// storekit.Verify of the store names every damaged session, and only
 	// them.
-	err := recall.Verify(e.ctx, e.s)
+	err := storekit.Verify(e.ctx, e.s)
 	if !errors.Is(err, recall.ErrCorrupt) {
-		t.Errorf("recall.Verify of a store with damaged sessions = %v, want ErrCorrupt", err)
+		t.Errorf("storekit.Verify of a store with damaged sessions = %v, want ErrCorrupt", err)
 	} else {
 		for _, k := range []recall.Key{key, only} {
 			if !strings.Contains(err.Error(), k.String()) {
-				t.Errorf("recall.Verify does not name %s: %v", k, err)
+				t.Errorf("storekit.Verify does not name %s: %v", k, err)
 			}
 		}
 		for _, k := range []recall.Key{healthy, fork} {
 			if strings.Contains(err.Error(), k.String()+":") {
-				t.Errorf("recall.Verify names the healthy %s: %v", k, err)
+				t.Errorf("storekit.Verify names the healthy %s: %v", k, err)
 			}
 		}
 	}
@@ -190,7 +191,7 @@ func testDamaged(e *env) {
 // read it as an unreadable record.
 //
 // A store keeps a planted record in the log Load returns, verbatim, at the
-// seq after the session's last. A record that recall.ItemOf takes for an
+// seq after the session's last. A record that recall.Entry.Item takes for an
 // object but that is not JSON (malformedObject) it may instead read as
 // unreadable, as the file store reads a line that does not decode: left
 // out of the log, counted in Meta.Corrupt, its seq used or not.
@@ -247,12 +248,12 @@ func (e *env) wantDamagedView(key recall.Key, want []recall.LiveItem, last int64
 	}
 }
 
-// wantCorrupt checks that recall.VerifySession reports key as ErrCorrupt,
+// wantCorrupt checks that storekit.VerifySession reports key as ErrCorrupt,
 // naming it.
 func (e *env) wantCorrupt(key recall.Key) {
 	e.t.Helper()
-	err := recall.VerifySession(e.ctx, e.s, key)
+	err := storekit.VerifySession(e.ctx, e.s, key)
 	if !errors.Is(err, recall.ErrCorrupt) || !strings.Contains(err.Error(), key.String()) {
-		e.t.Errorf("recall.VerifySession of the damaged %s = %v; want ErrCorrupt naming the session", key, err)
+		e.t.Errorf("storekit.VerifySession of the damaged %s = %v; want ErrCorrupt naming the session", key, err)
 	}
 }

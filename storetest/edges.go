@@ -63,7 +63,7 @@ func edgeSizes() (large, many int) {
 // RunEdges runs the edge-case items of docs/ITEMS.md against stores made
 // by newStore, which must return a new, empty store whose maximum item size
 // is maxItemSize (0: the store's default, recall.DefaultMaxItemSize). Each
-// case is a subtest on a fresh store, checked with recall.Verify when it
+// case is a subtest on a fresh store, checked with storekit.Verify when it
 // ends.
 //
 // Two cases move a lot of data: a 50 MiB item read back through every
@@ -208,7 +208,7 @@ func edgeLimit(e *env, max int) {
 
 // edgeLarge round-trips one large item through every read. It reads the
 // item as few times as each path needs, since each read of 50 MiB costs
-// seconds under the race detector; recall.Verify then checks Items(0)
+// seconds under the race detector; storekit.Verify then checks Items(0)
 // against Load for both sessions.
 func edgeLarge(e *env) {
 	t := e.t
@@ -369,7 +369,7 @@ func tiny(i int) recall.Item { return recall.Item(`{"i":` + strconv.Itoa(i) + `}
 
 // edgeManyItems stores EdgeManyItems tiny items in one session: half in
 // one atomic batch, half in batches of 500. Seqs stay dense and every read
-// agrees on the count and the order (recall.Verify adds Items(0) against
+// agrees on the count and the order (storekit.Verify adds Items(0) against
 // Load).
 func edgeManyItems(e *env) {
 	t := e.t

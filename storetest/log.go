@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/recallkit/recall/storekit"
 	"slices"
 	"time"
 
@@ -366,7 +367,7 @@ func testImportPurged(e *env) {
 		orig[i].Seq = int64(i + 1)
 		orig[i].Time = oldTime(i)
 	}
-	log, dropped, err := recall.PurgeLog(key, orig)
+	log, dropped, err := storekit.PurgeLog(key, orig)
 	if err != nil || dropped != 4 || log[0].Seq != 5 {
 		t.Fatalf("PurgeLog = %d entries from seq %d, %d dropped, %v", len(log), log[0].Seq, dropped, err)
 	}

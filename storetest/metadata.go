@@ -3,6 +3,7 @@ package storetest
 import (
 	"errors"
 	"fmt"
+	"github.com/recallkit/recall/storekit"
 	"maps"
 	"strings"
 
@@ -183,7 +184,7 @@ func testMetadataLimits(e *env) {
 		}
 		_, err = e.s.Append(e.ctx, key, recall.Guard{}, recall.ItemEntry(msg("before")), raw)
 		wantErr(t, "a raw Append of a meta entry with "+r.what, err, recall.ErrInvalidMetadata)
-		_, err = e.s.Import(e.ctx, key, recall.Entry{Seq: before.meta.LastSeq + 1, Kind: recall.KindMeta, Time: recall.Now(), Data: raw.Data})
+		_, err = e.s.Import(e.ctx, key, recall.Entry{Seq: before.meta.LastSeq + 1, Kind: recall.KindMeta, Time: storekit.Now(), Data: raw.Data})
 		if !errors.Is(err, recall.ErrInvalidMetadata) && !errors.Is(err, recall.ErrInvalidItem) {
 			t.Errorf("a raw Import of a meta entry with %s: %v, want ErrInvalidMetadata", r.what, err)
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/recallkit/recall/storekit"
 	"maps"
 	"slices"
 	"testing"
@@ -26,7 +27,7 @@ import (
 // items, error classes (see [ErrorClass]), each session's log, metadata
 // (times aside) and view with its LastSeq, list membership, cleanup
 // reports. The store under test must also keep List order by its own
-// times and pass recall.Verify after every sequence.
+// times and pass storekit.Verify after every sequence.
 //
 // RunModel makes one store with newStore and reuses it for every sequence:
 // it removes the sessions a sequence may have created before the next one
@@ -64,8 +65,8 @@ func RunModel(t *testing.T, newStore func(t *testing.T) recall.Store) {
 			m.compareList(modelProjects[0], recall.ListOptions{Limit: 2, IncludeArchived: true, Pinned: true})
 		}
 		m.compareAll()
-		if err := recall.Verify(m.ctx, sut); err != nil {
-			rt.Fatalf("recall.Verify of the store under test: %v", err)
+		if err := storekit.Verify(m.ctx, sut); err != nil {
+			rt.Fatalf("storekit.Verify of the store under test: %v", err)
 		}
 	})
 }
@@ -208,7 +209,7 @@ func (m *model) do(op string) {
 		want := "ErrNotFound"
 		if meta, _, ok := m.refMeta(key); ok {
 			want = "nil"
-			if recall.AllowTitle(meta.TitleSource, source) {
+			if meta.TitleSource.Yields(source) {
 				m.write(key, recall.NewEntry(recall.KindTitle, recall.TitleChange{Title: foldTitle(title), Source: source}))
 			}
 		}

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"github.com/recallkit/recall/storekit"
 	"maps"
 	"slices"
 	"strings"
@@ -44,7 +45,7 @@ func (m *model) lastSeq(key recall.Key) int64 {
 func (m *model) write(key recall.Key, entries ...recall.Entry) int64 {
 	log := m.logs[key]
 	last := m.lastSeq(key)
-	now := recall.Now()
+	now := storekit.Now()
 	for _, e := range entries {
 		e = e.Clone()
 		last++

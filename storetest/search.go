@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/recallkit/recall/search"
 	"slices"
 	"strings"
 	"testing"
@@ -15,7 +16,7 @@ import (
 
 // The search cases check recall.Search on the store (its own index when
 // it is a recall.Searcher) against hits the case expects, and against
-// recall.ScanSearch over the same store: the same hits in the same order,
+// search.Scan over the same store: the same hits in the same order,
 // page by page. Rank and the snippet's cut may differ; the snippet is
 // checked for shape (one line, valid UTF-8, spans that match the query).
 
@@ -33,17 +34,17 @@ func (h hitID) String() string {
 func idOf(h recall.Hit) hitID { return hitID{Key: h.Key, Ref: h.Ref, Role: h.Role} }
 
 // SearchAll runs a search through every page (opts.Cursor is where it
-// starts) with search, which is recall.Search or recall.ScanSearch, and
+// starts) with find, which is recall.Search or search.Scan, and
 // returns the hits. It checks each page's shape: no more hits than the
 // page size, a full page before every Next, an empty Next on the last.
 func SearchAll(ctx context.Context, s recall.Store, opts recall.SearchOptions,
-	search func(context.Context, recall.Store, recall.SearchOptions) (recall.SearchPage, error)) ([]recall.Hit, error) {
+	find func(context.Context, recall.Store, recall.SearchOptions) (recall.SearchPage, error)) ([]recall.Hit, error) {
 	var all []recall.Hit
 	for pages := 0; ; pages++ {
 		if err := ctx.Err(); err != nil {
 			return all, err
 		}
-		p, err := search(ctx, s, opts)
+		p, err := find(ctx, s, opts)
 		if err != nil {
 			return all, err
 		}
@@ -53,7 +54,7 @@ func SearchAll(ctx context.Context, s recall.Store, opts recall.SearchOptions,
 		if p.Next != "" && len(p.Hits) < opts.PageSize() {
 			return all, fmt.Errorf("page of %d hits (limit %d) has a Next cursor", len(p.Hits), opts.PageSize())
 		}
-		if len(all) > 0 && len(p.Hits) > 0 && recall.CompareHits(all[len(all)-1], p.Hits[0]) >= 0 {
+		if len(all) > 0 && len(p.Hits) > 0 && search.Compare(all[len(all)-1], p.Hits[0]) >= 0 {
 			return all, fmt.Errorf("page %d starts with %s, which does not sort after %s, the end of the page before",
 				pages+1, idOf(p.Hits[0]), idOf(all[len(all)-1]))
 		}
@@ -66,7 +67,7 @@ func SearchAll(ctx context.Context, s recall.Store, opts recall.SearchOptions,
 }
 
 // CompareSearch runs opts through every page with recall.Search and with
-// recall.ScanSearch on s, and returns an error naming every difference:
+// search.Scan on s, and returns an error naming every difference:
 // the hits (key, ref, role, time, title) and their order must be the
 // same; each hit's snippet must be one line of valid UTF-8 whose Matches
 // are in range and match a term of the query. Nothing may write to s
@@ -76,14 +77,14 @@ func CompareSearch(ctx context.Context, s recall.Store, opts recall.SearchOption
 	if err != nil {
 		return fmt.Errorf("recall.Search %q %s: %w", opts.Query, optsString(opts), err)
 	}
-	want, err := SearchAll(ctx, s, opts, recall.ScanSearch)
+	want, err := SearchAll(ctx, s, opts, search.Scan)
 	if err != nil {
-		return fmt.Errorf("recall.ScanSearch %q %s: %w", opts.Query, optsString(opts), err)
+		return fmt.Errorf("search.Scan %q %s: %w", opts.Query, optsString(opts), err)
 	}
-	q, _ := recall.ParseQuery(opts.Query)
+	q, _ := search.Parse(opts.Query)
 	var errs []error
 	if d := hitsDiff(got, want); d != "" {
-		errs = append(errs, fmt.Errorf("recall.Search %q %s differs from recall.ScanSearch: %s", opts.Query, optsString(opts), d))
+		errs = append(errs, fmt.Errorf("recall.Search %q %s differs from search.Scan: %s", opts.Query, optsString(opts), d))
 	}
 	for _, h := range got {
 		if err := checkSnippet(h, q); err != nil {
@@ -144,11 +145,11 @@ func hitString(h recall.Hit) string {
 }
 
 // maxSnippet bounds a snippet's length: a store cuts its own, about
-// recall.SnippetBytes long.
-const maxSnippet = 4 * recall.SnippetBytes
+// search.SnippetBytes long.
+const maxSnippet = 4 * search.SnippetBytes
 
 // checkSnippet checks the shape of h's snippet for query q.
-func checkSnippet(h recall.Hit, q recall.Query) error {
+func checkSnippet(h recall.Hit, q search.Query) error {
 	s := h.Snippet
 	switch {
 	case s == "":
@@ -168,7 +169,7 @@ func checkSnippet(h recall.Hit, q recall.Query) error {
 			return fmt.Errorf("snippet %q: span %v out of order or range", s, m)
 		}
 		end = m.End
-		part := recall.NormalizeText(s[m.Start:m.End])
+		part := search.Normalize(s[m.Start:m.End])
 		if !slices.ContainsFunc(q.Terms, func(t string) bool { return strings.Contains(t, part) || strings.Contains(part, t) }) {
 			return fmt.Errorf("snippet %q: span %q matches no term of %q", s, s[m.Start:m.End], q.Terms)
 		}
@@ -177,8 +178,8 @@ func checkSnippet(h recall.Hit, q recall.Query) error {
 }
 
 // wantSearch checks one search on the case's store: recall.Search returns
-// exactly want, in search order (see recall.CompareHits), and the same as
-// recall.ScanSearch (see CompareSearch). Each search runs twice: with the
+// exactly want, in search order (see search.Compare), and the same as
+// search.Scan (see CompareSearch). Each search runs twice: with the
 // page size of opts and one hit a page.
 func (e *env) wantSearch(opts recall.SearchOptions, want ...hitID) {
 	e.t.Helper()
@@ -202,7 +203,7 @@ func (e *env) wantHits(what string, got []recall.Hit, want []hitID) {
 	var ids []hitID
 	for i, h := range got {
 		ids = append(ids, idOf(h))
-		if i > 0 && recall.CompareHits(got[i-1], h) >= 0 {
+		if i > 0 && search.Compare(got[i-1], h) >= 0 {
 			e.t.Errorf("%s: hit %s does not sort before %s", what, idOf(got[i-1]), idOf(h))
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/recallkit/recall/search"
+	"github.com/recallkit/recall/storekit"
 	"slices"
 	"strings"
 	"testing"
@@ -23,7 +25,7 @@ import (
 // project, archived, time range, WholeLog and page size drawn too). The
 // store's recall.Search, read page by page with its cursor, must return
 // exactly the hits of a brute-force scan over the log the test keeps
-// itself, in the same order (see recall.CompareHits), with the same times
+// itself, in the same order (see search.Compare), with the same times
 // and titles.
 //
 // The test writes entries with times it chooses where the store lets it
@@ -44,7 +46,7 @@ func RunSearchModel(t *testing.T, newStore func(t *testing.T) recall.Store) {
 	})
 	rapid.Check(t, func(rt *rapid.T) {
 		m := &searchModel{t: rt, ctx: rt.Context(), sut: sut, logs: map[recall.Key][]recall.Entry{},
-			clock: recall.Now().Add(-time.Hour)}
+			clock: storekit.Now().Add(-time.Hour)}
 		m.reset()
 		for range rapid.IntRange(1, maxModelOps).Draw(rt, "ops") {
 			m.do(rapid.SampledFrom(searchModelOps).Draw(rt, "op"))
@@ -308,7 +310,7 @@ func (m *searchModel) search() {
 	if d := hitsDiff(got, want); d != "" {
 		t.Fatalf("Search %q %s differs from the brute force over the model: %s", opts.Query, optsString(opts), d)
 	}
-	q, _ := recall.ParseQuery(opts.Query)
+	q, _ := search.Parse(opts.Query)
 	for _, h := range got {
 		if err := checkSnippet(h, q); err != nil {
 			t.Fatalf("Search %q: hit %s: %v", opts.Query, idOf(h), err)
@@ -320,9 +322,9 @@ func (m *searchModel) search() {
 // session, replayed; every item of the view (or of the whole log) and the
 // title, matched term by term.
 func (m *searchModel) bruteForce(opts recall.SearchOptions) []recall.Hit {
-	q, err := recall.ParseQuery(opts.Query)
+	q, err := search.Parse(opts.Query)
 	if err != nil {
-		m.t.Fatalf("ParseQuery %q: %v", opts.Query, err)
+		m.t.Fatalf("search.Parse %q: %v", opts.Query, err)
 	}
 	var out []recall.Hit
 	for key, log := range m.logs {
@@ -338,7 +340,7 @@ func (m *searchModel) bruteForce(opts recall.SearchOptions) []recall.Hit {
 			if text == "" || opts.Role != "" && role != opts.Role || !opts.Since.IsZero() && at.Before(opts.Since) {
 				return
 			}
-			norm := recall.NormalizeText(text)
+			norm := search.Normalize(text)
 			for _, term := range q.Terms {
 				if !strings.Contains(norm, term) {
 					return
@@ -348,8 +350,8 @@ func (m *searchModel) bruteForce(opts recall.SearchOptions) []recall.Hit {
 		}
 		if opts.WholeLog {
 			for _, e := range log {
-				if it, ok := recall.ItemOf(e); ok {
-					role, text := recall.SearchText(it)
+				if it, ok := e.Item(); ok {
+					role, text := search.Text(it)
 					consider(recall.ItemRef{Seq: e.Seq}, role, text, e.Time)
 				}
 				if e.Kind == recall.KindCompaction {
@@ -358,19 +360,19 @@ func (m *searchModel) bruteForce(opts recall.SearchOptions) []recall.Hit {
 						m.t.Fatalf("the model's compaction does not decode: %v", err)
 					}
 					for i, it := range c.Items {
-						role, text := recall.SearchText(it)
+						role, text := search.Text(it)
 						consider(recall.ItemRef{Seq: e.Seq, Index: i}, role, text, e.Time)
 					}
 				}
 			}
 		} else {
 			for _, l := range live {
-				role, text := recall.SearchText(l.Item)
+				role, text := search.Text(l.Item)
 				consider(l.Ref, role, text, timeOf[l.Ref.Seq])
 			}
 		}
 		consider(recall.ItemRef{}, recall.RoleTitle, meta.Title, meta.Updated)
 	}
-	slices.SortFunc(out, recall.CompareHits)
+	slices.SortFunc(out, search.Compare)
 	return out
 }

@@ -21,7 +21,7 @@
 //
 // The suite checks every contract of recall.Store, of recall.Session and
 // of the root helpers over a store, in its own subtest, each on a new
-// store, and runs recall.Verify on the store when the subtest ends. Like
+// store, and runs storekit.Verify on the store when the subtest ends. Like
 // testing/fstest, it reports every failure it can rather than stopping at
 // the first, and it mutates what a store returns to prove that it returns
 // copies. The groups of subtests:
@@ -44,14 +44,14 @@
 //   - Create: empty sessions, with a title, metadata or items; creating an
 //     existing key is ErrConflict.
 //   - Views: Items returns the LastSeq its view was read at; readers
-//     beside a writer see whole snapshots; recall.VerifySession beside a
+//     beside a writer see whole snapshots; storekit.VerifySession beside a
 //     writer never reports a healthy session.
 //   - RemoveItem: any one item by its ref, the log keeping it.
 //   - Updated: activity moves Updated, the List order and Cleanup's age;
 //     title and meta changes do not.
 //   - Damaged: records that are not JSON objects ([DamagedItems], planted
 //     with Config.Plant) are left out of every view and counted in
-//     Meta.Corrupt, and recall.Verify names the session.
+//     Meta.Corrupt, and storekit.Verify names the session.
 //   - Context: every method, optional ability and root helper under a
 //     cancelled context and an expired deadline returns the context's
 //     error and changes nothing; a write blocked behind another writer's
@@ -60,7 +60,7 @@
 //   - Concurrent, Close.
 //   - Search: recall.Search (the store's index when it is a
 //     recall.Searcher) finds what each case expects and the same hits in
-//     the same order as recall.ScanSearch ([CompareSearch]): every role,
+//     the same order as search.Scan ([CompareSearch]): every role,
 //     titles, phrases, case, CJK, pops, removals, clears, compactions,
 //     WholeLog, archived sessions, projects, time ranges, paging across
 //     appends, bad queries.
@@ -83,7 +83,7 @@
 // and [DamagedItems]; [LifecycleOps] and [CheckNoGhost], to race the
 // lifecycle helpers against a remove across processes; the comparisons
 // [MetaDiff], [EntryDiff] and [ErrorClass]; and [VerifyAfter], which
-// checks a store with recall.Verify when a test ends.
+// checks a store with storekit.Verify when a test ends.
 package storetest
 
 import (

@@ -138,7 +138,7 @@ func (b *buggy) Append(ctx context.Context, key recall.Key, guard recall.Guard, 
 	switch b.bug {
 	case "partial-batch": // writes the good entries before the bad one
 		for i, e := range entries {
-			if err := recall.ValidateEntries([]recall.Entry{e}, 0); err != nil {
+			if err := storekit.ValidateEntries([]recall.Entry{e}, 0); err != nil {
 				if i > 0 {
 					_, _ = b.Store.Append(ctx, key, recall.Guard{}, entries[:i]...)
 				}
@@ -159,12 +159,12 @@ func (b *buggy) Append(ctx context.Context, key recall.Key, guard recall.Guard, 
 		}
 		runtime.Gosched() // widens the window a real store's I/O would open
 		out := make([]recall.Entry, len(entries))
-		now := recall.Now()
+		now := storekit.Now()
 		for i, e := range entries {
 			e.Seq, e.Time = m.LastSeq+int64(i)+1, now
 			out[i] = e
 		}
-		if err := recall.ValidateEntries(entries, 0); err != nil {
+		if err := storekit.ValidateEntries(entries, 0); err != nil {
 			return 0, err
 		}
 		last, err := b.Store.Import(ctx, key, out...)
@@ -482,12 +482,12 @@ func TestHelpers(t *testing.T) {
 		if err := recall.ValidateItem(d, 0); !errors.Is(err, recall.ErrInvalidItem) {
 			t.Errorf("DamagedItems holds %q, which validates: %v", d, err)
 		}
-		if _, ok := recall.ItemOf(recall.Entry{Kind: recall.KindItem, Data: d}); ok {
+		if _, ok := recall.Entry.Item(recall.Entry{Kind: recall.KindItem, Data: d}); ok {
 			malformed++ // looks like an object by its ends: "{x}"
 		}
 	}
 	if malformed == 0 {
-		t.Errorf("DamagedItems holds no record that recall.ItemOf takes for an object, such as {x}")
+		t.Errorf("DamagedItems holds no record that recall.Entry.Item takes for an object, such as {x}")
 	}
 }
 

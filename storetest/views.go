@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/recallkit/recall/storekit"
 	"sync"
 
 	"github.com/recallkit/recall"
@@ -224,10 +225,10 @@ func checkViewSnapshot(ctx context.Context, s recall.Store, key recall.Key, stat
 }
 
 // verifyRuns is how many times testVerifyBesideWriter runs
-// recall.VerifySession beside the writer.
+// storekit.VerifySession beside the writer.
 const verifyRuns = 200
 
-// testVerifyBesideWriter runs recall.VerifySession verifyRuns times on a
+// testVerifyBesideWriter runs storekit.VerifySession verifyRuns times on a
 // session while another goroutine writes to it (appends, pops, titles): a
 // healthy live session is never reported. Before every other run the
 // verifier hands the writer one write and does not wait for it, so half
@@ -275,7 +276,7 @@ func testVerifyBesideWriter(e *env) {
 			case <-writerDone:
 			}
 		}
-		if err := recall.VerifySession(e.ctx, e.s, key); err != nil {
+		if err := storekit.VerifySession(e.ctx, e.s, key); err != nil {
 			failures = append(failures, err)
 		}
 	}
@@ -285,10 +286,10 @@ func testVerifyBesideWriter(e *env) {
 		t.Errorf("the writer: %v", appendErr)
 	}
 	if len(failures) > 0 {
-		t.Errorf("recall.VerifySession reported a healthy session %d times in %d runs beside a writer; first: %v", len(failures), verifyRuns, failures[0])
+		t.Errorf("storekit.VerifySession reported a healthy session %d times in %d runs beside a writer; first: %v", len(failures), verifyRuns, failures[0])
 	}
 	t.Logf("%d verifications beside %d writes", verifyRuns, appends)
-	if err := recall.Verify(e.ctx, e.s); err != nil {
-		t.Errorf("recall.Verify after the writer: %v", err)
+	if err := storekit.Verify(e.ctx, e.s); err != nil {
+		t.Errorf("storekit.Verify after the writer: %v", err)
 	}
 }

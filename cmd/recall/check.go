@@ -2,10 +2,10 @@ package main
 
 import (
 	"fmt"
+	"github.com/recallkit/recall/storekit"
 
 	"github.com/spf13/cobra"
 
-	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/internal/sessionref"
 )
 
@@ -29,7 +29,7 @@ store.`,
 			if err != nil {
 				return err
 			}
-			problems := splitJoined(recall.Verify(ctx, st))
+			problems := splitJoined(storekit.Verify(ctx, st))
 			if a.json {
 				msgs := make([]string, len(problems))
 				for i, p := range problems {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/recallkit/recall/storekit"
 
 	"github.com/spf13/cobra"
 
@@ -101,7 +102,7 @@ func (a *app) compact(ctx context.Context, ref string, f compactFlags) error {
 type compactJSON struct {
 	Session    string                   `json:"session"`
 	Compaction *recall.CompactionResult `json:"compaction"`
-	Purge      *recall.PurgeResult      `json:"purge"`
+	Purge      *storekit.PurgeResult    `json:"purge"`
 }
 
 // purge removes from the log of ref what its compactions replaced,
@@ -111,7 +112,7 @@ func (a *app) purge(ctx context.Context, ref string) error {
 	if err != nil {
 		return err
 	}
-	p, ok := recall.As[recall.Purger](st)
+	p, ok := recall.As[storekit.Purger](st)
 	if !ok {
 		return withHint(fmt.Errorf("purge %s: %w: this store cannot rewrite a log", m.Key.Session, recall.ErrUnsupported),
 			"the file store (the default) and mem:// can purge")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/recallkit/recall/search"
 	"io"
 	"io/fs"
 	"path/filepath"
@@ -208,7 +209,7 @@ func (a *app) runImport(ctx context.Context, f importFlags, run func(context.Con
 // silence. On a terminal it says on stderr how many sessions it indexes,
 // with a progress bar. The import is done already: a failure is a warning.
 func (a *app) indexSearch(ctx context.Context, st recall.Store) {
-	ix, ok := recall.As[recall.SearchIndexer](st)
+	ix, ok := recall.As[search.Indexer](st)
 	if !ok {
 		return
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/recallkit/recall/search"
 	"io"
 	"os"
 	"strconv"
@@ -96,11 +97,11 @@ func (a *app) search(cmd *cobra.Command, query string, f searchFlags) error {
 		opts.Project = p
 	}
 	if f.cursor != "" {
-		if _, err := recall.ParseSearchCursor(f.cursor); err != nil {
+		if _, err := search.ParseCursor(f.cursor); err != nil {
 			return usageError(cursorHint("search"), "bad search cursor %q", f.cursor)
 		}
 	}
-	if err := recall.CheckSearchOptions(opts); err != nil {
+	if err := search.Check(opts); err != nil {
 		return usageError(`words in any order, "quoted phrases"; --role takes user, assistant, system, tool or title`, "%v", err)
 	}
 	if f.interactive && (!isTerminal(a.stdin) || !isTerminal(a.stdout)) {
@@ -353,7 +354,7 @@ func (a *app) resume(ctx context.Context, key recall.Key) error {
 func storeSearch(st recall.Store, project string) contentSearch {
 	return func(ctx context.Context, filter string) ([]contentHit, error) {
 		opts := recall.SearchOptions{Query: filter, Project: project, Limit: pickerSearchHits}
-		if recall.CheckSearchOptions(opts) != nil {
+		if search.Check(opts) != nil {
 			return nil, nil
 		}
 		page, err := recall.Search(ctx, st, opts)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"github.com/recallkit/recall/search"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -70,7 +71,7 @@ func TestSearchCommand(t *testing.T) {
 			if page := searchJSON(t, e, "tokenizer", "--limit", "1"); len(page.Hits) != 1 || page.Next == "" {
 				t.Errorf("--limit 1: %+v", page)
 			} else if next := searchJSON(t, e, "tokenizer", "--limit", "1", "--cursor", page.Next); len(next.Hits) != 1 ||
-				recall.CompareHits(page.Hits[0], next.Hits[0]) >= 0 {
+				search.Compare(page.Hits[0], next.Hits[0]) >= 0 {
 				t.Errorf("--cursor: %+v after %+v", next.Hits, page.Hits)
 			}
 			if r := e.ok("", "search", "nowhere-to-be-found"); r.stdout != "" || !strings.Contains(r.stderr, "no hits") {

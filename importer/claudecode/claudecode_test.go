@@ -3,6 +3,7 @@ package claudecode
 import (
 	"context"
 	"encoding/json"
+	"github.com/recallkit/recall/storekit"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -156,7 +157,7 @@ func TestImportFixture(t *testing.T) {
 	if len(main.Sessions) != 1 {
 		t.Errorf("List shows %d sessions, want 1", len(main.Sessions))
 	}
-	if err := recall.Verify(ctx, st); err != nil {
+	if err := storekit.Verify(ctx, st); err != nil {
 		t.Error(err)
 	}
 }
@@ -269,7 +270,7 @@ func reimport(t *testing.T, ctx context.Context, st recall.Store, dir string) {
 	if _, log4, _ := st.Load(ctx, fixtureKey); len(log4) != len(log3) {
 		t.Error("a rewritten transcript wrote entries")
 	}
-	if err := recall.Verify(ctx, st); err != nil {
+	if err := storekit.Verify(ctx, st); err != nil {
 		t.Error(err)
 	}
 }

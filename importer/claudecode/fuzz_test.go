@@ -3,12 +3,12 @@ package claudecode
 import (
 	"bytes"
 	"context"
+	"github.com/recallkit/recall/storekit"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/importer"
 	"github.com/recallkit/recall/memstore"
 )
@@ -56,7 +56,7 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("second write %s: %+v, %v", tg.Key, res, err)
 			}
 		}
-		if err := recall.Verify(ctx, st); err != nil {
+		if err := storekit.Verify(ctx, st); err != nil {
 			t.Fatal(err)
 		}
 	})

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/recallkit/recall/storekit"
 	"os"
 	"path/filepath"
 	"strings"
@@ -123,7 +124,7 @@ func TestLargeTranscript(t *testing.T) {
 	if err != nil || again.Sessions != (importer.Counts{Unchanged: 1}) || again.Entries != 0 {
 		t.Fatalf("again: %+v, %v", again, err)
 	}
-	if err := recall.VerifySession(ctx, st, key); err != nil {
+	if err := storekit.VerifySession(ctx, st, key); err != nil {
 		t.Error(err)
 	}
 }

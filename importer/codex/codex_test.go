@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/recallkit/recall/storekit"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -87,7 +88,7 @@ func TestImportFixture(t *testing.T) {
 			if err != nil || again.Sessions != (importer.Counts{Unchanged: 2}) || again.Entries != 0 {
 				t.Fatalf("second import: %+v, %v", again, err)
 			}
-			if err := recall.Verify(ctx, st); err != nil {
+			if err := storekit.Verify(ctx, st); err != nil {
 				t.Error(err)
 			}
 		})

@@ -3,11 +3,11 @@ package codex
 import (
 	"bytes"
 	"context"
+	"github.com/recallkit/recall/storekit"
 	"os"
 	"testing"
 	"time"
 
-	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/importer"
 	"github.com/recallkit/recall/memstore"
 )
@@ -46,7 +46,7 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("second write %s: %+v, %v", tg.Key, res, err)
 			}
 		}
-		if err := recall.Verify(ctx, st); err != nil {
+		if err := storekit.Verify(ctx, st); err != nil {
 			t.Fatal(err)
 		}
 	})

@@ -3,6 +3,7 @@ package undo
 import (
 	"context"
 	"fmt"
+	"github.com/recallkit/recall/storekit"
 	"slices"
 	"testing"
 
@@ -68,7 +69,7 @@ func TestLastTurn(t *testing.T) {
 				t.Errorf("left %v, want %v", texts(left), texts(tt.wantLeft))
 			}
 			if len(tt.items) > 0 {
-				if err := recall.VerifySession(ctx, st, key); err != nil {
+				if err := storekit.VerifySession(ctx, st, key); err != nil {
 					t.Error(err)
 				}
 			}
@@ -109,7 +110,7 @@ func TestLastTurnLongTurnAndOneBatch(t *testing.T) {
 	if counting.appends != 1 {
 		t.Fatalf("undo made %d appends, want one batch", counting.appends)
 	}
-	if err := recall.VerifySession(ctx, st, key); err != nil {
+	if err := storekit.VerifySession(ctx, st, key); err != nil {
 		t.Error(err)
 	}
 }
@@ -169,7 +170,7 @@ func TestLastTurnBesideAWriter(t *testing.T) {
 	if got, want := texts(left), []string{"message:user:one", "message:assistant:r1"}; !slices.Equal(got, want) {
 		t.Errorf("left %q, want %q", got, want)
 	}
-	if err := recall.VerifySession(ctx, st, key); err != nil {
+	if err := storekit.VerifySession(ctx, st, key); err != nil {
 		t.Error(err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"github.com/recallkit/recall/storekit"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -183,7 +184,7 @@ func checkFound(t *testing.T, backend, path string, acked map[string]recall.Key,
 			t.Errorf("after the kill: %v", err)
 		}
 	}
-	if err := recall.Verify(ctx, s); err != nil {
-		t.Errorf("recall.Verify after the kill: %v", err)
+	if err := storekit.Verify(ctx, s); err != nil {
+		t.Errorf("storekit.Verify after the kill: %v", err)
 	}
 }

@@ -1,9 +1,10 @@
-package recall_test
+package storekit_test
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/recallkit/recall/storekit"
 	"strings"
 	"testing"
 
@@ -90,7 +91,7 @@ func TestVerifyBesideAWriter(t *testing.T) {
 	// the log extended by what was appended, on every read.
 	for range 5 {
 		r.writes = 1
-		if err := recall.Verify(ctx, r); err != nil {
+		if err := storekit.Verify(ctx, r); err != nil {
 			t.Errorf("Verify beside a writer: %v", err)
 		}
 		if r.writes != 0 {
@@ -102,7 +103,7 @@ func TestVerifyBesideAWriter(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.writes, r.recreate = 1, true
-	if err := recall.VerifySession(ctx, r, key); err != nil || r.writes != 0 {
+	if err := storekit.VerifySession(ctx, r, key); err != nil || r.writes != 0 {
 		t.Errorf("VerifySession beside a re-creation: %v (%d writes left)", err, r.writes)
 	}
 	// A session that never holds still is not verified, and says so,
@@ -111,7 +112,7 @@ func TestVerifyBesideAWriter(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.writes = 1000
-	err := recall.VerifySession(ctx, r, key)
+	err := storekit.VerifySession(ctx, r, key)
 	if !errors.Is(err, recall.ErrConflict) || errors.Is(err, recall.ErrCorrupt) {
 		t.Errorf("VerifySession of a session that keeps changing = %v, want ErrConflict", err)
 	}
@@ -142,14 +143,14 @@ func TestVerify(t *testing.T) {
 
 	healthy := memstore.New(memstore.Options{})
 	fill(healthy)
-	if err := recall.Verify(ctx, healthy); err != nil {
+	if err := storekit.Verify(ctx, healthy); err != nil {
 		t.Errorf("Verify of a healthy store: %v", err)
 	}
 
 	for _, how := range []string{"gap", "count", "title", "start", "items", "unreadable"} {
 		s := &damaged{Store: memstore.New(memstore.Options{}), how: how}
 		fill(s)
-		err := recall.Verify(ctx, s)
+		err := storekit.Verify(ctx, s)
 		if !errors.Is(err, recall.ErrCorrupt) {
 			t.Errorf("Verify of a store with a %s fault = %v, want ErrCorrupt", how, err)
 			continue

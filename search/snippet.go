@@ -1,30 +1,32 @@
-package recall
+package search
 
 import (
+	"github.com/recallkit/recall"
+
 	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 )
 
-// SnippetBytes is about the longest snippet MakeSnippet returns, in bytes,
+// SnippetBytes is about the longest snippet Snippet returns, in bytes,
 // before its ellipses.
 const SnippetBytes = 160
 
-// snippetSlack is how far MakeSnippet moves a cut to land between words.
+// snippetSlack is how far Snippet moves a cut to land between words.
 const snippetSlack = 16
 
-// MakeSnippet returns a one-line excerpt of text of about SnippetBytes
+// Snippet returns a one-line excerpt of text of about SnippetBytes
 // around the first match of q, and the byte ranges of the excerpt where a
 // term of q matched. White space runs become one space, case is kept, the
 // cut falls on rune boundaries (between words when one is near), and "…"
 // marks text left out on either side. Matching is the search's own:
-// NormalizeText of the text against q's terms, so every span it reports is
+// Normalize of the text against q's terms, so every span it reports is
 // a place Query.Match found. A text q does not match gives its beginning
 // and no spans.
-func MakeSnippet(text string, q Query) (string, []Span) {
+func Snippet(text string, q Query) (string, []recall.Span) {
 	f := foldText(text)
-	var spans []Span // in f.display
+	var spans []recall.Span // in f.display
 	for _, t := range q.Terms {
 		for off := 0; ; {
 			i := strings.Index(f.lower[off:], t)
@@ -32,11 +34,11 @@ func MakeSnippet(text string, q Query) (string, []Span) {
 				break
 			}
 			a, b := off+i, off+i+len(t)
-			spans = append(spans, Span{Start: f.toDisplay(a), End: f.toDisplay(b)})
+			spans = append(spans, recall.Span{Start: f.toDisplay(a), End: f.toDisplay(b)})
 			off = b
 		}
 	}
-	slices.SortFunc(spans, func(x, y Span) int { return x.Start - y.Start })
+	slices.SortFunc(spans, func(x, y recall.Span) int { return x.Start - y.Start })
 	d := f.display
 	start, end := 0, len(d)
 	if len(d) > SnippetBytes {
@@ -81,7 +83,7 @@ func MakeSnippet(text string, q Query) (string, []Span) {
 	if end < len(d) {
 		b.WriteString("…")
 	}
-	var out []Span
+	var out []recall.Span
 	for _, s := range spans {
 		s.Start, s.End = max(s.Start, start), min(s.End, end)
 		if s.Start >= s.End {
@@ -99,7 +101,7 @@ func MakeSnippet(text string, q Query) (string, []Span) {
 }
 
 // folded is a text in two forms built together: display (white space
-// collapsed and trimmed, case kept) and lower (NormalizeText of the same
+// collapsed and trimmed, case kept) and lower (Normalize of the same
 // text), with the byte offset of each rune in both.
 type folded struct {
 	display, lower  string
@@ -145,9 +147,9 @@ func (f folded) toDisplay(lowerOff int) int {
 	return f.dispAt[min(i, len(f.dispAt)-1)]
 }
 
-// countMatches returns how many times the terms of q occur in normalized
+// Occurrences returns how many times the terms of q occur in normalized
 // text, each counted without overlap: the scan's Rank.
-func countMatches(normalized string, q Query) int {
+func Occurrences(normalized string, q Query) int {
 	n := 0
 	for _, t := range q.Terms {
 		n += strings.Count(normalized, t)

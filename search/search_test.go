@@ -1,9 +1,10 @@
-package recall_test
+package search_test
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/recallkit/recall/search"
 	"slices"
 	"strings"
 	"testing"
@@ -14,7 +15,7 @@ import (
 	"github.com/recallkit/recall/memstore"
 )
 
-func TestParseQuery(t *testing.T) {
+func TestParse(t *testing.T) {
 	for _, c := range []struct {
 		in   string
 		want []string
@@ -28,19 +29,19 @@ func TestParseQuery(t *testing.T) {
 		{"ÄPFEL", []string{"äpfel"}},
 		{`"" word`, []string{"word"}},
 	} {
-		q, err := recall.ParseQuery(c.in)
+		q, err := search.Parse(c.in)
 		if err != nil || !slices.Equal(q.Terms, c.want) {
-			t.Errorf("ParseQuery(%q) = %q, %v; want %q", c.in, q.Terms, err, c.want)
+			t.Errorf("Parse(%q) = %q, %v; want %q", c.in, q.Terms, err, c.want)
 		}
 	}
 	for _, bad := range []string{"", "   ", `""`, `"open`, `word "open`} {
-		if _, err := recall.ParseQuery(bad); !errors.Is(err, recall.ErrInvalidQuery) {
-			t.Errorf("ParseQuery(%q): %v, want ErrInvalidQuery", bad, err)
+		if _, err := search.Parse(bad); !errors.Is(err, recall.ErrInvalidQuery) {
+			t.Errorf("Parse(%q): %v, want ErrInvalidQuery", bad, err)
 		}
 	}
 }
 
-func TestNormalizeText(t *testing.T) {
+func TestNormalize(t *testing.T) {
 	for in, want := range map[string]string{
 		"  Hello\n\n\tWorld  ": "hello world",
 		"ÄÖÜ Straße":           "äöü straße",
@@ -49,13 +50,13 @@ func TestNormalizeText(t *testing.T) {
 		"张三\u3000李四":           "张三 李四", // the ideographic space is white space
 		"":                     "",
 	} {
-		if got := recall.NormalizeText(in); got != want {
-			t.Errorf("NormalizeText(%q) = %q, want %q", in, got, want)
+		if got := search.Normalize(in); got != want {
+			t.Errorf("Normalize(%q) = %q, want %q", in, got, want)
 		}
 	}
 }
 
-func TestSearchText(t *testing.T) {
+func TestText(t *testing.T) {
 	for _, c := range []struct {
 		item, role, text string
 	}{
@@ -73,17 +74,17 @@ func TestSearchText(t *testing.T) {
 		{`{"type":"unknown_thing","text":"x"}`, "", ""},
 		{`[1,2]`, "", ""},
 	} {
-		role, text := recall.SearchText(recall.Item(c.item))
+		role, text := search.Text(recall.Item(c.item))
 		if role != c.role || text != c.text {
-			t.Errorf("SearchText(%s) = %q, %q; want %q, %q", c.item, role, text, c.role, c.text)
+			t.Errorf("Text(%s) = %q, %q; want %q, %q", c.item, role, text, c.role, c.text)
 		}
 	}
 }
 
-func TestMakeSnippet(t *testing.T) {
-	q := func(s string) recall.Query {
+func TestSnippet(t *testing.T) {
+	q := func(s string) search.Query {
 		t.Helper()
-		q, err := recall.ParseQuery(s)
+		q, err := search.Parse(s)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -111,40 +112,40 @@ func TestMakeSnippet(t *testing.T) {
 		{long + "needle" + long, "needle", "…lorem ipsum lorem ipsum lorem ipsum lorem ipsum [needle]lorem ipsum lorem ipsum lorem ipsum lorem ipsum lorem ipsum lorem ipsum lorem ipsum lorem ipsum lorem…"},
 		{"needle " + long, "needle", "[needle] lorem ipsum lorem ipsum lorem ipsum lorem ipsum lorem ipsum lorem ipsum lorem ipsum lorem ipsum lorem ipsum lorem ipsum lorem ipsum lorem ipsum lorem…"},
 	} {
-		s, spans := recall.MakeSnippet(c.text, q(c.query))
+		s, spans := search.Snippet(c.text, q(c.query))
 		if got := marked(s, spans); got != c.want {
-			t.Errorf("MakeSnippet(%.30q, %q) =\n %q\nwant\n %q", c.text, c.query, got, c.want)
+			t.Errorf("Snippet(%.30q, %q) =\n %q\nwant\n %q", c.text, c.query, got, c.want)
 		}
 	}
 	// CJK cut on rune boundaries, the match whole.
 	cjk := strings.Repeat("我叫张三住在北京", 40)
-	s, spans := recall.MakeSnippet(cjk+"目标"+cjk, q("目标"))
-	if !utf8.ValidString(s) || len(spans) != 1 || s[spans[0].Start:spans[0].End] != "目标" || len(s) > recall.SnippetBytes+2*len("…") {
+	s, spans := search.Snippet(cjk+"目标"+cjk, q("目标"))
+	if !utf8.ValidString(s) || len(spans) != 1 || s[spans[0].Start:spans[0].End] != "目标" || len(s) > search.SnippetBytes+2*len("…") {
 		t.Errorf("CJK snippet %q, spans %v", s, spans)
 	}
 }
 
-// FuzzMakeSnippet checks MakeSnippet's promises on any text: its folding
-// is NormalizeText's, the snippet is one line of valid UTF-8 of bounded
+// FuzzSnippet checks Snippet's promises on any text: its folding
+// is Normalize's, the snippet is one line of valid UTF-8 of bounded
 // length, and every span is in range, in order and matches a term.
-func FuzzMakeSnippet(f *testing.F) {
+func FuzzSnippet(f *testing.F) {
 	f.Add("Hello World\nhello again", "hello")
 	f.Add("我叫张三，住在北京", "张三")
 	f.Add("\u212A\u0130\xff ab  c", "k")
 	f.Add(strings.Repeat("ab ", 100)+"ΣΑΣ", `"ab ab" σας`)
 	f.Fuzz(func(t *testing.T, text, query string) {
-		q, err := recall.ParseQuery(query)
+		q, err := search.Parse(query)
 		if err != nil {
 			return
 		}
-		s, spans := recall.MakeSnippet(text, q)
+		s, spans := search.Snippet(text, q)
 		if !utf8.ValidString(s) || strings.ContainsAny(s, "\n\r") {
 			t.Fatalf("snippet %q is not one valid line", s)
 		}
-		if long := len(q.Terms[0]) + 2*recall.SnippetBytes + 2*len("…"); len(s) > long {
+		if long := len(q.Terms[0]) + 2*search.SnippetBytes + 2*len("…"); len(s) > long {
 			t.Fatalf("snippet of %d bytes", len(s))
 		}
-		norm := recall.NormalizeText(text)
+		norm := search.Normalize(text)
 		if q.Match(norm) && len(spans) == 0 && norm != "" {
 			t.Fatalf("no span in %q for %q matching %q", s, q.Terms, norm)
 		}
@@ -154,7 +155,7 @@ func FuzzMakeSnippet(f *testing.F) {
 				t.Fatalf("span %v of %q out of order or range", sp, s)
 			}
 			end = sp.End
-			part := recall.NormalizeText(s[sp.Start:sp.End])
+			part := search.Normalize(s[sp.Start:sp.End])
 			if !slices.ContainsFunc(q.Terms, func(t string) bool { return strings.Contains(t, part) || strings.Contains(part, t) }) {
 				t.Fatalf("span %q of %q matches no term of %q", s[sp.Start:sp.End], s, q.Terms)
 			}
@@ -162,7 +163,7 @@ func FuzzMakeSnippet(f *testing.F) {
 	})
 }
 
-func TestCompareHitsAndCursor(t *testing.T) {
+func TestCompareAndCursor(t *testing.T) {
 	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	k1, k2 := recall.Key{Project: "a", Session: "x"}, recall.Key{Project: "a", Session: "y"}
 	ordered := []recall.Hit{
@@ -175,12 +176,12 @@ func TestCompareHitsAndCursor(t *testing.T) {
 	}
 	for i := range ordered {
 		for j := range ordered {
-			got := recall.CompareHits(ordered[i], ordered[j])
+			got := search.Compare(ordered[i], ordered[j])
 			if want := i - j; got < 0 != (want < 0) || got == 0 != (want == 0) {
-				t.Errorf("CompareHits(#%d, #%d) = %d", i, j, got)
+				t.Errorf("Compare(#%d, #%d) = %d", i, j, got)
 			}
 		}
-		c, err := recall.ParseSearchCursor(recall.HitCursor(ordered[i]).String())
+		c, err := search.ParseCursor(search.CursorAt(ordered[i]).String())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -191,8 +192,8 @@ func TestCompareHitsAndCursor(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"x", "!!", "bnVsbA"} {
-		if _, err := recall.ParseSearchCursor(bad); !errors.Is(err, recall.ErrInvalidQuery) && bad != "bnVsbA" {
-			t.Errorf("ParseSearchCursor(%q): %v", bad, err)
+		if _, err := search.ParseCursor(bad); !errors.Is(err, recall.ErrInvalidQuery) && bad != "bnVsbA" {
+			t.Errorf("ParseCursor(%q): %v", bad, err)
 		}
 	}
 }
@@ -208,10 +209,10 @@ func (l *loadCounter) Load(ctx context.Context, k recall.Key) (recall.Meta, []re
 	return l.Store.Load(ctx, k)
 }
 
-// TestScanSearchStopsEarly checks that the scan reads no more sessions
+// TestScanStopsEarly checks that the scan reads no more sessions
 // than a page needs when the newest sessions fill it, and still returns
 // every hit through the pages.
-func TestScanSearchStopsEarly(t *testing.T) {
+func TestScanStopsEarly(t *testing.T) {
 	ctx := context.Background()
 	s := &loadCounter{Store: memstore.New(memstore.Options{})}
 	defer s.Close()
@@ -224,7 +225,7 @@ func TestScanSearchStopsEarly(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	p, err := recall.ScanSearch(ctx, s, recall.SearchOptions{Query: "common", Limit: 3})
+	p, err := search.Scan(ctx, s, recall.SearchOptions{Query: "common", Limit: 3})
 	if err != nil || len(p.Hits) != 3 || p.Hits[0].Key.Session != "s49" || p.Next == "" {
 		t.Fatalf("first page %+v, %v", p, err)
 	}
@@ -233,7 +234,7 @@ func TestScanSearchStopsEarly(t *testing.T) {
 	}
 	n := len(p.Hits)
 	for p.Next != "" {
-		if p, err = recall.ScanSearch(ctx, s, recall.SearchOptions{Query: "common", Limit: 7, Cursor: p.Next}); err != nil {
+		if p, err = search.Scan(ctx, s, recall.SearchOptions{Query: "common", Limit: 7, Cursor: p.Next}); err != nil {
 			t.Fatal(err)
 		}
 		n += len(p.Hits)

@@ -1,10 +1,11 @@
-package recall
+package storekit
 
 import (
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"github.com/recallkit/recall"
 	"slices"
 )
 
@@ -16,18 +17,18 @@ import (
 // `recall check` runs. It reads every log, so it is not cheap. It is safe
 // to run beside writers: a session that changes while it is checked is
 // read again, so a healthy live session is never reported.
-func Verify(ctx context.Context, s Store) error {
+func Verify(ctx context.Context, s recall.Store) error {
 	var errs []error
-	var keys []Key
+	var keys []recall.Key
 	cursor := ""
 	for {
-		p, err := s.List(ctx, "", ListOptions{Limit: 500, Cursor: cursor, IncludeArchived: true})
+		p, err := s.List(ctx, "", recall.ListOptions{Limit: 500, Cursor: cursor, IncludeArchived: true})
 		if err != nil {
 			return fmt.Errorf("recall: verify: list: %w", err)
 		}
 		for _, m := range p.Sessions {
 			keys = append(keys, m.Key)
-			subs, err := s.List(ctx, m.Key.Project, ListOptions{Limit: -1, IncludeArchived: true, Parent: m.Key.Session})
+			subs, err := s.List(ctx, m.Key.Project, recall.ListOptions{Limit: -1, IncludeArchived: true, Parent: m.Key.Session})
 			if err != nil {
 				errs = append(errs, fmt.Errorf("%s: list subagent records: %w", m.Key, err))
 				continue
@@ -45,7 +46,7 @@ func Verify(ctx context.Context, s Store) error {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("recall: verify: %w", err)
 		}
-		if err := VerifySession(ctx, s, k); err != nil && !errors.Is(err, ErrNotFound) {
+		if err := VerifySession(ctx, s, k); err != nil && !errors.Is(err, recall.ErrNotFound) {
 			errs = append(errs, err) // a session removed since the list is not a problem
 		}
 	}
@@ -60,17 +61,17 @@ const verifyRereads = 20
 //
 //   - seqs are dense and strictly increasing, from 1 or from the
 //     compaction entry a purge kept;
-//   - the stored metadata equals the metadata Replay derives from the log;
-//   - Items(0) equals the view Replay derives from the log;
-//   - nothing stored is unreadable (Meta.Corrupt is 0).
+//   - the stored metadata equals the metadata recall.Replay derives from the log;
+//   - Items(0) equals the view recall.Replay derives from the log;
+//   - nothing stored is unreadable (recall.Meta.Corrupt is 0).
 //
 // It reads the log (Load) and then the view (Items, with the LastSeq it
 // was read at). When a writer appended in between, the entries past the
 // log's end are read too (Entries), so the view is compared with the log
 // as it stood at the view's LastSeq; only a session that changed in other
-// ways (removed, purged) is read again. Every error wraps ErrCorrupt and
-// names the session, except a session that does not exist (ErrNotFound).
-func VerifySession(ctx context.Context, s Store, key Key) error {
+// ways (removed, purged) is read again. Every error wraps recall.ErrCorrupt and
+// names the session, except a session that does not exist (recall.ErrNotFound).
+func VerifySession(ctx context.Context, s recall.Store, key recall.Key) error {
 	for range verifyRereads {
 		meta, entries, err := s.Load(ctx, key)
 		if err != nil {
@@ -96,14 +97,14 @@ func VerifySession(ctx context.Context, s Store, key Key) error {
 		}
 		return nil
 	}
-	return fmt.Errorf("%s: %w: the session changed on each of %d reads", key, ErrConflict, verifyRereads)
+	return fmt.Errorf("%s: %w: the session changed on each of %d reads", key, recall.ErrConflict, verifyRereads)
 }
 
 // logAt returns the log as it stood at seq last, given the log loaded at
 // seq loaded: entries itself, or entries extended by those appended since,
 // read with Entries. It reports false when that log cannot be had (the
 // view is older than the load, or the log changed other than by appends).
-func logAt(ctx context.Context, s Store, key Key, loaded int64, entries []Entry, last int64) ([]Entry, bool) {
+func logAt(ctx context.Context, s recall.Store, key recall.Key, loaded int64, entries []recall.Entry, last int64) ([]recall.Entry, bool) {
 	switch {
 	case last == loaded:
 		return entries, true
@@ -118,7 +119,7 @@ func logAt(ctx context.Context, s Store, key Key, loaded int64, entries []Entry,
 }
 
 // extends reports whether log begins with exactly the entries of prefix.
-func extends(log, prefix []Entry) bool {
+func extends(log, prefix []recall.Entry) bool {
 	if len(log) < len(prefix) {
 		return false
 	}
@@ -134,10 +135,10 @@ func extends(log, prefix []Entry) bool {
 // verifySnapshot checks one consistent reading of a session: meta and
 // entries were read together, items at the end of viewLog (entries, or
 // entries and what was appended after them).
-func verifySnapshot(key Key, meta Meta, entries []Entry, items []LiveItem, viewLog []Entry) error {
+func verifySnapshot(key recall.Key, meta recall.Meta, entries []recall.Entry, items []recall.LiveItem, viewLog []recall.Entry) error {
 	var errs []error
 	bad := func(format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s: %w: %s", key, ErrCorrupt, fmt.Sprintf(format, args...)))
+		errs = append(errs, fmt.Errorf("%s: %w: %s", key, recall.ErrCorrupt, fmt.Sprintf(format, args...)))
 	}
 	if meta.Corrupt > 0 {
 		records := "records"
@@ -148,13 +149,13 @@ func verifySnapshot(key Key, meta Meta, entries []Entry, items []LiveItem, viewL
 	}
 	for i, e := range viewLog {
 		switch {
-		case i == 0 && e.Seq != 1 && e.Kind != KindCompaction:
+		case i == 0 && e.Seq != 1 && e.Kind != recall.KindCompaction:
 			bad("log starts at seq %d", e.Seq)
 		case i > 0 && e.Seq != viewLog[i-1].Seq+1:
 			bad("seq %d follows seq %d", e.Seq, viewLog[i-1].Seq)
 		}
 	}
-	want, live := Replay(key, entries)
+	want, live := recall.Replay(key, entries)
 	if len(entries) > 0 && entries[0].Seq > 1 {
 		// a purged log: the counts before the kept compaction are gone
 		want.Usage = meta.Usage
@@ -167,22 +168,22 @@ func verifySnapshot(key Key, meta Meta, entries []Entry, items []LiveItem, viewL
 		bad("item count %d, view has %d", meta.ItemCount, len(live))
 	}
 	if len(viewLog) != len(entries) {
-		_, live = Replay(key, viewLog)
+		_, live = recall.Replay(key, viewLog)
 	}
-	if !slices.EqualFunc(items, live, func(a, b LiveItem) bool { return a.Ref == b.Ref && bytes.Equal(a.Item, b.Item) }) {
+	if !slices.EqualFunc(items, live, func(a, b recall.LiveItem) bool { return a.Ref == b.Ref && bytes.Equal(a.Item, b.Item) }) {
 		bad("Items returns %d items, the log's view has %d (or they differ)", len(items), len(live))
 	}
 	return errors.Join(errs...)
 }
 
 // metaKey renders the fields Verify compares.
-func metaKey(m Meta) string {
+func metaKey(m recall.Meta) string {
 	return fmt.Sprintf("{title %q/%s created %s updated %s items %d last %d archived %t pinned %t labels %q metadata %v fork %v usage %v}",
 		m.Title, m.TitleSource, m.Created.UTC().Format("2006-01-02T15:04:05.999999Z"), m.Updated.UTC().Format("2006-01-02T15:04:05.999999Z"),
 		m.ItemCount, m.LastSeq, m.Archived, m.Pinned, m.Labels, m.Metadata, forkString(m.ForkedFrom), m.Usage)
 }
 
-func forkString(f *ForkOrigin) string {
+func forkString(f *recall.ForkOrigin) string {
 	if f == nil {
 		return "-"
 	}

@@ -1,6 +1,8 @@
-package recall
+package search
 
 import (
+	"github.com/recallkit/recall"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,36 +11,36 @@ import (
 	"sort"
 )
 
-// scanListPage is how many sessions ScanSearch asks List for at a time.
+// scanListPage is how many sessions Scan asks List for at a time.
 const scanListPage = 256
 
-// ScanSearch is Search without an index, and the reference every Searcher
+// Scan is recall.Search without an index, and the reference every recall.Searcher
 // is checked against (see storetest): it lists the sessions opts select,
 // newest-updated first, loads each and matches the text of its items (see
-// SearchText) and its title against the query. Its Rank is the number of
+// Text) and its title against the query. Its Rank is the number of
 // times the terms occur.
 //
 // It stops early once it holds a full page and the sessions left are all
 // older than the page's last hit: an item is never newer than its
-// session's Updated time (Meta.Apply), and a title hit carries that time.
+// session's Updated time (recall.Meta.Apply), and a title hit carries that time.
 // A session removed while it runs is skipped.
-func ScanSearch(ctx context.Context, s Store, opts SearchOptions) (SearchPage, error) {
-	if err := CheckSearchOptions(opts); err != nil {
-		return SearchPage{}, err
+func Scan(ctx context.Context, s recall.Store, opts recall.SearchOptions) (recall.SearchPage, error) {
+	if err := Check(opts); err != nil {
+		return recall.SearchPage{}, err
 	}
-	q, _ := ParseQuery(opts.Query)
-	var cursor *SearchCursor
+	q, _ := Parse(opts.Query)
+	var cursor *Cursor
 	if opts.Cursor != "" {
-		c, _ := ParseSearchCursor(opts.Cursor)
+		c, _ := ParseCursor(opts.Cursor)
 		cursor = &c
 	}
 	top := topHits{keep: opts.PageSize() + 1}
-	lopts := ListOptions{Limit: scanListPage, IncludeArchived: opts.IncludeArchived}
+	lopts := recall.ListOptions{Limit: scanListPage, IncludeArchived: opts.IncludeArchived}
 pages:
 	for {
 		page, err := s.List(ctx, opts.Project, lopts)
 		if err != nil {
-			return SearchPage{}, fmt.Errorf("recall: search: %w", err)
+			return recall.SearchPage{}, fmt.Errorf("recall: search: %w", err)
 		}
 		for _, m := range page.Sessions {
 			if !m.Key.IsMain() {
@@ -48,14 +50,14 @@ pages:
 				break pages // every session left is older
 			}
 			if err := ctx.Err(); err != nil {
-				return SearchPage{}, fmt.Errorf("recall: search: %w", err)
+				return recall.SearchPage{}, fmt.Errorf("recall: search: %w", err)
 			}
 			meta, entries, err := s.Load(ctx, m.Key)
-			if errors.Is(err, ErrNotFound) {
+			if errors.Is(err, recall.ErrNotFound) {
 				continue
 			}
 			if err != nil {
-				return SearchPage{}, fmt.Errorf("recall: search %s: %w", m.Key, err)
+				return recall.SearchPage{}, fmt.Errorf("recall: search %s: %w", m.Key, err)
 			}
 			if meta.Archived && !opts.IncludeArchived {
 				continue // archived since List
@@ -72,23 +74,23 @@ pages:
 		lopts.Cursor = page.Next
 	}
 	hits := top.sorted()
-	var out SearchPage
+	var out recall.SearchPage
 	if len(hits) == top.keep {
 		hits = hits[:len(hits)-1]
-		out.Next = HitCursor(hits[len(hits)-1].Hit).String()
+		out.Next = CursorAt(hits[len(hits)-1].Hit).String()
 	}
-	out.Hits = make([]Hit, len(hits))
+	out.Hits = make([]recall.Hit, len(hits))
 	for i, c := range hits {
-		c.Snippet, c.Matches = MakeSnippet(c.Text, q)
+		c.Snippet, c.Matches = Snippet(c.Text, q)
 		out.Hits[i] = c.Hit
 	}
 	return out, nil
 }
 
-// Candidate is a hit before its snippet is cut: the Hit with every field
-// but Snippet and Matches, and the text MakeSnippet cuts them from.
+// Candidate is a hit before its snippet is cut: the recall.Hit with every field
+// but Snippet and Matches, and the text Snippet cuts them from.
 type Candidate struct {
-	Hit
+	recall.Hit
 	Text string
 }
 
@@ -96,48 +98,48 @@ type Candidate struct {
 // the filters of opts (role, time range, live view or WholeLog; not the
 // project, archive or cursor filters), in no particular order, without
 // snippets: the matching rule of search, written once. meta is the
-// session's metadata (Replay of entries), entries its whole log in Seq
+// session's metadata (recall.Replay of entries), entries its whole log in Seq
 // order.
-func SessionHits(meta Meta, entries []Entry, q Query, opts SearchOptions) []Candidate {
+func SessionHits(meta recall.Meta, entries []recall.Entry, q Query, opts recall.SearchOptions) []Candidate {
 	var out []Candidate
-	match := func(ref ItemRef, role, text string, e Entry) {
+	match := func(ref recall.ItemRef, role, text string, e recall.Entry) {
 		if text == "" || opts.Role != "" && role != opts.Role ||
 			!opts.Since.IsZero() && e.Time.Before(opts.Since) ||
 			!opts.Until.IsZero() && !e.Time.Before(opts.Until) {
 			return
 		}
-		norm := NormalizeText(text)
+		norm := Normalize(text)
 		if !q.Match(norm) {
 			return
 		}
 		out = append(out, Candidate{
-			Hit: Hit{Key: meta.Key, Title: meta.Title, Ref: ref, Role: role, Time: e.Time,
-				Rank: float64(countMatches(norm, q))},
+			Hit: recall.Hit{Key: meta.Key, Title: meta.Title, Ref: ref, Role: role, Time: e.Time,
+				Rank: float64(Occurrences(norm, q))},
 			Text: text,
 		})
 	}
-	item := func(ref ItemRef, it Item, e Entry) {
-		role, text := SearchText(it)
+	item := func(ref recall.ItemRef, it recall.Item, e recall.Entry) {
+		role, text := Text(it)
 		match(ref, role, text, e)
 	}
 	if opts.WholeLog {
 		for _, e := range entries {
 			switch e.Kind {
-			case KindItem:
-				if it, ok := ItemOf(e); ok {
-					item(ItemRef{Seq: e.Seq}, it, e)
+			case recall.KindItem:
+				if it, ok := e.Item(); ok {
+					item(recall.ItemRef{Seq: e.Seq}, it, e)
 				}
-			case KindCompaction:
-				var c Compaction
+			case recall.KindCompaction:
+				var c recall.Compaction
 				if json.Unmarshal(e.Data, &c) == nil {
 					for i, it := range c.Items {
-						item(ItemRef{Seq: e.Seq, Index: i}, it, e)
+						item(recall.ItemRef{Seq: e.Seq, Index: i}, it, e)
 					}
 				}
 			}
 		}
 	} else {
-		_, live := Replay(meta.Key, entries)
+		_, live := recall.Replay(meta.Key, entries)
 		for _, l := range live {
 			i := sort.Search(len(entries), func(i int) bool { return entries[i].Seq >= l.Ref.Seq })
 			if i < len(entries) && entries[i].Seq == l.Ref.Seq {
@@ -145,7 +147,7 @@ func SessionHits(meta Meta, entries []Entry, q Query, opts SearchOptions) []Cand
 			}
 		}
 	}
-	match(ItemRef{}, RoleTitle, meta.Title, Entry{Time: meta.Updated})
+	match(recall.ItemRef{}, recall.RoleTitle, meta.Title, recall.Entry{Time: meta.Updated})
 	return out
 }
 
@@ -167,7 +169,7 @@ func (t *topHits) add(c Candidate) {
 
 func (t *topHits) sorted() []Candidate {
 	if !t.cut {
-		slices.SortFunc(t.c, func(a, b Candidate) int { return CompareHits(a.Hit, b.Hit) })
+		slices.SortFunc(t.c, func(a, b Candidate) int { return Compare(a.Hit, b.Hit) })
 		t.c = t.c[:min(len(t.c), t.keep)]
 		t.cut = true
 	}
