@@ -27,13 +27,23 @@ type lazy struct {
 }
 
 // lazy has no Fork of its own (recall.Fork's fallback works through it);
-// Cleanup and Projects reach the store's own, when it has them, through
-// recall.Cleanup and recall.Projects.
+// Search, Cleanup and Projects reach the store's own, when it has them,
+// through recall.Search, recall.Cleanup and recall.Projects.
 var (
 	_ recall.Store         = (*lazy)(nil)
+	_ recall.Searcher      = (*lazy)(nil)
 	_ recall.Cleaner       = (*lazy)(nil)
 	_ recall.ProjectLister = (*lazy)(nil)
 )
+
+// Search implements recall.Searcher with the store's own Search.
+func (l *lazy) Search(ctx context.Context, opts recall.SearchOptions) (recall.SearchPage, error) {
+	st, err := l.get(ctx)
+	if err != nil {
+		return recall.SearchPage{}, err
+	}
+	return recall.Search(ctx, st, opts)
+}
 
 // get returns the store, opening it if needed. The lock is held during the
 // open, so concurrent callers wait for one attempt rather than race.

@@ -30,8 +30,11 @@ type keepOpen struct {
 
 func (k *keepOpen) Close() error { k.closes.Add(1); return nil }
 
-// Unwrap lets recall.As find the wrapped store's abilities.
-func (k *keepOpen) Unwrap() recall.Store { return k.Store }
+// Search searches the wrapped store; keepOpen hides its other abilities
+// (Purge, Fork, ...).
+func (k *keepOpen) Search(ctx context.Context, opts recall.SearchOptions) (recall.SearchPage, error) {
+	return recall.Search(ctx, k.Store, opts)
+}
 
 func newMirror(t testing.TB, primary, replica recall.Store, opts mirror.Options) *mirror.Store {
 	t.Helper()
