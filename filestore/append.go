@@ -152,7 +152,7 @@ func (w *writer) sync(ctx context.Context, st fsys.Stat) error {
 		if err != nil {
 			return err
 		}
-		rec = newRecord(rec.key, rec.rel, nst, rec.off, rec.check, rec.unterminated, m, rec.ctl)
+		rec = newRecord(rec.key, rec.rel, logEnd{nst, rec.off, rec.check, rec.unterminated}, m, rec.ctl)
 	}
 	if fresh {
 		w.p.put(rec) // even if no batch follows (a refused one, a Pop of nothing)
@@ -301,7 +301,7 @@ func (w *writer) write(ctx context.Context, entries []recall.Entry) (recall.Meta
 	if st.Size != pre+int64(len(buf)) {
 		ctl = controlLines{} // not where it was written: unknown
 	}
-	w.rec = newRecord(w.l.key, w.l.rel, st, st.Size, check, false, m, ctl)
+	w.rec = newRecord(w.l.key, w.l.rel, logEnd{st: st, off: st.Size, check: check}, m, ctl)
 	w.p.put(w.rec)
 	return m, nil
 }
@@ -337,7 +337,7 @@ func (w *writer) create(buf []byte, m recall.Meta, ctl controlLines) error {
 		return err
 	}
 	check := crc32.ChecksumIEEE(buf[max(0, len(buf)-checkLen):])
-	w.rec = newRecord(w.l.key, w.l.rel, st, st.Size, check, false, m, ctl)
+	w.rec = newRecord(w.l.key, w.l.rel, logEnd{st: st, off: st.Size, check: check}, m, ctl)
 	w.p.put(w.rec)
 	w.s.settleDir(w.p)
 	return nil

@@ -20,7 +20,7 @@ import (
 // of the last line about each log is back near the size of its records.
 func TestIndexMapsBounded(t *testing.T) {
 	ctx := context.Background()
-	open := opener(t, t.TempDir())
+	open := opener(t, t.TempDir(), nil)
 	s, other := open(), open()
 	const rounds, per = 30, 100
 	for r := range rounds {
@@ -66,11 +66,10 @@ func TestIndexMapsBounded(t *testing.T) {
 // from the records at once, and every page must follow the one before.
 func TestListOrderKeptInStep(t *testing.T) {
 	ctx := context.Background()
-	open := opener(t, t.TempDir())
 	// The directory's names are vouched for at once, so that the lists
 	// take the journal's word (and the kept order) rather than read it.
-	defer filestore.SetRacyWindow(filestore.SetRacyWindow(0))
-	trusted := filestore.TrustedLists()
+	h := &filestore.Hooks{Settled: true}
+	open := opener(t, t.TempDir(), h)
 	s, other := open(), open()
 	rng := testkit.Rand(t)
 	key := func() recall.Key { return recall.Key{Project: "p", Session: fmt.Sprintf("s%02d", rng.IntN(40))} }
@@ -105,7 +104,7 @@ func TestListOrderKeptInStep(t *testing.T) {
 			t.Fatalf("step %d, %+v: the warm store lists\n%v\nwant, as a new store does,\n%v", step, opts, got, want)
 		}
 	}
-	if n := filestore.TrustedLists() - trusted; n < 100 {
+	if n := h.TrustedLists.Load(); n < 100 {
 		t.Errorf("%d pages were listed from the journal's word; the test means most of them to be", n)
 	}
 }
@@ -134,11 +133,11 @@ func listAll(t *testing.T, s recall.Store, opts recall.ListOptions) []string {
 	}
 }
 
-// opener returns a function that opens a store on dir (without fsync),
-// closed when the test ends.
-func opener(t *testing.T, dir string) func() *filestore.Store {
+// opener returns a function that opens a store on dir (without fsync)
+// with hooks h, closed when the test ends.
+func opener(t *testing.T, dir string, h *filestore.Hooks) func() *filestore.Store {
 	return func() *filestore.Store {
-		s, err := filestore.Open(filestore.Options{Dir: dir, Sync: filestore.SyncNever})
+		s, err := filestore.OpenHooked(filestore.Options{Dir: dir, Sync: filestore.SyncNever}, h)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -69,7 +69,13 @@ func TestUpdateCorpus(t *testing.T) {
 
 func openStore(t testing.TB, dir string) *filestore.Store {
 	t.Helper()
-	s, err := filestore.Open(filestore.Options{Dir: dir})
+	return openHooked(t, dir, nil)
+}
+
+// openHooked opens the store at dir with a test's hooks (nil: none).
+func openHooked(t testing.TB, dir string, h *filestore.Hooks) *filestore.Store {
+	t.Helper()
+	s, err := filestore.OpenHooked(filestore.Options{Dir: dir}, h)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,8 +26,9 @@ const listProject = "lc"
 // the index is believed (and written back) while it works. It says "ready"
 // once its store is open.
 func childChanger() error {
-	filestore.SetRacyWindow(0)                // as its parent's Lists (see TestCrashListSIGKILL)
-	s, err := childStore(filestore.SyncNever) // SIGKILL loses nothing the kernel took
+	// Settled as its parent's Lists (see TestCrashListSIGKILL); without
+	// fsync, as SIGKILL loses nothing the kernel took.
+	s, err := filestore.OpenHooked(filestore.Options{Dir: os.Getenv(envHome), Sync: filestore.SyncNever}, &filestore.Hooks{Settled: true})
 	if err != nil {
 		return err
 	}
@@ -76,14 +77,12 @@ func TestCrashListSIGKILL(t *testing.T) {
 	kills := testkit.Size(8, 40)
 	home := t.TempDir()
 	rng := testkit.Rand(t)
-	warm := openStore(t, home)
-	before, heads := filestore.TrustedLists(), filestore.HeadLists()
 	// The journal alone must be right: List's stat of the page it returns
-	// would correct stale rows.
-	defer filestore.SetPageCheck(filestore.SetPageCheck(false))
-	// Lists made after the file system's clock moved on from each change
-	// (see filestore.SetRacyWindow).
-	defer filestore.SetRacyWindow(filestore.SetRacyWindow(0))
+	// would correct stale rows. Lists made after the file system's clock
+	// moved on from each change (see filestore.Hooks).
+	h := &filestore.Hooks{NoPageCheck: true, Settled: true}
+	openStore := func(t *testing.T, home string) *filestore.Store { return openHooked(t, home, h) }
+	warm := openStore(t, home)
 	for round := range kills {
 		// two changers at once now and then: writers in several processes
 		n := 1 + rng.IntN(2)
@@ -111,13 +110,13 @@ func TestCrashListSIGKILL(t *testing.T) {
 			wantListEqual(t, fmt.Sprintf("round %d, %s, again", round, which), s, want)
 		}
 	}
-	if filestore.HeadLists() == heads {
+	if h.HeadLists.Load() == 0 {
 		t.Errorf("no first page was read from the journal's head: that path went untested")
 	}
-	if got := filestore.TrustedLists() - before; got == 0 {
+	if got := h.TrustedLists.Load(); got == 0 {
 		t.Errorf("no List was served from the journal alone: the fast path went untested")
 	} else {
-		t.Logf("%d kills; %d project lists served from the journal alone, %d first pages from its head", kills, got, filestore.HeadLists()-heads)
+		t.Logf("%d kills; %d project lists served from the journal alone, %d first pages from its head", kills, got, h.HeadLists.Load())
 	}
 }
 

@@ -2,7 +2,6 @@ package filestore
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/internal/fsys"
@@ -18,37 +17,18 @@ func IndexStat(path string) (string, error) {
 	return fmt.Sprintf("%d %d %d", int64(st.Ino), st.Size, st.Mtime), nil
 }
 
-// TrustedLists returns how many times a project's records were taken from
-// its journal alone, without a stat of every log.
-func TrustedLists() int64 { return trustedLists.Load() }
+// Hooks are the switches and counters a test gives the stores it opens
+// with OpenHooked (see testHooks).
+type Hooks = testHooks
 
-// SetPageCheck turns List's stat of the logs of the page it returns on or
-// off, and returns the previous setting: off, List shows what the journal
-// says.
-func SetPageCheck(on bool) bool {
-	old := checkPage
-	checkPage = on
-	return old
-}
-
-// SetRacyWindow sets how old a directory's mtime must be for the journal
-// to vouch for its names (see racyWindow), and returns the previous
-// setting. A test of the paths a settled directory takes sets it to 0: it
-// models Lists made after the file system's clock moved on.
-func SetRacyWindow(d time.Duration) time.Duration {
-	return time.Duration(racyWindow.Swap(int64(d)))
-}
-
-// HeadLists returns how many first pages were served from the journal's
-// head, sorted section and tail (listHead).
-func HeadLists() int64 { return headLists.Load() }
-
-// SetHeadList turns List's read of a first page from the journal's head
-// on or off, and returns the previous setting.
-func SetHeadList(on bool) bool {
-	old := headList
-	headList = on
-	return old
+// OpenHooked opens a store as Open does, with a test's hooks: its
+// switches, and the counters it shares with the other stores it opened.
+func OpenHooked(opts Options, h *Hooks) (*Store, error) {
+	s, err := Open(opts)
+	if s != nil {
+		s.test = h
+	}
+	return s, err
 }
 
 // Rewrite rewrites project's journal as a compaction does: the records in
@@ -68,7 +48,7 @@ func Rewrite(s *Store, project string) error {
 	if err := p.refresh(); err != nil {
 		return err
 	}
-	p.settleLocked()
+	p.resolvePending()
 	return p.rewriteLocked(p.header && !p.damaged && !p.jTail, p.dirSeen, p.dirTime)
 }
 

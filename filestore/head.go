@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/internal/fsys"
@@ -32,13 +31,6 @@ import (
 // that changed since has a tail line, so they cannot change the page. The page's logs are stat'ed as List does; one
 // that changed behind the journal's back sends List the whole way.
 
-// headLists counts the pages served by listHead, for the tests.
-var headLists atomic.Int64
-
-// headList turns listHead off, for the tests that compare it with a whole
-// read of the journal.
-var headList = true
-
 // listHead returns the first page of one project's main sessions from the
 // journal's head, sorted section and tail, when the project's journal was
 // not read whole in this process; ok is false when it cannot, and List
@@ -51,7 +43,7 @@ func (s *Store) listHead(ctx context.Context, project string, opts recall.ListOp
 	if limit == 0 {
 		limit = recall.DefaultListLimit
 	}
-	if project == "" || opts.Parent != "" || opts.Cursor != "" || limit < 0 || fsys.BootID() == "" || !headList {
+	if project == "" || opts.Parent != "" || opts.Cursor != "" || limit < 0 || fsys.BootID() == "" || !s.test.head() {
 		return recall.Page{}, false, nil
 	}
 	p := s.project(project)
@@ -129,7 +121,7 @@ func (s *Store) listHead(ctx context.Context, project string, opts recall.ListOp
 		return recall.Page{}, false, nil
 	}
 	for i, r := range sel {
-		if i >= maxPageCheck || derived[r] || !checkPage {
+		if i >= maxPageCheck || derived[r] || !s.test.pageCheck() {
 			continue
 		}
 		st, err := fsys.StatPath(filepath.Join(p.dir, filepath.FromSlash(r.rel)+logExt))
@@ -142,8 +134,7 @@ func (s *Store) listHead(ctx context.Context, project string, opts recall.ListOp
 	if err != nil {
 		return recall.Page{}, false, nil
 	}
-	trustedLists.Add(1)
-	headLists.Add(1)
+	s.test.trusted(true)
 	return page, true, nil
 }
 

@@ -22,9 +22,10 @@ import (
 // same page from a store that keeps listing, as the changes come.
 func TestListHeadAgrees(t *testing.T) {
 	// Lists made after the file system's clock moved on from each change
-	// (see filestore.SetRacyWindow).
-	defer filestore.SetRacyWindow(filestore.SetRacyWindow(0))
-	before := filestore.HeadLists()
+	// (see filestore.Hooks); whole reads the journal whole.
+	h := &filestore.Hooks{Settled: true}
+	whole := &filestore.Hooks{Settled: true, NoHead: true}
+	openStore := func(t *testing.T, home string) *filestore.Store { return openHooked(t, home, h) }
 	rapid.Check(t, func(rt *rapid.T) {
 		home, err := os.MkdirTemp("", "head")
 		if err != nil {
@@ -72,8 +73,8 @@ func TestListHeadAgrees(t *testing.T) {
 				rt.Fatalf("step %d: %v", step, err)
 			}
 			for _, opts := range []recall.ListOptions{{Limit: 1}, {Limit: 3, IncludeArchived: true}, {}, {Limit: 2, Pinned: true}} {
-				head := listFresh(rt, home, opts, true)
-				whole := listFresh(rt, home, opts, false)
+				head := listFresh(rt, home, opts, h)
+				whole := listFresh(rt, home, opts, whole)
 				if err := samePage(head, whole); err != nil {
 					rt.Fatalf("step %d, %+v: the first page from the journal's head %v; from all of it %v", step, opts, err, pageKeys(whole))
 				}
@@ -87,16 +88,15 @@ func TestListHeadAgrees(t *testing.T) {
 			}
 		}
 	})
-	if filestore.HeadLists() == before {
+	if h.HeadLists.Load() == 0 {
 		t.Error("no first page was read from the journal's head: the path went untested")
 	}
 }
 
-// listFresh lists project "p" of home from a new store, with listHead on
-// or off.
-func listFresh(t interface{ Fatal(...any) }, home string, opts recall.ListOptions, head bool) recall.Page {
-	defer filestore.SetHeadList(filestore.SetHeadList(head))
-	s, err := filestore.Open(filestore.Options{Dir: home})
+// listFresh lists project "p" of home from a new store with hooks h
+// (h.NoHead turns listHead off).
+func listFresh(t interface{ Fatal(...any) }, home string, opts recall.ListOptions, h *filestore.Hooks) recall.Page {
+	s, err := filestore.OpenHooked(filestore.Options{Dir: home}, h)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,8 +177,9 @@ func TestHeadTailBounded(t *testing.T) {
 // directory's names itself before it closed.
 func TestHeadAfterCreate(t *testing.T) {
 	// Lists made after the file system's clock moved on from each change
-	// (see filestore.SetRacyWindow).
-	defer filestore.SetRacyWindow(filestore.SetRacyWindow(0))
+	// (see filestore.Hooks).
+	h := &filestore.Hooks{Settled: true}
+	openStore := func(t *testing.T, home string) *filestore.Store { return openHooked(t, home, h) }
 	home := t.TempDir()
 	ctx := context.Background()
 	w := openStore(t, home)
@@ -205,15 +206,15 @@ func TestHeadAfterCreate(t *testing.T) {
 			t.Fatal(err)
 		}
 		w.Close()
-		before := filestore.HeadLists()
+		before := h.HeadLists.Load()
 		page, err := openStore(t, home).List(ctx, "p", recall.ListOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if filestore.HeadLists() == before {
+		if h.HeadLists.Load() == before {
 			t.Errorf("change %d: the next process did not list from the journal's head", i)
 		}
-		whole := listFresh(t, home, recall.ListOptions{}, false)
+		whole := listFresh(t, home, recall.ListOptions{}, &filestore.Hooks{Settled: true, NoHead: true})
 		if err := samePage(page, whole); err != nil {
 			t.Errorf("change %d: %v; from all of the journal %v", i, err, pageKeys(whole))
 		}

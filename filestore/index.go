@@ -34,8 +34,8 @@ import (
 // controls says where the view's control lines are (see controls.go).
 //
 // Why the journal can be believed without a stat of every log (the crash
-// argument; writer.begin, writer.close, removeLocked, validated and
-// settleLocked enforce it):
+// argument; writer.begin, writer.close, removeLocked, writeBack and
+// resolvePending enforce it):
 //
 //  1. Every change of a log is made holding the log's locks (in-process
 //     and flock). Before its first change the writer appends an intent
@@ -50,7 +50,7 @@ import (
 //     log it derives from the log itself, from the record's committed end.
 //     Whoever holds the journal's exclusive lock and can take the log's
 //     lock settles a pending log (a dead writer's): it appends its record
-//     or tombstone (settleLocked).
+//     or tombstone (resolvePending).
 //  3. Lines are appended with one write each under the journal's shared
 //     lock; a rewrite (compaction, validation) holds the exclusive lock, so
 //     it has read every line appended before it, and no line is appended to
@@ -69,7 +69,7 @@ import (
 //     was); and no older recall wrote its own journal (#index-v3,
 //     #index-v4) since. Otherwise List reads the directory, stats every
 //     log, derives what changed and writes the journal back believable
-//     (Store.validate).
+//     (projectIndex.writeBack).
 //  6. List still stats the logs of the page it returns (its first 200
 //     rows), so a log edited by hand shows its true counts there.
 //  7. A new process lists a first page from the journal's head, its tail
@@ -163,7 +163,7 @@ type projectIndex struct {
 	// lineSeq numbers the lines applied, in this process, across every
 	// journal file read; last holds, per log, the number of the last line
 	// about it. A check compares them with lineSeq as it read the journal
-	// (validate): a concurrent refresh may have applied the lines since.
+	// (writeBack): a concurrent refresh may have applied the lines since.
 	lineSeq int64
 	last    map[string]int64
 	// checks counts the checks in flight by the lineSeq each read the

@@ -9,7 +9,6 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/recallkit/recall/internal/flock"
@@ -114,13 +113,13 @@ func (p *projectIndex) lockJournal() (*os.File, error) {
 	return nil, fmt.Errorf("%s keeps being replaced", p.path)
 }
 
-// settleLocked finds out how the changes of the pending logs ended, for
+// resolvePending finds out how the changes of the pending logs ended, for
 // the logs no writer holds any more: a log whose lock it can take is
 // derived under that lock (its writer died mid-way), and a log that is
 // gone is gone. It returns the journal lines that say so. The caller
 // holds the journal's exclusive lock (so no writer is between its intent
 // and its first change with that intent unread) and p.mu.
-func (p *projectIndex) settleLocked() []byte {
+func (p *projectIndex) resolvePending() []byte {
 	var buf []byte
 	for rel := range p.pending {
 		k, ok := keyOf(p.name, rel)
@@ -232,18 +231,15 @@ func (p *projectIndex) rewriteLocked(header, dir bool, dirTime int64) error {
 // directory (#dir) only with an mtime older than that when the names were
 // read, as git does for its index's "racily clean" entries: then the names
 // read include every change of that mtime's tick, and any later change
-// moves the mtime. (A variable only for the tests of the paths a settled
-// directory takes, which model a List made after its clock moved on.)
-// It is read by the background checks of the directory (settleDir)
-// while a test may set it, hence atomic.
-var racyWindow atomic.Int64
-
-func init() { racyWindow.Store(int64(2 * time.Second)) }
+// moves the mtime.
+const racyWindow = 2 * time.Second
 
 // settled reports whether a directory whose mtime is mtime, read just
-// before its names were, may be vouched for by those names.
-func settled(mtime int64) bool {
-	return time.Since(time.Unix(0, mtime)) >= time.Duration(racyWindow.Load())
+// before its names were, may be vouched for by those names. A test of the
+// paths a settled directory takes counts every directory as settled
+// (testHooks.Settled): it models a List made after the clock moved on.
+func (s *Store) settled(mtime int64) bool {
+	return s.test.settled() || time.Since(time.Unix(0, mtime)) >= racyWindow
 }
 
 // long reports whether the journal, with more lines appended, is due for
@@ -280,7 +276,7 @@ func (p *projectIndex) compact() {
 	if p.refresh() != nil || !p.long(0) {
 		return
 	}
-	p.settleLocked() // what it finds goes into the rewrite
+	p.resolvePending() // what it finds goes into the rewrite
 	p.rewriteLocked(p.header && !p.damaged && !p.jTail, p.dirSeen, p.dirTime)
 }
 

@@ -92,7 +92,7 @@ func (s *Store) List(ctx context.Context, project string, opts recall.ListOption
 		}
 		changed := false
 		for i, r := range page {
-			if i >= maxPageCheck || !believed[r.key.Project] || checked[r] || round == 4 || !checkPage {
+			if i >= maxPageCheck || !believed[r.key.Project] || checked[r] || round == 4 || !s.test.pageCheck() {
 				continue
 			}
 			st, err := fsys.StatPath(filepath.Join(s.root, r.key.Project, filepath.FromSlash(r.rel)+logExt))

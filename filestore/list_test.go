@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/recallkit/recall"
-	"github.com/recallkit/recall/internal/fsys"
 	"github.com/recallkit/recall/storekit"
 	"pgregory.net/rapid"
 )
@@ -25,7 +24,7 @@ func TestPaginateAgrees(t *testing.T) {
 				Session: fmt.Sprintf("s%02d", i),
 			}
 			m := recall.Meta{Key: k, Updated: time.Unix(int64(rapid.IntRange(0, 5).Draw(t, "updated")), 0).UTC(), LastSeq: int64(i + 1)}
-			recs = append(recs, newRecord(k, k.Session, fsys.Stat{}, 0, 0, false, m, controlLines{}))
+			recs = append(recs, newRecord(k, k.Session, logEnd{}, m, controlLines{}))
 			metas = append(metas, m)
 		}
 		opts := recall.ListOptions{Limit: rapid.IntRange(-1, 7).Draw(t, "limit")}

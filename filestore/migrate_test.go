@@ -63,7 +63,7 @@ func TestIndexV1Recomputed(t *testing.T) {
 		key, st, check := plantLog(t, dir, name, logs[name])
 		old, _ := recall.Replay(key, logs[name])
 		old.Updated = logs[name][len(logs[name])-1].Time // the previous rule
-		journal = appendRecord(journal, newRecord(key, name, st, st.Size, check, false, old, controlLines{}))
+		journal = appendRecord(journal, newRecord(key, name, logEnd{st: st, off: st.Size, check: check}, old, controlLines{}))
 	}
 	v1 := filepath.Join(dir, "#index-v1")
 	if err := os.WriteFile(v1, journal, 0o600); err != nil {

@@ -36,7 +36,7 @@ func TestIndexV2Recomputed(t *testing.T) {
 		key, st, check := plantLog(t, dir, name, log)
 		old, _ := recall.Replay(key, log)
 		old.FirstPrompt = "" // v2 had no such field
-		journal = appendRecord(journal, newRecord(key, name, st, st.Size, check, false, old, controlLines{}))
+		journal = appendRecord(journal, newRecord(key, name, logEnd{st: st, off: st.Size, check: check}, old, controlLines{}))
 	}
 	v2 := filepath.Join(dir, "#index-v2")
 	if err := os.WriteFile(v2, journal, 0o600); err != nil {

@@ -57,7 +57,7 @@ func TestIndexV4Recomputed(t *testing.T) {
 		}
 		key, st, check := plantLog(t, dir, name, log)
 		m, _ := recall.Replay(key, log)
-		journal = append(journal, v4Line(t, newRecord(key, name, st, st.Size, check, false, m, controlLines{}))...)
+		journal = append(journal, v4Line(t, newRecord(key, name, logEnd{st: st, off: st.Size, check: check}, m, controlLines{}))...)
 		logs[name] = log
 	}
 	v4 := filepath.Join(dir, "#index-v4")

@@ -78,7 +78,7 @@ func readAll(ctx context.Context, f *os.File, l loc, st fsys.Stat) ([]recall.Ent
 	m.Corrupt += sc.corrupt
 	check := crc32.ChecksumIEEE(buf[max(0, sc.end-checkLen):sc.end])
 	st.Size = int64(n)
-	return entries, newRecord(l.key, l.rel, st, sc.end, check, sc.unterminated, m, ctl), nil
+	return entries, newRecord(l.key, l.rel, logEnd{st, sc.end, check, sc.unterminated}, m, ctl), nil
 }
 
 // Stat implements recall.Store. It costs one stat of the log when the

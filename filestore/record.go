@@ -25,20 +25,26 @@ import (
 // covers: enough to notice a log rewritten in place with more bytes.
 const checkLen = 64
 
-// record is the cached Meta of one log and the state of the log it was
-// derived from.
-type record struct {
-	rel          string
-	key          recall.Key // the key rel names
+// logEnd is the state of a log a record was derived from: the file's
+// stat, where its committed entries end, and what lies before that end.
+type logEnd struct {
 	st           fsys.Stat
 	off          int64  // committed end of the log
 	check        uint32 // crc32 of the checkLen bytes before off
-	unterminated bool
-	archived     bool
-	pinned       bool // Meta.Pinned, known without decoding (see pinnedJSON)
-	empty        bool
-	updated      time.Time
-	ctl          controlLines // the view's control lines below off
+	unterminated bool   // the last committed line lacks its newline
+}
+
+// record is the cached Meta of one log and the state of the log it was
+// derived from.
+type record struct {
+	rel string
+	key recall.Key // the key rel names
+	logEnd
+	archived bool
+	pinned   bool // Meta.Pinned, known without decoding (see pinnedJSON)
+	empty    bool
+	updated  time.Time
+	ctl      controlLines // the view's control lines below off
 
 	// A record is shared and, but for its lazily decoded Meta, immutable.
 	once    sync.Once
@@ -47,8 +53,10 @@ type record struct {
 	metaErr error
 }
 
-func newRecord(key recall.Key, rel string, st fsys.Stat, off int64, check uint32, unterminated bool, m recall.Meta, ctl controlLines) *record {
-	r := &record{rel: rel, key: key, st: st, off: off, check: check, unterminated: unterminated,
+// newRecord returns the record of the log rel (key's) in the state end,
+// whose metadata is m and whose view's control lines are ctl.
+func newRecord(key recall.Key, rel string, end logEnd, m recall.Meta, ctl controlLines) *record {
+	r := &record{rel: rel, key: key, logEnd: end,
 		archived: m.Archived, pinned: m.Pinned, empty: m.LastSeq == 0 && m.Corrupt == 0, updated: m.Updated, meta: &m, ctl: ctl}
 	r.once.Do(func() {})
 	return r
@@ -232,9 +240,7 @@ func parseChecked(rest []byte) (r *record, kind byte, ok bool) {
 	r = &record{
 		ctl:     ctl,
 		rel:     string(f[0]),
-		st:      fsys.Stat{Ino: uint64(n[0]), Size: n[1], Mtime: n[2]},
-		off:     n[3],
-		check:   uint32(n[4]),
+		logEnd:  logEnd{st: fsys.Stat{Ino: uint64(n[0]), Size: n[1], Mtime: n[2]}, off: n[3], check: uint32(n[4])},
 		updated: time.Unix(n[5], n[6]).UTC(),
 		raw:     bytes.Clone(rest), // the journal's read buffer is reused
 	}
@@ -358,5 +364,5 @@ func derive(ctx context.Context, f *os.File, key recall.Key, rel string, st fsys
 	if err != nil {
 		return nil, err
 	}
-	return newRecord(key, rel, st, sc.end, check, unterminated, m, ctl), nil
+	return newRecord(key, rel, logEnd{st, sc.end, check, unterminated}, m, ctl), nil
 }

@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/internal/fsys"
@@ -20,7 +19,7 @@ import (
 // The records of a project's logs, as List and the search index's
 // catch-up see them: taken from the journal when it can be believed
 // (trusted), otherwise checked against the directory (check) and written
-// back to the journal (validate).
+// back to the journal (writeBack).
 
 // logFile is a log found on disk.
 type logFile struct {
@@ -115,7 +114,7 @@ const (
 // does not know. Otherwise, and for subagent records, it reads the
 // directory, stats every log and re-derives the ones whose record is
 // stale (usually from the record's committed end). What it derived goes
-// back to the journal (validate). byStat reports that every record
+// back to the journal (writeBack). byStat reports that every record
 // returned was just checked against its log's stat.
 //
 // With a listing (sel), a believed journal gives the main sessions that
@@ -148,7 +147,7 @@ func (s *Store) check(ctx context.Context, p *projectIndex, parent string, stat 
 		p.mu.Lock()
 		p.refresh() // a journal that cannot be read only costs re-derivations
 		jIno, jOff, jSeq = p.jIno, p.jOff, p.lineSeq
-		p.beginCheck(jSeq) // validate compares last with jSeq
+		p.beginCheck(jSeq) // writeBack compares last with jSeq
 		p.mu.Unlock()
 	})
 	defer func() {
@@ -156,7 +155,7 @@ func (s *Store) check(ctx context.Context, p *projectIndex, parent string, stat 
 		p.endCheck(jSeq)
 	}()
 	dirTime, dirErr := fsys.DirMtime(p.dir) // before the directory is read
-	dirOK := dirErr == nil && settled(dirTime)
+	dirOK := dirErr == nil && s.settled(dirTime)
 	var logs []logFile
 	if parent == "" {
 		logs, err = readLogDir(ctx, p.dir, "", 0, stat)
@@ -218,7 +217,8 @@ func (s *Store) check(ctx context.Context, p *projectIndex, parent string, stat 
 		return nil, false, err
 	}
 	if parent == "" {
-		p.validate(append(confirmed, fresh...), gone, seen, jIno, jOff, jSeq, dirTime, dirOK)
+		p.writeBack(checked{fresh: append(confirmed, fresh...), gone: gone, seen: seen,
+			jIno: jIno, jOff: jOff, jSeq: jSeq, dirTime: dirTime, dirOK: dirOK})
 	} else {
 		for _, r := range fresh {
 			p.remember(r)
@@ -381,7 +381,7 @@ func (s *Store) trusted(ctx context.Context, p *projectIndex, sel *listing) (rec
 		}
 	}
 	p.mu.Unlock()
-	trustedLists.Add(1)
+	s.test.trusted(false)
 	if long {
 		p.compact()
 	}
@@ -401,14 +401,6 @@ func (s *Store) trusted(ctx context.Context, p *projectIndex, sel *listing) (rec
 // with no limit (Limit < 0) is not made O(sessions) in system calls by the
 // check; its first rows, which a reader sees first, are checked.
 const maxPageCheck = 200
-
-// checkPage turns List's stat of the page's logs off, for the tests that
-// check the journal alone.
-var checkPage = true
-
-// trustedLists counts the lists of a project served from the journal
-// alone, for the tests.
-var trustedLists atomic.Int64
 
 // deriveLog derives the record of the log prev names, from prev's
 // committed end when prev still describes its start; nil when the log does
@@ -437,19 +429,32 @@ func (s *Store) deriveLog(ctx context.Context, p *projectIndex, prev *record) (*
 	return r, nil
 }
 
-// validate writes back to the journal what a check of every log found:
-// the records re-derived (fresh) and the logs gone, as of the journal read
-// up to jOff of the file jIno (lineSeq was jSeq then) and the directory's
-// mtime dirTime taken before it was read (dirOK: read, and settled). A log
-// the journal heard of since then (whichever refresh of this process read
-// the line) keeps the journal's word: its writer's line is newer than the
-// check. Under the
-// journal's exclusive lock it settles the pending logs no writer holds,
-// then appends the lines and "#dir dirTime", or rewrites the journal when
-// it cannot be believed as it is (no header of this boot, damage, too
-// long). A journal that cannot be written is left as it was: it is a
-// cache.
-func (p *projectIndex) validate(fresh []*record, gone []string, seen map[string]bool, jIno uint64, jOff, jSeq int64, dirTime int64, dirOK bool) {
+// checked is what a check of every log of a project found (check), and
+// what it was made against.
+type checked struct {
+	fresh []*record       // the records re-derived, or confirmed by a stat
+	gone  []string        // the logs the journal names that are gone
+	seen  map[string]bool // every log the check saw
+	// The journal as the check read it: up to jOff of the file jIno,
+	// whose lineSeq was jSeq then.
+	jIno       uint64
+	jOff, jSeq int64
+	// The directory's mtime, taken before it was read; dirOK: read, and
+	// settled.
+	dirTime int64
+	dirOK   bool
+}
+
+// writeBack writes back to the journal what a check of every log found
+// (c). A log the journal heard of since the check (whichever refresh of
+// this process read the line) keeps the journal's word: its writer's line
+// is newer than the check. Under the journal's exclusive lock it resolves
+// the pending logs no writer holds, then appends the lines and
+// "#dir dirTime", or rewrites the journal when it cannot be believed as it
+// is (no header of this boot, damage, too long). A journal that cannot be
+// written is left as it was: it is a cache. It is the only place a check
+// writes.
+func (p *projectIndex) writeBack(c checked) {
 	f, err := p.lockJournal()
 	if err != nil {
 		return
@@ -458,7 +463,7 @@ func (p *projectIndex) validate(fresh []*record, gone []string, seen map[string]
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	err = p.refresh()
-	touched := func(rel string) bool { return p.last[rel] > jSeq }
+	touched := func(rel string) bool { return p.last[rel] > c.jSeq }
 	// A log the journal heard of since the check keeps the journal's
 	// word, which is newer. Only one word cannot be believed: a log the
 	// check saw, that the journal now says is gone with no intent after
@@ -467,41 +472,41 @@ func (p *projectIndex) validate(fresh []*record, gone []string, seen map[string]
 	// again.
 	quiet := true
 	for rel, n := range p.last {
-		if n > jSeq && seen[rel] && p.recs[rel] == nil && !p.pending[rel] {
+		if n > c.jSeq && c.seen[rel] && p.recs[rel] == nil && !p.pending[rel] {
 			quiet = false
 		}
 	}
-	if err != nil || jIno != 0 && p.jIno != jIno || p.jOff < jOff {
+	if err != nil || c.jIno != 0 && p.jIno != c.jIno || p.jOff < c.jOff {
 		return // rewritten since: its records may be newer than the check
 	}
 	var buf []byte
-	for _, r := range fresh {
+	for _, r := range c.fresh {
 		if !touched(r.rel) && !p.pending[r.rel] {
 			p.setRec(r)
 			delete(p.loose, r.rel)
 			buf = appendRecord(buf, r)
 		}
 	}
-	for _, rel := range gone {
+	for _, rel := range c.gone {
 		if !touched(rel) && !p.pending[rel] {
 			p.delRec(rel)
 			delete(p.loose, rel)
 			buf = appendTombstone(buf, rel)
 		}
 	}
-	buf = append(buf, p.settleLocked()...)
-	trust := quiet && dirOK
+	buf = append(buf, p.resolvePending()...)
+	trust := quiet && c.dirOK
 	if !p.header || p.damaged || p.jTail || p.long(bytes.Count(buf, []byte{'\n'})) {
-		p.rewriteLocked(true, trust, dirTime) // every record was checked
+		p.rewriteLocked(true, trust, c.dirTime) // every record was checked
 		return
 	}
 	if !trust {
 		p.appendLocked(f, buf)
 		return
 	}
-	buf = appendControl(buf, "#dir "+strconv.FormatInt(dirTime, 10))
+	buf = appendControl(buf, "#dir "+strconv.FormatInt(c.dirTime, 10))
 	if p.appendLocked(f, buf) == nil {
-		p.dirSeen, p.dirTime = true, dirTime // the next refresh reads the lines again, to the same effect
+		p.dirSeen, p.dirTime = true, c.dirTime // the next refresh reads the lines again, to the same effect
 	}
 }
 

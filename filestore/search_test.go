@@ -131,7 +131,14 @@ func checkSearch(t *testing.T, s *filestore.Store, opts recall.SearchOptions) []
 
 func openSearchStore(t *testing.T, home string) *filestore.Store {
 	t.Helper()
-	s, err := filestore.Open(filestore.Options{Dir: home, Sync: filestore.SyncNever})
+	return openSearchHooked(t, home, nil)
+}
+
+// openSearchHooked opens the store at home without fsync, with a test's
+// hooks (nil: none).
+func openSearchHooked(t *testing.T, home string, h *filestore.Hooks) *filestore.Store {
+	t.Helper()
+	s, err := filestore.OpenHooked(filestore.Options{Dir: home, Sync: filestore.SyncNever}, h)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -642,9 +649,9 @@ func TestSearchTitlesOfOneProject(t *testing.T) {
 	// The directory's names are vouched for at once: the journal is
 	// believed, and a search that finds no record changed since the last
 	// one (projectIndex.generation) looks no further.
-	defer filestore.SetRacyWindow(filestore.SetRacyWindow(0))
+	h := &filestore.Hooks{Settled: true}
 	home := t.TempDir()
-	s, other := openSearchStore(t, home), openSearchStore(t, home)
+	s, other := openSearchHooked(t, home, h), openSearchHooked(t, home, h)
 	rng := testkit.Rand(t)
 	words := []string{"plan", "plan", "plan", "budget", "zebra"}
 	for step := range 8 {

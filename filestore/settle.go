@@ -13,7 +13,7 @@ import (
 // matches it, and the next List would read the names and take the whole
 // journal instead of its head (see listHead). The check is that List's
 // own (Store.records: the names read without a stat, the logs the
-// journal does not know derived, the new #dir written by validate), so it
+// journal does not know derived, the new #dir written by writeBack), so it
 // is as safe; done here, the writer pays it (an agent, which waits on its
 // model anyway) rather than the next `recall ls`. What it loaded of the
 // journal is dropped after unless the store had it before, so a writer
@@ -56,9 +56,9 @@ func (s *Store) settleDir(p *projectIndex) {
 			// A directory changed less than racyWindow ago could not be
 			// vouched for: check again once its mtime has settled.
 			unsettled := false
-			if m, err := fsys.DirMtime(p.dir); err == nil && !settled(m) {
+			if m, err := fsys.DirMtime(p.dir); err == nil && !s.settled(m) {
 				unsettled = true
-				rest = max(rest, time.Until(time.Unix(0, m).Add(time.Duration(racyWindow.Load()))))
+				rest = max(rest, time.Until(time.Unix(0, m).Add(racyWindow)))
 			}
 			p.settleMu.Lock()
 			again := (p.settleAgain || unsettled) && !s.closed.Load()

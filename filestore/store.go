@@ -68,7 +68,9 @@ type Store struct {
 	opts Options
 
 	closed atomic.Bool
-	locks  keyLocks
+	// test holds a test's switches and counters; nil in use.
+	test  *testHooks
+	locks keyLocks
 
 	mu       sync.Mutex
 	projects map[string]*projectIndex
@@ -234,4 +236,41 @@ func keyOf(project, rel string) (recall.Key, bool) {
 // isNotExist reports a missing file or a path through a non-directory.
 func isNotExist(err error) bool {
 	return errors.Is(err, os.ErrNotExist) || errors.Is(err, errNotDir)
+}
+
+// testHooks are the switches and counters a test gives the stores it
+// opens (OpenHooked, in export_test.go), so that tests running side by
+// side never switch each other's stores; a Store in use has none (nil).
+// The switches are set before the store is opened and never change.
+type testHooks struct {
+	// NoPageCheck: List shows what the journal says, without a stat of
+	// the logs of its page.
+	NoPageCheck bool
+	// NoHead: List never reads a first page from the journal's head
+	// (listHead), so a test can compare it with a whole read.
+	NoHead bool
+	// Settled: every directory counts as settled (see racyWindow), as for
+	// a List made after the file system's clock moved on.
+	Settled bool
+	// TrustedLists counts the project lists served from the journal
+	// alone; HeadLists the first pages served by listHead.
+	TrustedLists, HeadLists atomic.Int64
+}
+
+func (h *testHooks) pageCheck() bool { return h == nil || !h.NoPageCheck }
+
+func (h *testHooks) head() bool { return h == nil || !h.NoHead }
+
+func (h *testHooks) settled() bool { return h != nil && h.Settled }
+
+// trusted counts a list served from the journal alone, from its head when
+// head is true.
+func (h *testHooks) trusted(head bool) {
+	if h == nil {
+		return
+	}
+	h.TrustedLists.Add(1)
+	if head {
+		h.HeadLists.Add(1)
+	}
 }

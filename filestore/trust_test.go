@@ -16,16 +16,16 @@ import (
 	"github.com/recallkit/recall/internal/testkit"
 )
 
-// believed lists project p with a new store and reports whether the list
-// was served from the journal alone.
-func believed(t *testing.T, home string) bool {
+// believed lists project p with a new store with hooks h and reports
+// whether the list was served from the journal alone.
+func believed(t *testing.T, home string, h *filestore.Hooks) bool {
 	t.Helper()
-	before := filestore.TrustedLists()
-	s := openStore(t, home)
+	before := h.TrustedLists.Load()
+	s := openHooked(t, home, h)
 	if _, err := s.List(context.Background(), "p", recall.ListOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	return filestore.TrustedLists() > before
+	return h.TrustedLists.Load() > before
 }
 
 // appendLine appends one sealed journal line, as a writer would.
@@ -47,10 +47,10 @@ func TestJournalBelieved(t *testing.T) {
 	if runtime.GOOS != "linux" && runtime.GOOS != "darwin" {
 		t.Skip("the journal is believed only where the boot has a name")
 	}
-	defer filestore.SetPageCheck(filestore.SetPageCheck(false))
-	// Lists made after the file system's clock moved on from each change
-	// (see filestore.SetRacyWindow).
-	defer filestore.SetRacyWindow(filestore.SetRacyWindow(0))
+	// Without List's stat of the page, and Lists made after the file
+	// system's clock moved on from each change (see filestore.Hooks).
+	h := &filestore.Hooks{NoPageCheck: true, Settled: true}
+	openStore := func(t *testing.T, home string) *filestore.Store { return openHooked(t, home, h) }
 	ctx := context.Background()
 	home := t.TempDir()
 	s := openStore(t, home)
@@ -72,11 +72,11 @@ func TestJournalBelieved(t *testing.T) {
 	if err := os.WriteFile(idx, dropHeader(journal), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if believed(t, home) {
+	if believed(t, home, h) {
 		t.Fatal("a journal without a header was believed")
 	}
 	wantSameList(t, "after the first check", openStore(t, home), ref, "p")
-	if !believed(t, home) {
+	if !believed(t, home, h) {
 		t.Fatal("the journal the check wrote back is not believed")
 	}
 
@@ -89,7 +89,7 @@ func TestJournalBelieved(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if !believed(t, home) {
+	if !believed(t, home, h) {
 		t.Fatal("an append made the journal doubted")
 	}
 	wantSameList(t, "after an append", openStore(t, home), ref, "p")
@@ -108,7 +108,7 @@ func TestJournalBelieved(t *testing.T) {
 	if _, err := ref.Import(ctx, recall.Key{Project: "p", Session: "s007"}, recall.Entry{Seq: 3, Kind: recall.KindItem, Time: time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC), Data: []byte(`{"type":"message","role":"user","content":"late"}`)}); err != nil {
 		t.Fatal(err)
 	}
-	if !believed(t, home) {
+	if !believed(t, home, h) {
 		t.Fatal("a pending log made the journal doubted")
 	}
 	wantSameList(t, "with a pending log", openStore(t, home), ref, "p")
@@ -136,7 +136,7 @@ func TestJournalBelieved(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantSameList(t, "after a log was removed by hand", openStore(t, home), ref, "p")
-	if !believed(t, home) {
+	if !believed(t, home, h) {
 		t.Fatal("the journal is not believed again after the names were read")
 	}
 
@@ -177,11 +177,11 @@ func TestJournalBelieved(t *testing.T) {
 		}
 		// the last check's rewrite moved the directory: a List settles it
 		wantSameList(t, name+", before", openStore(t, home), ref, "p")
-		if !believed(t, home) {
+		if !believed(t, home, h) {
 			t.Fatalf("%s: the good journal is not believed", name)
 		}
 		doubt()
-		if believed(t, home) {
+		if believed(t, home, h) {
 			t.Errorf("%s: the journal was believed", name)
 		}
 		wantSameList(t, name, openStore(t, home), ref, "p")
@@ -213,7 +213,7 @@ func TestSettledOnceTheClockMoves(t *testing.T) {
 		journal, _ := os.ReadFile(indexPath(t, home, "p"))
 		return bytes.Contains(journal, fmt.Appendf(nil, " #dir %d\n", st.ModTime().UnixNano()))
 	})
-	if !believed(t, home) {
+	if !believed(t, home, &filestore.Hooks{}) {
 		t.Error("the journal the writer settled is not believed")
 	}
 }

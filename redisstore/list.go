@@ -10,9 +10,9 @@ import (
 	"github.com/recallkit/recall/storekit"
 )
 
-// scanBudget is the most index members one list script call looks at
-// (a variable so that tests can make calls continue often).
-var scanBudget = 1000
+// scanBudget is the most index members one list script call looks at,
+// unless the store's test sets its own (Store.scanBudget).
+const scanBudget = 1000
 
 // List implements recall.Store. It reads one sorted set from the cursor's
 // bound: the project's (or every project's) index of main sessions, the
@@ -104,7 +104,7 @@ func (s *Store) scan(ctx context.Context, idx string, start bound, want int, f f
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		res, err := listScript.Run(ctx, s.rdb, []string{idx}, s.k.prefix, start.Score, start.Member, want, skip, scanBudget, pin).Slice()
+		res, err := listScript.Run(ctx, s.rdb, []string{idx}, s.k.prefix, start.Score, start.Member, want, skip, s.budget(), pin).Slice()
 		if err != nil {
 			return err
 		}
@@ -258,4 +258,12 @@ func (s *Store) Remove(ctx context.Context, key recall.Key) error {
 		return fmt.Errorf("redisstore: remove %s: %w", key, err)
 	}
 	return nil
+}
+
+// budget returns the index members one list script call looks at.
+func (s *Store) budget() int {
+	if s.scanBudget > 0 {
+		return s.scanBudget
+	}
+	return scanBudget
 }

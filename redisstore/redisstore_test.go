@@ -298,7 +298,6 @@ func TestRemoveLeavesNoKeys(t *testing.T) {
 // projects, page by page, and demands exactly memstore's pages (the
 // reference of List order and cursors).
 func TestListOrderAndCursor(t *testing.T) {
-	// Not parallel: it changes scanBudget, which every List reads.
 	ctx := context.Background()
 	s := newStore(t, Options{})
 	ref := memstore.New(memstore.Options{})
@@ -346,9 +345,8 @@ func TestListOrderAndCursor(t *testing.T) {
 	if err := ref.Remove(ctx, recall.Key{Project: "ab", Session: "x1"}); err != nil {
 		t.Fatal(err)
 	}
-	defer func(b int) { scanBudget = b }(scanBudget)
 	for _, budget := range []int{1000, 2} { // 2: every page takes several script calls
-		scanBudget = budget
+		s.scanBudget = budget
 		for _, c := range []struct {
 			project string
 			opts    recall.ListOptions

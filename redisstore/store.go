@@ -96,6 +96,10 @@ type Store struct {
 	// flight (see ready).
 	upgraded  atomic.Bool
 	upgrading chan struct{}
+
+	// scanBudget, when above 0, replaces the constant scanBudget (a
+	// test's, so that a page takes several script calls).
+	scanBudget int
 }
 
 var (

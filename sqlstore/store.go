@@ -73,7 +73,7 @@ type Store struct {
 	opts   Options
 	db     backend
 	closed atomic.Bool
-	// window, when not 0, replaces searchWindow (for tests).
+	// window, when not 0, replaces search.Window (for tests).
 	window int
 	// noSearch leaves the search rows alone: the baseline of
 	// BenchmarkAppendSearch, which measures what they cost.
