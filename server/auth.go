@@ -24,8 +24,8 @@ var opsPaths = map[string]bool{"/healthz": true, "/readyz": true, "/metrics": tr
 // authenticate puts the request's user in its context. Under AuthToken
 // it needs "Authorization: Bearer <token>" with a token of the store
 // (see CreateToken; verified through the Server's cache of verified
-// tokens, tokencache.go), and answers 401 in OpenAI's shape when it is
-// missing, malformed, unknown or revoked; under AuthNone every request
+// tokens, auth_tokencache.go), and answers 401 in OpenAI's shape when it
+// is missing, malformed, unknown or revoked; under AuthNone every request
 // is DefaultUser's.
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -23,7 +23,7 @@ import (
 // Another user's conversation lives in another project, so it is simply
 // not found: a 404 on every route, never a 403.
 //
-// Items are served as items.go describes. Lists come newest first by
+// Items are served as conversations_items.go describes. Lists come newest first by
 // default. Listing the newest page (order=desc without after) reads only
 // limit+1 items; a page after a cursor reads the newest items until the
 // cursor and the page are covered (growing the read fourfold each time),

@@ -19,7 +19,7 @@ import (
 //	observe      request id, one log line and the metrics of every request
 //	recoverPanic a panic is a logged 500 in OpenAI's error shape
 //	guardLocal   under AuthNone only: this machine's host names, and no
-//	             writes a page of another origin could send (local.go)
+//	             writes a page of another origin could send (auth_local.go)
 //	authenticate the bearer token (the web viewer: its session cookie, or
 //	             AuthNone's user) into the context
 //	rateLimit    each user's token bucket (429 with Retry-After)

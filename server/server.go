@@ -1,11 +1,3 @@
-// Package server serves a recall.Store over HTTP to many users: OpenAI's
-// Conversations API under /v1 (so the official OpenAI SDKs are clients),
-// recall's own API under /api/v1, and /healthz, /readyz and /metrics.
-//
-// The server keeps nothing of its own between requests: users' tokens,
-// idempotency records and sessions all live in the store, so any number
-// of servers over one shared store (PostgreSQL, Redis) serve the same
-// users as one.
 package server
 
 import (

@@ -24,7 +24,7 @@ import (
 // the admin flag and the expiry are the session's metadata, the creation
 // time its Created. A
 // Server keeps the tokens it has verified for Options.TokenTTL
-// (tokencache.go), so most requests make no Stat at all.
+// (auth_tokencache.go), so most requests make no Stat at all.
 
 // TokenProject is the reserved store project that holds the hashes of
 // the bearer tokens. Projects starting with ReservedPrefix are the
