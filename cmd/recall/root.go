@@ -51,8 +51,6 @@ Exit codes: 0 ok, 1 failed, 2 bad usage.`,
 		newShowCmd(a),
 		newForkCmd(a),
 		newRenameCmd(a),
-		newArchiveCmd(a, true), newArchiveCmd(a, false),
-		newPinCmd(a, true), newPinCmd(a, false),
 		newRmCmd(a),
 		newGcCmd(a),
 		newCheckCmd(a),
@@ -66,6 +64,9 @@ Exit codes: 0 ok, 1 failed, 2 bad usage.`,
 		newServeCmd(a), newTokenCmd(a),
 		newMcpCmd(a),
 	)
+	for _, f := range flagCmds {
+		root.AddCommand(newFlagCmd(a, f))
+	}
 	return root
 }
 
