@@ -48,17 +48,11 @@ var (
 const liveBatch = 200
 
 func (s *Server) webEvents(w http.ResponseWriter, r *http.Request) {
-	key, err := sessionKey(r)
-	if err != nil {
-		s.webError(w, r, err)
+	m, ok := s.webMeta(w, r)
+	if !ok {
 		return
 	}
-	ctx := r.Context()
-	m, err := s.store.Stat(ctx, key)
-	if err != nil {
-		s.webError(w, r, sessionErr(err, key))
-		return
-	}
+	key, ctx := m.Key, r.Context()
 	after := m.LastSeq
 	for _, v := range []string{r.Header.Get("Last-Event-ID"), r.URL.Query().Get("after")} {
 		if n, err := strconv.ParseInt(v, 10, 64); err == nil && n >= 0 && n <= m.LastSeq {

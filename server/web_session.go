@@ -50,17 +50,11 @@ type subView struct {
 }
 
 func (s *Server) webSession(w http.ResponseWriter, r *http.Request) {
-	key, err := sessionKey(r)
-	if err != nil {
-		s.webError(w, r, err)
+	m, ok := s.webMeta(w, r)
+	if !ok {
 		return
 	}
-	ctx := r.Context()
-	m, err := s.store.Stat(ctx, key)
-	if err != nil {
-		s.webError(w, r, sessionErr(err, key))
-		return
-	}
+	key, ctx := m.Key, r.Context()
 	var before recall.ItemRef
 	if b := r.URL.Query().Get("before"); b != "" {
 		var ok bool
@@ -199,19 +193,14 @@ func (s *Server) webAction(w http.ResponseWriter, r *http.Request) {
 		s.webStatus(w, r, http.StatusForbidden, "The form had expired or came from another site; reload the page and try again.")
 		return
 	}
-	key, err := sessionKey(r)
-	if err != nil {
-		s.webError(w, r, err)
+	m, ok := s.webMeta(w, r)
+	if !ok {
 		return
 	}
-	ctx := r.Context()
-	m, err := s.store.Stat(ctx, key)
-	if err != nil {
-		s.webError(w, r, sessionErr(err, key))
-		return
-	}
+	key, ctx := m.Key, r.Context()
 	back := "/s/" + url.PathEscape(key.Session)
 	on := r.PostFormValue("value") == "1"
+	var err error
 	switch r.PathValue("action") {
 	case "rename":
 		title := strings.TrimSpace(r.PostFormValue("title"))
@@ -251,4 +240,20 @@ func (s *Server) webAction(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.Redirect(w, r, back, http.StatusSeeOther)
+}
+
+// webMeta reads the metadata of the session the request's path names, in
+// the user's project, and writes the error page when it cannot.
+func (s *Server) webMeta(w http.ResponseWriter, r *http.Request) (recall.Meta, bool) {
+	key, err := sessionKey(r)
+	if err != nil {
+		s.webError(w, r, err)
+		return recall.Meta{}, false
+	}
+	m, err := s.store.Stat(r.Context(), key)
+	if err != nil {
+		s.webError(w, r, sessionErr(err, key))
+		return recall.Meta{}, false
+	}
+	return m, true
 }
