@@ -4,17 +4,13 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
-	"time"
-	"unicode/utf8"
 
 	"github.com/recallkit/recall"
-	"github.com/recallkit/recall/internal/jsonvalid"
+	"github.com/recallkit/recall/internal/jsonl"
 )
 
 // LogVersion is the version of the JSONL export format JSONL writes and
@@ -67,80 +63,22 @@ func writeLog(ctx context.Context, o output, r *record) error {
 	o.WriteByte('\n')
 	var buf []byte
 	return r.each(ctx, func(e recall.Entry) error {
-		buf, err = appendEntry(buf[:0], e)
+		buf, err = jsonl.AppendEntry(buf[:0], e, jsonl.Options{EscapeHTML: true})
 		if err != nil {
-			return fmt.Errorf("export: jsonl %s seq %d: %w", r.meta.Key, e.Seq, err)
+			return fmt.Errorf("export: jsonl %s seq %d: time: %w", r.meta.Key, e.Seq, err)
 		}
 		o.Write(buf)
 		return o.err()
 	})
 }
 
-// appendEntry appends e as one line, newline included.
-func appendEntry(buf []byte, e recall.Entry) ([]byte, error) {
-	buf = append(buf, `{"seq":`...)
-	buf = strconv.AppendInt(buf, e.Seq, 10)
-	buf = append(buf, `,"kind":`...)
-	buf = appendString(buf, string(e.Kind))
-	ts, err := e.Time.MarshalJSON()
-	if err != nil {
-		return buf, fmt.Errorf("time: %w", err)
-	}
-	buf = append(buf, `,"time":`...)
-	buf = append(buf, ts...)
-	if u := e.Usage; u != nil {
-		ub, _ := json.Marshal(u) // three integers always marshal
-		buf = append(buf, `,"usage":`...)
-		buf = append(buf, ub...)
-	}
-	if len(e.Data) > 0 {
-		switch {
-		case embeddable(e.Data):
-			buf = append(buf, `,"data":`...)
-			buf = append(buf, e.Data...)
-		case utf8.Valid(e.Data):
-			buf = append(buf, `,"data_text":`...)
-			buf = appendString(buf, string(e.Data))
-		default:
-			buf = append(buf, `,"data_b64":"`...)
-			buf = base64.StdEncoding.AppendEncode(buf, e.Data)
-			buf = append(buf, '"')
-		}
-	}
-	return append(buf, "}\n"...), nil
-}
-
-// embeddable reports whether data can be written as the raw value of
-// "data" and read back byte for byte: one valid JSON value with no line
-// break and no blank around it (a decoder would drop those).
-func embeddable(data []byte) bool {
-	if bytes.ContainsAny(data, "\r\n") || isBlank(data[0]) || isBlank(data[len(data)-1]) {
-		return false
-	}
-	return jsonvalid.Valid(data)
-}
-
-func isBlank(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
-
-// appendString appends s as a JSON string.
-func appendString(buf []byte, s string) []byte {
-	b, _ := json.Marshal(s) // a string always marshals
-	return append(buf, b...)
-}
-
 // wireLine is any line of a JSONL export as encoding/json sees it: a
 // header (recall_log set) or an entry.
 type wireLine struct {
-	Version  int             `json:"recall_log"`
-	Key      *recall.Key     `json:"key"`
-	Meta     *recall.Meta    `json:"meta"`
-	Seq      int64           `json:"seq"`
-	Kind     recall.Kind     `json:"kind"`
-	Time     time.Time       `json:"time"`
-	Usage    *recall.Usage   `json:"usage"`
-	Data     json.RawMessage `json:"data"`
-	DataText *string         `json:"data_text"`
-	DataB64  []byte          `json:"data_b64"`
+	Version int          `json:"recall_log"`
+	Key     *recall.Key  `json:"key"`
+	Meta    *recall.Meta `json:"meta"`
+	jsonl.Line
 }
 
 // ReadJSONL reads a JSONL export (what JSONL writes; several exports one
@@ -232,16 +170,6 @@ func readLine(line []byte, n int, out *[]*Session, cur, main **Session) error {
 	if w.Time.IsZero() {
 		return bad("seq %d has no time", w.Seq)
 	}
-	e := recall.Entry{Seq: w.Seq, Kind: w.Kind, Time: w.Time, Usage: w.Usage, Data: w.Data}
-	switch {
-	case w.DataText != nil:
-		e.Data = json.RawMessage(*w.DataText)
-	case w.DataB64 != nil:
-		e.Data = json.RawMessage(w.DataB64)
-	}
-	if len(e.Data) == 0 {
-		e.Data = nil
-	}
-	s.Entries = append(s.Entries, e)
+	s.Entries = append(s.Entries, w.Entry())
 	return nil
 }

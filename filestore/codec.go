@@ -2,22 +2,21 @@ package filestore
 
 import (
 	"bytes"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
-	"time"
-	"unicode/utf8"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/internal/jsonl"
 	"github.com/recallkit/recall/internal/jsonvalid"
 )
 
 // This file is the log's line format; doc.go describes it. The encoder
-// writes the fields in a fixed order so the decoder's fast path can read
-// them without a general JSON decode; any other valid line (edited by
-// hand, written by a future version) goes through encoding/json.
+// (jsonl.AppendEntry, which export's JSONL export shares) writes the
+// fields in a fixed order so the decoder's fast path can read them without
+// a general JSON decode; any other valid line (edited by hand, written by
+// a future version) goes through encoding/json.
 
 var errBadLine = errors.New("undecodable log line")
 
@@ -26,46 +25,11 @@ var errBadLine = errors.New("undecodable log line")
 // (a year out of RFC 3339's range) is ErrInvalidItem, and buf is returned
 // as it was.
 func appendLine(buf []byte, e recall.Entry, more bool) ([]byte, error) {
-	start := len(buf)
-	buf = append(buf, `{"seq":`...)
-	buf = strconv.AppendInt(buf, e.Seq, 10)
-	buf = append(buf, `,"kind":`...)
-	buf = appendString(buf, string(e.Kind))
-	buf = append(buf, `,"time":"`...)
-	// what time.Time.MarshalJSON writes, appended in place (AppendText
-	// returns nil on error)
-	tb, err := e.Time.AppendText(buf)
+	buf, err := jsonl.AppendEntry(buf, e, jsonl.Options{More: more, Validated: true})
 	if err != nil {
-		return buf[:start], fmt.Errorf("%w: entry time: %v", recall.ErrInvalidItem, err)
+		return buf, fmt.Errorf("%w: entry time: %v", recall.ErrInvalidItem, err)
 	}
-	buf = append(tb, '"')
-	if more {
-		buf = append(buf, `,"more":true`...)
-	}
-	if u := e.Usage; u != nil {
-		buf = append(buf, `,"usage":{"input_tokens":`...)
-		buf = strconv.AppendInt(buf, u.InputTokens, 10)
-		buf = append(buf, `,"output_tokens":`...)
-		buf = strconv.AppendInt(buf, u.OutputTokens, 10)
-		buf = append(buf, `,"total_tokens":`...)
-		buf = strconv.AppendInt(buf, u.TotalTokens, 10)
-		buf = append(buf, '}')
-	}
-	if len(e.Data) > 0 {
-		switch {
-		case embeddable(e.Kind, e.Data):
-			buf = append(buf, `,"data":`...)
-			buf = append(buf, e.Data...)
-		case utf8.Valid(e.Data):
-			buf = append(buf, `,"data_text":`...)
-			buf = appendString(buf, string(e.Data))
-		default:
-			buf = append(buf, `,"data_b64":"`...)
-			buf = base64.StdEncoding.AppendEncode(buf, e.Data)
-			buf = append(buf, '"')
-		}
-	}
-	return append(buf, "}\n"...), nil
+	return buf, nil
 }
 
 // lineRoom is the room a line takes besides its payload, enough for the
@@ -81,38 +45,6 @@ func batchRoom(entries []recall.Entry) int {
 		n += len(e.Data) + lineRoom
 	}
 	return n
-}
-
-// embeddable reports whether data can be written as the raw value of
-// "data" and read back byte for byte: one valid JSON value with no line
-// break and nothing a decoder would trim around it.
-func embeddable(kind recall.Kind, data []byte) bool {
-	// two IndexByte scans, not ContainsAny: they are vectorised, and this
-	// runs over every byte of every item appended
-	if bytes.IndexByte(data, '\n') >= 0 || bytes.IndexByte(data, '\r') >= 0 || isBlank(data[0]) || isBlank(data[len(data)-1]) {
-		return false
-	}
-	switch kind {
-	case recall.KindItem, recall.KindTitle, recall.KindMeta, recall.KindPop, recall.KindRemove, recall.KindCompaction, recall.KindFork:
-		return true // storekit.ValidateEntries has decoded these
-	}
-	return jsonvalid.Valid(data)
-}
-
-func isBlank(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
-
-// appendString appends s as a JSON string. Plain strings (the common kinds)
-// skip encoding/json.
-func appendString(buf []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
-			b, _ := json.Marshal(s) // a string always marshals
-			return append(buf, b...)
-		}
-	}
-	buf = append(buf, '"')
-	buf = append(buf, s...)
-	return append(buf, '"')
 }
 
 // decodeLine decodes one log line (without its newline). more reports the
@@ -250,14 +182,8 @@ func (p *lineParser) quoted() ([]byte, bool) {
 
 // wireLine is a log line as encoding/json sees it.
 type wireLine struct {
-	Seq      int64           `json:"seq"`
-	Kind     recall.Kind     `json:"kind"`
-	Time     time.Time       `json:"time"`
-	More     bool            `json:"more"`
-	Usage    *recall.Usage   `json:"usage"`
-	Data     json.RawMessage `json:"data"`
-	DataText *string         `json:"data_text"`
-	DataB64  []byte          `json:"data_b64"`
+	jsonl.Line
+	More bool `json:"more"`
 }
 
 func decodeSlow(line []byte) (recall.Entry, bool, error) {
@@ -269,16 +195,7 @@ func decodeSlow(line []byte) (recall.Entry, bool, error) {
 	if err := json.Unmarshal(line, &w); err != nil {
 		return recall.Entry{}, false, errBadLine
 	}
-	e := recall.Entry{Seq: w.Seq, Kind: w.Kind, Time: w.Time, Usage: w.Usage, Data: w.Data}
-	switch {
-	case w.DataText != nil:
-		e.Data = json.RawMessage(*w.DataText)
-	case w.DataB64 != nil:
-		e.Data = json.RawMessage(w.DataB64)
-	}
-	if len(e.Data) == 0 {
-		e.Data = nil
-	}
+	e := w.Entry()
 	// A payload in "data" is valid JSON (or the line would not decode);
 	// one in "data_text" or "data_b64" may be any bytes. An item readers
 	// would take for an object by its ends (recall.Entry.Item) must be one,
