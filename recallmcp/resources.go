@@ -12,6 +12,7 @@ import (
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/export"
+	"github.com/recallkit/recall/internal/termsafe"
 )
 
 // uriPrefix starts the URI of every session resource:
@@ -79,7 +80,7 @@ func (s *server) listResources(ctx context.Context, req *mcp.ListResourcesReques
 			title = "Session " + m.Key.Session
 		}
 		res.Resources = append(res.Resources, &mcp.Resource{
-			URI: sessionURI(m.Key), Name: m.Key.Session, Title: escapeControl(oneLine(title)),
+			URI: sessionURI(m.Key), Name: m.Key.Session, Title: termsafe.EscapeKeepTabs(oneLine(title)),
 			Description: fmt.Sprintf("Session in project %s, %d items, updated %s", m.Key.Project, m.ItemCount, m.Updated.UTC().Format("2006-01-02 15:04 UTC")),
 			MIMEType:    "text/markdown",
 		})

@@ -6,8 +6,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
+
+	"github.com/recallkit/recall/internal/termsafe"
 )
 
 // quotePrefix starts every line of session content in a result's text, so
@@ -22,37 +23,9 @@ const quotePrefix = "    │ "
 func quote(b *strings.Builder, s string) {
 	for line := range strings.SplitSeq(s, "\n") {
 		b.WriteString(quotePrefix)
-		b.WriteString(escapeControl(line))
+		b.WriteString(termsafe.EscapeKeepTabs(line))
 		b.WriteByte('\n')
 	}
-}
-
-// escapeControl shows control characters, bidi controls and invalid bytes
-// of s as Go escapes, and keeps tabs.
-func escapeControl(s string) string {
-	bad := func(r rune) bool {
-		return r != '\t' && (unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r)) || r == utf8.RuneError
-	}
-	if !strings.ContainsFunc(s, bad) {
-		return s
-	}
-	var b strings.Builder
-	for i, r := range s {
-		switch {
-		case r == utf8.RuneError:
-			if _, n := utf8.DecodeRuneInString(s[i:]); n == 1 {
-				fmt.Fprintf(&b, `\x%02x`, s[i])
-				continue
-			}
-			b.WriteRune(r)
-		case bad(r):
-			q := strconv.QuoteRuneToASCII(r)
-			b.WriteString(q[1 : len(q)-1])
-		default:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
 }
 
 // cut returns s shortened to at most n characters (runes), and how many

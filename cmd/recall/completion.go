@@ -7,6 +7,7 @@ import (
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/internal/sessionref"
+	"github.com/recallkit/recall/internal/termsafe"
 )
 
 // completionPage is how many sessions a completion offers: one List page
@@ -133,9 +134,9 @@ func (a *app) completeSessions(cmd *cobra.Command, toComplete string) []string {
 			}
 			id = m.Key.Session
 		}
-		title := escapeControl(m.Title)
+		title := termsafe.Escape(m.Title)
 		if title == "" {
-			title = escapeControl(m.FirstPrompt)
+			title = termsafe.Escape(m.FirstPrompt)
 		}
 		if title == "" {
 			out = append(out, id)

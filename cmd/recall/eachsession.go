@@ -4,6 +4,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/internal/termsafe"
 )
 
 // eachSession resolves every reference first, so a typo changes nothing,
@@ -60,5 +61,5 @@ func describe(m recall.Meta) string {
 	if m.Title == "" {
 		return m.Key.Session
 	}
-	return m.Key.Session + " (" + escapeControl(m.Title) + ")"
+	return m.Key.Session + " (" + termsafe.Escape(m.Title) + ")"
 }

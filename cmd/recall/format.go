@@ -11,6 +11,7 @@ import (
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/internal/sessionref"
+	"github.com/recallkit/recall/internal/termsafe"
 )
 
 // titleWidth is the display width a title gets in a listing.
@@ -47,7 +48,7 @@ func count(n int, thing string) string {
 // columns (never inside a character), with its archived and pinned marks
 // and its control characters shown escaped (\x1b, \a), never acting.
 func displayTitle(m recall.Meta, width int) string {
-	t := escapeControl(m.Title)
+	t := termsafe.Escape(m.Title)
 	if t == "" {
 		t = "(untitled)"
 	}
@@ -121,16 +122,12 @@ func writeTable(w io.Writer, rows [][]string) error {
 	return err
 }
 
-// escapeTerminal is escapeControl for text of several lines: line breaks
-// and tabs stay, every other control character is shown escaped.
+// escapeTerminal is termsafe.Escape for text of several lines: line
+// breaks and tabs stay, every other control character is shown escaped.
 func escapeTerminal(s string) string {
 	lines := strings.Split(s, "\n")
 	for i, l := range lines {
-		parts := strings.Split(l, "\t")
-		for j, p := range parts {
-			parts[j] = escapeControl(p)
-		}
-		lines[i] = strings.Join(parts, "\t")
+		lines[i] = termsafe.EscapeKeepTabs(l)
 	}
 	return strings.Join(lines, "\n")
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/internal/sessionref"
+	"github.com/recallkit/recall/internal/termsafe"
 	"github.com/recallkit/recall/title"
 )
 
@@ -263,7 +264,7 @@ func rowText(m recall.Meta) string {
 	if t == "" {
 		t = "(untitled)"
 	}
-	t = escapeControl(t)
+	t = termsafe.Escape(t)
 	if m.Archived {
 		t = "[archived] " + t
 	}
@@ -485,9 +486,9 @@ func (p picker) View() string {
 		total += "+" // the rest is being read
 	}
 	fmt.Fprintf(&b, "Resume a session of %s (%s) · type to filter · ↑↓ move · Enter resume%s · Esc cancel\n", scope, total, tab)
-	fmt.Fprintf(&b, "> %s\n", escapeControl(p.filter))
+	fmt.Fprintf(&b, "> %s\n", termsafe.Escape(p.filter))
 	if p.loadErr != nil {
-		fmt.Fprintf(&b, "  (could not list the sessions: %s)\n", escapeControl(p.loadErr.Error()))
+		fmt.Fprintf(&b, "  (could not list the sessions: %s)\n", termsafe.Escape(p.loadErr.Error()))
 	} else {
 		b.WriteString("\n")
 	}
@@ -529,7 +530,7 @@ func (p picker) View() string {
 // (from a store that got them wrong) are ignored; with none, the snippet
 // is cut at its end.
 func fitSnippet(snippet string, spans []recall.Span, width int) string {
-	whole := escapeControl(snippet)
+	whole := termsafe.Escape(snippet)
 	if runewidth.StringWidth(whole) <= width {
 		return whole
 	}
@@ -537,7 +538,7 @@ func fitSnippet(snippet string, spans []recall.Span, width int) string {
 		return runewidth.Truncate(whole, width, "…")
 	}
 	s := spans[0]
-	before, match, after := escapeControl(snippet[:s.Start]), escapeControl(snippet[s.Start:s.End]), escapeControl(snippet[s.End:])
+	before, match, after := termsafe.Escape(snippet[:s.Start]), termsafe.Escape(snippet[s.Start:s.End]), termsafe.Escape(snippet[s.End:])
 	wb, wm, wa := runewidth.StringWidth(before), runewidth.StringWidth(match), runewidth.StringWidth(after)
 	room := width - wm
 	if room < 2 { // the match alone fills the line

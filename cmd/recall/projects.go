@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/internal/termsafe"
 )
 
 func newProjectsCmd(a *app) *cobra.Command {
@@ -42,7 +43,7 @@ The service's own projects (_server.*) are left out.`,
 			now := time.Now()
 			rows := [][]string{{"PROJECT", "SESSIONS", "UPDATED"}}
 			for _, p := range ps {
-				rows = append(rows, []string{escapeControl(p.Project), strconv.Itoa(p.Sessions), ago(p.Updated, now)})
+				rows = append(rows, []string{termsafe.Escape(p.Project), strconv.Itoa(p.Sessions), ago(p.Updated, now)})
 			}
 			return writeTable(a.stdout, rows)
 		},

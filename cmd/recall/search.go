@@ -4,20 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/recallkit/recall/search"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/mattn/go-runewidth"
 	"github.com/spf13/cobra"
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/internal/sessionref"
+	"github.com/recallkit/recall/internal/termsafe"
+	"github.com/recallkit/recall/search"
 )
 
 // searchFlags are the flags of recall search.
@@ -173,7 +171,7 @@ func writeHits(w io.Writer, hits []recall.Hit, scope []recall.Meta, withProject,
 		if title == "" {
 			title = "(untitled)"
 		}
-		head := []string{runewidth.Truncate(escapeControl(title), titleWidth, "…"), short[i], ago(h.Time, now), h.Role}
+		head := []string{runewidth.Truncate(termsafe.Escape(title), titleWidth, "…"), short[i], ago(h.Time, now), h.Role}
 		if withProject {
 			head = append(head, h.Key.Project)
 		}
@@ -197,43 +195,15 @@ func highlight(snippet string, spans []recall.Span, color bool) string {
 		if s.Start < end || s.End <= s.Start || s.End > len(snippet) {
 			continue
 		}
-		b.WriteString(escapeControl(snippet[end:s.Start]))
+		b.WriteString(termsafe.Escape(snippet[end:s.Start]))
 		if color {
-			b.WriteString("\x1b[1;33m" + escapeControl(snippet[s.Start:s.End]) + "\x1b[0m")
+			b.WriteString("\x1b[1;33m" + termsafe.Escape(snippet[s.Start:s.End]) + "\x1b[0m")
 		} else {
-			b.WriteString(escapeControl(snippet[s.Start:s.End]))
+			b.WriteString(termsafe.Escape(snippet[s.Start:s.End]))
 		}
 		end = s.End
 	}
-	b.WriteString(escapeControl(snippet[end:]))
-	return b.String()
-}
-
-// escapeControl makes text safe to print on a terminal: control
-// characters (escape sequences, carriage returns, line breaks) and
-// invalid bytes are shown quoted, as \x1b or \n, instead of acting.
-func escapeControl(s string) string {
-	if !strings.ContainsFunc(s, func(r rune) bool {
-		return unicode.IsControl(r) || r == utf8.RuneError || unicode.Is(unicode.Bidi_Control, r)
-	}) {
-		return s
-	}
-	var b strings.Builder
-	for i, r := range s {
-		switch {
-		case r == utf8.RuneError:
-			if _, n := utf8.DecodeRuneInString(s[i:]); n == 1 {
-				fmt.Fprintf(&b, `\x%02x`, s[i])
-				continue
-			}
-			b.WriteRune(r)
-		case unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r):
-			q := strconv.QuoteRuneToASCII(r)
-			b.WriteString(q[1 : len(q)-1])
-		default:
-			b.WriteRune(r)
-		}
-	}
+	b.WriteString(termsafe.Escape(snippet[end:]))
 	return b.String()
 }
 

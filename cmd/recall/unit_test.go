@@ -93,6 +93,15 @@ func TestAgo(t *testing.T) {
 	}
 }
 
+// TestEscapeTerminal checks that show's text keeps its line breaks and
+// tabs and escapes every other control character and invalid byte.
+func TestEscapeTerminal(t *testing.T) {
+	in := "a\tb\n\x1b[31mred\r\n\xe4\tx\u202e"
+	if got, want := escapeTerminal(in), "a\tb\n\\x1b[31mred\\r\n\\xe4\tx\\u202e"; got != want {
+		t.Errorf("escapeTerminal(%q) = %q, want %q", in, got, want)
+	}
+}
+
 func TestDisplayTitleCutsByWidth(t *testing.T) {
 	m := recall.Meta{Title: strings.Repeat("会话", 40), Pinned: true}
 	got := displayTitle(m, 20)
