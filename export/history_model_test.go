@@ -66,7 +66,7 @@ func historyModel(entries []recall.Entry) []modelBlock {
 				continue
 			}
 			_, before := recall.Replay(recall.Key{}, entries[:i])
-			kept := keptCopies(recall.PlainItems(before), c.Items)
+			kept := KeptCopies(recall.PlainItems(before), c.Items)
 			note(e.Time, "%s", compactionNote(c, kept))
 			for j, it := range c.Items[:len(c.Items)-kept] {
 				p := describe(it)

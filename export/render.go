@@ -179,7 +179,7 @@ func (h *historyState) entry(e recall.Entry) error {
 // compaction notes what c replaced, shows its summary items, and makes
 // its items the view.
 func (h *historyState) compaction(e recall.Entry, c recall.Compaction) error {
-	kept := keptCopies(h.tail.view(), c.Items)
+	kept := KeptCopies(h.tail.view(), c.Items)
 	for h.next < len(h.mk.compactions) && h.mk.compactions[h.next].seq <= e.Seq {
 		h.next++
 	}
@@ -215,9 +215,12 @@ func compactionNote(c recall.Compaction, kept int) string {
 		strategy, plural(max(c.Replaced-kept, 0), "item"), plural(len(c.Items)-kept, "summary item"), keptNote)
 }
 
-// keptCopies returns how many of a compaction's items, at its end, are
-// verbatim copies of the view's newest items.
-func keptCopies(view, items []recall.Item) int {
+// KeptCopies returns how many of a compaction's items, at its end, are
+// verbatim copies of the newest items of view, the view the compaction
+// replaced: the items it kept as they were, after the summary items that
+// stand for the rest. The notes on a compaction in Markdown and HTML, and
+// 'recall show --full', count them with it.
+func KeptCopies(view, items []recall.Item) int {
 	for n := min(len(view), len(items)); n > 0; n-- {
 		match := true
 		for k := range n {

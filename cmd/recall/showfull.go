@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -10,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/export"
 	"github.com/recallkit/recall/internal/transcript"
 )
 
@@ -49,7 +49,7 @@ func fullHistory(entries []recall.Entry) []fullPart {
 				continue
 			}
 			_, before := recall.Replay(recall.Key{}, entries[:i])
-			kept := keptCopies(recall.PlainItems(before), c.Items)
+			kept := export.KeptCopies(recall.PlainItems(before), c.Items)
 			strategy := c.Strategy
 			if strategy == "" {
 				strategy = "compaction"
@@ -65,24 +65,6 @@ func fullHistory(entries []recall.Entry) []fullPart {
 		}
 	}
 	return parts
-}
-
-// keptCopies returns how many of a compaction's items, at its end, are
-// verbatim copies of the view's newest items.
-func keptCopies(view, items []recall.Item) int {
-	for n := min(len(view), len(items)); n > 0; n-- {
-		match := true
-		for k := range n {
-			if !bytes.Equal(view[len(view)-n+k], items[len(items)-n+k]) {
-				match = false
-				break
-			}
-		}
-		if match {
-			return n
-		}
-	}
-	return 0
 }
 
 // writeFull prints a session's whole history as text or markdown.
