@@ -48,8 +48,9 @@ func (s *server) visible(key recall.Key) bool {
 // resolve finds the one session ref names among the sessions the server
 // may see, archived ones included: a full ID, "project/id", an exact
 // title, or a unique ID prefix, in that order, as the CLI resolves them
-// (see sessionref.Resolve). Where a reference matches sessions in several
-// projects, the one in the default project wins.
+// (sessionref.Resolve; sessionref.Match among the sessions of the one
+// project a server of OnlyProject serves). Where a reference matches
+// sessions in several projects, the one in the default project wins.
 func (s *server) resolve(ctx context.Context, ref string) (recall.Meta, error) {
 	ref = strings.TrimSpace(ref)
 	if ref == "" {
@@ -63,27 +64,8 @@ func (s *server) resolve(ctx context.Context, ref string) (recall.Meta, error) {
 	if err != nil {
 		return recall.Meta{}, err
 	}
-	rules := []func(recall.Meta) bool{
-		func(m recall.Meta) bool { return m.Key.Session == ref || m.Key.String() == ref },
-		func(m recall.Meta) bool { return m.Title != "" && m.Title == ref },
-		func(m recall.Meta) bool { return strings.HasPrefix(m.Key.Session, ref) },
-	}
-	for _, rule := range rules {
-		var matches []recall.Meta
-		for _, m := range all {
-			if rule(m) {
-				matches = append(matches, m)
-			}
-		}
-		switch len(matches) {
-		case 0:
-			continue
-		case 1:
-			return matches[0], nil
-		}
-		return recall.Meta{}, refError(ref, &sessionref.AmbiguousError{Ref: ref, Matches: matches})
-	}
-	return recall.Meta{}, refError(ref, recall.ErrNotFound)
+	m, err := sessionref.Match(all, s.opts.Project, ref)
+	return m, refError(ref, err)
 }
 
 // refError explains a failed session reference to a model.

@@ -69,6 +69,17 @@ func Resolve(ctx context.Context, s recall.Store, project, ref string) (recall.M
 	if err != nil {
 		return recall.Meta{}, err
 	}
+	return Match(all, project, ref)
+}
+
+// Match finds the one session ref names among metas by Resolve's rules,
+// for a caller that chose the sessions itself (Resolve looks among every
+// session of a store). project is the caller's current project: of
+// several matches of one rule, a single one in project wins. ref must not
+// be empty, as "" is a prefix of every ID. No match is an error wrapping
+// recall.ErrNotFound; several are an *AmbiguousError, its Matches in the
+// order of metas.
+func Match(metas []recall.Meta, project, ref string) (recall.Meta, error) {
 	rules := []func(recall.Meta) bool{
 		func(m recall.Meta) bool { return m.Key.Session == ref || m.Key.String() == ref },
 		func(m recall.Meta) bool { return m.Title != "" && m.Title == ref },
@@ -76,7 +87,7 @@ func Resolve(ctx context.Context, s recall.Store, project, ref string) (recall.M
 	}
 	for _, rule := range rules {
 		var matches []recall.Meta
-		for _, m := range all {
+		for _, m := range metas {
 			if rule(m) {
 				matches = append(matches, m)
 			}

@@ -85,6 +85,29 @@ func TestResolveAmbiguousListsMatches(t *testing.T) {
 	}
 }
 
+// TestMatch checks Match among sessions the caller chose: only those are
+// candidates, and an ambiguous reference lists its matches in their order.
+func TestMatch(t *testing.T) {
+	metas := []recall.Meta{
+		{Key: recall.Key{Project: "p", Session: "abc2"}, Title: "Docs"},
+		{Key: recall.Key{Project: "p", Session: "abc1"}},
+	}
+	if m, err := Match(metas, "p", "Docs"); err != nil || m.Key.Session != "abc2" {
+		t.Errorf("Match of a title = %v, %v", m.Key, err)
+	}
+	if m, err := Match(metas, "p", "abc1"); err != nil || m.Key.Session != "abc1" {
+		t.Errorf("Match of an ID = %v, %v", m.Key, err)
+	}
+	var amb *AmbiguousError
+	if _, err := Match(metas, "p", "abc"); !errors.As(err, &amb) || !errors.Is(err, ErrAmbiguous) ||
+		len(amb.Matches) != 2 || amb.Matches[0].Key.Session != "abc2" || amb.Matches[1].Key.Session != "abc1" {
+		t.Errorf("Match of a shared prefix = %v, want an AmbiguousError listing abc2 then abc1", err)
+	}
+	if _, err := Match(metas, "p", "0199aaaa"); !errors.Is(err, recall.ErrNotFound) {
+		t.Errorf("Match of a session not among metas = %v, want ErrNotFound", err)
+	}
+}
+
 func TestResolveFindsArchived(t *testing.T) {
 	st := seed(t, [3]string{"p", "abc1", "old"})
 	key := recall.Key{Project: "p", Session: "abc1"}
