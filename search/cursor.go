@@ -1,13 +1,12 @@
 package search
 
 import (
-	"github.com/recallkit/recall"
-
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/storekit"
 )
 
 // Compare orders hits the way every search returns them: newest Time
@@ -53,20 +52,13 @@ type Cursor struct {
 func CursorAt(h recall.Hit) Cursor { return Cursor{Time: h.Time, Key: h.Key, Ref: h.Ref} }
 
 // String encodes c for recall.SearchPage.Next.
-func (c Cursor) String() string {
-	b, _ := json.Marshal(c)
-	return base64.RawURLEncoding.EncodeToString(b)
-}
+func (c Cursor) String() string { return storekit.EncodeCursor(c) }
 
 // ParseCursor decodes a recall.SearchPage.Next string. The error wraps
 // recall.ErrInvalidQuery.
 func ParseCursor(s string) (Cursor, error) {
 	var c Cursor
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err == nil {
-		err = json.Unmarshal(b, &c)
-	}
-	if err != nil {
+	if err := storekit.DecodeCursor(s, &c); err != nil {
 		return Cursor{}, fmt.Errorf("%w: bad search cursor %q", recall.ErrInvalidQuery, s)
 	}
 	return c, nil

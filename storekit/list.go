@@ -27,22 +27,35 @@ func CursorAt(m recall.Meta) Cursor {
 }
 
 // String encodes c for recall.Page.Next.
-func (c Cursor) String() string {
-	b, _ := json.Marshal(c)
-	return base64.RawURLEncoding.EncodeToString(b)
-}
+func (c Cursor) String() string { return EncodeCursor(c) }
 
 // ParseCursor decodes a recall.Page.Next string. The error wraps recall.ErrInvalidKey.
 func ParseCursor(s string) (Cursor, error) {
 	var c Cursor
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err == nil {
-		err = json.Unmarshal(b, &c)
-	}
-	if err != nil {
+	if err := DecodeCursor(s, &c); err != nil {
 		return Cursor{}, fmt.Errorf("%w: bad list cursor %q", recall.ErrInvalidKey, s)
 	}
 	return c, nil
+}
+
+// EncodeCursor encodes v, the position a page ends at, as the opaque
+// string of a next-page cursor: its JSON, in unpadded URL-safe base64.
+// List's cursors (Cursor) and search's (search.Cursor) are both written
+// with it.
+func EncodeCursor(v any) string {
+	b, _ := json.Marshal(v) // a cursor's fields always marshal
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// DecodeCursor decodes a string EncodeCursor wrote into v, which points
+// to the cursor's type. The error is base64's or encoding/json's; the
+// caller says what cursor was bad.
+func DecodeCursor(s string, v any) error {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, v)
 }
 
 // Before reports whether m sorts before the cursor position, that is, on
