@@ -7,9 +7,9 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/internal/sessionjson"
 )
 
 // recall's own API, under /api/v1: what the Conversations API lacks.
@@ -52,23 +52,17 @@ func (s *Server) apiRoutes() {
 	s.mux.HandleFunc("POST /api/v1/sessions/{session_id}/compact", s.idempotent(s.compactSession))
 }
 
-// session is a session as /api/v1 shows it.
+// session is a session as /api/v1 shows it. The fields from created to
+// metadata are the ones the CLI's --json shows too (sessionjson.Fields).
 type session struct {
-	ID          string            `json:"id"`
-	Object      string            `json:"object"` // "session"
-	User        string            `json:"user"`
-	Title       string            `json:"title"`
-	TitleSource string            `json:"title_source,omitempty"`
-	Created     time.Time         `json:"created"`
-	Updated     time.Time         `json:"updated"`
-	ItemCount   int               `json:"item_count"`
-	LastSeq     int64             `json:"last_seq"`
-	Archived    bool              `json:"archived"`
-	Pinned      bool              `json:"pinned"`
-	Labels      []string          `json:"labels"`
-	Metadata    map[string]string `json:"metadata"`
-	ForkedFrom  *forkOrigin       `json:"forked_from,omitempty"`
-	Usage       recall.Usage      `json:"usage"`
+	ID          string `json:"id"`
+	Object      string `json:"object"` // "session"
+	User        string `json:"user"`
+	Title       string `json:"title"`
+	TitleSource string `json:"title_source,omitempty"`
+	sessionjson.Fields
+	ForkedFrom *forkOrigin  `json:"forked_from,omitempty"`
+	Usage      recall.Usage `json:"usage"`
 }
 
 // forkOrigin is where a fork was taken from. ID is left out when the
@@ -86,21 +80,8 @@ func sessionOf(m recall.Meta) session {
 		User:        strings.TrimPrefix(m.Key.Project, userPrefix),
 		Title:       m.Title,
 		TitleSource: string(m.TitleSource),
-		Created:     m.Created,
-		Updated:     m.Updated,
-		ItemCount:   m.ItemCount,
-		LastSeq:     m.LastSeq,
-		Archived:    m.Archived,
-		Pinned:      m.Pinned,
-		Labels:      m.Labels,
-		Metadata:    m.Metadata,
+		Fields:      sessionjson.Of(m),
 		Usage:       m.Usage,
-	}
-	if out.Labels == nil {
-		out.Labels = []string{}
-	}
-	if out.Metadata == nil {
-		out.Metadata = map[string]string{}
 	}
 	if f := m.ForkedFrom; f != nil {
 		out.ForkedFrom = &forkOrigin{Seq: f.Seq}

@@ -5,28 +5,24 @@ import (
 	"time"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/internal/sessionjson"
 	"github.com/recallkit/recall/server"
 )
 
 // sessionJSON is a session as every --json output shows it. Unlike
 // recall.Meta it leaves nothing out: false, zero and empty fields are
 // present, so a script can rely on each one (docs/CLI.md lists them).
+// The fields from created to metadata are the ones /api/v1 shows too
+// (sessionjson.Fields).
 type sessionJSON struct {
-	Key         keyJSON            `json:"key"`
-	Title       string             `json:"title"`
-	TitleSource string             `json:"title_source"`
-	FirstPrompt string             `json:"first_prompt"`
-	Created     time.Time          `json:"created"`
-	Updated     time.Time          `json:"updated"`
-	ItemCount   int                `json:"item_count"`
-	LastSeq     int64              `json:"last_seq"`
-	Archived    bool               `json:"archived"`
-	Pinned      bool               `json:"pinned"`
-	Labels      []string           `json:"labels"`
-	Metadata    map[string]string  `json:"metadata"`
-	ForkedFrom  *recall.ForkOrigin `json:"forked_from"`
-	Usage       recall.Usage       `json:"usage"`
-	Corrupt     int                `json:"corrupt"`
+	Key         keyJSON `json:"key"`
+	Title       string  `json:"title"`
+	TitleSource string  `json:"title_source"`
+	FirstPrompt string  `json:"first_prompt"`
+	sessionjson.Fields
+	ForkedFrom *recall.ForkOrigin `json:"forked_from"`
+	Usage      recall.Usage       `json:"usage"`
+	Corrupt    int                `json:"corrupt"`
 }
 
 // keyJSON is a session's key in JSON output.
@@ -45,30 +41,16 @@ type sessionsJSON struct {
 
 // toJSON returns m as --json shows it.
 func toJSON(m recall.Meta) sessionJSON {
-	s := sessionJSON{
+	return sessionJSON{
 		Key:         keyJSON{Project: m.Key.Project, Session: m.Key.Session},
 		Title:       m.Title,
 		TitleSource: string(m.TitleSource),
 		FirstPrompt: m.FirstPrompt,
-		Created:     m.Created,
-		Updated:     m.Updated,
-		ItemCount:   m.ItemCount,
-		LastSeq:     m.LastSeq,
-		Archived:    m.Archived,
-		Pinned:      m.Pinned,
-		Labels:      m.Labels,
-		Metadata:    m.Metadata,
+		Fields:      sessionjson.Of(m),
 		ForkedFrom:  m.ForkedFrom,
 		Usage:       m.Usage,
 		Corrupt:     m.Corrupt,
 	}
-	if s.Labels == nil {
-		s.Labels = []string{}
-	}
-	if s.Metadata == nil {
-		s.Metadata = map[string]string{}
-	}
-	return s
 }
 
 // listJSON returns metas in the listing shape, with next as the cursor.
