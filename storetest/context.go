@@ -11,6 +11,22 @@ import (
 	"github.com/recallkit/recall"
 )
 
+// contextSessions are the sessions testContext's calls act on.
+type contextSessions struct {
+	key    recall.Key // p/s: items, a compaction, an item after it
+	sub    recall.Key // a subagent record of key
+	oldKey recall.Key // q/old, imported at an old time
+	fresh  recall.Key // p/fresh, which no call may create
+	last   int64      // key's LastSeq
+}
+
+// contextCall is one call testContext makes under a context that has
+// ended.
+type contextCall struct {
+	name string
+	fn   func(ctx context.Context) error
+}
+
 // testContext calls every Store method, the optional abilities the store
 // has (Cleaner, ProjectLister, Purger) and the root helpers with a context
 // that is already cancelled and with one whose deadline has passed: each
@@ -18,26 +34,35 @@ import (
 // and changes nothing. The calls are ones that would write or remove
 // something under a live context.
 func testContext(e *env) {
-	t := e.t
-	key := recall.Key{Project: "p", Session: "s"}
-	sub := recall.Key{Project: "p", Session: "s", Subpath: "subagents/x"}
-	oldKey := recall.Key{Project: "q", Session: "old"}
-	fresh := recall.Key{Project: "p", Session: "fresh"}
-	e.mustAdd(key, msgs("m", 3)...)
-	e.mustCompact(key, 3, 3, msg("summary"), msg("m-2"))
-	e.mustAdd(key, msg("after"))
-	e.mustAdd(sub, msg("sub"))
-	if _, err := e.s.Import(e.ctx, oldKey, imported(1, 0, recall.ItemEntry(msg("old")))...); err != nil {
-		t.Fatal(err)
-	}
-	last := e.mustStat(key).LastSeq
-	v := "v"
+	cs := setupContextSessions(e)
+	calls := slices.Concat(storeMethodCalls(e, cs), helperCalls(e, cs), abilityCalls(e, cs))
+	checkUnderEndedContexts(e, calls, []recall.Key{cs.key, cs.sub, cs.oldKey, cs.fresh})
+}
 
-	type call struct {
-		name string
-		fn   func(ctx context.Context) error
+// setupContextSessions writes the sessions testContext's calls act on.
+func setupContextSessions(e *env) contextSessions {
+	cs := contextSessions{
+		key:    recall.Key{Project: "p", Session: "s"},
+		sub:    recall.Key{Project: "p", Session: "s", Subpath: "subagents/x"},
+		oldKey: recall.Key{Project: "q", Session: "old"},
+		fresh:  recall.Key{Project: "p", Session: "fresh"},
 	}
-	calls := []call{
+	e.mustAdd(cs.key, msgs("m", 3)...)
+	e.mustCompact(cs.key, 3, 3, msg("summary"), msg("m-2"))
+	e.mustAdd(cs.key, msg("after"))
+	e.mustAdd(cs.sub, msg("sub"))
+	if _, err := e.s.Import(e.ctx, cs.oldKey, imported(1, 0, recall.ItemEntry(msg("old")))...); err != nil {
+		e.t.Fatal(err)
+	}
+	cs.last = e.mustStat(cs.key).LastSeq
+	return cs
+}
+
+// storeMethodCalls returns a call of each recall.Store method on the
+// sessions cs.
+func storeMethodCalls(e *env, cs contextSessions) []contextCall {
+	key, sub, oldKey, fresh := cs.key, cs.sub, cs.oldKey, cs.fresh
+	return []contextCall{
 		{"Append", func(ctx context.Context) error {
 			_, err := e.s.Append(ctx, key, recall.Guard{}, recall.ItemEntry(msg("x")))
 			return err
@@ -68,6 +93,15 @@ func testContext(e *env) {
 			_, err := e.s.Import(ctx, fresh, imported(1, 1, recall.ItemEntry(msg("x")))...)
 			return err
 		}},
+	}
+}
+
+// helperCalls returns a call of each root helper, of the storekit checks
+// and of the Session handle, on the sessions cs.
+func helperCalls(e *env, cs contextSessions) []contextCall {
+	key, fresh, last := cs.key, cs.fresh, cs.last
+	v := "v"
+	return []contextCall{
 		{"recall.Create", func(ctx context.Context) error {
 			_, err := recall.Create(ctx, e.s, fresh, recall.CreateOptions{Title: "t"})
 			return err
@@ -102,22 +136,37 @@ func testContext(e *env) {
 		{"Session.AddItems", func(ctx context.Context) error { return recall.NewSession(e.s, key).AddItems(ctx, msg("x")) }},
 		{"Session.PopItem", func(ctx context.Context) error { _, err := recall.NewSession(e.s, key).PopItem(ctx); return err }},
 	}
+}
+
+// abilityCalls returns a call of each optional ability the store has
+// (Cleaner, ProjectLister, Purger, Forker) on the sessions cs.
+func abilityCalls(e *env, cs contextSessions) []contextCall {
+	key, fresh := cs.key, cs.fresh
+	var calls []contextCall
 	if c, ok := e.s.(recall.Cleaner); ok {
-		calls = append(calls, call{"Cleaner.Cleanup", func(ctx context.Context) error {
+		calls = append(calls, contextCall{"Cleaner.Cleanup", func(ctx context.Context) error {
 			_, err := c.Cleanup(ctx, recall.CleanupOptions{OlderThan: time.Now().Add(2 * time.Hour)})
 			return err
 		}})
 	}
 	if p, ok := e.s.(recall.ProjectLister); ok {
-		calls = append(calls, call{"ProjectLister.Projects", func(ctx context.Context) error { _, err := p.Projects(ctx); return err }})
+		calls = append(calls, contextCall{"ProjectLister.Projects", func(ctx context.Context) error { _, err := p.Projects(ctx); return err }})
 	}
 	if p, ok := e.s.(storekit.Purger); ok {
-		calls = append(calls, call{"Purger.Purge", func(ctx context.Context) error { _, err := p.Purge(ctx, key); return err }})
+		calls = append(calls, contextCall{"Purger.Purge", func(ctx context.Context) error { _, err := p.Purge(ctx, key); return err }})
 	}
 	if f, ok := e.s.(recall.Forker); ok {
-		calls = append(calls, call{"Forker.Fork", func(ctx context.Context) error { _, err := f.Fork(ctx, key, 0, fresh); return err }})
+		calls = append(calls, contextCall{"Forker.Fork", func(ctx context.Context) error { _, err := f.Fork(ctx, key, 0, fresh); return err }})
 	}
+	return calls
+}
 
+// checkUnderEndedContexts makes each call with a context that is already
+// cancelled and with one whose deadline has passed, and checks that it
+// returns an error wrapping the context's and changes nothing: neither
+// the listed sessions nor the watched keys.
+func checkUnderEndedContexts(e *env, calls []contextCall, watched []recall.Key) {
+	t := e.t
 	ends := []struct {
 		name string
 		ctx  func() context.Context
@@ -134,7 +183,6 @@ func testContext(e *env) {
 			return ctx
 		}, context.DeadlineExceeded},
 	}
-	watched := []recall.Key{key, sub, oldKey, fresh}
 	for _, end := range ends {
 		for _, c := range calls {
 			before := e.storeState(watched)

@@ -42,6 +42,17 @@ func malformedObject(data []byte) bool {
 	return looks && !json.Valid(data)
 }
 
+// damagedSession is the session testDamaged plants its records in, and
+// what the store must make of it.
+type damagedSession struct {
+	key      recall.Key
+	valid    []recall.Item     // the valid items, oldest first
+	wantLive []recall.LiveItem // the view: the valid items with their refs
+	last     int64             // LastSeq once planted
+	logged   int               // the entries Load returns
+	corrupt  int               // the planted records, Meta.Corrupt
+}
+
 // testDamaged plants records that are not JSON objects (DamagedItems)
 // among valid items, with Config.Plant, and checks that the store treats
 // them as recall.Replay does: Items and GetItems leave them out, with the
@@ -62,29 +73,55 @@ func testDamaged(e *env) {
 	key := recall.Key{Project: "p", Session: "damaged"}
 	healthy := recall.Key{Project: "p", Session: "healthy"}
 	e.mustAdd(healthy, msg("healthy"))
-	bad := DamagedItems()
-	valid := msgs("v", len(bad)+1)
+	d := plantDamaged(e, key)
 
-	// v0 d0 v1 d1 ... v9 d9 v10, then d-last: a planted newest record.
-	var wantLive []recall.LiveItem
-	logged := len(valid) + 1 // the entries Load returns
-	for i, v := range valid {
-		seq := e.mustAdd(key, v)
-		wantLive = append(wantLive, recall.LiveItem{Ref: recall.ItemRef{Seq: seq}, Item: v})
-		if i < len(bad) && e.plantAt(key, bad[i], seq+1) > 0 {
-			logged++
+	log := checkDamagedRead(e, d)
+	checkDamagedRemoveItem(e, key, log)
+	fork := checkDamagedFork(e, d)
+	checkDamagedPop(e, d)
+	only := checkOnlyDamaged(e)
+	checkVerifyNamesDamaged(e, []recall.Key{key, only}, []recall.Key{healthy, fork})
+	for _, k := range []recall.Key{key, only} {
+		if err := e.s.Remove(e.ctx, k); err != nil {
+			t.Errorf("Remove of the damaged %s: %v", k, err)
 		}
 	}
-	last := e.plantAt(key, []byte(`[{"type":"message"}]`), 0)
-	corrupt := len(bad) + 1
+}
 
-	e.wantDamagedView(key, wantLive, last)
-	m, log := e.mustLoad(key)
-	if m.Corrupt != corrupt || m.ItemCount != len(valid) || m.LastSeq != last {
-		t.Errorf("Load's metadata: Corrupt %d, ItemCount %d, LastSeq %d; want %d, %d, %d", m.Corrupt, m.ItemCount, m.LastSeq, corrupt, len(valid), last)
+// plantDamaged fills key with valid items and, between them, the records
+// of DamagedItems, planted with Config.Plant: v0 d0 v1 d1 ... v9 d9 v10,
+// then d-last, a planted newest record. It returns what the store must
+// make of the session.
+func plantDamaged(e *env, key recall.Key) damagedSession {
+	bad := DamagedItems()
+	d := damagedSession{key: key, valid: msgs("v", len(bad)+1)}
+	d.logged = len(d.valid) + 1
+	for i, v := range d.valid {
+		seq := e.mustAdd(key, v)
+		d.wantLive = append(d.wantLive, recall.LiveItem{Ref: recall.ItemRef{Seq: seq}, Item: v})
+		if i < len(bad) && e.plantAt(key, bad[i], seq+1) > 0 {
+			d.logged++
+		}
 	}
-	if len(log) != logged {
-		t.Errorf("Load: %d entries, want %d: a planted record is kept in the log", len(log), logged)
+	d.last = e.plantAt(key, []byte(`[{"type":"message"}]`), 0)
+	d.corrupt = len(bad) + 1
+	return d
+}
+
+// checkDamagedRead checks every read of the damaged session: its view,
+// Load's metadata (Corrupt counting the planted records, ItemCount not)
+// and log, Stat, List, and that storekit.VerifySession reports it. It
+// returns the log Load returned.
+func checkDamagedRead(e *env, d damagedSession) []recall.Entry {
+	t := e.t
+	key, valid, corrupt := d.key, d.valid, d.corrupt
+	e.wantDamagedView(key, d.wantLive, d.last)
+	m, log := e.mustLoad(key)
+	if m.Corrupt != corrupt || m.ItemCount != len(valid) || m.LastSeq != d.last {
+		t.Errorf("Load's metadata: Corrupt %d, ItemCount %d, LastSeq %d; want %d, %d, %d", m.Corrupt, m.ItemCount, m.LastSeq, corrupt, len(valid), d.last)
+	}
+	if len(log) != d.logged {
+		t.Errorf("Load: %d entries, want %d: a planted record is kept in the log", len(log), d.logged)
 	}
 	if sm := e.mustStat(key); sm.ItemCount != len(valid) || sm.Corrupt != 0 && sm.Corrupt != corrupt {
 		t.Errorf("Stat: ItemCount %d, Corrupt %d; want %d valid items, and Corrupt %d (or 0 where the store cannot count)", sm.ItemCount, sm.Corrupt, len(valid), corrupt)
@@ -95,33 +132,50 @@ func testDamaged(e *env) {
 		}
 	}
 	e.wantCorrupt(key)
+	return log
+}
 
-	// A ref to a planted record is not in the view.
+// checkDamagedRemoveItem checks that a ref to the first planted record in
+// log, key's log, is not in the view: RemoveItem of it is ErrNotFound
+// and writes nothing.
+func checkDamagedRemoveItem(e *env, key recall.Key, log []recall.Entry) {
 	for _, ent := range log {
 		if _, ok := ent.Item(); ent.Kind == recall.KindItem && !ok {
 			before := e.mustStat(key)
 			_, err := recall.RemoveItem(e.ctx, e.s, key, recall.ItemRef{Seq: ent.Seq})
-			wantErr(t, fmt.Sprintf("RemoveItem of the planted record at %d", ent.Seq), err, recall.ErrNotFound)
+			wantErr(e.t, fmt.Sprintf("RemoveItem of the planted record at %d", ent.Seq), err, recall.ErrNotFound)
 			if m := e.mustStat(key); m.LastSeq != before.LastSeq {
-				t.Errorf("a refused RemoveItem of a planted record wrote: LastSeq %d, was %d", m.LastSeq, before.LastSeq)
+				e.t.Errorf("a refused RemoveItem of a planted record wrote: LastSeq %d, was %d", m.LastSeq, before.LastSeq)
 			}
 			break
 		}
 	}
+}
 
-	// A fork holds the valid items only, and is healthy.
+// checkDamagedFork forks the damaged session into p/fork and checks that
+// the fork holds the valid items only, and is healthy. It returns the
+// fork's key.
+func checkDamagedFork(e *env, d damagedSession) recall.Key {
+	t := e.t
 	fork := recall.Key{Project: "p", Session: "fork"}
-	if fm, err := recall.Fork(e.ctx, e.s, key, 0, fork); err != nil || fm.Corrupt != 0 {
+	if fm, err := recall.Fork(e.ctx, e.s, d.key, 0, fork); err != nil || fm.Corrupt != 0 {
 		t.Errorf("Fork of a damaged session = Corrupt %d, %v; want a healthy fork", fm.Corrupt, err)
 	} else {
-		e.wantView(fork, recall.PlainItems(wantLive))
+		e.wantView(fork, recall.PlainItems(d.wantLive))
 		if err := storekit.VerifySession(e.ctx, e.s, fork); err != nil {
 			t.Errorf("VerifySession of the fork: %v", err)
 		}
 	}
+	return fork
+}
 
-	// Pop skips the planted newest record and takes the newest valid item,
-	// then goes on through the planted records between valid ones.
+// checkDamagedPop checks that Pop skips the planted newest record and
+// takes the newest valid item, then goes on through the planted records
+// between valid ones; that a Pop with only planted records left returns
+// nil and writes nothing; and that new items come after them as usual.
+func checkDamagedPop(e *env, d damagedSession) {
+	t := e.t
+	key, valid, wantLive := d.key, d.valid, d.wantLive
 	for i := len(valid) - 1; i >= 0; i-- {
 		got, err := e.s.Pop(e.ctx, key)
 		if err != nil || !bytes.Equal(got, valid[i]) {
@@ -138,14 +192,20 @@ func testDamaged(e *env) {
 	if m := e.mustStat(key); m.LastSeq != before.LastSeq {
 		t.Errorf("a Pop with nothing to pop wrote: LastSeq %d, was %d", m.LastSeq, before.LastSeq)
 	}
-	if m, _ := e.mustLoad(key); m.Corrupt != corrupt || m.ItemCount != 0 {
-		t.Errorf("after the pops: Corrupt %d, ItemCount %d; want %d, 0", m.Corrupt, m.ItemCount, corrupt)
+	if m, _ := e.mustLoad(key); m.Corrupt != d.corrupt || m.ItemCount != 0 {
+		t.Errorf("after the pops: Corrupt %d, ItemCount %d; want %d, 0", m.Corrupt, m.ItemCount, d.corrupt)
 	}
 	// and new items come after them as usual
 	seq := e.mustAdd(key, msg("after"))
 	e.wantDamagedView(key, []recall.LiveItem{{Ref: recall.ItemRef{Seq: seq}, Item: msg("after")}}, seq)
+}
 
-	// A session whose only item is a planted record.
+// checkOnlyDamaged checks a session, p/only-damage, whose only items are
+// planted records: its view is empty, Pop returns nil, Load counts the
+// records in Corrupt, and storekit.VerifySession reports it. It returns
+// the session's key.
+func checkOnlyDamaged(e *env) recall.Key {
+	t := e.t
 	only := recall.Key{Project: "p", Session: "only-damage"}
 	if _, err := recall.Create(e.ctx, e.s, only, recall.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -161,27 +221,26 @@ func testDamaged(e *env) {
 		t.Errorf("Load: Corrupt %d, ItemCount %d, LastSeq %d; want 2, 0, %d", m.Corrupt, m.ItemCount, m.LastSeq, onlyLast)
 	}
 	e.wantCorrupt(only)
+	return only
+}
 
-	// storekit.Verify of the store names every damaged session, and only
-	// them.
+// checkVerifyNamesDamaged checks that storekit.Verify of the store is
+// ErrCorrupt naming every damaged session, and none of the healthy ones.
+func checkVerifyNamesDamaged(e *env, damaged, healthy []recall.Key) {
+	t := e.t
 	err := storekit.Verify(e.ctx, e.s)
 	if !errors.Is(err, recall.ErrCorrupt) {
 		t.Errorf("storekit.Verify of a store with damaged sessions = %v, want ErrCorrupt", err)
-	} else {
-		for _, k := range []recall.Key{key, only} {
-			if !strings.Contains(err.Error(), k.String()) {
-				t.Errorf("storekit.Verify does not name %s: %v", k, err)
-			}
-		}
-		for _, k := range []recall.Key{healthy, fork} {
-			if strings.Contains(err.Error(), k.String()+":") {
-				t.Errorf("storekit.Verify names the healthy %s: %v", k, err)
-			}
+		return
+	}
+	for _, k := range damaged {
+		if !strings.Contains(err.Error(), k.String()) {
+			t.Errorf("storekit.Verify does not name %s: %v", k, err)
 		}
 	}
-	for _, k := range []recall.Key{key, only} {
-		if err := e.s.Remove(e.ctx, k); err != nil {
-			t.Errorf("Remove of the damaged %s: %v", k, err)
+	for _, k := range healthy {
+		if strings.Contains(err.Error(), k.String()+":") {
+			t.Errorf("storekit.Verify names the healthy %s: %v", k, err)
 		}
 	}
 }

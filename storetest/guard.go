@@ -10,6 +10,22 @@ import (
 	"github.com/recallkit/recall"
 )
 
+// guardState is a state a session can be in when a guarded Append
+// comes.
+type guardState struct {
+	name  string
+	setup func(key recall.Key) // leaves key in the state
+	last  int64                // LastSeq once set up (0: missing)
+}
+
+// guardCase is one guard of Append against one state, and what it must
+// return.
+type guardCase struct {
+	state string
+	guard recall.Guard
+	want  error // nil: the batch goes through
+}
+
 // testGuard checks every guard of Append against every state a session
 // can be in: missing, existing, moved since the caller read it, removed.
 // A guard that holds lets the batch through (an empty batch returns the
@@ -17,14 +33,33 @@ import (
 // recall.Guard documents, and writes nothing: LastSeq, the log and List
 // stay as they were, and a missing session stays missing.
 func testGuard(e *env) {
-	t := e.t
-	// The states. Each case gets a session of its own, set up afresh.
-	type state struct {
-		name  string
-		setup func(key recall.Key) // leaves key in the state
-		last  int64                // LastSeq once set up (0: missing)
+	// Each case gets a session of its own, set up afresh.
+	byName := map[string]guardState{}
+	for _, s := range guardStates(e) {
+		byName[s.name] = s
 	}
-	states := []state{
+	keep := recall.Key{Project: "p", Session: "bystander"}
+	e.mustAdd(keep, msg("bystander"))
+	n := 0
+	for _, c := range guardCases() {
+		st := byName[c.state]
+		for _, empty := range []bool{false, true} {
+			n++
+			key := recall.Key{Project: "p", Session: fmt.Sprintf("s%02d", n)}
+			st.setup(key)
+			checkGuardedAppend(e, key, st, c, empty)
+		}
+	}
+	parent := checkSubagentGuards(e)
+	e.wantView(keep, []recall.Item{msg("bystander")})
+	checkGuardBeforeItems(e, parent)
+}
+
+// guardStates returns the states testGuard puts a session in: missing,
+// existing, moved since the caller read it, removed.
+func guardStates(e *env) []guardState {
+	t := e.t
+	return []guardState{
 		{"missing", func(recall.Key) {}, 0},
 		{"existing", func(k recall.Key) { e.mustAdd(k, msg("a"), msg("b")) }, 2},
 		// moved: read at 2 by the caller, then a pop moved it to 3.
@@ -42,16 +77,13 @@ func testGuard(e *env) {
 			}
 		}, 0},
 	}
-	byName := map[string]state{}
-	for _, s := range states {
-		byName[s.name] = s
-	}
+}
+
+// guardCases returns every guard testGuard tries against each state, with
+// what recall.Guard documents it returns.
+func guardCases() []guardCase {
 	both := recall.Guard{Exists: true, CheckSeq: true, LastSeq: 2}
-	cases := []struct {
-		state string
-		guard recall.Guard
-		want  error // nil: the batch goes through
-	}{
+	return []guardCase{
 		{"missing", recall.Guard{}, nil},
 		{"missing", recall.IfExists(), recall.ErrNotFound},
 		{"missing", recall.IfNew(), nil},
@@ -81,52 +113,54 @@ func testGuard(e *env) {
 		{"removed", recall.IfLastSeq(0), nil},
 		{"removed", both, recall.ErrNotFound},
 	}
-	keep := recall.Key{Project: "p", Session: "bystander"}
-	e.mustAdd(keep, msg("bystander"))
-	n := 0
-	for _, c := range cases {
-		st := byName[c.state]
-		for _, empty := range []bool{false, true} {
-			n++
-			key := recall.Key{Project: "p", Session: fmt.Sprintf("s%02d", n)}
-			st.setup(key)
-			what := fmt.Sprintf("Append to a %s session (LastSeq %d) with guard %+v", c.state, st.last, c.guard)
-			var batch []recall.Entry
-			if empty {
-				what = "empty " + what
-			} else {
-				batch = recall.ItemEntries(msg("new-1"), msg("new-2"))
-			}
-			before := e.state(key)
-			seq, err := e.s.Append(e.ctx, key, c.guard, batch...)
-			switch {
-			case c.want != nil:
-				if !errors.Is(err, c.want) {
-					t.Errorf("%s: got %v (%s), want %v", what, err, ErrorClass(err), c.want)
-				}
-				e.wantState(what+" (refused)", key, before)
-			case err != nil:
-				t.Errorf("%s: %v, want success", what, err)
-			case empty:
-				if seq != st.last {
-					t.Errorf("%s = %d, want the last seq %d", what, seq, st.last)
-				}
-				e.wantState(what, key, before)
-			default:
-				if seq != st.last+2 {
-					t.Errorf("%s = %d, want %d", what, seq, st.last+2)
-				}
-				m, log := e.mustLoad(key)
-				if m.LastSeq != st.last+2 || len(log) < 2 || !jsonEqual(log[len(log)-1].Data, msg("new-2")) {
-					t.Errorf("%s: LastSeq %d, %d entries; want the batch at the end", what, m.LastSeq, len(log))
-				}
-			}
+}
+
+// checkGuardedAppend appends to key, which is in the state st, under
+// c.guard (an empty batch when empty, else two items) and checks the
+// outcome: a refused append is c.want and writes nothing; an empty batch
+// that goes through returns the last seq and writes nothing; a batch that
+// goes through ends the log.
+func checkGuardedAppend(e *env, key recall.Key, st guardState, c guardCase, empty bool) {
+	t := e.t
+	what := fmt.Sprintf("Append to a %s session (LastSeq %d) with guard %+v", c.state, st.last, c.guard)
+	var batch []recall.Entry
+	if empty {
+		what = "empty " + what
+	} else {
+		batch = recall.ItemEntries(msg("new-1"), msg("new-2"))
+	}
+	before := e.state(key)
+	seq, err := e.s.Append(e.ctx, key, c.guard, batch...)
+	switch {
+	case c.want != nil:
+		if !errors.Is(err, c.want) {
+			t.Errorf("%s: got %v (%s), want %v", what, err, ErrorClass(err), c.want)
+		}
+		e.wantState(what+" (refused)", key, before)
+	case err != nil:
+		t.Errorf("%s: %v, want success", what, err)
+	case empty:
+		if seq != st.last {
+			t.Errorf("%s = %d, want the last seq %d", what, seq, st.last)
+		}
+		e.wantState(what, key, before)
+	default:
+		if seq != st.last+2 {
+			t.Errorf("%s = %d, want %d", what, seq, st.last+2)
+		}
+		m, log := e.mustLoad(key)
+		if m.LastSeq != st.last+2 || len(log) < 2 || !jsonEqual(log[len(log)-1].Data, msg("new-2")) {
+			t.Errorf("%s: LastSeq %d, %d entries; want the batch at the end", what, m.LastSeq, len(log))
 		}
 	}
+}
 
-	// A subagent record is a session of its own: IfExists of a record
-	// that does not exist fails even when its parent exists, and IfNew of
-	// a record passes.
+// checkSubagentGuards checks that a subagent record is a session of its
+// own: IfExists of a record that does not exist fails even when its
+// parent exists, and IfNew of a record passes, while IfNew of the parent
+// fails. It returns the parent, p/parent, holding one item.
+func checkSubagentGuards(e *env) recall.Key {
+	t := e.t
 	parent := recall.Key{Project: "p", Session: "parent"}
 	e.mustAdd(parent, msg("parent"))
 	sub := recall.Key{Project: "p", Session: "parent", Subpath: "subagents/x"}
@@ -139,14 +173,17 @@ func testGuard(e *env) {
 	_, err = e.s.Append(e.ctx, parent, recall.IfNew(), recall.ItemEntry(msg("x")))
 	wantErr(t, "Append guarded by IfNew to a parent with records", err, recall.ErrConflict)
 	e.wantView(parent, []recall.Item{msg("parent")})
-	e.wantView(keep, []recall.Item{msg("bystander")})
+	return parent
+}
 
-	// The guard is checked before anything else the batch could fail on
-	// is written: a bad item under a failing guard is refused either way,
-	// and writes nothing.
-	_, err = e.s.Append(e.ctx, parent, recall.IfNew(), recall.ItemEntries(msg("x"), recall.Item("[1]"))...)
+// checkGuardBeforeItems checks that the guard is checked before anything
+// else the batch could fail on is written: a bad item under a failing
+// guard (IfNew of parent, which exists) is refused either way, and writes
+// nothing.
+func checkGuardBeforeItems(e *env, parent recall.Key) {
+	_, err := e.s.Append(e.ctx, parent, recall.IfNew(), recall.ItemEntries(msg("x"), recall.Item("[1]"))...)
 	if !errors.Is(err, recall.ErrConflict) && !errors.Is(err, recall.ErrInvalidItem) {
-		t.Errorf("a bad batch under a failing guard: %v, want ErrConflict or ErrInvalidItem", err)
+		e.t.Errorf("a bad batch under a failing guard: %v, want ErrConflict or ErrInvalidItem", err)
 	}
 	e.wantView(parent, []recall.Item{msg("parent")})
 }

@@ -223,16 +223,34 @@ func testInvalidUTF8(e *env) {
 	}
 }
 
+// copyRead is one read testCopies makes: mess reads and then changes
+// everything the read returned.
+type copyRead struct {
+	name string
+	mess func()
+}
+
 // testCopies checks that nothing a caller passes in or gets back shares
 // memory with what the store holds: it mutates every slice, then reads
 // again.
 func testCopies(e *env) {
-	t := e.t
 	key := recall.Key{Project: "p", Session: "s"}
+	fork := recall.Key{Project: "p", Session: "fork"}
 	items := msgs("m", 3)
 	orig := recall.CloneItems(items)
 
-	// Inputs: the store must not keep the caller's bytes.
+	checkInputCopies(e, key, fork, items, orig)
+	checkOutputCopies(e, key, fork, orig)
+	checkPopCopy(e, key, orig)
+	checkForkMetaCopy(e, fork)
+}
+
+// checkInputCopies writes items (equal to orig) to key, with usage,
+// labels and metadata, and forks key into fork, changing each input the
+// store was passed once it returns; the store must not keep the caller's
+// bytes, so key still holds orig, its metadata and its usage.
+func checkInputCopies(e *env, key, fork recall.Key, items, orig []recall.Item) {
+	t := e.t
 	entries := recall.ItemEntries(items...)
 	entries[0].Usage = &recall.Usage{InputTokens: 1, OutputTokens: 2, TotalTokens: 3}
 	e.mustAppend(key, entries...)
@@ -250,7 +268,6 @@ func testCopies(e *env) {
 	if m := e.mustStat(key); m.Metadata["k"] != "v" || len(m.Metadata) != 2 {
 		t.Errorf("Metadata = %v after the caller changed its map", m.Metadata)
 	}
-	fork := recall.Key{Project: "p", Session: "fork"}
 	if _, err := recall.Fork(e.ctx, e.s, key, 0, fork); err != nil {
 		t.Fatalf("Fork: %v", err)
 	}
@@ -258,14 +275,12 @@ func testCopies(e *env) {
 	if m := e.mustStat(key); m.Usage != (recall.Usage{InputTokens: 1, OutputTokens: 2, TotalTokens: 3}) {
 		t.Errorf("Usage = %v after the caller changed its entry", m.Usage)
 	}
+}
 
-	// Outputs: change everything a read returns, then read again.
-	wantMeta, wantEntries := e.mustLoad(key)
-	forkMeta := e.mustStat(fork)
-	reads := []struct {
-		name string
-		mess func()
-	}{
+// copyReads returns every read of key and fork that testCopies makes and
+// messes with: GetItems, Items, Load, Entries, Stat, List.
+func copyReads(e *env, key, fork recall.Key) []copyRead {
+	return []copyRead{
 		{"GetItems", func() {
 			got, err := recall.NewSession(e.s, key).GetItems(e.ctx, 0)
 			if err == nil {
@@ -316,7 +331,16 @@ func testCopies(e *env) {
 			}
 		}},
 	}
-	for _, r := range reads {
+}
+
+// checkOutputCopies changes everything each read of copyReads returns,
+// then reads again: key's metadata, log and view (orig), and fork's
+// metadata, stay as they were.
+func checkOutputCopies(e *env, key, fork recall.Key, orig []recall.Item) {
+	t := e.t
+	wantMeta, wantEntries := e.mustLoad(key)
+	forkMeta := e.mustStat(fork)
+	for _, r := range copyReads(e, key, fork) {
 		r.mess()
 		gotMeta, gotEntries := e.mustLoad(key)
 		if d := MetaDiff(gotMeta, wantMeta, true); d != "" {
@@ -328,9 +352,12 @@ func testCopies(e *env) {
 		}
 		e.wantView(key, orig)
 	}
+}
 
-	// Pop hands over an item; changing it must not change the log, where
-	// the item entry stays.
+// checkPopCopy checks that Pop hands over an item of key, whose items are
+// orig: changing it must not change the log, where the item entry stays.
+func checkPopCopy(e *env, key recall.Key, orig []recall.Item) {
+	t := e.t
 	popped, err := e.s.Pop(e.ctx, key)
 	if err != nil || popped == nil {
 		t.Fatalf("Pop = %s, %v", clip(popped), err)
@@ -341,8 +368,12 @@ func testCopies(e *env) {
 		t.Errorf("changing the popped item changed its log entry to %s", clip(recall.Item(es[2].Data)))
 	}
 	e.wantView(key, orig[:2])
+}
 
-	// Fork's returned metadata is a copy too.
+// checkForkMetaCopy forks fork into p/fork2 and checks that the metadata
+// Fork returns is a copy too.
+func checkForkMetaCopy(e *env, fork recall.Key) {
+	t := e.t
 	fork2 := recall.Key{Project: "p", Session: "fork2"}
 	fm, err := recall.Fork(e.ctx, e.s, fork, 0, fork2)
 	if err != nil {

@@ -16,87 +16,8 @@ import (
 func testListPinned(e *env) {
 	t := e.t
 	yes := true
-	var keys []recall.Key
-	// Many sessions, few distinct times: pinned ones tie with each other
-	// and with unpinned ones on page boundaries. Every third is pinned,
-	// every fifth archived (so 0 and 15 are both).
-	for _, proj := range []struct {
-		name string
-		n    int
-	}{{"a", 23}, {"b", 14}} {
-		for i := range proj.n {
-			k := recall.Key{Project: proj.name, Session: fmt.Sprintf("s%03d", (i*37)%proj.n)}
-			entries := []recall.Entry{recall.ItemEntry(msg("%s-%d", proj.name, i))}
-			if i%3 == 0 {
-				entries = append(entries, recall.NewEntry(recall.KindMeta, recall.MetaChange{Pinned: &yes}))
-			}
-			if i%5 == 0 {
-				entries = append(entries, recall.NewEntry(recall.KindMeta, recall.MetaChange{Archived: &yes}))
-			}
-			if _, err := e.s.Import(e.ctx, k, imported(1, i%3, entries...)...); err != nil {
-				t.Fatalf("Import %s: %v", k, err)
-			}
-			keys = append(keys, k)
-		}
-	}
-	// Subagent records: never in a listing of main sessions; with Parent,
-	// only the pinned one.
-	subX := recall.Key{Project: "a", Session: "s001", Subpath: "subagents/x"}
-	subY := recall.Key{Project: "a", Session: "s001", Subpath: "subagents/y"}
-	e.mustAdd(subX, msg("x"))
-	e.mustAdd(subY, msg("y"))
-	if _, err := recall.SetPinned(e.ctx, e.s, subX, true); err != nil {
-		t.Fatal(err)
-	}
-	keys = append(keys, subX, subY)
-
-	check := func(when string) {
-		t.Helper()
-		var metas []recall.Meta
-		for _, k := range keys {
-			m, err := e.s.Stat(e.ctx, k)
-			if errors.Is(err, recall.ErrNotFound) {
-				continue
-			}
-			if err != nil {
-				t.Fatalf("%s: Stat %s: %v", when, k, err)
-			}
-			metas = append(metas, m)
-		}
-		type listing struct {
-			project, parent string
-		}
-		for _, l := range []listing{{"", ""}, {"a", ""}, {"b", ""}, {"a", "s001"}} {
-			for _, archived := range []bool{false, true} {
-				opts := recall.ListOptions{IncludeArchived: archived, Parent: l.parent, Pinned: true}
-				var want []recall.Meta
-				for _, m := range metas {
-					if storekit.Matches(m, l.project, opts) {
-						want = append(want, m)
-					}
-				}
-				storekit.SortList(want)
-				for _, limit := range []int{1, 2, 3, -1} {
-					opts.Limit = limit
-					what := fmt.Sprintf("%s: List(%q, %+v)", when, l.project, opts)
-					got := listAll(t, e.ctx, e.s, l.project, opts)
-					if !slices.Equal(keysOf(got), keysOf(want)) {
-						t.Errorf("%s visits\n %v\nwant\n %v", what, keysOf(got), keysOf(want))
-						continue
-					}
-					for i := range got {
-						if !got[i].Pinned {
-							t.Errorf("%s: %s is not pinned", what, got[i].Key)
-						}
-						if d := MetaDiff(got[i], want[i], true); d != "" {
-							t.Errorf("%s: %s: %s", what, got[i].Key, d)
-						}
-					}
-				}
-			}
-		}
-	}
-	check("imported")
+	keys, subX, subY := importPinnedSessions(e)
+	checkPinnedListings(e, "imported", keys)
 
 	a := func(i int) recall.Key { return recall.Key{Project: "a", Session: fmt.Sprintf("s%03d", i)} }
 	steps := []struct {
@@ -127,6 +48,99 @@ func testListPinned(e *env) {
 		if err := st.fn(); err != nil {
 			t.Fatalf("%s: %v", st.what, err)
 		}
-		check("after " + st.what)
+		checkPinnedListings(e, "after "+st.what, keys)
+	}
+}
+
+// importPinnedSessions writes the sessions testListPinned lists: many
+// sessions in projects a and b, few distinct times, so that pinned ones
+// tie with each other and with unpinned ones on page boundaries (every
+// third is pinned, every fifth archived, so 0 and 15 are both); and two
+// subagent records of a/s001, never in a listing of main sessions, of
+// which subX is pinned, so that only it is listed with Parent. It
+// returns every key, and the two records.
+func importPinnedSessions(e *env) (keys []recall.Key, subX, subY recall.Key) {
+	t := e.t
+	yes := true
+	for _, proj := range []struct {
+		name string
+		n    int
+	}{{"a", 23}, {"b", 14}} {
+		for i := range proj.n {
+			k := recall.Key{Project: proj.name, Session: fmt.Sprintf("s%03d", (i*37)%proj.n)}
+			entries := []recall.Entry{recall.ItemEntry(msg("%s-%d", proj.name, i))}
+			if i%3 == 0 {
+				entries = append(entries, recall.NewEntry(recall.KindMeta, recall.MetaChange{Pinned: &yes}))
+			}
+			if i%5 == 0 {
+				entries = append(entries, recall.NewEntry(recall.KindMeta, recall.MetaChange{Archived: &yes}))
+			}
+			if _, err := e.s.Import(e.ctx, k, imported(1, i%3, entries...)...); err != nil {
+				t.Fatalf("Import %s: %v", k, err)
+			}
+			keys = append(keys, k)
+		}
+	}
+	subX = recall.Key{Project: "a", Session: "s001", Subpath: "subagents/x"}
+	subY = recall.Key{Project: "a", Session: "s001", Subpath: "subagents/y"}
+	e.mustAdd(subX, msg("x"))
+	e.mustAdd(subY, msg("y"))
+	if _, err := recall.SetPinned(e.ctx, e.s, subX, true); err != nil {
+		t.Fatal(err)
+	}
+	keys = append(keys, subX, subY)
+	return keys, subX, subY
+}
+
+// checkPinnedListings checks List with Pinned set against the pinned ones
+// of the sessions of keys that exist (as storekit.Matches and
+// storekit.SortList derive it from their Stat): of every project and of
+// each, of a/s001's records with Parent, with and without archived ones,
+// walked by pages of 1, 2, 3 and all. when names the moment in failures.
+func checkPinnedListings(e *env, when string, keys []recall.Key) {
+	t := e.t
+	t.Helper()
+	var metas []recall.Meta
+	for _, k := range keys {
+		m, err := e.s.Stat(e.ctx, k)
+		if errors.Is(err, recall.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: Stat %s: %v", when, k, err)
+		}
+		metas = append(metas, m)
+	}
+	type listing struct {
+		project, parent string
+	}
+	for _, l := range []listing{{"", ""}, {"a", ""}, {"b", ""}, {"a", "s001"}} {
+		for _, archived := range []bool{false, true} {
+			opts := recall.ListOptions{IncludeArchived: archived, Parent: l.parent, Pinned: true}
+			var want []recall.Meta
+			for _, m := range metas {
+				if storekit.Matches(m, l.project, opts) {
+					want = append(want, m)
+				}
+			}
+			storekit.SortList(want)
+			for _, limit := range []int{1, 2, 3, -1} {
+				opts.Limit = limit
+				what := fmt.Sprintf("%s: List(%q, %+v)", when, l.project, opts)
+				got := listAll(t, e.ctx, e.s, l.project, opts)
+				if !slices.Equal(keysOf(got), keysOf(want)) {
+					t.Errorf("%s visits\n %v\nwant\n %v", what, keysOf(got), keysOf(want))
+					continue
+				}
+				for i := range got {
+					if !got[i].Pinned {
+						t.Errorf("%s: %s is not pinned", what, got[i].Key)
+					}
+					if d := MetaDiff(got[i], want[i], true); d != "" {
+						t.Errorf("%s: %s: %s", what, got[i].Key, d)
+					}
+				}
+			}
+		}
 	}
 }

@@ -3,6 +3,7 @@ package storetest
 import (
 	"errors"
 	"slices"
+	"testing"
 	"time"
 
 	"github.com/recallkit/recall"
@@ -147,72 +148,40 @@ func testRemove(e *env) {
 	e.wantView(keep, []recall.Item{msg("keep")})
 }
 
+// cleanupSessions are the sessions testCleanup writes, by how Cleanup
+// must treat them.
+type cleanupSessions struct {
+	oldA, oldB, oldQ recall.Key // old: gone at the cutoff (b archived, q in project q)
+	oldPinned        recall.Key // old but pinned: kept
+	atCutoff         recall.Key // updated at the cutoff: kept
+	revived, recent  recall.Key // updated now: kept
+	oldSub           recall.Key // a recent record of oldA: goes with it
+}
+
 // testCleanup checks Cleanup: sessions not updated since the cutoff go,
 // pinned ones stay, a dry run removes nothing, the report names what went.
 func testCleanup(e *env) {
 	t := e.t
-	yes := true
-	old := func(project, id string, minute int, extra ...recall.Entry) recall.Key {
-		k := recall.Key{Project: project, Session: id}
-		entries := append([]recall.Entry{recall.ItemEntry(msg("%s", id))}, extra...)
-		if _, err := e.s.Import(e.ctx, k, imported(1, minute, entries...)...); err != nil {
-			t.Fatalf("Import %s: %v", k, err)
-		}
-		return k
-	}
-	oldA := old("p", "old-a", 0)
-	oldB := old("p", "old-b", 10, recall.NewEntry(recall.KindMeta, recall.MetaChange{Archived: &yes}))
-	oldPinned := old("p", "old-pinned", 0, recall.NewEntry(recall.KindMeta, recall.MetaChange{Pinned: &yes}))
-	oldQ := old("q", "old-q", 5)
-	atCutoff := old("p", "at-cutoff", 60)
-	revived := old("p", "revived", 0)
-	e.mustAdd(revived, msg("recent")) // an old session updated now is recent
-	recent := recall.Key{Project: "p", Session: "recent"}
-	e.mustAdd(recent, msg("recent"))
-	oldSub := recall.Key{Project: "p", Session: "old-a", Subpath: "subagents/x"}
-	e.mustAdd(oldSub, msg("recent record of an old session"))
+	cs := importCleanupSessions(e)
 	cutoff := oldTime(60)
 
-	all := func() []recall.Key {
-		t.Helper()
-		keys := keysOf(listAll(t, e.ctx, e.s, "", recall.ListOptions{Limit: -1, IncludeArchived: true}))
-		slices.SortFunc(keys, compareKeys)
-		return keys
-	}
-	before := all()
+	before := sortedListedKeys(e)
 	metas := map[recall.Key]recall.Meta{}
 	for _, k := range before {
 		metas[k] = e.mustStat(k)
 	}
-	wantGone := []recall.Key{oldA, oldB, oldQ}
+	wantGone := []recall.Key{cs.oldA, cs.oldB, cs.oldQ}
 	slices.SortFunc(wantGone, compareKeys)
-
-	checkReport := func(what string, rep recall.CleanupReport, gone []recall.Key, kept int) {
-		t.Helper()
-		got := keysOf(rep.Removed)
-		slices.SortFunc(got, compareKeys)
-		if !slices.Equal(got, gone) {
-			t.Errorf("%s removed %v, want %v", what, got, gone)
-		}
-		for _, m := range rep.Removed {
-			if d := MetaDiff(m, metas[m.Key], true); d != "" {
-				t.Errorf("%s: report of %s: %s", what, m.Key, d)
-			}
-		}
-		if rep.Kept != kept {
-			t.Errorf("%s kept %d pinned sessions, want %d", what, rep.Kept, kept)
-		}
-	}
 
 	rep, err := recall.Cleanup(e.ctx, e.s, recall.CleanupOptions{OlderThan: cutoff, DryRun: true})
 	if err != nil {
 		t.Fatalf("dry-run Cleanup: %v", err)
 	}
-	checkReport("dry-run Cleanup", rep, wantGone, 1)
-	if got := all(); !slices.Equal(got, before) {
+	checkCleanupReport(t, "dry-run Cleanup", rep, wantGone, 1, metas)
+	if got := sortedListedKeys(e); !slices.Equal(got, before) {
 		t.Errorf("a dry run removed sessions: %v, was %v", got, before)
 	}
-	e.wantView(oldSub, []recall.Item{msg("recent record of an old session")})
+	e.wantView(cs.oldSub, []recall.Item{msg("recent record of an old session")})
 
 	rep, err = recall.Cleanup(e.ctx, e.s, recall.CleanupOptions{})
 	if err != nil || len(rep.Removed) != 0 {
@@ -223,19 +192,19 @@ func testCleanup(e *env) {
 	if err != nil {
 		t.Fatalf("Cleanup of project q: %v", err)
 	}
-	checkReport("Cleanup of project q", rep, []recall.Key{oldQ}, 0)
+	checkCleanupReport(t, "Cleanup of project q", rep, []recall.Key{cs.oldQ}, 0, metas)
 
 	rep, err = recall.Cleanup(e.ctx, e.s, recall.CleanupOptions{OlderThan: cutoff})
 	if err != nil {
 		t.Fatalf("Cleanup: %v", err)
 	}
-	checkReport("Cleanup", rep, []recall.Key{oldA, oldB}, 1)
-	want := []recall.Key{atCutoff, oldPinned, recent, revived}
+	checkCleanupReport(t, "Cleanup", rep, []recall.Key{cs.oldA, cs.oldB}, 1, metas)
+	want := []recall.Key{cs.atCutoff, cs.oldPinned, cs.recent, cs.revived}
 	slices.SortFunc(want, compareKeys)
-	if got := all(); !slices.Equal(got, want) {
+	if got := sortedListedKeys(e); !slices.Equal(got, want) {
 		t.Errorf("after Cleanup the store holds %v, want %v", got, want)
 	}
-	for _, k := range []recall.Key{oldA, oldB, oldQ, oldSub} {
+	for _, k := range []recall.Key{cs.oldA, cs.oldB, cs.oldQ, cs.oldSub} {
 		if _, err := e.s.Stat(e.ctx, k); !errors.Is(err, recall.ErrNotFound) {
 			t.Errorf("Stat(%s) after Cleanup: %v, want ErrNotFound", k, err)
 		}
@@ -246,8 +215,66 @@ func testCleanup(e *env) {
 	if err != nil {
 		t.Fatalf("Cleanup: %v", err)
 	}
-	checkReport("Cleanup of everything", rep, []recall.Key{atCutoff, recent, revived}, 1)
-	if got := all(); !slices.Equal(got, []recall.Key{oldPinned}) {
+	checkCleanupReport(t, "Cleanup of everything", rep, []recall.Key{cs.atCutoff, cs.recent, cs.revived}, 1, metas)
+	if got := sortedListedKeys(e); !slices.Equal(got, []recall.Key{cs.oldPinned}) {
 		t.Errorf("after removing everything unpinned the store holds %v", got)
+	}
+}
+
+// importCleanupSessions writes the sessions testCleanup cleans up: old
+// ones imported at minutes before the cutoff (minute 60), one at the
+// cutoff, an old one updated now, a recent one, and a recent subagent
+// record of an old session.
+func importCleanupSessions(e *env) cleanupSessions {
+	yes := true
+	old := func(project, id string, minute int, extra ...recall.Entry) recall.Key {
+		k := recall.Key{Project: project, Session: id}
+		entries := append([]recall.Entry{recall.ItemEntry(msg("%s", id))}, extra...)
+		if _, err := e.s.Import(e.ctx, k, imported(1, minute, entries...)...); err != nil {
+			e.t.Fatalf("Import %s: %v", k, err)
+		}
+		return k
+	}
+	var cs cleanupSessions
+	cs.oldA = old("p", "old-a", 0)
+	cs.oldB = old("p", "old-b", 10, recall.NewEntry(recall.KindMeta, recall.MetaChange{Archived: &yes}))
+	cs.oldPinned = old("p", "old-pinned", 0, recall.NewEntry(recall.KindMeta, recall.MetaChange{Pinned: &yes}))
+	cs.oldQ = old("q", "old-q", 5)
+	cs.atCutoff = old("p", "at-cutoff", 60)
+	cs.revived = old("p", "revived", 0)
+	e.mustAdd(cs.revived, msg("recent")) // an old session updated now is recent
+	cs.recent = recall.Key{Project: "p", Session: "recent"}
+	e.mustAdd(cs.recent, msg("recent"))
+	cs.oldSub = recall.Key{Project: "p", Session: "old-a", Subpath: "subagents/x"}
+	e.mustAdd(cs.oldSub, msg("recent record of an old session"))
+	return cs
+}
+
+// sortedListedKeys returns the keys of every session List shows, of every
+// project, archived ones included, sorted.
+func sortedListedKeys(e *env) []recall.Key {
+	e.t.Helper()
+	keys := keysOf(listAll(e.t, e.ctx, e.s, "", recall.ListOptions{Limit: -1, IncludeArchived: true}))
+	slices.SortFunc(keys, compareKeys)
+	return keys
+}
+
+// checkCleanupReport checks the report of a Cleanup, named by what: it
+// removed the sessions gone (sorted), reported as metas held them before,
+// and kept kept pinned ones.
+func checkCleanupReport(t *testing.T, what string, rep recall.CleanupReport, gone []recall.Key, kept int, metas map[recall.Key]recall.Meta) {
+	t.Helper()
+	got := keysOf(rep.Removed)
+	slices.SortFunc(got, compareKeys)
+	if !slices.Equal(got, gone) {
+		t.Errorf("%s removed %v, want %v", what, got, gone)
+	}
+	for _, m := range rep.Removed {
+		if d := MetaDiff(m, metas[m.Key], true); d != "" {
+			t.Errorf("%s: report of %s: %s", what, m.Key, d)
+		}
+	}
+	if rep.Kept != kept {
+		t.Errorf("%s kept %d pinned sessions, want %d", what, rep.Kept, kept)
 	}
 }

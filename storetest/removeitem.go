@@ -13,11 +13,30 @@ import (
 // the log keeps the item and records a remove entry naming it; ItemCount
 // drops; Pop and Replay agree with the view afterwards.
 func testRemoveItem(e *env) {
-	t := e.t
 	key := recall.Key{Project: "p", Session: "s"}
 	it := msgs("m", 6)
 	e.mustAdd(key, it...) // seqs 1-6
 
+	checkRemoveItemSteps(e, key, it)
+	checkRemoveItemNotInView(e, key)
+	checkPopAfterRemoveItem(e, key, it)
+	checkRemoveItemCleared(e)
+	checkRemoveItemCompacted(e)
+
+	// A fork after removals holds the view, not the log's items.
+	fork := recall.Key{Project: "p", Session: "fork"}
+	if _, err := recall.Fork(e.ctx, e.s, key, 0, fork); err != nil {
+		e.t.Fatalf("Fork: %v", err)
+	}
+	e.wantView(fork, []recall.Item{it[1]})
+}
+
+// checkRemoveItemSteps removes a middle item, the first and the newest of
+// key, whose items 1-6 are it, and checks after each the view, LastSeq
+// and ItemCount, the item kept in the log, the remove entry naming it,
+// and that Replay agrees.
+func checkRemoveItemSteps(e *env, key recall.Key, it []recall.Item) {
+	t := e.t
 	type step struct {
 		what string
 		ref  recall.ItemRef
@@ -53,8 +72,14 @@ func testRemoveItem(e *env) {
 		}
 		e.wantReplay(key)
 	}
+}
 
-	// Refs that are not in the view: ErrNotFound, nothing written.
+// checkRemoveItemNotInView adds an item to key (seq 10) and pops it, then
+// checks that refs that are not in the view (removed, popped, a remove
+// entry, out of range, malformed) and a missing session are ErrNotFound,
+// with nothing written.
+func checkRemoveItemNotInView(e *env, key recall.Key) {
+	t := e.t
 	e.mustAdd(key, msg("to-pop")) // seq 10
 	if _, err := e.s.Pop(e.ctx, key); err != nil {
 		t.Fatal(err)
@@ -82,8 +107,12 @@ func testRemoveItem(e *env) {
 	_, err := recall.RemoveItem(e.ctx, e.s, missing, recall.ItemRef{Seq: 1})
 	wantErr(t, "RemoveItem in a missing session", err, recall.ErrNotFound)
 	e.wantAbsent("RemoveItem", missing)
+}
 
-	// Pop after RemoveItem takes the newest item still in the view.
+// checkPopAfterRemoveItem removes the newest item of key (seq 5, it[4])
+// and checks that Pop then takes the newest item still in the view.
+func checkPopAfterRemoveItem(e *env, key recall.Key, it []recall.Item) {
+	t := e.t
 	if got, err := recall.RemoveItem(e.ctx, e.s, key, recall.ItemRef{Seq: 5}); err != nil || !bytes.Equal(got, it[4]) {
 		t.Errorf("RemoveItem of the newest = %s, %v", clip(got), err)
 	}
@@ -92,24 +121,35 @@ func testRemoveItem(e *env) {
 	}
 	e.wantView(key, []recall.Item{it[1]})
 	e.wantReplay(key)
+}
 
-	// Cleared and compacted away: no longer in the view.
+// checkRemoveItemCleared checks that an item cleared away is no longer in
+// the view: removing it is ErrNotFound and writes nothing.
+func checkRemoveItemCleared(e *env) {
 	cleared := recall.Key{Project: "p", Session: "cleared"}
 	e.mustAdd(cleared, msgs("c", 2)...)
 	e.must(recall.Clear(e.ctx, e.s, cleared))
 	before := e.state(cleared)
-	_, err = recall.RemoveItem(e.ctx, e.s, cleared, recall.ItemRef{Seq: 1})
-	wantErr(t, "RemoveItem of a cleared item", err, recall.ErrNotFound)
+	_, err := recall.RemoveItem(e.ctx, e.s, cleared, recall.ItemRef{Seq: 1})
+	wantErr(e.t, "RemoveItem of a cleared item", err, recall.ErrNotFound)
 	e.wantState("a refused RemoveItem of a cleared item", cleared, before)
+}
 
+// checkRemoveItemCompacted checks RemoveItem around a compaction: items
+// compacted away, or copied by the compaction and named by their old
+// refs, are ErrNotFound, as is an index past the compaction's items; the
+// summary and the compaction's items go by the compaction's refs; Pop
+// and Replay agree with the view afterwards.
+func checkRemoveItemCompacted(e *env) {
+	t := e.t
 	comp := recall.Key{Project: "p", Session: "compacted"}
 	ci := msgs("k", 4)
 	e.mustAdd(comp, ci...) // seqs 1-4
 	summary := recall.Item(`{"type":"message","role":"system","content":"summary of k-0, k-1"}`)
 	compSeq := e.mustCompact(comp, 4, 4, summary, ci[2], ci[3]) // seq 5
 	e.mustAdd(comp, msg("after"))                               // seq 6
-	before = e.state(comp)
-	_, err = recall.RemoveItem(e.ctx, e.s, comp, recall.ItemRef{Seq: 1})
+	before := e.state(comp)
+	_, err := recall.RemoveItem(e.ctx, e.s, comp, recall.ItemRef{Seq: 1})
 	wantErr(t, "RemoveItem of an item compacted away", err, recall.ErrNotFound)
 	_, err = recall.RemoveItem(e.ctx, e.s, comp, recall.ItemRef{Seq: 3})
 	wantErr(t, "RemoveItem of an item the compaction copied, by its old ref", err, recall.ErrNotFound)
@@ -141,13 +181,6 @@ func testRemoveItem(e *env) {
 	}
 	e.wantView(comp, nil)
 	e.wantReplay(comp)
-
-	// A fork after removals holds the view, not the log's items.
-	fork := recall.Key{Project: "p", Session: "fork"}
-	if _, err := recall.Fork(e.ctx, e.s, key, 0, fork); err != nil {
-		t.Fatalf("Fork: %v", err)
-	}
-	e.wantView(fork, []recall.Item{it[1]})
 }
 
 // wantReplay checks that the view and metadata a store returns for key are

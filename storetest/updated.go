@@ -7,6 +7,13 @@ import (
 	"github.com/recallkit/recall"
 )
 
+// updateChange is one change testUpdated makes to a session, named for
+// its failure messages.
+type updateChange struct {
+	name string
+	fn   func(k recall.Key) error
+}
+
 // testUpdated checks what moves Meta.Updated: conversation activity
 // (items, Pop, RemoveItem, Clear, compaction, fork) does; title and meta
 // changes (SetTitle, SetArchived, SetPinned, SetLabels, SetMetadata,
@@ -14,15 +21,29 @@ import (
 // Cleanup's age. Every session starts old, imported at a time the test
 // chose.
 func testUpdated(e *env) {
-	t := e.t
-	yes := true
+	quiet, active := quietChanges(e), activeChanges(e)
+	quietKeys := importOldSessions(e, "quiet", 10, quiet)
+	activeKeys := importOldSessions(e, "active", 30, active)
+	orderBefore := updatedListOrder(e)
+
+	checkQuietChanges(e, quiet, quietKeys, orderBefore)
+	moved := checkActiveChanges(e, active, activeKeys)
+	moved = checkForkUpdated(e, quietKeys["SetTitle(user)"], moved)
+	rest := slices.DeleteFunc(slices.Clone(orderBefore), func(k recall.Key) bool { return slices.Contains(moved, k) })
+	want := append(slices.Clone(moved), rest...)
+	if got := updatedListOrder(e); !slices.Equal(got, want) {
+		e.t.Errorf("after activity, List order\n got %v\nwant %v", got, want)
+	}
+	checkCleanupAge(e, quiet, quietKeys, moved)
+	checkUpdatedFromFirstEntry(e)
+}
+
+// quietChanges returns the title and meta changes, none of which may move
+// a session's Updated.
+func quietChanges(e *env) []updateChange {
 	md := map[string]string{"k": "v"}
 	v := "v2"
-	type change struct {
-		name string
-		fn   func(k recall.Key) error
-	}
-	quiet := []change{
+	return []updateChange{
 		{"SetTitle(user)", func(k recall.Key) error { _, err := recall.SetTitle(e.ctx, e.s, k, "t", recall.TitleUser); return err }},
 		{"SetTitle(auto)", func(k recall.Key) error { _, err := recall.SetTitle(e.ctx, e.s, k, "t", recall.TitleAuto); return err }},
 		{"SetArchived", func(k recall.Key) error { _, err := recall.SetArchived(e.ctx, e.s, k, true); return err }},
@@ -40,7 +61,12 @@ func testUpdated(e *env) {
 			return err
 		}},
 	}
-	active := []change{
+}
+
+// activeChanges returns the conversation activity, each of which must
+// move a session's Updated to now.
+func activeChanges(e *env) []updateChange {
+	return []updateChange{
 		{"an append", func(k recall.Key) error {
 			_, err := e.s.Append(e.ctx, k, recall.Guard{}, recall.ItemEntry(msg("new")))
 			return err
@@ -60,30 +86,38 @@ func testUpdated(e *env) {
 			return err
 		}},
 	}
-	// Each session is imported at its own old minute, a few entries long
-	// so that every change applies.
-	old := func(name string, minute int) recall.Key {
-		k := recall.Key{Project: "p", Session: name}
-		if _, err := e.s.Import(e.ctx, k, imported(1, minute, recall.ItemEntry(msg("a")), recall.ItemEntry(msg("b")))...); err != nil {
-			t.Fatalf("Import %s: %v", k, err)
-		}
-		return k
-	}
-	quietKeys := map[string]recall.Key{}
-	for i, c := range quiet {
-		quietKeys[c.name] = old(fmt.Sprintf("quiet-%d", i), 10+i)
-	}
-	activeKeys := map[string]recall.Key{}
-	for i, c := range active {
-		activeKeys[c.name] = old(fmt.Sprintf("active-%d", i), 30+i)
-	}
-	listOrder := func() []recall.Key {
-		return keysOf(listAll(t, e.ctx, e.s, "p", recall.ListOptions{Limit: -1, IncludeArchived: true}))
-	}
-	orderBefore := listOrder()
+}
 
+// importOldSessions imports a session in project "p" for each change,
+// named prefix-i and dated at its own old minute (firstMinute+i), a few
+// entries long so that every change applies. It returns the keys by the
+// change's name.
+func importOldSessions(e *env, prefix string, firstMinute int, changes []updateChange) map[string]recall.Key {
+	keys := map[string]recall.Key{}
+	for i, c := range changes {
+		k := recall.Key{Project: "p", Session: fmt.Sprintf("%s-%d", prefix, i)}
+		if _, err := e.s.Import(e.ctx, k, imported(1, firstMinute+i, recall.ItemEntry(msg("a")), recall.ItemEntry(msg("b")))...); err != nil {
+			e.t.Fatalf("Import %s: %v", k, err)
+		}
+		keys[c.name] = k
+	}
+	return keys
+}
+
+// updatedListOrder returns the keys of project "p" in List order,
+// archived sessions included.
+func updatedListOrder(e *env) []recall.Key {
+	return keysOf(listAll(e.t, e.ctx, e.s, "p", recall.ListOptions{Limit: -1, IncludeArchived: true}))
+}
+
+// checkQuietChanges applies each quiet change to its session (imported at
+// minute 10+i) and checks that it wrote an entry yet left Updated and
+// Created where they were, that the List order did not move, and that
+// List agrees with Stat on every session.
+func checkQuietChanges(e *env, quiet []updateChange, keys map[string]recall.Key, orderBefore []recall.Key) {
+	t := e.t
 	for i, c := range quiet {
-		k := quietKeys[c.name]
+		k := keys[c.name]
 		before := e.mustStat(k)
 		e.later()
 		if err := c.fn(k); err != nil {
@@ -98,7 +132,7 @@ func testUpdated(e *env) {
 			t.Errorf("%s moved Updated to %v (Created %v); want both still %v", c.name, m.Updated, m.Created, oldTime(10+i))
 		}
 	}
-	if got := listOrder(); !slices.Equal(got, orderBefore) {
+	if got := updatedListOrder(e); !slices.Equal(got, orderBefore) {
 		t.Errorf("title and meta changes moved the List order:\n got %v\nwant %v", got, orderBefore)
 	}
 	for _, m := range listAll(t, e.ctx, e.s, "p", recall.ListOptions{Limit: -1, IncludeArchived: true}) {
@@ -106,41 +140,50 @@ func testUpdated(e *env) {
 			t.Errorf("List: %s: %s", m.Key, d)
 		}
 	}
+}
 
+// checkActiveChanges applies each active change to its session and checks
+// that it moved Updated to now. It returns the keys of the sessions the
+// changes applied to, the latest first.
+func checkActiveChanges(e *env, active []updateChange, keys map[string]recall.Key) []recall.Key {
 	var moved []recall.Key
 	for _, c := range active {
-		k := activeKeys[c.name]
+		k := keys[c.name]
 		e.later()
 		if err := c.fn(k); err != nil {
-			t.Errorf("%s: %v", c.name, err)
+			e.t.Errorf("%s: %v", c.name, err)
 			continue
 		}
 		m := e.mustStat(k)
 		if !plausibleTime(m.Updated) || m.Created.Equal(m.Updated) {
-			t.Errorf("%s left Updated at %v (Created %v); want it now", c.name, m.Updated, m.Created)
+			e.t.Errorf("%s left Updated at %v (Created %v); want it now", c.name, m.Updated, m.Created)
 		}
 		moved = append([]recall.Key{k}, moved...) // the latest first
 	}
-	// A fork is a new session, updated now; its source does not move.
+	return moved
+}
+
+// checkForkUpdated forks src (imported at minute 10) into p/fork and
+// checks that the fork, a new session, is updated now while its source
+// does not move. It returns moved with the fork in front.
+func checkForkUpdated(e *env, src recall.Key, moved []recall.Key) []recall.Key {
 	fork := recall.Key{Project: "p", Session: "fork"}
-	src := quietKeys["SetTitle(user)"]
 	e.later()
 	if m, err := recall.Fork(e.ctx, e.s, src, 0, fork); err != nil || !plausibleTime(m.Updated) || !m.Updated.Equal(m.Created) {
-		t.Errorf("Fork = Updated %v, Created %v, %v; want both now", m.Updated, m.Created, err)
+		e.t.Errorf("Fork = Updated %v, Created %v, %v; want both now", m.Updated, m.Created, err)
 	}
 	if m := e.mustStat(src); !m.Updated.Equal(oldTime(10)) {
-		t.Errorf("forking moved the source's Updated to %v", m.Updated)
+		e.t.Errorf("forking moved the source's Updated to %v", m.Updated)
 	}
-	moved = append([]recall.Key{fork}, moved...)
-	rest := slices.DeleteFunc(slices.Clone(orderBefore), func(k recall.Key) bool { return slices.Contains(moved, k) })
-	want := append(slices.Clone(moved), rest...)
-	if got := listOrder(); !slices.Equal(got, want) {
-		t.Errorf("after activity, List order\n got %v\nwant %v", got, want)
-	}
+	return append([]recall.Key{fork}, moved...)
+}
 
-	// Cleanup's age is Updated: a cutoff after the old times removes every
-	// session that only had title and meta changes (the pinned-then-
-	// unpinned one too), and none that had activity.
+// checkCleanupAge checks that Cleanup's age is Updated: a cutoff after the
+// old times removes every session that only had title and meta changes
+// (the pinned-then-unpinned one too), and none that had activity, which
+// are the sessions moved lists in List order.
+func checkCleanupAge(e *env, quiet []updateChange, quietKeys map[string]recall.Key, moved []recall.Key) {
+	t := e.t
 	rep, err := recall.Cleanup(e.ctx, e.s, recall.CleanupOptions{OlderThan: oldTime(100)})
 	if err != nil {
 		t.Fatalf("Cleanup: %v", err)
@@ -155,12 +198,18 @@ func testUpdated(e *env) {
 	if !slices.Equal(got, wantGone) || rep.Kept != 0 {
 		t.Errorf("Cleanup at an old cutoff removed %v and kept %d pinned; want %v and 0", got, rep.Kept, wantGone)
 	}
-	if got := listOrder(); !slices.Equal(got, moved) {
+	if got := updatedListOrder(e); !slices.Equal(got, moved) {
 		t.Errorf("after Cleanup the store holds %v, want %v", got, moved)
 	}
+}
 
-	// Updated starts at the first entry's time whatever its kind, and
-	// moves only with activity after that; an imported log says so too.
+// checkUpdatedFromFirstEntry checks that Updated starts at the first
+// entry's time whatever its kind, and moves only with activity after
+// that; an imported log says so too. It imports into project "q" and
+// expects project "p" to hold sessions still.
+func checkUpdatedFromFirstEntry(e *env) {
+	t := e.t
+	yes := true
 	first := recall.Key{Project: "q", Session: "title-first"}
 	log := []recall.Entry{
 		recall.NewEntry(recall.KindTitle, recall.TitleChange{Title: "t", Source: recall.TitleUser}),
