@@ -28,11 +28,14 @@ type exported struct {
 	Bytes  int64      `json:"bytes"`
 }
 
+// exportFlags are the flags of recall export.
+type exportFlags struct {
+	format, out, dir    string
+	all, allProj, force bool
+}
+
 func newExportCmd(a *app) *cobra.Command {
-	var (
-		format, out, dir    string
-		all, allProj, force bool
-	)
+	var f exportFlags
 	cmd := &cobra.Command{
 		Use:   "export ID... | --all | --all-projects",
 		Short: "Write sessions out as Markdown, HTML, JSON or recall's own JSONL",
@@ -72,79 +75,105 @@ log, by you only (0600). A file of several sessions is reported in one line.`,
   recall export --all-projects --format jsonl -o backup.jsonl`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, refs []string) error {
-			f, err := exportFormat(cmd, format, out, a.json)
-			if err != nil {
-				return err
-			}
-			switch {
-			case all && allProj:
-				return usageError("use one of them", "--all and --all-projects both given")
-			case (all || allProj) && len(refs) > 0:
-				return usageError("give session IDs or --all, not both", "session IDs given with --all or --all-projects")
-			case !all && !allProj && len(refs) == 0:
-				return usageError("usage: "+cmd.UseLine(), "export: no session named; give an ID, --all or --all-projects")
-			case dir != "" && !all:
-				return usageError("--project goes with --all", "--project given without --all")
-			}
-			ctx := cmd.Context()
-			metas, err := exportTargets(ctx, a, refs, all, allProj, dir)
-			if err != nil {
-				return err
-			}
-			if len(metas) == 0 {
-				return withHint(errors.New("no sessions to export"), "run 'recall ls --all' to see the sessions")
-			}
-			st, err := a.store(ctx)
-			if err != nil {
-				return err
-			}
-			plan, err := planOutput(out, f, metas, allProj, force)
-			if err != nil {
-				return err
-			}
-			var report []exported
-			for _, tg := range plan {
-				write := func(w io.Writer) error {
-					for _, m := range tg.metas {
-						// A page of the log at a time: memory does not
-						// grow with the session.
-						if err := export.Stream(ctx, w, f, st, m.Key); err != nil {
-							return err
-						}
-					}
-					return nil
-				}
-				if tg.path == "" {
-					if err := write(a.stdout); err != nil {
-						return err
-					}
-					continue
-				}
-				n, err := writeFileAtomic(tg.path, exportPerm(f), write)
-				if err != nil {
-					return err
-				}
-				for _, m := range tg.metas {
-					report = append(report, exported{Key: m.Key, Title: m.Title, Format: string(f), File: tg.path, Bytes: n})
-				}
-				if !a.json {
-					a.printf("wrote %s: %s\n", tg.path, describeFile(tg.metas))
-				}
-			}
-			if a.json && out != "" && out != "-" {
-				return a.printJSON(report)
-			}
-			return nil
+			return a.export(cmd, refs, f)
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVarP(&format, "format", "f", "", "output `format`: markdown, html, json or jsonl (default markdown, or the -o file's extension)")
-	fl.StringVarP(&out, "output", "o", "", "write to `FILE` or into DIR (default stdout)")
-	fl.BoolVarP(&all, "all", "a", false, "export every session of the project")
-	fl.BoolVar(&allProj, "all-projects", false, "export every session of every project")
-	fl.StringVar(&dir, "project", "", "with --all: the project of this `DIR` (default: the working directory)")
-	fl.BoolVar(&force, "force", false, "replace files that exist")
+	fl.StringVarP(&f.format, "format", "f", "", "output `format`: markdown, html, json or jsonl (default markdown, or the -o file's extension)")
+	fl.StringVarP(&f.out, "output", "o", "", "write to `FILE` or into DIR (default stdout)")
+	fl.BoolVarP(&f.all, "all", "a", false, "export every session of the project")
+	fl.BoolVar(&f.allProj, "all-projects", false, "export every session of every project")
+	fl.StringVar(&f.dir, "project", "", "with --all: the project of this `DIR` (default: the working directory)")
+	fl.BoolVar(&f.force, "force", false, "replace files that exist")
 	return cmd
+}
+
+// export writes the sessions refs name, or with --all or --all-projects
+// every session of the project or the store, where and as f says; with
+// --json and -o it reports the files written.
+func (a *app) export(cmd *cobra.Command, refs []string, f exportFlags) error {
+	format, err := exportFormat(cmd, f.format, f.out, a.json)
+	if err != nil {
+		return err
+	}
+	if err := checkExportArgs(cmd, refs, f); err != nil {
+		return err
+	}
+	ctx := cmd.Context()
+	metas, err := exportTargets(ctx, a, refs, f.all, f.allProj, f.dir)
+	if err != nil {
+		return err
+	}
+	if len(metas) == 0 {
+		return withHint(errors.New("no sessions to export"), "run 'recall ls --all' to see the sessions")
+	}
+	st, err := a.store(ctx)
+	if err != nil {
+		return err
+	}
+	plan, err := planOutput(f.out, format, metas, f.allProj, f.force)
+	if err != nil {
+		return err
+	}
+	var report []exported
+	for _, tg := range plan {
+		written, err := a.writeTarget(ctx, st, format, tg)
+		if err != nil {
+			return err
+		}
+		report = append(report, written...)
+	}
+	if a.json && f.out != "" && f.out != "-" {
+		return a.printJSON(report)
+	}
+	return nil
+}
+
+// checkExportArgs refuses what export cannot do with refs and f: --all
+// with --all-projects, IDs with either, neither, --project without --all.
+func checkExportArgs(cmd *cobra.Command, refs []string, f exportFlags) error {
+	switch {
+	case f.all && f.allProj:
+		return usageError("use one of them", "--all and --all-projects both given")
+	case (f.all || f.allProj) && len(refs) > 0:
+		return usageError("give session IDs or --all, not both", "session IDs given with --all or --all-projects")
+	case !f.all && !f.allProj && len(refs) == 0:
+		return usageError("usage: "+cmd.UseLine(), "export: no session named; give an ID, --all or --all-projects")
+	case f.dir != "" && !f.all:
+		return usageError("--project goes with --all", "--project given without --all")
+	}
+	return nil
+}
+
+// writeTarget writes the sessions of tg from st in format f, to stdout or
+// whole to tg's file, and returns what went to a file, a report a
+// session; unless --json, it reports the file in a line.
+func (a *app) writeTarget(ctx context.Context, st recall.Store, f export.Format, tg target) ([]exported, error) {
+	write := func(w io.Writer) error {
+		for _, m := range tg.metas {
+			// A page of the log at a time: memory does not
+			// grow with the session.
+			if err := export.Stream(ctx, w, f, st, m.Key); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if tg.path == "" {
+		return nil, write(a.stdout)
+	}
+	n, err := writeFileAtomic(tg.path, exportPerm(f), write)
+	if err != nil {
+		return nil, err
+	}
+	var report []exported
+	for _, m := range tg.metas {
+		report = append(report, exported{Key: m.Key, Title: m.Title, Format: string(f), File: tg.path, Bytes: n})
+	}
+	if !a.json {
+		a.printf("wrote %s: %s\n", tg.path, describeFile(tg.metas))
+	}
+	return report, nil
 }
 
 // exportFormat is the format the flags ask for: --format, else the

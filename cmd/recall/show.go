@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,11 +16,14 @@ import (
 	"github.com/recallkit/recall/internal/transcript"
 )
 
+// showFlags are the flags of recall show.
+type showFlags struct {
+	format          string
+	full, subagents bool
+}
+
 func newShowCmd(a *app) *cobra.Command {
-	var (
-		format          string
-		full, subagents bool
-	)
+	var f showFlags
 	cmd := &cobra.Command{
 		Use:   "show ID",
 		Short: "Print a session: its metadata and conversation",
@@ -40,119 +44,169 @@ subagents the session's agent ran (in json, as "subagents").`,
   recall show "Fix the parser" --format markdown > notes.md
   recall show 0199a3f2-1b --full --subagents`,
 		Args: args(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, argv []string) (err error) {
+		RunE: func(cmd *cobra.Command, argv []string) error {
 			if a.json && !cmd.Flags().Changed("format") {
-				format = "json"
+				f.format = "json"
 			}
-			switch format {
-			case "text", "markdown", "md", "json", "jsonl":
-			default:
-				return usageError("use text, markdown, json or jsonl", "unknown format %q", format)
-			}
-			ctx := cmd.Context()
-			st, m, err := a.resolve(ctx, argv[0])
-			if err != nil {
-				return err
-			}
-			if format == "jsonl" {
-				_, entries, err := st.Load(ctx, m.Key)
-				if err != nil {
-					return err
-				}
-				enc := json.NewEncoder(a.stdout)
-				for _, e := range entries {
-					if err := enc.Encode(e); err != nil {
-						return err
-					}
-				}
-				return nil
-			}
-			if format != "json" {
-				// Long sessions page in a terminal (pager.go).
-				wait := a.startPager()
-				defer func() {
-					if perr := wait(); err == nil {
-						err = perr
-					}
-				}()
-			}
-			live, _, err := st.Items(ctx, m.Key, 0)
-			if err != nil {
-				return err
-			}
-			items := recall.PlainItems(live)
-			var entries []recall.Entry
-			if full {
-				if _, entries, err = st.Load(ctx, m.Key); err != nil {
-					return err
-				}
-			}
-			var subs []subagentRecord
-			if subagents {
-				if subs, err = subagentRecords(ctx, st, m.Key); err != nil {
-					return err
-				}
-			}
-			switch format {
-			case "json":
-				if full {
-					items = nil
-					for _, p := range fullHistory(entries) {
-						if p.marker == "" {
-							items = append(items, p.item)
-						}
-					}
-				}
-				if items == nil {
-					items = []recall.Item{}
-				}
-				return a.printJSON(struct {
-					Session   recall.Meta      `json:"session"`
-					Items     []recall.Item    `json:"items"`
-					Subagents []subagentRecord `json:"subagents,omitempty"`
-				}{m, items, subs})
-			case "markdown", "md":
-				if full {
-					if m.Title != "" {
-						fmt.Fprintf(a.stdout, "# %s\n\n", m.Title)
-					}
-					err = writeFull(a.stdout, "markdown", entries)
-				} else {
-					err = transcript.Markdown(a.stdout, m.Title, items)
-				}
-				if err != nil {
-					return err
-				}
-				return writeSubagents(a.stdout, "markdown", subs)
-			}
-			// Written whole, then with control characters escaped, so the
-			// session's text cannot drive the terminal.
-			var buf bytes.Buffer
-			if err := writeMeta(&buf, m); err != nil {
-				return err
-			}
-			if len(items) > 0 || full && len(entries) > 0 {
-				fmt.Fprintln(&buf)
-			}
-			if full {
-				err = writeFull(&buf, "text", entries)
-			} else {
-				err = transcript.Text(&buf, items)
-			}
-			if err == nil {
-				err = writeSubagents(&buf, "text", subs)
-			}
-			if err != nil {
-				return err
-			}
-			_, err = io.WriteString(a.stdout, escapeTerminal(buf.String()))
-			return err
+			return a.show(cmd.Context(), argv[0], f)
 		},
 	}
-	cmd.Flags().StringVarP(&format, "format", "f", "text", "output format: text, markdown, json or jsonl")
-	cmd.Flags().BoolVar(&full, "full", false, "show every item of the log, those compactions replaced and undo removed included")
-	cmd.Flags().BoolVar(&subagents, "subagents", false, "add the transcripts of the session's subagents")
+	fl := cmd.Flags()
+	fl.StringVarP(&f.format, "format", "f", "text", "output format: text, markdown, json or jsonl")
+	fl.BoolVar(&f.full, "full", false, "show every item of the log, those compactions replaced and undo removed included")
+	fl.BoolVar(&f.subagents, "subagents", false, "add the transcripts of the session's subagents")
 	return cmd
+}
+
+// shownSession is what show reads of a session to print it.
+type shownSession struct {
+	meta    recall.Meta
+	items   []recall.Item    // the view the model gets
+	entries []recall.Entry   // the whole log, with --full
+	subs    []subagentRecord // the subagents' transcripts, with --subagents
+}
+
+// show prints the session ref in f.format: the whole log for jsonl, else
+// the session read by readShown, paged in a terminal unless it is json.
+func (a *app) show(ctx context.Context, ref string, f showFlags) (err error) {
+	switch f.format {
+	case "text", "markdown", "md", "json", "jsonl":
+	default:
+		return usageError("use text, markdown, json or jsonl", "unknown format %q", f.format)
+	}
+	st, m, err := a.resolve(ctx, ref)
+	if err != nil {
+		return err
+	}
+	if f.format == "jsonl" {
+		return a.printLog(ctx, st, m.Key)
+	}
+	if f.format != "json" {
+		// Long sessions page in a terminal (pager.go).
+		wait := a.startPager()
+		defer func() {
+			if perr := wait(); err == nil {
+				err = perr
+			}
+		}()
+	}
+	s, err := readShown(ctx, st, m, f)
+	if err != nil {
+		return err
+	}
+	switch f.format {
+	case "json":
+		return a.showJSON(s, f.full)
+	case "markdown", "md":
+		return a.showMarkdown(s, f.full)
+	}
+	return a.showText(s, f.full)
+}
+
+// printLog prints key's whole entry log, one JSON entry a line: show's
+// jsonl format.
+func (a *app) printLog(ctx context.Context, st recall.Store, key recall.Key) error {
+	_, entries, err := st.Load(ctx, key)
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(a.stdout)
+	for _, e := range entries {
+		if err := enc.Encode(e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readShown reads what show prints of the session m of st: its view, its
+// whole log with f.full, its subagents' transcripts with f.subagents.
+func readShown(ctx context.Context, st recall.Store, m recall.Meta, f showFlags) (shownSession, error) {
+	s := shownSession{meta: m}
+	live, _, err := st.Items(ctx, m.Key, 0)
+	if err != nil {
+		return s, err
+	}
+	s.items = recall.PlainItems(live)
+	if f.full {
+		if _, s.entries, err = st.Load(ctx, m.Key); err != nil {
+			return s, err
+		}
+	}
+	if f.subagents {
+		if s.subs, err = subagentRecords(ctx, st, m.Key); err != nil {
+			return s, err
+		}
+	}
+	return s, nil
+}
+
+// showJSON prints s as {"session", "items", "subagents"}: with full, the
+// items are every item of the log rather than the view.
+func (a *app) showJSON(s shownSession, full bool) error {
+	items := s.items
+	if full {
+		items = nil
+		for _, p := range fullHistory(s.entries) {
+			if p.marker == "" {
+				items = append(items, p.item)
+			}
+		}
+	}
+	if items == nil {
+		items = []recall.Item{}
+	}
+	return a.printJSON(struct {
+		Session   recall.Meta      `json:"session"`
+		Items     []recall.Item    `json:"items"`
+		Subagents []subagentRecord `json:"subagents,omitempty"`
+	}{s.meta, items, s.subs})
+}
+
+// showMarkdown prints s as Markdown headed by its title: the view, or with
+// full the whole log, then the subagents' transcripts.
+func (a *app) showMarkdown(s shownSession, full bool) error {
+	var err error
+	if full {
+		if s.meta.Title != "" {
+			fmt.Fprintf(a.stdout, "# %s\n\n", s.meta.Title)
+		}
+		err = writeFull(a.stdout, "markdown", s.entries)
+	} else {
+		err = transcript.Markdown(a.stdout, s.meta.Title, s.items)
+	}
+	if err != nil {
+		return err
+	}
+	return writeSubagents(a.stdout, "markdown", s.subs)
+}
+
+// showText prints s as text: its metadata, then the view (or with full
+// the whole log), then the subagents' transcripts. It is written whole,
+// then with control characters escaped, so the session's text cannot
+// drive the terminal.
+func (a *app) showText(s shownSession, full bool) error {
+	var buf bytes.Buffer
+	if err := writeMeta(&buf, s.meta); err != nil {
+		return err
+	}
+	if len(s.items) > 0 || full && len(s.entries) > 0 {
+		fmt.Fprintln(&buf)
+	}
+	var err error
+	if full {
+		err = writeFull(&buf, "text", s.entries)
+	} else {
+		err = transcript.Text(&buf, s.items)
+	}
+	if err == nil {
+		err = writeSubagents(&buf, "text", s.subs)
+	}
+	if err != nil {
+		return err
+	}
+	_, err = io.WriteString(a.stdout, escapeTerminal(buf.String()))
+	return err
 }
 
 // writeMeta prints a session's metadata as aligned "name value" lines.
