@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/provider/openai"
 )
 
@@ -211,108 +212,28 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, res *http.Re
 	ctx := r.Context()
 	sw := newSSEWriter(w)
 	respID, msgID := newObjectID("resp_"), newObjectID("msg_")
-	withConv := func(resp map[string]json.RawMessage) map[string]json.RawMessage {
-		if t != nil {
-			resp["conversation"], _ = json.Marshal(map[string]string{"id": t.key.Session})
-		}
-		return resp
-	}
-	start := withConv(responseObject(body, "in_progress", nil, nil, respID))
+	start := withConversation(responseObject(body, "in_progress", nil, nil, respID), t)
 	if err := sw.event("response.created", map[string]any{"response": start}); err != nil {
 		return
 	}
 	if err := sw.event("response.in_progress", map[string]any{"response": start}); err != nil {
 		return
 	}
-	textPart := func(text string) map[string]any {
-		return map[string]any{"type": "output_text", "text": text, "annotations": []any{}, "logprobs": []any{}}
-	}
-	message := func(status string, content []any) map[string]any {
-		return map[string]any{"type": "message", "id": msgID, "status": status, "role": "assistant", "content": content}
-	}
-	var (
-		acc     openai.ChatStream
-		text    bytes.Buffer
-		started bool
-		done    bool
-	)
-	err := readSSE(res.Body, func(ev sseEvent) error {
-		data := bytes.TrimSpace(ev.data)
-		if len(data) == 0 {
-			return nil
-		}
-		if string(data) == "[DONE]" {
-			done = true
-			return errStopStream
-		}
-		var e struct {
-			Error *struct {
-				Message string `json:"message"`
-			} `json:"error"`
-		}
-		if json.Unmarshal(data, &e) == nil && e.Error != nil {
-			_ = sw.fail(&APIError{Code: "upstream_error", Message: e.Error.Message})
-			return errStopStream
-		}
-		d, err := acc.Add(data)
-		if err != nil {
-			return err
-		}
-		if d == "" {
-			return nil
-		}
-		if !started {
-			started = true
-			if err := sw.event("response.output_item.added", map[string]any{"output_index": 0, "item": message("in_progress", []any{})}); err != nil {
-				return err
-			}
-			if err := sw.event("response.content_part.added", map[string]any{"item_id": msgID, "output_index": 0, "content_index": 0, "part": textPart("")}); err != nil {
-				return err
-			}
-		}
-		text.WriteString(d)
-		return sw.event("response.output_text.delta", map[string]any{"item_id": msgID, "output_index": 0, "content_index": 0, "delta": d, "logprobs": []any{}})
-	})
+	tr := &chatTranslator{sw: sw, msgID: msgID}
+	err := readSSE(res.Body, tr.chunk)
 	if err != nil && !errors.Is(err, errStopStream) || ctx.Err() != nil {
 		s.streamEnded(ctx, sw, err)
 		return
 	}
-	if !acc.Finished() {
-		if done || err == nil {
+	if !tr.acc.Finished() {
+		if tr.done || err == nil {
 			_ = sw.fail(&APIError{Code: "upstream_error", Message: "The upstream model server's stream ended before the reply finished."})
 		}
 		return
 	}
-	items, usage := acc.Items(), acc.Usage()
-	idx := 0
-	for _, it := range items {
-		var item map[string]any
-		_ = json.Unmarshal(it, &item)
-		switch {
-		case it.Type() == "message" && started:
-			t := text.String()
-			for _, ev := range []struct {
-				typ    string
-				fields map[string]any
-			}{
-				{"response.output_text.done", map[string]any{"item_id": msgID, "output_index": idx, "content_index": 0, "text": t, "logprobs": []any{}}},
-				{"response.content_part.done", map[string]any{"item_id": msgID, "output_index": idx, "content_index": 0, "part": textPart(t)}},
-			} {
-				if sw.event(ev.typ, ev.fields) != nil {
-					return
-				}
-			}
-			item["id"] = msgID
-			item["status"] = "completed"
-		default:
-			if sw.event("response.output_item.added", map[string]any{"output_index": idx, "item": item}) != nil {
-				return
-			}
-		}
-		if sw.event("response.output_item.done", map[string]any{"output_index": idx, "item": item}) != nil {
-			return
-		}
-		idx++
+	items, usage := tr.acc.Items(), tr.acc.Usage()
+	if tr.finish(items) != nil {
+		return
 	}
 	if ctx.Err() != nil {
 		s.streamEnded(ctx, sw, ctx.Err())
@@ -322,5 +243,116 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, res *http.Re
 		s.failStored(ctx, sw, err)
 		return
 	}
-	_ = sw.event("response.completed", map[string]any{"response": withConv(responseObject(body, "completed", items, &usage, respID))})
+	_ = sw.event("response.completed", map[string]any{"response": withConversation(responseObject(body, "completed", items, &usage, respID), t)})
+}
+
+// withConversation adds the conversation of t, when there is a turn to
+// store, to the response object resp, and returns resp.
+func withConversation(resp map[string]json.RawMessage, t *turn) map[string]json.RawMessage {
+	if t != nil {
+		resp["conversation"], _ = json.Marshal(map[string]string{"id": t.key.Session})
+	}
+	return resp
+}
+
+// chatTranslator turns the chunks of a Chat Completions stream into
+// Responses API events on sw, the reply's text as the deltas of the
+// message msgID, and gathers the reply.
+type chatTranslator struct {
+	sw      *sseWriter
+	msgID   string
+	acc     openai.ChatStream
+	text    bytes.Buffer // the reply's text so far
+	started bool         // the message and its text part were announced
+	done    bool         // the stream said [DONE]
+}
+
+// chunk handles one event of the upstream stream: [DONE] stops the
+// stream, as does an upstream error, which goes to the client as an error
+// event; a chunk is added to the reply, and its text goes out as a delta,
+// the message and its text part announced before the first.
+func (c *chatTranslator) chunk(ev sseEvent) error {
+	data := bytes.TrimSpace(ev.data)
+	if len(data) == 0 {
+		return nil
+	}
+	if string(data) == "[DONE]" {
+		c.done = true
+		return errStopStream
+	}
+	var e struct {
+		Error *struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(data, &e) == nil && e.Error != nil {
+		_ = c.sw.fail(&APIError{Code: "upstream_error", Message: e.Error.Message})
+		return errStopStream
+	}
+	d, err := c.acc.Add(data)
+	if err != nil {
+		return err
+	}
+	if d == "" {
+		return nil
+	}
+	if !c.started {
+		c.started = true
+		if err := c.sw.event("response.output_item.added", map[string]any{"output_index": 0, "item": c.message("in_progress", []any{})}); err != nil {
+			return err
+		}
+		if err := c.sw.event("response.content_part.added", map[string]any{"item_id": c.msgID, "output_index": 0, "content_index": 0, "part": outputTextPart("")}); err != nil {
+			return err
+		}
+	}
+	c.text.WriteString(d)
+	return c.sw.event("response.output_text.delta", map[string]any{"item_id": c.msgID, "output_index": 0, "content_index": 0, "delta": d, "logprobs": []any{}})
+}
+
+// finish sends the events that complete each item of the reply: the done
+// events of the streamed message's text, the function calls added whole,
+// and each item done. It returns the first error of a send.
+func (c *chatTranslator) finish(items []recall.Item) error {
+	idx := 0
+	for _, it := range items {
+		var item map[string]any
+		_ = json.Unmarshal(it, &item)
+		switch {
+		case it.Type() == "message" && c.started:
+			text := c.text.String()
+			for _, ev := range []struct {
+				typ    string
+				fields map[string]any
+			}{
+				{"response.output_text.done", map[string]any{"item_id": c.msgID, "output_index": idx, "content_index": 0, "text": text, "logprobs": []any{}}},
+				{"response.content_part.done", map[string]any{"item_id": c.msgID, "output_index": idx, "content_index": 0, "part": outputTextPart(text)}},
+			} {
+				if err := c.sw.event(ev.typ, ev.fields); err != nil {
+					return err
+				}
+			}
+			item["id"] = c.msgID
+			item["status"] = "completed"
+		default:
+			if err := c.sw.event("response.output_item.added", map[string]any{"output_index": idx, "item": item}); err != nil {
+				return err
+			}
+		}
+		if err := c.sw.event("response.output_item.done", map[string]any{"output_index": idx, "item": item}); err != nil {
+			return err
+		}
+		idx++
+	}
+	return nil
+}
+
+// message is the assistant message msgID in the Responses API's shape,
+// with status and content.
+func (c *chatTranslator) message(status string, content []any) map[string]any {
+	return map[string]any{"type": "message", "id": c.msgID, "status": status, "role": "assistant", "content": content}
+}
+
+// outputTextPart is an output_text content part holding text.
+func outputTextPart(text string) map[string]any {
+	return map[string]any{"type": "output_text", "text": text, "annotations": []any{}, "logprobs": []any{}}
 }
