@@ -184,122 +184,162 @@ func ReadFile(path, project string) (*importer.Transcript, error) {
 	return parse(path, data, project, importer.FileTime(path))
 }
 
+// rollout is one rollout as parse reads it: the transcript and its
+// target as they grow, and what the lines said of the session.
+type rollout struct {
+	t        *importer.Transcript
+	tg       *importer.Target
+	meta     sessionMeta // the first session_meta line's
+	cwd      string      // the working directory of the first turn_context that names one
+	lastItem int         // the index of the newest item record, or -1
+}
+
 // parse reads the lines of a rollout read from path.
 func parse(path string, data []byte, project string, mtime time.Time) (*importer.Transcript, error) {
-	t := &importer.Transcript{Tool: Tool, File: path, Data: data}
-	tg := &importer.Target{}
-	var meta sessionMeta
-	var cwd string
-	lastItem := -1 // the index of the newest item record
-	importer.EachLine(data, func(ln importer.Line) {
-		t.Lines++
-		var l rolloutLine
-		if err := json.Unmarshal(ln.Bytes, &l, decodeOptions); err != nil {
-			t.Torn(ln)
-			return
-		}
-		at := importer.ParseTime(l.Timestamp)
-		switch l.Type {
-		case "response_item":
-			if !isObject(l.Payload) {
-				t.Skip("malformed")
-				return
-			}
-			lastItem = len(tg.Records)
-			tg.Records = append(tg.Records, importer.Record{End: ln.End, Entry: recall.Entry{Kind: recall.KindItem, Time: at, Data: []byte(l.Payload)}})
-		case "session_meta":
-			if meta.ID != "" {
-				t.Skip("session_meta") // a resumed or forked rollout repeats it
-				return
-			}
-			if json.Unmarshal(l.Payload, &meta, decodeOptions) != nil || meta.ID == "" {
-				t.Skip("malformed")
-				return
-			}
-			if ts := importer.ParseTime(meta.Timestamp); !ts.IsZero() {
-				at = ts
-			}
-			tg.Created = at
-		case "turn_context":
-			var tc struct {
-				Model string `json:"model"`
-				Cwd   string `json:"cwd"`
-			}
-			if json.Unmarshal(l.Payload, &tc, decodeOptions) != nil {
-				t.Skip("malformed")
-				return
-			}
-			if tc.Model == "" && tc.Cwd == "" {
-				t.Skip("turn_context") // it gives nothing
-				return
-			}
-			if tc.Model != "" {
-				tg.Model = tc.Model
-			}
-			if cwd == "" {
-				cwd = tc.Cwd
-			}
-		case "compacted":
-			var c compacted
-			if json.Unmarshal(l.Payload, &c, decodeOptions) != nil {
-				t.Skip("malformed")
-				return
-			}
-			items, dropped := c.items()
-			for range dropped {
-				t.Skip("compacted:not-an-object")
-			}
-			tg.Records = append(tg.Records, importer.Record{
-				End:        ln.End,
-				Entry:      recall.Entry{Kind: recall.KindCompaction, Time: at},
-				Compaction: &recall.Compaction{Items: items, Strategy: "codex"},
-			})
-		case "event_msg":
-			var ev struct {
-				Type string `json:"type"`
-				Info *struct {
-					Last *tokenUsage `json:"last_token_usage"`
-				} `json:"info"`
-			}
-			err := json.Unmarshal(l.Payload, &ev, decodeOptions)
-			// A token_count gives the usage of the model call that wrote
-			// the items before it; a repeated one (no item since) is not
-			// counted twice.
-			if err == nil && ev.Type == "token_count" && ev.Info != nil && ev.Info.Last != nil &&
-				lastItem >= 0 && tg.Records[lastItem].Entry.Usage == nil {
-				tg.Records[lastItem].Entry.Usage = ev.Info.Last.recall()
-				return
-			}
-			t.Skip("event_msg:" + ev.Type)
-		case "":
-			t.Skip("unknown")
-		default:
-			t.Skip("unknown:" + l.Type)
-		}
-	})
-	if meta.ID == "" {
-		meta.ID = idFromName(path)
+	r := &rollout{t: &importer.Transcript{Tool: Tool, File: path, Data: data}, tg: &importer.Target{}, lastItem: -1}
+	importer.EachLine(data, r.line)
+	if r.meta.ID == "" {
+		r.meta.ID = idFromName(path)
 	}
-	if meta.ID == "" {
+	if r.meta.ID == "" {
 		return nil, fmt.Errorf("%s: no session_meta line, and no id in the file name", path)
 	}
-	if meta.Cwd == "" {
-		meta.Cwd = cwd
+	if r.meta.Cwd == "" {
+		r.meta.Cwd = r.cwd
 	}
-	t.SessionID = meta.ID
-	if len(tg.Records) > 0 {
+	r.t.SessionID = r.meta.ID
+	if len(r.tg.Records) > 0 {
 		if project == "" { // the session goes to its folder's project: record the folder
-			key, err := importer.ProjectKey(meta.Cwd)
+			key, err := importer.ProjectKey(r.meta.Cwd)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", path, err)
 			}
-			project, tg.Cwd = key, meta.Cwd
+			project, r.tg.Cwd = key, r.meta.Cwd
 		}
-		tg.Key = recall.Key{Project: project, Session: importer.SessionID(Tool, meta.ID)}
-		t.Targets = []*importer.Target{tg}
+		r.tg.Key = recall.Key{Project: project, Session: importer.SessionID(Tool, r.meta.ID)}
+		r.t.Targets = []*importer.Target{r.tg}
 	}
-	t.Finish(mtime)
-	return t, nil
+	r.t.Finish(mtime)
+	return r.t, nil
+}
+
+// line reads one line of the rollout, by its type; a line that does not
+// decode is torn, and one of an unknown type is skipped.
+func (r *rollout) line(ln importer.Line) {
+	r.t.Lines++
+	var l rolloutLine
+	if err := json.Unmarshal(ln.Bytes, &l, decodeOptions); err != nil {
+		r.t.Torn(ln)
+		return
+	}
+	at := importer.ParseTime(l.Timestamp)
+	switch l.Type {
+	case "response_item":
+		r.addResponseItem(ln, l, at)
+	case "session_meta":
+		r.readSessionMeta(l, at)
+	case "turn_context":
+		r.readTurnContext(l)
+	case "compacted":
+		r.addCompaction(ln, l, at)
+	case "event_msg":
+		r.readEventMsg(l)
+	case "":
+		r.t.Skip("unknown")
+	default:
+		r.t.Skip("unknown:" + l.Type)
+	}
+}
+
+// addResponseItem adds the item of a response_item line, verbatim, dated at;
+// one that is not a JSON object is skipped.
+func (r *rollout) addResponseItem(ln importer.Line, l rolloutLine, at time.Time) {
+	if !isObject(l.Payload) {
+		r.t.Skip("malformed")
+		return
+	}
+	r.lastItem = len(r.tg.Records)
+	r.tg.Records = append(r.tg.Records, importer.Record{End: ln.End, Entry: recall.Entry{Kind: recall.KindItem, Time: at, Data: []byte(l.Payload)}})
+}
+
+// readSessionMeta takes the session's id, working directory and creation time
+// (its own timestamp, else at) from the first session_meta line; a
+// repeated one (a resumed or forked rollout) is skipped.
+func (r *rollout) readSessionMeta(l rolloutLine, at time.Time) {
+	if r.meta.ID != "" {
+		r.t.Skip("session_meta") // a resumed or forked rollout repeats it
+		return
+	}
+	if json.Unmarshal(l.Payload, &r.meta, decodeOptions) != nil || r.meta.ID == "" {
+		r.t.Skip("malformed")
+		return
+	}
+	if ts := importer.ParseTime(r.meta.Timestamp); !ts.IsZero() {
+		at = ts
+	}
+	r.tg.Created = at
+}
+
+// readTurnContext takes the model of a turn_context line, and its working
+// directory when none came before; one that gives neither is skipped.
+func (r *rollout) readTurnContext(l rolloutLine) {
+	var tc struct {
+		Model string `json:"model"`
+		Cwd   string `json:"cwd"`
+	}
+	if json.Unmarshal(l.Payload, &tc, decodeOptions) != nil {
+		r.t.Skip("malformed")
+		return
+	}
+	if tc.Model == "" && tc.Cwd == "" {
+		r.t.Skip("turn_context") // it gives nothing
+		return
+	}
+	if tc.Model != "" {
+		r.tg.Model = tc.Model
+	}
+	if r.cwd == "" {
+		r.cwd = tc.Cwd
+	}
+}
+
+// addCompaction adds the compaction of a compacted line, dated at, counting
+// the entries of its history that are not JSON objects as skipped.
+func (r *rollout) addCompaction(ln importer.Line, l rolloutLine, at time.Time) {
+	var c compacted
+	if json.Unmarshal(l.Payload, &c, decodeOptions) != nil {
+		r.t.Skip("malformed")
+		return
+	}
+	items, dropped := c.items()
+	for range dropped {
+		r.t.Skip("compacted:not-an-object")
+	}
+	r.tg.Records = append(r.tg.Records, importer.Record{
+		End:        ln.End,
+		Entry:      recall.Entry{Kind: recall.KindCompaction, Time: at},
+		Compaction: &recall.Compaction{Items: items, Strategy: "codex"},
+	})
+}
+
+// readEventMsg reads an event_msg line: a token_count gives the usage of the
+// model call that wrote the items before it, and a repeated one (no item
+// since) is not counted twice; every other event is skipped, counted by
+// its type.
+func (r *rollout) readEventMsg(l rolloutLine) {
+	var ev struct {
+		Type string `json:"type"`
+		Info *struct {
+			Last *tokenUsage `json:"last_token_usage"`
+		} `json:"info"`
+	}
+	err := json.Unmarshal(l.Payload, &ev, decodeOptions)
+	if err == nil && ev.Type == "token_count" && ev.Info != nil && ev.Info.Last != nil &&
+		r.lastItem >= 0 && r.tg.Records[r.lastItem].Entry.Usage == nil {
+		r.tg.Records[r.lastItem].Entry.Usage = ev.Info.Last.recall()
+		return
+	}
+	r.t.Skip("event_msg:" + ev.Type)
 }
 
 // items returns what a compaction leaves in the view: the replacement
