@@ -224,45 +224,67 @@ func (s *Store) replicate(key recall.Key, st *session) {
 		err = c.remove(s.ctx, key)
 		if err == nil {
 			answered = true
-			s.mu.Lock()
-			st.remove = false
-			if st.epoch == epoch {
-				st.replicated, st.verified, st.doubt = 0, true, false
-			}
-			if key.IsMain() {
-				// Removing a main session on the replica removed its
-				// subagent records too, whatever copies of them ran
-				// meanwhile: check them again.
-				for k, sub := range s.sessions {
-					if k.Parent() == key && k != key {
-						s.invalidateLocked(k, sub)
-					}
-				}
-			}
-			s.requestSaveLocked()
-			s.mu.Unlock()
+			s.removedOnReplica(key, st, epoch)
 			from, trusted = 0, true
 		}
 	}
 	if err == nil {
 		progress := func(last int64) {
 			answered = true
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			if st.epoch != epoch {
-				return // reset meanwhile: this copy's position is not to be trusted
-			}
-			st.replicated, st.verified, st.doubt = last, true, false
-			if last > st.head {
-				st.head = last
-			}
-			s.lastSync = time.Now()
-			s.requestSaveLocked()
-			s.broadcastLocked()
+			s.copiedThrough(st, epoch, last)
 		}
 		_, _, err = c.sync(s.ctx, key, from, trusted, progress)
 	}
+	s.finishReplicate(key, st, err, answered)
+}
 
+// removedOnReplica records that the replica's copy of key is removed, as
+// a removal owed asked: the replica holds nothing of it, unless the
+// session was reset since epoch; a main session's subagent records are
+// checked again.
+func (s *Store) removedOnReplica(key recall.Key, st *session, epoch int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st.remove = false
+	if st.epoch == epoch {
+		st.replicated, st.verified, st.doubt = 0, true, false
+	}
+	if key.IsMain() {
+		// Removing a main session on the replica removed its
+		// subagent records too, whatever copies of them ran
+		// meanwhile: check them again.
+		for k, sub := range s.sessions {
+			if k.Parent() == key && k != key {
+				s.invalidateLocked(k, sub)
+			}
+		}
+	}
+	s.requestSaveLocked()
+}
+
+// copiedThrough records that the replica holds st's log through last, a
+// copy's progress, unless the session was reset since epoch, and wakes
+// those waiting for the replica.
+func (s *Store) copiedThrough(st *session, epoch int, last int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st.epoch != epoch {
+		return // reset meanwhile: this copy's position is not to be trusted
+	}
+	st.replicated, st.verified, st.doubt = last, true, false
+	if last > st.head {
+		st.head = last
+	}
+	s.lastSync = time.Now()
+	s.requestSaveLocked()
+	s.broadcastLocked()
+}
+
+// finishReplicate ends a replicate of key that returned err, answered
+// telling whether the replica answered a call: it records the outcome
+// and decides what comes next for the session (done, forgotten, queued
+// again, first or later, or held back while the replica is down).
+func (s *Store) finishReplicate(key recall.Key, st *session, err error, answered bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	defer s.broadcastLocked()
