@@ -52,7 +52,78 @@ const (
 
 func main() { os.Exit(run()) }
 
+// options are bench's flags, parsed.
+type options struct {
+	quick, write, keep bool
+	doc, dir           string
+	pgDSN, redisURL    string
+	cpuprofile         string
+	only, which        *regexp.Regexp // -contenders, -workloads
+	sizes              []int          // -scale; nil: the side-by-side run
+}
+
 func run() int {
+	o, ok := parseFlags()
+	if !ok {
+		return 2
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+
+	root, err := dataRoot(o.dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 1
+	}
+	if !o.keep {
+		defer os.RemoveAll(root)
+	}
+
+	if o.cpuprofile != "" {
+		stopProfile, err := startCPUProfile(o.cpuprofile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			return 1
+		}
+		defer stopProfile()
+	}
+
+	cfg := fullConfig()
+	if o.quick {
+		cfg = quickConfig()
+	}
+	dataDir := o.dir
+	if dataDir == "" {
+		dataDir = filepath.Dir(root) // the random name says nothing
+	}
+	mach := describeMachine(dataDir)
+	if mach.fs == "tmpfs" {
+		fmt.Fprintln(os.Stderr, "bench: warning: the data directory is on tmpfs, where fsync costs nothing; use -dir on a disk")
+	}
+
+	p := planRun(ctx, o, cfg, root)
+	if os.Getenv("RECALL_REQUIRE_SERVICES") == "1" {
+		// CI wants every contender measured, as the tests want every server.
+		if err := requireServices(p.contenders); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			return 1
+		}
+	}
+	h := newHarness(p.cfg, p.contenders, os.Stderr)
+	start := time.Now()
+	runWorkloads(ctx, h, p, o.which)
+	h.dropAll(ctx)
+	if err := ctx.Err(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench: interrupted")
+		return 1
+	}
+	return printReport(o, h, p, mach, start)
+}
+
+// parseFlags parses the command line into options. On bad usage it says
+// so, and ok is false.
+func parseFlags() (o options, ok bool) {
 	var (
 		quick      = flag.Bool("quick", false, "smoke run: small sizes, about a minute; never writes the doc")
 		write      = flag.Bool("write", false, "write the results into -doc (refused with -quick)")
@@ -73,106 +144,118 @@ func run() int {
 	flag.Parse()
 	if flag.NArg() > 0 || *quick && *write {
 		flag.Usage()
-		return 2
+		return o, false
 	}
 	onlyRE, err1 := regexp.Compile(*only)
 	whichRE, err2 := regexp.Compile(*which)
 	if err1 != nil || err2 != nil {
 		fmt.Fprintln(os.Stderr, "bench: bad regexp:", firstErr(err1, err2))
-		return 2
+		return o, false
 	}
 	var sizes []int
 	if *scale != "" {
 		var err error
 		if sizes, err = parseSizes(*scale); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
-			return 2
+			return o, false
 		}
 	}
+	return options{
+		quick:      *quick,
+		write:      *write,
+		keep:       *keep,
+		doc:        *doc,
+		dir:        *dir,
+		pgDSN:      *pgDSN,
+		redisURL:   *redisURL,
+		cpuprofile: *cpuprofile,
+		only:       onlyRE,
+		which:      whichRE,
+		sizes:      sizes,
+	}, true
+}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
+// dataRoot returns the directory the contenders keep their files in: dir,
+// created if need be, or a new directory under $TMPDIR when dir is "".
+func dataRoot(dir string) (string, error) {
+	if dir == "" {
+		return os.MkdirTemp("", "recall-bench-")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	return dir, nil
+}
 
-	root := *dir
-	if root == "" {
-		var err error
-		if root, err = os.MkdirTemp("", "recall-bench-"); err != nil {
-			fmt.Fprintln(os.Stderr, "bench:", err)
-			return 1
-		}
-	} else if err := os.MkdirAll(root, 0o755); err != nil {
-		fmt.Fprintln(os.Stderr, "bench:", err)
-		return 1
+// startCPUProfile starts writing a CPU profile of the run to path, and
+// returns the function that stops it and closes the file.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
 	}
-	if !*keep {
-		defer os.RemoveAll(root)
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
 	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
+}
 
-	if *cpuprofile != "" {
-		f, err := os.Create(*cpuprofile)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "bench:", err)
-			return 1
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			fmt.Fprintln(os.Stderr, "bench:", err)
-			return 1
-		}
-		defer pprof.StopCPUProfile()
-	}
+// runPlan is what a run measures: the contenders, the workloads and the
+// order they run in, with the configuration they run at, and the section
+// of the doc the results go to.
+type runPlan struct {
+	cfg        config
+	contenders []contender
+	workloads  []*workload
+	order      []string // workload ids
+	sec        section
+}
 
-	cfg := fullConfig()
-	if *quick {
-		cfg = quickConfig()
+// planRun plans the run o asks for at cfg, the contenders keeping their
+// files under root: with -scale, the file store's scale workloads at each
+// size; else W1 to W7 in runOrder, with the contenders -contenders
+// matches (recall's durable file store and the floors always).
+func planRun(ctx context.Context, o options, cfg config, root string) runPlan {
+	if o.sizes != nil {
+		cfg = scaleConfig(cfg, o.sizes)
+		p := runPlan{cfg: cfg, contenders: scaleContenders(root), workloads: scaleWorkloads(cfg), sec: atScale}
+		for _, w := range p.workloads {
+			p.order = append(p.order, w.id)
+		}
+		return p
 	}
-	dataDir := *dir
-	if dataDir == "" {
-		dataDir = filepath.Dir(root) // the random name says nothing
+	p := runPlan{cfg: cfg, order: runOrder, sec: sideBySide}
+	for _, c := range allContenders(ctx, root, o.pgDSN, o.redisURL) {
+		if c.name == recallRow || c.kind == kindFloor || o.only.MatchString(c.name) {
+			p.contenders = append(p.contenders, c)
+		}
 	}
-	mach := describeMachine(dataDir)
-	if mach.fs == "tmpfs" {
-		fmt.Fprintln(os.Stderr, "bench: warning: the data directory is on tmpfs, where fsync costs nothing; use -dir on a disk")
-	}
+	p.workloads = workloads(cfg)
+	return p
+}
 
-	var (
-		cs    []contender
-		ws    []*workload
-		order = runOrder
-		sec   = sideBySide
-	)
-	if sizes != nil {
-		cfg = scaleConfig(cfg, sizes)
-		cs = scaleContenders(root)
-		ws = scaleWorkloads(cfg)
-		order = nil
-		for _, w := range ws {
-			order = append(order, w.id)
-		}
-		sec = atScale
-	} else {
-		for _, c := range allContenders(ctx, root, *pgDSN, *redisURL) {
-			if c.name == recallRow || c.kind == kindFloor || onlyRE.MatchString(c.name) {
-				cs = append(cs, c)
-			}
-		}
-		ws = workloads(cfg)
-	}
-	if os.Getenv("RECALL_REQUIRE_SERVICES") == "1" {
-		// CI wants every contender measured, as the tests want every server.
-		for _, c := range cs {
-			if c.unavailable != "" {
-				fmt.Fprintf(os.Stderr, "bench: %s: %s, and RECALL_REQUIRE_SERVICES=1\n", c.name, c.unavailable)
-				return 1
-			}
+// requireServices returns an error naming the first contender of cs
+// whose server did not answer.
+func requireServices(cs []contender) error {
+	for _, c := range cs {
+		if c.unavailable != "" {
+			return fmt.Errorf("%s: %s, and RECALL_REQUIRE_SERVICES=1", c.name, c.unavailable)
 		}
 	}
-	h := newHarness(cfg, cs, os.Stderr)
-	start := time.Now()
-	for _, id := range order {
-		i := slices.IndexFunc(ws, func(w *workload) bool { return w.id == id })
-		w := ws[i]
-		if !whichRE.MatchString(w.id) {
+	return nil
+}
+
+// runWorkloads runs the workloads of p that which matches, in p's order,
+// logging each with the time it took, until ctx ends.
+func runWorkloads(ctx context.Context, h *harness, p runPlan, which *regexp.Regexp) {
+	for _, id := range p.order {
+		i := slices.IndexFunc(p.workloads, func(w *workload) bool { return w.id == id })
+		w := p.workloads[i]
+		if !which.MatchString(w.id) {
 			continue
 		}
 		if ctx.Err() != nil {
@@ -183,25 +266,26 @@ func run() int {
 		w.run(ctx, h, w)
 		h.logf("  %v", time.Since(t).Round(time.Second))
 	}
-	h.dropAll(ctx)
-	if err := ctx.Err(); err != nil {
-		fmt.Fprintln(os.Stderr, "bench: interrupted")
-		return 1
-	}
+}
 
-	ws = slices.DeleteFunc(ws, func(w *workload) bool { return !whichRE.MatchString(w.id) })
+// printReport prints the results of the run begun at start, of the
+// workloads o.which matches, as Markdown, and writes them into o.doc's
+// section with -write. It returns the exit status: 1 when the doc could
+// not be written or a measurement failed.
+func printReport(o options, h *harness, p runPlan, mach machine, start time.Time) int {
+	ws := slices.DeleteFunc(p.workloads, func(w *workload) bool { return !o.which.MatchString(w.id) })
 	r := &report{h: h, workloads: ws, machine: mach, command: command(), took: time.Since(start), endLoad: loadAverage()}
 	md := r.markdown()
-	if sizes != nil {
+	if o.sizes != nil {
 		md = r.scaleMarkdown()
 	}
 	fmt.Print(md)
-	if *write {
-		if err := writeSection(*doc, md, sec); err != nil {
+	if o.write {
+		if err := writeSection(o.doc, md, p.sec); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			return 1
 		}
-		fmt.Fprintln(os.Stderr, "bench: wrote", *doc)
+		fmt.Fprintln(os.Stderr, "bench: wrote", o.doc)
 	}
 	if n := h.errorCount(); n > 0 {
 		fmt.Fprintf(os.Stderr, "bench: %d measurements failed\n", n)
