@@ -303,20 +303,20 @@ func (c *chatSession) choose(ctx context.Context, f chatFlags) (recall.Key, erro
 // list and fails with a usage error, since nothing can be picked.
 func (c *chatSession) pick(ctx context.Context) (recall.Meta, error) {
 	terminal := isTerminal(c.app.stdin) && isTerminal(c.app.stdout)
-	metas, more, all, err := firstSessions(ctx, c.st, c.project, terminal)
+	first, err := firstSessions(ctx, c.st, c.project, terminal)
 	if err != nil {
 		return recall.Meta{}, err
 	}
-	if len(metas) == 0 {
+	if len(first.metas) == 0 {
 		return recall.Meta{}, withHint(errors.New("no sessions to resume"), "start one with 'recall chat'")
 	}
 	if !terminal {
-		if err := writeSessions(c.app.stdout, metas, nil, all); err != nil {
+		if err := writeSessions(c.app.stdout, first.metas, nil, first.all); err != nil {
 			return recall.Meta{}, err
 		}
 		return recall.Meta{}, usageError("pass one of the IDs above: recall chat --resume ID", "--resume without an ID needs a terminal to pick in")
 	}
-	return pickFromStore(ctx, c.app.stdin, c.app.stdout, c.st, c.project, metas, more, all)
+	return pickFromStore(ctx, c.app.stdin, c.app.stdout, c.st, c.project, first)
 }
 
 // newKey returns the key of a new session in the project.

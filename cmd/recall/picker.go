@@ -45,11 +45,11 @@ func isTerminal(f any) bool {
 // switches between this project's sessions and every project's; the
 // arrows move, Enter resumes, Esc and Ctrl-C leave with errNoChoice.
 //
-// metas may be the first page only (more): the picker shows it at once
+// first may be the first page only (more): the picker shows it at once
 // and reads the rest while the user looks.
-func pickFromStore(ctx context.Context, in io.Reader, out io.Writer, st recall.Store, project string, metas []recall.Meta, more, all bool) (recall.Meta, error) {
-	p := newPicker(metas, time.Now())
-	p.ctx, p.project, p.allProjects, p.more = ctx, project, all, more
+func pickFromStore(ctx context.Context, in io.Reader, out io.Writer, st recall.Store, project string, first opening) (recall.Meta, error) {
+	p := newPicker(first.metas, time.Now())
+	p.ctx, p.project, p.allProjects, p.more = ctx, project, first.all, first.more
 	p.load = func(ctx context.Context, all bool) ([]recall.Meta, []contentHit, error) {
 		scope := project
 		if all {
@@ -64,7 +64,7 @@ func pickFromStore(ctx context.Context, in io.Reader, out io.Writer, st recall.S
 		}
 		return storeSearch(st, project)
 	}
-	p.search = p.searchIn(all)
+	p.search = p.searchIn(first.all)
 	return runPicker(ctx, in, out, p)
 }
 
@@ -73,11 +73,18 @@ func pickFromStore(ctx context.Context, in io.Reader, out io.Writer, st recall.S
 // as over 100.
 const pickerFirstPage = 200
 
+// opening is what the picker opens with.
+type opening struct {
+	metas []recall.Meta
+	more  bool // metas is the first page only: there are others
+	all   bool // metas are every project's, since the project has none
+}
+
 // firstSessions returns what the picker opens with: the newest sessions
 // of project (the first page only when page, with more set when there
 // are others; all of them otherwise) or, when project has none, every
 // project's (all set).
-func firstSessions(ctx context.Context, st recall.Store, project string, page bool) (metas []recall.Meta, more, all bool, err error) {
+func firstSessions(ctx context.Context, st recall.Store, project string, page bool) (opening, error) {
 	read := func(project string) ([]recall.Meta, bool, error) {
 		if !page {
 			metas, err := sessionref.All(ctx, st, project, false)
@@ -86,11 +93,12 @@ func firstSessions(ctx context.Context, st recall.Store, project string, page bo
 		p, err := st.List(ctx, project, recall.ListOptions{Limit: pickerFirstPage})
 		return p.Sessions, p.Next != "", err
 	}
-	if metas, more, err = read(project); err != nil || len(metas) > 0 {
-		return metas, more, false, err
+	metas, more, err := read(project)
+	if err != nil || len(metas) > 0 {
+		return opening{metas: metas, more: more}, err
 	}
 	metas, more, err = read("")
-	return metas, more, true, err
+	return opening{metas: metas, more: more, all: true}, err
 }
 
 // runPicker runs the picker p on the terminal and returns the choice.

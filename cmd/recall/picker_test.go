@@ -156,11 +156,11 @@ func BenchmarkPickerOpen(b *testing.B) {
 	})
 	b.Run("open", func(b *testing.B) {
 		for b.Loop() {
-			metas, more, _, err := firstSessions(ctx, st, "p", true)
-			if err != nil || !more {
-				b.Fatalf("firstSessions = %d sessions, more %t, %v", len(metas), more, err)
+			first, err := firstSessions(ctx, st, "p", true)
+			if err != nil || !first.more {
+				b.Fatalf("firstSessions = %d sessions, more %t, %v", len(first.metas), first.more, err)
 			}
-			p := newPicker(metas, time.Now())
+			p := newPicker(first.metas, time.Now())
 			m, _ := p.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
 			_ = m.View()
 		}
