@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/recallkit/recall/storekit"
 	"slices"
 	"testing"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/storekit"
 )
 
 func TestEstimateTokens(t *testing.T) {

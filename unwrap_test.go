@@ -2,13 +2,13 @@ package recall_test
 
 import (
 	"context"
-	"github.com/recallkit/recall/search"
-	"github.com/recallkit/recall/storekit"
 	"testing"
 	"time"
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/memstore"
+	"github.com/recallkit/recall/search"
+	"github.com/recallkit/recall/storekit"
 )
 
 // observer wraps a store without changing what its calls do, and says so

@@ -2,7 +2,6 @@ package agent_test
 
 import (
 	"context"
-	"github.com/recallkit/recall/storekit"
 	"strings"
 	"testing"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/recallkit/recall/internal/fakeopenai"
 	"github.com/recallkit/recall/internal/undo"
 	"github.com/recallkit/recall/provider/openai"
+	"github.com/recallkit/recall/storekit"
 )
 
 // compactFixture is a fixture whose session compacts with a summary from

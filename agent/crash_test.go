@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/recallkit/recall/storekit"
 	"os"
 	"testing"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"github.com/recallkit/recall/internal/fakeopenai"
 	"github.com/recallkit/recall/internal/testkit"
 	"github.com/recallkit/recall/provider/openai"
+	"github.com/recallkit/recall/storekit"
 )
 
 // The crash tests run agent.Run in a child process (this test binary,

@@ -3,7 +3,6 @@ package agent_test
 import (
 	"context"
 	"fmt"
-	"github.com/recallkit/recall/storekit"
 	"strings"
 	"sync"
 
@@ -11,6 +10,7 @@ import (
 	"github.com/recallkit/recall/agent"
 	"github.com/recallkit/recall/memstore"
 	"github.com/recallkit/recall/provider/offline"
+	"github.com/recallkit/recall/storekit"
 )
 
 // Teams, mode 1: a shared session. Several agents run concurrently

@@ -3,7 +3,6 @@ package agent_test
 import (
 	"context"
 	"encoding/json"
-	"github.com/recallkit/recall/storekit"
 	"strings"
 	"testing"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/recallkit/recall/internal/fakeopenai"
 	"github.com/recallkit/recall/memstore"
 	"github.com/recallkit/recall/provider/openai"
+	"github.com/recallkit/recall/storekit"
 )
 
 // taskArgs is the JSON arguments of a subagent call.

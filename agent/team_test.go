@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/recallkit/recall/storekit"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -14,6 +13,7 @@ import (
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/agent"
 	"github.com/recallkit/recall/memstore"
+	"github.com/recallkit/recall/storekit"
 )
 
 // toolUser is a model that calls its tool once per user message (a fresh

@@ -3,7 +3,6 @@ package compact_test
 import (
 	"context"
 	"errors"
-	"github.com/recallkit/recall/storekit"
 	"slices"
 	"strings"
 	"testing"
@@ -15,6 +14,7 @@ import (
 	"github.com/recallkit/recall/internal/fakeopenai"
 	"github.com/recallkit/recall/memstore"
 	"github.com/recallkit/recall/provider/openai"
+	"github.com/recallkit/recall/storekit"
 )
 
 type fixture struct {

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/recallkit/recall/storekit"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,6 +19,7 @@ import (
 	"github.com/recallkit/recall/memstore"
 	"github.com/recallkit/recall/redisstore"
 	"github.com/recallkit/recall/sqlstore"
+	"github.com/recallkit/recall/storekit"
 )
 
 // oddItems are items whose bytes a careless exporter would change: blanks

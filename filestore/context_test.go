@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/recallkit/recall/storekit"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/filestore"
+	"github.com/recallkit/recall/storekit"
 )
 
 // Every method called with a context that has already ended returns its

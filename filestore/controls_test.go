@@ -2,13 +2,13 @@ package filestore
 
 import (
 	"context"
-	"github.com/recallkit/recall/storekit"
 	"math/rand/v2"
 	"os"
 	"slices"
 	"testing"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/storekit"
 )
 
 // The controls a writer's record carries are those a scan of the log from

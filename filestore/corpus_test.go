@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
-	"github.com/recallkit/recall/storekit"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/filestore"
+	"github.com/recallkit/recall/storekit"
 )
 
 var updateCorpus = flag.Bool("update-corpus", false, "rewrite testdata/good.jsonl from goodLog")

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/recallkit/recall/storekit"
 	"os"
 	"testing"
 	"unicode/utf8"
@@ -15,6 +14,7 @@ import (
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/filestore"
 	"github.com/recallkit/recall/internal/flock"
+	"github.com/recallkit/recall/storekit"
 )
 
 // wantOnlyCorrupt checks that err, from storekit.Verify or VerifySession, is

@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/recallkit/recall/storekit"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -22,6 +21,7 @@ import (
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/filestore"
 	"github.com/recallkit/recall/internal/testkit"
+	"github.com/recallkit/recall/storekit"
 )
 
 // The promise of each fsync policy, tested against the two ways a machine

@@ -5,13 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/recallkit/recall/storekit"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/storekit"
 )
 
 // A failed guard writes nothing: no log, no directory (not even the

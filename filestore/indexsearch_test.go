@@ -3,11 +3,11 @@ package filestore_test
 import (
 	"context"
 	"fmt"
-	"github.com/recallkit/recall/search"
 	"reflect"
 	"testing"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/search"
 )
 
 // TestIndexSearch checks that IndexSearch brings the index up to date

@@ -2,7 +2,6 @@ package filestore_test
 
 import (
 	"context"
-	"github.com/recallkit/recall/storekit"
 	"maps"
 	"os"
 	"testing"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/filestore"
+	"github.com/recallkit/recall/storekit"
 )
 
 // The metadata map is kept in the index with the rest of the Meta: Stat,

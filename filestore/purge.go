@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/recallkit/recall/storekit"
 	"io"
 	"os"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 	"github.com/recallkit/recall/internal/durable"
 	"github.com/recallkit/recall/internal/flock"
 	"github.com/recallkit/recall/internal/fsys"
+	"github.com/recallkit/recall/storekit"
 )
 
 var _ storekit.Purger = (*Store)(nil)

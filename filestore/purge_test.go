@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/recallkit/recall/storekit"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +19,7 @@ import (
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/filestore"
 	"github.com/recallkit/recall/internal/testkit"
+	"github.com/recallkit/recall/storekit"
 )
 
 var purgeKey = recall.Key{Project: "purge", Session: "s"}

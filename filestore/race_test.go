@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/recallkit/recall/storekit"
 	"io"
 	"os"
 	"strconv"
@@ -15,6 +14,7 @@ import (
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/filestore"
 	"github.com/recallkit/recall/internal/testkit"
+	"github.com/recallkit/recall/storekit"
 )
 
 // The tests below race this process against another one on the same

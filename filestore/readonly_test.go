@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/recallkit/recall/storekit"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/filestore"
+	"github.com/recallkit/recall/storekit"
 )
 
 // A home the store may read but not write: a read-only mount (EROFS), or a

@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/recallkit/recall/search"
 	"slices"
 	"time"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/search"
 )
 
 var (

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/recallkit/recall/search"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -18,6 +17,7 @@ import (
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/filestore"
 	"github.com/recallkit/recall/internal/testkit"
+	"github.com/recallkit/recall/search"
 )
 
 // bruteSearch is the reference the index must agree with, written out

@@ -5,12 +5,12 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"github.com/recallkit/recall/search"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/search"
 )
 
 // Finding a search's item hits in the index: windows of the newest items,

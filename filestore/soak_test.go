@@ -8,7 +8,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/recallkit/recall/storekit"
 	"os"
 	"path/filepath"
 	"slices"
@@ -20,6 +19,7 @@ import (
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/filestore"
 	"github.com/recallkit/recall/internal/testkit"
+	"github.com/recallkit/recall/storekit"
 	"github.com/recallkit/recall/storetest"
 )
 

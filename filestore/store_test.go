@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/recallkit/recall/storekit"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/filestore"
+	"github.com/recallkit/recall/storekit"
 )
 
 // snapshot returns every path under dir with its size, to prove that a

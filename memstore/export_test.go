@@ -2,10 +2,10 @@ package memstore
 
 import (
 	"encoding/json"
-	"github.com/recallkit/recall/storekit"
 	"testing"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/storekit"
 )
 
 // Plant is storetest.Config.Plant for memstore: it appends data verbatim

@@ -3,12 +3,12 @@ package memstore_test
 import (
 	"context"
 	"errors"
-	"github.com/recallkit/recall/storekit"
 	"strings"
 	"testing"
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/memstore"
+	"github.com/recallkit/recall/storekit"
 	"github.com/recallkit/recall/storetest"
 )
 

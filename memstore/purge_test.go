@@ -3,11 +3,11 @@ package memstore_test
 import (
 	"context"
 	"errors"
-	"github.com/recallkit/recall/storekit"
 	"testing"
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/memstore"
+	"github.com/recallkit/recall/storekit"
 )
 
 func TestPurge(t *testing.T) {

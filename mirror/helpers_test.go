@@ -5,13 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/recallkit/recall/storekit"
 	"slices"
 	"time"
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/internal/testkit"
 	"github.com/recallkit/recall/mirror"
+	"github.com/recallkit/recall/storekit"
 )
 
 // tb is what the helpers need of *testing.T and *rapid.T.

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/recallkit/recall/storekit"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"github.com/recallkit/recall/internal/testkit"
 	"github.com/recallkit/recall/memstore"
 	"github.com/recallkit/recall/mirror"
+	"github.com/recallkit/recall/storekit"
 )
 
 // keepOpen is a store whose Close does nothing, so a test can start a second

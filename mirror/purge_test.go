@@ -3,13 +3,13 @@ package mirror_test
 import (
 	"context"
 	"errors"
-	"github.com/recallkit/recall/storekit"
 	"testing"
 	"time"
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/memstore"
 	"github.com/recallkit/recall/mirror"
+	"github.com/recallkit/recall/storekit"
 )
 
 // purgeable writes a session with a title, items and a compaction entry

@@ -3,7 +3,6 @@ package mirror_test
 import (
 	"context"
 	"errors"
-	"github.com/recallkit/recall/storekit"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,6 +12,7 @@ import (
 	"github.com/recallkit/recall/memstore"
 	"github.com/recallkit/recall/mirror"
 	"github.com/recallkit/recall/sqlstore"
+	"github.com/recallkit/recall/storekit"
 )
 
 // at returns entries stamped with the time t, which stores keep: the way a

@@ -2,11 +2,11 @@ package mirror_test
 
 import (
 	"context"
-	"github.com/recallkit/recall/search"
 	"testing"
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/memstore"
+	"github.com/recallkit/recall/search"
 	"github.com/recallkit/recall/storetest"
 )
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/recallkit/recall/storekit"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -13,6 +12,7 @@ import (
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/memstore"
 	"github.com/recallkit/recall/mirror"
+	"github.com/recallkit/recall/storekit"
 )
 
 // failAfter is a store whose Imports fail once n have succeeded, like a

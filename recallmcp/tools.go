@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/recallkit/recall/search"
 	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/search"
 )
 
 // Page sizes of the tools: the default and the most a call may ask for.

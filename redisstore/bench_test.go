@@ -3,7 +3,6 @@ package redisstore
 import (
 	"context"
 	"fmt"
-	"github.com/recallkit/recall/storekit"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/storekit"
 	"github.com/recallkit/recall/storetest"
 )
 

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/recallkit/recall/storekit"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,6 +14,7 @@ import (
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/internal/jsonvalid"
 	"github.com/recallkit/recall/internal/testkit"
+	"github.com/recallkit/recall/storekit"
 	"github.com/recallkit/recall/storetest"
 )
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/recallkit/recall/storekit"
 	"maps"
 	"math/rand/v2"
 	"slices"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/memstore"
+	"github.com/recallkit/recall/storekit"
 	"github.com/recallkit/recall/storetest"
 )
 

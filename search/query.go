@@ -2,13 +2,13 @@ package search
 
 import (
 	"context"
-	"github.com/recallkit/recall"
-
 	"encoding/json"
 	"fmt"
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/recallkit/recall"
 )
 
 // Indexer is an optional ability of a recall.Searcher that keeps an index

@@ -2,11 +2,11 @@ package server
 
 import (
 	"errors"
-	"github.com/recallkit/recall/search"
 	"net/http"
 	"time"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/search"
 )
 
 // Searching a user's sessions (recall.Search, on the store's own index

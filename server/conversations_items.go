@@ -5,14 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/recallkit/recall/export"
-	"github.com/tidwall/gjson"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/export"
 )
 
 // Item ids.

@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"errors"
-	"github.com/recallkit/recall/search"
 	"html/template"
 	"net/http"
 	"slices"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/search"
 )
 
 // The viewer's list page: the pinned sessions, then the others newest

@@ -3,7 +3,6 @@ package sqlstore
 import (
 	"context"
 	"fmt"
-	"github.com/recallkit/recall/search"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/internal/testsvc"
+	"github.com/recallkit/recall/search"
 )
 
 // The search benchmarks run on a synthetic corpus of searchCorpusSessions

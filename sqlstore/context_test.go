@@ -5,13 +5,13 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"github.com/recallkit/recall/storekit"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/internal/testkit"
+	"github.com/recallkit/recall/storekit"
 	"github.com/recallkit/recall/storetest"
 )
 

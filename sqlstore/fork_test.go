@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/recallkit/recall/storekit"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/storekit"
 	"github.com/recallkit/recall/storetest"
 )
 

@@ -2,12 +2,12 @@ package sqlstore
 
 import (
 	"context"
-	"github.com/recallkit/recall/storekit"
 	"path/filepath"
 	"testing"
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/internal/testsvc"
+	"github.com/recallkit/recall/storekit"
 )
 
 // newPostgres opens a store in a fresh schema, dropped when the test ends.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"github.com/recallkit/recall/storekit"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/internal/testsvc"
+	"github.com/recallkit/recall/storekit"
 )
 
 // v1Database creates a database at schema version 1, as the previous

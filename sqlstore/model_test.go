@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/recallkit/recall/storekit"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/internal/testkit"
 	"github.com/recallkit/recall/memstore"
+	"github.com/recallkit/recall/storekit"
 	"github.com/recallkit/recall/storetest"
 )
 

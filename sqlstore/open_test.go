@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"github.com/recallkit/recall/storekit"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/internal/testkit"
 	"github.com/recallkit/recall/internal/testsvc"
+	"github.com/recallkit/recall/storekit"
 )
 
 func TestSchemaTooNewSQLite(t *testing.T) {

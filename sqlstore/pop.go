@@ -3,7 +3,6 @@ package sqlstore
 import (
 	"context"
 	"errors"
-	"github.com/recallkit/recall/storekit"
 	"strings"
 	"time"
 
@@ -11,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/storekit"
 )
 
 // Pop's fast path on PostgreSQL. The general Pop is a transaction of

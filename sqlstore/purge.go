@@ -3,9 +3,9 @@ package sqlstore
 import (
 	"context"
 	"fmt"
-	"github.com/recallkit/recall/storekit"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/storekit"
 )
 
 var _ storekit.Purger = (*Store)(nil)

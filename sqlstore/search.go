@@ -5,13 +5,13 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"github.com/recallkit/recall/search"
 	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/search"
 )
 
 var _ recall.Searcher = (*Store)(nil)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/recallkit/recall/search"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/internal/testkit"
+	"github.com/recallkit/recall/search"
 )
 
 // hitID is what a hit must share with search.Scan's: everything

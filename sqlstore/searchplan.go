@@ -2,11 +2,12 @@ package sqlstore
 
 import (
 	"context"
-	"github.com/recallkit/recall/search"
 	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/recallkit/recall/search"
 )
 
 // A search's plan on the trigram index: which grams each term asks for,

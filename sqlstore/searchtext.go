@@ -3,9 +3,9 @@ package sqlstore
 import (
 	"context"
 	"encoding/json"
-	"github.com/recallkit/recall/search"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/search"
 )
 
 // The text of a search's hits, read from their entries for the snippets.

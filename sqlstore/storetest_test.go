@@ -3,11 +3,11 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
-	"github.com/recallkit/recall/storekit"
 	"testing"
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/internal/testsvc"
+	"github.com/recallkit/recall/storekit"
 	"github.com/recallkit/recall/storetest"
 )
 

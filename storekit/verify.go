@@ -5,8 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/recallkit/recall"
 	"slices"
+
+	"github.com/recallkit/recall"
 )
 
 // Verify checks the invariants of every session in a store (every project,

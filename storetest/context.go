@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/recallkit/recall/storekit"
 	"slices"
 	"time"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/storekit"
 )
 
 // contextSessions are the sessions testContext's calls act on.

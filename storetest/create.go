@@ -2,10 +2,10 @@ package storetest
 
 import (
 	"fmt"
-	"github.com/recallkit/recall/storekit"
 	"maps"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/storekit"
 )
 
 // createCase is one way testCreate creates a session: the options it

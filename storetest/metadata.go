@@ -3,11 +3,11 @@ package storetest
 import (
 	"errors"
 	"fmt"
-	"github.com/recallkit/recall/storekit"
 	"maps"
 	"strings"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/storekit"
 )
 
 // testMetadata checks a session's metadata map: set by Create and

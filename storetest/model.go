@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/recallkit/recall/storekit"
 	"maps"
 	"slices"
 	"testing"
@@ -14,7 +13,24 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/storekit"
 )
+
+// storeOf makes the one store a model-based test reuses for every
+// sequence, closed (and checked to close) when the test ends.
+func storeOf(t *testing.T, newStore func(t *testing.T) recall.Store) recall.Store {
+	t.Helper()
+	sut := newStore(t)
+	if sut == nil {
+		t.Fatal("storetest: newStore returned nil")
+	}
+	t.Cleanup(func() {
+		if err := sut.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return sut
+}
 
 // RunModel is the model-based test: rapid draws random sequences of
 // operations (appends with and without a guard, empty and bad batches,
@@ -38,15 +54,7 @@ import (
 // sequence and prints the steps.
 func RunModel(t *testing.T, newStore func(t *testing.T) recall.Store) {
 	t.Helper()
-	sut := newStore(t)
-	if sut == nil {
-		t.Fatal("storetest: newStore returned nil")
-	}
-	t.Cleanup(func() {
-		if err := sut.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	})
+	sut := storeOf(t, newStore)
 	rapid.Check(t, func(rt *rapid.T) {
 		m := &model{t: rt, ctx: rt.Context(), sut: sut, logs: map[recall.Key][]recall.Entry{}}
 		m.reset()

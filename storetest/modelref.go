@@ -1,12 +1,12 @@
 package storetest
 
 import (
-	"github.com/recallkit/recall/storekit"
 	"maps"
 	"slices"
 	"strings"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/storekit"
 )
 
 // The model's reference: a plain log per session, kept by the test, whose

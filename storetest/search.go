@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/recallkit/recall/search"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/search"
 )
 
 // The search cases check recall.Search on the store (its own index when

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/recallkit/recall/search"
-	"github.com/recallkit/recall/storekit"
 	"slices"
 	"strings"
 	"testing"
@@ -15,6 +13,8 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/search"
+	"github.com/recallkit/recall/storekit"
 )
 
 // RunSearchModel is the model-based test of search: rapid draws random
@@ -35,15 +35,7 @@ import (
 // RunConfig run it as the subtest "SearchModel".
 func RunSearchModel(t *testing.T, newStore func(t *testing.T) recall.Store) {
 	t.Helper()
-	sut := newStore(t)
-	if sut == nil {
-		t.Fatal("storetest: newStore returned nil")
-	}
-	t.Cleanup(func() {
-		if err := sut.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	})
+	sut := storeOf(t, newStore)
 	rapid.Check(t, func(rt *rapid.T) {
 		m := &searchModel{t: rt, ctx: rt.Context(), sut: sut, logs: map[recall.Key][]recall.Entry{},
 			clock: storekit.Now().Add(-time.Hour)}

@@ -2,11 +2,11 @@ package main
 
 import (
 	"fmt"
-	"github.com/recallkit/recall/storekit"
 
 	"github.com/spf13/cobra"
 
 	"github.com/recallkit/recall/internal/sessionref"
+	"github.com/recallkit/recall/storekit"
 )
 
 func newCheckCmd(a *app) *cobra.Command {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/recallkit/recall/storekit"
 
 	"github.com/spf13/cobra"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/recallkit/recall/agent"
 	"github.com/recallkit/recall/compact"
 	"github.com/recallkit/recall/provider/offline"
+	"github.com/recallkit/recall/storekit"
 )
 
 // compactFlags are the flags of recall compact.

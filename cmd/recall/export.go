@@ -16,6 +16,7 @@ import (
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/export"
+	"github.com/recallkit/recall/internal/durable"
 	"github.com/recallkit/recall/internal/sessionref"
 )
 
@@ -340,33 +341,27 @@ func exportPerm(f export.Format) fs.FileMode {
 
 // writeFileAtomic writes a file whole or not at all, with mode perm less
 // the umask: into a temporary file beside it, synced, then renamed into
-// place (over the old file, which --force allowed). A failure leaves no
-// partial file behind.
+// place (over the old file, which --force allowed; see durable.Replace).
+// A failure leaves no partial file behind.
 func writeFileAtomic(path string, perm fs.FileMode, write func(io.Writer) error) (int64, error) {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return 0, fmt.Errorf("output directory: %w", err)
 	}
 	tmp, err := createTemp(path, perm)
 	if err != nil {
 		return 0, fmt.Errorf("export: %w", err)
 	}
-	defer os.Remove(tmp.Name()) // a no-op once renamed
-	cw := &countWriter{w: tmp}
-	err = write(cw)
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
+	var n int64
+	err = durable.Replace(path, tmp, func(w io.Writer) error {
+		cw := &countWriter{w: w}
+		err := write(cw)
+		n = cw.n
+		return err
+	})
 	if err != nil {
 		return 0, fmt.Errorf("export to %s: %w", path, err)
 	}
-	return cw.n, nil
+	return n, nil
 }
 
 // createTemp creates a new file beside path, named as os.CreateTemp would

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/recallkit/recall/search"
 	"io"
 	"io/fs"
 	"path/filepath"
@@ -18,6 +17,7 @@ import (
 	"github.com/recallkit/recall/importer"
 	"github.com/recallkit/recall/importer/claudecode"
 	"github.com/recallkit/recall/importer/codex"
+	"github.com/recallkit/recall/search"
 )
 
 // importFlags are the flags of recall import claude-code and codex.

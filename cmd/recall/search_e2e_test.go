@@ -2,12 +2,12 @@ package main
 
 import (
 	"encoding/json"
-	"github.com/recallkit/recall/search"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/search"
 )
 
 // TestSearchCommand drives recall search on the file store and SQLite:

@@ -3,7 +3,6 @@ package claudecode
 import (
 	"context"
 	"encoding/json"
-	"github.com/recallkit/recall/storekit"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -16,6 +15,7 @@ import (
 	"github.com/recallkit/recall/importer"
 	"github.com/recallkit/recall/memstore"
 	"github.com/recallkit/recall/sqlstore"
+	"github.com/recallkit/recall/storekit"
 )
 
 const (

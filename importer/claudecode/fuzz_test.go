@@ -3,7 +3,6 @@ package claudecode
 import (
 	"bytes"
 	"context"
-	"github.com/recallkit/recall/storekit"
 	"os"
 	"path/filepath"
 	"testing"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/recallkit/recall/importer"
 	"github.com/recallkit/recall/memstore"
+	"github.com/recallkit/recall/storekit"
 )
 
 // FuzzParse feeds arbitrary transcripts to the parser and writes what it

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/recallkit/recall/storekit"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"github.com/recallkit/recall/filestore"
 	"github.com/recallkit/recall/importer"
 	"github.com/recallkit/recall/memstore"
+	"github.com/recallkit/recall/storekit"
 )
 
 const largeSID = "7d9e1f20-3a4b-4c5d-8e6f-708192a3b4c5"

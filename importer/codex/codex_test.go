@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/recallkit/recall/storekit"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -20,6 +19,7 @@ import (
 	"github.com/recallkit/recall/importer"
 	"github.com/recallkit/recall/memstore"
 	"github.com/recallkit/recall/sqlstore"
+	"github.com/recallkit/recall/storekit"
 )
 
 const (

@@ -3,13 +3,13 @@ package codex
 import (
 	"bytes"
 	"context"
-	"github.com/recallkit/recall/storekit"
 	"os"
 	"testing"
 	"time"
 
 	"github.com/recallkit/recall/importer"
 	"github.com/recallkit/recall/memstore"
+	"github.com/recallkit/recall/storekit"
 )
 
 // FuzzParse feeds arbitrary rollouts to the parser and writes what it

@@ -10,6 +10,7 @@
 package durable
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 )
@@ -20,12 +21,22 @@ import (
 // A crash at any point leaves the old file or the new one, never a mix;
 // a temporary file left behind by a crash is harmless.
 func WriteFile(path, pattern string, data []byte) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, pattern)
+	tmp, err := os.CreateTemp(filepath.Dir(path), pattern)
 	if err != nil {
 		return err
 	}
-	_, err = tmp.Write(data)
+	return Replace(path, tmp, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// Replace replaces (or creates) path with what write writes to tmp, a new
+// file beside path that the caller created: tmp is written, fsynced,
+// closed and renamed over path, and the directory is fsynced. On failure
+// tmp is closed and removed and path is as it was.
+func Replace(path string, tmp *os.File, write func(io.Writer) error) error {
+	err := write(tmp)
 	if err == nil {
 		err = tmp.Sync()
 	}
@@ -39,5 +50,5 @@ func WriteFile(path, pattern string, data []byte) error {
 		os.Remove(tmp.Name())
 		return err
 	}
-	return SyncDir(dir)
+	return SyncDir(filepath.Dir(path))
 }

@@ -3,12 +3,12 @@ package undo
 import (
 	"context"
 	"fmt"
-	"github.com/recallkit/recall/storekit"
 	"slices"
 	"testing"
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/memstore"
+	"github.com/recallkit/recall/storekit"
 )
 
 var key = recall.Key{Project: "p", Session: "s"}

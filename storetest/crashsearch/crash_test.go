@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"github.com/recallkit/recall/storekit"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -17,6 +16,7 @@ import (
 	"github.com/recallkit/recall/filestore"
 	"github.com/recallkit/recall/internal/testkit"
 	"github.com/recallkit/recall/sqlstore"
+	"github.com/recallkit/recall/storekit"
 	"github.com/recallkit/recall/storetest"
 )
 
