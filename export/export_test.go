@@ -3,13 +3,14 @@ package export
 import (
 	"context"
 	"fmt"
+	"io"
+
+	"github.com/recallkit/recall"
 )
 
-// SetPageSize makes Stream read n entries a time until the test ends.
-func SetPageSize(n int) (restore func()) {
-	old := pageSize
-	pageSize = n
-	return func() { pageSize = old }
+// StreamPaged is Stream reading n log entries at a time.
+func StreamPaged(ctx context.Context, w io.Writer, f Format, st recall.Store, key recall.Key, n int) error {
+	return stream(ctx, w, f, st, key, n)
 }
 
 // History returns the readable history of s as history hands it to a

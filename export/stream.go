@@ -13,7 +13,7 @@ import (
 
 // pageSize is how many log entries Stream asks the store for at a time.
 // An export holds about one such page, never the whole log.
-var pageSize = 512
+const pageSize = 512
 
 // Stream renders the session key of st in format f to w as it reads it:
 // the log a page at a time (Store.Entries), each page rendered and
@@ -42,10 +42,15 @@ var pageSize = 512
 // up to its LastSeq, so entries appended during the export are left out
 // and the header and the history agree.
 func Stream(ctx context.Context, w io.Writer, f Format, st recall.Store, key recall.Key) error {
+	return stream(ctx, w, f, st, key, pageSize)
+}
+
+// stream is Stream reading page entries at a time (its tests read fewer).
+func stream(ctx context.Context, w io.Writer, f Format, st recall.Store, key recall.Key, page int) error {
 	if !slices.Contains(Formats, f) {
 		return fmt.Errorf("%w %q", ErrUnknownFormat, f)
 	}
-	src, err := openSource(ctx, st, key, f != FormatJSON)
+	src, err := openSource(ctx, st, key, f != FormatJSON, page)
 	if err != nil {
 		return err
 	}
@@ -73,6 +78,8 @@ type record struct {
 	first []recall.Entry
 	// next reads the page after seq after; nil for a record in memory.
 	next func(ctx context.Context, after int64) ([]recall.Entry, error)
+	// page is how many entries next asks for: a shorter page is the last.
+	page int
 }
 
 // memSource is s, held in memory, as a source.
@@ -89,8 +96,8 @@ func memSource(s *Session) *source {
 // openSource opens the session key of st for Stream: its metadata, the
 // first page of its log and, when withSubagents is set and key is a main
 // session, the listing of its subagent records, in Load's order.
-func openSource(ctx context.Context, st recall.Store, key recall.Key, withSubagents bool) (*source, error) {
-	main, err := openRecord(ctx, st, key)
+func openSource(ctx context.Context, st recall.Store, key recall.Key, withSubagents bool, page int) (*source, error) {
+	main, err := openRecord(ctx, st, key, page)
 	if err != nil {
 		return nil, err
 	}
@@ -104,7 +111,7 @@ func openSource(ctx context.Context, st recall.Store, key recall.Key, withSubage
 	}
 	for _, sm := range subs {
 		src.subs = append(src.subs, func(ctx context.Context) (*record, error) {
-			r, err := openRecord(ctx, st, sm.Key)
+			r, err := openRecord(ctx, st, sm.Key, page)
 			if errors.Is(err, recall.ErrNotFound) {
 				return nil, nil // removed since the listing
 			}
@@ -114,14 +121,15 @@ func openSource(ctx context.Context, st recall.Store, key recall.Key, withSubage
 	return src, nil
 }
 
-// openRecord reads the metadata of key and the first page of its log.
-func openRecord(ctx context.Context, st recall.Store, key recall.Key) (*record, error) {
+// openRecord reads the metadata of key and the first page of its log,
+// and reads the rest page entries at a time.
+func openRecord(ctx context.Context, st recall.Store, key recall.Key, page int) (*record, error) {
 	m, err := st.Stat(ctx, key)
 	if err != nil {
 		return nil, fmt.Errorf("export: load %s: %w", key, err)
 	}
-	r := &record{meta: m, next: func(ctx context.Context, after int64) ([]recall.Entry, error) {
-		es, err := st.Entries(ctx, key, after, pageSize)
+	r := &record{meta: m, page: page, next: func(ctx context.Context, after int64) ([]recall.Entry, error) {
+		es, err := st.Entries(ctx, key, after, page)
 		if err != nil {
 			return nil, fmt.Errorf("export: load %s after seq %d: %w", key, after, err)
 		}
@@ -167,7 +175,7 @@ func (r *record) each(ctx context.Context, fn func(recall.Entry) error) error {
 				return err
 			}
 		}
-		if len(es) < pageSize {
+		if len(es) < r.page {
 			return nil
 		}
 		after = es[len(es)-1].Seq

@@ -88,13 +88,13 @@ func (st *sliceStore) List(_ context.Context, project string, opts recall.ListOp
 }
 
 // exportBoth renders s in format f from memory (Write) and from st
-// (Stream), and fails the test unless both give the same bytes, or the
-// same error. It returns the bytes.
-func exportBoth(t *testing.T, st recall.Store, s *export.Session, f export.Format) []byte {
+// (Stream, reading page entries at a time), and fails the test unless
+// both give the same bytes, or the same error. It returns the bytes.
+func exportBoth(t *testing.T, st recall.Store, s *export.Session, f export.Format, page int) []byte {
 	t.Helper()
 	var want, got bytes.Buffer
 	werr := export.Write(&want, f, s)
-	gerr := export.Stream(context.Background(), &got, f, st, s.Meta.Key)
+	gerr := export.StreamPaged(context.Background(), &got, f, st, s.Meta.Key, page)
 	switch {
 	case (werr == nil) != (gerr == nil) || werr != nil && werr.Error() != gerr.Error():
 		t.Fatalf("%s %s: Stream error %v, Write error %v", s.Meta.Key, f, gerr, werr)
@@ -131,11 +131,10 @@ func TestStreamMatchesWrite(t *testing.T) {
 	st := newSliceStore(cases...)
 	for _, size := range []int{1, 2, 7, 512} {
 		t.Run(fmt.Sprint("page", size), func(t *testing.T) {
-			defer export.SetPageSize(size)()
 			st.longest = 0
 			for _, s := range cases {
 				for _, f := range export.Formats {
-					exportBoth(t, st, s, f)
+					exportBoth(t, st, s, f, size)
 				}
 			}
 			if st.loads > 0 || st.longest > size {
@@ -170,7 +169,6 @@ func TestHistoryMatchesModel(t *testing.T) {
 // Every store streams what export.Load reads from it, a few entries at a
 // time.
 func TestStreamEveryStore(t *testing.T) {
-	defer export.SetPageSize(3)()
 	ctx := context.Background()
 	sessions := []*export.Session{fixture()}
 	for seed := range 4 {
@@ -194,7 +192,7 @@ func TestStreamEveryStore(t *testing.T) {
 					t.Fatalf("%s: %d subagent records loaded, %d imported", s.Meta.Key, len(loaded.Subagents), len(s.Subagents))
 				}
 				for _, f := range export.Formats {
-					exportBoth(t, st, loaded, f)
+					exportBoth(t, st, loaded, f, 3)
 				}
 			}
 		})
@@ -222,11 +220,10 @@ func TestStreamErrors(t *testing.T) {
 	if err := export.Stream(ctx, &bytes.Buffer{}, "md", st, s.Meta.Key); !errors.Is(err, export.ErrUnknownFormat) {
 		t.Errorf("format md: %v, want ErrUnknownFormat", err)
 	}
-	defer export.SetPageSize(10)()
 	gone := errors.New("the reader went away")
 	for _, f := range export.Formats {
 		st.entries = 0
-		err := export.Stream(ctx, failWriter{gone}, f, st, s.Meta.Key)
+		err := export.StreamPaged(ctx, failWriter{gone}, f, st, s.Meta.Key, 10)
 		if !errors.Is(err, gone) {
 			t.Errorf("%s to a failing writer: %v, want its error", f, err)
 		}
@@ -245,7 +242,6 @@ func TestStreamErrors(t *testing.T) {
 // Entries appended after Stream read the metadata are left out: the
 // header and the history describe the same log.
 func TestStreamStopsAtLastSeq(t *testing.T) {
-	defer export.SetPageSize(4)()
 	s := fixture()
 	cut := s.Meta.LastSeq - 6
 	before := newLog(s.Meta.Key)
@@ -255,6 +251,6 @@ func TestStreamStopsAtLastSeq(t *testing.T) {
 	st := newSliceStore(s)
 	st.sessions[s.Meta.Key] = &export.Session{Meta: early.Meta, Entries: s.Entries}
 	for _, f := range export.Formats {
-		exportBoth(t, st, early, f)
+		exportBoth(t, st, early, f, 4)
 	}
 }
