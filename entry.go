@@ -178,7 +178,7 @@ func (e Entry) Validate(max int) error {
 	var err error
 	switch e.Kind {
 	case KindItem:
-		err = ValidateItem(Item(e.Data), max)
+		err = Item(e.Data).Validate(max)
 	case KindTitle:
 		var c TitleChange
 		if err = decodePayload(e, &c); err == nil {

@@ -94,10 +94,10 @@ func (it Item) CallPart() (callID string, isCall, isOutput bool) {
 	return "", false, false
 }
 
-// ValidateItem checks that it is a single JSON object of at most max bytes
+// Validate checks that it is a single JSON object of at most max bytes
 // (max <= 0 means [DefaultMaxItemSize]). The error wraps [ErrInvalidItem]
 // or [ErrTooLarge].
-func ValidateItem(it Item, max int) error {
+func (it Item) Validate(max int) error {
 	if max <= 0 {
 		max = DefaultMaxItemSize
 	}
@@ -133,7 +133,7 @@ func syntaxError(b []byte) string {
 // ValidateItems validates every item of a batch, naming the first bad one.
 func ValidateItems(items []Item, max int) error {
 	for i, it := range items {
-		if err := ValidateItem(it, max); err != nil {
+		if err := it.Validate(max); err != nil {
 			return fmt.Errorf("item %d: %w", i, err)
 		}
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/recallkit/recall/storekit"
 )
 
-func TestValidateItem(t *testing.T) {
+func TestItemValidate(t *testing.T) {
 	valid := []string{
 		`{}`,
 		`{"type":"message","role":"user","content":"hi"}`,
@@ -21,8 +21,8 @@ func TestValidateItem(t *testing.T) {
 		`{"big":123456789012345678901234567890}`,
 	}
 	for _, it := range valid {
-		if err := recall.ValidateItem(recall.Item(it), 0); err != nil {
-			t.Errorf("ValidateItem(%q): %v", it, err)
+		if err := recall.Item(it).Validate(0); err != nil {
+			t.Errorf("Validate(%q): %v", it, err)
 		}
 	}
 	invalid := []string{
@@ -31,28 +31,28 @@ func TestValidateItem(t *testing.T) {
 		"\ufeff{}", // a byte-order mark is not JSON whitespace
 	}
 	for _, it := range invalid {
-		if err := recall.ValidateItem(recall.Item(it), 0); !errors.Is(err, recall.ErrInvalidItem) {
-			t.Errorf("ValidateItem(%q) = %v, want ErrInvalidItem", it, err)
+		if err := recall.Item(it).Validate(0); !errors.Is(err, recall.ErrInvalidItem) {
+			t.Errorf("Validate(%q) = %v, want ErrInvalidItem", it, err)
 		}
 	}
-	if err := recall.ValidateItem(nil, 0); !errors.Is(err, recall.ErrInvalidItem) {
-		t.Errorf("ValidateItem(nil) = %v, want ErrInvalidItem", err)
+	if err := recall.Item(nil).Validate(0); !errors.Is(err, recall.ErrInvalidItem) {
+		t.Errorf("Validate(nil) = %v, want ErrInvalidItem", err)
 	}
 
 	// Size limits: max counts bytes; max <= 0 is the default.
 	it := recall.Item(`{"a":"` + strings.Repeat("x", 100) + `"}`)
-	if err := recall.ValidateItem(it, len(it)); err != nil {
+	if err := it.Validate(len(it)); err != nil {
 		t.Errorf("an item of exactly max bytes: %v", err)
 	}
-	if err := recall.ValidateItem(it, len(it)-1); !errors.Is(err, recall.ErrTooLarge) {
+	if err := it.Validate(len(it)-1); !errors.Is(err, recall.ErrTooLarge) {
 		t.Errorf("an item over max = %v, want ErrTooLarge", err)
 	}
 	big := recall.Item(`{"a":"` + strings.Repeat("x", 1<<20) + `"}`)
-	if err := recall.ValidateItem(big, 0); err != nil {
+	if err := big.Validate(0); err != nil {
 		t.Errorf("a 1 MiB item under the default limit: %v", err)
 	}
 	huge := make(recall.Item, recall.DefaultMaxItemSize+1)
-	if err := recall.ValidateItem(huge, -1); !errors.Is(err, recall.ErrTooLarge) {
+	if err := huge.Validate(-1); !errors.Is(err, recall.ErrTooLarge) {
 		t.Errorf("an item over the default limit = %v, want ErrTooLarge", err)
 	}
 
@@ -126,7 +126,7 @@ func TestItemFields(t *testing.T) {
 
 func TestMessage(t *testing.T) {
 	u := recall.Message("user", `say "hi" <b>`)
-	if err := recall.ValidateItem(u, 0); err != nil {
+	if err := u.Validate(0); err != nil {
 		t.Fatal(err)
 	}
 	if u.Type() != "message" || u.Role() != "user" || u.Text() != `say "hi" <b>` {

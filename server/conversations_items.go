@@ -402,7 +402,7 @@ func checkNewItems(raw []json.RawMessage) ([]recall.Item, []string, error) {
 	for i, r := range raw {
 		param := fmt.Sprintf("items[%d]", i)
 		it := recall.Item(r)
-		if err := recall.ValidateItem(it, 0); err != nil {
+		if err := it.Validate(0); err != nil {
 			return nil, nil, itemError(param, err)
 		}
 		if k, dup := duplicateKey(it); dup {

@@ -271,7 +271,7 @@ func nested(depth int) recall.Item {
 }
 
 // edgeNesting stores JSON nested 10,000 levels deep (encoding/json's
-// limit, which recall.ValidateItem applies) and refuses anything deeper.
+// limit, which recall.Item.Validate applies) and refuses anything deeper.
 func edgeNesting(e *env) {
 	t := e.t
 	key := recall.Key{Project: "p", Session: "nesting"}

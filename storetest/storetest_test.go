@@ -468,18 +468,18 @@ func TestHelpers(t *testing.T) {
 		}
 	}
 	for _, it := range storetest.VerbatimItems() {
-		if err := recall.ValidateItem(it, 0); err != nil {
+		if err := it.Validate(0); err != nil {
 			t.Errorf("VerbatimItems holds %s: %v", it, err)
 		}
 	}
 	for _, it := range storetest.InvalidItems() {
-		if err := recall.ValidateItem(it, 0); !errors.Is(err, recall.ErrInvalidItem) {
+		if err := it.Validate(0); !errors.Is(err, recall.ErrInvalidItem) {
 			t.Errorf("InvalidItems holds %q, which validates: %v", it, err)
 		}
 	}
 	malformed := 0
 	for _, d := range storetest.DamagedItems() {
-		if err := recall.ValidateItem(d, 0); !errors.Is(err, recall.ErrInvalidItem) {
+		if err := recall.Item(d).Validate(0); !errors.Is(err, recall.ErrInvalidItem) {
 			t.Errorf("DamagedItems holds %q, which validates: %v", d, err)
 		}
 		if _, ok := recall.Entry.Item(recall.Entry{Kind: recall.KindItem, Data: d}); ok {
