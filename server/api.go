@@ -104,6 +104,21 @@ func apiUser(r *http.Request) (User, error) {
 	return u, nil
 }
 
+// sessionMeta reads the metadata of the session the request's path
+// names, in the user's project. Its error is one the API and the web
+// pages write as it is: a 404 for a bad id or a missing session.
+func (s *Server) sessionMeta(r *http.Request) (recall.Meta, error) {
+	key, err := sessionKey(r)
+	if err != nil {
+		return recall.Meta{}, err
+	}
+	m, err := s.store.Stat(r.Context(), key)
+	if err != nil {
+		return recall.Meta{}, sessionErr(err, key)
+	}
+	return m, nil
+}
+
 // sessionKey returns the key of the session the path names, in the
 // user's project. An id that is not a valid session ID never reaches the
 // store: it is a 404.
@@ -173,14 +188,9 @@ func (s *Server) me(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getSession(w http.ResponseWriter, r *http.Request) {
-	key, err := sessionKey(r)
+	m, err := s.sessionMeta(r)
 	if err != nil {
 		s.writeError(w, r, err)
-		return
-	}
-	m, err := s.store.Stat(r.Context(), key)
-	if err != nil {
-		s.writeError(w, r, sessionErr(err, key))
 		return
 	}
 	writeJSON(w, http.StatusOK, sessionOf(m))
@@ -306,19 +316,14 @@ func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) {
 
 // sessionUsage answers the session's token usage totals.
 func (s *Server) sessionUsage(w http.ResponseWriter, r *http.Request) {
-	key, err := sessionKey(r)
+	m, err := s.sessionMeta(r)
 	if err != nil {
 		s.writeError(w, r, err)
-		return
-	}
-	m, err := s.store.Stat(r.Context(), key)
-	if err != nil {
-		s.writeError(w, r, sessionErr(err, key))
 		return
 	}
 	writeJSON(w, http.StatusOK, struct {
 		Object string `json:"object"`
 		ID     string `json:"id"`
 		recall.Usage
-	}{"session.usage", key.Session, m.Usage})
+	}{"session.usage", m.Key.Session, m.Usage})
 }

@@ -147,17 +147,11 @@ func (s *Server) subagents(ctx context.Context, key recall.Key, d *sessionData) 
 }
 
 func (s *Server) webConfirmDelete(w http.ResponseWriter, r *http.Request) {
-	key, err := sessionKey(r)
-	if err != nil {
-		s.webError(w, r, err)
+	m, ok := s.webMeta(w, r)
+	if !ok {
 		return
 	}
-	m, err := s.store.Stat(r.Context(), key)
-	if err != nil {
-		s.webError(w, r, sessionErr(err, key))
-		return
-	}
-	s.render(w, r, http.StatusOK, "delete.html", sessionData{pageBase: s.base(w, r, "Delete "+titleOr(m)), ID: key.Session, Meta: m})
+	s.render(w, r, http.StatusOK, "delete.html", sessionData{pageBase: s.base(w, r, "Delete "+titleOr(m)), ID: m.Key.Session, Meta: m})
 }
 
 func (s *Server) webExport(w http.ResponseWriter, r *http.Request) {
@@ -245,14 +239,9 @@ func (s *Server) webAction(w http.ResponseWriter, r *http.Request) {
 // webMeta reads the metadata of the session the request's path names, in
 // the user's project, and writes the error page when it cannot.
 func (s *Server) webMeta(w http.ResponseWriter, r *http.Request) (recall.Meta, bool) {
-	key, err := sessionKey(r)
+	m, err := s.sessionMeta(r)
 	if err != nil {
 		s.webError(w, r, err)
-		return recall.Meta{}, false
-	}
-	m, err := s.store.Stat(r.Context(), key)
-	if err != nil {
-		s.webError(w, r, sessionErr(err, key))
 		return recall.Meta{}, false
 	}
 	return m, true
