@@ -44,7 +44,7 @@ func TestItemValidate(t *testing.T) {
 	if err := it.Validate(len(it)); err != nil {
 		t.Errorf("an item of exactly max bytes: %v", err)
 	}
-	if err := it.Validate(len(it)-1); !errors.Is(err, recall.ErrTooLarge) {
+	if err := it.Validate(len(it) - 1); !errors.Is(err, recall.ErrTooLarge) {
 		t.Errorf("an item over max = %v, want ErrTooLarge", err)
 	}
 	big := recall.Item(`{"a":"` + strings.Repeat("x", 1<<20) + `"}`)
