@@ -105,6 +105,18 @@ func newEnv(t *testing.T) *env {
 	return e
 }
 
+// commandContext bounds one run of recall, a guard against a hang: until
+// shortly before the test binary's own deadline (go test -timeout), so
+// that a large command on a loaded machine (a -race binary importing
+// 20 MB) is never cut short while the failure of a hung one is still
+// reported; two minutes when the test has no deadline.
+func commandContext(t *testing.T) (context.Context, context.CancelFunc) {
+	if d, ok := t.Deadline(); ok {
+		return context.WithDeadline(context.Background(), d.Add(-30*time.Second))
+	}
+	return context.WithTimeout(context.Background(), 2*time.Minute)
+}
+
 type result struct {
 	stdout, stderr string
 	code           int
@@ -118,7 +130,7 @@ func (e *env) run(stdin string, args ...string) result {
 
 func (e *env) runIn(dir, stdin string, args ...string) result {
 	e.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := commandContext(e.t)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, e.bin, args...)
 	cmd.Dir = dir
