@@ -10,8 +10,8 @@ import (
 )
 
 // Compare orders hits the way every search returns them: newest Time
-// first, then recall.Key (project, session, subpath), then Ref (seq, index), all
-// descending. It returns a negative number when a comes before b. A title
+// first, then Key (project, session, subpath), then Ref (seq, index),
+// all descending. It returns a negative number when a comes before b. A title
 // hit has the zero Ref, so it follows the items of its session that share
 // its time. Stores that sort hits of their own use it, so the order is
 // defined once.
@@ -38,10 +38,11 @@ func Compare(a, b recall.Hit) int {
 }
 
 // Cursor is the position a search page ends at: the sort key of its
-// last hit. Stores encode it into recall.SearchPage.Next and decode it from
-// recall.SearchOptions.Cursor; callers treat the string as opaque. The next page
-// holds the hits that sort after it (see Compare), so a page does not
-// shift when sessions grow: new items are newer and sort before it.
+// last hit. Stores encode it into recall.SearchPage.Next and decode it
+// from recall.SearchOptions.Cursor; callers treat the string as opaque.
+// The next page holds the hits that sort after it (see Compare), so a
+// page does not shift when sessions grow: new items are newer and sort
+// before it.
 type Cursor struct {
 	Time time.Time      `json:"t"`
 	Key  recall.Key     `json:"k"`

@@ -205,7 +205,8 @@ func jsonString(raw json.RawMessage) (string, bool) {
 	return s, true
 }
 
-// Check validates opts as recall.Search does before it searches.
+// Check validates opts as every recall.Searcher does before it searches:
+// a bad query or option is an error wrapping recall.ErrInvalidQuery.
 func Check(opts recall.SearchOptions) error {
 	if _, err := Parse(opts.Query); err != nil {
 		return err

@@ -14,16 +14,16 @@ import (
 // scanListPage is how many sessions Scan asks List for at a time.
 const scanListPage = 256
 
-// Scan is recall.Search without an index, and the reference every recall.Searcher
-// is checked against (see storetest): it lists the sessions opts select,
+// Scan searches any store without an index, and is the reference every
+// recall.Searcher is checked against (see storetest): it lists the sessions opts select,
 // newest-updated first, loads each and matches the text of its items (see
 // Text) and its title against the query. Its Rank is the number of
 // times the terms occur.
 //
 // It stops early once it holds a full page and the sessions left are all
 // older than the page's last hit: an item is never newer than its
-// session's Updated time (recall.Meta.Apply), and a title hit carries that time.
-// A session removed while it runs is skipped.
+// session's Updated time (recall.Meta.Apply), and a title hit carries
+// that time. A session removed while it runs is skipped.
 func Scan(ctx context.Context, s recall.Store, opts recall.SearchOptions) (recall.SearchPage, error) {
 	if err := Check(opts); err != nil {
 		return recall.SearchPage{}, err
