@@ -8,24 +8,21 @@ import (
 	"slices"
 )
 
-// Cleaner is an optional ability of a Store: a Cleanup written natively,
-// typically as one query or under one lock.
-//
-// If a Store does not implement Cleaner, Cleanup lists the sessions (List
-// with IncludeArchived) and removes each that qualifies with Remove. That
-// fallback is not atomic: a session that becomes active between the list
-// and its removal is removed all the same.
-type Cleaner interface {
-	// Cleanup behaves as the package function Cleanup documents.
+// cleaner is storekit.Cleaner, the optional ability Cleanup uses when a
+// store has it.
+type cleaner interface {
 	Cleanup(ctx context.Context, opts CleanupOptions) (CleanupReport, error)
 }
 
 // Cleanup physically deletes every main session (with its subagent
 // records) whose Updated is before opts.OlderThan, except pinned ones, and
 // reports what it removed, or would remove when opts.DryRun, in List
-// order.
+// order. A store may do it natively (storekit.Cleaner); otherwise Cleanup
+// lists the sessions and removes each that qualifies, which is not atomic:
+// a session that becomes active between the list and its removal is
+// removed all the same.
 func Cleanup(ctx context.Context, s Store, opts CleanupOptions) (CleanupReport, error) {
-	if c, ok := As[Cleaner](s); ok {
+	if c, ok := As[cleaner](s); ok {
 		return c.Cleanup(ctx, opts)
 	}
 	var rep CleanupReport
@@ -54,21 +51,18 @@ func Cleanup(ctx context.Context, s Store, opts CleanupOptions) (CleanupReport, 
 	return rep, nil
 }
 
-// ProjectLister is an optional ability of a Store: the list of projects
-// read natively (from an index or with one query).
-//
-// If a Store does not implement ProjectLister, Projects lists every main
-// session with List and counts them per project.
-type ProjectLister interface {
-	// Projects behaves as the package function Projects documents.
+// projectLister is storekit.ProjectLister, the optional ability Projects
+// uses when a store has it.
+type projectLister interface {
 	Projects(ctx context.Context) ([]ProjectInfo, error)
 }
 
 // Projects lists every project that holds at least one main session
 // (archived ones included), sorted by name, with its session count and
-// latest Updated.
+// latest Updated. A store may read them natively (storekit.ProjectLister);
+// otherwise Projects lists every main session and counts them per project.
 func Projects(ctx context.Context, s Store) ([]ProjectInfo, error) {
-	if p, ok := As[ProjectLister](s); ok {
+	if p, ok := As[projectLister](s); ok {
 		return p.Projects(ctx)
 	}
 	metas, err := listAll(ctx, s, "")

@@ -47,7 +47,7 @@ type CompactionArgs struct {
 	// Negative: keep none beyond what those rules require.
 	KeepLast int
 	// TriggerTokens, when positive and Force is false, compacts only when
-	// the view's EstimateTokens exceeds it. It is checked against the view
+	// the view's agent.EstimateTokens exceeds it. It is checked against the view
 	// as read, again at every retry, so two callers racing to compact the
 	// same session compact it once. Default (0): the implementation's own
 	// policy decides.
@@ -70,7 +70,7 @@ type CompactionResult struct {
 	// kept verbatim.
 	Summarized int `json:"summarized"`
 	Kept       int `json:"kept"`
-	// TokensBefore and TokensAfter are EstimateTokens of the view before
+	// TokensBefore and TokensAfter are agent.EstimateTokens of the view before
 	// and after.
 	TokensBefore int `json:"tokens_before"`
 	TokensAfter  int `json:"tokens_after"`
@@ -89,19 +89,4 @@ type CompactionResult struct {
 	// taken.
 	NoGain        bool `json:"no_gain"`
 	TokensWouldBe int  `json:"tokens_would_be,omitempty"`
-}
-
-// EstimateTokens estimates the tokens items take in a model's context: one
-// token per 4 bytes of their JSON, rounded up. It is the rule of thumb
-// OpenAI gives for English text; it needs no tokenizer and is the same for
-// every model, which is what a compaction trigger needs. It over-counts
-// JSON-heavy items (tool calls, their structure) and under-counts text in
-// scripts with multi-byte characters (a CJK character is 3 bytes and often
-// a token of its own), so leave a margin below the model's real limit.
-func EstimateTokens(items ...Item) int {
-	n := 0
-	for _, it := range items {
-		n += len(it)
-	}
-	return (n + 3) / 4
 }

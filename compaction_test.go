@@ -14,23 +14,6 @@ import (
 	"github.com/recallkit/recall/storekit"
 )
 
-func TestEstimateTokens(t *testing.T) {
-	for _, c := range []struct {
-		items []recall.Item
-		want  int
-	}{
-		{nil, 0},
-		{[]recall.Item{recall.Item(`{}`)}, 1},                          // 2 bytes
-		{[]recall.Item{recall.Item(`{"a":1}`)}, 2},                     // 7 bytes
-		{[]recall.Item{recall.Item(`{"ab":1}`)}, 2},                    // 8 bytes
-		{[]recall.Item{recall.Item(`{"ab":1}`), recall.Item(`{}`)}, 3}, // 10 bytes
-	} {
-		if got := recall.EstimateTokens(c.items...); got != c.want {
-			t.Errorf("EstimateTokens(%s) = %d, want %d", c.items, got, c.want)
-		}
-	}
-}
-
 // purgeGen draws a log as a store writes it, with everything a purge must
 // carry over: titles of both sources, archive, pin, labels, a fork origin,
 // usage, increasing times, and compactions (some undecodable).

@@ -8,7 +8,7 @@
 // [Store] and [Session] interfaces and the optional abilities a store may
 // have, [Guard]), the reducer that turns an entry log into the item list a
 // model sees ([Replay]), the operations that work on any store ([Create],
-// [Fork], [RemoveItem], [SetTitle], [SetMetadata], [Cleanup], [Search],
+// [Fork], [RemoveItem], [SetTitle], [ChangeMeta], [Cleanup], [Search],
 // ...), the limits and the sentinel errors. Backends are leaf packages
 // (memstore, filestore, sqlstore, redisstore, mirror); this package
 // imports none of them. What only a backend author needs lives in package

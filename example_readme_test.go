@@ -53,9 +53,10 @@ func ExampleCreate_lifecycle() {
 	m, err := recall.Create(ctx, store, key, recall.CreateOptions{ // listed at once; ErrConflict if it exists
 		Title: "Ticket 4711", Metadata: map[string]string{"tier": "gold"}, // 16 pairs, 64-byte keys, 512-byte values
 		Items: []recall.Item{recall.Message("user", "My order is late."), recall.Message("assistant", "Let me check.")}})
-	m, err = recall.MergeMetadata(ctx, store, key, map[string]*string{"tier": nil}) // nil removes a pair
-	live, lastSeq, err := store.Items(ctx, key, 0)                                  // the view and the seq it was read at
-	page, err := recall.ReadItems(ctx, store, key, recall.ItemPageOptions{          // one page by position:
+	m, err = recall.ChangeMeta(ctx, store, key, recall.MetaChange{ // one change, one entry:
+		Pinned: new(true), Metadata: map[string]*string{"tier": nil}}) // nil removes a pair
+	live, lastSeq, err := store.Items(ctx, key, 0)                         // the view and the seq it was read at
+	page, err := recall.ReadItems(ctx, store, key, recall.ItemPageOptions{ // one page by position:
 		Limit: 20, Oldest: true, After: live[0].Ref}) // O(page) on every store here
 	fork, err := recall.Fork(ctx, store, key, lastSeq, newKey)                       // the view as of a seq, as a new session
 	removed, err := recall.RemoveItem(ctx, store, key, live[1].Ref)                  // any one item; the log keeps it
@@ -64,11 +65,11 @@ func ExampleCreate_lifecycle() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Printf("%q %v, %d items read at seq %d\n", m.Title, m.Metadata, len(live), lastSeq)
+	fmt.Printf("%q pinned %v %v, %d items read at seq %d\n", m.Title, m.Pinned, m.Metadata, len(live), lastSeq)
 	fmt.Printf("the page after the first item: %q\n", page.Items[0].Item.Text())
 	fmt.Printf("fork: %d items; removed %q; cleanup removed %d\n", fork.ItemCount, removed.Text(), len(rep.Removed))
 	// Output:
-	// "Ticket 4711" map[], 2 items read at seq 6
+	// "Ticket 4711" pinned true map[], 2 items read at seq 6
 	// the page after the first item: "Let me check."
 	// fork: 2 items; removed "Let me check."; cleanup removed 0
 }

@@ -190,7 +190,7 @@ func ExampleCreate() {
 	_, err = recall.Create(ctx, store, key, recall.CreateOptions{})
 	fmt.Println("again:", errors.Is(err, recall.ErrConflict))
 
-	m, _ = recall.MergeMetadata(ctx, store, key, map[string]*string{"tier": nil, "status": ptr("open")})
+	m, _ = recall.ChangeMeta(ctx, store, key, recall.MetaChange{Metadata: map[string]*string{"tier": nil, "status": ptr("open")}})
 	fmt.Println("merged:", m.Metadata)
 
 	// Output:

@@ -5,13 +5,9 @@ import (
 	"fmt"
 )
 
-// Forker is an optional ability of a Store: a fork written natively.
-//
-// If a Store does not implement Forker, Fork loads the source's log,
-// derives the view at atSeq with Replay, and appends the fork's log to
-// newKey in one batch guarded by IfNew, which is atomic in every store.
-type Forker interface {
-	// Fork behaves as the package function Fork documents.
+// forker is storekit.Forker, the optional ability Fork uses when a store
+// has it.
+type forker interface {
 	Fork(ctx context.Context, key Key, atSeq int64, newKey Key) (Meta, error)
 }
 
@@ -20,9 +16,12 @@ type Forker interface {
 // original is untouched. The fork's first entry is a fork entry naming key
 // and atSeq, which becomes Meta.ForkedFrom, followed by one item entry per
 // item of the view. A newKey that exists is ErrConflict; a missing key,
-// or an atSeq past the end, is ErrNotFound.
+// or an atSeq past the end, is ErrNotFound. A store may fork natively
+// (storekit.Forker); otherwise Fork loads the source's log, derives the
+// view at atSeq with Replay, and appends the fork's log to newKey in one
+// batch guarded by IfNew, which is atomic in every store.
 func Fork(ctx context.Context, s Store, key Key, atSeq int64, newKey Key) (Meta, error) {
-	if f, ok := As[Forker](s); ok {
+	if f, ok := As[forker](s); ok {
 		return f.Fork(ctx, key, atSeq, newKey)
 	}
 	if err := newKey.Validate(); err != nil {

@@ -28,7 +28,7 @@ type Guard struct {
 }
 
 // IfExists returns the guard that requires the session to exist. The
-// lifecycle helpers (SetTitle, SetArchived, Clear, ...) use it, so a
+// lifecycle helpers (SetTitle, ChangeMeta, StoreSession.Clear) use it, so a
 // session removed by another process is never brought back holding only
 // their entry.
 func IfExists() Guard { return Guard{Exists: true} }

@@ -34,11 +34,9 @@ type ItemPage struct {
 	LastSeq int64
 }
 
-// ItemPager is a Store that reads one page of a session's view by
-// position, in time proportional to the page (and the pop, remove, clear
-// and compaction entries of the view), not to the session.
-type ItemPager interface {
-	// ReadItems behaves as the package function ReadItems documents.
+// itemPager is storekit.ItemPager, the optional ability ReadItems uses
+// when a store has it.
+type itemPager interface {
 	ReadItems(ctx context.Context, key Key, opts ItemPageOptions) (ItemPage, error)
 }
 
@@ -46,12 +44,12 @@ type ItemPager interface {
 // one consistent snapshot. A session that does not exist has no items:
 // ReadItems returns an empty page, LastSeq 0 and no error.
 //
-// A store that implements ItemPager (found through wrappers by As) reads
+// A store that implements storekit.ItemPager (found through wrappers by As) reads
 // the page itself. Otherwise ReadItems reads the newest Limit+1 items with
 // Items when that covers the page (newest first from the newest item) and
 // the whole view otherwise.
 func ReadItems(ctx context.Context, s Store, key Key, opts ItemPageOptions) (ItemPage, error) {
-	if p, ok := As[ItemPager](s); ok {
+	if p, ok := As[itemPager](s); ok {
 		return p.ReadItems(ctx, key, opts)
 	}
 	n := 0

@@ -55,16 +55,6 @@ func Create(ctx context.Context, s Store, key Key, opts CreateOptions) (Meta, er
 	return s.Stat(ctx, key)
 }
 
-// Clear appends a clear entry: the session's view starts over, while the
-// log keeps every earlier entry. Clearing a missing session is a no-op.
-func Clear(ctx context.Context, s Store, key Key) error {
-	_, err := s.Append(ctx, key, IfExists(), Entry{Kind: KindClear})
-	if errors.Is(err, ErrNotFound) {
-		return nil
-	}
-	return err
-}
-
 // SetTitle sets the session's title. An auto title never replaces a user
 // title: the call then changes nothing and returns the current metadata.
 // An empty title removes the title. Newlines become spaces. A missing
@@ -97,66 +87,6 @@ func titleEntry(title string, source TitleSource) (Entry, error) {
 	return NewEntry(KindTitle, TitleChange{Title: title, Source: source}), nil
 }
 
-// SetArchived archives or unarchives a session. Archived sessions are left
-// out of List unless ListOptions.IncludeArchived.
-func SetArchived(ctx context.Context, s Store, key Key, archived bool) (Meta, error) {
-	return ChangeMeta(ctx, s, key, MetaChange{Archived: &archived})
-}
-
-// SetPinned pins or unpins a session. Cleanup never removes a pinned one.
-func SetPinned(ctx context.Context, s Store, key Key, pinned bool) (Meta, error) {
-	return ChangeMeta(ctx, s, key, MetaChange{Pinned: &pinned})
-}
-
-// SetLabels replaces the session's labels; an empty list removes them.
-func SetLabels(ctx context.Context, s Store, key Key, labels ...string) (Meta, error) {
-	for _, l := range labels {
-		if err := checkString("label", l); err != nil {
-			return Meta{}, fmt.Errorf("recall: set labels of %s: %w", key, err)
-		}
-	}
-	return ChangeMeta(ctx, s, key, MetaChange{Labels: labels, SetLabels: true})
-}
-
-// SetMetadata replaces the session's metadata with md; an empty md
-// removes it. Over the limits of ValidateMetadata is ErrInvalidMetadata
-// and nothing is written.
-func SetMetadata(ctx context.Context, s Store, key Key, md map[string]string) (Meta, error) {
-	if err := ValidateMetadata(md); err != nil {
-		return Meta{}, fmt.Errorf("recall: set metadata of %s: %w", key, err)
-	}
-	return ChangeMeta(ctx, s, key, MetaChange{ClearMetadata: true, Metadata: pointers(md)})
-}
-
-// MergeMetadata merges changes into the session's metadata: a key with a
-// value sets it, a key with a nil value deletes it. When the merged map
-// would be over the limits of ValidateMetadata it is ErrInvalidMetadata
-// and nothing is written; the check and the write are one atomic step.
-func MergeMetadata(ctx context.Context, s Store, key Key, changes map[string]*string) (Meta, error) {
-	c := MetaChange{Metadata: changes}
-	if err := validateMetadataChange(c); err != nil {
-		return Meta{}, fmt.Errorf("recall: merge metadata of %s: %w", key, err)
-	}
-	for range maxGuardRetries {
-		m, err := s.Stat(ctx, key)
-		if err != nil {
-			return Meta{}, err
-		}
-		if err := ValidateMetadata(mergeMetadata(m.Metadata, c)); err != nil {
-			return Meta{}, fmt.Errorf("recall: merge metadata of %s: %w", key, err)
-		}
-		_, err = s.Append(ctx, key, IfLastSeq(m.LastSeq), NewEntry(KindMeta, c))
-		if errors.Is(err, ErrConflict) {
-			continue // written meanwhile: merge into what it holds now
-		}
-		if err != nil {
-			return Meta{}, err
-		}
-		return s.Stat(ctx, key)
-	}
-	return Meta{}, fmt.Errorf("recall: merge metadata of %s: %w: the session kept changing", key, ErrConflict)
-}
-
 // pointers turns a metadata map into the form MetaChange merges.
 func pointers(md map[string]string) map[string]*string {
 	if len(md) == 0 {
@@ -178,10 +108,53 @@ func checkString(what, s string) error {
 	return nil
 }
 
-// ChangeMeta appends one meta entry to an existing session (ErrNotFound
-// when it is missing) and returns the metadata afterwards.
+// ChangeMeta applies c to an existing session (ErrNotFound when it is
+// missing) as one meta entry and returns the metadata afterwards: it
+// archives or unarchives (Archived), pins or unpins (Pinned; Cleanup never
+// removes a pinned session), replaces the labels (Labels with SetLabels;
+// empty removes them) and sets, deletes or replaces metadata pairs
+// (Metadata, ClearMetadata). A label that is not valid UTF-8 is
+// ErrInvalidItem; metadata that would be over the limits of
+// ValidateMetadata once merged is ErrInvalidMetadata. Either writes
+// nothing, and the check of the merged metadata and the write are one
+// atomic step.
 func ChangeMeta(ctx context.Context, s Store, key Key, c MetaChange) (Meta, error) {
-	return appendChange(ctx, s, key, NewEntry(KindMeta, c))
+	for _, l := range c.Labels {
+		if err := checkString("label", l); err != nil {
+			return Meta{}, fmt.Errorf("recall: change %s: %w", key, err)
+		}
+	}
+	if err := validateMetadataChange(c); err != nil {
+		return Meta{}, fmt.Errorf("recall: change %s: %w", key, err)
+	}
+	e := NewEntry(KindMeta, c)
+	if c.ClearMetadata || len(c.Metadata) == 0 {
+		// The result does not depend on the metadata the session holds.
+		if c.ClearMetadata {
+			if err := ValidateMetadata(mergeMetadata(nil, c)); err != nil {
+				return Meta{}, fmt.Errorf("recall: change %s: %w", key, err)
+			}
+		}
+		return appendChange(ctx, s, key, e)
+	}
+	for range maxGuardRetries {
+		m, err := s.Stat(ctx, key)
+		if err != nil {
+			return Meta{}, err
+		}
+		if err := ValidateMetadata(mergeMetadata(m.Metadata, c)); err != nil {
+			return Meta{}, fmt.Errorf("recall: change %s: %w", key, err)
+		}
+		_, err = s.Append(ctx, key, IfLastSeq(m.LastSeq), e)
+		if errors.Is(err, ErrConflict) {
+			continue // written meanwhile: merge into what it holds now
+		}
+		if err != nil {
+			return Meta{}, err
+		}
+		return s.Stat(ctx, key)
+	}
+	return Meta{}, fmt.Errorf("recall: change %s: %w: the session kept changing", key, ErrConflict)
 }
 
 func appendChange(ctx context.Context, s Store, key Key, e Entry) (Meta, error) {

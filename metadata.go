@@ -43,7 +43,7 @@ func validatePair(k string, v *string) error {
 
 // validateMetadataChange checks the pairs of one change. Whether the
 // merged map stays within MaxMetadataPairs depends on the session; the
-// helpers that write changes check it (MergeMetadata).
+// helpers that write changes check it (ChangeMeta).
 func validateMetadataChange(c MetaChange) error {
 	if len(c.Metadata) > MaxMetadataPairs {
 		return fmt.Errorf("%w: %d pairs, at most %d are allowed", ErrInvalidMetadata, len(c.Metadata), MaxMetadataPairs)

@@ -1,6 +1,9 @@
 package recall
 
-import "context"
+import (
+	"context"
+	"errors"
+)
 
 // Session is one conversation, as an agent loop sees it. It matches the
 // session protocol of the OpenAI Agents SDK, so a loop written against it
@@ -78,8 +81,13 @@ func (s *StoreSession) PopItem(ctx context.Context) (Item, error) {
 	return s.store.Pop(ctx, s.key)
 }
 
-// Clear implements Session. Clearing a session that does not exist is a
-// no-op.
+// Clear implements Session: it appends a clear entry, so the view starts
+// over while the log keeps every earlier entry. Clearing a session that
+// does not exist is a no-op.
 func (s *StoreSession) Clear(ctx context.Context) error {
-	return Clear(ctx, s.store, s.key)
+	_, err := s.store.Append(ctx, s.key, IfExists(), Entry{Kind: KindClear})
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	return err
 }

@@ -13,10 +13,10 @@ import (
 //
 // What every store does the same way over these methods is written once,
 // as functions of this package that use a store's own method when it has
-// one (the optional interfaces Searcher, Forker, Cleaner and
-// ProjectLister, found through wrappers by As) and a documented fallback
-// when it does not: Search, Fork, Cleanup, Projects, and the lifecycle
-// helpers (Create, SetTitle, SetArchived, SetMetadata, RemoveItem, ...).
+// one (Searcher, and the optional abilities in package storekit, found
+// through wrappers by As) and a documented fallback when it does not:
+// Search, Fork, Cleanup, Projects, ReadItems, and the lifecycle helpers
+// (Create, SetTitle, ChangeMeta, RemoveItem).
 //
 // Conformance is checked by storetest.Run, which every backend passes;
 // package storekit has the helpers a backend author needs.

@@ -55,11 +55,11 @@ func TestHelpersFindAbilitiesThroughWrappers(t *testing.T) {
 	}
 	for name, found := range map[string]bool{
 		"Searcher":      has[recall.Searcher](s),
-		"Forker":        has[recall.Forker](s),
-		"Cleaner":       has[recall.Cleaner](s),
-		"ProjectLister": has[recall.ProjectLister](s),
+		"Forker":        has[storekit.Forker](s),
+		"Cleaner":       has[storekit.Cleaner](s),
+		"ProjectLister": has[storekit.ProjectLister](s),
 		"Purger":        has[storekit.Purger](s),
-		"ItemPager":     has[recall.ItemPager](s),
+		"ItemPager":     has[storekit.ItemPager](s),
 	} {
 		if !found {
 			t.Errorf("As does not find the wrapped store's %s", name)

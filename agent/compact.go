@@ -15,8 +15,8 @@ func (res *Result) compact(ctx context.Context, opts RunOptions, history, input 
 	if opts.CompactTokens <= 0 || opts.Session == nil {
 		return history, nil
 	}
-	inTokens := recall.EstimateTokens(input...)
-	if recall.EstimateTokens(history...)+inTokens <= opts.CompactTokens {
+	inTokens := EstimateTokens(input...)
+	if EstimateTokens(history...)+inTokens <= opts.CompactTokens {
 		return history, nil
 	}
 	ca, ok := opts.Session.(recall.CompactionAware)
@@ -42,4 +42,19 @@ func (res *Result) compact(ctx context.Context, opts RunOptions, history, input 
 		return history, fmt.Errorf("load compacted history: %w", err)
 	}
 	return TrimOrphans(h), nil
+}
+
+// EstimateTokens estimates the tokens items take in a model's context: one
+// token per 4 bytes of their JSON, rounded up. It is the rule of thumb
+// OpenAI gives for English text; it needs no tokenizer and is the same for
+// every model, which is what a compaction trigger needs. It over-counts
+// JSON-heavy items (tool calls, their structure) and under-counts text in
+// scripts with multi-byte characters (a CJK character is 3 bytes and often
+// a token of its own), so leave a margin below the model's real limit.
+func EstimateTokens(items ...recall.Item) int {
+	n := 0
+	for _, it := range items {
+		n += len(it)
+	}
+	return (n + 3) / 4
 }

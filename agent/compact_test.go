@@ -203,3 +203,20 @@ func TestUndoAfterCompaction(t *testing.T) {
 	}
 
 }
+
+func TestEstimateTokens(t *testing.T) {
+	for _, c := range []struct {
+		items []recall.Item
+		want  int
+	}{
+		{nil, 0},
+		{[]recall.Item{recall.Item(`{}`)}, 1},                          // 2 bytes
+		{[]recall.Item{recall.Item(`{"a":1}`)}, 2},                     // 7 bytes
+		{[]recall.Item{recall.Item(`{"ab":1}`)}, 2},                    // 8 bytes
+		{[]recall.Item{recall.Item(`{"ab":1}`), recall.Item(`{}`)}, 3}, // 10 bytes
+	} {
+		if got := agent.EstimateTokens(c.items...); got != c.want {
+			t.Errorf("EstimateTokens(%s) = %d, want %d", c.items, got, c.want)
+		}
+	}
+}

@@ -53,7 +53,7 @@ type RunOptions struct {
 	// budget: when the estimated tokens of the history loaded plus the
 	// input exceed it, Run compacts the session before the first model
 	// call and sends the compacted view. The estimate is
-	// recall.EstimateTokens, a token per 4 bytes of item JSON. The session
+	// agent.EstimateTokens, a token per 4 bytes of item JSON. The session
 	// must implement recall.CompactionAware (compact.Session does);
 	// others are sent as they are. Default (0): Run never compacts.
 	CompactTokens int

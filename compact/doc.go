@@ -25,7 +25,7 @@
 // compare-and-swap the store enforces, and it is retried when it loses.
 //
 // agent.Run triggers compaction when the estimated tokens of the history
-// exceed RunOptions.CompactTokens (see recall.EstimateTokens); `recall
+// exceed RunOptions.CompactTokens (see agent.EstimateTokens); `recall
 // compact ID` and /compact in `recall chat` trigger it by hand. See
 // docs/COMPACTION.md.
 package compact

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/agent"
 )
 
 // DefaultKeepLast is how many of the newest items a compaction keeps
@@ -26,7 +27,7 @@ type Options struct {
 	KeepLast int
 	// TriggerTokens is the default of recall.CompactionArgs.TriggerTokens:
 	// RunCompaction without Force compacts only when the view's estimated
-	// tokens (recall.EstimateTokens) exceed it. Default (0): whenever
+	// tokens (agent.EstimateTokens) exceed it. Default (0): whenever
 	// there is anything older than the items kept.
 	TriggerTokens int
 	// MaxRetries bounds how many times a compaction that lost a race with
@@ -78,7 +79,7 @@ type plan struct {
 // returns an error wrapping recall.ErrConflict.
 //
 // A compaction only shrinks: when the compacted view would not take fewer
-// estimated tokens (recall.EstimateTokens) than the view, nothing is
+// estimated tokens (agent.EstimateTokens) than the view, nothing is
 // written, and the result says so (NoGain).
 func (s *Session) RunCompaction(ctx context.Context, args recall.CompactionArgs) (recall.CompactionResult, error) {
 	if s.compactor == nil {
@@ -112,7 +113,7 @@ func (s *Session) RunCompaction(ctx context.Context, args recall.CompactionArgs)
 		}
 		items := recall.PlainItems(p.view)
 		res = recall.CompactionResult{Before: len(items), After: len(items), Retries: attempt,
-			TokensBefore: recall.EstimateTokens(items...), Usage: res.Usage}
+			TokensBefore: agent.EstimateTokens(items...), Usage: res.Usage}
 		res.TokensAfter = res.TokensBefore
 		if !args.Force && trigger > 0 && res.TokensBefore <= trigger {
 			return res, nil
@@ -141,7 +142,7 @@ func (s *Session) RunCompaction(ctx context.Context, args recall.CompactionArgs)
 			Items:    append(recall.CloneItems(summary.Items), recall.CloneItems(kept)...),
 			Strategy: summary.Strategy,
 		}
-		if t := recall.EstimateTokens(c.Items...); t >= res.TokensBefore {
+		if t := agent.EstimateTokens(c.Items...); t >= res.TokensBefore {
 			// Compaction only shrinks: a summary as long as what it
 			// replaces (a third compaction of a short session) is not
 			// written.
@@ -168,7 +169,7 @@ func (s *Session) RunCompaction(ctx context.Context, args recall.CompactionArgs)
 		res.Compacted, res.Seq = true, seq
 		res.Summarized, res.Kept = p.cut, len(kept)
 		res.After = len(c.Items)
-		res.TokensAfter = recall.EstimateTokens(c.Items...)
+		res.TokensAfter = agent.EstimateTokens(c.Items...)
 		res.Strategy = summary.Strategy
 		return res, nil
 	}

@@ -157,7 +157,7 @@ func TestCompactNothingToDo(t *testing.T) {
 	}
 	f.add(t, conv("u a u a")...)
 	// under the trigger: nothing, unless forced
-	big := recall.EstimateTokens(f.view(t)...)
+	big := agent.EstimateTokens(f.view(t)...)
 	if res, err := sess.RunCompaction(ctx, recall.CompactionArgs{TriggerTokens: big}); err != nil || res.Compacted || res.TokensBefore != big {
 		t.Errorf("under the trigger = %+v, %v", res, err)
 	}

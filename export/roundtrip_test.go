@@ -65,11 +65,11 @@ func buildRich(t *testing.T, st recall.Store, key recall.Key) {
 	}
 	must(recall.SetTitle(ctx, st, key, "auto title, ignored", recall.TitleAuto))
 	must(recall.SetTitle(ctx, st, key, "Rich \"session\" <b>", recall.TitleUser))
-	must(recall.SetLabels(ctx, st, key, "export", "test"))
-	must(recall.SetPinned(ctx, st, key, true))
-	must(recall.SetArchived(ctx, st, key, true))
+	must(recall.ChangeMeta(ctx, st, key, recall.MetaChange{Labels: []string{"export", "test"}, SetLabels: true}))
+	must(recall.ChangeMeta(ctx, st, key, recall.MetaChange{Pinned: new(true)}))
+	must(recall.ChangeMeta(ctx, st, key, recall.MetaChange{Archived: new(true)}))
 	gone := (*string)(nil)
-	must(recall.MergeMetadata(ctx, st, key, map[string]*string{"gone": gone, "added": ptr("yes")}))
+	must(recall.ChangeMeta(ctx, st, key, recall.MetaChange{Metadata: map[string]*string{"gone": gone, "added": ptr("yes")}}))
 	must(st.Pop(ctx, key))
 	live, _, err := st.Items(ctx, key, 0)
 	if err != nil {

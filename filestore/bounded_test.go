@@ -84,9 +84,9 @@ func TestListOrderKeptInStep(t *testing.T) {
 		case 0, 1:
 			_, err = w.Append(ctx, k, recall.Guard{}, recall.ItemEntry(recall.Message("user", "hi")))
 		case 2:
-			_, err = recall.SetArchived(ctx, w, k, rng.IntN(2) == 0)
+			_, err = recall.ChangeMeta(ctx, w, k, recall.MetaChange{Archived: new(rng.IntN(2) == 0)})
 		case 3:
-			_, err = recall.SetPinned(ctx, w, k, rng.IntN(2) == 0)
+			_, err = recall.ChangeMeta(ctx, w, k, recall.MetaChange{Pinned: new(rng.IntN(2) == 0)})
 		case 4:
 			err = w.Remove(ctx, k)
 		case 5:

@@ -8,9 +8,9 @@ import (
 	"github.com/recallkit/recall/storekit"
 )
 
-var _ recall.Forker = (*Store)(nil)
+var _ storekit.Forker = (*Store)(nil)
 
-// Fork implements recall.Forker; recall.Fork calls it. It does what
+// Fork implements storekit.Forker; recall.Fork calls it. It does what
 // recall.Fork's fallback does (Load, then Append with IfNew) without
 // validating and encoding the items a second time: they come from this
 // store's own log, decoded (and so checked) as it was read. The fork's log

@@ -11,9 +11,9 @@ import (
 	"github.com/recallkit/recall/storekit"
 )
 
-var _ recall.ItemPager = (*Store)(nil)
+var _ storekit.ItemPager = (*Store)(nil)
 
-// ReadItems implements recall.ItemPager. It reads one snapshot of the log,
+// ReadItems implements storekit.ItemPager. It reads one snapshot of the log,
 // its bytes up to its size when opened, in three parts (see
 // storekit.ReadPage): the view's control entries, line by line where the
 // log's record says they are (see controls.go); and the page's items,

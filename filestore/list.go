@@ -201,7 +201,7 @@ func firstN(recs []*record, n int) []*record {
 	return top
 }
 
-// Projects implements recall.ProjectLister from the index, as List does.
+// Projects implements storekit.ProjectLister from the index, as List does.
 func (s *Store) Projects(ctx context.Context) ([]recall.ProjectInfo, error) {
 	if err := s.checkOpen(); err != nil {
 		return nil, err
@@ -237,7 +237,7 @@ func (s *Store) Projects(ctx context.Context) ([]recall.ProjectInfo, error) {
 	return out, nil
 }
 
-// Cleanup implements recall.Cleaner. Each candidate is checked again
+// Cleanup implements storekit.Cleaner. Each candidate is checked again
 // under its write lock before it is removed, so a session written to since
 // the scan is kept. When ctx ends, Cleanup stops before the next removal
 // and returns ctx's error with the report of what it removed so far.

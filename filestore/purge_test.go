@@ -53,10 +53,10 @@ func purgeFill(t testing.TB, s *filestore.Store, key recall.Key, items, size int
 			f.Close()
 		}
 	}
-	if _, err := recall.SetPinned(ctx, s, key, true); err != nil {
+	if _, err := recall.ChangeMeta(ctx, s, key, recall.MetaChange{Pinned: new(true)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := recall.SetLabels(ctx, s, key, "a", "b"); err != nil {
+	if _, err := recall.ChangeMeta(ctx, s, key, recall.MetaChange{Labels: []string{"a", "b"}, SetLabels: true}); err != nil {
 		t.Fatal(err)
 	}
 	live, _, err := s.Items(ctx, key, 0)

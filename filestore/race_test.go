@@ -210,17 +210,26 @@ func TestGhostAcrossProcesses(t *testing.T) {
 			_, err := recall.SetTitle(ctx, s, k, "a title", recall.TitleUser)
 			return err
 		}},
-		{"SetPinned", func(k recall.Key) error { _, err := recall.SetPinned(ctx, s, k, true); return err }},
-		{"SetArchived", func(k recall.Key) error { _, err := recall.SetArchived(ctx, s, k, true); return err }},
-		{"SetLabels", func(k recall.Key) error { _, err := recall.SetLabels(ctx, s, k, "x", "y"); return err }},
-		{"Clear", func(k recall.Key) error { return recall.Clear(ctx, s, k) }},
+		{"SetPinned", func(k recall.Key) error {
+			_, err := recall.ChangeMeta(ctx, s, k, recall.MetaChange{Pinned: new(true)})
+			return err
+		}},
+		{"SetArchived", func(k recall.Key) error {
+			_, err := recall.ChangeMeta(ctx, s, k, recall.MetaChange{Archived: new(true)})
+			return err
+		}},
+		{"SetLabels", func(k recall.Key) error {
+			_, err := recall.ChangeMeta(ctx, s, k, recall.MetaChange{Labels: []string{"x", "y"}, SetLabels: true})
+			return err
+		}},
+		{"Clear", func(k recall.Key) error { return recall.NewSession(s, k).Clear(ctx) }},
 		{"SetMetadata", func(k recall.Key) error {
-			_, err := recall.SetMetadata(ctx, s, k, map[string]string{"k": "v"})
+			_, err := recall.ChangeMeta(ctx, s, k, recall.MetaChange{ClearMetadata: true, Metadata: map[string]*string{"k": new("v")}})
 			return err
 		}},
 		{"MergeMetadata", func(k recall.Key) error {
 			v := "w"
-			_, err := recall.MergeMetadata(ctx, s, k, map[string]*string{"k2": &v})
+			_, err := recall.ChangeMeta(ctx, s, k, recall.MetaChange{Metadata: map[string]*string{"k2": &v}})
 			return err
 		}},
 	}

@@ -253,7 +253,7 @@ func randomOps(t *testing.T, s *filestore.Store, rng *rand.Rand, n int) {
 				_, err = recall.RemoveItem(ctx, s, k, live[rng.IntN(len(live))].Ref)
 			}
 		case op == 10:
-			err = recall.Clear(ctx, s, k)
+			err = recall.NewSession(s, k).Clear(ctx)
 		case op == 11:
 			var last int64
 			if _, last, err = s.Items(ctx, k, 0); err == nil && last > 0 {
@@ -263,7 +263,7 @@ func randomOps(t *testing.T, s *filestore.Store, rng *rand.Rand, n int) {
 		case op == 12:
 			_, err = recall.SetTitle(ctx, s, k, randomText(rng), recall.TitleUser)
 		case op == 13:
-			_, err = recall.SetArchived(ctx, s, k, rng.IntN(2) == 0)
+			_, err = recall.ChangeMeta(ctx, s, k, recall.MetaChange{Archived: new(rng.IntN(2) == 0)})
 		case op == 14:
 			err = s.Remove(ctx, k)
 		case op == 15:
@@ -361,7 +361,7 @@ func TestSearchCatchesUp(t *testing.T) {
 	}
 	expect(find("apple"), "p/b@1.0/user")
 	appendItems(t, other, a, recall.Message("user", "third apple"))
-	if err := recall.Clear(ctx, other, a); err != nil {
+	if err := recall.NewSession(other, a).Clear(ctx); err != nil {
 		t.Fatal(err)
 	}
 	expect(find("apple"), "p/b@1.0/user")
@@ -383,7 +383,7 @@ func TestSearchCatchesUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	expect(find("apple talk"))
-	if _, err := recall.SetArchived(ctx, other, b, true); err != nil {
+	if _, err := recall.ChangeMeta(ctx, other, b, recall.MetaChange{Archived: new(true)}); err != nil {
 		t.Fatal(err)
 	}
 	expect(find("apple"), "p/a@8.0/assistant")
@@ -668,7 +668,7 @@ func TestSearchTitlesOfOneProject(t *testing.T) {
 			case 2:
 				_, err = recall.SetTitle(ctx, w, k, fmt.Sprintf("the %s of %d", words[rng.IntN(len(words))], step), recall.TitleUser)
 			case 3:
-				_, err = recall.SetArchived(ctx, w, k, rng.IntN(2) == 0)
+				_, err = recall.ChangeMeta(ctx, w, k, recall.MetaChange{Archived: new(rng.IntN(2) == 0)})
 			case 4:
 				if rng.IntN(3) == 0 {
 					err = w.Remove(ctx, k)

@@ -139,7 +139,7 @@ func childSoak() error {
 			}
 			fmt.Fprintf(out, "T %s\n", key.Session)
 		case op < 85: // archive or unarchive
-			if _, err := recall.SetArchived(ctx, s, key, rng.IntN(2) == 0); err != nil && !errors.Is(err, recall.ErrNotFound) {
+			if _, err := recall.ChangeMeta(ctx, s, key, recall.MetaChange{Archived: new(rng.IntN(2) == 0)}); err != nil && !errors.Is(err, recall.ErrNotFound) {
 				fail("archive %s: %v", key, err)
 			}
 			fmt.Fprintf(out, "R %s\n", key.Session)

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/storekit"
 )
 
 // SyncPolicy says when the store forces written log bytes to stable storage.
@@ -82,9 +83,9 @@ type Store struct {
 }
 
 var (
-	_ recall.Store         = (*Store)(nil)
-	_ recall.Cleaner       = (*Store)(nil)
-	_ recall.ProjectLister = (*Store)(nil)
+	_ recall.Store           = (*Store)(nil)
+	_ storekit.Cleaner       = (*Store)(nil)
+	_ storekit.ProjectLister = (*Store)(nil)
 )
 
 const (

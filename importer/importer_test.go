@@ -181,7 +181,7 @@ func TestWriteMetadataLimit(t *testing.T) {
 		v := "x"
 		extra[fmt.Sprintf("k%d", i)] = &v
 	}
-	if _, err := recall.MergeMetadata(ctx, st, tg.Key, extra); err != nil {
+	if _, err := recall.ChangeMeta(ctx, st, tg.Key, recall.MetaChange{Metadata: extra}); err != nil {
 		t.Fatal(err)
 	}
 	tg.Model = "a-model" // one more pair

@@ -36,10 +36,10 @@ type session struct {
 }
 
 var (
-	_ recall.Store         = (*Store)(nil)
-	_ recall.Cleaner       = (*Store)(nil)
-	_ recall.ProjectLister = (*Store)(nil)
-	_ recall.ItemPager     = (*Store)(nil)
+	_ recall.Store           = (*Store)(nil)
+	_ storekit.Cleaner       = (*Store)(nil)
+	_ storekit.ProjectLister = (*Store)(nil)
+	_ storekit.ItemPager     = (*Store)(nil)
 )
 
 // New returns an empty store.
@@ -133,7 +133,7 @@ func (s *Store) Items(ctx context.Context, key recall.Key, limit int) ([]recall.
 	return live, sess.meta.LastSeq, nil
 }
 
-// ReadItems implements recall.ItemPager: the log is in memory, and a page
+// ReadItems implements storekit.ItemPager: the log is in memory, and a page
 // is found by binary search on its seqs.
 func (s *Store) ReadItems(ctx context.Context, key recall.Key, opts recall.ItemPageOptions) (recall.ItemPage, error) {
 	if err := s.lock(ctx, key); err != nil {
@@ -239,7 +239,7 @@ func (s *Store) List(ctx context.Context, project string, opts recall.ListOption
 	return storekit.Paginate(metas, opts)
 }
 
-// Projects implements recall.ProjectLister.
+// Projects implements storekit.ProjectLister.
 func (s *Store) Projects(ctx context.Context) ([]recall.ProjectInfo, error) {
 	if err := s.lockAll(ctx); err != nil {
 		return nil, err
@@ -291,7 +291,7 @@ func (s *Store) removeLocked(key recall.Key) int {
 	return n
 }
 
-// Cleanup implements recall.Cleaner.
+// Cleanup implements storekit.Cleaner.
 func (s *Store) Cleanup(ctx context.Context, opts recall.CleanupOptions) (recall.CleanupReport, error) {
 	// The project filter is a key like any other: a bad one is refused,
 	// not matched against nothing.

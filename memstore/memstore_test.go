@@ -62,7 +62,7 @@ type onlyStore struct{ recall.Store }
 func TestReadItemsFallback(t *testing.T) {
 	storetest.RunModel(t, func(t *testing.T) recall.Store {
 		s := onlyStore{memstore.New(memstore.Options{})}
-		if _, ok := recall.As[recall.ItemPager](s); ok {
+		if _, ok := recall.As[storekit.ItemPager](s); ok {
 			t.Fatal("the wrapper still shows ItemPager")
 		}
 		return s

@@ -28,7 +28,7 @@ func TestPurge(t *testing.T) {
 	if _, err := s.Purge(ctx, key); err != nil {
 		t.Fatalf("Purge without a compaction: %v", err)
 	}
-	if _, err := recall.SetPinned(ctx, s, key, true); err != nil {
+	if _, err := recall.ChangeMeta(ctx, s, key, recall.MetaChange{Pinned: new(true)}); err != nil {
 		t.Fatal(err)
 	}
 	m, _ := s.Stat(ctx, key)

@@ -170,15 +170,18 @@ func TestNewEntryKindsReplicate(t *testing.T) {
 			return err
 		}},
 		{"set metadata", func() error {
-			_, err := recall.SetMetadata(ctx, m, k, map[string]string{"a": "x", "b": "y"})
+			_, err := recall.ChangeMeta(ctx, m, k, recall.MetaChange{ClearMetadata: true, Metadata: map[string]*string{"a": new("x"), "b": new("y")}})
 			return err
 		}},
 		{"merge metadata", func() error {
-			_, err := recall.MergeMetadata(ctx, m, k, map[string]*string{"a": nil, "c": &one})
+			_, err := recall.ChangeMeta(ctx, m, k, recall.MetaChange{Metadata: map[string]*string{"a": nil, "c": &one}})
 			return err
 		}},
 		{"pop", func() error { _, err := m.Pop(ctx, k); return err }},
-		{"clear metadata", func() error { _, err := recall.SetMetadata(ctx, m, k, nil); return err }},
+		{"clear metadata", func() error {
+			_, err := recall.ChangeMeta(ctx, m, k, recall.MetaChange{ClearMetadata: true})
+			return err
+		}},
 	}
 	for _, op := range ops {
 		if err := op.do(); err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/memstore"
+	"github.com/recallkit/recall/storekit"
 )
 
 // errUnreachable is what the faulty store returns for a call it fails: an
@@ -31,9 +32,9 @@ type faulty struct {
 }
 
 var (
-	_ recall.Store         = (*faulty)(nil)
-	_ recall.Cleaner       = (*faulty)(nil)
-	_ recall.ProjectLister = (*faulty)(nil)
+	_ recall.Store           = (*faulty)(nil)
+	_ storekit.Cleaner       = (*faulty)(nil)
+	_ storekit.ProjectLister = (*faulty)(nil)
 )
 
 func newFaulty(inner recall.Store, seed uint64) *faulty {

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/storekit"
 )
 
 // Lazy returns a store that opens the store open returns on first use, so
@@ -30,10 +31,10 @@ type lazy struct {
 // Search, Cleanup and Projects reach the store's own, when it has them,
 // through recall.Search, recall.Cleanup and recall.Projects.
 var (
-	_ recall.Store         = (*lazy)(nil)
-	_ recall.Searcher      = (*lazy)(nil)
-	_ recall.Cleaner       = (*lazy)(nil)
-	_ recall.ProjectLister = (*lazy)(nil)
+	_ recall.Store           = (*lazy)(nil)
+	_ recall.Searcher        = (*lazy)(nil)
+	_ storekit.Cleaner       = (*lazy)(nil)
+	_ storekit.ProjectLister = (*lazy)(nil)
 )
 
 // Search implements recall.Searcher with the store's own Search.

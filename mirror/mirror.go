@@ -73,6 +73,7 @@ import (
 	"time"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/storekit"
 )
 
 // Options configure a mirror. The zero value works: it keeps the replication
@@ -263,10 +264,10 @@ type session struct {
 // Append guarded by IfNew) goes through the mirror, which replicates the
 // new session like any other write.
 var (
-	_ recall.Store         = (*Store)(nil)
-	_ recall.Cleaner       = (*Store)(nil)
-	_ recall.ProjectLister = (*Store)(nil)
-	_ recall.ItemPager     = (*Store)(nil)
+	_ recall.Store           = (*Store)(nil)
+	_ storekit.Cleaner       = (*Store)(nil)
+	_ storekit.ProjectLister = (*Store)(nil)
+	_ storekit.ItemPager     = (*Store)(nil)
 )
 
 // New returns a Store over primary and replica and starts replicating. In
@@ -415,7 +416,7 @@ func (s *Store) Remove(ctx context.Context, key recall.Key) error {
 	return nil
 }
 
-// Cleanup implements recall.Cleaner on the primary (with its own Cleanup
+// Cleanup implements storekit.Cleaner on the primary (with its own Cleanup
 // when it has one, recall.Cleanup's fallback otherwise). The sessions it
 // deletes are removed from the replica too only with
 // Options.PropagateDeletes; the replica's own cleanup is independent.
@@ -473,7 +474,7 @@ func (s *Store) List(ctx context.Context, project string, opts recall.ListOption
 	return s.primary.List(ctx, project, opts)
 }
 
-// Projects implements recall.ProjectLister from the primary (with its own
+// Projects implements storekit.ProjectLister from the primary (with its own
 // Projects when it has one, recall.Projects' fallback otherwise).
 func (s *Store) Projects(ctx context.Context) ([]recall.ProjectInfo, error) {
 	if err := s.begin(ctx); err != nil {

@@ -80,9 +80,15 @@ func TestReplicatesEveryOperation(t *testing.T) {
 		}},
 		{"auto title", func() error { _, err := recall.SetTitle(ctx, m, k, "auto title", recall.TitleAuto); return err }},
 		{"user title", func() error { _, err := recall.SetTitle(ctx, m, k, "user title", recall.TitleUser); return err }},
-		{"archive", func() error { _, err := recall.SetArchived(ctx, m, k, true); return err }},
-		{"pin", func() error { _, err := recall.SetPinned(ctx, m, k, true); return err }},
-		{"labels", func() error { _, err := recall.SetLabels(ctx, m, k, "a", "b"); return err }},
+		{"archive", func() error {
+			_, err := recall.ChangeMeta(ctx, m, k, recall.MetaChange{Archived: new(true)})
+			return err
+		}},
+		{"pin", func() error { _, err := recall.ChangeMeta(ctx, m, k, recall.MetaChange{Pinned: new(true)}); return err }},
+		{"labels", func() error {
+			_, err := recall.ChangeMeta(ctx, m, k, recall.MetaChange{Labels: []string{"a", "b"}, SetLabels: true})
+			return err
+		}},
 		{"compaction", func() error {
 			st, err := m.Stat(ctx, k)
 			if err != nil {
@@ -93,7 +99,7 @@ func TestReplicatesEveryOperation(t *testing.T) {
 		}},
 		{"append after compaction", func() error { _, err := m.Append(ctx, k, recall.Guard{}, recall.ItemEntry(item("after"))); return err }},
 		{"fork", func() error { _, err := recall.Fork(ctx, m, k, 0, fork); return err }},
-		{"clear", func() error { return recall.Clear(ctx, m, fork) }},
+		{"clear", func() error { return recall.NewSession(m, fork).Clear(ctx) }},
 		{"subagent record", func() error {
 			_, err := m.Append(ctx, sub, recall.Guard{}, recall.ItemEntry(item("subagent")))
 			return err
@@ -433,7 +439,7 @@ func TestBacklogAtStartCatchesUp(t *testing.T) {
 			t.Fatal(err)
 		}
 		if i%4 == 0 {
-			if _, err := recall.SetArchived(ctx, primary, k, true); err != nil {
+			if _, err := recall.ChangeMeta(ctx, primary, k, recall.MetaChange{Archived: new(true)}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -759,7 +765,7 @@ func TestPropagateDeletes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := recall.SetPinned(ctx, m, c, true); err != nil {
+	if _, err := recall.ChangeMeta(ctx, m, c, recall.MetaChange{Pinned: new(true)}); err != nil {
 		t.Fatal(err)
 	}
 	flush(t, m, 10*time.Second)

@@ -113,9 +113,9 @@ func TestPropertyReplicaConvergesUnderFaults(t *testing.T) {
 				v := rapid.StringMatching(`[a-z]{0,5}`).Draw(t, "value")
 				var err error
 				if rapid.Bool().Draw(t, "merge") {
-					_, err = recall.MergeMetadata(ctx, m, k, map[string]*string{rapid.SampledFrom([]string{"a", "b"}).Draw(t, "key"): &v})
+					_, err = recall.ChangeMeta(ctx, m, k, recall.MetaChange{Metadata: map[string]*string{rapid.SampledFrom([]string{"a", "b"}).Draw(t, "key"): &v}})
 				} else {
-					_, err = recall.SetMetadata(ctx, m, k, map[string]string{"a": v})
+					_, err = recall.ChangeMeta(ctx, m, k, recall.MetaChange{ClearMetadata: true, Metadata: map[string]*string{"a": new(v)}})
 				}
 				check(t, "metadata", err)
 			},
@@ -130,7 +130,7 @@ func TestPropertyReplicaConvergesUnderFaults(t *testing.T) {
 				check(t, "pop", err)
 			},
 			"clear": func(t *rapid.T) {
-				check(t, "clear", recall.Clear(ctx, m, pick(t)))
+				check(t, "clear", recall.NewSession(m, pick(t)).Clear(ctx))
 			},
 			"title": func(t *rapid.T) {
 				k := pick(t)
@@ -149,11 +149,11 @@ func TestPropertyReplicaConvergesUnderFaults(t *testing.T) {
 				var err error
 				switch rapid.IntRange(0, 2).Draw(t, "which") {
 				case 0:
-					_, err = recall.SetArchived(ctx, m, k, b)
+					_, err = recall.ChangeMeta(ctx, m, k, recall.MetaChange{Archived: new(b)})
 				case 1:
-					_, err = recall.SetPinned(ctx, m, k, b)
+					_, err = recall.ChangeMeta(ctx, m, k, recall.MetaChange{Pinned: new(b)})
 				default:
-					_, err = recall.SetLabels(ctx, m, k, rapid.SliceOfN(rapid.StringMatching(`[a-z]{1,5}`), 0, 3).Draw(t, "labels")...)
+					_, err = recall.ChangeMeta(ctx, m, k, recall.MetaChange{Labels: rapid.SliceOfN(rapid.StringMatching(`[a-z]{1,5}`), 0, 3).Draw(t, "labels"), SetLabels: true})
 				}
 				check(t, "meta", err)
 			},

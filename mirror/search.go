@@ -17,7 +17,7 @@ func (s *Store) Search(ctx context.Context, opts recall.SearchOptions) (recall.S
 	return recall.Search(ctx, s.primary, opts)
 }
 
-// ReadItems implements recall.ItemPager: a page is read from the primary,
+// ReadItems implements storekit.ItemPager: a page is read from the primary,
 // the truth, by its own ReadItems when it has one.
 func (s *Store) ReadItems(ctx context.Context, key recall.Key, opts recall.ItemPageOptions) (recall.ItemPage, error) {
 	if err := s.begin(ctx); err != nil {

@@ -199,7 +199,7 @@ func TestBacklogAtStartAgainstServers(t *testing.T) {
 					t.Fatal(err)
 				}
 				if i%3 == 0 {
-					if _, err := recall.SetArchived(ctx, primary, k, true); err != nil {
+					if _, err := recall.ChangeMeta(ctx, primary, k, recall.MetaChange{Archived: new(true)}); err != nil {
 						t.Fatal(err)
 					}
 					sub := k

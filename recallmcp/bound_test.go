@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/storekit"
 )
 
 // countingStore counts the items a store hands out, by Items and by
@@ -17,7 +18,7 @@ type countingStore struct {
 	items atomic.Int64
 }
 
-var _ recall.ItemPager = (*countingStore)(nil)
+var _ storekit.ItemPager = (*countingStore)(nil)
 
 func (c *countingStore) Unwrap() recall.Store { return c.Store }
 

@@ -357,7 +357,7 @@ func (s *server) pin(ctx context.Context, _ *mcp.CallToolRequest, in PinInput) (
 		return nil, ChangeOutput{}, err
 	}
 	pinned := in.Pinned == nil || *in.Pinned
-	if m, err = recall.SetPinned(ctx, s.st, m.Key, pinned); err != nil {
+	if m, err = recall.ChangeMeta(ctx, s.st, m.Key, recall.MetaChange{Pinned: new(pinned)}); err != nil {
 		return nil, ChangeOutput{}, err
 	}
 	verb := "pinned"

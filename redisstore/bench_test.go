@@ -189,7 +189,7 @@ func forkBenchItem(i int) recall.Item {
 }
 
 // BenchmarkFork10k forks a session of 10,000 items of 300 to 2,000 bytes,
-// the side-by-side benchmark's W4: the native fork (recall.Forker)
+// the side-by-side benchmark's W4: the native fork (storekit.Forker)
 // against recall.Fork's fallback (Load, Append with IfNew, Stat) on the
 // same store, alternately and each first every other time. It reports
 // native-ns/op, fallback-ns/op and x-fallback, the native fork's speed as
@@ -261,7 +261,7 @@ func pagePlaces(view []recall.LiveItem, limit int) []pagePlace {
 	}
 }
 
-// BenchmarkReadItems reads a page of 20 items (recall.ItemPager) of a
+// BenchmarkReadItems reads a page of 20 items (storekit.ItemPager) of a
 // session of 200 items and of one of 20,000, both with a few pops and
 // removals, alternately within one loop so that both see the same machine
 // load: the first, a middle and the last page, newest first and oldest
@@ -322,7 +322,7 @@ func BenchmarkListPinned(b *testing.B) {
 			k := recall.Key{Project: project, Session: fmt.Sprintf("s%05d", i)}
 			mustAppend(b, s, k, recall.ItemEntry(benchItem))
 			if i%(n/5) == 0 {
-				if _, err := recall.SetPinned(ctx, s, k, true); err != nil {
+				if _, err := recall.ChangeMeta(ctx, s, k, recall.MetaChange{Pinned: new(true)}); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -12,9 +12,9 @@ import (
 	"github.com/recallkit/recall/storekit"
 )
 
-var _ recall.Forker = (*Store)(nil)
+var _ storekit.Forker = (*Store)(nil)
 
-// Fork implements recall.Forker; recall.Fork calls it. It does what
+// Fork implements storekit.Forker; recall.Fork calls it. It does what
 // recall.Fork's fallback does (Load, Append with IfNew, Stat) in two round
 // trips instead of three: one transaction reads the source (as Load does)
 // and whether newKey exists, and one append script call, guarded by

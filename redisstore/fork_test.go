@@ -65,7 +65,7 @@ func forkBothWays(t *testing.T, s *Store, src recall.Key, atSeq int64, native, f
 	return nil
 }
 
-// TestNativeFork: the store forks natively (recall.Forker), and its fork
+// TestNativeFork: the store forks natively (storekit.Forker), and its fork
 // is the fallback's, at every seq of a session with pops, a removal, a
 // clear, a compaction, a title and metadata, with and without a TTL; a
 // refused fork is refused alike and writes nothing.
@@ -78,8 +78,8 @@ func TestNativeFork(t *testing.T) {
 
 func testNativeFork(t *testing.T, ttl time.Duration) {
 	s := newStore(t, Options{TTL: ttl})
-	if _, ok := any(s).(recall.Forker); !ok {
-		t.Fatal("redisstore.Store does not implement recall.Forker")
+	if _, ok := any(s).(storekit.Forker); !ok {
+		t.Fatal("redisstore.Store does not implement storekit.Forker")
 	}
 	ctx := context.Background()
 	src := recall.Key{Project: "p", Session: "src"}
@@ -100,7 +100,7 @@ func testNativeFork(t *testing.T, ttl time.Duration) {
 	must(err)
 	_, err = recall.SetTitle(ctx, s, src, "u", recall.TitleUser)
 	must(err)
-	must(recall.Clear(ctx, s, src))
+	must(recall.NewSession(s, src).Clear(ctx))
 	last := mustAppend(t, s, src, recall.ItemEntries(item("e"), item("f"), item("g"))...)
 	_, err = s.Append(ctx, src, recall.IfLastSeq(last), recall.NewEntry(recall.KindCompaction,
 		recall.Compaction{Through: last, Items: []recall.Item{item("summary"), item("g")}}))
@@ -203,7 +203,7 @@ func TestNativeForkOfDamagedElements(t *testing.T) {
 	if err := forkBothWays(t, s, k, 4, recall.Key{Project: "p", Session: "n3"}, recall.Key{Project: "p", Session: "f3"}); err != nil {
 		t.Errorf("fork at the seq before {x}: %v", err)
 	}
-	if err := recall.Clear(ctx, s, k); err != nil {
+	if err := recall.NewSession(s, k).Clear(ctx); err != nil {
 		t.Fatal(err)
 	}
 	mustAppend(t, s, k, recall.ItemEntry(item("c")))

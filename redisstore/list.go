@@ -137,7 +137,7 @@ func (s *Store) scan(ctx context.Context, idx string, start bound, want int, f f
 	return nil
 }
 
-// Projects implements recall.ProjectLister. It first unindexes every
+// Projects implements storekit.ProjectLister. It first unindexes every
 // session whose TTL ran out, so the counts are exact.
 func (s *Store) Projects(ctx context.Context) ([]recall.ProjectInfo, error) {
 	if err := s.begin(ctx); err != nil {
@@ -181,7 +181,7 @@ func (s *Store) pruneAll(ctx context.Context) error {
 	}
 }
 
-// Cleanup implements recall.Cleaner. It reads the index from the cutoff's
+// Cleanup implements storekit.Cleaner. It reads the index from the cutoff's
 // bound, so it looks only at sessions older than the cutoff, and removes
 // each with a script that first checks the session's update time is the
 // one read: a session written to meanwhile is newer and stays. A context

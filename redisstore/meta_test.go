@@ -35,29 +35,30 @@ func TestMetadata(t *testing.T) {
 			return err
 		},
 		func(st recall.Store, key recall.Key) error {
-			_, err := recall.MergeMetadata(ctx, st, key, map[string]*string{
+			_, err := recall.ChangeMeta(ctx, st, key, recall.MetaChange{Metadata: map[string]*string{
 				"3:abc": str("=4:~"), "~": str("\n\x01 é"), long: str(strings.Repeat("v", recall.MaxMetadataValueLen)), "clé": str("valeur"),
-			})
+			}})
+
 			return err
 		},
 		func(st recall.Store, key recall.Key) error {
-			_, err := recall.MergeMetadata(ctx, st, key, map[string]*string{"last": nil, "updated": str("now set"), "absent": nil})
+			_, err := recall.ChangeMeta(ctx, st, key, recall.MetaChange{Metadata: map[string]*string{"last": nil, "updated": str("now set"), "absent": nil}})
 			return err
 		},
 		func(st recall.Store, key recall.Key) error {
-			_, err := recall.SetPinned(ctx, st, key, true) // no metadata change
+			_, err := recall.ChangeMeta(ctx, st, key, recall.MetaChange{Pinned: new(true)}) // no metadata change
 			return err
 		},
 		func(st recall.Store, key recall.Key) error {
-			_, err := recall.SetMetadata(ctx, st, key, map[string]string{"only": "one", "m:": ":"})
+			_, err := recall.ChangeMeta(ctx, st, key, recall.MetaChange{ClearMetadata: true, Metadata: map[string]*string{"only": new("one"), "m:": new(":")}})
 			return err
 		},
 		func(st recall.Store, key recall.Key) error {
-			_, err := recall.SetMetadata(ctx, st, key, nil)
+			_, err := recall.ChangeMeta(ctx, st, key, recall.MetaChange{ClearMetadata: true})
 			return err
 		},
 		func(st recall.Store, key recall.Key) error {
-			_, err := recall.MergeMetadata(ctx, st, key, map[string]*string{"again": str("1")})
+			_, err := recall.ChangeMeta(ctx, st, key, recall.MetaChange{Metadata: map[string]*string{"again": str("1")}})
 			return err
 		},
 	}
@@ -218,12 +219,24 @@ func TestUpdatedIgnoresTitleAndMeta(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, op := range []func() (recall.Meta, error){
-		func() (recall.Meta, error) { return recall.SetPinned(ctx, s, old, true) },
-		func() (recall.Meta, error) { return recall.SetArchived(ctx, s, old, true) },
-		func() (recall.Meta, error) { return recall.SetArchived(ctx, s, old, false) },
-		func() (recall.Meta, error) { return recall.SetLabels(ctx, s, old, "x") },
-		func() (recall.Meta, error) { return recall.SetMetadata(ctx, s, old, map[string]string{"k": "v"}) },
-		func() (recall.Meta, error) { return recall.SetPinned(ctx, s, old, false) },
+		func() (recall.Meta, error) {
+			return recall.ChangeMeta(ctx, s, old, recall.MetaChange{Pinned: new(true)})
+		},
+		func() (recall.Meta, error) {
+			return recall.ChangeMeta(ctx, s, old, recall.MetaChange{Archived: new(true)})
+		},
+		func() (recall.Meta, error) {
+			return recall.ChangeMeta(ctx, s, old, recall.MetaChange{Archived: new(false)})
+		},
+		func() (recall.Meta, error) {
+			return recall.ChangeMeta(ctx, s, old, recall.MetaChange{Labels: []string{"x"}, SetLabels: true})
+		},
+		func() (recall.Meta, error) {
+			return recall.ChangeMeta(ctx, s, old, recall.MetaChange{ClearMetadata: true, Metadata: map[string]*string{"k": new("v")}})
+		},
+		func() (recall.Meta, error) {
+			return recall.ChangeMeta(ctx, s, old, recall.MetaChange{Pinned: new(false)})
+		},
 	} {
 		m, err := op()
 		if err != nil {

@@ -15,7 +15,7 @@ import (
 	"github.com/recallkit/recall/storekit"
 )
 
-var _ recall.ItemPager = (*Store)(nil)
+var _ storekit.ItemPager = (*Store)(nil)
 
 //go:embed lua/page.lua
 var luaPage string
@@ -25,7 +25,7 @@ var pageScript = redis.NewScript(luaCommon + luaPage)
 // maxChunk is the most log elements one later read of a page fetches.
 const maxChunk = 4096
 
-// ReadItems implements recall.ItemPager. A page costs one script call in
+// ReadItems implements storekit.ItemPager. A page costs one script call in
 // most cases, and its cost follows the page and the view's pops and
 // removals, not the session's length: the append script keeps a record of
 // the seqs of the view's control entries (the clear or compaction it

@@ -141,7 +141,7 @@ func TestControlRecord(t *testing.T) {
 	mustAppend(t, s, k, recall.NewEntry(recall.KindPop, recall.ItemRef{Seq: last}), compaction(last+1, item("s1"), item("s2")),
 		recall.ItemEntry(item("f")), recall.NewEntry(recall.KindRemove, recall.ItemRef{Seq: last + 2, Index: 1}))
 	check(k)
-	if err := recall.Clear(ctx, s, k); err != nil {
+	if err := recall.NewSession(s, k).Clear(ctx); err != nil {
 		t.Fatal(err)
 	}
 	check(k)
@@ -303,7 +303,7 @@ func TestControlRecordOfPreviousData(t *testing.T) {
 	wantControls(t, s, k)
 
 	forget(t, s, k)
-	if err := recall.Clear(ctx, s, k); err != nil {
+	if err := recall.NewSession(s, k).Clear(ctx); err != nil {
 		t.Fatal(err)
 	}
 	wantControls(t, s, k)

@@ -13,7 +13,7 @@
 // the first chunk of Items) or read only log elements that can no longer
 // change (Items' older chunks, checked against the session's generation).
 //
-// ReadItems (recall.ItemPager) reads one page of a view by position. The
+// ReadItems (storekit.ItemPager) reads one page of a view by position. The
 // append script keeps, beside each log, a record of the seqs of the view's
 // control entries (the clear or compaction it starts at, and the pops and
 // removals since), so a page costs its items and those entries, not the
@@ -59,6 +59,7 @@ import (
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/internal/redact"
+	"github.com/recallkit/recall/storekit"
 )
 
 // DefaultPrefix is the key prefix used when Options.Prefix is empty.
@@ -103,9 +104,9 @@ type Store struct {
 }
 
 var (
-	_ recall.Store         = (*Store)(nil)
-	_ recall.Cleaner       = (*Store)(nil)
-	_ recall.ProjectLister = (*Store)(nil)
+	_ recall.Store           = (*Store)(nil)
+	_ storekit.Cleaner       = (*Store)(nil)
+	_ storekit.ProjectLister = (*Store)(nil)
 )
 
 // New returns a store on an existing client, which the caller keeps

@@ -41,10 +41,10 @@ func TestAPIListSessions(t *testing.T) {
 				made = append(made, e.newConv("alice", msg("user", fmt.Sprint("hello ", i))))
 			}
 			bobs := e.newConv("bob", msg("user", "bob's"))
-			if _, err := recall.SetPinned(ctx, e.st, key("alice", made[1]), true); err != nil {
+			if _, err := recall.ChangeMeta(ctx, e.st, key("alice", made[1]), recall.MetaChange{Pinned: new(true)}); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := recall.SetArchived(ctx, e.st, key("alice", made[5]), true); err != nil {
+			if _, err := recall.ChangeMeta(ctx, e.st, key("alice", made[5]), recall.MetaChange{Archived: new(true)}); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := recall.SetTitle(ctx, e.st, key("alice", made[3]), "Quarterly Report", recall.TitleUser); err != nil {

@@ -187,7 +187,11 @@ func (s *Server) updateConversation(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, invalidParam("metadata", "%s", withDetail("Invalid 'metadata'", err, recall.ErrInvalidMetadata)))
 		return
 	}
-	m, err := recall.SetMetadata(r.Context(), s.store, key, *body.Metadata)
+	change := recall.MetaChange{ClearMetadata: true, Metadata: map[string]*string{}}
+	for k, v := range *body.Metadata {
+		change.Metadata[k] = &v
+	}
+	m, err := recall.ChangeMeta(r.Context(), s.store, key, change)
 	if err != nil {
 		s.writeError(w, r, notFoundAs(err, key))
 		return

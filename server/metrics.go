@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/storekit"
 )
 
 // metrics are the server's Prometheus collectors.
@@ -99,12 +100,12 @@ type timedStore struct {
 }
 
 var (
-	_ recall.Store         = (*timedStore)(nil)
-	_ recall.Searcher      = (*timedStore)(nil)
-	_ recall.Forker        = (*timedStore)(nil)
-	_ recall.Cleaner       = (*timedStore)(nil)
-	_ recall.ProjectLister = (*timedStore)(nil)
-	_ recall.ItemPager     = (*timedStore)(nil)
+	_ recall.Store           = (*timedStore)(nil)
+	_ recall.Searcher        = (*timedStore)(nil)
+	_ storekit.Forker        = (*timedStore)(nil)
+	_ storekit.Cleaner       = (*timedStore)(nil)
+	_ storekit.ProjectLister = (*timedStore)(nil)
+	_ storekit.ItemPager     = (*timedStore)(nil)
 )
 
 // Unwrap returns the timed store.

@@ -81,7 +81,7 @@ func BenchmarkRoutes(b *testing.B) {
 			}
 		}
 		for i := range 5 {
-			if _, err := recall.SetPinned(ctx, st, recall.Key{Project: project, Session: fmt.Sprintf("conv_%06d", i*n/5)}, true); err != nil {
+			if _, err := recall.ChangeMeta(ctx, st, recall.Key{Project: project, Session: fmt.Sprintf("conv_%06d", i*n/5)}, recall.MetaChange{Pinned: new(true)}); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -97,7 +97,7 @@ func BenchmarkWebListPage(b *testing.B) {
 		}
 	}
 	for i := 1000; i < 10000; i += 2000 {
-		if _, err := recall.SetPinned(ctx, st, recall.Key{Project: "user.alice", Session: fmt.Sprintf("conv_%05d", i)}, true); err != nil {
+		if _, err := recall.ChangeMeta(ctx, st, recall.Key{Project: "user.alice", Session: fmt.Sprintf("conv_%05d", i)}, recall.MetaChange{Pinned: new(true)}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -734,12 +734,10 @@ func newXSSSession(t *testing.T, e *webEnv) string {
 	id := e.session(t, "carol", xssTitle, items...)
 	key := recall.Key{Project: "user.carol", Session: id}
 	ctx := context.Background()
-	if _, err := recall.SetMetadata(ctx, e.st, key, map[string]string{
-		"<script>alert('mdkey')</script>": `<img src=x onerror=alert('mdval')>`, "url": "javascript:alert('mdurl')",
-	}); err != nil {
+	if _, err := recall.ChangeMeta(ctx, e.st, key, recall.MetaChange{ClearMetadata: true, Metadata: map[string]*string{"<script>alert('mdkey')</script>": new(`<img src=x onerror=alert('mdval')>`), "url": new("javascript:alert('mdurl')")}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := recall.SetLabels(ctx, e.st, key, `<svg onload=alert('label')>`, `" onmouseover="alert('attr')`); err != nil {
+	if _, err := recall.ChangeMeta(ctx, e.st, key, recall.MetaChange{Labels: []string{`<svg onload=alert('label')>`, `" onmouseover="alert('attr')`}, SetLabels: true}); err != nil {
 		t.Fatal(err)
 	}
 	return id

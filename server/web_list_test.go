@@ -73,7 +73,7 @@ func TestWebListPaging(t *testing.T) {
 			}
 			// Pinned, then pushed down the list order by newer sessions.
 			for _, i := range []int{10, 50, 90, 125} {
-				if _, err := recall.SetPinned(ctx, st, key(i), true); err != nil {
+				if _, err := recall.ChangeMeta(ctx, st, key(i), recall.MetaChange{Pinned: new(true)}); err != nil {
 					t.Fatal(err)
 				}
 			}

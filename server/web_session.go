@@ -204,9 +204,9 @@ func (s *Server) webAction(w http.ResponseWriter, r *http.Request) {
 		}
 		_, err = recall.SetTitle(ctx, s.store, key, title, recall.TitleUser)
 	case "pin":
-		_, err = recall.SetPinned(ctx, s.store, key, on)
+		_, err = recall.ChangeMeta(ctx, s.store, key, recall.MetaChange{Pinned: new(on)})
 	case "archive":
-		_, err = recall.SetArchived(ctx, s.store, key, on)
+		_, err = recall.ChangeMeta(ctx, s.store, key, recall.MetaChange{Archived: new(on)})
 	case "fork":
 		ref, ok := parseRef(r.PostFormValue("at"))
 		if !ok || ref.Seq > m.LastSeq {

@@ -51,7 +51,7 @@
 //
 // # Pages of a view
 //
-// Store is a recall.ItemPager: ReadItems reads one page of a view by
+// Store is a storekit.ItemPager: ReadItems reads one page of a view by
 // position in O(page + the view's pops and removes), whatever the
 // session's length. Migration 9 adds a partial index of each log's pop,
 // remove, clear and compaction entries, from which it learns where the

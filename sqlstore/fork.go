@@ -10,9 +10,9 @@ import (
 	"github.com/recallkit/recall/storekit"
 )
 
-var _ recall.Forker = (*Store)(nil)
+var _ storekit.Forker = (*Store)(nil)
 
-// Fork implements recall.Forker; recall.Fork calls it. It does what
+// Fork implements storekit.Forker; recall.Fork calls it. It does what
 // recall.Fork's fallback does (Load, then Append with IfNew) in one
 // transaction instead of two, without validating the items a second time:
 // the source's row is locked (so it can be neither appended to nor removed

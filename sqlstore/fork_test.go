@@ -36,7 +36,7 @@ func forkBothWays(t *testing.T, s *Store, src recall.Key, atSeq int64, native, f
 	return nil
 }
 
-// TestNativeFork: the store forks natively (recall.Forker, one
+// TestNativeFork: the store forks natively (storekit.Forker, one
 // transaction), and its fork is the fallback's, at every seq of a session
 // with pops, a removal, a clear, a compaction, a title and metadata; a
 // refused fork is refused alike and writes nothing.
@@ -44,8 +44,8 @@ func TestNativeFork(t *testing.T) {
 	t.Parallel()
 	dialects(t, func(t *testing.T, newStore func(t testing.TB) *Store) {
 		s := newStore(t)
-		if _, ok := any(s).(recall.Forker); !ok {
-			t.Fatal("sqlstore.Store does not implement recall.Forker")
+		if _, ok := any(s).(storekit.Forker); !ok {
+			t.Fatal("sqlstore.Store does not implement storekit.Forker")
 		}
 		ctx := context.Background()
 		src := recall.Key{Project: "p", Session: "src"}
@@ -67,7 +67,7 @@ func TestNativeFork(t *testing.T) {
 		must(err)
 		_, err = recall.SetTitle(ctx, s, src, "u", recall.TitleUser)
 		must(err)
-		must(recall.Clear(ctx, s, src))
+		must(recall.NewSession(s, src).Clear(ctx))
 		last, err := s.Append(ctx, src, recall.Guard{}, recall.ItemEntries(msg("e"), msg("f"), msg("g"))...)
 		must(err)
 		_, err = s.Append(ctx, src, recall.IfLastSeq(last), recall.NewEntry(recall.KindCompaction,
@@ -200,7 +200,7 @@ func TestNativeForkOfDamagedRows(t *testing.T) {
 		if err := forkBothWays(t, s, k, 3, recall.Key{Project: "p", Session: "n3"}, recall.Key{Project: "p", Session: "f3"}); err != nil {
 			t.Errorf("fork at the seq before {x}: %v", err)
 		}
-		if err := recall.Clear(ctx, s, k); err != nil {
+		if err := recall.NewSession(s, k).Clear(ctx); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := s.Append(ctx, k, recall.Guard{}, recall.ItemEntries(msg("c"))...); err != nil {

@@ -12,7 +12,7 @@ import (
 	"github.com/recallkit/recall/storekit"
 )
 
-var _ recall.ItemPager = (*Store)(nil)
+var _ storekit.ItemPager = (*Store)(nil)
 
 // The statements that read a page of a view, besides windowSQL (see
 // backwards). Both name a bound on seq, as windowSQL does, so each reads
@@ -32,7 +32,7 @@ const (
 	forwardSQL = `SELECT seq, kind, payload FROM entries WHERE session = $1 AND seq >= $2 AND seq < $3 ORDER BY seq`
 )
 
-// ReadItems implements recall.ItemPager. The newest page is read as
+// ReadItems implements storekit.ItemPager. The newest page is read as
 // Items reads the newest items, by one statement when it can (see
 // itemsOneShot). Any other page is read in one read transaction (one
 // snapshot, the same as Load's): the session's last_seq, then the view's

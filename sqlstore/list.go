@@ -97,7 +97,7 @@ func (s *Store) listQuery(project string, opts recall.ListOptions) (string, args
 	return stmt, a, limit, nil
 }
 
-// Projects implements recall.ProjectLister.
+// Projects implements storekit.ProjectLister.
 func (s *Store) Projects(ctx context.Context) ([]recall.ProjectInfo, error) {
 	if err := s.checkOpen(ctx); err != nil {
 		return nil, err

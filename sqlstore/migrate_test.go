@@ -242,7 +242,7 @@ func TestMigrateUpdated(t *testing.T) {
 
 			// And the metadata column works on the migrated rows.
 			k := recall.Key{Project: "old", Session: "talked"}
-			if _, err := recall.SetMetadata(ctx, s, k, map[string]string{"a": "1"}); err != nil {
+			if _, err := recall.ChangeMeta(ctx, s, k, recall.MetaChange{ClearMetadata: true, Metadata: map[string]*string{"a": new("1")}}); err != nil {
 				t.Fatal(err)
 			}
 			if m, _ := s.Stat(ctx, k); m.Metadata["a"] != "1" || !m.Updated.Equal(at(20)) {
@@ -397,15 +397,15 @@ func TestMetadataColumn(t *testing.T) {
 		check(md)
 		gone := (*string)(nil)
 		two := "2"
-		if _, err := recall.MergeMetadata(ctx, s, k, map[string]*string{"user": gone, "n": &two}); err != nil {
+		if _, err := recall.ChangeMeta(ctx, s, k, recall.MetaChange{Metadata: map[string]*string{"user": gone, "n": &two}}); err != nil {
 			t.Fatal(err)
 		}
 		check(map[string]string{"topic": md["topic"], "n": "2"})
-		if _, err := recall.SetMetadata(ctx, s, k, nil); err != nil {
+		if _, err := recall.ChangeMeta(ctx, s, k, recall.MetaChange{ClearMetadata: true}); err != nil {
 			t.Fatal(err)
 		}
 		check(nil)
-		if _, err := recall.SetMetadata(ctx, s, k, map[string]string{"z": "last"}); err != nil {
+		if _, err := recall.ChangeMeta(ctx, s, k, recall.MetaChange{ClearMetadata: true, Metadata: map[string]*string{"z": new("last")}}); err != nil {
 			t.Fatal(err)
 		}
 		check(map[string]string{"z": "last"})

@@ -40,7 +40,7 @@ func (s *Store) Remove(ctx context.Context, key recall.Key) error {
 	return nil
 }
 
-// Cleanup implements recall.Cleaner. It deletes in batches of cleanupBatch
+// Cleanup implements storekit.Cleaner. It deletes in batches of cleanupBatch
 // sessions, one transaction each; every batch re-reads its candidates with
 // their rows locked, so a session appended to meanwhile (and so no longer
 // old) is kept.

@@ -280,7 +280,7 @@ func TestSearchLiveness(t *testing.T) {
 			t.Fatal(err)
 		}
 		check("import")
-		if _, err := recall.SetArchived(ctx, s, k, true); err != nil {
+		if _, err := recall.ChangeMeta(ctx, s, k, recall.MetaChange{Archived: new(true)}); err != nil {
 			t.Fatal(err)
 		}
 		check("archive")
@@ -345,7 +345,7 @@ func TestSearchFilters(t *testing.T) {
 				}
 			}
 			if i%5 == 0 {
-				if _, err := recall.SetArchived(ctx, s, k, true); err != nil {
+				if _, err := recall.ChangeMeta(ctx, s, k, recall.MetaChange{Archived: new(true)}); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -236,7 +236,7 @@ func TestSearchTrailModel(t *testing.T) {
 					rt.Fatal(err)
 				}
 			case "clear":
-				if err := recall.Clear(ctx, s, key); err != nil {
+				if err := recall.NewSession(s, key).Clear(ctx); err != nil {
 					rt.Fatal(err)
 				}
 			case "compact":

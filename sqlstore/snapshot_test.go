@@ -97,7 +97,7 @@ func TestReadsAreSnapshots(t *testing.T) {
 					}
 					err = nil
 				case 5:
-					_, err = recall.SetPinned(ctx, s, k, r%4 == 1)
+					_, err = recall.ChangeMeta(ctx, s, k, recall.MetaChange{Pinned: new(r%4 == 1)})
 				}
 				if err != nil {
 					t.Errorf("writer, round %d: %v", r, err)

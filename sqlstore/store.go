@@ -12,6 +12,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/storekit"
 )
 
 // Options configure a Store. The zero value works.
@@ -81,9 +82,9 @@ type Store struct {
 }
 
 var (
-	_ recall.Store         = (*Store)(nil)
-	_ recall.Cleaner       = (*Store)(nil)
-	_ recall.ProjectLister = (*Store)(nil)
+	_ recall.Store           = (*Store)(nil)
+	_ storekit.Cleaner       = (*Store)(nil)
+	_ storekit.ProjectLister = (*Store)(nil)
 )
 
 // backend is what differs between the two dialects: how statements run,

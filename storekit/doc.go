@@ -14,7 +14,7 @@
 //   - Import: [ImportPlan] drops entries already held and checks that the
 //     rest continue the log; the write is then guarded by the LastSeq the
 //     plan was made against.
-//   - Fork (optional, recall.Forker): [ForkLog] builds the new log, which
+//   - Fork (optional, Forker): [ForkLog] builds the new log, which
 //     the store writes in one step of its own; without it, recall.Fork
 //     falls back to Load and Append.
 //   - List: [CheckListOptions] validates the arguments; a store that

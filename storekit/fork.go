@@ -7,7 +7,7 @@ import (
 )
 
 // ForkLog builds the whole log of a fork of src, for a store that
-// implements recall.Forker and writes the fork in one step of its own (a
+// implements Forker and writes the fork in one step of its own (a
 // file linked into place, one transaction): a fork entry naming src and
 // the seq, then one item entry per item of the view after entry atSeq
 // (see recall.ViewAt), numbered from 1 and stamped now. The items come

@@ -101,6 +101,14 @@ func (e *env) must(err error) {
 	}
 }
 
+// changeMeta returns the step that applies c to key with recall.ChangeMeta.
+func (e *env) changeMeta(key recall.Key, c recall.MetaChange) func() error {
+	return func() error {
+		_, err := recall.ChangeMeta(e.ctx, e.s, key, c)
+		return err
+	}
+}
+
 // mustAppend appends items to key and fails the test on error.
 func (e *env) mustAppend(key recall.Key, entries ...recall.Entry) int64 {
 	e.t.Helper()

@@ -32,7 +32,7 @@ func testClose(e *env) {
 	_, calls["Import"] = e.s.Import(e.ctx, key, imported(2, 0, recall.ItemEntry(msg("z")))...)
 	_, calls["Create"] = recall.Create(e.ctx, e.s, recall.Key{Project: "p", Session: "new"}, recall.CreateOptions{})
 	_, calls["RemoveItem"] = recall.RemoveItem(e.ctx, e.s, key, recall.ItemRef{Seq: 1})
-	_, calls["SetMetadata"] = recall.SetMetadata(e.ctx, e.s, key, map[string]string{"k": "v"})
+	_, calls["SetMetadata"] = recall.ChangeMeta(e.ctx, e.s, key, recall.MetaChange{ClearMetadata: true, Metadata: map[string]*string{"k": new("v")}})
 	if p, ok := e.s.(storekit.Purger); ok {
 		_, calls["Purge"] = p.Purge(e.ctx, key)
 	}

@@ -114,12 +114,15 @@ func helperCalls(e *env, cs contextSessions) []contextCall {
 			_, err := recall.SetTitle(ctx, e.s, key, "t", recall.TitleAuto)
 			return err
 		}},
-		{"recall.SetPinned", func(ctx context.Context) error { _, err := recall.SetPinned(ctx, e.s, key, true); return err }},
-		{"recall.MergeMetadata", func(ctx context.Context) error {
-			_, err := recall.MergeMetadata(ctx, e.s, key, map[string]*string{"k": &v})
+		{"recall.ChangeMeta(pinned)", func(ctx context.Context) error {
+			_, err := recall.ChangeMeta(ctx, e.s, key, recall.MetaChange{Pinned: new(true)})
 			return err
 		}},
-		{"recall.Clear", func(ctx context.Context) error { return recall.Clear(ctx, e.s, key) }},
+		{"recall.ChangeMeta(metadata)", func(ctx context.Context) error {
+			_, err := recall.ChangeMeta(ctx, e.s, key, recall.MetaChange{Metadata: map[string]*string{"k": &v}})
+			return err
+		}},
+		{"recall.Clear", func(ctx context.Context) error { return recall.NewSession(e.s, key).Clear(ctx) }},
 		{"recall.RemoveItem", func(ctx context.Context) error {
 			_, err := recall.RemoveItem(ctx, e.s, key, recall.ItemRef{Seq: last})
 			return err
@@ -143,19 +146,19 @@ func helperCalls(e *env, cs contextSessions) []contextCall {
 func abilityCalls(e *env, cs contextSessions) []contextCall {
 	key, fresh := cs.key, cs.fresh
 	var calls []contextCall
-	if c, ok := e.s.(recall.Cleaner); ok {
+	if c, ok := e.s.(storekit.Cleaner); ok {
 		calls = append(calls, contextCall{"Cleaner.Cleanup", func(ctx context.Context) error {
 			_, err := c.Cleanup(ctx, recall.CleanupOptions{OlderThan: time.Now().Add(2 * time.Hour)})
 			return err
 		}})
 	}
-	if p, ok := e.s.(recall.ProjectLister); ok {
+	if p, ok := e.s.(storekit.ProjectLister); ok {
 		calls = append(calls, contextCall{"ProjectLister.Projects", func(ctx context.Context) error { _, err := p.Projects(ctx); return err }})
 	}
 	if p, ok := e.s.(storekit.Purger); ok {
 		calls = append(calls, contextCall{"Purger.Purge", func(ctx context.Context) error { _, err := p.Purge(ctx, key); return err }})
 	}
-	if f, ok := e.s.(recall.Forker); ok {
+	if f, ok := e.s.(storekit.Forker); ok {
 		calls = append(calls, contextCall{"Forker.Fork", func(ctx context.Context) error { _, err := f.Fork(ctx, key, 0, fresh); return err }})
 	}
 	return calls

@@ -425,7 +425,7 @@ func edgeText(e *env) {
 	for _, bad := range []string{"a\x00b", "caf\xe9", "\xff", "cut \xe2\x82"} {
 		_, err := recall.SetTitle(e.ctx, e.s, key, bad, recall.TitleUser)
 		wantRefused(t, fmt.Sprintf("SetTitle(%q)", bad), err, recall.ErrInvalidItem, "title")
-		_, err = recall.SetLabels(e.ctx, e.s, key, "ok", bad)
+		_, err = recall.ChangeMeta(e.ctx, e.s, key, recall.MetaChange{Labels: []string{"ok", bad}, SetLabels: true})
 		wantRefused(t, fmt.Sprintf("SetLabels(%q)", bad), err, recall.ErrInvalidItem, "label")
 	}
 	// The same payloads appended directly, bypassing the helpers.
@@ -448,7 +448,7 @@ func edgeText(e *env) {
 	if err != nil || m.Title != good {
 		t.Errorf("SetTitle(%q) = %q, %v", good, m.Title, err)
 	}
-	m, err = recall.SetLabels(e.ctx, e.s, key, label, "b")
+	m, err = recall.ChangeMeta(e.ctx, e.s, key, recall.MetaChange{Labels: []string{label, "b"}, SetLabels: true})
 	if err != nil || len(m.Labels) != 2 || m.Labels[0] != label {
 		t.Errorf("SetLabels(%q) = %q, %v", label, m.Labels, err)
 	}

@@ -38,9 +38,9 @@ func testFork(e *env) {
 	e.mustAdd(src, it[3])
 	e.mustCompact(src, 6, 3, recall.Item(`{"type":"message","role":"system","content":"sum"}`), it[3])
 	e.mustAdd(src, it[4])
-	e.must(recall.Clear(e.ctx, e.s, src))
+	e.must(recall.NewSession(e.s, src).Clear(e.ctx))
 	e.mustAdd(src, it[5])
-	_, err = recall.SetPinned(e.ctx, e.s, src, true)
+	_, err = recall.ChangeMeta(e.ctx, e.s, src, recall.MetaChange{Pinned: new(true)})
 	e.must(err)
 	srcMeta, srcLog := e.mustLoad(src)
 	if srcMeta.LastSeq != 11 {

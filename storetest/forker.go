@@ -15,7 +15,7 @@ import (
 // (Load, then Append with IfNew).
 type fallbackOnly struct{ recall.Store }
 
-// CompareFork cross-checks a store's native fork (recall.Forker) against
+// CompareFork cross-checks a store's native fork (storekit.Forker) against
 // recall.Fork's fallback, as testing/fstest checks an optional interface
 // against the generic path: it forks src at atSeq natively onto native and
 // through the fallback onto fallback, and reports as test errors where the

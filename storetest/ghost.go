@@ -22,36 +22,38 @@ type LifecycleOp struct {
 }
 
 // LifecycleOps returns the lifecycle helpers the ghost cases race against
-// Remove: recall.Clear, SetTitle, SetArchived, SetPinned, SetLabels,
-// SetMetadata, MergeMetadata and RemoveItem (of the session's first item,
+// Remove: Clear, recall.SetTitle, recall.ChangeMeta of each field
+// (archive, pin, labels, metadata replaced and merged) and RemoveItem (of the session's first item,
 // seq 1). A store's own tests can use them to race the helpers across
 // processes; see [CheckNoGhost].
 func LifecycleOps() []LifecycleOp {
 	v := "v"
 	return []LifecycleOp{
-		{"Clear", func(ctx context.Context, s recall.Store, k recall.Key) error { return recall.Clear(ctx, s, k) }},
+		{"Clear", func(ctx context.Context, s recall.Store, k recall.Key) error {
+			return recall.NewSession(s, k).Clear(ctx)
+		}},
 		{"SetTitle", func(ctx context.Context, s recall.Store, k recall.Key) error {
 			_, err := recall.SetTitle(ctx, s, k, "ghost?", recall.TitleUser)
 			return err
 		}},
 		{"SetArchived", func(ctx context.Context, s recall.Store, k recall.Key) error {
-			_, err := recall.SetArchived(ctx, s, k, true)
+			_, err := recall.ChangeMeta(ctx, s, k, recall.MetaChange{Archived: new(true)})
 			return err
 		}},
 		{"SetPinned", func(ctx context.Context, s recall.Store, k recall.Key) error {
-			_, err := recall.SetPinned(ctx, s, k, true)
+			_, err := recall.ChangeMeta(ctx, s, k, recall.MetaChange{Pinned: new(true)})
 			return err
 		}},
 		{"SetLabels", func(ctx context.Context, s recall.Store, k recall.Key) error {
-			_, err := recall.SetLabels(ctx, s, k, "ghost")
+			_, err := recall.ChangeMeta(ctx, s, k, recall.MetaChange{Labels: []string{"ghost"}, SetLabels: true})
 			return err
 		}},
 		{"SetMetadata", func(ctx context.Context, s recall.Store, k recall.Key) error {
-			_, err := recall.SetMetadata(ctx, s, k, map[string]string{"k": "v"})
+			_, err := recall.ChangeMeta(ctx, s, k, recall.MetaChange{ClearMetadata: true, Metadata: map[string]*string{"k": new("v")}})
 			return err
 		}},
 		{"MergeMetadata", func(ctx context.Context, s recall.Store, k recall.Key) error {
-			_, err := recall.MergeMetadata(ctx, s, k, map[string]*string{"k": &v})
+			_, err := recall.ChangeMeta(ctx, s, k, recall.MetaChange{Metadata: map[string]*string{"k": &v}})
 			return err
 		}},
 		{"RemoveItem", func(ctx context.Context, s recall.Store, k recall.Key) error {

@@ -257,11 +257,11 @@ func checkInputCopies(e *env, key, fork recall.Key, items, orig []recall.Item) {
 	scribble(items...)
 	entries[0].Usage.InputTokens = 99
 	entries[1].Data[0] = '['
-	if _, err := recall.SetLabels(e.ctx, e.s, key, "a", "b"); err != nil {
+	if _, err := recall.ChangeMeta(e.ctx, e.s, key, recall.MetaChange{Labels: []string{"a", "b"}, SetLabels: true}); err != nil {
 		t.Fatalf("SetLabels: %v", err)
 	}
 	md := map[string]string{"k": "v", "k2": "v2"}
-	if _, err := recall.SetMetadata(e.ctx, e.s, key, md); err != nil {
+	if _, err := recall.ChangeMeta(e.ctx, e.s, key, recall.MetaChange{ClearMetadata: true, Metadata: pointersOf(md)}); err != nil {
 		t.Fatalf("SetMetadata: %v", err)
 	}
 	md["k"] = "changed by the caller"
@@ -448,13 +448,13 @@ func testMissing(e *env) {
 		fn   func() error
 	}{
 		{"SetTitle", func() error { _, err := recall.SetTitle(e.ctx, e.s, key, "t", recall.TitleUser); return err }},
-		{"SetArchived", func() error { _, err := recall.SetArchived(e.ctx, e.s, key, true); return err }},
-		{"SetPinned", func() error { _, err := recall.SetPinned(e.ctx, e.s, key, true); return err }},
-		{"SetLabels", func() error { _, err := recall.SetLabels(e.ctx, e.s, key, "l"); return err }},
-		{"SetMetadata", func() error { _, err := recall.SetMetadata(e.ctx, e.s, key, map[string]string{"k": "v"}); return err }},
+		{"SetArchived", e.changeMeta(key, recall.MetaChange{Archived: new(true)})},
+		{"SetPinned", e.changeMeta(key, recall.MetaChange{Pinned: new(true)})},
+		{"SetLabels", e.changeMeta(key, recall.MetaChange{Labels: []string{"l"}, SetLabels: true})},
+		{"SetMetadata", e.changeMeta(key, recall.MetaChange{ClearMetadata: true, Metadata: map[string]*string{"k": new("v")}})},
 		{"MergeMetadata", func() error {
 			v := "v"
-			_, err := recall.MergeMetadata(e.ctx, e.s, key, map[string]*string{"k": &v})
+			_, err := recall.ChangeMeta(e.ctx, e.s, key, recall.MetaChange{Metadata: map[string]*string{"k": &v}})
 			return err
 		}},
 		{"RemoveItem", func() error { _, err := recall.RemoveItem(e.ctx, e.s, key, recall.ItemRef{Seq: 1}); return err }},

@@ -60,7 +60,7 @@ func testInvalidKeys(e *env) {
 		call("Session.Clear", sess.Clear(e.ctx))
 		_, err = recall.SetTitle(e.ctx, e.s, bad, "t", recall.TitleUser)
 		call("SetTitle", err)
-		_, err = recall.SetArchived(e.ctx, e.s, bad, true)
+		_, err = recall.ChangeMeta(e.ctx, e.s, bad, recall.MetaChange{Archived: new(true)})
 		call("SetArchived", err)
 
 		// The project alone, where the method takes one ("" means every

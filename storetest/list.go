@@ -24,20 +24,20 @@ func testListFields(e *env) {
 	if _, err := recall.SetTitle(e.ctx, e.s, a, "Title A", recall.TitleUser); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := recall.SetPinned(e.ctx, e.s, a, true); err != nil {
+	if _, err := recall.ChangeMeta(e.ctx, e.s, a, recall.MetaChange{Pinned: new(true)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := recall.SetLabels(e.ctx, e.s, a, "l1", "l2"); err != nil {
+	if _, err := recall.ChangeMeta(e.ctx, e.s, a, recall.MetaChange{Labels: []string{"l1", "l2"}, SetLabels: true}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := recall.SetMetadata(e.ctx, e.s, a, map[string]string{"team": "core", "ticket": "R-11"}); err != nil {
+	if _, err := recall.ChangeMeta(e.ctx, e.s, a, recall.MetaChange{ClearMetadata: true, Metadata: map[string]*string{"team": new("core"), "ticket": new("R-11")}}); err != nil {
 		t.Fatal(err)
 	}
 	e.mustAdd(b, msg("b1"))
 	if _, err := recall.SetTitle(e.ctx, e.s, b, "Title B", recall.TitleAuto); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := recall.SetArchived(e.ctx, e.s, b, true); err != nil {
+	if _, err := recall.ChangeMeta(e.ctx, e.s, b, recall.MetaChange{Archived: new(true)}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := recall.Fork(e.ctx, e.s, a, 1, c); err != nil {
@@ -164,11 +164,11 @@ func testListOrder(e *env) {
 		fn   func() error
 	}{
 		{"SetTitle(y1)", func() error { _, err := recall.SetTitle(e.ctx, e.s, y1, "touched", recall.TitleUser); return err }},
-		{"SetPinned(y1)", func() error { _, err := recall.SetPinned(e.ctx, e.s, y1, true); return err }},
-		{"SetArchived(x1)", func() error { _, err := recall.SetArchived(e.ctx, e.s, x1, true); return err }},
-		{"SetLabels(x4)", func() error { _, err := recall.SetLabels(e.ctx, e.s, x4, "l"); return err }},
-		{"SetMetadata(x1)", func() error { _, err := recall.SetMetadata(e.ctx, e.s, x1, md); return err }},
-		{"SetPinned(y1, false)", func() error { _, err := recall.SetPinned(e.ctx, e.s, y1, false); return err }},
+		{"SetPinned(y1)", e.changeMeta(y1, recall.MetaChange{Pinned: new(true)})},
+		{"SetArchived(x1)", e.changeMeta(x1, recall.MetaChange{Archived: new(true)})},
+		{"SetLabels(x4)", e.changeMeta(x4, recall.MetaChange{Labels: []string{"l"}, SetLabels: true})},
+		{"SetMetadata(x1)", e.changeMeta(x1, recall.MetaChange{ClearMetadata: true, Metadata: pointersOf(md)})},
+		{"SetPinned(y1, false)", e.changeMeta(y1, recall.MetaChange{Pinned: new(false)})},
 	} {
 		e.later()
 		if err := ch.fn(); err != nil {
@@ -184,7 +184,7 @@ func testListOrder(e *env) {
 	}
 	order("after a pop of y1", "", y1, x2, x3, x4, x1)
 	e.later()
-	if err := recall.Clear(e.ctx, e.s, x1); err != nil {
+	if err := recall.NewSession(e.s, x1).Clear(e.ctx); err != nil {
 		t.Fatal(err)
 	}
 	order("after a clear of x1", "", x1, y1, x2, x3, x4)
@@ -360,7 +360,7 @@ func testProjects(e *env) {
 		t.Fatal(err)
 	}
 	e.mustAdd(a3, msg("x"))
-	if _, err := recall.SetArchived(e.ctx, e.s, a3, true); err != nil {
+	if _, err := recall.ChangeMeta(e.ctx, e.s, a3, recall.MetaChange{Archived: new(true)}); err != nil {
 		t.Fatal(err)
 	}
 	e.mustAdd(b1, msg("x"))

@@ -24,16 +24,16 @@ func testListPinned(e *env) {
 		what string
 		fn   func() error
 	}{
-		{"pin a/s002", func() error { _, err := recall.SetPinned(e.ctx, e.s, a(2), true); return err }},
-		{"unpin a/s000", func() error { _, err := recall.SetPinned(e.ctx, e.s, a(0), false); return err }},
-		{"archive a/s002", func() error { _, err := recall.SetArchived(e.ctx, e.s, a(2), true); return err }},
-		{"unarchive a/s002", func() error { _, err := recall.SetArchived(e.ctx, e.s, a(2), false); return err }},
+		{"pin a/s002", e.changeMeta(a(2), recall.MetaChange{Pinned: new(true)})},
+		{"unpin a/s000", e.changeMeta(a(0), recall.MetaChange{Pinned: new(false)})},
+		{"archive a/s002", e.changeMeta(a(2), recall.MetaChange{Archived: new(true)})},
+		{"unarchive a/s002", e.changeMeta(a(2), recall.MetaChange{Archived: new(false)})},
 		{"append to a/s002", func() error {
 			_, err := e.s.Append(e.ctx, a(2), recall.Guard{}, recall.ItemEntry(msg("now")))
 			return err
 		}},
-		{"unpin subagents/x", func() error { _, err := recall.SetPinned(e.ctx, e.s, subX, false); return err }},
-		{"pin subagents/y", func() error { _, err := recall.SetPinned(e.ctx, e.s, subY, true); return err }},
+		{"unpin subagents/x", e.changeMeta(subX, recall.MetaChange{Pinned: new(false)})},
+		{"pin subagents/y", e.changeMeta(subY, recall.MetaChange{Pinned: new(true)})},
 		{"remove a/s001 and its records", func() error { return e.s.Remove(e.ctx, a(1)) }},
 		{"remove pinned b/s000", func() error { return e.s.Remove(e.ctx, recall.Key{Project: "b", Session: "s000"}) }},
 		{"create a pinned a/new", func() error {
@@ -85,7 +85,7 @@ func importPinnedSessions(e *env) (keys []recall.Key, subX, subY recall.Key) {
 	subY = recall.Key{Project: "a", Session: "s001", Subpath: "subagents/y"}
 	e.mustAdd(subX, msg("x"))
 	e.mustAdd(subY, msg("y"))
-	if _, err := recall.SetPinned(e.ctx, e.s, subX, true); err != nil {
+	if _, err := recall.ChangeMeta(e.ctx, e.s, subX, recall.MetaChange{Pinned: new(true)}); err != nil {
 		t.Fatal(err)
 	}
 	keys = append(keys, subX, subY)

@@ -28,7 +28,7 @@ func testSeqs(e *env) {
 	if _, err := e.s.Pop(e.ctx, key); err != nil {
 		t.Fatalf("Pop: %v", err)
 	}
-	if err := recall.Clear(e.ctx, e.s, key); err != nil {
+	if err := recall.NewSession(e.s, key).Clear(e.ctx); err != nil {
 		t.Fatalf("Clear: %v", err)
 	}
 	if _, err := recall.SetTitle(e.ctx, e.s, key, "t", recall.TitleUser); err != nil {
@@ -496,7 +496,7 @@ func testCompaction(e *env) {
 	m := e.mustStat(key)
 	e.mustCompact(key, m.LastSeq, 2, summary)
 	e.wantView(key, []recall.Item{summary})
-	if err := recall.Clear(e.ctx, e.s, key); err != nil {
+	if err := recall.NewSession(e.s, key).Clear(e.ctx); err != nil {
 		t.Fatal(err)
 	}
 	e.wantView(key, nil)

@@ -97,7 +97,7 @@ func testArchivePinLabels(e *env) {
 		return keys
 	}
 
-	m, err := recall.SetArchived(e.ctx, e.s, a, true)
+	m, err := recall.ChangeMeta(e.ctx, e.s, a, recall.MetaChange{Archived: new(true)})
 	if err != nil || !m.Archived {
 		t.Fatalf("SetArchived = %+v, %v", m, err)
 	}
@@ -112,37 +112,37 @@ func testArchivePinLabels(e *env) {
 	if m := e.mustStat(a); !m.Archived {
 		t.Errorf("appending unarchived the session")
 	}
-	if m, err := recall.SetArchived(e.ctx, e.s, a, false); err != nil || m.Archived {
+	if m, err := recall.ChangeMeta(e.ctx, e.s, a, recall.MetaChange{Archived: new(false)}); err != nil || m.Archived {
 		t.Errorf("unarchive = %+v, %v", m, err)
 	}
 	if got := listed(recall.ListOptions{}); !slices.Equal(got, []recall.Key{a, b}) {
 		t.Errorf("List after unarchive = %v, want [p/a p/b]", got)
 	}
 
-	if m, err := recall.SetPinned(e.ctx, e.s, b, true); err != nil || !m.Pinned {
+	if m, err := recall.ChangeMeta(e.ctx, e.s, b, recall.MetaChange{Pinned: new(true)}); err != nil || !m.Pinned {
 		t.Errorf("pin = %+v, %v", m, err)
 	}
-	if m, err := recall.SetPinned(e.ctx, e.s, b, true); err != nil || !m.Pinned {
+	if m, err := recall.ChangeMeta(e.ctx, e.s, b, recall.MetaChange{Pinned: new(true)}); err != nil || !m.Pinned {
 		t.Errorf("pin twice = %+v, %v", m, err)
 	}
 	if m := e.mustStat(b); !m.Pinned || m.Archived {
 		t.Errorf("after pin: pinned %t archived %t", m.Pinned, m.Archived)
 	}
-	if m, err := recall.SetPinned(e.ctx, e.s, b, false); err != nil || m.Pinned {
+	if m, err := recall.ChangeMeta(e.ctx, e.s, b, recall.MetaChange{Pinned: new(false)}); err != nil || m.Pinned {
 		t.Errorf("unpin = %+v, %v", m, err)
 	}
 
-	if m, err := recall.SetLabels(e.ctx, e.s, a, "zeta", "alpha", "zeta"); err != nil || !slices.Equal(m.Labels, []string{"zeta", "alpha", "zeta"}) {
+	if m, err := recall.ChangeMeta(e.ctx, e.s, a, recall.MetaChange{Labels: []string{"zeta", "alpha", "zeta"}, SetLabels: true}); err != nil || !slices.Equal(m.Labels, []string{"zeta", "alpha", "zeta"}) {
 		t.Errorf("SetLabels = %q, %v; want the labels as given", m.Labels, err)
 	}
 	// A meta change that leaves labels alone keeps them.
-	if m, err := recall.SetPinned(e.ctx, e.s, a, true); err != nil || !slices.Equal(m.Labels, []string{"zeta", "alpha", "zeta"}) {
+	if m, err := recall.ChangeMeta(e.ctx, e.s, a, recall.MetaChange{Pinned: new(true)}); err != nil || !slices.Equal(m.Labels, []string{"zeta", "alpha", "zeta"}) {
 		t.Errorf("labels after pin = %q, %v", m.Labels, err)
 	}
-	if m, err := recall.SetLabels(e.ctx, e.s, a, "only"); err != nil || !slices.Equal(m.Labels, []string{"only"}) {
+	if m, err := recall.ChangeMeta(e.ctx, e.s, a, recall.MetaChange{Labels: []string{"only"}, SetLabels: true}); err != nil || !slices.Equal(m.Labels, []string{"only"}) {
 		t.Errorf("SetLabels replace = %q, %v", m.Labels, err)
 	}
-	if m, err := recall.SetLabels(e.ctx, e.s, a); err != nil || len(m.Labels) != 0 {
+	if m, err := recall.ChangeMeta(e.ctx, e.s, a, recall.MetaChange{SetLabels: true}); err != nil || len(m.Labels) != 0 {
 		t.Errorf("SetLabels() = %q, %v; want no labels", m.Labels, err)
 	}
 	m = e.mustStat(a)

@@ -11,9 +11,9 @@ import (
 )
 
 // testMetadata checks a session's metadata map: set by Create and
-// SetMetadata (which replaces it), merged by MergeMetadata (a nil value
-// deletes a key), cleared by an empty SetMetadata, and returned alike by
-// Stat, Load and List.
+// replaced by ChangeMeta with ClearMetadata, merged by ChangeMeta without
+// it (a nil value deletes a key), cleared by ClearMetadata alone, and
+// returned alike by Stat, Load and List.
 func testMetadata(e *env) {
 	t := e.t
 	key := recall.Key{Project: "p", Session: "s"}
@@ -31,26 +31,28 @@ func testMetadata(e *env) {
 		want map[string]string
 	}{
 		{"SetMetadata replaces", func() (recall.Meta, error) {
-			return recall.SetMetadata(e.ctx, e.s, key, map[string]string{"c": "3", "b": "two"})
+			return recall.ChangeMeta(e.ctx, e.s, key, recall.MetaChange{ClearMetadata: true, Metadata: map[string]*string{"c": new("3"), "b": new("two")}})
 		}, map[string]string{"c": "3", "b": "two"}},
 		{"MergeMetadata sets and adds", func() (recall.Meta, error) {
-			return recall.MergeMetadata(e.ctx, e.s, key, map[string]*string{"c": str("three"), "d": str("4")})
+			return recall.ChangeMeta(e.ctx, e.s, key, recall.MetaChange{Metadata: map[string]*string{"c": str("three"), "d": str("4")}})
 		}, map[string]string{"b": "two", "c": "three", "d": "4"}},
 		{"MergeMetadata deletes with nil", func() (recall.Meta, error) {
-			return recall.MergeMetadata(e.ctx, e.s, key, map[string]*string{"b": nil, "missing": nil})
+			return recall.ChangeMeta(e.ctx, e.s, key, recall.MetaChange{Metadata: map[string]*string{"b": nil, "missing": nil}})
 		}, map[string]string{"c": "three", "d": "4"}},
 		{"an empty value is a value", func() (recall.Meta, error) {
-			return recall.MergeMetadata(e.ctx, e.s, key, map[string]*string{"e": str("")})
+			return recall.ChangeMeta(e.ctx, e.s, key, recall.MetaChange{Metadata: map[string]*string{"e": str("")}})
 		}, map[string]string{"c": "three", "d": "4", "e": ""}},
 		{"text of every kind", func() (recall.Meta, error) {
-			return recall.SetMetadata(e.ctx, e.s, key, map[string]string{"ünï": "世界 🎉", "quote\"": "line\nbreak\ttab", "k.-_:/": `{"json":[1]}`})
+			return recall.ChangeMeta(e.ctx, e.s, key, recall.MetaChange{ClearMetadata: true, Metadata: map[string]*string{"ünï": new("世界 🎉"), "quote\"": new("line\nbreak\ttab"), "k.-_:/": new(`{"json":[1]}`)}})
 		}, map[string]string{"ünï": "世界 🎉", "quote\"": "line\nbreak\ttab", "k.-_:/": `{"json":[1]}`}},
-		{"SetMetadata(nil) clears", func() (recall.Meta, error) { return recall.SetMetadata(e.ctx, e.s, key, nil) }, nil},
+		{"SetMetadata(nil) clears", func() (recall.Meta, error) {
+			return recall.ChangeMeta(e.ctx, e.s, key, recall.MetaChange{ClearMetadata: true})
+		}, nil},
 		{"MergeMetadata into nothing", func() (recall.Meta, error) {
-			return recall.MergeMetadata(e.ctx, e.s, key, map[string]*string{"x": str("y")})
+			return recall.ChangeMeta(e.ctx, e.s, key, recall.MetaChange{Metadata: map[string]*string{"x": str("y")}})
 		}, map[string]string{"x": "y"}},
 		{"deleting the last key", func() (recall.Meta, error) {
-			return recall.MergeMetadata(e.ctx, e.s, key, map[string]*string{"x": nil})
+			return recall.ChangeMeta(e.ctx, e.s, key, recall.MetaChange{Metadata: map[string]*string{"x": nil}})
 		}, nil},
 	}
 	for _, st := range steps {
@@ -69,7 +71,7 @@ func testMetadata(e *env) {
 
 	// Metadata is not an item, travels with Import, and is not forked.
 	e.mustAdd(key, msg("x"))
-	if _, err := recall.SetMetadata(e.ctx, e.s, key, map[string]string{"k": "v"}); err != nil {
+	if _, err := recall.ChangeMeta(e.ctx, e.s, key, recall.MetaChange{ClearMetadata: true, Metadata: map[string]*string{"k": new("v")}}); err != nil {
 		t.Fatal(err)
 	}
 	_, log := e.mustLoad(key)
@@ -115,8 +117,8 @@ func (e *env) wantMetadata(key recall.Key, what string, want map[string]string) 
 // (recall.MaxMetadataPairs pairs, keys of 1 to recall.MaxMetadataKeyLen
 // bytes, values up to recall.MaxMetadataValueLen bytes, valid UTF-8): on
 // the limit is accepted; over it is recall.ErrInvalidMetadata and nothing
-// is written, whichever way the change arrives: Create, SetMetadata,
-// MergeMetadata, or a raw meta entry given to Append or Import.
+// is written, whichever way the change arrives: Create, ChangeMeta
+// replacing or merging, or a raw meta entry given to Append or Import.
 func testMetadataLimits(e *env) {
 	t := e.t
 	key := recall.Key{Project: "p", Session: "s"}
@@ -141,7 +143,7 @@ func testMetadataLimits(e *env) {
 		{"a key of 1 byte", map[string]string{"k": "v"}},
 	}
 	for _, a := range accepted {
-		m, err := recall.SetMetadata(e.ctx, e.s, key, a.md)
+		m, err := recall.ChangeMeta(e.ctx, e.s, key, recall.MetaChange{ClearMetadata: true, Metadata: pointersOf(a.md)})
 		if err != nil || !maps.Equal(m.Metadata, a.md) {
 			t.Errorf("SetMetadata with %s = %d pairs, %v; want it kept", a.what, len(m.Metadata), err)
 		}
@@ -163,15 +165,15 @@ func testMetadataLimits(e *env) {
 	}
 	// Start from 16 pairs, so that a merge of one new key is over.
 	full := pairs(recall.MaxMetadataPairs, "f")
-	if _, err := recall.SetMetadata(e.ctx, e.s, key, full); err != nil {
+	if _, err := recall.ChangeMeta(e.ctx, e.s, key, recall.MetaChange{ClearMetadata: true, Metadata: pointersOf(full)}); err != nil {
 		t.Fatal(err)
 	}
 	fresh := recall.Key{Project: "p", Session: "fresh"}
 	for _, r := range refused {
 		before := e.state(key)
-		_, err := recall.SetMetadata(e.ctx, e.s, key, r.md)
+		_, err := recall.ChangeMeta(e.ctx, e.s, key, recall.MetaChange{ClearMetadata: true, Metadata: pointersOf(r.md)})
 		wantErr(t, "SetMetadata with "+r.what, err, recall.ErrInvalidMetadata)
-		_, err = recall.MergeMetadata(e.ctx, e.s, key, pointersOf(r.md))
+		_, err = recall.ChangeMeta(e.ctx, e.s, key, recall.MetaChange{Metadata: pointersOf(r.md)})
 		wantErr(t, "MergeMetadata with "+r.what, err, recall.ErrInvalidMetadata)
 		_, err = recall.Create(e.ctx, e.s, fresh, recall.CreateOptions{Metadata: r.md})
 		wantErr(t, "Create with "+r.what, err, recall.ErrInvalidMetadata)
@@ -196,15 +198,15 @@ func testMetadataLimits(e *env) {
 	// new key on top of 16 is over; replacing or deleting keys is not.
 	before := e.state(key)
 	v := "v"
-	_, err := recall.MergeMetadata(e.ctx, e.s, key, map[string]*string{"new": &v})
+	_, err := recall.ChangeMeta(e.ctx, e.s, key, recall.MetaChange{Metadata: map[string]*string{"new": &v}})
 	wantErr(t, "MergeMetadata of a 17th pair", err, recall.ErrInvalidMetadata)
 	e.wantState("a refused merge of a 17th pair", key, before)
-	if m, err := recall.MergeMetadata(e.ctx, e.s, key, map[string]*string{"f00": nil, "new": &v, "f01": &v}); err != nil || len(m.Metadata) != recall.MaxMetadataPairs {
+	if m, err := recall.ChangeMeta(e.ctx, e.s, key, recall.MetaChange{Metadata: map[string]*string{"f00": nil, "new": &v, "f01": &v}}); err != nil || len(m.Metadata) != recall.MaxMetadataPairs {
 		t.Errorf("MergeMetadata that deletes one and adds one to 16 = %d pairs, %v; want 16", len(m.Metadata), err)
 	}
 }
 
-// pointersOf turns a metadata map into the form MergeMetadata takes.
+// pointersOf turns a metadata map into the form MetaChange.Metadata takes.
 func pointersOf(md map[string]string) map[string]*string {
 	out := make(map[string]*string, len(md))
 	for k, v := range md {

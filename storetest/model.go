@@ -178,7 +178,7 @@ func (m *model) do(op string) {
 
 	case "clear":
 		key := m.anyKey()
-		m.wantClass("Clear "+key.String(), recall.Clear(m.ctx, m.sut, key), "nil")
+		m.wantClass("Clear "+key.String(), recall.NewSession(m.sut, key).Clear(m.ctx), "nil")
 		if _, ok := m.refLog(key); ok {
 			m.write(key, recall.Entry{Kind: recall.KindClear})
 		}
@@ -510,7 +510,7 @@ func (m *model) itemEntries(n int) []recall.Entry {
 	return entries
 }
 
-// doMetadata runs SetMetadata or MergeMetadata. The keys are few, so
+// doMetadata replaces or merges metadata with ChangeMeta. The keys are few, so
 // merges collide; "fill" sets the 16 pairs allowed, so that a merge of
 // one more key is over the limit; "over" is 17 pairs.
 func (m *model) doMetadata() {
@@ -533,7 +533,7 @@ func (m *model) doMetadata() {
 			want = "nil"
 			m.write(key, recall.NewEntry(recall.KindMeta, recall.MetaChange{ClearMetadata: true, Metadata: pointersOf(md)}))
 		}
-		got, err := recall.SetMetadata(m.ctx, m.sut, key, md)
+		got, err := recall.ChangeMeta(m.ctx, m.sut, key, recall.MetaChange{ClearMetadata: true, Metadata: pointersOf(md)})
 		m.wantMeta(fmt.Sprintf("SetMetadata(%d pairs)", len(md)), key, got, err, want)
 		return
 	}
@@ -551,7 +551,7 @@ func (m *model) doMetadata() {
 		want = "nil"
 		m.write(key, recall.NewEntry(recall.KindMeta, recall.MetaChange{Metadata: changes}))
 	}
-	got, err := recall.MergeMetadata(m.ctx, m.sut, key, changes)
+	got, err := recall.ChangeMeta(m.ctx, m.sut, key, recall.MetaChange{Metadata: changes})
 	m.wantMeta(fmt.Sprintf("MergeMetadata(%d changes)", len(changes)), key, got, err, want)
 }
 

@@ -110,7 +110,7 @@ func testRemove(e *env) {
 	if _, err := recall.SetTitle(e.ctx, e.s, key, "old", recall.TitleUser); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := recall.SetPinned(e.ctx, e.s, key, true); err != nil {
+	if _, err := recall.ChangeMeta(e.ctx, e.s, key, recall.MetaChange{Pinned: new(true)}); err != nil {
 		t.Fatal(err)
 	}
 	e.mustAdd(keep, msg("keep"))

@@ -128,7 +128,7 @@ func checkPopAfterRemoveItem(e *env, key recall.Key, it []recall.Item) {
 func checkRemoveItemCleared(e *env) {
 	cleared := recall.Key{Project: "p", Session: "cleared"}
 	e.mustAdd(cleared, msgs("c", 2)...)
-	e.must(recall.Clear(e.ctx, e.s, cleared))
+	e.must(recall.NewSession(e.s, cleared).Clear(e.ctx))
 	before := e.state(cleared)
 	_, err := recall.RemoveItem(e.ctx, e.s, cleared, recall.ItemRef{Seq: 1})
 	wantErr(e.t, "RemoveItem of a cleared item", err, recall.ErrNotFound)

@@ -354,7 +354,7 @@ func testSearchViews(e *env) {
 	e.wantSearch(recall.SearchOptions{Query: "okapi"}, hitID{k, ref(2), recall.RoleUser})
 	all := []hitID{{k, ref(1), recall.RoleUser}, {k, ref(2), recall.RoleUser}, {k, ref(3), recall.RoleUser}}
 	e.wantSearch(recall.SearchOptions{Query: "okapi", WholeLog: true}, all...)
-	e.must(recall.Clear(e.ctx, e.s, k)) // 6
+	e.must(recall.NewSession(e.s, k).Clear(e.ctx)) // 6
 	e.wantSearch(recall.SearchOptions{Query: "okapi"})
 	e.wantSearch(recall.SearchOptions{Query: "okapi", WholeLog: true}, all...)
 	last := e.mustAdd(k, userMsg("okapi four"), assistantMsg("ibex five")) // 7, 8
@@ -386,7 +386,7 @@ func testSearchSessions(e *env) {
 	for _, k := range []recall.Key{a, b, arch, gone, sub} {
 		e.mustAdd(k, userMsg("narwhal in "+k.String()))
 	}
-	_, err := recall.SetArchived(e.ctx, e.s, arch, true)
+	_, err := recall.ChangeMeta(e.ctx, e.s, arch, recall.MetaChange{Archived: new(true)})
 	e.must(err)
 	e.must(e.s.Remove(e.ctx, gone))
 	h := func(k recall.Key) hitID { return hitID{k, ref(1), recall.RoleUser} }
@@ -396,7 +396,7 @@ func testSearchSessions(e *env) {
 	e.wantSearch(recall.SearchOptions{Query: "narwhal", Project: "p1", IncludeArchived: true}, h(a), h(arch))
 	e.wantSearch(recall.SearchOptions{Query: "narwhal", Project: "p3"})
 	e.wantSearch(recall.SearchOptions{Query: "subagents"})
-	_, err = recall.SetArchived(e.ctx, e.s, arch, false)
+	_, err = recall.ChangeMeta(e.ctx, e.s, arch, recall.MetaChange{Archived: new(false)})
 	e.must(err)
 	e.wantSearch(recall.SearchOptions{Query: "narwhal", Project: "p1"}, h(a), h(arch))
 	e.must(e.s.Remove(e.ctx, a))

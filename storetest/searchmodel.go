@@ -208,7 +208,7 @@ func (m *searchModel) do(op string) {
 		}
 		m.readBack("RemoveItem", key, before, recall.KindRemove)
 	case "clear":
-		if err := recall.Clear(m.ctx, m.sut, key); err != nil {
+		if err := recall.NewSession(m.sut, key).Clear(m.ctx); err != nil {
 			t.Fatalf("Clear %s: %v", key, err)
 		}
 		if before > 0 {
@@ -244,7 +244,7 @@ func (m *searchModel) do(op string) {
 			return
 		}
 		meta, _ := m.live(key)
-		if _, err := recall.SetArchived(m.ctx, m.sut, key, !meta.Archived); err != nil {
+		if _, err := recall.ChangeMeta(m.ctx, m.sut, key, recall.MetaChange{Archived: new(!meta.Archived)}); err != nil {
 			t.Fatalf("SetArchived %s: %v", key, err)
 		}
 		m.readBack("SetArchived", key, before, recall.KindMeta)

@@ -16,8 +16,8 @@ type updateChange struct {
 
 // testUpdated checks what moves Meta.Updated: conversation activity
 // (items, Pop, RemoveItem, Clear, compaction, fork) does; title and meta
-// changes (SetTitle, SetArchived, SetPinned, SetLabels, SetMetadata,
-// MergeMetadata) do not, so they move neither the List order nor
+// changes (SetTitle, and ChangeMeta's archive, pin, labels and metadata)
+// do not, so they move neither the List order nor
 // Cleanup's age. Every session starts old, imported at a time the test
 // chose.
 func testUpdated(e *env) {
@@ -46,18 +46,27 @@ func quietChanges(e *env) []updateChange {
 	return []updateChange{
 		{"SetTitle(user)", func(k recall.Key) error { _, err := recall.SetTitle(e.ctx, e.s, k, "t", recall.TitleUser); return err }},
 		{"SetTitle(auto)", func(k recall.Key) error { _, err := recall.SetTitle(e.ctx, e.s, k, "t", recall.TitleAuto); return err }},
-		{"SetArchived", func(k recall.Key) error { _, err := recall.SetArchived(e.ctx, e.s, k, true); return err }},
-		{"SetPinned then unpinned", func(k recall.Key) error {
-			if _, err := recall.SetPinned(e.ctx, e.s, k, true); err != nil {
-				return err
-			}
-			_, err := recall.SetPinned(e.ctx, e.s, k, false)
+		{"SetArchived", func(k recall.Key) error {
+			_, err := recall.ChangeMeta(e.ctx, e.s, k, recall.MetaChange{Archived: new(true)})
 			return err
 		}},
-		{"SetLabels", func(k recall.Key) error { _, err := recall.SetLabels(e.ctx, e.s, k, "a", "b"); return err }},
-		{"SetMetadata", func(k recall.Key) error { _, err := recall.SetMetadata(e.ctx, e.s, k, md); return err }},
+		{"SetPinned then unpinned", func(k recall.Key) error {
+			if _, err := recall.ChangeMeta(e.ctx, e.s, k, recall.MetaChange{Pinned: new(true)}); err != nil {
+				return err
+			}
+			_, err := recall.ChangeMeta(e.ctx, e.s, k, recall.MetaChange{Pinned: new(false)})
+			return err
+		}},
+		{"SetLabels", func(k recall.Key) error {
+			_, err := recall.ChangeMeta(e.ctx, e.s, k, recall.MetaChange{Labels: []string{"a", "b"}, SetLabels: true})
+			return err
+		}},
+		{"SetMetadata", func(k recall.Key) error {
+			_, err := recall.ChangeMeta(e.ctx, e.s, k, recall.MetaChange{ClearMetadata: true, Metadata: pointersOf(md)})
+			return err
+		}},
 		{"MergeMetadata", func(k recall.Key) error {
-			_, err := recall.MergeMetadata(e.ctx, e.s, k, map[string]*string{"k": &v})
+			_, err := recall.ChangeMeta(e.ctx, e.s, k, recall.MetaChange{Metadata: map[string]*string{"k": &v}})
 			return err
 		}},
 	}
@@ -76,7 +85,7 @@ func activeChanges(e *env) []updateChange {
 			_, err := recall.RemoveItem(e.ctx, e.s, k, recall.ItemRef{Seq: 1})
 			return err
 		}},
-		{"Clear", func(k recall.Key) error { return recall.Clear(e.ctx, e.s, k) }},
+		{"Clear", func(k recall.Key) error { return recall.NewSession(e.s, k).Clear(e.ctx) }},
 		{"a compaction", func(k recall.Key) error {
 			m, err := e.s.Stat(e.ctx, k)
 			if err != nil {

@@ -48,8 +48,8 @@ func testViewsSequential(e *env) {
 		}},
 		{"a title", func() error { _, err := recall.SetTitle(e.ctx, e.s, key, "t", recall.TitleUser); return err }},
 		{"a pop", func() error { _, err := e.s.Pop(e.ctx, key); return err }},
-		{"a pin", func() error { _, err := recall.SetPinned(e.ctx, e.s, key, true); return err }},
-		{"metadata", func() error { _, err := recall.SetMetadata(e.ctx, e.s, key, map[string]string{"k": "v"}); return err }},
+		{"a pin", e.changeMeta(key, recall.MetaChange{Pinned: new(true)})},
+		{"metadata", e.changeMeta(key, recall.MetaChange{ClearMetadata: true, Metadata: map[string]*string{"k": new("v")}})},
 		{"a removed item", func() error { _, err := recall.RemoveItem(e.ctx, e.s, key, recall.ItemRef{Seq: 3}); return err }},
 		{"a compaction", func() error {
 			m, err := e.s.Stat(e.ctx, key)
@@ -63,7 +63,7 @@ func testViewsSequential(e *env) {
 			_, err := e.s.Append(e.ctx, key, recall.Guard{}, recall.Entry{Kind: "x-future"})
 			return err
 		}},
-		{"a clear", func() error { return recall.Clear(e.ctx, e.s, key) }},
+		{"a clear", func() error { return recall.NewSession(e.s, key).Clear(e.ctx) }},
 		{"an empty append", func() error { _, err := e.s.Append(e.ctx, key, recall.IfExists()); return err }},
 	}
 	for _, w := range writes {

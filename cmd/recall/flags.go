@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-
 	"github.com/spf13/cobra"
 
 	"github.com/recallkit/recall"
@@ -12,16 +10,15 @@ import (
 // it names: archive and unarchive, pin and unpin.
 type flagCmd struct {
 	use, short, done string
-	set              func(ctx context.Context, st recall.Store, key recall.Key, on bool) (recall.Meta, error)
-	on               bool
+	change           recall.MetaChange
 }
 
 // flagCmds are the commands that set a session's flags.
 var flagCmds = []flagCmd{
-	{"archive ID...", "Hide sessions from ls (they stay on disk)", "archived", recall.SetArchived, true},
-	{"unarchive ID...", "Show archived sessions in ls again", "unarchived", recall.SetArchived, false},
-	{"pin ID...", "Keep sessions from ever being removed by gc", "pinned", recall.SetPinned, true},
-	{"unpin ID...", "Let gc remove sessions again", "unpinned", recall.SetPinned, false},
+	{"archive ID...", "Hide sessions from ls (they stay on disk)", "archived", recall.MetaChange{Archived: new(true)}},
+	{"unarchive ID...", "Show archived sessions in ls again", "unarchived", recall.MetaChange{Archived: new(false)}},
+	{"pin ID...", "Keep sessions from ever being removed by gc", "pinned", recall.MetaChange{Pinned: new(true)}},
+	{"unpin ID...", "Let gc remove sessions again", "unpinned", recall.MetaChange{Pinned: new(false)}},
 }
 
 // newFlagCmd builds the command of f.
@@ -32,7 +29,7 @@ func newFlagCmd(a *app, f flagCmd) *cobra.Command {
 		Args:  args(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			return eachSession(cmd, a, argv, f.done, func(st recall.Store, m recall.Meta) (recall.Meta, error) {
-				return f.set(cmd.Context(), st, m.Key, f.on)
+				return recall.ChangeMeta(cmd.Context(), st, m.Key, f.change)
 			})
 		},
 	}

@@ -65,7 +65,7 @@ func (c *chatSession) switchTo(ctx context.Context, key recall.Key, name string)
 	}
 	if exists && m.Archived {
 		// Resuming an archived session brings it back to the lists.
-		if _, err := recall.SetArchived(ctx, c.st, key, false); err != nil {
+		if _, err := recall.ChangeMeta(ctx, c.st, key, recall.MetaChange{Archived: new(false)}); err != nil {
 			return err
 		}
 		c.app.notef("session %s was archived; it is listed again\n", key.Session)

@@ -111,7 +111,7 @@ func TestMatch(t *testing.T) {
 func TestResolveFindsArchived(t *testing.T) {
 	st := seed(t, [3]string{"p", "abc1", "old"})
 	key := recall.Key{Project: "p", Session: "abc1"}
-	if _, err := recall.SetArchived(context.Background(), st, key, true); err != nil {
+	if _, err := recall.ChangeMeta(context.Background(), st, key, recall.MetaChange{Archived: new(true)}); err != nil {
 		t.Fatal(err)
 	}
 	if m, err := Resolve(context.Background(), st, "p", "old"); err != nil || m.Key != key {
