@@ -14,7 +14,7 @@
 //   - Import: [ImportPlan] drops entries already held and checks that the
 //     rest continue the log; the write is then guarded by the LastSeq the
 //     plan was made against.
-//   - Fork (optional, Forker): [ForkLog] builds the new log, which
+//   - Fork (optional, [Forker]): [ForkLog] builds the new log, which
 //     the store writes in one step of its own; without it, recall.Fork
 //     falls back to Load and Append.
 //   - List: [CheckListOptions] validates the arguments; a store that
@@ -25,6 +25,10 @@
 //     leaves, which the store writes in one atomic step.
 //   - Search (recall.Searcher): package search; search.Scan for a store
 //     without an index.
+//   - Cleanup, Projects and ReadItems (optional: [Cleaner],
+//     [ProjectLister], [ItemPager]): the store answers from its own index
+//     or in one query; without them the recall functions fall back to
+//     List, Remove and Items.
 //
 // [Verify] and [VerifySession] check every invariant of a store's
 // sessions from outside (`recall check` runs them).
