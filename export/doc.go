@@ -15,6 +15,12 @@
 //   - [JSONL]: recall's own log, lossless: a header line with the session's
 //     metadata, then every entry of its log as stored.
 //
+// The history Markdown and HTML show (every item the log ever held, with
+// notes where a fork, a compaction or a clear changed the view) is read
+// the same way for a terminal: [StreamText] writes it as plain text, and
+// [HistoryItems] hands on its items. [StreamRecord] renders one record
+// without the subagent records under it.
+//
 // [ReadJSONL] reads a JSONL export back and [Import] writes it into any
 // store: a round trip gives a session whose items are the same bytes.
 package export

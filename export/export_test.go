@@ -10,7 +10,12 @@ import (
 
 // StreamPaged is Stream reading n log entries at a time.
 func StreamPaged(ctx context.Context, w io.Writer, f Format, st recall.Store, key recall.Key, n int) error {
-	return stream(ctx, w, f, st, key, n)
+	return stream(ctx, w, f, st, key, n, true)
+}
+
+// StreamTextPaged is StreamText reading n log entries at a time.
+func StreamTextPaged(ctx context.Context, w io.Writer, st recall.Store, key recall.Key, n int) error {
+	return streamText(ctx, w, st, key, n)
 }
 
 // History returns the readable history of s as history hands it to a

@@ -52,6 +52,9 @@ func historyModel(entries []recall.Entry) []modelBlock {
 				p = part{Kind: "damaged", Text: fmt.Sprintf("a damaged item of %d bytes (not a JSON object) is kept in the log at seq %d", len(e.Data), e.Seq)}
 			}
 			p.Time, p.Removed = e.Time, removed[recall.ItemRef{Seq: e.Seq}]
+			if p.Kind != "damaged" {
+				p.Item = recall.Item(e.Data)
+			}
 			add(p)
 		case recall.KindFork:
 			var f recall.ForkOrigin
@@ -66,11 +69,14 @@ func historyModel(entries []recall.Entry) []modelBlock {
 				continue
 			}
 			_, before := recall.Replay(recall.Key{}, entries[:i])
-			kept := KeptCopies(recall.PlainItems(before), c.Items)
+			kept := keptCopies(recall.PlainItems(before), c.Items)
 			note(e.Time, "%s", compactionNote(c, kept))
 			for j, it := range c.Items[:len(c.Items)-kept] {
 				p := describe(it)
 				p.Time, p.Removed, p.Summary = e.Time, removed[recall.ItemRef{Seq: e.Seq, Index: j}], true
+				if p.Kind != "damaged" {
+					p.Item = it
+				}
 				add(p)
 			}
 		}

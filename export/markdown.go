@@ -185,6 +185,8 @@ func plainHead(p part) string {
 		if p.Error {
 			h += " (error)"
 		}
+	case "reasoning":
+		h = "Reasoning"
 	default:
 		h = "Item " + p.Type
 	}

@@ -120,7 +120,7 @@ func (mk *marks) checkJSON(key recall.Key) error {
 
 // viewTail holds the newest items of the view, as many as the next
 // compaction holds: all a compaction's note needs to count the items it
-// kept verbatim (KeptCopies), without the whole view.
+// kept verbatim (keptCopies), without the whole view.
 type viewTail struct {
 	items []recall.Item // a ring once full
 	start int           // where the oldest is once full

@@ -48,6 +48,9 @@ type part struct {
 	Removed bool    // removed from the view later (undo, pop)
 	Summary bool    // written by a compaction in place of older items
 	Time    time.Time
+	// Item is the item as stored, for HistoryItems; nil for a damaged
+	// one.
+	Item recall.Item
 }
 
 // Fold reports whether the part's code is long enough to fold.
@@ -156,6 +159,9 @@ func (h *historyState) entry(e recall.Entry) error {
 		p.Time, p.Removed = e.Time, h.mk.named(ref)
 		if ok {
 			h.keep(ref, it)
+			if p.Kind != "damaged" {
+				p.Item = it
+			}
 		}
 		return h.add(p)
 	case recall.KindFork:
@@ -179,7 +185,7 @@ func (h *historyState) entry(e recall.Entry) error {
 // compaction notes what c replaced, shows its summary items, and makes
 // its items the view.
 func (h *historyState) compaction(e recall.Entry, c recall.Compaction) error {
-	kept := KeptCopies(h.tail.view(), c.Items)
+	kept := keptCopies(h.tail.view(), c.Items)
 	for h.next < len(h.mk.compactions) && h.mk.compactions[h.next].seq <= e.Seq {
 		h.next++
 	}
@@ -193,6 +199,9 @@ func (h *historyState) compaction(e recall.Entry, c recall.Compaction) error {
 	for j, it := range c.Items[:len(c.Items)-kept] {
 		p := describe(it)
 		p.Time, p.Removed, p.Summary = e.Time, h.mk.named(recall.ItemRef{Seq: e.Seq, Index: j}), true
+		if p.Kind != "damaged" {
+			p.Item = it
+		}
 		if err := h.add(p); err != nil {
 			return err
 		}
@@ -215,12 +224,12 @@ func compactionNote(c recall.Compaction, kept int) string {
 		strategy, plural(max(c.Replaced-kept, 0), "item"), plural(len(c.Items)-kept, "summary item"), keptNote)
 }
 
-// KeptCopies returns how many of a compaction's items, at its end, are
+// keptCopies returns how many of a compaction's items, at its end, are
 // verbatim copies of the newest items of view, the view the compaction
 // replaced: the items it kept as they were, after the summary items that
-// stand for the rest. The notes on a compaction in Markdown and HTML, and
-// 'recall show --full', count them with it.
-func KeptCopies(view, items []recall.Item) int {
+// stand for the rest. The note on a compaction counts them with it, and
+// the history does not show them again.
+func keptCopies(view, items []recall.Item) int {
 	for n := min(len(view), len(items)); n > 0; n-- {
 		match := true
 		for k := range n {

@@ -42,15 +42,24 @@ const pageSize = 512
 // up to its LastSeq, so entries appended during the export are left out
 // and the header and the history agree.
 func Stream(ctx context.Context, w io.Writer, f Format, st recall.Store, key recall.Key) error {
-	return stream(ctx, w, f, st, key, pageSize)
+	return stream(ctx, w, f, st, key, pageSize, true)
 }
 
-// stream is Stream reading page entries at a time (its tests read fewer).
-func stream(ctx context.Context, w io.Writer, f Format, st recall.Store, key recall.Key, page int) error {
+// StreamRecord is Stream for the one session record key: the subagent
+// records under a main session are left out, and the rest is the same.
+// 'recall show --full' renders a session with it, and adds what it shows
+// of the subagents only when asked.
+func StreamRecord(ctx context.Context, w io.Writer, f Format, st recall.Store, key recall.Key) error {
+	return stream(ctx, w, f, st, key, pageSize, false)
+}
+
+// stream is Stream, or StreamRecord without withSubagents, reading page
+// entries at a time (its tests read fewer).
+func stream(ctx context.Context, w io.Writer, f Format, st recall.Store, key recall.Key, page int, withSubagents bool) error {
 	if !slices.Contains(Formats, f) {
 		return fmt.Errorf("%w %q", ErrUnknownFormat, f)
 	}
-	src, err := openSource(ctx, st, key, f != FormatJSON, page)
+	src, err := openSource(ctx, st, key, withSubagents && f != FormatJSON, page)
 	if err != nil {
 		return err
 	}
@@ -240,26 +249,35 @@ func (s *stickyWriter) Write(p []byte) (int, error) {
 
 // render writes src in format f to w.
 func render(ctx context.Context, w io.Writer, f Format, src *source) error {
-	dst := &stickyWriter{w: w}
-	o := output{Writer: bufio.NewWriterSize(dst, 64<<10), dst: dst}
-	var err error
+	var write func(context.Context, output, *source) error
 	switch f {
 	case FormatMarkdown:
-		err = writeMarkdown(ctx, o, src)
+		write = writeMarkdown
 	case FormatHTML:
-		err = writeHTML(ctx, o, src)
+		write = writeHTML
 	case FormatJSON:
-		err = writeJSON(ctx, o, src.main)
+		write = func(ctx context.Context, o output, src *source) error { return writeJSON(ctx, o, src.main) }
 	case FormatJSONL:
-		err = writeJSONL(ctx, o, src)
+		write = writeJSONL
 	default:
 		return fmt.Errorf("%w %q", ErrUnknownFormat, f)
 	}
+	return emit(w, string(f), func(o output) error { return write(ctx, o, src) })
+}
+
+// emit runs write over an output to w and flushes it. When w failed,
+// its first error is returned, wrapped and named by what, whatever write
+// returned: a writer that stops at o.err() may report the stop as
+// something else.
+func emit(w io.Writer, what string, write func(output) error) error {
+	dst := &stickyWriter{w: w}
+	o := output{Writer: bufio.NewWriterSize(dst, 64<<10), dst: dst}
+	err := write(o)
 	if err == nil {
 		err = o.Flush()
 	}
 	if o.err() != nil {
-		return fmt.Errorf("export: %s: %w", f, o.err())
+		return fmt.Errorf("export: %s: %w", what, o.err())
 	}
 	return err
 }

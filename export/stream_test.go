@@ -254,3 +254,32 @@ func TestStreamStopsAtLastSeq(t *testing.T) {
 		exportBoth(t, st, early, f, 4)
 	}
 }
+
+// StreamRecord writes what Stream writes for a session, less the
+// subagent records that follow it.
+func TestStreamRecord(t *testing.T) {
+	ctx := context.Background()
+	for _, s := range streamCases() {
+		st := newSliceStore(s)
+		for _, f := range export.Formats {
+			var all, alone bytes.Buffer // Stream's, StreamRecord's
+			if err := export.Stream(ctx, &all, f, st, s.Meta.Key); err != nil {
+				continue // JSON refuses a view with an invalid item; TestStreamMatchesWrite checks that
+			}
+			if err := export.StreamRecord(ctx, &alone, f, st, s.Meta.Key); err != nil {
+				t.Fatalf("%s %s: %v", s.Meta.Key, f, err)
+			}
+			want := all.Bytes()
+			if len(s.Subagents) > 0 {
+				var sub bytes.Buffer
+				if err := export.Write(&sub, f, &export.Session{Meta: s.Meta, Entries: s.Entries}); err != nil {
+					t.Fatal(err)
+				}
+				want = sub.Bytes()
+			}
+			if !bytes.Equal(alone.Bytes(), want) {
+				t.Fatalf("%s %s: StreamRecord wrote\n%s\nwant\n%s", s.Meta.Key, f, alone.Bytes(), want)
+			}
+		}
+	}
+}

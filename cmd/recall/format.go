@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"strconv"
@@ -122,12 +123,39 @@ func writeTable(w io.Writer, rows [][]string) error {
 	return err
 }
 
-// escapeTerminal is termsafe.Escape for text of several lines: line
-// breaks and tabs stay, every other control character is shown escaped.
-func escapeTerminal(s string) string {
-	lines := strings.Split(s, "\n")
-	for i, l := range lines {
-		lines[i] = termsafe.EscapeKeepTabs(l)
+// terminalWriter writes text of several lines to w with termsafe.Escape
+// applied to each line: line breaks and tabs stay, every other control
+// character is shown escaped. It escapes a line once it has all of it,
+// so the text can come in pieces of any size (a session streamed a page
+// at a time) and holds no more than one line; flush writes the last,
+// unended one.
+type terminalWriter struct {
+	w    io.Writer
+	line []byte // the start of a line whose end has not come yet
+}
+
+func (t *terminalWriter) Write(p []byte) (int, error) {
+	n := len(p)
+	for {
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			t.line = append(t.line, p...)
+			return n, nil
+		}
+		t.line = append(t.line, p[:i]...)
+		if _, err := io.WriteString(t.w, termsafe.EscapeKeepTabs(string(t.line))+"\n"); err != nil {
+			return 0, err
+		}
+		t.line, p = t.line[:0], p[i+1:]
 	}
-	return strings.Join(lines, "\n")
+}
+
+// flush writes what is left of the text after its last line break.
+func (t *terminalWriter) flush() error {
+	if len(t.line) == 0 {
+		return nil
+	}
+	_, err := io.WriteString(t.w, termsafe.EscapeKeepTabs(string(t.line)))
+	t.line = t.line[:0]
+	return err
 }

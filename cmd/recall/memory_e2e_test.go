@@ -172,7 +172,7 @@ func TestCompactCommand(t *testing.T) {
 	// --full still shows what was compacted; jsonl keeps every entry.
 	r = e.ok("", "show", id, "--full")
 	contains(t, "show --full", r.stdout, "hello 0")
-	contains(t, "show --full", r.stdout, "── compacted (summary): 6 items replaced by what follows; 2 kept ──")
+	contains(t, "show --full", r.stdout, "\nCompacted (summary): the 6 items before this point were replaced by 1 summary item and the newest 2 items kept.\n")
 	r = e.ok("", "show", id, "--format", "jsonl")
 	if n := strings.Count(r.stdout, "\n"); n < 12 {
 		t.Errorf("jsonl has %d entries", n)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/export"
 	"github.com/recallkit/recall/internal/transcript"
 )
 
@@ -36,10 +36,12 @@ Formats:
   jsonl     the session's whole entry log, one JSON entry a line: a lossless
             export, including titles, pops, clears and compactions
 
---full shows every item the log holds rather than the view the model gets:
-the items compactions replaced (with a mark where each compaction is), and
-the items undo removed (marked). --subagents adds the transcripts of the
-subagents the session's agent ran (in json, as "subagents").`,
+--full shows the whole history rather than the view the model gets, as
+'recall export' renders it: every item the log ever held, in turns, with a
+note where a fork, compaction or clear changed the view, and compaction
+summaries and the items undo removed marked. --subagents adds the
+transcripts of the subagents the session's agent ran (in json, as
+"subagents").`,
 		Example: `  recall show 0199a3f2-1b
   recall show "Fix the parser" --format markdown > notes.md
   recall show 0199a3f2-1b --full --subagents`,
@@ -53,17 +55,18 @@ subagents the session's agent ran (in json, as "subagents").`,
 	}
 	fl := cmd.Flags()
 	fl.StringVarP(&f.format, "format", "f", "text", "output format: text, markdown, json or jsonl")
-	fl.BoolVar(&f.full, "full", false, "show every item of the log, those compactions replaced and undo removed included")
+	fl.BoolVar(&f.full, "full", false, "show the whole history: every item of the log, those compactions replaced and undo removed included")
 	fl.BoolVar(&f.subagents, "subagents", false, "add the transcripts of the session's subagents")
 	return cmd
 }
 
 // shownSession is what show reads of a session to print it.
 type shownSession struct {
-	meta    recall.Meta
-	items   []recall.Item    // the view the model gets
-	entries []recall.Entry   // the whole log, with --full
-	subs    []subagentRecord // the subagents' transcripts, with --subagents
+	meta recall.Meta
+	// items are the view the model gets or, for json with --full, every
+	// item of the history; text and markdown stream the history instead.
+	items []recall.Item
+	subs  []subagentRecord // the subagents' transcripts, with --subagents
 }
 
 // show prints the session ref in f.format: the whole log for jsonl, else
@@ -94,13 +97,15 @@ func (a *app) show(ctx context.Context, ref string, f showFlags) (err error) {
 	if err != nil {
 		return err
 	}
-	switch f.format {
-	case "json":
-		return a.showJSON(s, f.full)
-	case "markdown", "md":
-		return a.showMarkdown(s, f.full)
+	switch {
+	case f.format == "json":
+		return a.showJSON(s)
+	case f.full:
+		return a.showFull(ctx, st, s, f.format)
+	case f.format == "text":
+		return a.showText(s)
 	}
-	return a.showText(s, f.full)
+	return a.showMarkdown(s)
 }
 
 // printLog prints key's whole entry log, one JSON entry a line: show's
@@ -119,19 +124,27 @@ func (a *app) printLog(ctx context.Context, st recall.Store, key recall.Key) err
 	return nil
 }
 
-// readShown reads what show prints of the session m of st: its view, its
-// whole log with f.full, its subagents' transcripts with f.subagents.
+// readShown reads what show prints of the session m of st, but for the
+// history text and markdown print with f.full, which they stream: its
+// view, or for json with f.full every item of its history, and its
+// subagents' transcripts with f.subagents.
 func readShown(ctx context.Context, st recall.Store, m recall.Meta, f showFlags) (shownSession, error) {
 	s := shownSession{meta: m}
-	live, _, err := st.Items(ctx, m.Key, 0)
+	var err error
+	switch {
+	case f.full && f.format == "json":
+		s.items = []recall.Item{}
+		err = export.HistoryItems(ctx, st, m.Key, func(it recall.Item) error {
+			s.items = append(s.items, it)
+			return nil
+		})
+	case !f.full:
+		var live []recall.LiveItem
+		live, _, err = st.Items(ctx, m.Key, 0)
+		s.items = recall.PlainItems(live)
+	}
 	if err != nil {
 		return s, err
-	}
-	s.items = recall.PlainItems(live)
-	if f.full {
-		if _, s.entries, err = st.Load(ctx, m.Key); err != nil {
-			return s, err
-		}
 	}
 	if f.subagents {
 		if s.subs, err = subagentRecords(ctx, st, m.Key); err != nil {
@@ -141,18 +154,10 @@ func readShown(ctx context.Context, st recall.Store, m recall.Meta, f showFlags)
 	return s, nil
 }
 
-// showJSON prints s as {"session", "items", "subagents"}: with full, the
-// items are every item of the log rather than the view.
-func (a *app) showJSON(s shownSession, full bool) error {
+// showJSON prints s as {"session", "items", "subagents"}: with --full,
+// the items are every item of the history rather than the view.
+func (a *app) showJSON(s shownSession) error {
 	items := s.items
-	if full {
-		items = nil
-		for _, p := range fullHistory(s.entries) {
-			if p.marker == "" {
-				items = append(items, p.item)
-			}
-		}
-	}
 	if items == nil {
 		items = []recall.Item{}
 	}
@@ -163,49 +168,62 @@ func (a *app) showJSON(s shownSession, full bool) error {
 	}{s.meta, items, s.subs})
 }
 
-// showMarkdown prints s as Markdown headed by its title: the view, or with
-// full the whole log, then the subagents' transcripts.
-func (a *app) showMarkdown(s shownSession, full bool) error {
-	var err error
-	if full {
-		if s.meta.Title != "" {
-			fmt.Fprintf(a.stdout, "# %s\n\n", s.meta.Title)
-		}
-		err = writeFull(a.stdout, "markdown", s.entries)
-	} else {
-		err = transcript.Markdown(a.stdout, s.meta.Title, s.items)
-	}
-	if err != nil {
+// showMarkdown prints s as Markdown headed by its title: the view, then
+// the subagents' transcripts.
+func (a *app) showMarkdown(s shownSession) error {
+	if err := transcript.Markdown(a.stdout, s.meta.Title, s.items); err != nil {
 		return err
 	}
 	return writeSubagents(a.stdout, "markdown", s.subs)
 }
 
-// showText prints s as text: its metadata, then the view (or with full
-// the whole log), then the subagents' transcripts. It is written whole,
-// then with control characters escaped, so the session's text cannot
-// drive the terminal.
-func (a *app) showText(s shownSession, full bool) error {
-	var buf bytes.Buffer
-	if err := writeMeta(&buf, s.meta); err != nil {
+// showText prints s as text: its metadata, then the view, then the
+// subagents' transcripts.
+func (a *app) showText(s shownSession) error {
+	return a.writeText(s, func(w io.Writer) error {
+		if len(s.items) > 0 {
+			if _, err := fmt.Fprintln(w); err != nil {
+				return err
+			}
+		}
+		return transcript.Text(w, s.items)
+	})
+}
+
+// showFull prints the whole history of the session of s as export
+// renders it, then the subagents' transcripts: in markdown, export's
+// Markdown of the session; in text, its metadata, then the history as
+// export writes it in text.
+func (a *app) showFull(ctx context.Context, st recall.Store, s shownSession, format string) error {
+	if format == "text" {
+		return a.writeText(s, func(w io.Writer) error {
+			if _, err := fmt.Fprintln(w); err != nil {
+				return err
+			}
+			return export.StreamText(ctx, w, st, s.meta.Key)
+		})
+	}
+	if err := export.StreamRecord(ctx, a.stdout, export.FormatMarkdown, st, s.meta.Key); err != nil {
 		return err
 	}
-	if len(s.items) > 0 || full && len(s.entries) > 0 {
-		fmt.Fprintln(&buf)
-	}
-	var err error
-	if full {
-		err = writeFull(&buf, "text", s.entries)
-	} else {
-		err = transcript.Text(&buf, s.items)
+	return writeSubagents(a.stdout, "markdown", s.subs)
+}
+
+// writeText prints s as text: its metadata, what body writes, then the
+// subagents' transcripts, through a terminalWriter, so the session's
+// text cannot drive the terminal.
+func (a *app) writeText(s shownSession, body func(io.Writer) error) error {
+	tw := &terminalWriter{w: a.stdout}
+	err := writeMeta(tw, s.meta)
+	if err == nil {
+		err = body(tw)
 	}
 	if err == nil {
-		err = writeSubagents(&buf, "text", s.subs)
+		err = writeSubagents(tw, "text", s.subs)
 	}
-	if err != nil {
-		return err
+	if err == nil {
+		err = tw.flush()
 	}
-	_, err = io.WriteString(a.stdout, escapeTerminal(buf.String()))
 	return err
 }
 

@@ -93,12 +93,27 @@ func TestAgo(t *testing.T) {
 	}
 }
 
-// TestEscapeTerminal checks that show's text keeps its line breaks and
-// tabs and escapes every other control character and invalid byte.
-func TestEscapeTerminal(t *testing.T) {
+// TestTerminalWriter checks that show's text keeps its line breaks and
+// tabs and escapes every other control character and invalid byte, in
+// whatever pieces the text comes: a rune or an escape sequence cut
+// between two writes is escaped as if it came whole.
+func TestTerminalWriter(t *testing.T) {
 	in := "a\tb\n\x1b[31mred\r\n\xe4\tx\u202e"
-	if got, want := escapeTerminal(in), "a\tb\n\\x1b[31mred\\r\n\\xe4\tx\\u202e"; got != want {
-		t.Errorf("escapeTerminal(%q) = %q, want %q", in, got, want)
+	want := "a\tb\n\\x1b[31mred\\r\n\\xe4\tx\\u202e"
+	for size := 1; size <= len(in); size++ {
+		var b strings.Builder
+		tw := &terminalWriter{w: &b}
+		for i := 0; i < len(in); i += size {
+			if _, err := tw.Write([]byte(in[i:min(i+size, len(in))])); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := tw.flush(); err != nil {
+			t.Fatal(err)
+		}
+		if got := b.String(); got != want {
+			t.Errorf("written %d bytes at a time: %q, want %q", size, got, want)
+		}
 	}
 }
 
