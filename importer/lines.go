@@ -4,12 +4,47 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/klauspost/compress/zstd"
 )
+
+// Files returns the files below path that keep accepts, in the order
+// filepath.WalkDir visits them; or path itself when it is a file, whether
+// keep accepts it or not, since a file given by name is meant to be read.
+// A folder below path that cannot be read is left out, so that one
+// unreadable folder does not stop the import of the others; path itself
+// must be readable.
+func Files(path string, keep func(path string) bool) ([]string, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.IsDir() {
+		return []string{path}, nil
+	}
+	var files []string
+	err = filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if p == path {
+				return err
+			}
+			return nil // an unreadable folder below path is left out
+		}
+		if !d.IsDir() && keep(p) {
+			files = append(files, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return files, nil
+}
 
 // ReadFile reads a transcript whole: a .zst file is decompressed (Codex
 // may keep its rollouts as .jsonl.zst).

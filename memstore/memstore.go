@@ -70,6 +70,25 @@ func (s *Store) lockAll(ctx context.Context) error {
 	return nil
 }
 
+// lockWrite opens a write of entries to key (op names it in errors): it
+// checks the entries before it takes the mutex, so a bad batch is refused
+// without waiting for it, then returns key's session (nil when there is
+// none) and its last seq. On success the caller holds the mutex and
+// unlocks it.
+func (s *Store) lockWrite(ctx context.Context, op string, key recall.Key, entries []recall.Entry) (*session, int64, error) {
+	if err := storekit.ValidateEntries(entries, s.opts.MaxItemSize); err != nil {
+		return nil, 0, fmt.Errorf("memstore: %s %s: %w", op, key, err)
+	}
+	if err := s.lock(ctx, key); err != nil {
+		return nil, 0, err
+	}
+	sess := s.sessions[key]
+	if sess == nil {
+		return nil, 0, nil
+	}
+	return sess, sess.meta.LastSeq, nil
+}
+
 // appendLocked assigns seqs and times to entries and appends them.
 func (s *Store) appendLocked(key recall.Key, entries []recall.Entry) int64 {
 	sess := s.sessions[key]
@@ -92,18 +111,11 @@ func (s *Store) appendLocked(key recall.Key, entries []recall.Entry) int64 {
 
 // Append implements recall.Store.
 func (s *Store) Append(ctx context.Context, key recall.Key, guard recall.Guard, entries ...recall.Entry) (int64, error) {
-	if err := storekit.ValidateEntries(entries, s.opts.MaxItemSize); err != nil {
-		return 0, fmt.Errorf("memstore: append %s: %w", key, err)
-	}
-	if err := s.lock(ctx, key); err != nil {
+	sess, last, err := s.lockWrite(ctx, "append", key, entries)
+	if err != nil {
 		return 0, err
 	}
 	defer s.mu.Unlock()
-	sess := s.sessions[key]
-	last := int64(0)
-	if sess != nil {
-		last = sess.meta.LastSeq
-	}
 	if err := guard.Check(sess != nil, last); err != nil {
 		return 0, fmt.Errorf("memstore: append %s: %w", key, err)
 	}
@@ -324,18 +336,11 @@ func (s *Store) Cleanup(ctx context.Context, opts recall.CleanupOptions) (recall
 
 // Import implements recall.Store.
 func (s *Store) Import(ctx context.Context, key recall.Key, entries ...recall.Entry) (int64, error) {
-	if err := storekit.ValidateEntries(entries, s.opts.MaxItemSize); err != nil {
-		return 0, fmt.Errorf("memstore: import %s: %w", key, err)
-	}
-	if err := s.lock(ctx, key); err != nil {
+	sess, last, err := s.lockWrite(ctx, "import", key, entries)
+	if err != nil {
 		return 0, err
 	}
 	defer s.mu.Unlock()
-	sess := s.sessions[key]
-	last := int64(0)
-	if sess != nil {
-		last = sess.meta.LastSeq
-	}
 	fresh, err := storekit.ImportPlan(last, entries)
 	if err != nil {
 		return 0, fmt.Errorf("memstore: import %s: %w", key, err)

@@ -51,10 +51,10 @@ type ReadOutput struct {
 }
 
 func (s *server) read(ctx context.Context, _ *mcp.CallToolRequest, in ReadInput) (*mcp.CallToolResult, ReadOutput, error) {
-	if in.Limit < 0 || in.Limit > maxReadItems {
-		return nil, ReadOutput{}, badArg("limit %d: take 1 to %d", in.Limit, maxReadItems)
+	limit, err := limitArg(in.Limit, defaultReadItems, maxReadItems)
+	if err != nil {
+		return nil, ReadOutput{}, err
 	}
-	limit := cmpOr(in.Limit, defaultReadItems)
 	set := 0
 	for _, v := range []string{in.Around, in.Before, in.After} {
 		if v != "" {

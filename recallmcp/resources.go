@@ -59,9 +59,9 @@ func (s *server) addResources(srv *mcp.Server) {
 
 func (s *server) listResources(ctx context.Context, req *mcp.ListResourcesRequest) (*mcp.ListResourcesResult, error) {
 	res := &mcp.ListResourcesResult{Resources: []*mcp.Resource{}}
-	project, _ := s.scope("")
-	if s.opts.OnlyProject && project == "" {
-		return res, nil
+	project, err := s.scope("")
+	if err != nil {
+		return res, nil // an OnlyProject server without a project lists nothing
 	}
 	var cursor string
 	if req.Params != nil {

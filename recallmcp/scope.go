@@ -19,13 +19,26 @@ func badArg(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{errBadArgument}, args...)...)
 }
 
+// limitArg checks a tool's limit argument, which takes 1 to most, and
+// returns the limit to use: def when the argument is left out (0).
+func limitArg(limit, def, most int) (int, error) {
+	if limit < 0 || limit > most {
+		return 0, badArg("limit %d: take 1 to %d", limit, most)
+	}
+	return cmpOr(limit, def), nil
+}
+
 // scope turns a tool's project argument into the project to read: ""
 // means every project. An empty argument is the default project; "all"
-// every project the server may see.
+// every project the server may see. An OnlyProject server without a
+// project sees nothing: it returns ErrOutOfScope whatever the argument.
 func (s *server) scope(arg string) (string, error) {
 	arg = strings.TrimSpace(arg)
 	switch {
 	case s.opts.OnlyProject && (arg == "" || arg == AllProjects || arg == s.opts.Project):
+		if s.opts.Project == "" {
+			return "", ErrOutOfScope
+		}
 		return s.opts.Project, nil
 	case s.opts.OnlyProject:
 		return "", fmt.Errorf("%w: project %q (this server serves only project %q)", ErrOutOfScope, arg, s.opts.Project)

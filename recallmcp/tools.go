@@ -141,13 +141,11 @@ func (s *server) search(ctx context.Context, _ *mcp.CallToolRequest, in SearchIn
 	if err != nil {
 		return nil, SearchOutput{}, err
 	}
-	if in.Limit < 0 || in.Limit > maxSearchHits {
-		return nil, SearchOutput{}, badArg("limit %d: take 1 to %d", in.Limit, maxSearchHits)
+	limit, err := limitArg(in.Limit, defaultSearchHits, maxSearchHits)
+	if err != nil {
+		return nil, SearchOutput{}, err
 	}
-	opts := recall.SearchOptions{Query: in.Query, Project: project, Role: in.Role, Limit: cmpOr(in.Limit, defaultSearchHits), Cursor: in.Cursor}
-	if s.opts.OnlyProject && project == "" {
-		return nil, SearchOutput{}, ErrOutOfScope // an OnlyProject server without a project sees nothing
-	}
+	opts := recall.SearchOptions{Query: in.Query, Project: project, Role: in.Role, Limit: limit, Cursor: in.Cursor}
 	if in.Since != "" {
 		if opts.Since, err = parseSince(in.Since, now); err != nil {
 			return nil, SearchOutput{}, err
@@ -254,13 +252,11 @@ func (s *server) list(ctx context.Context, _ *mcp.CallToolRequest, in ListInput)
 	if err != nil {
 		return nil, ListOutput{}, err
 	}
-	if s.opts.OnlyProject && project == "" {
-		return nil, ListOutput{}, ErrOutOfScope
+	limit, err := limitArg(in.Limit, defaultListed, maxListed)
+	if err != nil {
+		return nil, ListOutput{}, err
 	}
-	if in.Limit < 0 || in.Limit > maxListed {
-		return nil, ListOutput{}, badArg("limit %d: take 1 to %d", in.Limit, maxListed)
-	}
-	opts := recall.ListOptions{Limit: cmpOr(in.Limit, defaultListed), Cursor: in.Cursor, IncludeArchived: in.Archived}
+	opts := recall.ListOptions{Limit: limit, Cursor: in.Cursor, IncludeArchived: in.Archived}
 	page, err := s.st.List(ctx, project, opts)
 	if err != nil {
 		if errors.Is(err, recall.ErrInvalidKey) {

@@ -39,6 +39,21 @@ const (
 	pinnedCap = 100
 )
 
+// cursorList is the envelope of the /api/v1 listings paged by cursor
+// (sessionList is the same with a pinned cursor added).
+type cursorList[T any] struct {
+	Object     string `json:"object"` // "list"
+	Data       []T    `json:"data"`
+	NextCursor string `json:"next_cursor,omitempty"`
+	HasMore    bool   `json:"has_more"`
+}
+
+// listOf is the list of data whose next page is at cursor next ("" after
+// the last page).
+func listOf[T any](data []T, next string) cursorList[T] {
+	return cursorList[T]{Object: "list", Data: data, NextCursor: next, HasMore: next != ""}
+}
+
 // sessionList is the envelope of GET /api/v1/sessions.
 type sessionList struct {
 	Object     string    `json:"object"` // "list"
@@ -228,10 +243,5 @@ func (s *Server) sessionSubagents(w http.ResponseWriter, r *http.Request) {
 		data = append(data, subagent{Object: "session.subagent", Subpath: m.Key.Subpath, Title: m.Title,
 			Created: m.Created, Updated: m.Updated, ItemCount: m.ItemCount, LastSeq: m.LastSeq, Usage: m.Usage})
 	}
-	writeJSON(w, http.StatusOK, struct {
-		Object     string     `json:"object"`
-		Data       []subagent `json:"data"`
-		NextCursor string     `json:"next_cursor,omitempty"`
-		HasMore    bool       `json:"has_more"`
-	}{"list", data, page.Next, page.Next != ""})
+	writeJSON(w, http.StatusOK, listOf(data, page.Next))
 }

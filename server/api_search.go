@@ -104,12 +104,7 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 		data = append(data, hit{Object: "search.hit", SessionID: h.Key.Session, Title: h.Title, Seq: h.Ref.Seq, Index: h.Ref.Index,
 			Role: h.Role, Time: h.Time, Snippet: h.Snippet, Matches: m, Rank: h.Rank})
 	}
-	writeJSON(w, http.StatusOK, struct {
-		Object     string `json:"object"`
-		Data       []hit  `json:"data"`
-		NextCursor string `json:"next_cursor,omitempty"`
-		HasMore    bool   `json:"has_more"`
-	}{"list", data, page.Next, page.Next != ""})
+	writeJSON(w, http.StatusOK, listOf(data, page.Next))
 }
 
 // searchSessions answers GET /api/v1/sessions?q=: the sessions of the

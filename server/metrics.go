@@ -108,14 +108,19 @@ var (
 	_ storekit.ItemPager     = (*timedStore)(nil)
 )
 
+// timed makes one store call, call, and records its latency under op.
+func timed[T any](m *metrics, op string, call func() (T, error)) (T, error) {
+	start := time.Now()
+	v, err := call()
+	m.observe(op, start, err)
+	return v, err
+}
+
 // Unwrap returns the timed store.
 func (t *timedStore) Unwrap() recall.Store { return t.Store }
 
 func (t *timedStore) Append(ctx context.Context, key recall.Key, g recall.Guard, es ...recall.Entry) (int64, error) {
-	start := time.Now()
-	n, err := t.Store.Append(ctx, key, g, es...)
-	t.m.observe("append", start, err)
-	return n, err
+	return timed(t.m, "append", func() (int64, error) { return t.Store.Append(ctx, key, g, es...) })
 }
 
 func (t *timedStore) Items(ctx context.Context, key recall.Key, limit int) ([]recall.LiveItem, int64, error) {
@@ -126,17 +131,11 @@ func (t *timedStore) Items(ctx context.Context, key recall.Key, limit int) ([]re
 }
 
 func (t *timedStore) Pop(ctx context.Context, key recall.Key) (recall.Item, error) {
-	start := time.Now()
-	it, err := t.Store.Pop(ctx, key)
-	t.m.observe("pop", start, err)
-	return it, err
+	return timed(t.m, "pop", func() (recall.Item, error) { return t.Store.Pop(ctx, key) })
 }
 
 func (t *timedStore) Stat(ctx context.Context, key recall.Key) (recall.Meta, error) {
-	start := time.Now()
-	m, err := t.Store.Stat(ctx, key)
-	t.m.observe("stat", start, err)
-	return m, err
+	return timed(t.m, "stat", func() (recall.Meta, error) { return t.Store.Stat(ctx, key) })
 }
 
 func (t *timedStore) Load(ctx context.Context, key recall.Key) (recall.Meta, []recall.Entry, error) {
@@ -147,17 +146,11 @@ func (t *timedStore) Load(ctx context.Context, key recall.Key) (recall.Meta, []r
 }
 
 func (t *timedStore) Entries(ctx context.Context, key recall.Key, after int64, limit int) ([]recall.Entry, error) {
-	start := time.Now()
-	es, err := t.Store.Entries(ctx, key, after, limit)
-	t.m.observe("entries", start, err)
-	return es, err
+	return timed(t.m, "entries", func() ([]recall.Entry, error) { return t.Store.Entries(ctx, key, after, limit) })
 }
 
 func (t *timedStore) List(ctx context.Context, project string, opts recall.ListOptions) (recall.Page, error) {
-	start := time.Now()
-	p, err := t.Store.List(ctx, project, opts)
-	t.m.observe("list", start, err)
-	return p, err
+	return timed(t.m, "list", func() (recall.Page, error) { return t.Store.List(ctx, project, opts) })
 }
 
 func (t *timedStore) Remove(ctx context.Context, key recall.Key) error {
@@ -168,50 +161,32 @@ func (t *timedStore) Remove(ctx context.Context, key recall.Key) error {
 }
 
 func (t *timedStore) Import(ctx context.Context, key recall.Key, es ...recall.Entry) (int64, error) {
-	start := time.Now()
-	n, err := t.Store.Import(ctx, key, es...)
-	t.m.observe("import", start, err)
-	return n, err
+	return timed(t.m, "import", func() (int64, error) { return t.Store.Import(ctx, key, es...) })
 }
 
 // Search uses the store's index when it has one (a scan otherwise).
 func (t *timedStore) Search(ctx context.Context, opts recall.SearchOptions) (recall.SearchPage, error) {
-	start := time.Now()
-	p, err := recall.Search(ctx, t.Store, opts)
-	t.m.observe("search", start, err)
-	return p, err
+	return timed(t.m, "search", func() (recall.SearchPage, error) { return recall.Search(ctx, t.Store, opts) })
 }
 
 // ReadItems reads the page with the store's own ReadItems when it has one
 // (from Items otherwise).
 func (t *timedStore) ReadItems(ctx context.Context, key recall.Key, opts recall.ItemPageOptions) (recall.ItemPage, error) {
-	start := time.Now()
-	p, err := recall.ReadItems(ctx, t.Store, key, opts)
-	t.m.observe("read_items", start, err)
-	return p, err
+	return timed(t.m, "read_items", func() (recall.ItemPage, error) { return recall.ReadItems(ctx, t.Store, key, opts) })
 }
 
 // Fork uses the store's native fork when it has one, and the root
 // package's fallback over the store otherwise (timed as one call).
 func (t *timedStore) Fork(ctx context.Context, key recall.Key, atSeq int64, newKey recall.Key) (recall.Meta, error) {
-	start := time.Now()
-	m, err := recall.Fork(ctx, t.Store, key, atSeq, newKey)
-	t.m.observe("fork", start, err)
-	return m, err
+	return timed(t.m, "fork", func() (recall.Meta, error) { return recall.Fork(ctx, t.Store, key, atSeq, newKey) })
 }
 
 // Cleanup is the store's, or the root package's fallback.
 func (t *timedStore) Cleanup(ctx context.Context, opts recall.CleanupOptions) (recall.CleanupReport, error) {
-	start := time.Now()
-	r, err := recall.Cleanup(ctx, t.Store, opts)
-	t.m.observe("cleanup", start, err)
-	return r, err
+	return timed(t.m, "cleanup", func() (recall.CleanupReport, error) { return recall.Cleanup(ctx, t.Store, opts) })
 }
 
 // Projects is the store's, or the root package's fallback.
 func (t *timedStore) Projects(ctx context.Context) ([]recall.ProjectInfo, error) {
-	start := time.Now()
-	p, err := recall.Projects(ctx, t.Store)
-	t.m.observe("projects", start, err)
-	return p, err
+	return timed(t.m, "projects", func() ([]recall.ProjectInfo, error) { return recall.Projects(ctx, t.Store) })
 }

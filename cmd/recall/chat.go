@@ -70,17 +70,7 @@ is added to the prompt ('-p -' takes the whole prompt from stdin). Without
 -p, piped stdin is read as REPL lines, slash commands included.
 
 Commands inside the REPL:
-  /new              start a new session
-  /branch [TITLE]   fork the session here and switch to the fork
-  /rename TITLE     set the session's title
-  /undo             remove your last message and everything after it
-  /clear            clear the session (the log keeps the old items)
-  /compact [TEXT]   summarize the older part of the session (TEXT: what to keep)
-  /sessions         list this project's sessions
-  /resume [ID]      switch to another session (no ID: pick one)
-  /history [N]      print the last N turns (default 20)
-  /help             list the commands
-  /exit             leave (Ctrl-D too)`,
+  ` + indentLines(strings.TrimSuffix(replCommands, "\n"), "  "),
 		Example: `  recall chat
   recall chat --continue
   recall chat --resume 0199a3f2-1b --fork --name "other approach"

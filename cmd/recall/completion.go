@@ -120,11 +120,7 @@ func (a *app) completeSessions(cmd *cobra.Command, toComplete string) []string {
 	if err != nil {
 		return nil
 	}
-	ids := make([]string, len(page.Sessions))
-	for i, m := range page.Sessions {
-		ids[i] = m.Key.Session
-	}
-	short := sessionref.ShortIDs(ids)
+	short := sessionref.ShortIDs(sessionIDs(page.Sessions))
 	var out []string
 	for i, m := range page.Sessions {
 		id := short[i]

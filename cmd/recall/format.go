@@ -71,14 +71,7 @@ func displayTitle(m recall.Meta, width int) string {
 // withProject. Short IDs are unique among metas and scope, the sessions a
 // prefix is resolved against.
 func writeSessions(w io.Writer, metas, scope []recall.Meta, withProject bool) error {
-	ids := make([]string, 0, len(scope)+len(metas))
-	for _, m := range metas {
-		ids = append(ids, m.Key.Session)
-	}
-	for _, m := range scope {
-		ids = append(ids, m.Key.Session)
-	}
-	short := sessionref.ShortIDs(ids)
+	short := sessionref.ShortIDs(append(sessionIDs(metas), sessionIDs(scope)...))
 	now := time.Now()
 	head := []string{"ID", "TITLE", "UPDATED", "ITEMS"}
 	if withProject {
@@ -93,6 +86,16 @@ func writeSessions(w io.Writer, metas, scope []recall.Meta, withProject bool) er
 		rows = append(rows, row)
 	}
 	return writeTable(w, rows)
+}
+
+// sessionIDs returns the session IDs of metas, in order, as
+// sessionref.ShortIDs takes them.
+func sessionIDs(metas []recall.Meta) []string {
+	ids := make([]string, len(metas))
+	for i, m := range metas {
+		ids[i] = m.Key.Session
+	}
+	return ids
 }
 
 // writeTable prints rows as columns two spaces apart, aligned by display

@@ -238,11 +238,7 @@ func newPicker(metas []recall.Meta, now time.Time) picker {
 // setSessions makes metas the sessions the picker lists, keeping the
 // filter.
 func (p *picker) setSessions(metas []recall.Meta) {
-	ids := make([]string, len(metas))
-	for i, m := range metas {
-		ids[i] = m.Key.Session
-	}
-	p.all, p.short = metas, sessionref.ShortIDs(ids)
+	p.all, p.short = metas, sessionref.ShortIDs(sessionIDs(metas))
 	p.index = make(map[recall.Key]int, len(metas))
 	p.keys = make([]string, len(metas))
 	for i, m := range metas {

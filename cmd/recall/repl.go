@@ -195,7 +195,9 @@ func clip(s string, n int) string {
 	return s
 }
 
-const replHelp = `/new [TITLE]      start a new session
+// replCommands lists the slash commands: /help prints it, and recall chat's
+// help shows it indented, so the two never disagree.
+const replCommands = `/new [TITLE]      start a new session
 /branch [TITLE]   fork the session here and switch to the fork
 /rename TITLE     set the session's title
 /undo             remove your last message and everything after it
@@ -204,8 +206,13 @@ const replHelp = `/new [TITLE]      start a new session
 /sessions         list this project's sessions
 /resume [ID]      switch to another session (no ID: pick one)
 /history [N]      print the last N turns (default 20)
+/help             list the commands
 /exit             leave (Ctrl-D too)
-Keys: Enter sends; Alt-Enter (or a line ending in \) adds a line; Up/Down
+`
+
+// replHelp is what /help prints: the commands, then the keys of the line
+// editor.
+const replHelp = replCommands + `Keys: Enter sends; Alt-Enter (or a line ending in \) adds a line; Up/Down
 recall earlier messages; Ctrl-C clears the line or stops a reply, twice on
 an empty line leaves; Ctrl-D on an empty line leaves.
 `

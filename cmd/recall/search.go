@@ -161,10 +161,7 @@ func writeHits(w io.Writer, hits []recall.Hit, scope []recall.Meta, withProject,
 	for _, h := range hits {
 		ids = append(ids, h.Key.Session)
 	}
-	for _, m := range scope {
-		ids = append(ids, m.Key.Session)
-	}
-	short := sessionref.ShortIDs(ids)
+	short := sessionref.ShortIDs(append(ids, sessionIDs(scope)...))
 	var b strings.Builder
 	for i, h := range hits {
 		title := h.Title

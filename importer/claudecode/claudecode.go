@@ -38,7 +38,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -68,33 +67,17 @@ func DefaultPath() (string, error) {
 // else every .jsonl file below it. Sessions come first, then subagent
 // transcripts, so a subagent record is written after its session.
 func Find(path string) ([]string, error) {
-	fi, err := os.Stat(path)
+	files, err := importer.Files(path, func(p string) bool { return strings.HasSuffix(p, ".jsonl") })
 	if err != nil {
 		return nil, err
 	}
-	if !fi.IsDir() {
-		return []string{path}, nil
-	}
 	var sessions, agents []string
-	err = filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if p == path {
-				return err
-			}
-			return nil // an unreadable folder below path is left out
-		}
-		if d.IsDir() || !strings.HasSuffix(p, ".jsonl") {
-			return nil
-		}
+	for _, p := range files {
 		if isSubagent(p) {
 			agents = append(agents, p)
 		} else {
 			sessions = append(sessions, p)
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
 	}
 	sort.Strings(sessions)
 	sort.Strings(agents)

@@ -34,7 +34,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -69,37 +68,25 @@ func DefaultPaths() ([]string, error) {
 // else every rollout-*.jsonl and rollout-*.jsonl.zst below it (a .zst
 // file only when its plain sibling is missing), sorted.
 func Find(path string) ([]string, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	if !fi.IsDir() {
-		return []string{path}, nil
-	}
-	var files []string
-	err = filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if p == path {
-				return err
-			}
-			return nil // an unreadable folder below path is left out
-		}
-		name := d.Name()
-		if d.IsDir() || !strings.HasPrefix(name, "rollout-") {
-			return nil
-		}
-		switch {
-		case strings.HasSuffix(name, ".jsonl"):
-			files = append(files, p)
-		case strings.HasSuffix(name, ".jsonl.zst"):
-			if _, err := os.Stat(strings.TrimSuffix(p, ".zst")); err != nil {
-				files = append(files, p)
-			}
-		}
-		return nil
-	})
+	files, err := importer.Files(path, isRollout)
 	sort.Strings(files)
 	return files, err
+}
+
+// isRollout reports whether path is a rollout to read: a .jsonl.zst one
+// only when its plain sibling is missing.
+func isRollout(path string) bool {
+	name := filepath.Base(path)
+	switch {
+	case !strings.HasPrefix(name, "rollout-"):
+		return false
+	case strings.HasSuffix(name, ".jsonl"):
+		return true
+	case strings.HasSuffix(name, ".jsonl.zst"):
+		_, err := os.Stat(strings.TrimSuffix(path, ".zst"))
+		return err != nil
+	}
+	return false
 }
 
 // ErrNoRollouts reports paths that hold no rollout.
