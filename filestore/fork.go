@@ -8,8 +8,6 @@ import (
 	"github.com/recallkit/recall/storekit"
 )
 
-var _ storekit.Forker = (*Store)(nil)
-
 // Fork implements storekit.Forker; recall.Fork calls it. It does what
 // recall.Fork's fallback does (Load, then Append with IfNew) without
 // validating and encoding the items a second time: they come from this

@@ -11,8 +11,6 @@ import (
 	"github.com/recallkit/recall/storekit"
 )
 
-var _ storekit.ItemPager = (*Store)(nil)
-
 // ReadItems implements storekit.ItemPager. It reads one snapshot of the log,
 // its bytes up to its size when opened, in three parts (see
 // storekit.ReadPage): the view's control entries, line by line where the

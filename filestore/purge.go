@@ -16,8 +16,6 @@ import (
 	"github.com/recallkit/recall/storekit"
 )
 
-var _ storekit.Purger = (*Store)(nil)
-
 // Purge implements storekit.Purger: it rewrites key's log without the
 // entries before its latest compaction entry (see storekit.PurgeLog).
 //

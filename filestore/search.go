@@ -12,11 +12,6 @@ import (
 	"github.com/recallkit/recall/search"
 )
 
-var (
-	_ recall.Searcher = (*Store)(nil)
-	_ search.Indexer  = (*Store)(nil)
-)
-
 // firstWindow is how many of the newest items, per hit a page asks for,
 // Search matches before it asks the trigram index how many candidates it
 // has: a word in every few items fills its page there, for a few hundred

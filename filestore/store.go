@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/search"
 	"github.com/recallkit/recall/storekit"
 )
 
@@ -82,10 +83,16 @@ type Store struct {
 	closing chan struct{}  // closed by Close
 }
 
+// What the store implements: the Store and every optional ability.
 var (
 	_ recall.Store           = (*Store)(nil)
+	_ recall.Searcher        = (*Store)(nil)
+	_ search.Indexer         = (*Store)(nil)
 	_ storekit.Cleaner       = (*Store)(nil)
 	_ storekit.ProjectLister = (*Store)(nil)
+	_ storekit.Forker        = (*Store)(nil)
+	_ storekit.ItemPager     = (*Store)(nil)
+	_ storekit.Purger        = (*Store)(nil)
 )
 
 const (

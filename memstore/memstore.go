@@ -35,11 +35,14 @@ type session struct {
 	entries []recall.Entry
 }
 
+// What the store implements: the Store and every optional ability.
 var (
 	_ recall.Store           = (*Store)(nil)
+	_ recall.Searcher        = (*Store)(nil)
 	_ storekit.Cleaner       = (*Store)(nil)
 	_ storekit.ProjectLister = (*Store)(nil)
 	_ storekit.ItemPager     = (*Store)(nil)
+	_ storekit.Purger        = (*Store)(nil)
 )
 
 // New returns an empty store.

@@ -8,8 +8,6 @@ import (
 	"github.com/recallkit/recall/storekit"
 )
 
-var _ storekit.Purger = (*Store)(nil)
-
 // Purge implements storekit.Purger: it replaces key's log by the one
 // storekit.PurgeLog returns, under the store's mutex, so no reader ever
 // sees a mix.

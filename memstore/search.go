@@ -7,8 +7,6 @@ import (
 	"github.com/recallkit/recall/search"
 )
 
-var _ recall.Searcher = (*Store)(nil)
-
 // Search implements recall.Searcher by reading each session, newest first,
 // with search.Scan: a store in memory needs no index.
 func (s *Store) Search(ctx context.Context, opts recall.SearchOptions) (recall.SearchPage, error) {

@@ -265,9 +265,11 @@ type session struct {
 // new session like any other write.
 var (
 	_ recall.Store           = (*Store)(nil)
+	_ recall.Searcher        = (*Store)(nil)
 	_ storekit.Cleaner       = (*Store)(nil)
 	_ storekit.ProjectLister = (*Store)(nil)
 	_ storekit.ItemPager     = (*Store)(nil)
+	_ storekit.Purger        = (*Store)(nil)
 )
 
 // New returns a Store over primary and replica and starts replicating. In

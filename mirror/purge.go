@@ -8,8 +8,6 @@ import (
 	"github.com/recallkit/recall/storekit"
 )
 
-var _ storekit.Purger = (*Store)(nil)
-
 // Purge implements storekit.Purger when the primary does, and returns
 // ErrUnsupported when it does not. It purges the primary only: the replica
 // keeps the entries the purge drops, like any history the local store no

@@ -6,8 +6,6 @@ import (
 	"github.com/recallkit/recall"
 )
 
-var _ recall.Searcher = (*Store)(nil)
-
 // Search implements recall.Searcher: like every read it is the primary's.
 // The replica is never searched.
 func (s *Store) Search(ctx context.Context, opts recall.SearchOptions) (recall.SearchPage, error) {

@@ -12,8 +12,6 @@ import (
 	"github.com/recallkit/recall/storekit"
 )
 
-var _ storekit.Forker = (*Store)(nil)
-
 // Fork implements storekit.Forker; recall.Fork calls it. It does what
 // recall.Fork's fallback does (Load, Append with IfNew, Stat) in two round
 // trips instead of three: one transaction reads the source (as Load does)

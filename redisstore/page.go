@@ -15,8 +15,6 @@ import (
 	"github.com/recallkit/recall/storekit"
 )
 
-var _ storekit.ItemPager = (*Store)(nil)
-
 //go:embed lua/page.lua
 var luaPage string
 

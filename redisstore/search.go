@@ -7,8 +7,6 @@ import (
 	"github.com/recallkit/recall/search"
 )
 
-var _ recall.Searcher = (*Store)(nil)
-
 // Search implements recall.Searcher with search.Scan: it lists the
 // sessions newest first and reads each one's log, stopping once the
 // sessions left are older than a full page. Redis keeps no search index.

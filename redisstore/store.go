@@ -103,10 +103,14 @@ type Store struct {
 	scanBudget int
 }
 
+// What the store implements: the Store and every optional ability.
 var (
 	_ recall.Store           = (*Store)(nil)
+	_ recall.Searcher        = (*Store)(nil)
 	_ storekit.Cleaner       = (*Store)(nil)
 	_ storekit.ProjectLister = (*Store)(nil)
+	_ storekit.Forker        = (*Store)(nil)
+	_ storekit.ItemPager     = (*Store)(nil)
 )
 
 // New returns a store on an existing client, which the caller keeps
