@@ -34,9 +34,8 @@ var _ recall.Searcher = (*Store)(nil)
 // each term of three characters or more, and the bigram index's rows
 // (grams, see cjkBigrams) for each term of two CJK characters, besides
 // the rows not yet in those indexes (the tail, see tailIndexer). A query
-// no index serves
-// (every term shorter) looks through a window wideWindow times wider, then
-// reads every row.
+// no index serves (every term shorter) looks through a window wideWindow
+// times wider, then reads every row.
 //
 // Rank is the number of times the terms occur on SQLite (the trigram
 // index keeps no positions, so FTS5's bm25 would count trigrams, not
