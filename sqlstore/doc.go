@@ -75,9 +75,11 @@
 // FTS5's trigram tokenizer on SQLite, pg_trgm on PostgreSQL (with an
 // index of the pairs of adjacent CJK characters, migration 6, for terms of
 // two, which hold no trigram); every hit is then checked as an exact
-// substring, so the hits are search.Scan's. The rows of a small
-// append join the trigram index later, in batches, on both dialects: a
-// search reads the rows not yet indexed (the tail) without it (see
-// ftsBatch for SQLite, ginCleaner for PostgreSQL, migration 7).
+// substring, so the hits are search.Scan's. Each dialect defers the
+// indexing of a small append's rows once: SQLite writes the rows late,
+// and each joins the trigram index as it is written (migration 11);
+// PostgreSQL writes them with the append into a tail that the GIN indexes
+// take in batches, in the background, and a search reads the tail
+// without them (see tailIndexer, migrations 7 and 11).
 // See search.go for how a page is found.
 package sqlstore

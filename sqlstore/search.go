@@ -19,8 +19,8 @@ var _ recall.Searcher = (*Store)(nil)
 // Search implements recall.Searcher over the search table (searchindex.go)
 // and the sessions' normalized titles, in one read transaction. On
 // SQLite it first writes the rows of the entries the table does not
-// reflect yet (catchUpSearch) and adds a batch of rows to the trigram
-// index (catchUpIndex), each in write transactions of its own.
+// reflect yet (catchUpSearch), in write transactions of their own; on
+// PostgreSQL it first indexes a long tail (indexTailPG).
 //
 // A hit is a row whose body holds every term (instr on SQLite, strpos or
 // LIKE on PostgreSQL: exact substrings, as search.Query.Match), so the
@@ -30,12 +30,12 @@ var _ recall.Searcher = (*Store)(nil)
 // candidates are the rows the trigram index names, sorted by time: on
 // SQLite, FTS5's rows holding the trigrams of each term of three
 // characters or more, and one of the trigrams that begin each term of two
-// (search_vocab lists them), besides the rows not yet in the index (the
-// tail, see ftsBatch); on PostgreSQL, pg_trgm's rows for LIKE on each term
-// of three characters or more, and the bigram index's rows (grams, see
-// cjkBigrams) for each term of two CJK characters. A query no index serves
-// (every term shorter) looks through a window wideWindow times wider, then
-// reads every row.
+// (search_vocab lists them); on PostgreSQL, pg_trgm's rows for LIKE on
+// each term of three characters or more, and the bigram index's rows
+// (grams, see cjkBigrams) for each term of two CJK characters, besides
+// the rows not yet in those indexes (the tail, see tailIndexer). A query
+// no index serves (every term shorter) looks through a window wideWindow
+// times wider, then reads every row.
 //
 // Rank is the number of times the terms occur on SQLite (the trigram
 // index keeps no positions, so FTS5's bm25 would count trigrams, not
@@ -65,9 +65,6 @@ func (s *Store) Search(ctx context.Context, opts recall.SearchOptions) (recall.S
 	switch b := s.db.(type) {
 	case *liteBackend:
 		if err := b.catchUpSearch(ctx); err != nil {
-			return recall.SearchPage{}, fmt.Errorf("sqlstore: search: index: %w", opError(ctx, err))
-		}
-		if err := b.catchUpIndex(ctx); err != nil {
 			return recall.SearchPage{}, fmt.Errorf("sqlstore: search: index: %w", opError(ctx, err))
 		}
 	case *pgBackend:
@@ -282,6 +279,9 @@ func (sq searchQuery) items(ctx context.Context, tx querier) ([]hitRow, error) {
 		if plan, err = sq.plan(ctx, tx); err != nil {
 			return nil, err
 		}
+		if plan.none {
+			return nil, nil
+		}
 		few, err := fewCandidates(ctx, tx, plan, window)
 		if err != nil {
 			return nil, err
@@ -306,13 +306,9 @@ func (sq searchQuery) items(ctx context.Context, tx querier) ([]hitRow, error) {
 	return sq.itemQuery(ctx, tx, false, time.Time{}, plan)
 }
 
-// fewCandidates reports whether plan (SQLite) names at most n rows, the
-// tail of rows not yet in the trigram index aside (fewer than ftsBatch).
+// fewCandidates reports whether plan (SQLite) names at most n rows.
 func fewCandidates(ctx context.Context, tx querier, plan indexPlan, n int) (bool, error) {
-	switch {
-	case plan.tailOnly:
-		return true, nil
-	case plan.match == "":
+	if plan.match == "" {
 		return false, nil // every row is a candidate
 	}
 	var found int
@@ -466,15 +462,12 @@ func (sq searchQuery) itemSQL(windowed bool, floor time.Time, plan indexPlan) (s
 		rows = append(rows, "s.grams @> "+a.add(plan.grams)+"::int4[]")
 	}
 	from := "search s, sessions e"
-	if plan.match != "" || plan.tailOnly {
+	if plan.match != "" {
 		// The candidates first (CROSS JOIN keeps the order): the rows
-		// of the trigram index that hold the trigrams of the terms, and
-		// the tail; instr checks them.
-		c := `SELECT id FROM search WHERE NOT indexed`
-		if !plan.tailOnly {
-			c = `SELECT rowid AS id FROM search_fts WHERE search_fts MATCH ` + a.add(plan.match) + ` UNION ALL ` + c
-		}
-		from = "(" + c + ") c CROSS JOIN search s CROSS JOIN sessions e"
+		// of the trigram index that hold the trigrams of the terms;
+		// instr checks them.
+		from = "(SELECT rowid AS id FROM search_fts WHERE search_fts MATCH " + a.add(plan.match) +
+			") c CROSS JOIN search s CROSS JOIN sessions e"
 		rows = append(rows, "s.id = c.id")
 	}
 	sessions := append([]string{"e.sid = s.sid"}, sq.sessionFilters(&a)...)
@@ -492,7 +485,7 @@ func (sq searchQuery) itemSQL(windowed bool, floor time.Time, plan indexPlan) (s
 		if len(plan.like) > 0 || len(plan.grams) > 0 {
 			// The GIN indexes hold the indexed rows only (they are
 			// partial); the tail's rows are read through its own
-			// index (see ginCleaner).
+			// index (see tailIndexer).
 			match = c + strings.Join(append([]string{"s.indexed"}, rows...), " AND ") +
 				` UNION ALL ` + c + strings.Join(append([]string{"NOT s.indexed"}, rows...), " AND ")
 		}

@@ -97,21 +97,19 @@ func hitRefs(t *testing.T, s *Store, opts recall.SearchOptions) []string {
 // searchDialects runs f on both dialects, and on each with a search window
 // of 2 rows too, so that both ways Search finds hits (the window of the
 // newest rows, and the trigram index) are tested; on SQLite, with the
-// trigram index taking rows one by one (batch=1) and three by three too,
-// so that the index and its tail are both read, and with the search rows
-// written by every append (lag=1) and by every third entry (lag=3), so
-// that both appends and searches write them (see trailSearch).
+// search rows written by every append (lag=1) and by every third entry
+// (lag=3), so that both appends and searches write them (see
+// trailSearch).
 func searchDialects(t *testing.T, f func(t *testing.T, newStore func(t testing.TB) *Store)) {
 	for _, c := range []struct {
-		dialect            string
-		window, batch, lag int
-	}{{"sqlite", 0, 0, 0}, {"sqlite", 2, 1, 1}, {"sqlite", 2, 3, 3}, {"postgres", 0, 0, 0}, {"postgres", 2, 0, 0}} {
-		t.Run(fmt.Sprintf("%s/window=%d/batch=%d/lag=%d", c.dialect, c.window, c.batch, c.lag), func(t *testing.T) {
+		dialect     string
+		window, lag int
+	}{{"sqlite", 0, 0}, {"sqlite", 2, 1}, {"sqlite", 2, 3}, {"postgres", 0, 0}, {"postgres", 2, 0}} {
+		t.Run(fmt.Sprintf("%s/window=%d/lag=%d", c.dialect, c.window, c.lag), func(t *testing.T) {
 			f(t, func(t testing.TB) *Store {
 				var s *Store
 				if c.dialect == "sqlite" {
 					s = newSQLite(t)
-					s.db.(*liteBackend).ftsBatch = c.batch
 					s.db.(*liteBackend).searchLag = c.lag
 				} else {
 					s = newPostgres(t)
@@ -296,19 +294,15 @@ func TestSearchLiveness(t *testing.T) {
 	})
 }
 
-// checkFTS indexes the tail of a SQLite store's trigram index, as a
-// writer does (see ftsBatch), and runs FTS5's integrity-check: the index
-// then holds exactly the rows of the search table, none of a deleted row
-// left, none twice.
+// checkFTS runs FTS5's integrity-check on a SQLite store's trigram
+// index: it holds exactly the rows of the search table (the triggers of
+// migration 11), none of a deleted row left, none twice.
 func checkFTS(t *testing.T, s *Store) {
 	t.Helper()
 	if s.db.name() != "sqlite" {
 		return
 	}
 	err := s.db.update(context.Background(), func(ctx context.Context, q querier) error {
-		if err := indexTail(ctx, q); err != nil {
-			return err
-		}
 		_, err := q.exec(ctx, `INSERT INTO search_fts (search_fts, rank) VALUES ('integrity-check', 1)`)
 		return err
 	})

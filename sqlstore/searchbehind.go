@@ -29,8 +29,11 @@ import (
 //     before it began.
 //
 // The mark is written by the commit that writes the entries: no crash
-// leaves an entry whose rows are never written. The rows then go to the
-// trigram index's tail, as before (see ftsBatch).
+// leaves an entry whose rows are never written. This is the only thing
+// SQLite's search defers: a row joins the trigram index in the
+// transaction that writes it (the trigger of migration 11). FTS5 writes a
+// segment at every commit that added to it, which would cost an append
+// more than the rest of it; the rows of a catch-up share one.
 
 // searchLag is how many entries a main session's log may hold past its
 // search rows on SQLite before they are due (see above): a search first

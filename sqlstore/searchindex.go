@@ -226,9 +226,8 @@ func (s *Store) reindex(ctx context.Context, q querier, key recall.Key, sid int6
 	return nil
 }
 
-// insertSearchLite inserts rows on SQLite, a statement per row, for the
-// migration: the rows go to the trigram index when it ends (see
-// indexTail).
+// insertSearchLite inserts rows on SQLite, a statement per row, for
+// migration 3 (the rows join the trigram index in migration 11).
 func insertSearchLite(ctx context.Context, q querier, sid int64, rows []searchRow) error {
 	for _, r := range rows {
 		if _, err := q.exec(ctx, insertSearchSQL, sid, r.ref.Seq, r.ref.Index, r.role, r.time.UnixMicro(), r.live, r.body); err != nil {
@@ -236,58 +235,6 @@ func insertSearchLite(ctx context.Context, q querier, sid int64, rows []searchRo
 		}
 	}
 	return nil
-}
-
-// ftsBatch is how many search rows SQLite leaves out of its trigram index
-// (the tail, rows not indexed) before a search adds them to it (see
-// catchUpIndex): FTS5 then writes one segment per ftsBatch rows or more,
-// and a search reads at most about that many rows without the index.
-//
-// Appends write the search rows only, never the trigram index: FTS5's
-// indexing (trigrams, segment flushes and merges) cost about 1.3 times the
-// rest of an append on SQLite with synchronous=NORMAL, and adding it at
-// search time instead keeps the append's cost to the rows. The tail can
-// therefore grow as long as no one searches; the first search pays for
-// it, as the file store's index catches up at search time.
-const ftsBatch = 256
-
-// The statements of the SQLite trigram index's tail.
-const (
-	// tailSizeSQL counts the rows not yet indexed (through search_tail).
-	tailSizeSQL = `SELECT count(*) FROM search WHERE NOT indexed`
-	// indexTailSQL adds the rows not yet indexed to the index;
-	// markTailSQL marks them indexed.
-	indexTailSQL = `INSERT INTO search_fts (rowid, fts) SELECT id, fts FROM search WHERE NOT indexed`
-	markTailSQL  = `UPDATE search SET indexed = 1 WHERE NOT indexed`
-)
-
-// catchUpIndex adds SQLite's tail to the trigram index when it holds a
-// batch (ftsBatch) of rows or more, in a write transaction, before a
-// search reads. A smaller tail is left to the search, which reads it
-// without the index: the hits are the same either way.
-func (b *liteBackend) catchUpIndex(ctx context.Context) error {
-	batch := ftsBatch
-	if b.ftsBatch > 0 {
-		batch = b.ftsBatch
-	}
-	var n int64
-	if err := b.q().queryRow(ctx, tailSizeSQL).Scan(&n); err != nil {
-		return err
-	}
-	if n < int64(batch) {
-		return nil
-	}
-	return b.update(ctx, func(ctx context.Context, q querier) error { return indexTail(ctx, q) })
-}
-
-// indexTail adds SQLite's search rows not yet in the trigram index to it,
-// inside a write transaction.
-func indexTail(ctx context.Context, q querier) error {
-	if _, err := q.exec(ctx, indexTailSQL); err != nil {
-		return err
-	}
-	_, err := q.exec(ctx, markTailSQL)
-	return err
 }
 
 // insertSearchPG inserts rows on PostgreSQL, in one statement.

@@ -16,12 +16,10 @@ import (
 // indexPlan is how the trigram index serves a query.
 type indexPlan struct {
 	// match is the FTS5 query of the candidate rows (SQLite), or "".
-	// The rows not yet in the index (the tail, see ftsBatch) are
-	// candidates too.
 	match string
-	// tailOnly: only the tail can hold a match (SQLite), since some term
-	// begins no trigram of the index.
-	tailOnly bool
+	// none: no row holds a match (SQLite), since some term begins no
+	// trigram of the index, which holds every row.
+	none bool
 	// like are the strings checked with LIKE, which pg_trgm's index
 	// serves (PostgreSQL): the words of three characters or more of each
 	// term (see likeWords). A term that is one of them is checked by its
@@ -41,7 +39,7 @@ func (sq searchQuery) plan(ctx context.Context, tx querier) (indexPlan, error) {
 		match, some, err := search.TrigramMatch(search.Query{Terms: sq.terms}, func(term string) ([]string, error) {
 			return prefixGrams(ctx, tx, term)
 		})
-		return indexPlan{match: match, tailOnly: !some}, err
+		return indexPlan{match: match, none: !some}, err
 	}
 	var p indexPlan
 	for _, t := range sq.terms {

@@ -150,9 +150,9 @@ type liteBackend struct {
 	// connection: modernc.org/sqlite has no statement cache, and parsing
 	// the upsert cost more than running it.
 	upsertItems, insertEntry, insertSearchRow *sql.Stmt
-	// ftsBatch and searchLag, when not 0, replace the package's
-	// constants (for tests).
-	ftsBatch, searchLag int
+	// searchLag, when not 0, replaces the package's constant (for
+	// tests).
+	searchLag int
 	// Savepoints of the calls of a group commit.
 	savepoint, rollbackTo, release *sql.Stmt
 
@@ -336,8 +336,8 @@ func (b *liteBackend) insertSearch(ctx context.Context, q querier, sid int64, ro
 			return err
 		}
 	}
-	// The rows stay in the tail: the next search adds them to the trigram
-	// index (see catchUpIndex).
+	// The trigger of migration 11 puts each row into the trigram index
+	// too: the rows written together share FTS5's segment of the commit.
 	return nil
 }
 

@@ -24,7 +24,6 @@ var readSQL = []string{
 	entriesSQL,
 	entriesLimitSQL,
 	itemTextSQL,
-	tailSizeSQL,
 	maxBehindSQL,
 }
 
@@ -39,8 +38,6 @@ var writeSQL = []string{
 	lastSeqSQL,
 	unliveAllSQL,
 	unliveSQL,
-	indexTailSQL,
-	markTailSQL,
 	behindSQL,
 	markBehindSQL,
 	unmarkBehindSQL,
