@@ -320,12 +320,14 @@ func BenchmarkAppendSearch(b *testing.B) {
 				}
 			}
 			if pb, ok := s.db.(*pgBackend); ok {
-				// The rows of the store's 100,000 items indexed, as in
-				// a store that has been running, so the timed appends
-				// do not share the server with them.
-				pb.tail.wg.Wait()
-				if _, err := pb.pool.Exec(ctx, indexTailPGSQL); err != nil {
-					b.Fatal(err)
+				// The rows of the store's 100,000 items indexed and
+				// merged, as in a store that has been running, so the
+				// timed appends do not share the server with them.
+				pb.gin.wg.Wait()
+				for _, stmt := range []string{indexTailPGSQL, ginCleanSQL} {
+					if _, err := pb.pool.Exec(ctx, stmt); err != nil {
+						b.Fatal(err)
+					}
 				}
 			}
 			texts := make([]recall.Item, 1024)

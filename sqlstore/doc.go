@@ -80,6 +80,7 @@
 // and each joins the trigram index as it is written (migration 11);
 // PostgreSQL writes them with the append into a tail that the GIN indexes
 // take in batches, in the background, and a search reads the tail
-// without them (see tailIndexer, migrations 7 and 11).
+// without them (see ginCleaner, migration 7; migration 11 says why
+// PostgreSQL keeps the indexes' own pending lists too).
 // See search.go for how a page is found.
 package sqlstore

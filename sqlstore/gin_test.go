@@ -26,9 +26,8 @@ func pgCount(t *testing.T, s *Store, query string, args ...any) int64 {
 
 // TestSearchTail: appends leave their search rows out of the GIN indexes
 // (the tail), and the store indexes them in batches of its own, off the
-// append's path (tailIndexer); without the batches the rows stay in the
-// tail. The GIN indexes keep no pending list of their own (migration
-// 11): a batch leaves nothing pending.
+// append's path (ginCleaner), then merges the indexes' pending lists;
+// without the batches the rows stay in the tail and nothing is pending.
 // Searches find every row either way.
 func TestSearchTail(t *testing.T) {
 	t.Parallel()
@@ -37,9 +36,9 @@ func TestSearchTail(t *testing.T) {
 		t.Run(fmt.Sprintf("batches=%v", batches), func(t *testing.T) {
 			s := newPostgres(t)
 			b := s.db.(*pgBackend)
-			b.tail.every = 1 << 40 // none
+			b.gin.every = 1 << 40 // none
 			if batches {
-				b.tail.every = 200 // every other append
+				b.gin.every = 200 // every other append
 			}
 			k := recall.Key{Project: "p", Session: "s"}
 			for i := range 20 {
@@ -47,16 +46,16 @@ func TestSearchTail(t *testing.T) {
 				if _, err := s.Append(ctx, k, recall.Guard{}, recall.ItemEntry(msg(text))); err != nil {
 					t.Fatal(err)
 				}
-				b.tail.wg.Wait() // the batch this append may have begun
+				b.gin.wg.Wait() // the batch this append may have begun
 			}
 			tail := pgCount(t, s, `SELECT count(*) FROM search WHERE NOT indexed`)
 			pending := pgCount(t, s, `SELECT gin_clean_pending_list('search_body'::regclass) + gin_clean_pending_list('search_grams'::regclass)`)
-			t.Logf("%d batches by the store; %d rows in the tail, %d pages pending", b.tail.batches.Load(), tail, pending)
+			t.Logf("%d batches by the store; %d rows in the tail, %d pages pending", b.gin.merges.Load(), tail, pending)
 			switch {
-			case batches && (b.tail.batches.Load() != 10 || tail != 0 || pending != 0):
-				t.Errorf("%d batches, %d rows in the tail, %d pages pending; want 10, 0 and 0", b.tail.batches.Load(), tail, pending)
-			case !batches && (b.tail.batches.Load() != 0 || tail != 20 || pending != 0):
-				t.Errorf("%d batches, %d rows in the tail, %d pages pending; want 0, 20 and 0", b.tail.batches.Load(), tail, pending)
+			case batches && (b.gin.merges.Load() != 10 || tail != 0 || pending != 0):
+				t.Errorf("%d batches, %d rows in the tail, %d pages pending; want 10, 0 and 0", b.gin.merges.Load(), tail, pending)
+			case !batches && (b.gin.merges.Load() != 0 || tail != 20 || pending != 0):
+				t.Errorf("%d batches, %d rows in the tail, %d pages pending; want 0, 20 and 0", b.gin.merges.Load(), tail, pending)
 			}
 			for _, q := range []string{"xylophonist007", "北京市", "张三", `"quick brown fox"`} {
 				page, err := s.Search(ctx, recall.SearchOptions{Query: q, Limit: 50})
@@ -84,7 +83,7 @@ func TestSearchIndexesLongTail(t *testing.T) {
 	ctx := context.Background()
 	s := newPostgres(t)
 	s.window = 8
-	s.db.(*pgBackend).tail.every = 1 << 40 // no batches of the store's own
+	s.db.(*pgBackend).gin.every = 1 << 40 // no batches of the store's own
 	k := recall.Key{Project: "p", Session: "s"}
 	tail := func() int64 { return pgCount(t, s, `SELECT count(*) FROM search WHERE NOT indexed`) }
 	row := 0
@@ -125,7 +124,7 @@ func TestSearchTailRaces(t *testing.T) {
 	ctx := context.Background()
 	s := newPostgres(t)
 	b := s.db.(*pgBackend)
-	b.tail.every = 1 // a batch after every append, when none is running
+	b.gin.every = 1 // a batch after every append, when none is running
 	var wg sync.WaitGroup
 	for w := range 4 {
 		wg.Go(func() {
@@ -155,10 +154,10 @@ func TestSearchTailRaces(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	b.tail.wg.Wait()
-	t.Logf("%d batches; %d rows left in the tail", b.tail.batches.Load(), pgCount(t, s, `SELECT count(*) FROM search WHERE NOT indexed`))
-	if b.tail.batches.Load() < 2 {
-		t.Fatalf("%d batches ran: the test raced nothing", b.tail.batches.Load())
+	b.gin.wg.Wait()
+	t.Logf("%d batches; %d rows left in the tail", b.gin.merges.Load(), pgCount(t, s, `SELECT count(*) FROM search WHERE NOT indexed`))
+	if b.gin.merges.Load() < 2 {
+		t.Fatalf("%d batches ran: the test raced nothing", b.gin.merges.Load())
 	}
 	for _, q := range []string{"xylophone", "张三", "again", `"turn 3"`} {
 		sameAsScan(t, s, recall.SearchOptions{Query: q}, 0, 50)
@@ -187,7 +186,7 @@ func TestSearchPlansPostgres(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	b.tail.wg.Wait()
+	b.gin.wg.Wait()
 	var def string
 	if err := b.pool.QueryRow(ctx, `SELECT pg_get_indexdef(to_regclass($1))`, schema+".search_grams").Scan(&def); err != nil {
 		t.Fatal(err)

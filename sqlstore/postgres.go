@@ -57,7 +57,7 @@ func OpenPostgres(ctx context.Context, dsn string, opts Options) (*Store, error)
 		return nil, openError("postgres", dsn, password, err)
 	}
 	b := &pgBackend{pool: pool}
-	b.tail.ctx, b.tail.stop = context.WithCancel(context.Background())
+	b.gin.ctx, b.gin.stop = context.WithCancel(context.Background())
 	if err := b.migrate(ctx, schema); err != nil {
 		pool.Close()
 		return nil, openError("postgres", dsn, password, err)
@@ -68,10 +68,10 @@ func OpenPostgres(ctx context.Context, dsn string, opts Options) (*Store, error)
 // pgBackend is the PostgreSQL dialect, over a pgx pool.
 type pgBackend struct {
 	pool *pgxpool.Pool
-	tail tailIndexer
+	gin  ginCleaner
 }
 
-// tailIndexer brings the search rows that appends write into the search
+// ginCleaner brings the search rows that appends write into the search
 // table's GIN indexes (search_body, trigrams; search_grams, CJK
 // bigrams), in the background, in batches.
 //
@@ -81,19 +81,17 @@ type pgBackend struct {
 // the trigram index costs the server about 65 µs and into the bigram index
 // 20 µs, against 40 µs for the row itself, so indexing at append time made
 // a durable append 1.12 to 1.24 times as long (docs/BENCHMARKS.md). So
-// after every tailBatchText bytes of search text it appended, a store
-// indexes the tail (indexTailPGSQL) off the append's path, one batch at a
-// time. The tail is the only list of rows waiting for the GIN indexes:
-// they keep no pending list of their own (fastupdate = off, migration 11),
-// so the batch writes the rows into the indexes proper and a search reads
-// the indexes and the tail, nothing else. The rows a store leaves in the
-// tail (it exits first, or appends less than a batch) are indexed by the
-// next store's batch, or by a search that finds the tail long
-// (indexTailPG); until then searches read them through search_tail (see
-// itemQuery). Setting indexed on a row that a pop or a remove is making
-// not live waits for that writer, or it for the batch, as any two updates
-// of one row do: neither change is lost.
-type tailIndexer struct {
+// after every ginCleanText bytes of search text it appended, a store
+// indexes the tail (indexTailPGSQL: the rows go into the indexes' pending
+// lists) and then merges the pending lists into the indexes proper
+// (ginCleanSQL), one batch at a time, off the append's path. The rows a
+// store leaves in the tail (it exits first, or appends less than a
+// batch) are indexed by the next store's batch, or by a search that finds
+// the tail long (indexTailPG); until then searches read them through
+// search_tail (see itemQuery). Setting indexed on a row
+// that a pop or a remove is making not live waits for that writer, or it
+// for the batch, as any two updates of one row do: neither change is lost.
+type ginCleaner struct {
 	ctx  context.Context // cancelled by close
 	stop context.CancelFunc
 	text atomic.Int64 // bytes of search text appended since the last batch began
@@ -103,17 +101,17 @@ type tailIndexer struct {
 	closed  bool // no batch starts
 	wg      sync.WaitGroup
 
-	// every, when above 0, stands for tailBatchText (a test's).
+	// every, when above 0, stands for ginCleanText (a test's).
 	every int64
-	// batches counts the batches begun (a test's).
-	batches atomic.Int64
+	// merges counts the batches begun (a test's).
+	merges atomic.Int64
 }
 
-// tailBatchText is how many bytes of search text a store appends between
-// batches: about 40 rows of 150 bytes, few enough for a search to read
-// without the GIN indexes, and enough that the batch's statement costs
-// little beside its rows.
-const tailBatchText = 6 << 10
+// ginCleanText is how many bytes of search text a store appends between
+// batches: about 40 rows of 150 bytes. A byte of text makes 15 to 20 bytes
+// of pending tuples, so a batch fills a third to half of the 256 kB of a
+// pending list (migration 5) and the batch's own update never merges one.
+const ginCleanText = 6 << 10
 
 // pgIndexInline is how many search rows a write must have for them to go
 // into the GIN indexes at once rather than into the tail: a write of many
@@ -129,6 +127,9 @@ func inlineIndexed(n int) bool { return n >= pgIndexInline }
 
 // indexTailPGSQL puts the rows of the tail into the GIN indexes.
 const indexTailPGSQL = `UPDATE search SET indexed = true WHERE NOT indexed`
+
+// ginCleanSQL merges both pending lists into their indexes.
+const ginCleanSQL = `SELECT gin_clean_pending_list('search_body'::regclass), gin_clean_pending_list('search_grams'::regclass)`
 
 // pgTailBatch is how many rows of the tail a search reads without the
 // GIN indexes: a search that finds so many or more indexes the tail
@@ -156,10 +157,10 @@ func (b *pgBackend) indexTailPG(ctx context.Context) error {
 }
 
 // appended counts n bytes of search text just appended and, once
-// tailBatchText are in the tail and no batch is running, starts one.
+// ginCleanText are in the tail and no batch is running, starts one.
 func (b *pgBackend) appended(n int) {
-	g := &b.tail
-	every := int64(tailBatchText)
+	g := &b.gin
+	every := int64(ginCleanText)
 	if g.every > 0 {
 		every = g.every
 	}
@@ -173,7 +174,7 @@ func (b *pgBackend) appended(n int) {
 	}
 	g.running = true
 	g.text.Store(0)
-	g.batches.Add(1)
+	g.merges.Add(1)
 	g.wg.Go(func() {
 		defer func() {
 			g.mu.Lock()
@@ -182,10 +183,13 @@ func (b *pgBackend) appended(n int) {
 		}()
 		ctx, cancel := context.WithTimeout(g.ctx, time.Minute)
 		defer cancel()
-		// An error leaves the rows to the next batch or a search:
-		// nothing is lost, the rows are in the table, and searches
-		// read the tail.
-		_, _ = b.pool.Exec(ctx, indexTailPGSQL)
+		// An error leaves the rows to the next batch or a search
+		// (and the pending lists to an insert or VACUUM): nothing is
+		// lost, the rows are in the table, and searches read the tail.
+		if _, err := b.pool.Exec(ctx, indexTailPGSQL); err != nil {
+			return
+		}
+		_, _ = b.pool.Exec(ctx, ginCleanSQL)
 	})
 }
 
@@ -233,11 +237,11 @@ func (b *pgBackend) lockSQL() string { return " FOR UPDATE" }
 func (b *pgBackend) timeArg(t time.Time) any { return t.UTC() }
 
 func (b *pgBackend) close() {
-	b.tail.mu.Lock()
-	b.tail.closed = true
-	b.tail.mu.Unlock()
-	b.tail.stop()
-	b.tail.wg.Wait()
+	b.gin.mu.Lock()
+	b.gin.closed = true
+	b.gin.mu.Unlock()
+	b.gin.stop()
+	b.gin.wg.Wait()
 	b.pool.Close()
 }
 

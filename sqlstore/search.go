@@ -33,7 +33,7 @@ var _ recall.Searcher = (*Store)(nil)
 // (search_vocab lists them); on PostgreSQL, pg_trgm's rows for LIKE on
 // each term of three characters or more, and the bigram index's rows
 // (grams, see cjkBigrams) for each term of two CJK characters, besides
-// the rows not yet in those indexes (the tail, see tailIndexer). A query
+// the rows not yet in those indexes (the tail, see ginCleaner). A query
 // no index serves (every term shorter) looks through a window wideWindow
 // times wider, then reads every row.
 //
@@ -485,7 +485,7 @@ func (sq searchQuery) itemSQL(windowed bool, floor time.Time, plan indexPlan) (s
 		if len(plan.like) > 0 || len(plan.grams) > 0 {
 			// The GIN indexes hold the indexed rows only (they are
 			// partial); the tail's rows are read through its own
-			// index (see tailIndexer).
+			// index (see ginCleaner).
 			match = c + strings.Join(append([]string{"s.indexed"}, rows...), " AND ") +
 				` UNION ALL ` + c + strings.Join(append([]string{"NOT s.indexed"}, rows...), " AND ")
 		}

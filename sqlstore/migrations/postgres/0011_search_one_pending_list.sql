@@ -1,18 +1,12 @@
--- recall sqlstore schema, version 11 (PostgreSQL): the tail is the one
--- list of search rows waiting for the GIN indexes.
+-- recall sqlstore schema, version 11 (PostgreSQL): nothing changes.
 --
--- Since version 7 an append's search rows wait in the tail (indexed =
--- false, search_tail) until a store's batch sets indexed, off the append's
--- path (see tailIndexer in postgres.go). That put them into the pending
--- lists of both GIN indexes (fastupdate, 256 kB since versions 5 and 6),
--- which the batch then merged into the indexes proper: two lists of rows
--- not yet indexed for one index, and every search read both. Now the
--- indexes keep no pending list: the batch's update writes the rows into
--- the indexes proper, as a write of many rows (an import) does at once,
--- and a search reads the indexes and the tail, nothing else. What the
--- pending lists hold is merged here, once.
-ALTER INDEX search_body SET (fastupdate = off);
-ALTER INDEX search_body RESET (gin_pending_list_limit);
-ALTER INDEX search_grams SET (fastupdate = off);
-ALTER INDEX search_grams RESET (gin_pending_list_limit);
-SELECT gin_clean_pending_list('search_body'::regclass), gin_clean_pending_list('search_grams'::regclass);
+-- Version 11 takes SQLite's search rows to one deferral layer (see its
+-- 0011). PostgreSQL keeps what version 7 built: an append's rows wait in
+-- the tail, off the GIN indexes, and a store's batch moves them into the
+-- indexes' pending lists and merges those. Each list does a job the other
+-- cannot: the tail keeps pg_trgm's work off the append (a durable append
+-- 1.10 times a plain one instead of 1.12 to 1.24), and the pending lists
+-- make writing many rows at once cheap (GIN without one, fastupdate = off,
+-- took an import of 100,000 items from 17 s to 63 s). The number is kept
+-- so both dialects share one schema version.
+SELECT 1;
