@@ -10,8 +10,6 @@ import (
 	"github.com/recallkit/recall/storekit"
 )
 
-var _ storekit.Forker = (*Store)(nil)
-
 // Fork implements storekit.Forker; recall.Fork calls it. It does what
 // recall.Fork's fallback does (Load, then Append with IfNew) in one
 // transaction instead of two, without validating the items a second time:

@@ -12,8 +12,6 @@ import (
 	"github.com/recallkit/recall/storekit"
 )
 
-var _ storekit.ItemPager = (*Store)(nil)
-
 // The statements that read a page of a view, besides windowSQL (see
 // backwards). Both name a bound on seq, as windowSQL does, so each reads
 // what it returns whatever plan the database picks.

@@ -8,8 +8,6 @@ import (
 	"github.com/recallkit/recall/storekit"
 )
 
-var _ storekit.Purger = (*Store)(nil)
-
 // Purge implements storekit.Purger. The log storekit.PurgeLog returns replaces
 // the old one in one transaction, with the session's row locked: the
 // entries up to the latest compaction go, the compaction entry comes back

@@ -14,8 +14,6 @@ import (
 	"github.com/recallkit/recall/search"
 )
 
-var _ recall.Searcher = (*Store)(nil)
-
 // Search implements recall.Searcher over the search table (searchindex.go)
 // and the sessions' normalized titles, in one read transaction. On
 // SQLite it first writes the rows of the entries the table does not

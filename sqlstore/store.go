@@ -81,10 +81,15 @@ type Store struct {
 	noSearch bool
 }
 
+// What the store implements: the Store and every optional ability.
 var (
 	_ recall.Store           = (*Store)(nil)
+	_ recall.Searcher        = (*Store)(nil)
 	_ storekit.Cleaner       = (*Store)(nil)
 	_ storekit.ProjectLister = (*Store)(nil)
+	_ storekit.Forker        = (*Store)(nil)
+	_ storekit.ItemPager     = (*Store)(nil)
+	_ storekit.Purger        = (*Store)(nil)
 )
 
 // backend is what differs between the two dialects: how statements run,
