@@ -129,12 +129,8 @@ func ChangeMeta(ctx context.Context, s Store, key Key, c MetaChange) (Meta, erro
 	}
 	e := NewEntry(KindMeta, c)
 	if c.ClearMetadata || len(c.Metadata) == 0 {
-		// The result does not depend on the metadata the session holds.
-		if c.ClearMetadata {
-			if err := ValidateMetadata(mergeMetadata(nil, c)); err != nil {
-				return Meta{}, fmt.Errorf("recall: change %s: %w", key, err)
-			}
-		}
+		// The result does not depend on the metadata the session holds,
+		// and validateMetadataChange has checked every pair it keeps.
 		return appendChange(ctx, s, key, e)
 	}
 	for range maxGuardRetries {
