@@ -7,9 +7,10 @@
 // contracts every backend shares ([Key], [Item], [Entry], [Meta], the
 // [Store] and [Session] interfaces and the optional abilities a store may
 // have, [Guard]), the reducer that turns an entry log into the item list a
-// model sees ([Replay]), the operations that work on any store ([Create],
-// [Fork], [RemoveItem], [SetTitle], [ChangeMeta], [Cleanup], [Search],
-// ...), the limits and the sentinel errors. Backends are leaf packages
+// model sees ([Replay]), the session handle whose methods work on any store
+// ([StoreSession.Create], [StoreSession.Fork], [StoreSession.ChangeMeta],
+// [StoreSession.SetTitle], [StoreSession.RemoveItem], ...), the functions on
+// a whole store ([Cleanup], [Search], [Projects]), the limits and the sentinel errors. Backends are leaf packages
 // (memstore, filestore, sqlstore, redisstore, mirror); this package
 // imports none of them. What only a backend author needs lives in package
 // storekit, the search engine the stores share in package search, and the

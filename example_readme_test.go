@@ -41,8 +41,8 @@ func ExampleNewSession_fileStore() {
 	// 0 items before; popped: hello
 }
 
-// The lifecycle functions of the root package work on any store.
-func ExampleCreate_lifecycle() {
+// The lifecycle methods of a session handle work on any store.
+func ExampleStoreSession_Create_lifecycle() {
 	ctx := context.Background()
 	store := memstore.New(memstore.Options{})
 	defer store.Close()
@@ -50,16 +50,17 @@ func ExampleCreate_lifecycle() {
 	newKey := recall.Key{Project: "demo", Session: "ticket-4711-retry"}
 	cutoff := time.Now().AddDate(0, 0, -30)
 
-	m, err := recall.Create(ctx, store, key, recall.CreateOptions{ // listed at once; ErrConflict if it exists
+	sess := recall.NewSession(store, key)            // a handle: nothing is read or written yet
+	m, err := sess.Create(ctx, recall.CreateOptions{ // listed at once; ErrConflict if it exists
 		Title: "Ticket 4711", Metadata: map[string]string{"tier": "gold"}, // 16 pairs, 64-byte keys, 512-byte values
 		Items: []recall.Item{recall.Message("user", "My order is late."), recall.Message("assistant", "Let me check.")}})
-	m, err = recall.ChangeMeta(ctx, store, key, recall.MetaChange{ // one change, one entry:
+	m, err = sess.ChangeMeta(ctx, recall.MetaChange{ // one change, one entry:
 		Pinned: new(true), Metadata: map[string]*string{"tier": nil}}) // nil removes a pair
-	live, lastSeq, err := store.Items(ctx, key, 0)                         // the view and the seq it was read at
-	page, err := recall.ReadItems(ctx, store, key, recall.ItemPageOptions{ // one page by position:
+	live, lastSeq, err := store.Items(ctx, key, 0)           // the view and the seq it was read at
+	page, err := sess.ReadItems(ctx, recall.ItemPageOptions{ // one page by position:
 		Limit: 20, Oldest: true, After: live[0].Ref}) // O(page) on every store here
-	fork, err := recall.Fork(ctx, store, key, lastSeq, newKey)                       // the view as of a seq, as a new session
-	removed, err := recall.RemoveItem(ctx, store, key, live[1].Ref)                  // any one item; the log keeps it
+	fork, err := sess.Fork(ctx, lastSeq, newKey)                                     // the view as of a seq, as a new session
+	removed, err := sess.RemoveItem(ctx, live[1].Ref)                                // any one item; the log keeps it
 	rep, err := recall.Cleanup(ctx, store, recall.CleanupOptions{OlderThan: cutoff}) // untouched since the cutoff, unpinned
 
 	if err != nil {

@@ -98,7 +98,7 @@ func ExampleStore_List() {
 
 // Fork copies a conversation as it stood at a seq into a new session; the
 // original is untouched.
-func ExampleFork() {
+func ExampleStoreSession_Fork() {
 	ctx := context.Background()
 	store := memstore.New(memstore.Options{})
 	defer store.Close()
@@ -110,7 +110,7 @@ func ExampleFork() {
 	_ = sess.AddItems(ctx, recall.Message("user", "No, to the coast.")) // seq 3
 
 	alt := recall.Key{Project: "demo", Session: "chat-1-alt"}
-	m, err := recall.Fork(ctx, store, orig, 2, alt)
+	m, err := recall.NewSession(store, orig).Fork(ctx, 2, alt)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func ExampleFork() {
 }
 
 // A title set by the user wins over generated ones.
-func ExampleSetTitle() {
+func ExampleStoreSession_SetTitle() {
 	ctx := context.Background()
 	store := memstore.New(memstore.Options{})
 	defer store.Close()
@@ -143,9 +143,9 @@ func ExampleSetTitle() {
 		}
 		fmt.Printf("%q (%s)\n", m.Title, m.TitleSource)
 	}
-	show(recall.SetTitle(ctx, store, key, "Greeting", recall.TitleAuto))
-	show(recall.SetTitle(ctx, store, key, "My first\nchat", recall.TitleUser))
-	show(recall.SetTitle(ctx, store, key, "Generated later", recall.TitleAuto))
+	show(recall.NewSession(store, key).SetTitle(ctx, "Greeting", recall.TitleAuto))
+	show(recall.NewSession(store, key).SetTitle(ctx, "My first\nchat", recall.TitleUser))
+	show(recall.NewSession(store, key).SetTitle(ctx, "Generated later", recall.TitleAuto))
 
 	// Output:
 	// "Greeting" (auto)
@@ -172,25 +172,26 @@ func ExampleNewSessionID() {
 
 // Create makes a session before it has items, as the OpenAI Conversations
 // API does; it is listed at once. Creating it again is a conflict.
-func ExampleCreate() {
+func ExampleStoreSession_Create() {
 	ctx := context.Background()
 	store := memstore.New(memstore.Options{})
 	defer store.Close()
 
 	key := recall.Key{Project: "demo", Session: "conv-1"}
-	m, err := recall.Create(ctx, store, key, recall.CreateOptions{
+	m, err := recall.NewSession(store, key).Create(ctx, recall.CreateOptions{
 		Title:    "Support ticket 4711",
 		Metadata: map[string]string{"customer": "acme", "tier": "gold"},
 	})
+
 	if err != nil {
 		log.Fatal(err)
 	}
 	fmt.Printf("%s: %q, %d items, metadata %v\n", m.Key.Session, m.Title, m.ItemCount, m.Metadata)
 
-	_, err = recall.Create(ctx, store, key, recall.CreateOptions{})
+	_, err = recall.NewSession(store, key).Create(ctx, recall.CreateOptions{})
 	fmt.Println("again:", errors.Is(err, recall.ErrConflict))
 
-	m, _ = recall.ChangeMeta(ctx, store, key, recall.MetaChange{Metadata: map[string]*string{"tier": nil, "status": ptr("open")}})
+	m, _ = recall.NewSession(store, key).ChangeMeta(ctx, recall.MetaChange{Metadata: map[string]*string{"tier": nil, "status": ptr("open")}})
 	fmt.Println("merged:", m.Metadata)
 
 	// Output:
@@ -203,7 +204,7 @@ func ptr(s string) *string { return &s }
 
 // RemoveItem removes any one item of the view by its reference; the log
 // keeps it.
-func ExampleRemoveItem() {
+func ExampleStoreSession_RemoveItem() {
 	ctx := context.Background()
 	store := memstore.New(memstore.Options{})
 	defer store.Close()
@@ -213,7 +214,7 @@ func ExampleRemoveItem() {
 		recall.Message("user", "one"), recall.Message("user", "two"), recall.Message("user", "three"))
 
 	live, _, _ := store.Items(ctx, key, 0)
-	removed, err := recall.RemoveItem(ctx, store, key, live[1].Ref)
+	removed, err := recall.NewSession(store, key).RemoveItem(ctx, live[1].Ref)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -223,7 +224,7 @@ func ExampleRemoveItem() {
 	for _, it := range items {
 		fmt.Println("left:", it.Text())
 	}
-	_, err = recall.RemoveItem(ctx, store, key, live[1].Ref)
+	_, err = recall.NewSession(store, key).RemoveItem(ctx, live[1].Ref)
 	fmt.Println("again:", errors.Is(err, recall.ErrNotFound))
 
 	// Output:

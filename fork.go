@@ -20,14 +20,15 @@ type forker interface {
 // (storekit.Forker); otherwise Fork loads the source's log, derives the
 // view at atSeq with Replay, and appends the fork's log to newKey in one
 // batch guarded by IfNew, which is atomic in every store.
-func Fork(ctx context.Context, s Store, key Key, atSeq int64, newKey Key) (Meta, error) {
-	if f, ok := As[forker](s); ok {
+func (s *StoreSession) Fork(ctx context.Context, atSeq int64, newKey Key) (Meta, error) {
+	st, key := s.store, s.key
+	if f, ok := As[forker](st); ok {
 		return f.Fork(ctx, key, atSeq, newKey)
 	}
 	if err := newKey.Validate(); err != nil {
 		return Meta{}, fmt.Errorf("recall: fork onto: %w", err)
 	}
-	_, entries, err := s.Load(ctx, key)
+	_, entries, err := st.Load(ctx, key)
 	if err != nil {
 		return Meta{}, fmt.Errorf("recall: fork %s: %w", key, err)
 	}
@@ -38,10 +39,10 @@ func Fork(ctx context.Context, s Store, key Key, atSeq int64, newKey Key) (Meta,
 	// The fork's log: a fork entry, then the view's items (copies already:
 	// Load returns copies). Append assigns seqs and times.
 	log := append([]Entry{NewEntry(KindFork, ForkOrigin{Key: key, Seq: at})}, ItemEntries(PlainItems(live)...)...)
-	if _, err := s.Append(ctx, newKey, IfNew(), log...); err != nil {
+	if _, err := st.Append(ctx, newKey, IfNew(), log...); err != nil {
 		return Meta{}, fmt.Errorf("recall: fork %s onto %s: %w", key, newKey, err)
 	}
-	return s.Stat(ctx, newKey)
+	return st.Stat(ctx, newKey)
 }
 
 // ViewAt returns the view of the log entries (a session's whole log in

@@ -48,15 +48,16 @@ type itemPager interface {
 // the page itself. Otherwise ReadItems reads the newest Limit+1 items with
 // Items when that covers the page (newest first from the newest item) and
 // the whole view otherwise.
-func ReadItems(ctx context.Context, s Store, key Key, opts ItemPageOptions) (ItemPage, error) {
-	if p, ok := As[itemPager](s); ok {
+func (s *StoreSession) ReadItems(ctx context.Context, opts ItemPageOptions) (ItemPage, error) {
+	st, key := s.store, s.key
+	if p, ok := As[itemPager](st); ok {
 		return p.ReadItems(ctx, key, opts)
 	}
 	n := 0
 	if !opts.Oldest && opts.After == (ItemRef{}) && opts.Limit > 0 {
 		n = opts.Limit + 1
 	}
-	live, last, err := s.Items(ctx, key, n)
+	live, last, err := st.Items(ctx, key, n)
 	if err != nil {
 		return ItemPage{}, err
 	}

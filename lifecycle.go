@@ -33,7 +33,8 @@ type CreateOptions struct {
 // returns its metadata. The session is listed at once (with 0 items when
 // empty); its log starts with a create entry. Creating a session that
 // exists is ErrConflict and writes nothing.
-func Create(ctx context.Context, s Store, key Key, opts CreateOptions) (Meta, error) {
+func (s *StoreSession) Create(ctx context.Context, opts CreateOptions) (Meta, error) {
+	st, key := s.store, s.key
 	if err := ValidateMetadata(opts.Metadata); err != nil {
 		return Meta{}, fmt.Errorf("recall: create %s: %w", key, err)
 	}
@@ -49,17 +50,18 @@ func Create(ctx context.Context, s Store, key Key, opts CreateOptions) (Meta, er
 		entries = append(entries, NewEntry(KindMeta, MetaChange{Metadata: pointers(opts.Metadata)}))
 	}
 	entries = append(entries, ItemEntries(opts.Items...)...)
-	if _, err := s.Append(ctx, key, IfNew(), entries...); err != nil {
+	if _, err := st.Append(ctx, key, IfNew(), entries...); err != nil {
 		return Meta{}, err
 	}
-	return s.Stat(ctx, key)
+	return st.Stat(ctx, key)
 }
 
 // SetTitle sets the session's title. An auto title never replaces a user
 // title: the call then changes nothing and returns the current metadata.
 // An empty title removes the title. Newlines become spaces. A missing
 // session is ErrNotFound.
-func SetTitle(ctx context.Context, s Store, key Key, title string, source TitleSource) (Meta, error) {
+func (s *StoreSession) SetTitle(ctx context.Context, title string, source TitleSource) (Meta, error) {
+	st, key := s.store, s.key
 	if source != TitleAuto && source != TitleUser {
 		return Meta{}, fmt.Errorf("recall: set title of %s: unknown source %q", key, source)
 	}
@@ -68,7 +70,7 @@ func SetTitle(ctx context.Context, s Store, key Key, title string, source TitleS
 		return Meta{}, fmt.Errorf("recall: set title of %s: %w", key, err)
 	}
 	if source == TitleAuto {
-		m, err := s.Stat(ctx, key)
+		m, err := st.Stat(ctx, key)
 		if err != nil {
 			return Meta{}, err
 		}
@@ -76,7 +78,7 @@ func SetTitle(ctx context.Context, s Store, key Key, title string, source TitleS
 			return m, nil // Apply would ignore the entry anyway
 		}
 	}
-	return appendChange(ctx, s, key, e)
+	return appendChange(ctx, st, key, e)
 }
 
 func titleEntry(title string, source TitleSource) (Entry, error) {
@@ -118,7 +120,8 @@ func checkString(what, s string) error {
 // ValidateMetadata once merged is ErrInvalidMetadata. Either writes
 // nothing, and the check of the merged metadata and the write are one
 // atomic step.
-func ChangeMeta(ctx context.Context, s Store, key Key, c MetaChange) (Meta, error) {
+func (s *StoreSession) ChangeMeta(ctx context.Context, c MetaChange) (Meta, error) {
+	st, key := s.store, s.key
 	for _, l := range c.Labels {
 		if err := checkString("label", l); err != nil {
 			return Meta{}, fmt.Errorf("recall: change %s: %w", key, err)
@@ -131,24 +134,24 @@ func ChangeMeta(ctx context.Context, s Store, key Key, c MetaChange) (Meta, erro
 	if c.ClearMetadata || len(c.Metadata) == 0 {
 		// The result does not depend on the metadata the session holds,
 		// and validateMetadataChange has checked every pair it keeps.
-		return appendChange(ctx, s, key, e)
+		return appendChange(ctx, st, key, e)
 	}
 	for range maxGuardRetries {
-		m, err := s.Stat(ctx, key)
+		m, err := st.Stat(ctx, key)
 		if err != nil {
 			return Meta{}, err
 		}
 		if err := ValidateMetadata(mergeMetadata(m.Metadata, c)); err != nil {
 			return Meta{}, fmt.Errorf("recall: change %s: %w", key, err)
 		}
-		_, err = s.Append(ctx, key, IfLastSeq(m.LastSeq), e)
+		_, err = st.Append(ctx, key, IfLastSeq(m.LastSeq), e)
 		if errors.Is(err, ErrConflict) {
 			continue // written meanwhile: merge into what it holds now
 		}
 		if err != nil {
 			return Meta{}, err
 		}
-		return s.Stat(ctx, key)
+		return st.Stat(ctx, key)
 	}
 	return Meta{}, fmt.Errorf("recall: change %s: %w: the session kept changing", key, ErrConflict)
 }
@@ -166,9 +169,10 @@ func appendChange(ctx context.Context, s Store, key Key, e Entry) (Meta, error) 
 // popped, cleared or compacted away) is ErrNotFound and writes nothing;
 // the check and the write are one atomic step. Pop is the newest-item
 // case.
-func RemoveItem(ctx context.Context, s Store, key Key, ref ItemRef) (Item, error) {
+func (s *StoreSession) RemoveItem(ctx context.Context, ref ItemRef) (Item, error) {
+	st, key := s.store, s.key
 	for range maxGuardRetries {
-		live, last, err := s.Items(ctx, key, 0)
+		live, last, err := st.Items(ctx, key, 0)
 		if err != nil {
 			return nil, err
 		}
@@ -182,7 +186,7 @@ func RemoveItem(ctx context.Context, s Store, key Key, ref ItemRef) (Item, error
 		if found == nil {
 			return nil, fmt.Errorf("recall: remove item %d.%d of %s: %w", ref.Seq, ref.Index, key, ErrNotFound)
 		}
-		_, err = s.Append(ctx, key, IfLastSeq(last), NewEntry(KindRemove, ref))
+		_, err = st.Append(ctx, key, IfLastSeq(last), NewEntry(KindRemove, ref))
 		if errors.Is(err, ErrConflict) {
 			continue
 		}

@@ -31,7 +31,7 @@ func (n *native) Search(ctx context.Context, opts recall.SearchOptions) (recall.
 
 func (n *native) Fork(ctx context.Context, key recall.Key, atSeq int64, newKey recall.Key) (recall.Meta, error) {
 	n.forks++
-	return recall.Fork(ctx, n.Store, key, atSeq, newKey)
+	return recall.NewSession(n.Store, key).Fork(ctx, atSeq, newKey)
 }
 
 // TestHelpersFindAbilitiesThroughWrappers checks that As and the helpers
@@ -44,13 +44,13 @@ func TestHelpersFindAbilitiesThroughWrappers(t *testing.T) {
 	n := &native{Store: mem}
 	var s recall.Store = observer{observer{n}}
 	key := recall.Key{Project: "p", Session: "s"}
-	if _, err := recall.Create(ctx, s, key, recall.CreateOptions{Items: []recall.Item{recall.Message("user", "hello there")}}); err != nil {
+	if _, err := recall.NewSession(s, key).Create(ctx, recall.CreateOptions{Items: []recall.Item{recall.Message("user", "hello there")}}); err != nil {
 		t.Fatal(err)
 	}
 	if p, err := recall.Search(ctx, s, recall.SearchOptions{Query: "hello"}); err != nil || len(p.Hits) != 1 || n.searches != 1 {
 		t.Errorf("Search through wrappers: %d hits, %v; the store's own Search ran %d times", len(p.Hits), err, n.searches)
 	}
-	if _, err := recall.Fork(ctx, s, key, 0, recall.Key{Project: "p", Session: "f"}); err != nil || n.forks != 1 {
+	if _, err := recall.NewSession(s, key).Fork(ctx, 0, recall.Key{Project: "p", Session: "f"}); err != nil || n.forks != 1 {
 		t.Errorf("Fork through wrappers: %v; the store's own Fork ran %d times", err, n.forks)
 	}
 	for name, found := range map[string]bool{

@@ -184,7 +184,7 @@ func (res *Result) title(ctx context.Context, opts RunOptions, history []recall.
 	}
 	// SetTitle leaves a user title alone, even one set while the titler
 	// ran, and Meta.Apply enforces the same rule on replay.
-	m, err = recall.SetTitle(ctx, store, key, t, recall.TitleAuto)
+	m, err = recall.NewSession(store, key).SetTitle(ctx, t, recall.TitleAuto)
 	if err != nil {
 		return err
 	}

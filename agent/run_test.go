@@ -415,7 +415,7 @@ func TestTitleNeverOverwritesUserTitle(t *testing.T) {
 	if err := f.sess.AddItems(ctx, recall.Message("user", "earlier")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := recall.SetTitle(ctx, f.store, f.sess.Key(), "Mine", recall.TitleUser); err != nil {
+	if _, err := recall.NewSession(f.store, f.sess.Key()).SetTitle(ctx, "Mine", recall.TitleUser); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := agent.Run(ctx, a, agent.UserText("hi"), agent.RunOptions{Session: f.sess, Titler: gen}); err != nil {
@@ -428,7 +428,7 @@ func TestTitleNeverOverwritesUserTitle(t *testing.T) {
 	// Titled by the user while the title was being generated.
 	var f2 *fixture
 	f2, gen2, _ := titleFixture(t, "Auto Title", func() {
-		if _, err := recall.SetTitle(ctx, f2.store, f2.sess.Key(), "Typed meanwhile", recall.TitleUser); err != nil {
+		if _, err := recall.NewSession(f2.store, f2.sess.Key()).SetTitle(ctx, "Typed meanwhile", recall.TitleUser); err != nil {
 			t.Error(err)
 		}
 	})

@@ -32,7 +32,7 @@ func (s *storeSubject) load(ctx context.Context, session string, limit int) ([]r
 }
 
 func (s *storeSubject) fork(ctx context.Context, src, dst string) error {
-	_, err := recall.Fork(ctx, s.store, s.key(src), 0, s.key(dst))
+	_, err := recall.NewSession(s.store, s.key(src)).Fork(ctx, 0, s.key(dst))
 	return err
 }
 

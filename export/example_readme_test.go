@@ -20,7 +20,7 @@ func ExampleLoad() {
 	defer store.Close()
 	defer other.Close()
 	key := recall.Key{Project: "demo", Session: "chat-1"}
-	if _, err := recall.Create(ctx, store, key, recall.CreateOptions{Title: "Parser", Items: []recall.Item{recall.Message("user", "Fix the parser.")}}); err != nil {
+	if _, err := recall.NewSession(store, key).Create(ctx, recall.CreateOptions{Title: "Parser", Items: []recall.Item{recall.Message("user", "Fix the parser.")}}); err != nil {
 		log.Fatal(err)
 	}
 	w, backup := new(strings.Builder), new(bytes.Buffer)

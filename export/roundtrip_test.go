@@ -42,7 +42,7 @@ var oddItems = []recall.Item{
 func buildRich(t *testing.T, st recall.Store, key recall.Key) {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := recall.Create(ctx, st, key, recall.CreateOptions{Title: "Rich <session>", Metadata: map[string]string{"source": "test", "gone": "soon"}}); err != nil {
+	if _, err := recall.NewSession(st, key).Create(ctx, recall.CreateOptions{Title: "Rich <session>", Metadata: map[string]string{"source": "test", "gone": "soon"}}); err != nil {
 		t.Fatal(err)
 	}
 	add := func(u *recall.Usage, items ...recall.Item) {
@@ -63,19 +63,19 @@ func buildRich(t *testing.T, st recall.Store, key recall.Key) {
 			t.Fatal(err)
 		}
 	}
-	must(recall.SetTitle(ctx, st, key, "auto title, ignored", recall.TitleAuto))
-	must(recall.SetTitle(ctx, st, key, "Rich \"session\" <b>", recall.TitleUser))
-	must(recall.ChangeMeta(ctx, st, key, recall.MetaChange{Labels: []string{"export", "test"}, SetLabels: true}))
-	must(recall.ChangeMeta(ctx, st, key, recall.MetaChange{Pinned: new(true)}))
-	must(recall.ChangeMeta(ctx, st, key, recall.MetaChange{Archived: new(true)}))
+	must(recall.NewSession(st, key).SetTitle(ctx, "auto title, ignored", recall.TitleAuto))
+	must(recall.NewSession(st, key).SetTitle(ctx, "Rich \"session\" <b>", recall.TitleUser))
+	must(recall.NewSession(st, key).ChangeMeta(ctx, recall.MetaChange{Labels: []string{"export", "test"}, SetLabels: true}))
+	must(recall.NewSession(st, key).ChangeMeta(ctx, recall.MetaChange{Pinned: new(true)}))
+	must(recall.NewSession(st, key).ChangeMeta(ctx, recall.MetaChange{Archived: new(true)}))
 	gone := (*string)(nil)
-	must(recall.ChangeMeta(ctx, st, key, recall.MetaChange{Metadata: map[string]*string{"gone": gone, "added": ptr("yes")}}))
+	must(recall.NewSession(st, key).ChangeMeta(ctx, recall.MetaChange{Metadata: map[string]*string{"gone": gone, "added": ptr("yes")}}))
 	must(st.Pop(ctx, key))
 	live, _, err := st.Items(ctx, key, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	must(recall.RemoveItem(ctx, st, key, live[1].Ref))
+	must(recall.NewSession(st, key).RemoveItem(ctx, live[1].Ref))
 	must(st.Append(ctx, key, recall.IfExists(), recall.Entry{Kind: recall.KindClear}))
 	add(&recall.Usage{InputTokens: 100, OutputTokens: 7, TotalTokens: 107}, oddItems[6:]...)
 	m, err := st.Stat(ctx, key)
@@ -236,7 +236,7 @@ func TestJSONLRoundTripEveryStore(t *testing.T) {
 	key := recall.Key{Project: "-home-me-proj", Session: "0199a3f2-1b2c-7d4e-8f00-000000000001"}
 	buildRich(t, src, key)
 	forked := recall.Key{Project: key.Project, Session: "fork-of-rich"}
-	if _, err := recall.Fork(ctx, src, key, 5, forked); err != nil {
+	if _, err := recall.NewSession(src, key).Fork(ctx, 5, forked); err != nil {
 		t.Fatal(err)
 	}
 	for _, tg := range targets {
@@ -302,7 +302,7 @@ func TestJSONLImportConflict(t *testing.T) {
 	src, dst := memstore.New(memstore.Options{}), memstore.New(memstore.Options{})
 	key := recall.Key{Project: "p", Session: "taken"}
 	buildRich(t, src, key)
-	if _, err := recall.Create(ctx, dst, key, recall.CreateOptions{Title: "someone else's", Items: []recall.Item{recall.Message("user", "mine")}}); err != nil {
+	if _, err := recall.NewSession(dst, key).Create(ctx, recall.CreateOptions{Title: "someone else's", Items: []recall.Item{recall.Message("user", "mine")}}); err != nil {
 		t.Fatal(err)
 	}
 	_, theirs, _ := dst.Load(ctx, key)
@@ -399,7 +399,7 @@ func TestJSONLRoundTripDamaged(t *testing.T) {
 	}
 	defer src.Close()
 	key := recall.Key{Project: "p", Session: "damaged"}
-	if _, err := recall.Create(ctx, src, key, recall.CreateOptions{Title: "damaged", Items: []recall.Item{recall.Message("user", "first")}}); err != nil {
+	if _, err := recall.NewSession(src, key).Create(ctx, recall.CreateOptions{Title: "damaged", Items: []recall.Item{recall.Message("user", "first")}}); err != nil {
 		t.Fatal(err)
 	}
 	ts, _ := json.Marshal(storekit.Now())

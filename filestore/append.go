@@ -317,8 +317,8 @@ func (w *writer) cut(size int64) {
 // create makes the log with its first batch in one step (temp file, fsync,
 // link, fsync of the directory), so no reader ever sees an empty or half
 // written new session. The fsyncs do not depend on the sync policy: a
-// fork (recall.Fork appends its whole log with IfNew) and a created
-// session (recall.Create) are durable once Append returns, as a native
+// fork (recall.StoreSession.Fork appends its whole log with IfNew) and a created
+// session (recall.StoreSession.Create) are durable once Append returns, as a native
 // fork was. It returns errRaced when another writer created the log
 // first.
 func (w *writer) create(buf []byte, m recall.Meta, ctl controlLines) error {

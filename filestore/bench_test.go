@@ -382,7 +382,7 @@ func BenchmarkFork10k(b *testing.B) {
 	i := 0
 	for b.Loop() {
 		i++
-		if _, err := recall.Fork(ctx, s, key, 0, recall.Key{Project: "bench", Session: fmt.Sprintf("fork-%d", i)}); err != nil {
+		if _, err := recall.NewSession(s, key).Fork(ctx, 0, recall.Key{Project: "bench", Session: fmt.Sprintf("fork-%d", i)}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -84,13 +84,13 @@ func TestListOrderKeptInStep(t *testing.T) {
 		case 0, 1:
 			_, err = w.Append(ctx, k, recall.Guard{}, recall.ItemEntry(recall.Message("user", "hi")))
 		case 2:
-			_, err = recall.ChangeMeta(ctx, w, k, recall.MetaChange{Archived: new(rng.IntN(2) == 0)})
+			_, err = recall.NewSession(w, k).ChangeMeta(ctx, recall.MetaChange{Archived: new(rng.IntN(2) == 0)})
 		case 3:
-			_, err = recall.ChangeMeta(ctx, w, k, recall.MetaChange{Pinned: new(rng.IntN(2) == 0)})
+			_, err = recall.NewSession(w, k).ChangeMeta(ctx, recall.MetaChange{Pinned: new(rng.IntN(2) == 0)})
 		case 4:
 			err = w.Remove(ctx, k)
 		case 5:
-			_, err = recall.SetTitle(ctx, w, k, fmt.Sprintf("title %d", step), recall.TitleUser)
+			_, err = recall.NewSession(w, k).SetTitle(ctx, fmt.Sprintf("title %d", step), recall.TitleUser)
 		}
 		if err != nil && !errors.Is(err, recall.ErrNotFound) {
 			t.Fatalf("step %d: %v", step, err)

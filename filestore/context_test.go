@@ -63,11 +63,11 @@ func TestEndedContext(t *testing.T) {
 				_, err := s.ReadItems(ctx, key, recall.ItemPageOptions{Limit: 1})
 				return err
 			},
-			"List":        func(s *filestore.Store) error { _, err := s.List(ctx, "", recall.ListOptions{}); return err },
-			"Projects":    func(s *filestore.Store) error { _, err := s.Projects(ctx); return err },
-			"recall.Fork": func(s *filestore.Store) error { _, err := recall.Fork(ctx, s, key, 0, fresh); return err },
-			"recall.Create": func(s *filestore.Store) error {
-				_, err := recall.Create(ctx, s, fresh, recall.CreateOptions{})
+			"List":                     func(s *filestore.Store) error { _, err := s.List(ctx, "", recall.ListOptions{}); return err },
+			"Projects":                 func(s *filestore.Store) error { _, err := s.Projects(ctx); return err },
+			"recall.StoreSession.Fork": func(s *filestore.Store) error { _, err := recall.NewSession(s, key).Fork(ctx, 0, fresh); return err },
+			"recall.StoreSession.Create": func(s *filestore.Store) error {
+				_, err := recall.NewSession(s, fresh).Create(ctx, recall.CreateOptions{})
 				return err
 			},
 		}

@@ -54,7 +54,7 @@ func childChanger() error {
 		case n < 89:
 			_, err = s.Purge(ctx, key())
 		default:
-			_, err = recall.ChangeMeta(ctx, s, key(), recall.MetaChange{Archived: new(rng.IntN(2) == 0)})
+			_, err = recall.NewSession(s, key()).ChangeMeta(ctx, recall.MetaChange{Archived: new(rng.IntN(2) == 0)})
 		}
 		if errors.Is(err, recall.ErrNotFound) || errors.Is(err, recall.ErrConflict) {
 			err = nil

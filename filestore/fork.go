@@ -8,8 +8,8 @@ import (
 	"github.com/recallkit/recall/storekit"
 )
 
-// Fork implements storekit.Forker; recall.Fork calls it. It does what
-// recall.Fork's fallback does (Load, then Append with IfNew) without
+// Fork implements storekit.Forker; recall.StoreSession.Fork calls it. It does what
+// recall.StoreSession.Fork's fallback does (Load, then Append with IfNew) without
 // validating and encoding the items a second time: they come from this
 // store's own log, decoded (and so checked) as it was read. The fork's log
 // is created whole in one step (temp file, fsync, link into place, fsync

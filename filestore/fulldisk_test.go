@@ -161,7 +161,7 @@ func TestFullDisk(t *testing.T) {
 	if _, err := s.Stat(ctx, fresh); !errors.Is(err, recall.ErrNotFound) {
 		t.Errorf("the failed append created the session: Stat = %v", err)
 	}
-	_, err = recall.Fork(ctx, s, key, 0, recall.Key{Project: "p", Session: "fork"})
+	_, err = recall.NewSession(s, key).Fork(ctx, 0, recall.Key{Project: "p", Session: "fork"})
 	wantDiskFull(t, "Fork", err)
 	if _, err := s.Stat(ctx, recall.Key{Project: "p", Session: "fork"}); !errors.Is(err, recall.ErrNotFound) {
 		t.Errorf("the failed fork created the session: Stat = %v", err)

@@ -361,8 +361,8 @@ func makeIndexHome(f *testing.F) indexHome {
 			f.Fatal(err)
 		}
 	}
-	must(recall.ChangeMeta(ctx, s, recall.Key{Project: "p", Session: "s1"}, recall.MetaChange{Archived: new(true)}))
-	must(recall.SetTitle(ctx, s, recall.Key{Project: "p", Session: "s2"}, "titled", recall.TitleUser))
+	must(recall.NewSession(s, recall.Key{Project: "p", Session: "s1"}).ChangeMeta(ctx, recall.MetaChange{Archived: new(true)}))
+	must(recall.NewSession(s, recall.Key{Project: "p", Session: "s2"}).SetTitle(ctx, "titled", recall.TitleUser))
 	if _, err := s.Append(ctx, recall.Key{Project: "p", Session: "s3", Subpath: "subagents/a"}, recall.Guard{}, recall.ItemEntry(recall.Message("user", "sub"))); err != nil {
 		f.Fatal(err)
 	}

@@ -54,9 +54,9 @@ func TestListHeadAgrees(t *testing.T) {
 				err = w.Remove(ctx, key())
 			case 5:
 				if rapid.Bool().Draw(rt, "pin") {
-					_, err = recall.ChangeMeta(ctx, w, key(), recall.MetaChange{Pinned: new(rapid.Bool().Draw(rt, "pinned"))})
+					_, err = recall.NewSession(w, key()).ChangeMeta(ctx, recall.MetaChange{Pinned: new(rapid.Bool().Draw(rt, "pinned"))})
 				} else {
-					_, err = recall.ChangeMeta(ctx, w, key(), recall.MetaChange{Archived: new(rapid.Bool().Draw(rt, "archived"))})
+					_, err = recall.NewSession(w, key()).ChangeMeta(ctx, recall.MetaChange{Archived: new(rapid.Bool().Draw(rt, "archived"))})
 				}
 			case 6:
 				err = filestore.Rewrite(w, "p")

@@ -214,7 +214,7 @@ func TestIndexRewrittenInPlace(t *testing.T) {
 		t.Fatal(err)
 	}
 	other := openStore(t, t.TempDir())
-	if _, err := recall.SetTitle(ctx, other, key, "x", recall.TitleUser); err == nil {
+	if _, err := recall.NewSession(other, key).SetTitle(ctx, "x", recall.TitleUser); err == nil {
 		t.Fatal("SetTitle of a missing session succeeded")
 	}
 	var items []recall.Item
@@ -224,7 +224,7 @@ func TestIndexRewrittenInPlace(t *testing.T) {
 	if err := recall.NewSession(other, key).AddItems(ctx, items...); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := recall.SetTitle(ctx, other, key, "edited title", recall.TitleUser); err != nil {
+	if _, err := recall.NewSession(other, key).SetTitle(ctx, "edited title", recall.TitleUser); err != nil {
 		t.Fatal(err)
 	}
 	newData, _ := os.ReadFile(logPath(t, other, key))

@@ -176,7 +176,7 @@ func TestReadItemsWhileWriting(t *testing.T) {
 	for _, r := range reads {
 		cut := entries[:r.page.LastSeq] // seqs are 1, 2, ...: entry i has seq i+1
 		_, view := recall.Replay(key, cut)
-		want, err := recall.ReadItems(ctx, replayStore{view: view, last: r.page.LastSeq}, key, r.opts)
+		want, err := recall.NewSession(replayStore{view: view, last: r.page.LastSeq}, key).ReadItems(ctx, r.opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -188,7 +188,7 @@ func TestReadItemsWhileWriting(t *testing.T) {
 }
 
 // replayStore is a recall.Store that answers Items from a view, for
-// recall.ReadItems's generic path; its other methods are never called.
+// recall.StoreSession.ReadItems's generic path; its other methods are never called.
 type replayStore struct {
 	recall.Store
 	view []recall.LiveItem

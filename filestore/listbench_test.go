@@ -25,7 +25,7 @@ func BenchmarkListAmongProjects(b *testing.B) {
 		create := func(project string, n int) {
 			for i := range n {
 				key := recall.Key{Project: project, Session: fmt.Sprintf("s%04d", i)}
-				if _, err := recall.Create(ctx, s, key, recall.CreateOptions{Items: []recall.Item{item500(i)}}); err != nil {
+				if _, err := recall.NewSession(s, key).Create(ctx, recall.CreateOptions{Items: []recall.Item{item500(i)}}); err != nil {
 					b.Fatal(err)
 				}
 			}

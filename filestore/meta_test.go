@@ -35,29 +35,32 @@ func TestMetadataAndUpdatedInTheIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Everything but conversation happens to the older one, now.
-	if _, err := recall.ChangeMeta(ctx, s, older, recall.MetaChange{ClearMetadata: true, Metadata: map[string]*string{"topic": new("billing"), "ticket": new("42")}}); err != nil {
+	if _, err := recall.NewSession(s, older).ChangeMeta(ctx, recall.MetaChange{ClearMetadata: true, Metadata: map[string]*string{"topic": new("billing"), "ticket": new("42")}}); err != nil {
 		t.Fatal(err)
 	}
 	v := "7"
-	if _, err := recall.ChangeMeta(ctx, s, older, recall.MetaChange{Metadata: map[string]*string{"ticket": nil, "priority": &v}}); err != nil {
+	if _, err := recall.NewSession(s, older).ChangeMeta(ctx, recall.MetaChange{Metadata: map[string]*string{"ticket": nil, "priority": &v}}); err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range []func() error{
 		func() error {
-			_, err := recall.ChangeMeta(ctx, s, older, recall.MetaChange{Pinned: new(true)})
+			_, err := recall.NewSession(s, older).ChangeMeta(ctx, recall.MetaChange{Pinned: new(true)})
 			return err
 		},
 		func() error {
-			_, err := recall.ChangeMeta(ctx, s, older, recall.MetaChange{Pinned: new(false)})
-			return err
-		},
-		func() error { _, err := recall.SetTitle(ctx, s, older, "Billing", recall.TitleUser); return err },
-		func() error {
-			_, err := recall.ChangeMeta(ctx, s, older, recall.MetaChange{Labels: []string{"x"}, SetLabels: true})
+			_, err := recall.NewSession(s, older).ChangeMeta(ctx, recall.MetaChange{Pinned: new(false)})
 			return err
 		},
 		func() error {
-			_, err := recall.ChangeMeta(ctx, s, older, recall.MetaChange{Archived: new(false)})
+			_, err := recall.NewSession(s, older).SetTitle(ctx, "Billing", recall.TitleUser)
+			return err
+		},
+		func() error {
+			_, err := recall.NewSession(s, older).ChangeMeta(ctx, recall.MetaChange{Labels: []string{"x"}, SetLabels: true})
+			return err
+		},
+		func() error {
+			_, err := recall.NewSession(s, older).ChangeMeta(ctx, recall.MetaChange{Archived: new(false)})
 			return err
 		},
 	} {

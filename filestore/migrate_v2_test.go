@@ -78,7 +78,7 @@ func TestListRemovesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	key := recall.Key{Project: "p", Session: "a"}
-	if _, err := recall.Create(ctx, s, key, recall.CreateOptions{Items: []recall.Item{recall.Message("user", "hi")}}); err != nil {
+	if _, err := recall.NewSession(s, key).Create(ctx, recall.CreateOptions{Items: []recall.Item{recall.Message("user", "hi")}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.List(ctx, "p", recall.ListOptions{}); err != nil {

@@ -32,7 +32,7 @@ func TestPinnedRecords(t *testing.T) {
 	pinned := map[string]bool{}
 	pin := func(s *Store, i int, on bool) {
 		t.Helper()
-		if _, err := recall.ChangeMeta(ctx, s, key(i), recall.MetaChange{Pinned: new(on)}); err != nil {
+		if _, err := recall.NewSession(s, key(i)).ChangeMeta(ctx, recall.MetaChange{Pinned: new(on)}); err != nil {
 			t.Fatal(err)
 		}
 		if on {
@@ -54,7 +54,7 @@ func TestPinnedRecords(t *testing.T) {
 	if _, err := s.Append(ctx, sub, recall.Guard{}, recall.ItemEntry(recall.Message("user", "sub"))); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := recall.ChangeMeta(ctx, s, sub, recall.MetaChange{Pinned: new(true)}); err != nil {
+	if _, err := recall.NewSession(s, sub).ChangeMeta(ctx, recall.MetaChange{Pinned: new(true)}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -99,7 +99,7 @@ func TestPinnedRecords(t *testing.T) {
 
 	pin(s, 13, false)
 	pin(s, 20, true)
-	if _, err := recall.ChangeMeta(ctx, s, key(23), recall.MetaChange{Archived: new(true)}); err != nil {
+	if _, err := recall.NewSession(s, key(23)).ChangeMeta(ctx, recall.MetaChange{Archived: new(true)}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Remove(ctx, key(33)); err != nil {

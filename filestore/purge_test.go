@@ -42,7 +42,7 @@ func purgeFill(t testing.TB, s *filestore.Store, key recall.Key, items, size int
 			t.Fatal(err)
 		}
 		if i == 0 {
-			if _, err := recall.SetTitle(ctx, s, key, "before the cut", recall.TitleUser); err != nil {
+			if _, err := recall.NewSession(s, key).SetTitle(ctx, "before the cut", recall.TitleUser); err != nil {
 				t.Fatal(err)
 			}
 			f, err := os.OpenFile(logPath(t, s, key), os.O_WRONLY|os.O_APPEND, 0)
@@ -53,10 +53,10 @@ func purgeFill(t testing.TB, s *filestore.Store, key recall.Key, items, size int
 			f.Close()
 		}
 	}
-	if _, err := recall.ChangeMeta(ctx, s, key, recall.MetaChange{Pinned: new(true)}); err != nil {
+	if _, err := recall.NewSession(s, key).ChangeMeta(ctx, recall.MetaChange{Pinned: new(true)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := recall.ChangeMeta(ctx, s, key, recall.MetaChange{Labels: []string{"a", "b"}, SetLabels: true}); err != nil {
+	if _, err := recall.NewSession(s, key).ChangeMeta(ctx, recall.MetaChange{Labels: []string{"a", "b"}, SetLabels: true}); err != nil {
 		t.Fatal(err)
 	}
 	live, _, err := s.Items(ctx, key, 0)

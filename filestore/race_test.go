@@ -94,7 +94,7 @@ func childRace() error {
 					return fmt.Errorf("pop: %w", err)
 				}
 			case 5:
-				if _, err := recall.SetTitle(ctx, s, verifyKey, fmt.Sprintf("title %d", b), recall.TitleAuto); err != nil {
+				if _, err := recall.NewSession(s, verifyKey).SetTitle(ctx, fmt.Sprintf("title %d", b), recall.TitleAuto); err != nil {
 					return fmt.Errorf("title: %w", err)
 				}
 			}
@@ -207,29 +207,29 @@ func TestGhostAcrossProcesses(t *testing.T) {
 		do   func(recall.Key) error
 	}{
 		{"SetTitle", func(k recall.Key) error {
-			_, err := recall.SetTitle(ctx, s, k, "a title", recall.TitleUser)
+			_, err := recall.NewSession(s, k).SetTitle(ctx, "a title", recall.TitleUser)
 			return err
 		}},
 		{"SetPinned", func(k recall.Key) error {
-			_, err := recall.ChangeMeta(ctx, s, k, recall.MetaChange{Pinned: new(true)})
+			_, err := recall.NewSession(s, k).ChangeMeta(ctx, recall.MetaChange{Pinned: new(true)})
 			return err
 		}},
 		{"SetArchived", func(k recall.Key) error {
-			_, err := recall.ChangeMeta(ctx, s, k, recall.MetaChange{Archived: new(true)})
+			_, err := recall.NewSession(s, k).ChangeMeta(ctx, recall.MetaChange{Archived: new(true)})
 			return err
 		}},
 		{"SetLabels", func(k recall.Key) error {
-			_, err := recall.ChangeMeta(ctx, s, k, recall.MetaChange{Labels: []string{"x", "y"}, SetLabels: true})
+			_, err := recall.NewSession(s, k).ChangeMeta(ctx, recall.MetaChange{Labels: []string{"x", "y"}, SetLabels: true})
 			return err
 		}},
 		{"Clear", func(k recall.Key) error { return recall.NewSession(s, k).Clear(ctx) }},
 		{"SetMetadata", func(k recall.Key) error {
-			_, err := recall.ChangeMeta(ctx, s, k, recall.MetaChange{ClearMetadata: true, Metadata: map[string]*string{"k": new("v")}})
+			_, err := recall.NewSession(s, k).ChangeMeta(ctx, recall.MetaChange{ClearMetadata: true, Metadata: map[string]*string{"k": new("v")}})
 			return err
 		}},
 		{"MergeMetadata", func(k recall.Key) error {
 			v := "w"
-			_, err := recall.ChangeMeta(ctx, s, k, recall.MetaChange{Metadata: map[string]*string{"k2": &v}})
+			_, err := recall.NewSession(s, k).ChangeMeta(ctx, recall.MetaChange{Metadata: map[string]*string{"k2": &v}})
 			return err
 		}},
 	}

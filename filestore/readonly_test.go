@@ -111,9 +111,9 @@ func checkReadOnly(home string, want map[recall.Key][]recall.Item, errno error) 
 			return err
 		}},
 		{"Pop", func() error { _, err := s.Pop(ctx, a); return err }},
-		{"SetTitle", func() error { _, err := recall.SetTitle(ctx, s, a, "t", recall.TitleUser); return err }},
+		{"SetTitle", func() error { _, err := recall.NewSession(s, a).SetTitle(ctx, "t", recall.TitleUser); return err }},
 		{"Fork", func() error {
-			_, err := recall.Fork(ctx, s, a, 0, recall.Key{Project: "p", Session: "fork"})
+			_, err := recall.NewSession(s, a).Fork(ctx, 0, recall.Key{Project: "p", Session: "fork"})
 			return err
 		}},
 		{"Remove", func() error { return s.Remove(ctx, recall.Key{Project: "p", Session: "b"}) }},

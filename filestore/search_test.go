@@ -170,7 +170,7 @@ func TestSearchFinds(t *testing.T) {
 	b := recall.Key{Project: "q", Session: "b"}
 	appendItems(t, s, a, recall.Message("user", "Where did we fix the Tokenizer?"), recall.Message("assistant", "在 tokenizer.go 里"))
 	appendItems(t, s, b, recall.Message("user", "我叫张三，住在北京"), recall.Message("assistant", "你好 张三"))
-	if _, err := recall.SetTitle(ctx, s, b, "张三的会话", recall.TitleUser); err != nil {
+	if _, err := recall.NewSession(s, b).SetTitle(ctx, "张三的会话", recall.TitleUser); err != nil {
 		t.Fatal(err)
 	}
 	appendItems(t, s, recall.Key{Project: "p", Session: "n"}, recall.Message("user", "a nul\x00byte inside"))
@@ -250,7 +250,7 @@ func randomOps(t *testing.T, s *filestore.Store, rng *rand.Rand, n int) {
 		case op == 9:
 			var live []recall.LiveItem
 			if live, _, err = s.Items(ctx, k, 0); err == nil && len(live) > 0 {
-				_, err = recall.RemoveItem(ctx, s, k, live[rng.IntN(len(live))].Ref)
+				_, err = recall.NewSession(s, k).RemoveItem(ctx, live[rng.IntN(len(live))].Ref)
 			}
 		case op == 10:
 			err = recall.NewSession(s, k).Clear(ctx)
@@ -261,16 +261,16 @@ func randomOps(t *testing.T, s *filestore.Store, rng *rand.Rand, n int) {
 					Through: last, Items: []recall.Item{recall.Message("assistant", "summary: "+randomText(rng)), recall.Message("user", randomText(rng))}}))
 			}
 		case op == 12:
-			_, err = recall.SetTitle(ctx, s, k, randomText(rng), recall.TitleUser)
+			_, err = recall.NewSession(s, k).SetTitle(ctx, randomText(rng), recall.TitleUser)
 		case op == 13:
-			_, err = recall.ChangeMeta(ctx, s, k, recall.MetaChange{Archived: new(rng.IntN(2) == 0)})
+			_, err = recall.NewSession(s, k).ChangeMeta(ctx, recall.MetaChange{Archived: new(rng.IntN(2) == 0)})
 		case op == 14:
 			err = s.Remove(ctx, k)
 		case op == 15:
 			to := keys[rng.IntN(len(keys))]
 			if to != k {
 				if err = s.Remove(ctx, to); err == nil || strings.Contains(err.Error(), "not found") {
-					_, err = recall.Fork(ctx, s, k, 0, to)
+					_, err = recall.NewSession(s, k).Fork(ctx, 0, to)
 				}
 			}
 		case op == 16:
@@ -356,7 +356,7 @@ func TestSearchCatchesUp(t *testing.T) {
 	}
 	expect(find("apple"), "p/b@1.0/user", "p/a@1.0/user")
 	expect(find("apple", func(o *recall.SearchOptions) { o.WholeLog = true }), "p/b@1.0/user", "p/a@2.0/assistant", "p/a@1.0/user")
-	if _, err := recall.RemoveItem(ctx, other, a, recall.ItemRef{Seq: 1}); err != nil {
+	if _, err := recall.NewSession(other, a).RemoveItem(ctx, recall.ItemRef{Seq: 1}); err != nil {
 		t.Fatal(err)
 	}
 	expect(find("apple"), "p/b@1.0/user")
@@ -375,15 +375,15 @@ func TestSearchCatchesUp(t *testing.T) {
 	expect(find("apple"), "p/a@8.0/assistant", "p/b@1.0/user")
 
 	// a title, then archived: left out unless asked for
-	if _, err := recall.SetTitle(ctx, other, b, "Apple talk", recall.TitleUser); err != nil {
+	if _, err := recall.NewSession(other, b).SetTitle(ctx, "Apple talk", recall.TitleUser); err != nil {
 		t.Fatal(err)
 	}
 	expect(find("apple talk"), "p/b@0.0/title")
-	if _, err := recall.SetTitle(ctx, other, b, "Pear talk", recall.TitleUser); err != nil {
+	if _, err := recall.NewSession(other, b).SetTitle(ctx, "Pear talk", recall.TitleUser); err != nil {
 		t.Fatal(err)
 	}
 	expect(find("apple talk"))
-	if _, err := recall.ChangeMeta(ctx, other, b, recall.MetaChange{Archived: new(true)}); err != nil {
+	if _, err := recall.NewSession(other, b).ChangeMeta(ctx, recall.MetaChange{Archived: new(true)}); err != nil {
 		t.Fatal(err)
 	}
 	expect(find("apple"), "p/a@8.0/assistant")
@@ -397,7 +397,7 @@ func TestSearchCatchesUp(t *testing.T) {
 
 	// a fork is a session of its own
 	f := recall.Key{Project: "p", Session: "f"}
-	if _, err := recall.Fork(ctx, other, a, 0, f); err != nil {
+	if _, err := recall.NewSession(other, a).Fork(ctx, 0, f); err != nil {
 		t.Fatal(err)
 	}
 	got := find("summary of apples")
@@ -666,9 +666,9 @@ func TestSearchTitlesOfOneProject(t *testing.T) {
 			case 0, 1:
 				_, err = w.Append(ctx, k, recall.Guard{}, recall.ItemEntry(recall.Message("user", "notes on the "+words[rng.IntN(len(words))])))
 			case 2:
-				_, err = recall.SetTitle(ctx, w, k, fmt.Sprintf("the %s of %d", words[rng.IntN(len(words))], step), recall.TitleUser)
+				_, err = recall.NewSession(w, k).SetTitle(ctx, fmt.Sprintf("the %s of %d", words[rng.IntN(len(words))], step), recall.TitleUser)
 			case 3:
-				_, err = recall.ChangeMeta(ctx, w, k, recall.MetaChange{Archived: new(rng.IntN(2) == 0)})
+				_, err = recall.NewSession(w, k).ChangeMeta(ctx, recall.MetaChange{Archived: new(rng.IntN(2) == 0)})
 			case 4:
 				if rng.IntN(3) == 0 {
 					err = w.Remove(ctx, k)

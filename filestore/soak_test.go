@@ -125,7 +125,7 @@ func childSoak() error {
 			at := 1 + rng.Int64N(m.LastSeq)
 			n++
 			fork := recall.Key{Project: soakProject, Session: fmt.Sprintf("fork-w%d-n%d", id, n)}
-			if _, err := recall.Fork(ctx, s, key, at, fork); err != nil {
+			if _, err := recall.NewSession(s, key).Fork(ctx, at, fork); err != nil {
 				fail("fork %s at %d: %v", key, at, err)
 			}
 			fmt.Fprintf(out, "F %s %d %s\n", key.Session, at, fork.Session)
@@ -134,12 +134,12 @@ func childSoak() error {
 			if rng.IntN(2) == 0 {
 				src = recall.TitleUser
 			}
-			if _, err := recall.SetTitle(ctx, s, key, fmt.Sprintf("title by w%d", id), src); err != nil && !errors.Is(err, recall.ErrNotFound) {
+			if _, err := recall.NewSession(s, key).SetTitle(ctx, fmt.Sprintf("title by w%d", id), src); err != nil && !errors.Is(err, recall.ErrNotFound) {
 				fail("title %s: %v", key, err)
 			}
 			fmt.Fprintf(out, "T %s\n", key.Session)
 		case op < 85: // archive or unarchive
-			if _, err := recall.ChangeMeta(ctx, s, key, recall.MetaChange{Archived: new(rng.IntN(2) == 0)}); err != nil && !errors.Is(err, recall.ErrNotFound) {
+			if _, err := recall.NewSession(s, key).ChangeMeta(ctx, recall.MetaChange{Archived: new(rng.IntN(2) == 0)}); err != nil && !errors.Is(err, recall.ErrNotFound) {
 				fail("archive %s: %v", key, err)
 			}
 			fmt.Fprintf(out, "R %s\n", key.Session)

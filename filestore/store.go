@@ -33,7 +33,7 @@ const (
 	// readable). A killed process loses nothing the kernel has accepted.
 	// Use it for tests and throwaway sessions only. Files the store creates
 	// in one step (a new session's log with its first batch, which is how
-	// recall.Fork and recall.Create write; the index) are still fsynced,
+	// recall.StoreSession.Fork and recall.StoreSession.Create write; the index) are still fsynced,
 	// with their directory, since a link or rename without an fsync may
 	// leave an empty file after a crash.
 	SyncNever

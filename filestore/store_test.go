@@ -106,8 +106,8 @@ func TestHostileKeys(t *testing.T) {
 		_, _, calls["Load"] = s.Load(ctx, k)
 		_, calls["Entries"] = s.Entries(ctx, k, 0, 0)
 		calls["Remove"] = s.Remove(ctx, k)
-		_, calls["Fork from"] = recall.Fork(ctx, s, k, 0, recall.Key{Project: "p", Session: "target"})
-		_, calls["Fork onto"] = recall.Fork(ctx, s, good, 0, k)
+		_, calls["Fork from"] = recall.NewSession(s, k).Fork(ctx, 0, recall.Key{Project: "p", Session: "target"})
+		_, calls["Fork onto"] = recall.NewSession(s, good).Fork(ctx, 0, k)
 		if k.Subpath == "" {
 			_, calls["List"] = s.List(ctx, k.Project, recall.ListOptions{})
 			_, calls["List parent"] = s.List(ctx, "p", recall.ListOptions{Parent: k.Session})

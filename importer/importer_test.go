@@ -144,7 +144,7 @@ func TestWriteRefusesForeignSessions(t *testing.T) {
 	ctx := context.Background()
 	st := memstore.New(memstore.Options{})
 	tr, tg := transcript(3)
-	if _, err := recall.Create(ctx, st, tg.Key, recall.CreateOptions{Title: "mine"}); err != nil {
+	if _, err := recall.NewSession(st, tg.Key).Create(ctx, recall.CreateOptions{Title: "mine"}); err != nil {
 		t.Fatal(err)
 	}
 	before, _ := st.Stat(ctx, tg.Key)
@@ -181,7 +181,7 @@ func TestWriteMetadataLimit(t *testing.T) {
 		v := "x"
 		extra[fmt.Sprintf("k%d", i)] = &v
 	}
-	if _, err := recall.ChangeMeta(ctx, st, tg.Key, recall.MetaChange{Metadata: extra}); err != nil {
+	if _, err := recall.NewSession(st, tg.Key).ChangeMeta(ctx, recall.MetaChange{Metadata: extra}); err != nil {
 		t.Fatal(err)
 	}
 	tg.Model = "a-model" // one more pair

@@ -58,7 +58,7 @@ func TestMaxItemSize(t *testing.T) {
 type onlyStore struct{ recall.Store }
 
 // TestReadItemsFallback runs the model with a store that is not an
-// ItemPager: recall.ReadItems then cuts its pages out of Items.
+// ItemPager: recall.StoreSession.ReadItems then cuts its pages out of Items.
 func TestReadItemsFallback(t *testing.T) {
 	storetest.RunModel(t, func(t *testing.T) recall.Store {
 		s := onlyStore{memstore.New(memstore.Options{})}

@@ -22,13 +22,13 @@ func TestPurge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := recall.SetTitle(ctx, s, key, "kept title", recall.TitleUser); err != nil {
+	if _, err := recall.NewSession(s, key).SetTitle(ctx, "kept title", recall.TitleUser); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Purge(ctx, key); err != nil {
 		t.Fatalf("Purge without a compaction: %v", err)
 	}
-	if _, err := recall.ChangeMeta(ctx, s, key, recall.MetaChange{Pinned: new(true)}); err != nil {
+	if _, err := recall.NewSession(s, key).ChangeMeta(ctx, recall.MetaChange{Pinned: new(true)}); err != nil {
 		t.Fatal(err)
 	}
 	m, _ := s.Stat(ctx, key)

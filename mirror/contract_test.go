@@ -97,7 +97,7 @@ func TestGuardIsCheckedByThePrimary(t *testing.T) {
 	}
 }
 
-// An empty session (recall.Create with no items) replicates: the replica
+// An empty session (recall.StoreSession.Create with no items) replicates: the replica
 // lists it with 0 items, with its title and metadata.
 func TestEmptySessionReplicates(t *testing.T) {
 	ctx := context.Background()
@@ -105,13 +105,13 @@ func TestEmptySessionReplicates(t *testing.T) {
 	m := newMirror(t, primary, replica, fastOptions(""))
 	bare := recall.Key{Project: "p", Session: "bare"}
 	titled := recall.Key{Project: "p", Session: "titled"}
-	if _, err := recall.Create(ctx, m, bare, recall.CreateOptions{}); err != nil {
+	if _, err := recall.NewSession(m, bare).Create(ctx, recall.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := recall.Create(ctx, m, titled, recall.CreateOptions{Title: "a title", Metadata: map[string]string{"team": "a"}}); err != nil {
+	if _, err := recall.NewSession(m, titled).Create(ctx, recall.CreateOptions{Title: "a title", Metadata: map[string]string{"team": "a"}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := recall.Create(ctx, m, bare, recall.CreateOptions{}); !errors.Is(err, recall.ErrConflict) {
+	if _, err := recall.NewSession(m, bare).Create(ctx, recall.CreateOptions{}); !errors.Is(err, recall.ErrConflict) {
 		t.Fatalf("create of an existing session: %v, want ErrConflict", err)
 	}
 	flush(t, m, 10*time.Second)
@@ -158,7 +158,7 @@ func TestNewEntryKindsReplicate(t *testing.T) {
 		do   func() error
 	}{
 		{"create with items", func() error {
-			_, err := recall.Create(ctx, m, k, recall.CreateOptions{Items: []recall.Item{item("a"), item("b"), item("c")}})
+			_, err := recall.NewSession(m, k).Create(ctx, recall.CreateOptions{Items: []recall.Item{item("a"), item("b"), item("c")}})
 			return err
 		}},
 		{"remove an item", func() error {
@@ -166,20 +166,20 @@ func TestNewEntryKindsReplicate(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			_, err = recall.RemoveItem(ctx, m, k, live[1].Ref)
+			_, err = recall.NewSession(m, k).RemoveItem(ctx, live[1].Ref)
 			return err
 		}},
 		{"set metadata", func() error {
-			_, err := recall.ChangeMeta(ctx, m, k, recall.MetaChange{ClearMetadata: true, Metadata: map[string]*string{"a": new("x"), "b": new("y")}})
+			_, err := recall.NewSession(m, k).ChangeMeta(ctx, recall.MetaChange{ClearMetadata: true, Metadata: map[string]*string{"a": new("x"), "b": new("y")}})
 			return err
 		}},
 		{"merge metadata", func() error {
-			_, err := recall.ChangeMeta(ctx, m, k, recall.MetaChange{Metadata: map[string]*string{"a": nil, "c": &one}})
+			_, err := recall.NewSession(m, k).ChangeMeta(ctx, recall.MetaChange{Metadata: map[string]*string{"a": nil, "c": &one}})
 			return err
 		}},
 		{"pop", func() error { _, err := m.Pop(ctx, k); return err }},
 		{"clear metadata", func() error {
-			_, err := recall.ChangeMeta(ctx, m, k, recall.MetaChange{ClearMetadata: true})
+			_, err := recall.NewSession(m, k).ChangeMeta(ctx, recall.MetaChange{ClearMetadata: true})
 			return err
 		}},
 	}
@@ -284,8 +284,8 @@ func TestContextHonoured(t *testing.T) {
 		_, calls["List"] = m.List(c, "", recall.ListOptions{})
 		_, calls["Projects"] = m.Projects(c)
 		_, calls["Purge"] = m.Purge(c, k)
-		_, calls["Fork"] = recall.Fork(c, m, k, 0, recall.Key{Project: "p", Session: "fork"})
-		_, calls["Create"] = recall.Create(c, m, recall.Key{Project: "p", Session: "new"}, recall.CreateOptions{})
+		_, calls["Fork"] = recall.NewSession(m, k).Fork(c, 0, recall.Key{Project: "p", Session: "fork"})
+		_, calls["Create"] = recall.NewSession(m, recall.Key{Project: "p", Session: "new"}).Create(c, recall.CreateOptions{})
 		for method, err := range calls {
 			if !errors.Is(err, want) {
 				t.Errorf("%s under a %s context: %v, want %v", method, name, err, want)

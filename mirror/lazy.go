@@ -27,7 +27,7 @@ type lazy struct {
 	closed bool
 }
 
-// lazy has no Fork of its own (recall.Fork's fallback works through it);
+// lazy has no Fork of its own (recall.StoreSession.Fork's fallback works through it);
 // Search, Cleanup and Projects reach the store's own, when it has them,
 // through recall.Search, recall.Cleanup and recall.Projects.
 var (

@@ -260,7 +260,7 @@ type session struct {
 	lastErrAt time.Time
 }
 
-// A mirror has no Fork of its own: recall.Fork's fallback (Load, then
+// A mirror has no Fork of its own: recall.StoreSession.Fork's fallback (Load, then
 // Append guarded by IfNew) goes through the mirror, which replicates the
 // new session like any other write.
 var (

@@ -78,15 +78,24 @@ func TestReplicatesEveryOperation(t *testing.T) {
 			}
 			return err
 		}},
-		{"auto title", func() error { _, err := recall.SetTitle(ctx, m, k, "auto title", recall.TitleAuto); return err }},
-		{"user title", func() error { _, err := recall.SetTitle(ctx, m, k, "user title", recall.TitleUser); return err }},
-		{"archive", func() error {
-			_, err := recall.ChangeMeta(ctx, m, k, recall.MetaChange{Archived: new(true)})
+		{"auto title", func() error {
+			_, err := recall.NewSession(m, k).SetTitle(ctx, "auto title", recall.TitleAuto)
 			return err
 		}},
-		{"pin", func() error { _, err := recall.ChangeMeta(ctx, m, k, recall.MetaChange{Pinned: new(true)}); return err }},
+		{"user title", func() error {
+			_, err := recall.NewSession(m, k).SetTitle(ctx, "user title", recall.TitleUser)
+			return err
+		}},
+		{"archive", func() error {
+			_, err := recall.NewSession(m, k).ChangeMeta(ctx, recall.MetaChange{Archived: new(true)})
+			return err
+		}},
+		{"pin", func() error {
+			_, err := recall.NewSession(m, k).ChangeMeta(ctx, recall.MetaChange{Pinned: new(true)})
+			return err
+		}},
 		{"labels", func() error {
-			_, err := recall.ChangeMeta(ctx, m, k, recall.MetaChange{Labels: []string{"a", "b"}, SetLabels: true})
+			_, err := recall.NewSession(m, k).ChangeMeta(ctx, recall.MetaChange{Labels: []string{"a", "b"}, SetLabels: true})
 			return err
 		}},
 		{"compaction", func() error {
@@ -98,7 +107,7 @@ func TestReplicatesEveryOperation(t *testing.T) {
 			return err
 		}},
 		{"append after compaction", func() error { _, err := m.Append(ctx, k, recall.Guard{}, recall.ItemEntry(item("after"))); return err }},
-		{"fork", func() error { _, err := recall.Fork(ctx, m, k, 0, fork); return err }},
+		{"fork", func() error { _, err := recall.NewSession(m, k).Fork(ctx, 0, fork); return err }},
 		{"clear", func() error { return recall.NewSession(m, fork).Clear(ctx) }},
 		{"subagent record", func() error {
 			_, err := m.Append(ctx, sub, recall.Guard{}, recall.ItemEntry(item("subagent")))
@@ -439,7 +448,7 @@ func TestBacklogAtStartCatchesUp(t *testing.T) {
 			t.Fatal(err)
 		}
 		if i%4 == 0 {
-			if _, err := recall.ChangeMeta(ctx, primary, k, recall.MetaChange{Archived: new(true)}); err != nil {
+			if _, err := recall.NewSession(primary, k).ChangeMeta(ctx, recall.MetaChange{Archived: new(true)}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -765,7 +774,7 @@ func TestPropagateDeletes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := recall.ChangeMeta(ctx, m, c, recall.MetaChange{Pinned: new(true)}); err != nil {
+	if _, err := recall.NewSession(m, c).ChangeMeta(ctx, recall.MetaChange{Pinned: new(true)}); err != nil {
 		t.Fatal(err)
 	}
 	flush(t, m, 10*time.Second)

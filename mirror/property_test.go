@@ -85,7 +85,7 @@ func TestPropertyReplicaConvergesUnderFaults(t *testing.T) {
 				if rapid.Bool().Draw(t, "with items") {
 					opts.Items = []recall.Item{item("created")}
 				}
-				_, err := recall.Create(ctx, m, k, opts)
+				_, err := recall.NewSession(m, k).Create(ctx, opts)
 				if exists == nil {
 					if !errors.Is(err, recall.ErrConflict) {
 						t.Fatalf("create of an existing session: %v, want ErrConflict", err)
@@ -102,7 +102,7 @@ func TestPropertyReplicaConvergesUnderFaults(t *testing.T) {
 					return
 				}
 				ref := rapid.SampledFrom(live).Draw(t, "item").Ref
-				_, err = recall.RemoveItem(ctx, m, k, ref)
+				_, err = recall.NewSession(m, k).RemoveItem(ctx, ref)
 				check(t, "remove item", err)
 			},
 			"metadata": func(t *rapid.T) {
@@ -113,9 +113,9 @@ func TestPropertyReplicaConvergesUnderFaults(t *testing.T) {
 				v := rapid.StringMatching(`[a-z]{0,5}`).Draw(t, "value")
 				var err error
 				if rapid.Bool().Draw(t, "merge") {
-					_, err = recall.ChangeMeta(ctx, m, k, recall.MetaChange{Metadata: map[string]*string{rapid.SampledFrom([]string{"a", "b"}).Draw(t, "key"): &v}})
+					_, err = recall.NewSession(m, k).ChangeMeta(ctx, recall.MetaChange{Metadata: map[string]*string{rapid.SampledFrom([]string{"a", "b"}).Draw(t, "key"): &v}})
 				} else {
-					_, err = recall.ChangeMeta(ctx, m, k, recall.MetaChange{ClearMetadata: true, Metadata: map[string]*string{"a": new(v)}})
+					_, err = recall.NewSession(m, k).ChangeMeta(ctx, recall.MetaChange{ClearMetadata: true, Metadata: map[string]*string{"a": new(v)}})
 				}
 				check(t, "metadata", err)
 			},
@@ -137,7 +137,7 @@ func TestPropertyReplicaConvergesUnderFaults(t *testing.T) {
 				if _, err := m.Append(ctx, k, recall.Guard{}, recall.ItemEntry(item("x"))); err != nil {
 					t.Fatal(err)
 				}
-				_, err := recall.SetTitle(ctx, m, k, rapid.StringMatching(`[a-z ]{0,12}`).Draw(t, "title"), rapid.SampledFrom([]recall.TitleSource{recall.TitleAuto, recall.TitleUser}).Draw(t, "source"))
+				_, err := recall.NewSession(m, k).SetTitle(ctx, rapid.StringMatching(`[a-z ]{0,12}`).Draw(t, "title"), rapid.SampledFrom([]recall.TitleSource{recall.TitleAuto, recall.TitleUser}).Draw(t, "source"))
 				check(t, "title", err)
 			},
 			"meta": func(t *rapid.T) {
@@ -149,11 +149,11 @@ func TestPropertyReplicaConvergesUnderFaults(t *testing.T) {
 				var err error
 				switch rapid.IntRange(0, 2).Draw(t, "which") {
 				case 0:
-					_, err = recall.ChangeMeta(ctx, m, k, recall.MetaChange{Archived: new(b)})
+					_, err = recall.NewSession(m, k).ChangeMeta(ctx, recall.MetaChange{Archived: new(b)})
 				case 1:
-					_, err = recall.ChangeMeta(ctx, m, k, recall.MetaChange{Pinned: new(b)})
+					_, err = recall.NewSession(m, k).ChangeMeta(ctx, recall.MetaChange{Pinned: new(b)})
 				default:
-					_, err = recall.ChangeMeta(ctx, m, k, recall.MetaChange{Labels: rapid.SliceOfN(rapid.StringMatching(`[a-z]{1,5}`), 0, 3).Draw(t, "labels"), SetLabels: true})
+					_, err = recall.NewSession(m, k).ChangeMeta(ctx, recall.MetaChange{Labels: rapid.SliceOfN(rapid.StringMatching(`[a-z]{1,5}`), 0, 3).Draw(t, "labels"), SetLabels: true})
 				}
 				check(t, "meta", err)
 			},
@@ -172,7 +172,7 @@ func TestPropertyReplicaConvergesUnderFaults(t *testing.T) {
 					return
 				}
 				nk := newKey(k.Project)
-				_, err := recall.Fork(ctx, m, k, 0, nk)
+				_, err := recall.NewSession(m, k).Fork(ctx, 0, nk)
 				check(t, "fork", err)
 				live = append(live, nk)
 			},

@@ -22,7 +22,7 @@ func purgeable(t *testing.T, s recall.Store, k recall.Key) int64 {
 	if _, err := s.Append(ctx, k, recall.Guard{}, es...); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := recall.SetTitle(ctx, s, k, "kept title", recall.TitleUser); err != nil {
+	if _, err := recall.NewSession(s, k).SetTitle(ctx, "kept title", recall.TitleUser); err != nil {
 		t.Fatal(err)
 	}
 	st, err := s.Stat(ctx, k)

@@ -21,5 +21,5 @@ func (s *Store) ReadItems(ctx context.Context, key recall.Key, opts recall.ItemP
 	if err := s.begin(ctx); err != nil {
 		return recall.ItemPage{}, err
 	}
-	return recall.ReadItems(ctx, s.primary, key, opts)
+	return recall.NewSession(s.primary, key).ReadItems(ctx, opts)
 }

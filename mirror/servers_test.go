@@ -96,7 +96,7 @@ func startWriter(m recall.Store, keys []recall.Key) *writer {
 				case i%17 == 16:
 					_, err = m.Pop(ctx, k)
 				case i%23 == 22:
-					_, err = recall.SetTitle(ctx, m, k, fmt.Sprintf("title %d", i), recall.TitleAuto)
+					_, err = recall.NewSession(m, k).SetTitle(ctx, fmt.Sprintf("title %d", i), recall.TitleAuto)
 				default:
 					_, err = m.Append(ctx, k, recall.Guard{}, recall.ItemEntry(item(fmt.Sprintf("%s #%d", k.Session, i))))
 				}
@@ -199,7 +199,7 @@ func TestBacklogAtStartAgainstServers(t *testing.T) {
 					t.Fatal(err)
 				}
 				if i%3 == 0 {
-					if _, err := recall.ChangeMeta(ctx, primary, k, recall.MetaChange{Archived: new(true)}); err != nil {
+					if _, err := recall.NewSession(primary, k).ChangeMeta(ctx, recall.MetaChange{Archived: new(true)}); err != nil {
 						t.Fatal(err)
 					}
 					sub := k

@@ -41,7 +41,7 @@ func fillStore(t *testing.T, s recall.Store, projects, sessions, entries int) {
 				}
 			}
 			if i%4 == 0 {
-				if _, err := recall.ChangeMeta(ctx, s, k, recall.MetaChange{Archived: new(true)}); err != nil {
+				if _, err := recall.NewSession(s, k).ChangeMeta(ctx, recall.MetaChange{Archived: new(true)}); err != nil {
 					t.Fatal(err)
 				}
 				sub := k

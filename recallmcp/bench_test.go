@@ -12,7 +12,7 @@ import (
 // The read_session benchmarks read a 200-item page from the middle of a
 // 10,000-item session; BenchmarkReadBaselineItems is the store's Items of
 // the whole view, which read_session read for every page before it read
-// only its page (recall.ReadItems). Compare their ns/op in one run.
+// only its page (recall.StoreSession.ReadItems). Compare their ns/op in one run.
 
 func benchSession(b *testing.B) (*mcp.ClientSession, recall.Store, recall.Key) {
 	b.Helper()

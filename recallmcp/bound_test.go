@@ -29,7 +29,7 @@ func (c *countingStore) Items(ctx context.Context, key recall.Key, limit int) ([
 }
 
 func (c *countingStore) ReadItems(ctx context.Context, key recall.Key, opts recall.ItemPageOptions) (recall.ItemPage, error) {
-	p, err := recall.ReadItems(ctx, c.Store, key, opts)
+	p, err := recall.NewSession(c.Store, key).ReadItems(ctx, opts)
 	c.items.Add(int64(len(p.Items)))
 	return p, err
 }

@@ -21,7 +21,7 @@ func ExampleNew() {
 	st := memstore.New(memstore.Options{})
 	defer st.Close()
 	key := recall.Key{Project: "parser", Session: "0199aaaa-0001"}
-	recall.Create(ctx, st, key, recall.CreateOptions{Title: "Tokenizer", Items: []recall.Item{
+	recall.NewSession(st, key).Create(ctx, recall.CreateOptions{Title: "Tokenizer", Items: []recall.Item{
 		recall.Message("user", "Why does the tokenizer drop the last token?"),
 		recall.Message("assistant", "The loop stopped one short; fixed with <= len."),
 	}})

@@ -102,7 +102,7 @@ func seed(t *testing.T, st recall.Store, project, id, title string, texts ...str
 		}
 		items = append(items, recall.Message(role, s))
 	}
-	if _, err := recall.Create(context.Background(), st, key, recall.CreateOptions{Title: title, Items: items}); err != nil {
+	if _, err := recall.NewSession(st, key).Create(context.Background(), recall.CreateOptions{Title: title, Items: items}); err != nil {
 		t.Fatal(err)
 	}
 	return key

@@ -10,7 +10,7 @@ import (
 
 // window is the part of a session's view read_session reads for one page:
 // the page asked for, or around an item both its sides. It is read with
-// recall.ReadItems, a page by position, so a page costs the page and not
+// recall.StoreSession.ReadItems, a page by position, so a page costs the page and not
 // the session, however long the session is.
 type window struct {
 	items []recall.LiveItem // oldest first
@@ -34,7 +34,7 @@ const aroundTries = 3
 
 // newestWindow reads the newest limit items.
 func (s *server) newestWindow(ctx context.Context, m recall.Meta, limit int) (window, recall.Meta, error) {
-	p, err := recall.ReadItems(ctx, s.st, m.Key, recall.ItemPageOptions{Limit: limit})
+	p, err := recall.NewSession(s.st, m.Key).ReadItems(ctx, recall.ItemPageOptions{Limit: limit})
 	if err != nil {
 		return window{}, m, err
 	}
@@ -48,7 +48,7 @@ func (s *server) newestWindow(ctx context.Context, m recall.Meta, limit int) (wi
 // view. One read does both: newest first from just after ref, its first
 // item is ref's own when the view holds it.
 func (s *server) beforeWindow(ctx context.Context, m recall.Meta, ref recall.ItemRef, pos, limit int) (window, error) {
-	p, err := recall.ReadItems(ctx, s.st, m.Key, recall.ItemPageOptions{Limit: limit + 1, After: justAfter(ref)})
+	p, err := recall.NewSession(s.st, m.Key).ReadItems(ctx, recall.ItemPageOptions{Limit: limit + 1, After: justAfter(ref)})
 	if err != nil {
 		return window{}, err
 	}
@@ -70,7 +70,7 @@ func (s *server) afterWindow(ctx context.Context, m recall.Meta, ref recall.Item
 	if err := s.mustHave(ctx, m.Key, ref); err != nil {
 		return window{}, m, err
 	}
-	p, err := recall.ReadItems(ctx, s.st, m.Key, recall.ItemPageOptions{Limit: limit, Oldest: true, After: ref})
+	p, err := recall.NewSession(s.st, m.Key).ReadItems(ctx, recall.ItemPageOptions{Limit: limit, Oldest: true, After: ref})
 	if err != nil {
 		return window{}, m, err
 	}
@@ -93,7 +93,7 @@ func (s *server) aroundWindow(ctx context.Context, m recall.Meta, ref recall.Ite
 	for try := 1; ; try++ {
 		var err error
 		// Newest first from just after ref: ref itself, then the older side.
-		older, err = recall.ReadItems(ctx, s.st, m.Key, recall.ItemPageOptions{Limit: limit, After: justAfter(ref)})
+		older, err = recall.NewSession(s.st, m.Key).ReadItems(ctx, recall.ItemPageOptions{Limit: limit, After: justAfter(ref)})
 		if err != nil {
 			return window{}, m, err
 		}
@@ -101,7 +101,7 @@ func (s *server) aroundWindow(ctx context.Context, m recall.Meta, ref recall.Ite
 			return window{}, m, errNoItem
 		}
 		// At least one item, so that More tells whether a newer one exists.
-		newer, err = recall.ReadItems(ctx, s.st, m.Key, recall.ItemPageOptions{Limit: max(1, limit-1), Oldest: true, After: ref})
+		newer, err = recall.NewSession(s.st, m.Key).ReadItems(ctx, recall.ItemPageOptions{Limit: max(1, limit-1), Oldest: true, After: ref})
 		if err != nil {
 			return window{}, m, err
 		}
@@ -162,7 +162,7 @@ func (s *server) settle(ctx context.Context, m recall.Meta, lastSeq int64) (reca
 // mustHave returns errNoItem unless the view of key holds the item at
 // ref: a page of one item, the newest at or before ref.
 func (s *server) mustHave(ctx context.Context, key recall.Key, ref recall.ItemRef) error {
-	p, err := recall.ReadItems(ctx, s.st, key, recall.ItemPageOptions{Limit: 1, After: justAfter(ref)})
+	p, err := recall.NewSession(s.st, key).ReadItems(ctx, recall.ItemPageOptions{Limit: 1, After: justAfter(ref)})
 	if err != nil {
 		return err
 	}

@@ -337,7 +337,7 @@ func (s *server) title(ctx context.Context, _ *mcp.CallToolRequest, in TitleInpu
 		return nil, ChangeOutput{}, err
 	}
 	title := strings.TrimSpace(in.Title)
-	m, err = recall.SetTitle(ctx, s.st, m.Key, title, recall.TitleUser)
+	m, err = recall.NewSession(s.st, m.Key).SetTitle(ctx, title, recall.TitleUser)
 	if err != nil {
 		if errors.Is(err, recall.ErrInvalidItem) || errors.Is(err, recall.ErrInvalidMetadata) || errors.Is(err, recall.ErrTooLarge) {
 			return nil, ChangeOutput{}, badArg("title: %v", err)
@@ -353,7 +353,7 @@ func (s *server) pin(ctx context.Context, _ *mcp.CallToolRequest, in PinInput) (
 		return nil, ChangeOutput{}, err
 	}
 	pinned := in.Pinned == nil || *in.Pinned
-	if m, err = recall.ChangeMeta(ctx, s.st, m.Key, recall.MetaChange{Pinned: new(pinned)}); err != nil {
+	if m, err = recall.NewSession(s.st, m.Key).ChangeMeta(ctx, recall.MetaChange{Pinned: new(pinned)}); err != nil {
 		return nil, ChangeOutput{}, err
 	}
 	verb := "pinned"

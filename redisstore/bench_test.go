@@ -190,7 +190,7 @@ func forkBenchItem(i int) recall.Item {
 
 // BenchmarkFork10k forks a session of 10,000 items of 300 to 2,000 bytes,
 // the side-by-side benchmark's W4: the native fork (storekit.Forker)
-// against recall.Fork's fallback (Load, Append with IfNew, Stat) on the
+// against recall.StoreSession.Fork's fallback (Load, Append with IfNew, Stat) on the
 // same store, alternately and each first every other time. It reports
 // native-ns/op, fallback-ns/op and x-fallback, the native fork's speed as
 // a multiple of the fallback's (fallback time / native time; above 1 is
@@ -223,7 +223,7 @@ func pageSession(tb testing.TB, s *Store, n int) (recall.Key, []recall.LiveItem)
 		mustAppend(tb, s, k, recall.ItemEntries(batch...)...)
 	}
 	for _, at := range []int{n / 10, n / 2, n * 9 / 10} {
-		if _, err := recall.RemoveItem(ctx, s, k, recall.ItemRef{Seq: int64(at)}); err != nil {
+		if _, err := recall.NewSession(s, k).RemoveItem(ctx, recall.ItemRef{Seq: int64(at)}); err != nil {
 			tb.Fatal(err)
 		}
 	}
@@ -322,7 +322,7 @@ func BenchmarkListPinned(b *testing.B) {
 			k := recall.Key{Project: project, Session: fmt.Sprintf("s%05d", i)}
 			mustAppend(b, s, k, recall.ItemEntry(benchItem))
 			if i%(n/5) == 0 {
-				if _, err := recall.ChangeMeta(ctx, s, k, recall.MetaChange{Pinned: new(true)}); err != nil {
+				if _, err := recall.NewSession(s, k).ChangeMeta(ctx, recall.MetaChange{Pinned: new(true)}); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -95,7 +95,7 @@ func TestContextDone(t *testing.T) {
 		},
 		"Projects": func(ctx context.Context) error { _, err := s.Projects(ctx); return err },
 		"Fork": func(ctx context.Context) error {
-			_, err := recall.Fork(ctx, s, k, 0, recall.Key{Project: "p", Session: "fork"})
+			_, err := recall.NewSession(s, k).Fork(ctx, 0, recall.Key{Project: "p", Session: "fork"})
 			return err
 		},
 		"Fork/sub": func(ctx context.Context) error {

@@ -12,8 +12,8 @@ import (
 	"github.com/recallkit/recall/storekit"
 )
 
-// Fork implements storekit.Forker; recall.Fork calls it. It does what
-// recall.Fork's fallback does (Load, Append with IfNew, Stat) in two round
+// Fork implements storekit.Forker; recall.StoreSession.Fork calls it. It does what
+// recall.StoreSession.Fork's fallback does (Load, Append with IfNew, Stat) in two round
 // trips instead of three: one transaction reads the source (as Load does)
 // and whether newKey exists, and one append script call, guarded by
 // IfNew, writes the fork's log (storekit.ForkLog), so the script keeps

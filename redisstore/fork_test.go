@@ -89,16 +89,16 @@ func testNativeFork(t *testing.T, ttl time.Duration) {
 			t.Fatal(err)
 		}
 	}
-	_, err := recall.Create(ctx, s, src, recall.CreateOptions{Title: "t", Metadata: map[string]string{"k": "v"}, Items: []recall.Item{item("a"), item("b")}})
+	_, err := recall.NewSession(s, src).Create(ctx, recall.CreateOptions{Title: "t", Metadata: map[string]string{"k": "v"}, Items: []recall.Item{item("a"), item("b")}})
 	must(err)
 	d := recall.ItemEntry(item("d"))
 	d.Usage = &recall.Usage{InputTokens: 3, OutputTokens: 4, TotalTokens: 7}
 	mustAppend(t, s, src, recall.ItemEntry(item("c")), d)
 	_, err = s.Pop(ctx, src)
 	must(err)
-	_, err = recall.RemoveItem(ctx, s, src, recall.ItemRef{Seq: 4}) // a
+	_, err = recall.NewSession(s, src).RemoveItem(ctx, recall.ItemRef{Seq: 4}) // a
 	must(err)
-	_, err = recall.SetTitle(ctx, s, src, "u", recall.TitleUser)
+	_, err = recall.NewSession(s, src).SetTitle(ctx, "u", recall.TitleUser)
 	must(err)
 	must(recall.NewSession(s, src).Clear(ctx))
 	last := mustAppend(t, s, src, recall.ItemEntries(item("e"), item("f"), item("g"))...)
@@ -156,7 +156,7 @@ func testNativeFork(t *testing.T, ttl time.Duration) {
 	race := recall.Key{Project: "p", Session: "race"}
 	for range 4 {
 		wg.Go(func() {
-			_, err := recall.Fork(ctx, s, src, 0, race)
+			_, err := recall.NewSession(s, src).Fork(ctx, 0, race)
 			switch {
 			case err == nil:
 				won.Add(1)

@@ -131,7 +131,7 @@ func TestGuardRaces(t *testing.T) {
 				t.Error(err)
 			}
 		})
-		_, err := recall.ChangeMeta(ctx, s, ghost, recall.MetaChange{Pinned: new(round%2 == 0)})
+		_, err := recall.NewSession(s, ghost).ChangeMeta(ctx, recall.MetaChange{Pinned: new(round%2 == 0)})
 		wg.Wait()
 		m, serr := s.Stat(ctx, ghost)
 		switch {

@@ -31,34 +31,34 @@ func TestMetadata(t *testing.T) {
 	str := func(v string) *string { return &v }
 	steps := []func(st recall.Store, key recall.Key) error{
 		func(st recall.Store, key recall.Key) error {
-			_, err := recall.Create(ctx, st, key, recall.CreateOptions{Title: "t", Metadata: map[string]string{"last": "x", "m:title": "y", "updated": ""}})
+			_, err := recall.NewSession(st, key).Create(ctx, recall.CreateOptions{Title: "t", Metadata: map[string]string{"last": "x", "m:title": "y", "updated": ""}})
 			return err
 		},
 		func(st recall.Store, key recall.Key) error {
-			_, err := recall.ChangeMeta(ctx, st, key, recall.MetaChange{Metadata: map[string]*string{
+			_, err := recall.NewSession(st, key).ChangeMeta(ctx, recall.MetaChange{Metadata: map[string]*string{
 				"3:abc": str("=4:~"), "~": str("\n\x01 é"), long: str(strings.Repeat("v", recall.MaxMetadataValueLen)), "clé": str("valeur"),
 			}})
 
 			return err
 		},
 		func(st recall.Store, key recall.Key) error {
-			_, err := recall.ChangeMeta(ctx, st, key, recall.MetaChange{Metadata: map[string]*string{"last": nil, "updated": str("now set"), "absent": nil}})
+			_, err := recall.NewSession(st, key).ChangeMeta(ctx, recall.MetaChange{Metadata: map[string]*string{"last": nil, "updated": str("now set"), "absent": nil}})
 			return err
 		},
 		func(st recall.Store, key recall.Key) error {
-			_, err := recall.ChangeMeta(ctx, st, key, recall.MetaChange{Pinned: new(true)}) // no metadata change
+			_, err := recall.NewSession(st, key).ChangeMeta(ctx, recall.MetaChange{Pinned: new(true)}) // no metadata change
 			return err
 		},
 		func(st recall.Store, key recall.Key) error {
-			_, err := recall.ChangeMeta(ctx, st, key, recall.MetaChange{ClearMetadata: true, Metadata: map[string]*string{"only": new("one"), "m:": new(":")}})
+			_, err := recall.NewSession(st, key).ChangeMeta(ctx, recall.MetaChange{ClearMetadata: true, Metadata: map[string]*string{"only": new("one"), "m:": new(":")}})
 			return err
 		},
 		func(st recall.Store, key recall.Key) error {
-			_, err := recall.ChangeMeta(ctx, st, key, recall.MetaChange{ClearMetadata: true})
+			_, err := recall.NewSession(st, key).ChangeMeta(ctx, recall.MetaChange{ClearMetadata: true})
 			return err
 		},
 		func(st recall.Store, key recall.Key) error {
-			_, err := recall.ChangeMeta(ctx, st, key, recall.MetaChange{Metadata: map[string]*string{"again": str("1")}})
+			_, err := recall.NewSession(st, key).ChangeMeta(ctx, recall.MetaChange{Metadata: map[string]*string{"again": str("1")}})
 			return err
 		},
 	}
@@ -215,27 +215,27 @@ func TestUpdatedIgnoresTitleAndMeta(t *testing.T) {
 	mustAppend(t, s, old, e)
 	e.Time = t0.Add(time.Minute)
 	mustAppend(t, s, recent, e)
-	if _, err := recall.SetTitle(ctx, s, old, "renamed", recall.TitleUser); err != nil {
+	if _, err := recall.NewSession(s, old).SetTitle(ctx, "renamed", recall.TitleUser); err != nil {
 		t.Fatal(err)
 	}
 	for _, op := range []func() (recall.Meta, error){
 		func() (recall.Meta, error) {
-			return recall.ChangeMeta(ctx, s, old, recall.MetaChange{Pinned: new(true)})
+			return recall.NewSession(s, old).ChangeMeta(ctx, recall.MetaChange{Pinned: new(true)})
 		},
 		func() (recall.Meta, error) {
-			return recall.ChangeMeta(ctx, s, old, recall.MetaChange{Archived: new(true)})
+			return recall.NewSession(s, old).ChangeMeta(ctx, recall.MetaChange{Archived: new(true)})
 		},
 		func() (recall.Meta, error) {
-			return recall.ChangeMeta(ctx, s, old, recall.MetaChange{Archived: new(false)})
+			return recall.NewSession(s, old).ChangeMeta(ctx, recall.MetaChange{Archived: new(false)})
 		},
 		func() (recall.Meta, error) {
-			return recall.ChangeMeta(ctx, s, old, recall.MetaChange{Labels: []string{"x"}, SetLabels: true})
+			return recall.NewSession(s, old).ChangeMeta(ctx, recall.MetaChange{Labels: []string{"x"}, SetLabels: true})
 		},
 		func() (recall.Meta, error) {
-			return recall.ChangeMeta(ctx, s, old, recall.MetaChange{ClearMetadata: true, Metadata: map[string]*string{"k": new("v")}})
+			return recall.NewSession(s, old).ChangeMeta(ctx, recall.MetaChange{ClearMetadata: true, Metadata: map[string]*string{"k": new("v")}})
 		},
 		func() (recall.Meta, error) {
-			return recall.ChangeMeta(ctx, s, old, recall.MetaChange{Pinned: new(false)})
+			return recall.NewSession(s, old).ChangeMeta(ctx, recall.MetaChange{Pinned: new(false)})
 		},
 	} {
 		m, err := op()

@@ -132,7 +132,7 @@ func TestControlRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	check(k)
-	if _, err := recall.RemoveItem(ctx, s, k, recall.ItemRef{Seq: 2}); err != nil {
+	if _, err := recall.NewSession(s, k).RemoveItem(ctx, recall.ItemRef{Seq: 2}); err != nil {
 		t.Fatal(err)
 	}
 	check(k)
@@ -228,7 +228,7 @@ func writePreviousData(t *testing.T, s *Store) []recall.Key {
 	mustAppend(t, s, keys[2], recall.ItemEntries(item("a"), item("b"))...)
 	mustAppend(t, s, keys[2], recall.Entry{Kind: recall.KindClear}, recall.ItemEntry(item("c")), recall.NewEntry(recall.KindPop, recall.ItemRef{Seq: 4}))
 	mustAppend(t, s, keys[2], compaction(5, item("s")), recall.ItemEntry(item("d")))
-	if _, err := recall.RemoveItem(ctx, s, keys[2], recall.ItemRef{Seq: 6, Index: 0}); err != nil {
+	if _, err := recall.NewSession(s, keys[2]).RemoveItem(ctx, recall.ItemRef{Seq: 6, Index: 0}); err != nil {
 		t.Fatal(err)
 	}
 	mustAppend(t, s, keys[3], recall.ItemEntries(item("x"), item("y"))...)

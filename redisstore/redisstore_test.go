@@ -268,7 +268,7 @@ func TestRemoveLeavesNoKeys(t *testing.T) {
 	for _, sp := range []string{"subagents/a", "subagents/b/c"} {
 		mustAppend(t, s, recall.Key{Project: "p", Session: "m", Subpath: sp}, recall.ItemEntry(item("y")))
 	}
-	if _, err := recall.ChangeMeta(ctx, s, main, recall.MetaChange{Archived: new(true)}); err != nil {
+	if _, err := recall.NewSession(s, main).ChangeMeta(ctx, recall.MetaChange{Archived: new(true)}); err != nil {
 		t.Fatal(err)
 	}
 	only := recall.Key{Project: "p", Session: "orphan", Subpath: "subagents/a"} // a record without its main session

@@ -255,7 +255,7 @@ func TestUpgradeResumesAfterAWrite(t *testing.T) {
 		calls++
 		switch calls {
 		case 1:
-			if _, err := recall.ChangeMeta(ctx, writer, keys[0], recall.MetaChange{Pinned: new(false)}); err != nil {
+			if _, err := recall.NewSession(writer, keys[0]).ChangeMeta(ctx, recall.MetaChange{Pinned: new(false)}); err != nil {
 				t.Error(err)
 			}
 		case 2:
@@ -286,13 +286,13 @@ func TestUpgradeIndexesPinned(t *testing.T) {
 		k := recall.Key{Project: fmt.Sprint("p", i%2), Session: fmt.Sprintf("s%02d", i)}
 		mustAppend(t, old, k, recall.ItemEntry(item(k.Session)))
 		if i%3 == 0 {
-			if _, err := recall.ChangeMeta(ctx, old, k, recall.MetaChange{Pinned: new(true)}); err != nil {
+			if _, err := recall.NewSession(old, k).ChangeMeta(ctx, recall.MetaChange{Pinned: new(true)}); err != nil {
 				t.Fatal(err)
 			}
 			pinned = append(pinned, k)
 		}
 	}
-	if _, err := recall.ChangeMeta(ctx, old, pinned[1], recall.MetaChange{Archived: new(true)}); err != nil {
+	if _, err := recall.NewSession(old, pinned[1]).ChangeMeta(ctx, recall.MetaChange{Archived: new(true)}); err != nil {
 		t.Fatal(err)
 	}
 	// As schema 3 left it: no pinned indexes.
@@ -337,7 +337,7 @@ func TestPinnedIndexHeals(t *testing.T) {
 	b := recall.Key{Project: "p", Session: "b"}
 	for _, k := range []recall.Key{a, b} {
 		mustAppend(t, s, k, recall.ItemEntry(item(k.Session)))
-		if _, err := recall.ChangeMeta(ctx, s, k, recall.MetaChange{Pinned: new(true)}); err != nil {
+		if _, err := recall.NewSession(s, k).ChangeMeta(ctx, recall.MetaChange{Pinned: new(true)}); err != nil {
 			t.Fatal(err)
 		}
 	}

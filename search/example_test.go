@@ -25,7 +25,7 @@ func ExampleScan() {
 	defer st.Close()
 	key := recall.Key{Project: "demo", Session: "s1"}
 	items := []recall.Item{recall.Message("user", "Where did we put the invoice template?")}
-	if _, err := recall.Create(ctx, st, key, recall.CreateOptions{Items: items}); err != nil {
+	if _, err := recall.NewSession(st, key).Create(ctx, recall.CreateOptions{Items: items}); err != nil {
 		log.Fatal(err)
 	}
 	page, err := recall.Search(ctx, st, recall.SearchOptions{Query: "invoice"})

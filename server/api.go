@@ -248,13 +248,13 @@ func (s *Server) updateSession(w http.ResponseWriter, r *http.Request) {
 		if body.Labels != nil {
 			c.Labels, c.SetLabels = *body.Labels, true
 		}
-		if m, err = recall.ChangeMeta(ctx, s.store, key, c); err != nil {
+		if m, err = recall.NewSession(s.store, key).ChangeMeta(ctx, c); err != nil {
 			s.writeError(w, r, sessionErr(err, key))
 			return
 		}
 	}
 	if body.Title != nil {
-		if m, err = recall.SetTitle(ctx, s.store, key, *body.Title, recall.TitleUser); err != nil {
+		if m, err = recall.NewSession(s.store, key).SetTitle(ctx, *body.Title, recall.TitleUser); err != nil {
 			s.writeError(w, r, sessionErr(err, key))
 			return
 		}

@@ -74,7 +74,7 @@ func (s *Server) sessionEntries(w http.ResponseWriter, r *http.Request) {
 }
 
 // exportItems streams the view of key as one list (writeList's
-// envelope), oldest first, reading it a page at a time (recall.ReadItems)
+// envelope), oldest first, reading it a page at a time (recall.StoreSession.ReadItems)
 // and writing each page before the next is read, so the memory it holds
 // does not grow with the session. The first page is read before anything
 // is written, so a store failing then is still a clean error; a page that
@@ -82,7 +82,7 @@ func (s *Server) sessionEntries(w http.ResponseWriter, r *http.Request) {
 func (s *Server) exportItems(w http.ResponseWriter, r *http.Request, key recall.Key) {
 	ctx := r.Context()
 	opts := recall.ItemPageOptions{Oldest: true, Limit: exportPage}
-	page, err := recall.ReadItems(ctx, s.store, key, opts)
+	page, err := recall.NewSession(s.store, key).ReadItems(ctx, opts)
 	if err != nil {
 		s.writeError(w, r, sessionErr(err, key))
 		return
@@ -115,7 +115,7 @@ func (s *Server) exportItems(w http.ResponseWriter, r *http.Request, key recall.
 			break
 		}
 		opts.After = page.Items[len(page.Items)-1].Ref
-		if page, err = recall.ReadItems(ctx, s.store, key, opts); err != nil {
+		if page, err = recall.NewSession(s.store, key).ReadItems(ctx, opts); err != nil {
 			s.log.ErrorContext(ctx, "export cut short", "session", key.Session, "err", err)
 			panic(http.ErrAbortHandler)
 		}
@@ -265,13 +265,13 @@ func (s *Server) forkSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	newKey := recall.Key{Project: key.Project, Session: newConversationID()}
-	fm, err := recall.Fork(ctx, s.store, key, at, newKey)
+	fm, err := recall.NewSession(s.store, key).Fork(ctx, at, newKey)
 	if err != nil {
 		s.writeError(w, r, sessionErr(err, key))
 		return
 	}
 	if body.Title != nil {
-		if fm, err = recall.SetTitle(ctx, s.store, newKey, *body.Title, recall.TitleUser); err != nil {
+		if fm, err = recall.NewSession(s.store, newKey).SetTitle(ctx, *body.Title, recall.TitleUser); err != nil {
 			s.writeError(w, r, err)
 			return
 		}

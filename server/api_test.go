@@ -41,13 +41,13 @@ func TestAPIListSessions(t *testing.T) {
 				made = append(made, e.newConv("alice", msg("user", fmt.Sprint("hello ", i))))
 			}
 			bobs := e.newConv("bob", msg("user", "bob's"))
-			if _, err := recall.ChangeMeta(ctx, e.st, key("alice", made[1]), recall.MetaChange{Pinned: new(true)}); err != nil {
+			if _, err := recall.NewSession(e.st, key("alice", made[1])).ChangeMeta(ctx, recall.MetaChange{Pinned: new(true)}); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := recall.ChangeMeta(ctx, e.st, key("alice", made[5]), recall.MetaChange{Archived: new(true)}); err != nil {
+			if _, err := recall.NewSession(e.st, key("alice", made[5])).ChangeMeta(ctx, recall.MetaChange{Archived: new(true)}); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := recall.SetTitle(ctx, e.st, key("alice", made[3]), "Quarterly Report", recall.TitleUser); err != nil {
+			if _, err := recall.NewSession(e.st, key("alice", made[3])).SetTitle(ctx, "Quarterly Report", recall.TitleUser); err != nil {
 				t.Fatal(err)
 			}
 

@@ -122,7 +122,7 @@ func CreateTokenWith(ctx context.Context, st recall.Store, user string, opts Tok
 	if !opts.Expires.IsZero() {
 		md[mdExpires] = opts.Expires.UTC().Format(time.RFC3339Nano)
 	}
-	m, err := recall.Create(ctx, st, tokenKey(hashToken(token)), recall.CreateOptions{Metadata: md})
+	m, err := recall.NewSession(st, tokenKey(hashToken(token))).Create(ctx, recall.CreateOptions{Metadata: md})
 	if err != nil {
 		return "", TokenInfo{}, fmt.Errorf("server: create token: %w", err)
 	}

@@ -208,7 +208,7 @@ func benchBackend(b *testing.B, st recall.Store, client *http.Client, emptyURL s
 
 	// The long conversation list20 reads, written in batches directly.
 	long := recall.Key{Project: project, Session: "conv_long"}
-	if _, err := recall.Create(ctx, st, long, recall.CreateOptions{}); err != nil {
+	if _, err := recall.NewSession(st, long).Create(ctx, recall.CreateOptions{}); err != nil {
 		b.Fatal(err)
 	}
 	batch := make([]recall.Item, 100)
@@ -224,7 +224,7 @@ func benchBackend(b *testing.B, st recall.Store, client *http.Client, emptyURL s
 	var convs atomic.Int64
 	newConv := func() recall.Key {
 		k := recall.Key{Project: project, Session: fmt.Sprintf("conv_add%d", convs.Add(1))}
-		if _, err := recall.Create(ctx, st, k, recall.CreateOptions{}); err != nil {
+		if _, err := recall.NewSession(st, k).Create(ctx, recall.CreateOptions{}); err != nil {
 			b.Fatal(err)
 		}
 		return k

@@ -142,7 +142,7 @@ func (s *Server) createConversation(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	m, err := recall.Create(r.Context(), s.store, key, recall.CreateOptions{Metadata: body.Metadata, Items: items})
+	m, err := recall.NewSession(s.store, key).Create(r.Context(), recall.CreateOptions{Metadata: body.Metadata, Items: items})
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -191,7 +191,7 @@ func (s *Server) updateConversation(w http.ResponseWriter, r *http.Request) {
 	for k, v := range *body.Metadata {
 		change.Metadata[k] = &v
 	}
-	m, err := recall.ChangeMeta(r.Context(), s.store, key, change)
+	m, err := recall.NewSession(s.store, key).ChangeMeta(r.Context(), change)
 	if err != nil {
 		s.writeError(w, r, notFoundAs(err, key))
 		return
@@ -368,7 +368,7 @@ func (s *Server) listItems(w http.ResponseWriter, r *http.Request) {
 }
 
 // listPage returns one page of items in the order asked, and whether more
-// follow it. The store reads the page alone (recall.ReadItems); only a
+// follow it. The store reads the page alone (recall.StoreSession.ReadItems); only a
 // cursor that is an item's own id, not one derived from its place, is
 // looked for first.
 func (s *Server) listPage(ctx context.Context, key recall.Key, lq listQuery) ([]recall.LiveItem, bool, error) {
@@ -387,7 +387,7 @@ func (s *Server) listPage(ctx context.Context, key recall.Key, lq listQuery) ([]
 		}
 		opts.After = ref
 	}
-	page, err := recall.ReadItems(ctx, s.store, key, opts)
+	page, err := recall.NewSession(s.store, key).ReadItems(ctx, opts)
 	if err != nil || page.LastSeq == 0 {
 		return nil, false, notFound(err, key)
 	}
@@ -431,9 +431,10 @@ func (s *Server) findItem(ctx context.Context, key recall.Key, id string) (recal
 // itemAt reads the item at ref, a page of one item; nil when the view has
 // none there.
 func (s *Server) itemAt(ctx context.Context, key recall.Key, ref recall.ItemRef) (*recall.LiveItem, error) {
-	page, err := recall.ReadItems(ctx, s.store, key, recall.ItemPageOptions{
-		Limit: 1, After: recall.ItemRef{Seq: ref.Seq, Index: ref.Index + 1}, // the newest at or before ref
+	page, err := recall.NewSession(s.store, key).ReadItems(ctx, recall.ItemPageOptions{
+		Limit: 1, After: recall.ItemRef{Seq: ref.Seq, Index: ref.Index + 1},
 	})
+
 	if err != nil || page.LastSeq == 0 {
 		return nil, notFound(err, key)
 	}
@@ -457,7 +458,7 @@ func (s *Server) findOwnID(ctx context.Context, key recall.Key, id string) (*rec
 	}
 	opts := recall.ItemPageOptions{Limit: 64}
 	for {
-		page, err := recall.ReadItems(ctx, s.store, key, opts)
+		page, err := recall.NewSession(s.store, key).ReadItems(ctx, opts)
 		if err != nil || page.LastSeq == 0 {
 			return nil, notFound(err, key)
 		}
@@ -506,7 +507,7 @@ func (s *Server) deleteItem(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	if _, err := recall.RemoveItem(r.Context(), s.store, key, l.Ref); err != nil {
+	if _, err := recall.NewSession(s.store, key).RemoveItem(r.Context(), l.Ref); err != nil {
 		if errors.Is(err, recall.ErrNotFound) {
 			err = itemNotFound(id) // removed meanwhile, or the conversation was
 		}

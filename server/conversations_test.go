@@ -581,7 +581,7 @@ func TestItemIDsSurviveRestart(t *testing.T) {
 // TestListReadsLittle checks that every page of a 10,000-item
 // conversation, in either order and after any item, and any item got by
 // its id, read only the items they answer with (the store reads the page
-// by position: recall.ReadItems), not the whole conversation.
+// by position: recall.StoreSession.ReadItems), not the whole conversation.
 func TestListReadsLittle(t *testing.T) {
 	ctx := context.Background()
 	st, c, conv := countedConversation(t, 10000)
@@ -766,7 +766,7 @@ func TestItemIDCheckAfterConflict(t *testing.T) {
 			return err
 		}, http.StatusOK, 1},
 		{"an item removed", func(st recall.Store, key recall.Key) error {
-			_, err := recall.RemoveItem(ctx, st, key, recall.ItemRef{Seq: 1})
+			_, err := recall.NewSession(st, key).RemoveItem(ctx, recall.ItemRef{Seq: 1})
 			return err
 		}, http.StatusOK, 2},
 	} {

@@ -198,7 +198,7 @@ func (e *env) newConv(user string, items ...string) string {
 	b := make([]byte, 24)
 	_, _ = rand.Read(b)
 	id := "conv_" + hex.EncodeToString(b)
-	if _, err := recall.Create(context.Background(), e.st, recall.Key{Project: User{Name: user}.Project(), Session: id},
+	if _, err := recall.NewSession(e.st, recall.Key{Project: User{Name: user}.Project(), Session: id}).Create(context.Background(),
 		recall.CreateOptions{Items: its}); err != nil {
 		e.t.Fatal(err)
 	}

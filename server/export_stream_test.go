@@ -64,7 +64,7 @@ func TestExportStreams(t *testing.T) {
 	for i := range 700 {
 		items = append(items, recall.Message([]string{"user", "assistant"}[i%2], fmt.Sprint(i, strings.Repeat(" lorem ipsum", 80))))
 	}
-	if _, err := recall.Create(ctx, st, key, recall.CreateOptions{Title: "Big", Items: items}); err != nil {
+	if _, err := recall.NewSession(st, key).Create(ctx, recall.CreateOptions{Title: "Big", Items: items}); err != nil {
 		t.Fatal(err)
 	}
 	sess, err := export.Load(ctx, st, key)

@@ -215,7 +215,7 @@ func (s *countingStore) List(ctx context.Context, project string, opts recall.Li
 
 // ReadItems counts the items of the page the store read.
 func (s *countingStore) ReadItems(ctx context.Context, key recall.Key, opts recall.ItemPageOptions) (recall.ItemPage, error) {
-	page, err := recall.ReadItems(ctx, s.Store, key, opts)
+	page, err := recall.NewSession(s.Store, key).ReadItems(ctx, opts)
 	s.calls.Add(1)
 	s.reads.Add(1)
 	s.items.Add(int64(len(page.Items)))

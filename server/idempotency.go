@@ -257,7 +257,7 @@ func (s *Server) reserve(ctx context.Context, rk recall.Key, fp string) (int64, 
 		now := time.Now().UTC()
 		mine := idemRecord{State: "reserved", At: now, Fingerprint: fp}
 		if last == 0 {
-			m, err := recall.Create(ctx, s.store, rk, recall.CreateOptions{Items: []recall.Item{mine.item()}})
+			m, err := recall.NewSession(s.store, rk).Create(ctx, recall.CreateOptions{Items: []recall.Item{mine.item()}})
 			if errors.Is(err, recall.ErrConflict) {
 				continue // another request reserved it first
 			}

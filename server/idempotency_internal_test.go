@@ -45,7 +45,7 @@ func TestIdempotencyRecordAges(t *testing.T) {
 	// plant writes a record for key as if a request had left it.
 	plant := func(key string, rec idemRecord) {
 		rec.Fingerprint = fingerprint(httptest.NewRequest("POST", "/v1/conversations", nil), []byte(`{}`))
-		if _, err := recall.Create(ctx, st, idempotencyKey(DefaultUser, key), recall.CreateOptions{Items: []recall.Item{rec.item()}}); err != nil {
+		if _, err := recall.NewSession(st, idempotencyKey(DefaultUser, key)).Create(ctx, recall.CreateOptions{Items: []recall.Item{rec.item()}}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -232,7 +232,7 @@ func TestIdempotencyLargeWrite(t *testing.T) {
 			st := c.b.open(t)
 			srv := serve(t, st)
 			conv := localKey("conv_large")
-			if _, err := recall.Create(context.Background(), st, conv, recall.CreateOptions{Items: []recall.Item{recall.Message("user", "hi")}}); err != nil {
+			if _, err := recall.NewSession(st, conv).Create(context.Background(), recall.CreateOptions{Items: []recall.Item{recall.Message("user", "hi")}}); err != nil {
 				t.Fatal(err)
 			}
 			body := `{"items":[{"role":"user","content":"` + strings.Repeat("large ", c.size/6) + `"}]}`

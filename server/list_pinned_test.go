@@ -36,7 +36,7 @@ func TestListFirstPageIsBounded(t *testing.T) {
 			t.Fatal(err)
 		}
 		if i%200 == 7 { // 5 pinned, spread over the list order
-			if _, err := recall.ChangeMeta(ctx, st, k, recall.MetaChange{Pinned: new(true)}); err != nil {
+			if _, err := recall.NewSession(st, k).ChangeMeta(ctx, recall.MetaChange{Pinned: new(true)}); err != nil {
 				t.Fatal(err)
 			}
 			pinned[k.Session] = true
@@ -120,7 +120,7 @@ func TestListPinnedPastTheCap(t *testing.T) {
 			t.Fatal(err)
 		}
 		if i < 105 {
-			if _, err := recall.ChangeMeta(ctx, st, k, recall.MetaChange{Pinned: new(true)}); err != nil {
+			if _, err := recall.NewSession(st, k).ChangeMeta(ctx, recall.MetaChange{Pinned: new(true)}); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -172,13 +172,13 @@ func (t *timedStore) Search(ctx context.Context, opts recall.SearchOptions) (rec
 // ReadItems reads the page with the store's own ReadItems when it has one
 // (from Items otherwise).
 func (t *timedStore) ReadItems(ctx context.Context, key recall.Key, opts recall.ItemPageOptions) (recall.ItemPage, error) {
-	return timed(t.m, "read_items", func() (recall.ItemPage, error) { return recall.ReadItems(ctx, t.Store, key, opts) })
+	return timed(t.m, "read_items", func() (recall.ItemPage, error) { return recall.NewSession(t.Store, key).ReadItems(ctx, opts) })
 }
 
 // Fork uses the store's native fork when it has one, and the root
 // package's fallback over the store otherwise (timed as one call).
 func (t *timedStore) Fork(ctx context.Context, key recall.Key, atSeq int64, newKey recall.Key) (recall.Meta, error) {
-	return timed(t.m, "fork", func() (recall.Meta, error) { return recall.Fork(ctx, t.Store, key, atSeq, newKey) })
+	return timed(t.m, "fork", func() (recall.Meta, error) { return recall.NewSession(t.Store, key).Fork(ctx, atSeq, newKey) })
 }
 
 // Cleanup is the store's, or the root package's fallback.

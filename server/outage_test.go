@@ -51,7 +51,7 @@ func TestStoreOutage(t *testing.T) {
 				t.Fatal(err)
 			}
 			conv := recall.Key{Project: server.User{Name: "alice"}.Project(), Session: "conv_outage"}
-			if _, err := recall.Create(ctx, st, conv, recall.CreateOptions{Items: []recall.Item{recall.Message("user", "hi")}}); err != nil {
+			if _, err := recall.NewSession(st, conv).Create(ctx, recall.CreateOptions{Items: []recall.Item{recall.Message("user", "hi")}}); err != nil {
 				t.Fatal(err)
 			}
 			srv := serve(t, st, server.Options{Auth: server.AuthToken, TokenTTL: 0})

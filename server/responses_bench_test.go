@@ -121,7 +121,7 @@ func BenchmarkResponsesProxy(b *testing.B) {
 // fillConversation creates key with size items, written in batches.
 func fillConversation(b *testing.B, st recall.Store, key recall.Key, size int) {
 	ctx := context.Background()
-	if _, err := recall.Create(ctx, st, key, recall.CreateOptions{}); err != nil {
+	if _, err := recall.NewSession(st, key).Create(ctx, recall.CreateOptions{}); err != nil {
 		b.Fatal(err)
 	}
 	batch := make([]recall.Item, 100)

@@ -81,7 +81,7 @@ func BenchmarkRoutes(b *testing.B) {
 			}
 		}
 		for i := range 5 {
-			if _, err := recall.ChangeMeta(ctx, st, recall.Key{Project: project, Session: fmt.Sprintf("conv_%06d", i*n/5)}, recall.MetaChange{Pinned: new(true)}); err != nil {
+			if _, err := recall.NewSession(st, recall.Key{Project: project, Session: fmt.Sprintf("conv_%06d", i*n/5)}).ChangeMeta(ctx, recall.MetaChange{Pinned: new(true)}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -205,7 +205,7 @@ func (s *bytesStore) Items(ctx context.Context, key recall.Key, limit int) ([]re
 }
 
 func (s *bytesStore) ReadItems(ctx context.Context, key recall.Key, opts recall.ItemPageOptions) (recall.ItemPage, error) {
-	p, err := recall.ReadItems(ctx, s.Store, key, opts)
+	p, err := recall.NewSession(s.Store, key).ReadItems(ctx, opts)
 	s.live(p.Items)
 	return p, err
 }

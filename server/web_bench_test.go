@@ -91,13 +91,13 @@ func BenchmarkWebListPage(b *testing.B) {
 	ctx := context.Background()
 	for i := 0; i < 10000; i++ {
 		key := recall.Key{Project: "user.alice", Session: fmt.Sprintf("conv_%05d", i)}
-		if _, err := recall.Create(ctx, st, key, recall.CreateOptions{Title: fmt.Sprintf("Session %d", i),
+		if _, err := recall.NewSession(st, key).Create(ctx, recall.CreateOptions{Title: fmt.Sprintf("Session %d", i),
 			Items: []recall.Item{recall.Message("user", fmt.Sprintf("The first prompt of session %d", i)), recall.Message("assistant", "ok")}}); err != nil {
 			b.Fatal(err)
 		}
 	}
 	for i := 1000; i < 10000; i += 2000 {
-		if _, err := recall.ChangeMeta(ctx, st, recall.Key{Project: "user.alice", Session: fmt.Sprintf("conv_%05d", i)}, recall.MetaChange{Pinned: new(true)}); err != nil {
+		if _, err := recall.NewSession(st, recall.Key{Project: "user.alice", Session: fmt.Sprintf("conv_%05d", i)}).ChangeMeta(ctx, recall.MetaChange{Pinned: new(true)}); err != nil {
 			b.Fatal(err)
 		}
 	}

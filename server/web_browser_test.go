@@ -269,7 +269,7 @@ func (e *webEnv) session(t *testing.T, user, title string, items ...recall.Item)
 	_, _ = rand.Read(b)
 	id := "conv_" + hex.EncodeToString(b)
 	key := recall.Key{Project: "user." + user, Session: id}
-	if _, err := recall.Create(context.Background(), e.st, key, recall.CreateOptions{Title: title, Items: items}); err != nil {
+	if _, err := recall.NewSession(e.st, key).Create(context.Background(), recall.CreateOptions{Title: title, Items: items}); err != nil {
 		t.Fatal(err)
 	}
 	return id
@@ -734,10 +734,10 @@ func newXSSSession(t *testing.T, e *webEnv) string {
 	id := e.session(t, "carol", xssTitle, items...)
 	key := recall.Key{Project: "user.carol", Session: id}
 	ctx := context.Background()
-	if _, err := recall.ChangeMeta(ctx, e.st, key, recall.MetaChange{ClearMetadata: true, Metadata: map[string]*string{"<script>alert('mdkey')</script>": new(`<img src=x onerror=alert('mdval')>`), "url": new("javascript:alert('mdurl')")}}); err != nil {
+	if _, err := recall.NewSession(e.st, key).ChangeMeta(ctx, recall.MetaChange{ClearMetadata: true, Metadata: map[string]*string{"<script>alert('mdkey')</script>": new(`<img src=x onerror=alert('mdval')>`), "url": new("javascript:alert('mdurl')")}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := recall.ChangeMeta(ctx, e.st, key, recall.MetaChange{Labels: []string{`<svg onload=alert('label')>`, `" onmouseover="alert('attr')`}, SetLabels: true}); err != nil {
+	if _, err := recall.NewSession(e.st, key).ChangeMeta(ctx, recall.MetaChange{Labels: []string{`<svg onload=alert('label')>`, `" onmouseover="alert('attr')`}, SetLabels: true}); err != nil {
 		t.Fatal(err)
 	}
 	return id

@@ -66,14 +66,14 @@ func TestWebListPaging(t *testing.T) {
 			key := func(i int) recall.Key { return recall.Key{Project: project, Session: fmt.Sprintf("conv_%03d", i)} }
 			const n = 130
 			for i := range n {
-				if _, err := recall.Create(ctx, st, key(i), recall.CreateOptions{Title: fmt.Sprintf("Session %d", i),
+				if _, err := recall.NewSession(st, key(i)).Create(ctx, recall.CreateOptions{Title: fmt.Sprintf("Session %d", i),
 					Items: []recall.Item{recall.Message("user", "hi")}}); err != nil {
 					t.Fatal(err)
 				}
 			}
 			// Pinned, then pushed down the list order by newer sessions.
 			for _, i := range []int{10, 50, 90, 125} {
-				if _, err := recall.ChangeMeta(ctx, st, key(i), recall.MetaChange{Pinned: new(true)}); err != nil {
+				if _, err := recall.NewSession(st, key(i)).ChangeMeta(ctx, recall.MetaChange{Pinned: new(true)}); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -26,7 +26,7 @@ func TestWebAdminProjectPicker(t *testing.T) {
 			want := []string{"user.root"}
 			for _, u := range users {
 				key := recall.Key{Project: User{Name: u}.Project(), Session: "conv_" + u}
-				if _, err := recall.Create(context.Background(), st, key, recall.CreateOptions{Title: u + "'s notes",
+				if _, err := recall.NewSession(st, key).Create(context.Background(), recall.CreateOptions{Title: u + "'s notes",
 					Items: []recall.Item{recall.Message("user", "hi")}}); err != nil {
 					t.Fatal(err)
 				}

@@ -96,7 +96,7 @@ func (s *Server) sessionPage(ctx context.Context, key recall.Key, m recall.Meta,
 	if f := m.ForkedFrom; f != nil && f.Key.Project == key.Project && f.Key.IsMain() {
 		d.ForkedFrom, d.ForkedAt = f.Key.Session, fmt.Sprintf("i-%d", f.Seq)
 	}
-	got, err := recall.ReadItems(ctx, s.store, key, recall.ItemPageOptions{Limit: webPageSize, After: before})
+	got, err := recall.NewSession(s.store, key).ReadItems(ctx, recall.ItemPageOptions{Limit: webPageSize, After: before})
 	if err != nil {
 		return d, err
 	}
@@ -202,11 +202,11 @@ func (s *Server) webAction(w http.ResponseWriter, r *http.Request) {
 			s.webStatus(w, r, http.StatusBadRequest, fmt.Sprintf("The title is longer than %d bytes.", maxTitleLen))
 			return
 		}
-		_, err = recall.SetTitle(ctx, s.store, key, title, recall.TitleUser)
+		_, err = recall.NewSession(s.store, key).SetTitle(ctx, title, recall.TitleUser)
 	case "pin":
-		_, err = recall.ChangeMeta(ctx, s.store, key, recall.MetaChange{Pinned: new(on)})
+		_, err = recall.NewSession(s.store, key).ChangeMeta(ctx, recall.MetaChange{Pinned: new(on)})
 	case "archive":
-		_, err = recall.ChangeMeta(ctx, s.store, key, recall.MetaChange{Archived: new(on)})
+		_, err = recall.NewSession(s.store, key).ChangeMeta(ctx, recall.MetaChange{Archived: new(on)})
 	case "fork":
 		ref, ok := parseRef(r.PostFormValue("at"))
 		if !ok || ref.Seq > m.LastSeq {
@@ -214,7 +214,7 @@ func (s *Server) webAction(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		newKey := recall.Key{Project: key.Project, Session: newConversationID()}
-		if _, err = recall.Fork(ctx, s.store, key, ref.Seq, newKey); err == nil {
+		if _, err = recall.NewSession(s.store, key).Fork(ctx, ref.Seq, newKey); err == nil {
 			back = "/s/" + url.PathEscape(newKey.Session)
 		}
 	case "delete":

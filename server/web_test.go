@@ -66,7 +66,7 @@ func TestWebHeadersAndCSRF(t *testing.T) {
 		t.Fatal(err)
 	}
 	key := recall.Key{Project: "user.alice", Session: "conv_web1"}
-	if _, err := recall.Create(ctx, st, key, recall.CreateOptions{Title: "Keep me", Items: []recall.Item{recall.Message("user", "hi")}}); err != nil {
+	if _, err := recall.NewSession(st, key).Create(ctx, recall.CreateOptions{Title: "Keep me", Items: []recall.Item{recall.Message("user", "hi")}}); err != nil {
 		t.Fatal(err)
 	}
 

@@ -40,7 +40,7 @@ func TestLiveWatchersShared(t *testing.T) {
 	var keys []recall.Key
 	for i := range sessions {
 		k := recall.Key{Project: alice.Project(), Session: fmt.Sprintf("conv_live%d", i)}
-		if _, err := recall.Create(ctx, st, k, recall.CreateOptions{Items: []recall.Item{recall.Message("user", "start")}}); err != nil {
+		if _, err := recall.NewSession(st, k).Create(ctx, recall.CreateOptions{Items: []recall.Item{recall.Message("user", "start")}}); err != nil {
 			t.Fatal(err)
 		}
 		keys = append(keys, k)
@@ -138,7 +138,7 @@ func TestLiveStalled(t *testing.T) {
 	ctx := context.Background()
 	e, st := liveEnv(t)
 	k := recall.Key{Project: User{Name: "alice"}.Project(), Session: "conv_stalled"}
-	if _, err := recall.Create(ctx, st, k, recall.CreateOptions{Items: []recall.Item{recall.Message("user", "start")}}); err != nil {
+	if _, err := recall.NewSession(st, k).Create(ctx, recall.CreateOptions{Items: []recall.Item{recall.Message("user", "start")}}); err != nil {
 		t.Fatal(err)
 	}
 	req, _ := http.NewRequest("GET", e.ts.URL+"/s/"+k.Session+"/events", nil)

@@ -365,7 +365,7 @@ func forkBenchItem(i int) recall.Item {
 
 // BenchmarkFork10k forks a session of 10,000 items of 300 to 2,000 bytes,
 // the side-by-side benchmark's W4: the native fork (storekit.Forker)
-// against recall.Fork's fallback (Load, then Append with IfNew) on the
+// against recall.StoreSession.Fork's fallback (Load, then Append with IfNew) on the
 // same store, alternately and each first every other time. It reports
 // native-ns/op, fallback-ns/op and x-fallback, the native fork's speed as
 // a multiple of the fallback's (fallback time / native time; above 1 is
@@ -412,7 +412,7 @@ func BenchmarkListPinned(b *testing.B) {
 				b.Fatal(err)
 			}
 			for i := range 5 {
-				if _, err := recall.ChangeMeta(ctx, s, all.Sessions[i*n/5].Key, recall.MetaChange{Pinned: new(true)}); err != nil {
+				if _, err := recall.NewSession(s, all.Sessions[i*n/5].Key).ChangeMeta(ctx, recall.MetaChange{Pinned: new(true)}); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -286,7 +286,7 @@ func TestCheckedSeq(t *testing.T) {
 			}
 		}
 		k := recall.Key{Project: "p", Session: "created"}
-		if _, err := recall.Create(ctx, s, k, recall.CreateOptions{Title: "t", Metadata: map[string]string{"a": "b"}}); err != nil {
+		if _, err := recall.NewSession(s, k).Create(ctx, recall.CreateOptions{Title: "t", Metadata: map[string]string{"a": "b"}}); err != nil {
 			t.Fatal(err)
 		}
 		if checked := checkedSeq(t, s, k); checked != 3 {

@@ -10,8 +10,8 @@ import (
 	"github.com/recallkit/recall/storekit"
 )
 
-// Fork implements storekit.Forker; recall.Fork calls it. It does what
-// recall.Fork's fallback does (Load, then Append with IfNew) in one
+// Fork implements storekit.Forker; recall.StoreSession.Fork calls it. It does what
+// recall.StoreSession.Fork's fallback does (Load, then Append with IfNew) in one
 // transaction instead of two, without validating the items a second time:
 // the source's row is locked (so it can be neither appended to nor removed
 // while its log is read), an existing newKey is ErrConflict, and the fork's

@@ -55,7 +55,7 @@ func TestNativeFork(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		_, err := recall.Create(ctx, s, src, recall.CreateOptions{Title: "t", Metadata: map[string]string{"k": "v"}, Items: []recall.Item{msg("a"), msg("b")}})
+		_, err := recall.NewSession(s, src).Create(ctx, recall.CreateOptions{Title: "t", Metadata: map[string]string{"k": "v"}, Items: []recall.Item{msg("a"), msg("b")}})
 		must(err)
 		d := recall.ItemEntry(msg("d"))
 		d.Usage = &recall.Usage{InputTokens: 3, OutputTokens: 4, TotalTokens: 7}
@@ -63,9 +63,9 @@ func TestNativeFork(t *testing.T) {
 		must(err)
 		_, err = s.Pop(ctx, src)
 		must(err)
-		_, err = recall.RemoveItem(ctx, s, src, recall.ItemRef{Seq: 4}) // a
+		_, err = recall.NewSession(s, src).RemoveItem(ctx, recall.ItemRef{Seq: 4}) // a
 		must(err)
-		_, err = recall.SetTitle(ctx, s, src, "u", recall.TitleUser)
+		_, err = recall.NewSession(s, src).SetTitle(ctx, "u", recall.TitleUser)
 		must(err)
 		must(recall.NewSession(s, src).Clear(ctx))
 		last, err := s.Append(ctx, src, recall.Guard{}, recall.ItemEntries(msg("e"), msg("f"), msg("g"))...)
@@ -132,7 +132,7 @@ func TestNativeFork(t *testing.T) {
 		race := recall.Key{Project: "p", Session: "race"}
 		for range 4 {
 			wg.Go(func() {
-				_, err := recall.Fork(ctx, s, src, 0, race)
+				_, err := recall.NewSession(s, src).Fork(ctx, 0, race)
 				switch {
 				case err == nil:
 					won.Add(1)

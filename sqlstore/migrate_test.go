@@ -242,7 +242,7 @@ func TestMigrateUpdated(t *testing.T) {
 
 			// And the metadata column works on the migrated rows.
 			k := recall.Key{Project: "old", Session: "talked"}
-			if _, err := recall.ChangeMeta(ctx, s, k, recall.MetaChange{ClearMetadata: true, Metadata: map[string]*string{"a": new("1")}}); err != nil {
+			if _, err := recall.NewSession(s, k).ChangeMeta(ctx, recall.MetaChange{ClearMetadata: true, Metadata: map[string]*string{"a": new("1")}}); err != nil {
 				t.Fatal(err)
 			}
 			if m, _ := s.Stat(ctx, k); m.Metadata["a"] != "1" || !m.Updated.Equal(at(20)) {
@@ -363,7 +363,7 @@ func TestMetadataColumn(t *testing.T) {
 		ctx := context.Background()
 		k := recall.Key{Project: "p", Session: "md"}
 		md := map[string]string{"user": "ann", "topic": "tax \u00e9t\u00e9 \"quoted\""}
-		if _, err := recall.Create(ctx, s, k, recall.CreateOptions{Title: "x", Metadata: md}); err != nil {
+		if _, err := recall.NewSession(s, k).Create(ctx, recall.CreateOptions{Title: "x", Metadata: md}); err != nil {
 			t.Fatal(err)
 		}
 		check := func(want map[string]string) {
@@ -397,15 +397,15 @@ func TestMetadataColumn(t *testing.T) {
 		check(md)
 		gone := (*string)(nil)
 		two := "2"
-		if _, err := recall.ChangeMeta(ctx, s, k, recall.MetaChange{Metadata: map[string]*string{"user": gone, "n": &two}}); err != nil {
+		if _, err := recall.NewSession(s, k).ChangeMeta(ctx, recall.MetaChange{Metadata: map[string]*string{"user": gone, "n": &two}}); err != nil {
 			t.Fatal(err)
 		}
 		check(map[string]string{"topic": md["topic"], "n": "2"})
-		if _, err := recall.ChangeMeta(ctx, s, k, recall.MetaChange{ClearMetadata: true}); err != nil {
+		if _, err := recall.NewSession(s, k).ChangeMeta(ctx, recall.MetaChange{ClearMetadata: true}); err != nil {
 			t.Fatal(err)
 		}
 		check(nil)
-		if _, err := recall.ChangeMeta(ctx, s, k, recall.MetaChange{ClearMetadata: true, Metadata: map[string]*string{"z": new("last")}}); err != nil {
+		if _, err := recall.NewSession(s, k).ChangeMeta(ctx, recall.MetaChange{ClearMetadata: true, Metadata: map[string]*string{"z": new("last")}}); err != nil {
 			t.Fatal(err)
 		}
 		check(map[string]string{"z": "last"})

@@ -77,7 +77,7 @@ func runChild() error {
 			return err
 		}
 		if b%7 == 6 {
-			if _, err := recall.SetTitle(ctx, s, childKey, worker+" "+strconv.Itoa(b), recall.TitleAuto); err != nil {
+			if _, err := recall.NewSession(s, childKey).SetTitle(ctx, worker+" "+strconv.Itoa(b), recall.TitleAuto); err != nil {
 				return err
 			}
 		}

@@ -149,7 +149,7 @@ func TestSearchText(t *testing.T) {
 			recall.Item(`{"type":"function_call_output","call_id":"c1","output":"found the needle in haystack.go"}`),
 			recall.Item(`{"type":"reasoning","encrypted_content":"tokenizer-secret"}`))
 		add(c, recall.Message("user", "北京 is a city; 张 alone"), recall.Message("user", "before\x00after nulbyte"))
-		if _, err := recall.SetTitle(ctx, s, a, "Tokenizer fixes 北京", recall.TitleUser); err != nil {
+		if _, err := recall.NewSession(s, a).SetTitle(ctx, "Tokenizer fixes 北京", recall.TitleUser); err != nil {
 			t.Fatal(err)
 		}
 		for _, q := range []string{"tokenizer", "TOKENIZER", "张三", "张", "北京", "住在北京", "words badly", `"words badly"`,
@@ -226,7 +226,7 @@ func TestSearchLiveness(t *testing.T) {
 			t.Fatal(err)
 		}
 		check("pop")
-		if _, err := recall.RemoveItem(ctx, s, k, recall.ItemRef{Seq: 1}); err != nil {
+		if _, err := recall.NewSession(s, k).RemoveItem(ctx, recall.ItemRef{Seq: 1}); err != nil {
 			t.Fatal(err)
 		}
 		check("remove")
@@ -248,7 +248,7 @@ func TestSearchLiveness(t *testing.T) {
 			t.Fatal(err)
 		}
 		check("compaction")
-		if _, err := recall.RemoveItem(ctx, s, k, recall.ItemRef{Seq: 13, Index: 1}); err != nil {
+		if _, err := recall.NewSession(s, k).RemoveItem(ctx, recall.ItemRef{Seq: 13, Index: 1}); err != nil {
 			t.Fatal(err)
 		}
 		check("remove of a compaction item")
@@ -257,11 +257,11 @@ func TestSearchLiveness(t *testing.T) {
 			t.Fatal(err)
 		}
 		check("purge")
-		if _, err := recall.SetTitle(ctx, s, k, "Word title", recall.TitleUser); err != nil {
+		if _, err := recall.NewSession(s, k).SetTitle(ctx, "Word title", recall.TitleUser); err != nil {
 			t.Fatal(err)
 		}
 		check("title")
-		if _, err := recall.Fork(ctx, s, k, 0, recall.Key{Project: "p", Session: "fork"}); err != nil {
+		if _, err := recall.NewSession(s, k).Fork(ctx, 0, recall.Key{Project: "p", Session: "fork"}); err != nil {
 			t.Fatal(err)
 		}
 		check("fork")
@@ -278,7 +278,7 @@ func TestSearchLiveness(t *testing.T) {
 			t.Fatal(err)
 		}
 		check("import")
-		if _, err := recall.ChangeMeta(ctx, s, k, recall.MetaChange{Archived: new(true)}); err != nil {
+		if _, err := recall.NewSession(s, k).ChangeMeta(ctx, recall.MetaChange{Archived: new(true)}); err != nil {
 			t.Fatal(err)
 		}
 		check("archive")
@@ -339,12 +339,12 @@ func TestSearchFilters(t *testing.T) {
 				}
 			}
 			if i%5 == 0 {
-				if _, err := recall.ChangeMeta(ctx, s, k, recall.MetaChange{Archived: new(true)}); err != nil {
+				if _, err := recall.NewSession(s, k).ChangeMeta(ctx, recall.MetaChange{Archived: new(true)}); err != nil {
 					t.Fatal(err)
 				}
 			}
 			if i%4 == 0 {
-				if _, err := recall.SetTitle(ctx, s, k, "about "+words[i%5], recall.TitleUser); err != nil {
+				if _, err := recall.NewSession(s, k).SetTitle(ctx, "about "+words[i%5], recall.TitleUser); err != nil {
 					t.Fatal(err)
 				}
 			}

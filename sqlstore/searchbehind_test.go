@@ -175,7 +175,7 @@ func TestSearchRowsTrail(t *testing.T) {
 		t.Errorf("after an import of 3 into a session 1 behind: behind from %d, %d rows; want not behind, 4 rows", from, rows)
 	}
 	f := recall.Key{Project: "p", Session: "f"}
-	if _, err := recall.Fork(ctx, s, c, 0, f); err != nil {
+	if _, err := recall.NewSession(s, c).Fork(ctx, 0, f); err != nil {
 		t.Fatal(err)
 	}
 	if from, rows := behindOf(t, s, f); from != 0 || rows != 4 {
@@ -232,7 +232,7 @@ func TestSearchTrailModel(t *testing.T) {
 					continue
 				}
 				l := rapid.SampledFrom(live).Draw(rt, "ref")
-				if _, err := recall.RemoveItem(ctx, s, key, l.Ref); err != nil {
+				if _, err := recall.NewSession(s, key).RemoveItem(ctx, l.Ref); err != nil {
 					rt.Fatal(err)
 				}
 			case "clear":

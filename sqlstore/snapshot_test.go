@@ -89,15 +89,15 @@ func TestReadsAreSnapshots(t *testing.T) {
 				case 2:
 					_, err = s.Pop(ctx, k)
 				case 3:
-					_, err = recall.SetTitle(ctx, s, k, fmt.Sprint("t", r), recall.TitleUser)
+					_, err = recall.NewSession(s, k).SetTitle(ctx, fmt.Sprint("t", r), recall.TitleUser)
 				case 4:
-					_, err = recall.RemoveItem(ctx, s, k, recall.ItemRef{Seq: int64(r / 2)})
+					_, err = recall.NewSession(s, k).RemoveItem(ctx, recall.ItemRef{Seq: int64(r / 2)})
 					if err != nil && !isNotFound(err) {
 						break
 					}
 					err = nil
 				case 5:
-					_, err = recall.ChangeMeta(ctx, s, k, recall.MetaChange{Pinned: new(r%4 == 1)})
+					_, err = recall.NewSession(s, k).ChangeMeta(ctx, recall.MetaChange{Pinned: new(r%4 == 1)})
 				}
 				if err != nil {
 					t.Errorf("writer, round %d: %v", r, err)

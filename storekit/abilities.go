@@ -16,12 +16,12 @@ import (
 //
 //	var _ storekit.Forker = (*Store)(nil)
 
-// Forker is a fork written natively. Without it, recall.Fork loads the
+// Forker is a fork written natively. Without it, recall.StoreSession.Fork loads the
 // source's log, derives the view at atSeq with recall.Replay, and appends
 // the fork's log to newKey in one batch guarded by recall.IfNew, which is
 // atomic in every store.
 type Forker interface {
-	// Fork behaves as recall.Fork documents.
+	// Fork behaves as recall.StoreSession.Fork documents.
 	Fork(ctx context.Context, key recall.Key, atSeq int64, newKey recall.Key) (recall.Meta, error)
 }
 
@@ -45,10 +45,10 @@ type ProjectLister interface {
 
 // ItemPager reads one page of a session's view by position, in time
 // proportional to the page (and the pop, remove, clear and compaction
-// entries of the view), not to the session. Without it, recall.ReadItems
+// entries of the view), not to the session. Without it, recall.StoreSession.ReadItems
 // reads the newest Limit+1 items with Items when that covers the page and
 // the whole view otherwise.
 type ItemPager interface {
-	// ReadItems behaves as recall.ReadItems documents.
+	// ReadItems behaves as recall.StoreSession.ReadItems documents.
 	ReadItems(ctx context.Context, key recall.Key, opts recall.ItemPageOptions) (recall.ItemPage, error)
 }

@@ -15,7 +15,7 @@
 //     rest continue the log; the write is then guarded by the LastSeq the
 //     plan was made against.
 //   - Fork (optional, [Forker]): [ForkLog] builds the new log, which
-//     the store writes in one step of its own; without it, recall.Fork
+//     the store writes in one step of its own; without it, recall.StoreSession.Fork
 //     falls back to Load and Append.
 //   - List: [CheckListOptions] validates the arguments; a store that
 //     holds its metadata in memory filters with [Matches] and pages with

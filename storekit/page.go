@@ -63,8 +63,8 @@ func SlicePages(es []recall.Entry) PageReader {
 }
 
 // ReadPage returns the page of the view that opts selects (see
-// recall.ReadItems), and whether more items follow it. It agrees with
-// recall.ReadItems over recall.Replay's view; the conformance suite checks
+// recall.StoreSession.ReadItems), and whether more items follow it. It agrees with
+// recall.StoreSession.ReadItems over recall.Replay's view; the conformance suite checks
 // that.
 func ReadPage(r PageReader, opts recall.ItemPageOptions) ([]recall.LiveItem, bool, error) {
 	v, err := readControls(r.Controls)

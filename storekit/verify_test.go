@@ -136,7 +136,7 @@ func TestVerify(t *testing.T) {
 		if _, err := s.Pop(ctx, main); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := recall.ChangeMeta(ctx, s, main, recall.MetaChange{Archived: new(true)}); err != nil {
+		if _, err := recall.NewSession(s, main).ChangeMeta(ctx, recall.MetaChange{Archived: new(true)}); err != nil {
 			t.Fatal(err)
 		}
 	}

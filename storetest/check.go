@@ -101,10 +101,10 @@ func (e *env) must(err error) {
 	}
 }
 
-// changeMeta returns the step that applies c to key with recall.ChangeMeta.
+// changeMeta returns the step that applies c to key with recall.StoreSession.ChangeMeta.
 func (e *env) changeMeta(key recall.Key, c recall.MetaChange) func() error {
 	return func() error {
-		_, err := recall.ChangeMeta(e.ctx, e.s, key, c)
+		_, err := recall.NewSession(e.s, key).ChangeMeta(e.ctx, c)
 		return err
 	}
 }

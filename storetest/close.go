@@ -27,12 +27,12 @@ func testClose(e *env) {
 	_, calls["List"] = e.s.List(e.ctx, "", recall.ListOptions{})
 	_, calls["Projects"] = recall.Projects(e.ctx, e.s)
 	calls["Remove"] = e.s.Remove(e.ctx, key)
-	_, calls["Fork"] = recall.Fork(e.ctx, e.s, key, 0, recall.Key{Project: "p", Session: "f"})
+	_, calls["Fork"] = recall.NewSession(e.s, key).Fork(e.ctx, 0, recall.Key{Project: "p", Session: "f"})
 	_, calls["Cleanup"] = recall.Cleanup(e.ctx, e.s, recall.CleanupOptions{OlderThan: oldTime(0)})
 	_, calls["Import"] = e.s.Import(e.ctx, key, imported(2, 0, recall.ItemEntry(msg("z")))...)
-	_, calls["Create"] = recall.Create(e.ctx, e.s, recall.Key{Project: "p", Session: "new"}, recall.CreateOptions{})
-	_, calls["RemoveItem"] = recall.RemoveItem(e.ctx, e.s, key, recall.ItemRef{Seq: 1})
-	_, calls["SetMetadata"] = recall.ChangeMeta(e.ctx, e.s, key, recall.MetaChange{ClearMetadata: true, Metadata: map[string]*string{"k": new("v")}})
+	_, calls["Create"] = recall.NewSession(e.s, recall.Key{Project: "p", Session: "new"}).Create(e.ctx, recall.CreateOptions{})
+	_, calls["RemoveItem"] = recall.NewSession(e.s, key).RemoveItem(e.ctx, recall.ItemRef{Seq: 1})
+	_, calls["SetMetadata"] = recall.NewSession(e.s, key).ChangeMeta(e.ctx, recall.MetaChange{ClearMetadata: true, Metadata: map[string]*string{"k": new("v")}})
 	if p, ok := e.s.(storekit.Purger); ok {
 		_, calls["Purge"] = p.Purge(e.ctx, key)
 	}

@@ -165,7 +165,7 @@ func testConcurrentManySessions(e *env) {
 					return
 				}
 				if b == batchesPerWriter/2 {
-					if _, err := recall.SetTitle(e.ctx, e.s, key, fmt.Sprintf("title %d", w), recall.TitleAuto); err != nil {
+					if _, err := recall.NewSession(e.s, key).SetTitle(e.ctx, fmt.Sprintf("title %d", w), recall.TitleAuto); err != nil {
 						errc <- fmt.Errorf("writer %d: SetTitle: %w", w, err)
 						return
 					}

@@ -102,32 +102,32 @@ func helperCalls(e *env, cs contextSessions) []contextCall {
 	key, fresh, last := cs.key, cs.fresh, cs.last
 	v := "v"
 	return []contextCall{
-		{"recall.Create", func(ctx context.Context) error {
-			_, err := recall.Create(ctx, e.s, fresh, recall.CreateOptions{Title: "t"})
+		{"recall.StoreSession.Create", func(ctx context.Context) error {
+			_, err := recall.NewSession(e.s, fresh).Create(ctx, recall.CreateOptions{Title: "t"})
 			return err
 		}},
-		{"recall.SetTitle", func(ctx context.Context) error {
-			_, err := recall.SetTitle(ctx, e.s, key, "t", recall.TitleUser)
+		{"recall.StoreSession.SetTitle", func(ctx context.Context) error {
+			_, err := recall.NewSession(e.s, key).SetTitle(ctx, "t", recall.TitleUser)
 			return err
 		}},
-		{"recall.SetTitle(auto)", func(ctx context.Context) error {
-			_, err := recall.SetTitle(ctx, e.s, key, "t", recall.TitleAuto)
+		{"recall.StoreSession.SetTitle(auto)", func(ctx context.Context) error {
+			_, err := recall.NewSession(e.s, key).SetTitle(ctx, "t", recall.TitleAuto)
 			return err
 		}},
-		{"recall.ChangeMeta(pinned)", func(ctx context.Context) error {
-			_, err := recall.ChangeMeta(ctx, e.s, key, recall.MetaChange{Pinned: new(true)})
+		{"recall.StoreSession.ChangeMeta(pinned)", func(ctx context.Context) error {
+			_, err := recall.NewSession(e.s, key).ChangeMeta(ctx, recall.MetaChange{Pinned: new(true)})
 			return err
 		}},
-		{"recall.ChangeMeta(metadata)", func(ctx context.Context) error {
-			_, err := recall.ChangeMeta(ctx, e.s, key, recall.MetaChange{Metadata: map[string]*string{"k": &v}})
+		{"recall.StoreSession.ChangeMeta(metadata)", func(ctx context.Context) error {
+			_, err := recall.NewSession(e.s, key).ChangeMeta(ctx, recall.MetaChange{Metadata: map[string]*string{"k": &v}})
 			return err
 		}},
 		{"recall.Clear", func(ctx context.Context) error { return recall.NewSession(e.s, key).Clear(ctx) }},
-		{"recall.RemoveItem", func(ctx context.Context) error {
-			_, err := recall.RemoveItem(ctx, e.s, key, recall.ItemRef{Seq: last})
+		{"recall.StoreSession.RemoveItem", func(ctx context.Context) error {
+			_, err := recall.NewSession(e.s, key).RemoveItem(ctx, recall.ItemRef{Seq: last})
 			return err
 		}},
-		{"recall.Fork", func(ctx context.Context) error { _, err := recall.Fork(ctx, e.s, key, 0, fresh); return err }},
+		{"recall.StoreSession.Fork", func(ctx context.Context) error { _, err := recall.NewSession(e.s, key).Fork(ctx, 0, fresh); return err }},
 		{"recall.Cleanup", func(ctx context.Context) error {
 			_, err := recall.Cleanup(ctx, e.s, recall.CleanupOptions{OlderThan: time.Now().Add(2 * time.Hour)})
 			return err

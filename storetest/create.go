@@ -9,7 +9,7 @@ import (
 )
 
 // createCase is one way testCreate creates a session: the options it
-// passes to recall.Create and what the session holds afterwards.
+// passes to recall.StoreSession.Create and what the session holds afterwards.
 type createCase struct {
 	name      string
 	opts      recall.CreateOptions
@@ -17,7 +17,7 @@ type createCase struct {
 	wantKinds []recall.Kind
 }
 
-// testCreate checks sessions created with recall.Create: empty, with a
+// testCreate checks sessions created with recall.StoreSession.Create: empty, with a
 // title and metadata, with items. Each is listed at once (an empty one
 // with 0 items, Created equal to Updated), its log starts with a create
 // entry, and Items of an empty one is empty at LastSeq 1. Creating a key
@@ -50,7 +50,7 @@ func testCreate(e *env) {
 func checkCreated(e *env, c createCase) {
 	t := e.t
 	key := recall.Key{Project: "p", Session: c.name}
-	m, err := recall.Create(e.ctx, e.s, key, c.opts)
+	m, err := recall.NewSession(e.s, key).Create(e.ctx, c.opts)
 	if err != nil {
 		t.Errorf("Create %s: %v", c.name, err)
 		return
@@ -132,7 +132,7 @@ func checkCreateExisting(e *env) {
 	for _, name := range []string{"empty", "titled", "with-items", "appended"} {
 		key := recall.Key{Project: "p", Session: name}
 		before := e.state(key)
-		_, err := recall.Create(e.ctx, e.s, key, recall.CreateOptions{Title: "again", Items: msgs("again", 1)})
+		_, err := recall.NewSession(e.s, key).Create(e.ctx, recall.CreateOptions{Title: "again", Items: msgs("again", 1)})
 		wantErr(e.t, "Create of the existing session "+name, err, recall.ErrConflict)
 		e.wantState("a refused Create of "+name, key, before)
 	}
@@ -143,11 +143,11 @@ func checkCreateExisting(e *env) {
 func checkCreateRefused(e *env) {
 	t := e.t
 	bad := recall.Key{Project: "p", Session: "bad"}
-	_, err := recall.Create(e.ctx, e.s, bad, recall.CreateOptions{Items: []recall.Item{msg("ok"), recall.Item("[1]")}})
+	_, err := recall.NewSession(e.s, bad).Create(e.ctx, recall.CreateOptions{Items: []recall.Item{msg("ok"), recall.Item("[1]")}})
 	wantErr(t, "Create with a bad item", err, recall.ErrInvalidItem)
-	_, err = recall.Create(e.ctx, e.s, bad, recall.CreateOptions{Metadata: map[string]string{"": "v"}})
+	_, err = recall.NewSession(e.s, bad).Create(e.ctx, recall.CreateOptions{Metadata: map[string]string{"": "v"}})
 	wantErr(t, "Create with an empty metadata key", err, recall.ErrInvalidMetadata)
-	_, err = recall.Create(e.ctx, e.s, bad, recall.CreateOptions{Title: "caf\xe9"})
+	_, err = recall.NewSession(e.s, bad).Create(e.ctx, recall.CreateOptions{Title: "caf\xe9"})
 	wantErr(t, "Create with a title that is not UTF-8", err, recall.ErrInvalidItem)
 	e.wantAbsent("a refused Create", bad)
 }
@@ -161,14 +161,14 @@ func checkEmptyGoesOn(e *env, empty recall.Key) {
 	}
 	e.wantView(empty, []recall.Item{msg("first")})
 	emptyFork := recall.Key{Project: "p", Session: "fork-of-empty"}
-	if m, err := recall.Fork(e.ctx, e.s, empty, 1, emptyFork); err != nil || m.ItemCount != 0 {
+	if m, err := recall.NewSession(e.s, empty).Fork(e.ctx, 1, emptyFork); err != nil || m.ItemCount != 0 {
 		t.Errorf("Fork of an empty session at its create entry = %d items, %v; want 0, nil", m.ItemCount, err)
 	}
 	e.wantView(emptyFork, nil)
 	if err := e.s.Remove(e.ctx, empty); err != nil {
 		t.Fatal(err)
 	}
-	if m, err := recall.Create(e.ctx, e.s, empty, recall.CreateOptions{}); err != nil || m.LastSeq != 1 || m.ItemCount != 0 {
+	if m, err := recall.NewSession(e.s, empty).Create(e.ctx, recall.CreateOptions{}); err != nil || m.LastSeq != 1 || m.ItemCount != 0 {
 		t.Errorf("Create after Remove = LastSeq %d, %d items, %v; want a new empty session", m.LastSeq, m.ItemCount, err)
 	}
 	e.wantView(empty, nil)
@@ -182,7 +182,7 @@ func checkCreateRaced(e *env) {
 	for r := range 3 {
 		key := recall.Key{Project: "p", Session: fmt.Sprintf("raced-%d", r)}
 		ok, conflicts := race(t, writers, "racing Create of "+key.String(), func(w int) error {
-			_, err := recall.Create(e.ctx, e.s, key, recall.CreateOptions{Title: fmt.Sprintf("by %d", w)})
+			_, err := recall.NewSession(e.s, key).Create(e.ctx, recall.CreateOptions{Title: fmt.Sprintf("by %d", w)})
 			return err
 		})
 		if ok != 1 || conflicts != writers-1 {

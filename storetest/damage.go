@@ -142,7 +142,7 @@ func checkDamagedRemoveItem(e *env, key recall.Key, log []recall.Entry) {
 	for _, ent := range log {
 		if _, ok := ent.Item(); ent.Kind == recall.KindItem && !ok {
 			before := e.mustStat(key)
-			_, err := recall.RemoveItem(e.ctx, e.s, key, recall.ItemRef{Seq: ent.Seq})
+			_, err := recall.NewSession(e.s, key).RemoveItem(e.ctx, recall.ItemRef{Seq: ent.Seq})
 			wantErr(e.t, fmt.Sprintf("RemoveItem of the planted record at %d", ent.Seq), err, recall.ErrNotFound)
 			if m := e.mustStat(key); m.LastSeq != before.LastSeq {
 				e.t.Errorf("a refused RemoveItem of a planted record wrote: LastSeq %d, was %d", m.LastSeq, before.LastSeq)
@@ -158,7 +158,7 @@ func checkDamagedRemoveItem(e *env, key recall.Key, log []recall.Entry) {
 func checkDamagedFork(e *env, d damagedSession) recall.Key {
 	t := e.t
 	fork := recall.Key{Project: "p", Session: "fork"}
-	if fm, err := recall.Fork(e.ctx, e.s, d.key, 0, fork); err != nil || fm.Corrupt != 0 {
+	if fm, err := recall.NewSession(e.s, d.key).Fork(e.ctx, 0, fork); err != nil || fm.Corrupt != 0 {
 		t.Errorf("Fork of a damaged session = Corrupt %d, %v; want a healthy fork", fm.Corrupt, err)
 	} else {
 		e.wantView(fork, recall.PlainItems(d.wantLive))
@@ -207,7 +207,7 @@ func checkDamagedPop(e *env, d damagedSession) {
 func checkOnlyDamaged(e *env) recall.Key {
 	t := e.t
 	only := recall.Key{Project: "p", Session: "only-damage"}
-	if _, err := recall.Create(e.ctx, e.s, only, recall.CreateOptions{}); err != nil {
+	if _, err := recall.NewSession(e.s, only).Create(e.ctx, recall.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	e.plantAt(only, []byte(`[1,2]`), 2)

@@ -232,7 +232,7 @@ func edgeLarge(e *env) {
 		t.Errorf("Entries(after 1, limit 1): %d entries, %v; want the large item", len(es), err)
 	}
 	fork := recall.Key{Project: "p", Session: "fork"}
-	if _, err := recall.Fork(e.ctx, e.s, key, 2, fork); err != nil {
+	if _, err := recall.NewSession(e.s, key).Fork(e.ctx, 2, fork); err != nil {
 		t.Errorf("Fork of a session holding a large item: %v", err)
 	} else if live := e.mustItems(fork, 1); len(live) != 1 || !bytes.Equal(live[0].Item, want) {
 		t.Errorf("the fork does not end with the large item byte for byte")
@@ -423,9 +423,9 @@ func edgeText(e *env) {
 	e.mustAdd(key, msg("first"))
 	before := e.snapshot(key)
 	for _, bad := range []string{"a\x00b", "caf\xe9", "\xff", "cut \xe2\x82"} {
-		_, err := recall.SetTitle(e.ctx, e.s, key, bad, recall.TitleUser)
+		_, err := recall.NewSession(e.s, key).SetTitle(e.ctx, bad, recall.TitleUser)
 		wantRefused(t, fmt.Sprintf("SetTitle(%q)", bad), err, recall.ErrInvalidItem, "title")
-		_, err = recall.ChangeMeta(e.ctx, e.s, key, recall.MetaChange{Labels: []string{"ok", bad}, SetLabels: true})
+		_, err = recall.NewSession(e.s, key).ChangeMeta(e.ctx, recall.MetaChange{Labels: []string{"ok", bad}, SetLabels: true})
 		wantRefused(t, fmt.Sprintf("SetLabels(%q)", bad), err, recall.ErrInvalidItem, "label")
 	}
 	// The same payloads appended directly, bypassing the helpers.
@@ -444,11 +444,11 @@ func edgeText(e *env) {
 	// a label is kept as it is.
 	good := "héllo 世界 🎉 <&> \"quoted\" back\\slash \x7f \\u0000"
 	label := good + "\u2028\t\n"
-	m, err := recall.SetTitle(e.ctx, e.s, key, good, recall.TitleUser)
+	m, err := recall.NewSession(e.s, key).SetTitle(e.ctx, good, recall.TitleUser)
 	if err != nil || m.Title != good {
 		t.Errorf("SetTitle(%q) = %q, %v", good, m.Title, err)
 	}
-	m, err = recall.ChangeMeta(e.ctx, e.s, key, recall.MetaChange{Labels: []string{label, "b"}, SetLabels: true})
+	m, err = recall.NewSession(e.s, key).ChangeMeta(e.ctx, recall.MetaChange{Labels: []string{label, "b"}, SetLabels: true})
 	if err != nil || len(m.Labels) != 2 || m.Labels[0] != label {
 		t.Errorf("SetLabels(%q) = %q, %v", label, m.Labels, err)
 	}

@@ -30,7 +30,7 @@ func testFork(e *env) {
 	// The source log, by seq: 1-2 items, 3 title, 4 item, 5 pop, 6 item,
 	// 7 compaction, 8 item, 9 clear, 10 item, 11 pin.
 	e.mustAdd(src, it[0], it[1])
-	_, err := recall.SetTitle(e.ctx, e.s, src, "T", recall.TitleUser)
+	_, err := recall.NewSession(e.s, src).SetTitle(e.ctx, "T", recall.TitleUser)
 	e.must(err)
 	e.mustAdd(src, it[2])
 	_, err = e.s.Pop(e.ctx, src)
@@ -40,7 +40,7 @@ func testFork(e *env) {
 	e.mustAdd(src, it[4])
 	e.must(recall.NewSession(e.s, src).Clear(e.ctx))
 	e.mustAdd(src, it[5])
-	_, err = recall.ChangeMeta(e.ctx, e.s, src, recall.MetaChange{Pinned: new(true)})
+	_, err = recall.NewSession(e.s, src).ChangeMeta(e.ctx, recall.MetaChange{Pinned: new(true)})
 	e.must(err)
 	srcMeta, srcLog := e.mustLoad(src)
 	if srcMeta.LastSeq != 11 {
@@ -49,7 +49,7 @@ func testFork(e *env) {
 
 	for at := int64(-1); at <= srcMeta.LastSeq; at++ {
 		dst := recall.Key{Project: "p", Session: fmt.Sprintf("fork-%d", at+1)}
-		m, err := recall.Fork(e.ctx, e.s, src, at, dst)
+		m, err := recall.NewSession(e.s, src).Fork(e.ctx, at, dst)
 		if err != nil {
 			t.Errorf("Fork at %d: %v", at, err)
 			continue
@@ -86,7 +86,7 @@ func testFork(e *env) {
 
 	// Forks of forks, into another project, and of a subagent record.
 	f2 := recall.Key{Project: "other", Session: "fork-of-fork"}
-	if _, err := recall.Fork(e.ctx, e.s, recall.Key{Project: "p", Session: "fork-3"}, 0, f2); err != nil {
+	if _, err := recall.NewSession(e.s, recall.Key{Project: "p", Session: "fork-3"}).Fork(e.ctx, 0, f2); err != nil {
 		t.Errorf("fork of a fork: %v", err)
 	} else {
 		e.wantView(f2, []recall.Item{it[0], it[1], msg("after fork")})
@@ -94,7 +94,7 @@ func testFork(e *env) {
 	sub := recall.Key{Project: "p", Session: "src", Subpath: "subagents/a"}
 	e.mustAdd(sub, msg("sub"))
 	subFork := recall.Key{Project: "p", Session: "src", Subpath: "subagents/b"}
-	if _, err := recall.Fork(e.ctx, e.s, sub, 0, subFork); err != nil {
+	if _, err := recall.NewSession(e.s, sub).Fork(e.ctx, 0, subFork); err != nil {
 		t.Errorf("fork of a subagent record: %v", err)
 	} else {
 		e.wantView(subFork, []recall.Item{msg("sub")})
@@ -111,9 +111,9 @@ func testForkRefused(e *env) {
 	e.mustAdd(taken, msg("mine"))
 	takenMeta, takenLog := e.mustLoad(taken)
 
-	_, err := recall.Fork(e.ctx, e.s, src, 0, taken)
+	_, err := recall.NewSession(e.s, src).Fork(e.ctx, 0, taken)
 	wantErr(t, "Fork onto an existing session", err, recall.ErrConflict)
-	_, err = recall.Fork(e.ctx, e.s, src, 2, src)
+	_, err = recall.NewSession(e.s, src).Fork(e.ctx, 2, src)
 	wantErr(t, "Fork onto itself", err, recall.ErrConflict)
 	m, log := e.mustLoad(taken)
 	if d := MetaDiff(m, takenMeta, true); d != "" {
@@ -122,9 +122,9 @@ func testForkRefused(e *env) {
 	wantLog(t, "target log after a refused fork", log, takenLog, true)
 
 	fresh := recall.Key{Project: "p", Session: "fresh"}
-	_, err = recall.Fork(e.ctx, e.s, src, 4, fresh)
+	_, err = recall.NewSession(e.s, src).Fork(e.ctx, 4, fresh)
 	wantErr(t, "Fork past the end", err, recall.ErrNotFound)
-	_, err = recall.Fork(e.ctx, e.s, recall.Key{Project: "p", Session: "missing"}, 0, fresh)
+	_, err = recall.NewSession(e.s, recall.Key{Project: "p", Session: "missing"}).Fork(e.ctx, 0, fresh)
 	wantErr(t, "Fork of a missing session", err, recall.ErrNotFound)
 	if _, err := e.s.Stat(e.ctx, fresh); !errors.Is(err, recall.ErrNotFound) {
 		t.Errorf("a refused fork created its target: %v", err)

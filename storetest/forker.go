@@ -11,12 +11,12 @@ import (
 	"github.com/recallkit/recall"
 )
 
-// fallbackOnly hides a store's Fork: recall.Fork on it takes its fallback
+// fallbackOnly hides a store's Fork: recall.StoreSession.Fork on it takes its fallback
 // (Load, then Append with IfNew).
 type fallbackOnly struct{ recall.Store }
 
 // CompareFork cross-checks a store's native fork (storekit.Forker) against
-// recall.Fork's fallback, as testing/fstest checks an optional interface
+// recall.StoreSession.Fork's fallback, as testing/fstest checks an optional interface
 // against the generic path: it forks src at atSeq natively onto native and
 // through the fallback onto fallback, and reports as test errors where the
 // two disagree: not the same error, or not the same log but for the times,
@@ -28,8 +28,8 @@ type fallbackOnly struct{ recall.Store }
 func CompareFork(t *testing.T, s recall.Store, src recall.Key, atSeq int64, native, fallback recall.Key) (bool, error) {
 	t.Helper()
 	ctx := context.Background()
-	nm, nerr := recall.Fork(ctx, s, src, atSeq, native)
-	fm, ferr := recall.Fork(ctx, fallbackOnly{s}, src, atSeq, fallback)
+	nm, nerr := recall.NewSession(s, src).Fork(ctx, atSeq, native)
+	fm, ferr := recall.NewSession(fallbackOnly{s}, src).Fork(ctx, atSeq, fallback)
 	if nerr != nil || ferr != nil {
 		same := nerr != nil && ferr != nil
 		for _, sentinel := range []error{recall.ErrNotFound, recall.ErrConflict, recall.ErrInvalidKey, recall.ErrInvalidItem} {
@@ -76,11 +76,11 @@ func CompareFork(t *testing.T, s recall.Store, src recall.Key, atSeq int64, nati
 	return true, nil
 }
 
-// WithoutForker returns s with its native fork hidden: recall.Fork on it
+// WithoutForker returns s with its native fork hidden: recall.StoreSession.Fork on it
 // takes the fallback (Load, then Append with IfNew).
 func WithoutForker(s recall.Store) recall.Store { return fallbackOnly{s} }
 
-// BenchmarkFork times a store's native fork of src against recall.Fork's
+// BenchmarkFork times a store's native fork of src against recall.StoreSession.Fork's
 // fallback, alternating the two in one loop so that both see the same
 // machine, after one untimed fork each way (the first fork of a run pays
 // for cold caches and prepared statements). It reports native-ns/op,
@@ -91,7 +91,7 @@ func BenchmarkFork(b *testing.B, s recall.Store, src recall.Key) {
 	ctx := context.Background()
 	fork := func(st recall.Store, k recall.Key) time.Duration {
 		t0 := time.Now()
-		if _, err := recall.Fork(ctx, st, src, 0, k); err != nil {
+		if _, err := recall.NewSession(st, src).Fork(ctx, 0, k); err != nil {
 			b.Fatal(err)
 		}
 		d := time.Since(t0)

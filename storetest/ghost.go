@@ -22,7 +22,7 @@ type LifecycleOp struct {
 }
 
 // LifecycleOps returns the lifecycle helpers the ghost cases race against
-// Remove: Clear, recall.SetTitle, recall.ChangeMeta of each field
+// Remove: Clear, recall.StoreSession.SetTitle, recall.StoreSession.ChangeMeta of each field
 // (archive, pin, labels, metadata replaced and merged) and RemoveItem (of the session's first item,
 // seq 1). A store's own tests can use them to race the helpers across
 // processes; see [CheckNoGhost].
@@ -33,31 +33,31 @@ func LifecycleOps() []LifecycleOp {
 			return recall.NewSession(s, k).Clear(ctx)
 		}},
 		{"SetTitle", func(ctx context.Context, s recall.Store, k recall.Key) error {
-			_, err := recall.SetTitle(ctx, s, k, "ghost?", recall.TitleUser)
+			_, err := recall.NewSession(s, k).SetTitle(ctx, "ghost?", recall.TitleUser)
 			return err
 		}},
 		{"SetArchived", func(ctx context.Context, s recall.Store, k recall.Key) error {
-			_, err := recall.ChangeMeta(ctx, s, k, recall.MetaChange{Archived: new(true)})
+			_, err := recall.NewSession(s, k).ChangeMeta(ctx, recall.MetaChange{Archived: new(true)})
 			return err
 		}},
 		{"SetPinned", func(ctx context.Context, s recall.Store, k recall.Key) error {
-			_, err := recall.ChangeMeta(ctx, s, k, recall.MetaChange{Pinned: new(true)})
+			_, err := recall.NewSession(s, k).ChangeMeta(ctx, recall.MetaChange{Pinned: new(true)})
 			return err
 		}},
 		{"SetLabels", func(ctx context.Context, s recall.Store, k recall.Key) error {
-			_, err := recall.ChangeMeta(ctx, s, k, recall.MetaChange{Labels: []string{"ghost"}, SetLabels: true})
+			_, err := recall.NewSession(s, k).ChangeMeta(ctx, recall.MetaChange{Labels: []string{"ghost"}, SetLabels: true})
 			return err
 		}},
 		{"SetMetadata", func(ctx context.Context, s recall.Store, k recall.Key) error {
-			_, err := recall.ChangeMeta(ctx, s, k, recall.MetaChange{ClearMetadata: true, Metadata: map[string]*string{"k": new("v")}})
+			_, err := recall.NewSession(s, k).ChangeMeta(ctx, recall.MetaChange{ClearMetadata: true, Metadata: map[string]*string{"k": new("v")}})
 			return err
 		}},
 		{"MergeMetadata", func(ctx context.Context, s recall.Store, k recall.Key) error {
-			_, err := recall.ChangeMeta(ctx, s, k, recall.MetaChange{Metadata: map[string]*string{"k": &v}})
+			_, err := recall.NewSession(s, k).ChangeMeta(ctx, recall.MetaChange{Metadata: map[string]*string{"k": &v}})
 			return err
 		}},
 		{"RemoveItem", func(ctx context.Context, s recall.Store, k recall.Key) error {
-			_, err := recall.RemoveItem(ctx, s, k, recall.ItemRef{Seq: 1})
+			_, err := recall.NewSession(s, k).RemoveItem(ctx, recall.ItemRef{Seq: 1})
 			return err
 		}},
 	}

@@ -257,18 +257,18 @@ func checkInputCopies(e *env, key, fork recall.Key, items, orig []recall.Item) {
 	scribble(items...)
 	entries[0].Usage.InputTokens = 99
 	entries[1].Data[0] = '['
-	if _, err := recall.ChangeMeta(e.ctx, e.s, key, recall.MetaChange{Labels: []string{"a", "b"}, SetLabels: true}); err != nil {
+	if _, err := recall.NewSession(e.s, key).ChangeMeta(e.ctx, recall.MetaChange{Labels: []string{"a", "b"}, SetLabels: true}); err != nil {
 		t.Fatalf("SetLabels: %v", err)
 	}
 	md := map[string]string{"k": "v", "k2": "v2"}
-	if _, err := recall.ChangeMeta(e.ctx, e.s, key, recall.MetaChange{ClearMetadata: true, Metadata: pointersOf(md)}); err != nil {
+	if _, err := recall.NewSession(e.s, key).ChangeMeta(e.ctx, recall.MetaChange{ClearMetadata: true, Metadata: pointersOf(md)}); err != nil {
 		t.Fatalf("SetMetadata: %v", err)
 	}
 	md["k"] = "changed by the caller"
 	if m := e.mustStat(key); m.Metadata["k"] != "v" || len(m.Metadata) != 2 {
 		t.Errorf("Metadata = %v after the caller changed its map", m.Metadata)
 	}
-	if _, err := recall.Fork(e.ctx, e.s, key, 0, fork); err != nil {
+	if _, err := recall.NewSession(e.s, key).Fork(e.ctx, 0, fork); err != nil {
 		t.Fatalf("Fork: %v", err)
 	}
 	e.wantView(key, orig)
@@ -375,7 +375,7 @@ func checkPopCopy(e *env, key recall.Key, orig []recall.Item) {
 func checkForkMetaCopy(e *env, fork recall.Key) {
 	t := e.t
 	fork2 := recall.Key{Project: "p", Session: "fork2"}
-	fm, err := recall.Fork(e.ctx, e.s, fork, 0, fork2)
+	fm, err := recall.NewSession(e.s, fork).Fork(e.ctx, 0, fork2)
 	if err != nil {
 		t.Fatalf("Fork: %v", err)
 	}
@@ -447,17 +447,20 @@ func testMissing(e *env) {
 		name string
 		fn   func() error
 	}{
-		{"SetTitle", func() error { _, err := recall.SetTitle(e.ctx, e.s, key, "t", recall.TitleUser); return err }},
+		{"SetTitle", func() error { _, err := recall.NewSession(e.s, key).SetTitle(e.ctx, "t", recall.TitleUser); return err }},
 		{"SetArchived", e.changeMeta(key, recall.MetaChange{Archived: new(true)})},
 		{"SetPinned", e.changeMeta(key, recall.MetaChange{Pinned: new(true)})},
 		{"SetLabels", e.changeMeta(key, recall.MetaChange{Labels: []string{"l"}, SetLabels: true})},
 		{"SetMetadata", e.changeMeta(key, recall.MetaChange{ClearMetadata: true, Metadata: map[string]*string{"k": new("v")}})},
 		{"MergeMetadata", func() error {
 			v := "v"
-			_, err := recall.ChangeMeta(e.ctx, e.s, key, recall.MetaChange{Metadata: map[string]*string{"k": &v}})
+			_, err := recall.NewSession(e.s, key).ChangeMeta(e.ctx, recall.MetaChange{Metadata: map[string]*string{"k": &v}})
 			return err
 		}},
-		{"RemoveItem", func() error { _, err := recall.RemoveItem(e.ctx, e.s, key, recall.ItemRef{Seq: 1}); return err }},
+		{"RemoveItem", func() error {
+			_, err := recall.NewSession(e.s, key).RemoveItem(e.ctx, recall.ItemRef{Seq: 1})
+			return err
+		}},
 		{"Append guarded by IfExists", func() error {
 			_, err := e.s.Append(e.ctx, key, recall.IfExists(), recall.ItemEntry(msg("x")))
 			return err

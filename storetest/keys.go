@@ -46,9 +46,9 @@ func testInvalidKeys(e *env) {
 		_, err = e.s.Entries(e.ctx, bad, 0, 0)
 		call("Entries", err)
 		call("Remove", e.s.Remove(e.ctx, bad))
-		_, err = recall.Fork(e.ctx, e.s, bad, 0, recall.Key{Project: "p", Session: "fork-target"})
+		_, err = recall.NewSession(e.s, bad).Fork(e.ctx, 0, recall.Key{Project: "p", Session: "fork-target"})
 		call("Fork from", err)
-		_, err = recall.Fork(e.ctx, e.s, good, 0, bad)
+		_, err = recall.NewSession(e.s, good).Fork(e.ctx, 0, bad)
 		call("Fork onto", err)
 		_, err = e.s.Import(e.ctx, bad, imported(1, 0, item)...)
 		call("Import", err)
@@ -58,9 +58,9 @@ func testInvalidKeys(e *env) {
 		_, err = sess.PopItem(e.ctx)
 		call("Session.PopItem", err)
 		call("Session.Clear", sess.Clear(e.ctx))
-		_, err = recall.SetTitle(e.ctx, e.s, bad, "t", recall.TitleUser)
+		_, err = recall.NewSession(e.s, bad).SetTitle(e.ctx, "t", recall.TitleUser)
 		call("SetTitle", err)
-		_, err = recall.ChangeMeta(e.ctx, e.s, bad, recall.MetaChange{Archived: new(true)})
+		_, err = recall.NewSession(e.s, bad).ChangeMeta(e.ctx, recall.MetaChange{Archived: new(true)})
 		call("SetArchived", err)
 
 		// The project alone, where the method takes one ("" means every
@@ -131,7 +131,7 @@ func testEdgeKeys(e *env) {
 		t.Errorf("List = %v, want %v", got, mains)
 	}
 	fork := recall.Key{Project: keys[1].Project, Session: keys[0].Session}
-	if _, err := recall.Fork(e.ctx, e.s, keys[0], 0, fork); err != nil {
+	if _, err := recall.NewSession(e.s, keys[0]).Fork(e.ctx, 0, fork); err != nil {
 		t.Errorf("Fork between edge keys: %v", err)
 	} else {
 		e.wantView(fork, []recall.Item{msg("item 0")})

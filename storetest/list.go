@@ -21,26 +21,26 @@ func testListFields(e *env) {
 	sub := recall.Key{Project: "p", Session: "a", Subpath: "subagents/x"}
 
 	e.mustAdd(a, msg("a1"), msg("a2"))
-	if _, err := recall.SetTitle(e.ctx, e.s, a, "Title A", recall.TitleUser); err != nil {
+	if _, err := recall.NewSession(e.s, a).SetTitle(e.ctx, "Title A", recall.TitleUser); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := recall.ChangeMeta(e.ctx, e.s, a, recall.MetaChange{Pinned: new(true)}); err != nil {
+	if _, err := recall.NewSession(e.s, a).ChangeMeta(e.ctx, recall.MetaChange{Pinned: new(true)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := recall.ChangeMeta(e.ctx, e.s, a, recall.MetaChange{Labels: []string{"l1", "l2"}, SetLabels: true}); err != nil {
+	if _, err := recall.NewSession(e.s, a).ChangeMeta(e.ctx, recall.MetaChange{Labels: []string{"l1", "l2"}, SetLabels: true}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := recall.ChangeMeta(e.ctx, e.s, a, recall.MetaChange{ClearMetadata: true, Metadata: map[string]*string{"team": new("core"), "ticket": new("R-11")}}); err != nil {
+	if _, err := recall.NewSession(e.s, a).ChangeMeta(e.ctx, recall.MetaChange{ClearMetadata: true, Metadata: map[string]*string{"team": new("core"), "ticket": new("R-11")}}); err != nil {
 		t.Fatal(err)
 	}
 	e.mustAdd(b, msg("b1"))
-	if _, err := recall.SetTitle(e.ctx, e.s, b, "Title B", recall.TitleAuto); err != nil {
+	if _, err := recall.NewSession(e.s, b).SetTitle(e.ctx, "Title B", recall.TitleAuto); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := recall.ChangeMeta(e.ctx, e.s, b, recall.MetaChange{Archived: new(true)}); err != nil {
+	if _, err := recall.NewSession(e.s, b).ChangeMeta(e.ctx, recall.MetaChange{Archived: new(true)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := recall.Fork(e.ctx, e.s, a, 1, c); err != nil {
+	if _, err := recall.NewSession(e.s, a).Fork(e.ctx, 1, c); err != nil {
 		t.Fatal(err)
 	}
 	withUsage := recall.ItemEntry(msg("d1"))
@@ -163,7 +163,10 @@ func testListOrder(e *env) {
 		what string
 		fn   func() error
 	}{
-		{"SetTitle(y1)", func() error { _, err := recall.SetTitle(e.ctx, e.s, y1, "touched", recall.TitleUser); return err }},
+		{"SetTitle(y1)", func() error {
+			_, err := recall.NewSession(e.s, y1).SetTitle(e.ctx, "touched", recall.TitleUser)
+			return err
+		}},
 		{"SetPinned(y1)", e.changeMeta(y1, recall.MetaChange{Pinned: new(true)})},
 		{"SetArchived(x1)", e.changeMeta(x1, recall.MetaChange{Archived: new(true)})},
 		{"SetLabels(x4)", e.changeMeta(x4, recall.MetaChange{Labels: []string{"l"}, SetLabels: true})},
@@ -360,7 +363,7 @@ func testProjects(e *env) {
 		t.Fatal(err)
 	}
 	e.mustAdd(a3, msg("x"))
-	if _, err := recall.ChangeMeta(e.ctx, e.s, a3, recall.MetaChange{Archived: new(true)}); err != nil {
+	if _, err := recall.NewSession(e.s, a3).ChangeMeta(e.ctx, recall.MetaChange{Archived: new(true)}); err != nil {
 		t.Fatal(err)
 	}
 	e.mustAdd(b1, msg("x"))

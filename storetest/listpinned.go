@@ -85,7 +85,7 @@ func importPinnedSessions(e *env) (keys []recall.Key, subX, subY recall.Key) {
 	subY = recall.Key{Project: "a", Session: "s001", Subpath: "subagents/y"}
 	e.mustAdd(subX, msg("x"))
 	e.mustAdd(subY, msg("y"))
-	if _, err := recall.ChangeMeta(e.ctx, e.s, subX, recall.MetaChange{Pinned: new(true)}); err != nil {
+	if _, err := recall.NewSession(e.s, subX).ChangeMeta(e.ctx, recall.MetaChange{Pinned: new(true)}); err != nil {
 		t.Fatal(err)
 	}
 	keys = append(keys, subX, subY)

@@ -31,7 +31,7 @@ func testSeqs(e *env) {
 	if err := recall.NewSession(e.s, key).Clear(e.ctx); err != nil {
 		t.Fatalf("Clear: %v", err)
 	}
-	if _, err := recall.SetTitle(e.ctx, e.s, key, "t", recall.TitleUser); err != nil {
+	if _, err := recall.NewSession(e.s, key).SetTitle(e.ctx, "t", recall.TitleUser); err != nil {
 		t.Fatalf("SetTitle: %v", err)
 	}
 	if seq := e.mustAdd(key, msg("c")); seq != 9 {
@@ -411,7 +411,7 @@ func testImportPurged(e *env) {
 	}
 	e.wantView(key, []recall.Item{summary, msg("b"), msg("d")})
 	fork := recall.Key{Project: "p", Session: "fork"}
-	if _, err := recall.Fork(e.ctx, e.s, key, 0, fork); err != nil {
+	if _, err := recall.NewSession(e.s, key).Fork(e.ctx, 0, fork); err != nil {
 		t.Fatalf("Fork of an imported purged session: %v", err)
 	}
 	e.wantView(fork, []recall.Item{summary, msg("b"), msg("d")})

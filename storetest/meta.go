@@ -37,7 +37,7 @@ func testTitles(e *env) {
 	}
 	for _, st := range steps {
 		before := e.mustStat(key)
-		m, err := recall.SetTitle(e.ctx, e.s, key, st.title, st.source)
+		m, err := recall.NewSession(e.s, key).SetTitle(e.ctx, st.title, st.source)
 		if err != nil {
 			t.Errorf("SetTitle(%q, %s): %v", st.title, st.source, err)
 			continue
@@ -57,7 +57,7 @@ func testTitles(e *env) {
 
 	// An auto title entry appended directly (bypassing SetTitle's check)
 	// still never replaces a user title: the rule lives in the metadata.
-	if _, err := recall.SetTitle(e.ctx, e.s, key, "User", recall.TitleUser); err != nil {
+	if _, err := recall.NewSession(e.s, key).SetTitle(e.ctx, "User", recall.TitleUser); err != nil {
 		t.Fatal(err)
 	}
 	e.mustAppend(key, recall.NewEntry(recall.KindTitle, recall.TitleChange{Title: "Sneaky", Source: recall.TitleAuto}))
@@ -71,7 +71,7 @@ func testTitles(e *env) {
 	if m := p.Sessions[0]; m.Title != "User" || m.TitleSource != recall.TitleUser {
 		t.Errorf("List title = %q/%q, want User/user", m.Title, m.TitleSource)
 	}
-	if _, err := recall.SetTitle(e.ctx, e.s, key, "x", "robot"); err == nil {
+	if _, err := recall.NewSession(e.s, key).SetTitle(e.ctx, "x", "robot"); err == nil {
 		t.Errorf("SetTitle with an unknown source succeeded")
 	}
 }
@@ -97,7 +97,7 @@ func testArchivePinLabels(e *env) {
 		return keys
 	}
 
-	m, err := recall.ChangeMeta(e.ctx, e.s, a, recall.MetaChange{Archived: new(true)})
+	m, err := recall.NewSession(e.s, a).ChangeMeta(e.ctx, recall.MetaChange{Archived: new(true)})
 	if err != nil || !m.Archived {
 		t.Fatalf("SetArchived = %+v, %v", m, err)
 	}
@@ -112,37 +112,37 @@ func testArchivePinLabels(e *env) {
 	if m := e.mustStat(a); !m.Archived {
 		t.Errorf("appending unarchived the session")
 	}
-	if m, err := recall.ChangeMeta(e.ctx, e.s, a, recall.MetaChange{Archived: new(false)}); err != nil || m.Archived {
+	if m, err := recall.NewSession(e.s, a).ChangeMeta(e.ctx, recall.MetaChange{Archived: new(false)}); err != nil || m.Archived {
 		t.Errorf("unarchive = %+v, %v", m, err)
 	}
 	if got := listed(recall.ListOptions{}); !slices.Equal(got, []recall.Key{a, b}) {
 		t.Errorf("List after unarchive = %v, want [p/a p/b]", got)
 	}
 
-	if m, err := recall.ChangeMeta(e.ctx, e.s, b, recall.MetaChange{Pinned: new(true)}); err != nil || !m.Pinned {
+	if m, err := recall.NewSession(e.s, b).ChangeMeta(e.ctx, recall.MetaChange{Pinned: new(true)}); err != nil || !m.Pinned {
 		t.Errorf("pin = %+v, %v", m, err)
 	}
-	if m, err := recall.ChangeMeta(e.ctx, e.s, b, recall.MetaChange{Pinned: new(true)}); err != nil || !m.Pinned {
+	if m, err := recall.NewSession(e.s, b).ChangeMeta(e.ctx, recall.MetaChange{Pinned: new(true)}); err != nil || !m.Pinned {
 		t.Errorf("pin twice = %+v, %v", m, err)
 	}
 	if m := e.mustStat(b); !m.Pinned || m.Archived {
 		t.Errorf("after pin: pinned %t archived %t", m.Pinned, m.Archived)
 	}
-	if m, err := recall.ChangeMeta(e.ctx, e.s, b, recall.MetaChange{Pinned: new(false)}); err != nil || m.Pinned {
+	if m, err := recall.NewSession(e.s, b).ChangeMeta(e.ctx, recall.MetaChange{Pinned: new(false)}); err != nil || m.Pinned {
 		t.Errorf("unpin = %+v, %v", m, err)
 	}
 
-	if m, err := recall.ChangeMeta(e.ctx, e.s, a, recall.MetaChange{Labels: []string{"zeta", "alpha", "zeta"}, SetLabels: true}); err != nil || !slices.Equal(m.Labels, []string{"zeta", "alpha", "zeta"}) {
+	if m, err := recall.NewSession(e.s, a).ChangeMeta(e.ctx, recall.MetaChange{Labels: []string{"zeta", "alpha", "zeta"}, SetLabels: true}); err != nil || !slices.Equal(m.Labels, []string{"zeta", "alpha", "zeta"}) {
 		t.Errorf("SetLabels = %q, %v; want the labels as given", m.Labels, err)
 	}
 	// A meta change that leaves labels alone keeps them.
-	if m, err := recall.ChangeMeta(e.ctx, e.s, a, recall.MetaChange{Pinned: new(true)}); err != nil || !slices.Equal(m.Labels, []string{"zeta", "alpha", "zeta"}) {
+	if m, err := recall.NewSession(e.s, a).ChangeMeta(e.ctx, recall.MetaChange{Pinned: new(true)}); err != nil || !slices.Equal(m.Labels, []string{"zeta", "alpha", "zeta"}) {
 		t.Errorf("labels after pin = %q, %v", m.Labels, err)
 	}
-	if m, err := recall.ChangeMeta(e.ctx, e.s, a, recall.MetaChange{Labels: []string{"only"}, SetLabels: true}); err != nil || !slices.Equal(m.Labels, []string{"only"}) {
+	if m, err := recall.NewSession(e.s, a).ChangeMeta(e.ctx, recall.MetaChange{Labels: []string{"only"}, SetLabels: true}); err != nil || !slices.Equal(m.Labels, []string{"only"}) {
 		t.Errorf("SetLabels replace = %q, %v", m.Labels, err)
 	}
-	if m, err := recall.ChangeMeta(e.ctx, e.s, a, recall.MetaChange{SetLabels: true}); err != nil || len(m.Labels) != 0 {
+	if m, err := recall.NewSession(e.s, a).ChangeMeta(e.ctx, recall.MetaChange{SetLabels: true}); err != nil || len(m.Labels) != 0 {
 		t.Errorf("SetLabels() = %q, %v; want no labels", m.Labels, err)
 	}
 	m = e.mustStat(a)

@@ -21,7 +21,7 @@ func testMetadata(e *env) {
 	e.mustAdd(other, msg("other"))
 	str := func(s string) *string { return &s }
 
-	if _, err := recall.Create(e.ctx, e.s, key, recall.CreateOptions{Metadata: map[string]string{"a": "1", "b": "2"}}); err != nil {
+	if _, err := recall.NewSession(e.s, key).Create(e.ctx, recall.CreateOptions{Metadata: map[string]string{"a": "1", "b": "2"}}); err != nil {
 		t.Fatal(err)
 	}
 	e.wantMetadata(key, "Create", map[string]string{"a": "1", "b": "2"})
@@ -31,28 +31,28 @@ func testMetadata(e *env) {
 		want map[string]string
 	}{
 		{"SetMetadata replaces", func() (recall.Meta, error) {
-			return recall.ChangeMeta(e.ctx, e.s, key, recall.MetaChange{ClearMetadata: true, Metadata: map[string]*string{"c": new("3"), "b": new("two")}})
+			return recall.NewSession(e.s, key).ChangeMeta(e.ctx, recall.MetaChange{ClearMetadata: true, Metadata: map[string]*string{"c": new("3"), "b": new("two")}})
 		}, map[string]string{"c": "3", "b": "two"}},
 		{"MergeMetadata sets and adds", func() (recall.Meta, error) {
-			return recall.ChangeMeta(e.ctx, e.s, key, recall.MetaChange{Metadata: map[string]*string{"c": str("three"), "d": str("4")}})
+			return recall.NewSession(e.s, key).ChangeMeta(e.ctx, recall.MetaChange{Metadata: map[string]*string{"c": str("three"), "d": str("4")}})
 		}, map[string]string{"b": "two", "c": "three", "d": "4"}},
 		{"MergeMetadata deletes with nil", func() (recall.Meta, error) {
-			return recall.ChangeMeta(e.ctx, e.s, key, recall.MetaChange{Metadata: map[string]*string{"b": nil, "missing": nil}})
+			return recall.NewSession(e.s, key).ChangeMeta(e.ctx, recall.MetaChange{Metadata: map[string]*string{"b": nil, "missing": nil}})
 		}, map[string]string{"c": "three", "d": "4"}},
 		{"an empty value is a value", func() (recall.Meta, error) {
-			return recall.ChangeMeta(e.ctx, e.s, key, recall.MetaChange{Metadata: map[string]*string{"e": str("")}})
+			return recall.NewSession(e.s, key).ChangeMeta(e.ctx, recall.MetaChange{Metadata: map[string]*string{"e": str("")}})
 		}, map[string]string{"c": "three", "d": "4", "e": ""}},
 		{"text of every kind", func() (recall.Meta, error) {
-			return recall.ChangeMeta(e.ctx, e.s, key, recall.MetaChange{ClearMetadata: true, Metadata: map[string]*string{"ünï": new("世界 🎉"), "quote\"": new("line\nbreak\ttab"), "k.-_:/": new(`{"json":[1]}`)}})
+			return recall.NewSession(e.s, key).ChangeMeta(e.ctx, recall.MetaChange{ClearMetadata: true, Metadata: map[string]*string{"ünï": new("世界 🎉"), "quote\"": new("line\nbreak\ttab"), "k.-_:/": new(`{"json":[1]}`)}})
 		}, map[string]string{"ünï": "世界 🎉", "quote\"": "line\nbreak\ttab", "k.-_:/": `{"json":[1]}`}},
 		{"SetMetadata(nil) clears", func() (recall.Meta, error) {
-			return recall.ChangeMeta(e.ctx, e.s, key, recall.MetaChange{ClearMetadata: true})
+			return recall.NewSession(e.s, key).ChangeMeta(e.ctx, recall.MetaChange{ClearMetadata: true})
 		}, nil},
 		{"MergeMetadata into nothing", func() (recall.Meta, error) {
-			return recall.ChangeMeta(e.ctx, e.s, key, recall.MetaChange{Metadata: map[string]*string{"x": str("y")}})
+			return recall.NewSession(e.s, key).ChangeMeta(e.ctx, recall.MetaChange{Metadata: map[string]*string{"x": str("y")}})
 		}, map[string]string{"x": "y"}},
 		{"deleting the last key", func() (recall.Meta, error) {
-			return recall.ChangeMeta(e.ctx, e.s, key, recall.MetaChange{Metadata: map[string]*string{"x": nil}})
+			return recall.NewSession(e.s, key).ChangeMeta(e.ctx, recall.MetaChange{Metadata: map[string]*string{"x": nil}})
 		}, nil},
 	}
 	for _, st := range steps {
@@ -71,7 +71,7 @@ func testMetadata(e *env) {
 
 	// Metadata is not an item, travels with Import, and is not forked.
 	e.mustAdd(key, msg("x"))
-	if _, err := recall.ChangeMeta(e.ctx, e.s, key, recall.MetaChange{ClearMetadata: true, Metadata: map[string]*string{"k": new("v")}}); err != nil {
+	if _, err := recall.NewSession(e.s, key).ChangeMeta(e.ctx, recall.MetaChange{ClearMetadata: true, Metadata: map[string]*string{"k": new("v")}}); err != nil {
 		t.Fatal(err)
 	}
 	_, log := e.mustLoad(key)
@@ -81,7 +81,7 @@ func testMetadata(e *env) {
 	}
 	e.wantMetadata(replica, "Import of the log", map[string]string{"k": "v"})
 	fork := recall.Key{Project: "p", Session: "fork"}
-	if m, err := recall.Fork(e.ctx, e.s, key, 0, fork); err != nil || m.Metadata != nil {
+	if m, err := recall.NewSession(e.s, key).Fork(e.ctx, 0, fork); err != nil || m.Metadata != nil {
 		t.Errorf("Fork = metadata %v, %v; want a fork without metadata", m.Metadata, err)
 	}
 }
@@ -143,7 +143,7 @@ func testMetadataLimits(e *env) {
 		{"a key of 1 byte", map[string]string{"k": "v"}},
 	}
 	for _, a := range accepted {
-		m, err := recall.ChangeMeta(e.ctx, e.s, key, recall.MetaChange{ClearMetadata: true, Metadata: pointersOf(a.md)})
+		m, err := recall.NewSession(e.s, key).ChangeMeta(e.ctx, recall.MetaChange{ClearMetadata: true, Metadata: pointersOf(a.md)})
 		if err != nil || !maps.Equal(m.Metadata, a.md) {
 			t.Errorf("SetMetadata with %s = %d pairs, %v; want it kept", a.what, len(m.Metadata), err)
 		}
@@ -165,17 +165,17 @@ func testMetadataLimits(e *env) {
 	}
 	// Start from 16 pairs, so that a merge of one new key is over.
 	full := pairs(recall.MaxMetadataPairs, "f")
-	if _, err := recall.ChangeMeta(e.ctx, e.s, key, recall.MetaChange{ClearMetadata: true, Metadata: pointersOf(full)}); err != nil {
+	if _, err := recall.NewSession(e.s, key).ChangeMeta(e.ctx, recall.MetaChange{ClearMetadata: true, Metadata: pointersOf(full)}); err != nil {
 		t.Fatal(err)
 	}
 	fresh := recall.Key{Project: "p", Session: "fresh"}
 	for _, r := range refused {
 		before := e.state(key)
-		_, err := recall.ChangeMeta(e.ctx, e.s, key, recall.MetaChange{ClearMetadata: true, Metadata: pointersOf(r.md)})
+		_, err := recall.NewSession(e.s, key).ChangeMeta(e.ctx, recall.MetaChange{ClearMetadata: true, Metadata: pointersOf(r.md)})
 		wantErr(t, "SetMetadata with "+r.what, err, recall.ErrInvalidMetadata)
-		_, err = recall.ChangeMeta(e.ctx, e.s, key, recall.MetaChange{Metadata: pointersOf(r.md)})
+		_, err = recall.NewSession(e.s, key).ChangeMeta(e.ctx, recall.MetaChange{Metadata: pointersOf(r.md)})
 		wantErr(t, "MergeMetadata with "+r.what, err, recall.ErrInvalidMetadata)
-		_, err = recall.Create(e.ctx, e.s, fresh, recall.CreateOptions{Metadata: r.md})
+		_, err = recall.NewSession(e.s, fresh).Create(e.ctx, recall.CreateOptions{Metadata: r.md})
 		wantErr(t, "Create with "+r.what, err, recall.ErrInvalidMetadata)
 		raw := recall.NewEntry(recall.KindMeta, recall.MetaChange{ClearMetadata: true, Metadata: pointersOf(r.md)})
 		if r.what == "a key that is not UTF-8" || r.what == "a value that is not UTF-8" {
@@ -198,10 +198,10 @@ func testMetadataLimits(e *env) {
 	// new key on top of 16 is over; replacing or deleting keys is not.
 	before := e.state(key)
 	v := "v"
-	_, err := recall.ChangeMeta(e.ctx, e.s, key, recall.MetaChange{Metadata: map[string]*string{"new": &v}})
+	_, err := recall.NewSession(e.s, key).ChangeMeta(e.ctx, recall.MetaChange{Metadata: map[string]*string{"new": &v}})
 	wantErr(t, "MergeMetadata of a 17th pair", err, recall.ErrInvalidMetadata)
 	e.wantState("a refused merge of a 17th pair", key, before)
-	if m, err := recall.ChangeMeta(e.ctx, e.s, key, recall.MetaChange{Metadata: map[string]*string{"f00": nil, "new": &v, "f01": &v}}); err != nil || len(m.Metadata) != recall.MaxMetadataPairs {
+	if m, err := recall.NewSession(e.s, key).ChangeMeta(e.ctx, recall.MetaChange{Metadata: map[string]*string{"f00": nil, "new": &v, "f01": &v}}); err != nil || len(m.Metadata) != recall.MaxMetadataPairs {
 		t.Errorf("MergeMetadata that deletes one and adds one to 16 = %d pairs, %v; want 16", len(m.Metadata), err)
 	}
 }

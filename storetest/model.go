@@ -207,7 +207,7 @@ func (m *model) do(op string) {
 			}
 			m.write(key, append(entries, recall.ItemEntries(opts.Items...)...)...)
 		}
-		got, err := recall.Create(m.ctx, m.sut, key, opts)
+		got, err := recall.NewSession(m.sut, key).Create(m.ctx, opts)
 		m.wantMeta("Create", key, got, err, want)
 
 	case "title":
@@ -221,7 +221,7 @@ func (m *model) do(op string) {
 				m.write(key, recall.NewEntry(recall.KindTitle, recall.TitleChange{Title: foldTitle(title), Source: source}))
 			}
 		}
-		got, err := recall.SetTitle(m.ctx, m.sut, key, title, source)
+		got, err := recall.NewSession(m.sut, key).SetTitle(m.ctx, title, source)
 		m.wantMeta("SetTitle", key, got, err, want)
 
 	case "meta":
@@ -243,7 +243,7 @@ func (m *model) do(op string) {
 			want = "nil"
 			m.write(key, recall.NewEntry(recall.KindMeta, c))
 		}
-		got, err := recall.ChangeMeta(m.ctx, m.sut, key, c)
+		got, err := recall.NewSession(m.sut, key).ChangeMeta(m.ctx, c)
 		m.wantMeta("ChangeMeta", key, got, err, want)
 
 	case "metadata":
@@ -262,7 +262,7 @@ func (m *model) do(op string) {
 			want, class = live[i].Item, "nil"
 			m.write(key, recall.NewEntry(recall.KindRemove, ref))
 		}
-		got, err := recall.RemoveItem(m.ctx, m.sut, key, ref)
+		got, err := recall.NewSession(m.sut, key).RemoveItem(m.ctx, ref)
 		m.wantClass(fmt.Sprintf("RemoveItem %s %+v", key, ref), err, class)
 		if !bytes.Equal(got, want) {
 			t.Fatalf("RemoveItem %s %+v = %s, want %s", key, ref, clip(got), clip(want))
@@ -280,7 +280,7 @@ func (m *model) do(op string) {
 		}
 		at := rapid.SampledFrom(seqs).Draw(t, "atSeq")
 		want := m.refFork(src, at, dst)
-		got, err := recall.Fork(m.ctx, m.sut, src, at, dst)
+		got, err := recall.NewSession(m.sut, src).Fork(m.ctx, at, dst)
 		m.wantMeta(fmt.Sprintf("Fork %s at %d onto", src, at), dst, got, err, want)
 		m.compare(src)
 
@@ -443,7 +443,7 @@ func (m *model) do(op string) {
 				Index: rapid.IntRange(0, 2).Draw(t, "index"),
 			}
 		}
-		got, err := recall.ReadItems(m.ctx, m.sut, key, opts)
+		got, err := recall.NewSession(m.sut, key).ReadItems(m.ctx, opts)
 		what := fmt.Sprintf("ReadItems(%s, %+v)", key, opts)
 		m.wantClass(what, err, "nil")
 		want := wantPage(view, opts)
@@ -533,7 +533,7 @@ func (m *model) doMetadata() {
 			want = "nil"
 			m.write(key, recall.NewEntry(recall.KindMeta, recall.MetaChange{ClearMetadata: true, Metadata: pointersOf(md)}))
 		}
-		got, err := recall.ChangeMeta(m.ctx, m.sut, key, recall.MetaChange{ClearMetadata: true, Metadata: pointersOf(md)})
+		got, err := recall.NewSession(m.sut, key).ChangeMeta(m.ctx, recall.MetaChange{ClearMetadata: true, Metadata: pointersOf(md)})
 		m.wantMeta(fmt.Sprintf("SetMetadata(%d pairs)", len(md)), key, got, err, want)
 		return
 	}
@@ -551,7 +551,7 @@ func (m *model) doMetadata() {
 		want = "nil"
 		m.write(key, recall.NewEntry(recall.KindMeta, recall.MetaChange{Metadata: changes}))
 	}
-	got, err := recall.ChangeMeta(m.ctx, m.sut, key, recall.MetaChange{Metadata: changes})
+	got, err := recall.NewSession(m.sut, key).ChangeMeta(m.ctx, recall.MetaChange{Metadata: changes})
 	m.wantMeta(fmt.Sprintf("MergeMetadata(%d changes)", len(changes)), key, got, err, want)
 }
 

@@ -107,7 +107,7 @@ func wantPage(view []recall.LiveItem, opts recall.ItemPageOptions) recall.ItemPa
 	return page
 }
 
-// comparePages pages through the view of key with recall.ReadItems in
+// comparePages pages through the view of key with recall.StoreSession.ReadItems in
 // both orders, two items a page, each page after the last one's last
 // item, and compares the pages with the view.
 func (m *model) comparePages(key recall.Key, view []recall.LiveItem, last int64) {
@@ -120,7 +120,7 @@ func (m *model) comparePages(key recall.Key, view []recall.LiveItem, last int64)
 		var got []recall.LiveItem
 		opts := recall.ItemPageOptions{Limit: 2, Oldest: oldest}
 		for range len(view) + 2 {
-			page, err := recall.ReadItems(m.ctx, m.sut, key, opts)
+			page, err := recall.NewSession(m.sut, key).ReadItems(m.ctx, opts)
 			what := fmt.Sprintf("ReadItems(%s, %+v)", key, opts)
 			m.wantClass(what, err, "nil")
 			if page.LastSeq != last {

@@ -26,7 +26,7 @@ func testSubagents(e *env) {
 	e.mustAdd(subB, msg("b1"))
 	e.mustAdd(deep, msg("c1"))
 	e.mustAdd(otherSub, msg("other-a"))
-	if _, err := recall.SetTitle(e.ctx, e.s, subA, "researcher", recall.TitleAuto); err != nil {
+	if _, err := recall.NewSession(e.s, subA).SetTitle(e.ctx, "researcher", recall.TitleAuto); err != nil {
 		t.Fatal(err)
 	}
 
@@ -107,10 +107,10 @@ func testRemove(e *env) {
 	key := recall.Key{Project: "p", Session: "s"}
 	keep := recall.Key{Project: "p", Session: "keep"}
 	e.mustAdd(key, msgs("m", 3)...)
-	if _, err := recall.SetTitle(e.ctx, e.s, key, "old", recall.TitleUser); err != nil {
+	if _, err := recall.NewSession(e.s, key).SetTitle(e.ctx, "old", recall.TitleUser); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := recall.ChangeMeta(e.ctx, e.s, key, recall.MetaChange{Pinned: new(true)}); err != nil {
+	if _, err := recall.NewSession(e.s, key).ChangeMeta(e.ctx, recall.MetaChange{Pinned: new(true)}); err != nil {
 		t.Fatal(err)
 	}
 	e.mustAdd(keep, msg("keep"))

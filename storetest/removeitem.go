@@ -8,7 +8,7 @@ import (
 	"github.com/recallkit/recall"
 )
 
-// testRemoveItem checks recall.RemoveItem: any one item of the view goes,
+// testRemoveItem checks recall.StoreSession.RemoveItem: any one item of the view goes,
 // by its ref (a middle one, the first, the newest, a compaction's summary);
 // the log keeps the item and records a remove entry naming it; ItemCount
 // drops; Pop and Replay agree with the view afterwards.
@@ -25,7 +25,7 @@ func testRemoveItem(e *env) {
 
 	// A fork after removals holds the view, not the log's items.
 	fork := recall.Key{Project: "p", Session: "fork"}
-	if _, err := recall.Fork(e.ctx, e.s, key, 0, fork); err != nil {
+	if _, err := recall.NewSession(e.s, key).Fork(e.ctx, 0, fork); err != nil {
 		e.t.Fatalf("Fork: %v", err)
 	}
 	e.wantView(fork, []recall.Item{it[1]})
@@ -50,7 +50,7 @@ func checkRemoveItemSteps(e *env, key recall.Key, it []recall.Item) {
 	}
 	for _, st := range steps {
 		before := e.mustStat(key)
-		got, err := recall.RemoveItem(e.ctx, e.s, key, st.ref)
+		got, err := recall.NewSession(e.s, key).RemoveItem(e.ctx, st.ref)
 		if err != nil || !bytes.Equal(got, st.item) {
 			t.Errorf("RemoveItem of %s (%+v) = %s, %v; want %s", st.what, st.ref, clip(got), err, clip(st.item))
 			continue
@@ -99,12 +99,12 @@ func checkRemoveItemNotInView(e *env, key recall.Key) {
 	}
 	for _, c := range notInView {
 		before := e.state(key)
-		_, err := recall.RemoveItem(e.ctx, e.s, key, c.ref)
+		_, err := recall.NewSession(e.s, key).RemoveItem(e.ctx, c.ref)
 		wantErr(t, fmt.Sprintf("RemoveItem of a ref %s (%+v)", c.what, c.ref), err, recall.ErrNotFound)
 		e.wantState("a refused RemoveItem", key, before)
 	}
 	missing := recall.Key{Project: "p", Session: "missing"}
-	_, err := recall.RemoveItem(e.ctx, e.s, missing, recall.ItemRef{Seq: 1})
+	_, err := recall.NewSession(e.s, missing).RemoveItem(e.ctx, recall.ItemRef{Seq: 1})
 	wantErr(t, "RemoveItem in a missing session", err, recall.ErrNotFound)
 	e.wantAbsent("RemoveItem", missing)
 }
@@ -113,7 +113,7 @@ func checkRemoveItemNotInView(e *env, key recall.Key) {
 // and checks that Pop then takes the newest item still in the view.
 func checkPopAfterRemoveItem(e *env, key recall.Key, it []recall.Item) {
 	t := e.t
-	if got, err := recall.RemoveItem(e.ctx, e.s, key, recall.ItemRef{Seq: 5}); err != nil || !bytes.Equal(got, it[4]) {
+	if got, err := recall.NewSession(e.s, key).RemoveItem(e.ctx, recall.ItemRef{Seq: 5}); err != nil || !bytes.Equal(got, it[4]) {
 		t.Errorf("RemoveItem of the newest = %s, %v", clip(got), err)
 	}
 	if got, err := e.s.Pop(e.ctx, key); err != nil || !bytes.Equal(got, it[3]) {
@@ -130,7 +130,7 @@ func checkRemoveItemCleared(e *env) {
 	e.mustAdd(cleared, msgs("c", 2)...)
 	e.must(recall.NewSession(e.s, cleared).Clear(e.ctx))
 	before := e.state(cleared)
-	_, err := recall.RemoveItem(e.ctx, e.s, cleared, recall.ItemRef{Seq: 1})
+	_, err := recall.NewSession(e.s, cleared).RemoveItem(e.ctx, recall.ItemRef{Seq: 1})
 	wantErr(e.t, "RemoveItem of a cleared item", err, recall.ErrNotFound)
 	e.wantState("a refused RemoveItem of a cleared item", cleared, before)
 }
@@ -149,15 +149,15 @@ func checkRemoveItemCompacted(e *env) {
 	compSeq := e.mustCompact(comp, 4, 4, summary, ci[2], ci[3]) // seq 5
 	e.mustAdd(comp, msg("after"))                               // seq 6
 	before := e.state(comp)
-	_, err := recall.RemoveItem(e.ctx, e.s, comp, recall.ItemRef{Seq: 1})
+	_, err := recall.NewSession(e.s, comp).RemoveItem(e.ctx, recall.ItemRef{Seq: 1})
 	wantErr(t, "RemoveItem of an item compacted away", err, recall.ErrNotFound)
-	_, err = recall.RemoveItem(e.ctx, e.s, comp, recall.ItemRef{Seq: 3})
+	_, err = recall.NewSession(e.s, comp).RemoveItem(e.ctx, recall.ItemRef{Seq: 3})
 	wantErr(t, "RemoveItem of an item the compaction copied, by its old ref", err, recall.ErrNotFound)
-	_, err = recall.RemoveItem(e.ctx, e.s, comp, recall.ItemRef{Seq: compSeq, Index: 3})
+	_, err = recall.NewSession(e.s, comp).RemoveItem(e.ctx, recall.ItemRef{Seq: compSeq, Index: 3})
 	wantErr(t, "RemoveItem past the compaction's items", err, recall.ErrNotFound)
 	e.wantState("refused RemoveItems of compacted items", comp, before)
 
-	if got, err := recall.RemoveItem(e.ctx, e.s, comp, recall.ItemRef{Seq: compSeq}); err != nil || !bytes.Equal(got, summary) {
+	if got, err := recall.NewSession(e.s, comp).RemoveItem(e.ctx, recall.ItemRef{Seq: compSeq}); err != nil || !bytes.Equal(got, summary) {
 		t.Errorf("RemoveItem of the compaction's summary = %s, %v", clip(got), err)
 	}
 	e.wantView(comp, []recall.Item{ci[2], ci[3], msg("after")})
@@ -165,10 +165,10 @@ func checkRemoveItemCompacted(e *env) {
 	if want := []recall.ItemRef{{Seq: compSeq, Index: 1}, {Seq: compSeq, Index: 2}, {Seq: 6}}; len(live) != 3 || live[0].Ref != want[0] || live[1].Ref != want[1] || live[2].Ref != want[2] {
 		t.Errorf("refs after removing the summary = %v, want %v", live, want)
 	}
-	if got, err := recall.RemoveItem(e.ctx, e.s, comp, recall.ItemRef{Seq: compSeq, Index: 2}); err != nil || !bytes.Equal(got, ci[3]) {
+	if got, err := recall.NewSession(e.s, comp).RemoveItem(e.ctx, recall.ItemRef{Seq: compSeq, Index: 2}); err != nil || !bytes.Equal(got, ci[3]) {
 		t.Errorf("RemoveItem of the compaction's last item = %s, %v", clip(got), err)
 	}
-	_, err = recall.RemoveItem(e.ctx, e.s, comp, recall.ItemRef{Seq: compSeq})
+	_, err = recall.NewSession(e.s, comp).RemoveItem(e.ctx, recall.ItemRef{Seq: compSeq})
 	wantErr(t, "RemoveItem of the summary twice", err, recall.ErrNotFound)
 	if got, err := e.s.Pop(e.ctx, comp); err != nil || !bytes.Equal(got, msg("after")) {
 		t.Errorf("Pop = %s, %v; want %s", clip(got), err, clip(msg("after")))

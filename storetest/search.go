@@ -317,7 +317,7 @@ func testSearchTitles(e *env) {
 	other := recall.Key{Project: "p", Session: "other"}
 	e.mustAdd(k, userMsg("nothing here"))
 	e.mustAdd(other, userMsg("a walrus in the text"))
-	_, err := recall.SetTitle(e.ctx, e.s, k, "Walrus migration plan", recall.TitleUser)
+	_, err := recall.NewSession(e.s, k).SetTitle(e.ctx, "Walrus migration plan", recall.TitleUser)
 	e.must(err)
 	title := hitID{k, recall.ItemRef{}, recall.RoleTitle}
 	e.wantSearch(recall.SearchOptions{Query: "walrus"}, title, hitID{other, ref(1), recall.RoleUser})
@@ -329,7 +329,7 @@ func testSearchTitles(e *env) {
 	if m := e.mustStat(k); len(p.Hits) != 1 || !p.Hits[0].Time.Equal(m.Updated) || p.Hits[0].Title != m.Title {
 		e.t.Errorf("title hit %+v: want the time %s and title %q", p.Hits, m.Updated, m.Title)
 	}
-	_, err = recall.SetTitle(e.ctx, e.s, k, "Renamed", recall.TitleUser)
+	_, err = recall.NewSession(e.s, k).SetTitle(e.ctx, "Renamed", recall.TitleUser)
 	e.must(err)
 	e.wantSearch(recall.SearchOptions{Query: "migration"})
 	e.wantSearch(recall.SearchOptions{Query: "renamed"}, title)
@@ -349,7 +349,7 @@ func testSearchViews(e *env) {
 	e.mustAdd(k, userMsg("okapi one"), userMsg("okapi two"), userMsg("okapi three")) // 1-3
 	_, err := e.s.Pop(e.ctx, k)                                                      // 4 pops 3
 	e.must(err)
-	_, err = recall.RemoveItem(e.ctx, e.s, k, ref(1)) // 5
+	_, err = recall.NewSession(e.s, k).RemoveItem(e.ctx, ref(1)) // 5
 	e.must(err)
 	e.wantSearch(recall.SearchOptions{Query: "okapi"}, hitID{k, ref(2), recall.RoleUser})
 	all := []hitID{{k, ref(1), recall.RoleUser}, {k, ref(2), recall.RoleUser}, {k, ref(3), recall.RoleUser}}
@@ -386,7 +386,7 @@ func testSearchSessions(e *env) {
 	for _, k := range []recall.Key{a, b, arch, gone, sub} {
 		e.mustAdd(k, userMsg("narwhal in "+k.String()))
 	}
-	_, err := recall.ChangeMeta(e.ctx, e.s, arch, recall.MetaChange{Archived: new(true)})
+	_, err := recall.NewSession(e.s, arch).ChangeMeta(e.ctx, recall.MetaChange{Archived: new(true)})
 	e.must(err)
 	e.must(e.s.Remove(e.ctx, gone))
 	h := func(k recall.Key) hitID { return hitID{k, ref(1), recall.RoleUser} }
@@ -396,7 +396,7 @@ func testSearchSessions(e *env) {
 	e.wantSearch(recall.SearchOptions{Query: "narwhal", Project: "p1", IncludeArchived: true}, h(a), h(arch))
 	e.wantSearch(recall.SearchOptions{Query: "narwhal", Project: "p3"})
 	e.wantSearch(recall.SearchOptions{Query: "subagents"})
-	_, err = recall.ChangeMeta(e.ctx, e.s, arch, recall.MetaChange{Archived: new(false)})
+	_, err = recall.NewSession(e.s, arch).ChangeMeta(e.ctx, recall.MetaChange{Archived: new(false)})
 	e.must(err)
 	e.wantSearch(recall.SearchOptions{Query: "narwhal", Project: "p1"}, h(a), h(arch))
 	e.must(e.s.Remove(e.ctx, a))

@@ -203,7 +203,7 @@ func (m *searchModel) do(op string) {
 			return
 		}
 		l := rapid.SampledFrom(live).Draw(t, "ref")
-		if _, err := recall.RemoveItem(m.ctx, m.sut, key, l.Ref); err != nil {
+		if _, err := recall.NewSession(m.sut, key).RemoveItem(m.ctx, l.Ref); err != nil {
 			t.Fatalf("RemoveItem %s %v: %v", key, l.Ref, err)
 		}
 		m.readBack("RemoveItem", key, before, recall.KindRemove)
@@ -235,7 +235,7 @@ func (m *searchModel) do(op string) {
 		if before == 0 {
 			return
 		}
-		if _, err := recall.SetTitle(m.ctx, m.sut, key, m.text("title"), recall.TitleUser); err != nil {
+		if _, err := recall.NewSession(m.sut, key).SetTitle(m.ctx, m.text("title"), recall.TitleUser); err != nil {
 			t.Fatalf("SetTitle %s: %v", key, err)
 		}
 		m.readBack("SetTitle", key, before, recall.KindTitle)
@@ -244,7 +244,7 @@ func (m *searchModel) do(op string) {
 			return
 		}
 		meta, _ := m.live(key)
-		if _, err := recall.ChangeMeta(m.ctx, m.sut, key, recall.MetaChange{Archived: new(!meta.Archived)}); err != nil {
+		if _, err := recall.NewSession(m.sut, key).ChangeMeta(m.ctx, recall.MetaChange{Archived: new(!meta.Archived)}); err != nil {
 			t.Fatalf("SetArchived %s: %v", key, err)
 		}
 		m.readBack("SetArchived", key, before, recall.KindMeta)

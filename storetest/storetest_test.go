@@ -394,7 +394,7 @@ func (b *buggy) Fork(ctx context.Context, key recall.Key, atSeq int64, newKey re
 	if b.bug == "fork-off-by-one" && atSeq > 1 {
 		atSeq--
 	}
-	return recall.Fork(ctx, b.Store, key, atSeq, newKey)
+	return recall.NewSession(b.Store, key).Fork(ctx, atSeq, newKey)
 }
 
 func (b *buggy) Import(ctx context.Context, key recall.Key, entries ...recall.Entry) (int64, error) {
@@ -501,7 +501,7 @@ func TestCheckNoGhost(t *testing.T) {
 	if _, err := s.Append(ctx, key("ok"), recall.Guard{}, recall.ItemEntries(items...)...); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := recall.SetTitle(ctx, s, key("ok"), "t", recall.TitleUser); err != nil {
+	if _, err := recall.NewSession(s, key("ok")).SetTitle(ctx, "t", recall.TitleUser); err != nil {
 		t.Fatal(err)
 	}
 	if err := storetest.CheckNoGhost(ctx, s, key("ok"), items); err != nil {

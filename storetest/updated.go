@@ -44,29 +44,35 @@ func quietChanges(e *env) []updateChange {
 	md := map[string]string{"k": "v"}
 	v := "v2"
 	return []updateChange{
-		{"SetTitle(user)", func(k recall.Key) error { _, err := recall.SetTitle(e.ctx, e.s, k, "t", recall.TitleUser); return err }},
-		{"SetTitle(auto)", func(k recall.Key) error { _, err := recall.SetTitle(e.ctx, e.s, k, "t", recall.TitleAuto); return err }},
+		{"SetTitle(user)", func(k recall.Key) error {
+			_, err := recall.NewSession(e.s, k).SetTitle(e.ctx, "t", recall.TitleUser)
+			return err
+		}},
+		{"SetTitle(auto)", func(k recall.Key) error {
+			_, err := recall.NewSession(e.s, k).SetTitle(e.ctx, "t", recall.TitleAuto)
+			return err
+		}},
 		{"SetArchived", func(k recall.Key) error {
-			_, err := recall.ChangeMeta(e.ctx, e.s, k, recall.MetaChange{Archived: new(true)})
+			_, err := recall.NewSession(e.s, k).ChangeMeta(e.ctx, recall.MetaChange{Archived: new(true)})
 			return err
 		}},
 		{"SetPinned then unpinned", func(k recall.Key) error {
-			if _, err := recall.ChangeMeta(e.ctx, e.s, k, recall.MetaChange{Pinned: new(true)}); err != nil {
+			if _, err := recall.NewSession(e.s, k).ChangeMeta(e.ctx, recall.MetaChange{Pinned: new(true)}); err != nil {
 				return err
 			}
-			_, err := recall.ChangeMeta(e.ctx, e.s, k, recall.MetaChange{Pinned: new(false)})
+			_, err := recall.NewSession(e.s, k).ChangeMeta(e.ctx, recall.MetaChange{Pinned: new(false)})
 			return err
 		}},
 		{"SetLabels", func(k recall.Key) error {
-			_, err := recall.ChangeMeta(e.ctx, e.s, k, recall.MetaChange{Labels: []string{"a", "b"}, SetLabels: true})
+			_, err := recall.NewSession(e.s, k).ChangeMeta(e.ctx, recall.MetaChange{Labels: []string{"a", "b"}, SetLabels: true})
 			return err
 		}},
 		{"SetMetadata", func(k recall.Key) error {
-			_, err := recall.ChangeMeta(e.ctx, e.s, k, recall.MetaChange{ClearMetadata: true, Metadata: pointersOf(md)})
+			_, err := recall.NewSession(e.s, k).ChangeMeta(e.ctx, recall.MetaChange{ClearMetadata: true, Metadata: pointersOf(md)})
 			return err
 		}},
 		{"MergeMetadata", func(k recall.Key) error {
-			_, err := recall.ChangeMeta(e.ctx, e.s, k, recall.MetaChange{Metadata: map[string]*string{"k": &v}})
+			_, err := recall.NewSession(e.s, k).ChangeMeta(e.ctx, recall.MetaChange{Metadata: map[string]*string{"k": &v}})
 			return err
 		}},
 	}
@@ -82,7 +88,7 @@ func activeChanges(e *env) []updateChange {
 		}},
 		{"Pop", func(k recall.Key) error { _, err := e.s.Pop(e.ctx, k); return err }},
 		{"RemoveItem", func(k recall.Key) error {
-			_, err := recall.RemoveItem(e.ctx, e.s, k, recall.ItemRef{Seq: 1})
+			_, err := recall.NewSession(e.s, k).RemoveItem(e.ctx, recall.ItemRef{Seq: 1})
 			return err
 		}},
 		{"Clear", func(k recall.Key) error { return recall.NewSession(e.s, k).Clear(e.ctx) }},
@@ -178,7 +184,7 @@ func checkActiveChanges(e *env, active []updateChange, keys map[string]recall.Ke
 func checkForkUpdated(e *env, src recall.Key, moved []recall.Key) []recall.Key {
 	fork := recall.Key{Project: "p", Session: "fork"}
 	e.later()
-	if m, err := recall.Fork(e.ctx, e.s, src, 0, fork); err != nil || !plausibleTime(m.Updated) || !m.Updated.Equal(m.Created) {
+	if m, err := recall.NewSession(e.s, src).Fork(e.ctx, 0, fork); err != nil || !plausibleTime(m.Updated) || !m.Updated.Equal(m.Created) {
 		e.t.Errorf("Fork = Updated %v, Created %v, %v; want both now", m.Updated, m.Created, err)
 	}
 	if m := e.mustStat(src); !m.Updated.Equal(oldTime(10)) {

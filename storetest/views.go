@@ -41,16 +41,19 @@ func testViewsSequential(e *env) {
 		what string
 		fn   func() error
 	}{
-		{"Create", func() error { _, err := recall.Create(e.ctx, e.s, key, recall.CreateOptions{}); return err }},
+		{"Create", func() error { _, err := recall.NewSession(e.s, key).Create(e.ctx, recall.CreateOptions{}); return err }},
 		{"an append", func() error {
 			_, err := e.s.Append(e.ctx, key, recall.Guard{}, recall.ItemEntries(msgs("a", 4)...)...)
 			return err
 		}},
-		{"a title", func() error { _, err := recall.SetTitle(e.ctx, e.s, key, "t", recall.TitleUser); return err }},
+		{"a title", func() error { _, err := recall.NewSession(e.s, key).SetTitle(e.ctx, "t", recall.TitleUser); return err }},
 		{"a pop", func() error { _, err := e.s.Pop(e.ctx, key); return err }},
 		{"a pin", e.changeMeta(key, recall.MetaChange{Pinned: new(true)})},
 		{"metadata", e.changeMeta(key, recall.MetaChange{ClearMetadata: true, Metadata: map[string]*string{"k": new("v")}})},
-		{"a removed item", func() error { _, err := recall.RemoveItem(e.ctx, e.s, key, recall.ItemRef{Seq: 3}); return err }},
+		{"a removed item", func() error {
+			_, err := recall.NewSession(e.s, key).RemoveItem(e.ctx, recall.ItemRef{Seq: 3})
+			return err
+		}},
 		{"a compaction", func() error {
 			m, err := e.s.Stat(e.ctx, key)
 			if err != nil {
@@ -257,7 +260,7 @@ func testVerifyBesideWriter(e *env) {
 			case 3:
 				_, err = e.s.Pop(e.ctx, key)
 			case 4:
-				_, err = recall.SetTitle(e.ctx, e.s, key, fmt.Sprintf("t%d", i), recall.TitleUser)
+				_, err = recall.NewSession(e.s, key).SetTitle(e.ctx, fmt.Sprintf("t%d", i), recall.TitleUser)
 			default:
 				_, err = e.s.Append(e.ctx, key, recall.Guard{}, recall.ItemEntries(msg("a%d", i), msg("b%d", i))...)
 			}

@@ -29,7 +29,7 @@ func newFlagCmd(a *app, f flagCmd) *cobra.Command {
 		Args:  args(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			return eachSession(cmd, a, argv, f.done, func(st recall.Store, m recall.Meta) (recall.Meta, error) {
-				return recall.ChangeMeta(cmd.Context(), st, m.Key, f.change)
+				return recall.NewSession(st, m.Key).ChangeMeta(cmd.Context(), f.change)
 			})
 		},
 	}

@@ -65,15 +65,15 @@ after the original. 'recall show ID --format jsonl' shows the seqs.`,
 // as a fork, as an auto title a user title can replace later.
 func forkSession(ctx context.Context, st recall.Store, src recall.Meta, atSeq int64, name string) (recall.Meta, error) {
 	key := recall.Key{Project: src.Key.Project, Session: recall.NewSessionID()}
-	m, err := recall.Fork(ctx, st, src.Key, atSeq, key)
+	m, err := recall.NewSession(st, src.Key).Fork(ctx, atSeq, key)
 	if err != nil {
 		return recall.Meta{}, fmt.Errorf("fork %s: %w", src.Key.Session, err)
 	}
 	switch {
 	case name != "":
-		return recall.SetTitle(ctx, st, key, name, recall.TitleUser)
+		return recall.NewSession(st, key).SetTitle(ctx, name, recall.TitleUser)
 	case src.Title != "":
-		return recall.SetTitle(ctx, st, key, src.Title+" (fork)", recall.TitleAuto)
+		return recall.NewSession(st, key).SetTitle(ctx, src.Title+" (fork)", recall.TitleAuto)
 	}
 	return m, nil
 }

@@ -26,7 +26,7 @@ func (e *env) plant(dir string, meta map[string]string, ids ...string) {
 	defer st.Close()
 	for _, id := range ids {
 		key := recall.Key{Project: project, Session: id}
-		if _, err := recall.Create(ctx, st, key, recall.CreateOptions{Metadata: meta, Items: []recall.Item{recall.Message("user", "planted "+id)}}); err != nil {
+		if _, err := recall.NewSession(st, key).Create(ctx, recall.CreateOptions{Metadata: meta, Items: []recall.Item{recall.Message("user", "planted "+id)}}); err != nil {
 			e.t.Fatal(err)
 		}
 	}

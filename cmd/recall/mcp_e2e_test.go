@@ -99,7 +99,7 @@ func TestMcpStdio(t *testing.T) {
 	}
 	mustCreate := func(key recall.Key, title string, items ...recall.Item) {
 		t.Helper()
-		if _, err := recall.Create(ctx, st, key, recall.CreateOptions{Title: title, Items: items}); err != nil {
+		if _, err := recall.NewSession(st, key).Create(ctx, recall.CreateOptions{Title: title, Items: items}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -231,7 +231,7 @@ func TestMcpAllowWrite(t *testing.T) {
 	e := newEnv(t)
 	st := e.mcpStore()
 	key := recall.Key{Project: "proj", Session: "0199dddd-write"}
-	if _, err := recall.Create(context.Background(), st, key, recall.CreateOptions{Items: []recall.Item{recall.Message("user", "hi")}}); err != nil {
+	if _, err := recall.NewSession(st, key).Create(context.Background(), recall.CreateOptions{Items: []recall.Item{recall.Message("user", "hi")}}); err != nil {
 		t.Fatal(err)
 	}
 	cs := e.mcpClient("--allow-write", "--all")

@@ -116,7 +116,7 @@ func seedNotes(t *testing.T, home, project, name string, n int) {
 		items := []recall.Item{recall.Message("user", q), recall.Message("assistant",
 			"[offline] No model is configured (set OPENAI_API_KEY), so this reply is canned. I see 0 earlier items. You said: "+q)}
 		key := recall.Key{Project: project, Session: recall.NewSessionID()}
-		if _, err := recall.Create(context.Background(), st, key, recall.CreateOptions{Title: fmt.Sprintf("%s-%02d", name, i), Items: items}); err != nil {
+		if _, err := recall.NewSession(st, key).Create(context.Background(), recall.CreateOptions{Title: fmt.Sprintf("%s-%02d", name, i), Items: items}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -140,7 +140,7 @@ func BenchmarkPickerOpen(b *testing.B) {
 	const n = 10000
 	for i := range n {
 		key := recall.Key{Project: "p", Session: recall.NewSessionID()}
-		if _, err := recall.Create(ctx, st, key, recall.CreateOptions{
+		if _, err := recall.NewSession(st, key).Create(ctx, recall.CreateOptions{
 			Title: fmt.Sprintf("Session 2026-12-01 %02d:%02d", i/60%24, i%60),
 			Items: []recall.Item{recall.Message("user", fmt.Sprintf("question number %d about the parser", i))},
 		}); err != nil {

@@ -23,7 +23,7 @@ automatic one. An empty TITLE removes the title.`,
 				return err
 			}
 			// Several words without quotes make one title, as a person means.
-			m, err = recall.SetTitle(ctx, st, m.Key, strings.Join(argv[1:], " "), recall.TitleUser)
+			m, err = recall.NewSession(st, m.Key).SetTitle(ctx, strings.Join(argv[1:], " "), recall.TitleUser)
 			if err != nil {
 				return err
 			}

@@ -181,7 +181,7 @@ func TestSearchSessions(t *testing.T) {
 	for i := range n {
 		key := recall.Key{Project: "p", Session: fmt.Sprintf("s%04d", i)}
 		items := []recall.Item{recall.Message("user", fmt.Sprintf("needle %d", i)), recall.Message("assistant", "a needle again")}
-		if _, err := recall.Create(ctx, st, key, recall.CreateOptions{Items: items}); err != nil {
+		if _, err := recall.NewSession(st, key).Create(ctx, recall.CreateOptions{Items: items}); err != nil {
 			t.Fatal(err)
 		}
 		keys = append(keys, key)

@@ -65,7 +65,7 @@ func (c *chatSession) switchTo(ctx context.Context, key recall.Key, name string)
 	}
 	if exists && m.Archived {
 		// Resuming an archived session brings it back to the lists.
-		if _, err := recall.ChangeMeta(ctx, c.st, key, recall.MetaChange{Archived: new(false)}); err != nil {
+		if _, err := recall.NewSession(c.st, key).ChangeMeta(ctx, recall.MetaChange{Archived: new(false)}); err != nil {
 			return err
 		}
 		c.app.notef("session %s was archived; it is listed again\n", key.Session)
@@ -100,7 +100,7 @@ func (c *chatSession) switchTo(ctx context.Context, key recall.Key, name string)
 // its first write would record it), so a title given before the first
 // message (/new TITLE, --name) is kept even when no message follows.
 func (c *chatSession) rename(ctx context.Context, title string) error {
-	_, err := recall.SetTitle(ctx, c.st, c.key, title, recall.TitleUser)
+	_, err := recall.NewSession(c.st, c.key).SetTitle(ctx, title, recall.TitleUser)
 	if !errors.Is(err, recall.ErrNotFound) {
 		return err
 	}
@@ -108,9 +108,9 @@ func (c *chatSession) rename(ctx context.Context, title string) error {
 	if w := c.workspaces; w != nil && w.record {
 		opts.Metadata = map[string]string{cwdKey: w.home}
 	}
-	_, err = recall.Create(ctx, c.st, c.key, opts)
+	_, err = recall.NewSession(c.st, c.key).Create(ctx, opts)
 	if errors.Is(err, recall.ErrConflict) { // another process created it meanwhile
-		_, err = recall.SetTitle(ctx, c.st, c.key, title, recall.TitleUser)
+		_, err = recall.NewSession(c.st, c.key).SetTitle(ctx, title, recall.TitleUser)
 		return err
 	}
 	if err == nil && opts.Metadata != nil {
@@ -248,6 +248,6 @@ func (c *chatSession) titleFromMessage(ctx context.Context, text string) {
 		return
 	}
 	if t := title.Clean(text, 0); t != "" {
-		_, _ = recall.SetTitle(context.WithoutCancel(ctx), c.st, c.key, t, recall.TitleAuto)
+		_, _ = recall.NewSession(c.st, c.key).SetTitle(context.WithoutCancel(ctx), t, recall.TitleAuto)
 	}
 }

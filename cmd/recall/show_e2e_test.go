@@ -46,7 +46,7 @@ func fullSession(t *testing.T, e *env) (recall.Key, recall.Key) {
 	must(s.Clear(ctx))
 	must(s.AddItems(ctx, recall.Message("user", "fresh start")))
 	fork := recall.Key{Project: proj, Session: recall.NewSessionID()}
-	_, err = recall.Fork(ctx, st, key, 0, fork)
+	_, err = recall.NewSession(st, key).Fork(ctx, 0, fork)
 	must(err)
 	sub := recall.Key{Project: proj, Session: key.Session, Subpath: "subagents/helper-1"}
 	must(recall.NewSession(st, sub).AddItems(ctx, recall.Message("user", "sub task"), recall.Message("assistant", "sub done")))

@@ -133,7 +133,7 @@ func (c *chatSession) recordWorkspace(ctx context.Context) error {
 	}
 	w.record = false
 	home := w.home
-	if _, err := recall.ChangeMeta(ctx, c.st, c.key, recall.MetaChange{Metadata: map[string]*string{cwdKey: &home}}); err != nil {
+	if _, err := recall.NewSession(c.st, c.key).ChangeMeta(ctx, recall.MetaChange{Metadata: map[string]*string{cwdKey: &home}}); err != nil {
 		return fmt.Errorf("record the session's folder: %w", err)
 	}
 	return nil

@@ -23,7 +23,7 @@ func seed(t *testing.T, sessions ...[3]string) *memstore.Store {
 			t.Fatal(err)
 		}
 		if s[2] != "" {
-			if _, err := recall.SetTitle(ctx, st, key, s[2], recall.TitleUser); err != nil {
+			if _, err := recall.NewSession(st, key).SetTitle(ctx, s[2], recall.TitleUser); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -111,7 +111,7 @@ func TestMatch(t *testing.T) {
 func TestResolveFindsArchived(t *testing.T) {
 	st := seed(t, [3]string{"p", "abc1", "old"})
 	key := recall.Key{Project: "p", Session: "abc1"}
-	if _, err := recall.ChangeMeta(context.Background(), st, key, recall.MetaChange{Archived: new(true)}); err != nil {
+	if _, err := recall.NewSession(st, key).ChangeMeta(context.Background(), recall.MetaChange{Archived: new(true)}); err != nil {
 		t.Fatal(err)
 	}
 	if m, err := Resolve(context.Background(), st, "p", "old"); err != nil || m.Key != key {
