@@ -36,7 +36,7 @@ func purgeGen() *rapid.Generator[[]recall.Entry] {
 			var e recall.Entry
 			switch rapid.SampledFrom([]string{"item", "item", "item", "pop", "clear", "compaction", "compaction", "badcompaction", "title", "meta"}).Draw(t, "kind") {
 			case "item":
-				e = recall.ItemEntry(recall.Item(fmt.Sprintf(`{"t":"i%d"}`, len(log)+1)))
+				e = recall.Item(fmt.Sprintf(`{"t":"i%d"}`, len(log)+1)).Entry()
 				if rapid.Bool().Draw(t, "usage") {
 					e.Usage = &recall.Usage{InputTokens: 3, OutputTokens: 2, TotalTokens: 5}
 				}
@@ -140,7 +140,7 @@ func TestPurgeLogKeepsWhatReadersSee(t *testing.T) {
 }
 
 func TestPurgeLogNothingToPurge(t *testing.T) {
-	item := recall.ItemEntry(recall.Item(`{"t":"a"}`))
+	item := recall.Item(`{"t":"a"}`).Entry()
 	comp := recall.NewEntry(recall.KindCompaction, recall.Compaction{Items: []recall.Item{recall.Item(`{"t":"s"}`)}})
 	for name, log := range map[string][]recall.Entry{
 		"empty":            nil,

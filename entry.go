@@ -148,14 +148,14 @@ type ForkOrigin struct {
 	Seq int64 `json:"seq"`
 }
 
-// ItemEntry returns an entry of kind item holding it.
-func ItemEntry(it Item) Entry { return Entry{Kind: KindItem, Data: json.RawMessage(it)} }
+// Entry returns the entry of kind item that appends it.
+func (it Item) Entry() Entry { return Entry{Kind: KindItem, Data: json.RawMessage(it)} }
 
 // ItemEntries returns one item entry per item.
 func ItemEntries(items ...Item) []Entry {
 	es := make([]Entry, len(items))
 	for i, it := range items {
-		es[i] = ItemEntry(it)
+		es[i] = it.Entry()
 	}
 	return es
 }

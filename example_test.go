@@ -64,7 +64,7 @@ func ExampleStore_List() {
 	day := time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
 	for i := 1; i <= 5; i++ {
 		key := recall.Key{Project: "demo", Session: fmt.Sprintf("chat-%d", i)}
-		e := recall.ItemEntry(recall.Message("user", "hello"))
+		e := recall.Message("user", "hello").Entry()
 		// Stores stamp entries with the current time when Time is zero;
 		// this example fixes the times so that its output is stable.
 		e.Time = day.Add(time.Duration(i) * time.Hour)

@@ -69,7 +69,7 @@ func TestForkLogProperty(t *testing.T) {
 // ForkLog's items are the source's bytes (shared, as documented: a store
 // reads its log afresh for a fork), after a fork entry naming the source.
 func TestForkLogEntries(t *testing.T) {
-	log := numbered(recall.ItemEntry(recall.Item(`{"a":1}`)))
+	log := numbered(recall.Item(`{"a":1}`).Entry())
 	fork, err := storekit.ForkLog(testKey, log, 0, time.Now())
 	if err != nil || len(fork) != 2 {
 		t.Fatal(fork, err)

@@ -64,7 +64,7 @@ func TestItemValidate(t *testing.T) {
 
 func TestValidateEntries(t *testing.T) {
 	good := []recall.Entry{
-		recall.ItemEntry(recall.Message("user", "hi")),
+		recall.Message("user", "hi").Entry(),
 		recall.NewEntry(recall.KindTitle, recall.TitleChange{Title: "t", Source: recall.TitleUser}),
 		recall.NewEntry(recall.KindMeta, recall.MetaChange{}),
 		recall.NewEntry(recall.KindPop, recall.ItemRef{Seq: 1}),

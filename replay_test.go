@@ -30,7 +30,7 @@ func numbered(entries ...recall.Entry) []recall.Entry {
 	return out
 }
 
-func item(s string) recall.Entry { return recall.ItemEntry(recall.Item(`{"t":"` + s + `"}`)) }
+func item(s string) recall.Entry { return recall.Item(`{"t":"` + s + `"}`).Entry() }
 
 func texts(live []recall.LiveItem) []string {
 	out := make([]string, len(live))
@@ -100,7 +100,7 @@ func logGen(valid bool) *rapid.Generator[[]recall.Entry] {
 			var e recall.Entry
 			switch rapid.SampledFrom([]string{"item", "item", "item", "pop", "pop", "remove", "clear", "compaction", "title", "meta", "create", "unknown", "garbage", "damaged"}).Draw(t, "kind") {
 			case "item":
-				e = recall.ItemEntry(recall.Item(fmt.Sprintf(`{"t":"i%d"}`, seq)))
+				e = recall.Item(fmt.Sprintf(`{"t":"i%d"}`, seq)).Entry()
 			case "pop", "remove":
 				ref := recall.ItemRef{Seq: rapid.Int64Range(0, seq).Draw(t, "refSeq"), Index: rapid.IntRange(0, 2).Draw(t, "refIndex")}
 				if valid {
@@ -344,7 +344,7 @@ func TestTitleSourceYields(t *testing.T) {
 }
 
 func TestEntryClone(t *testing.T) {
-	e := recall.ItemEntry(recall.Item(`{"a":1}`))
+	e := recall.Item(`{"a":1}`).Entry()
 	e.Usage = &recall.Usage{TotalTokens: 1}
 	c := e.Clone()
 	c.Data[0] = 'X'

@@ -267,7 +267,7 @@ func makeProject(b *testing.B, sessions, items int) string {
 	tmpl := recall.Key{Project: "template", Session: "t"}
 	for i := range items {
 		role := []string{"user", "assistant"}[i%2]
-		e := recall.ItemEntry(recall.Message(role, fmt.Sprintf("message %d %s", i, strings.Repeat("lorem ipsum ", 20))))
+		e := recall.Message(role, fmt.Sprintf("message %d %s", i, strings.Repeat("lorem ipsum ", 20))).Entry()
 		e.Time = placeholder
 		if _, err := s.Append(ctx, tmpl, recall.Guard{}, e); err != nil {
 			b.Fatal(err)
@@ -527,7 +527,7 @@ func BenchmarkListScale(b *testing.B) {
 						b.Fatal(err)
 					}
 					k := recall.Key{Project: "bench", Session: fmt.Sprintf("new%05d", i)}
-					if _, err := w.Append(ctx, k, recall.Guard{}, recall.ItemEntry(recall.Message("user", "new"))); err != nil {
+					if _, err := w.Append(ctx, k, recall.Guard{}, recall.Message("user", "new").Entry()); err != nil {
 						b.Fatal(err)
 					}
 					w.Close()
@@ -555,7 +555,7 @@ func BenchmarkListScale(b *testing.B) {
 					}
 				}
 				k := recall.Key{Project: "bench", Session: fmt.Sprintf("s%05d", (i*7919)%sessions)}
-				if _, err := w.Append(ctx, k, recall.IfExists(), recall.ItemEntry(recall.Message("user", "more"))); err != nil {
+				if _, err := w.Append(ctx, k, recall.IfExists(), recall.Message("user", "more").Entry()); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -31,7 +31,7 @@ func TestIndexMapsBounded(t *testing.T) {
 		var keys []recall.Key
 		for i := range per {
 			k := recall.Key{Project: "p", Session: fmt.Sprintf("s%02d-%03d", r, i)}
-			if _, err := w.Append(ctx, k, recall.IfNew(), recall.ItemEntry(recall.Message("user", "hi"))); err != nil {
+			if _, err := w.Append(ctx, k, recall.IfNew(), recall.Message("user", "hi").Entry()); err != nil {
 				t.Fatal(err)
 			}
 			keys = append(keys, k)
@@ -82,7 +82,7 @@ func TestListOrderKeptInStep(t *testing.T) {
 		var err error
 		switch rng.IntN(6) {
 		case 0, 1:
-			_, err = w.Append(ctx, k, recall.Guard{}, recall.ItemEntry(recall.Message("user", "hi")))
+			_, err = w.Append(ctx, k, recall.Guard{}, recall.Message("user", "hi").Entry())
 		case 2:
 			_, err = recall.NewSession(w, k).ChangeMeta(ctx, recall.MetaChange{Archived: new(rng.IntN(2) == 0)})
 		case 3:

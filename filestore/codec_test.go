@@ -19,7 +19,7 @@ var t0 = time.Date(2025, 6, 1, 10, 0, 0, 123456000, time.UTC)
 func TestLineRoundTrip(t *testing.T) {
 	var entries []recall.Entry
 	for _, it := range storetest.VerbatimItems() {
-		entries = append(entries, recall.ItemEntry(it))
+		entries = append(entries, it.Entry())
 	}
 	entries = append(entries,
 		recall.NewEntry(recall.KindTitle, recall.TitleChange{Title: "a \"quoted\"\ntitle", Source: recall.TitleUser}),

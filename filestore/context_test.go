@@ -22,7 +22,7 @@ func TestEndedContext(t *testing.T) {
 	s := openStore(t, home)
 	bg := context.Background()
 	key := recall.Key{Project: "p", Session: "s"}
-	item := recall.ItemEntry(recall.Message("user", "hi"))
+	item := recall.Message("user", "hi").Entry()
 	if _, err := s.Append(bg, key, recall.Guard{}, item, item); err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func TestCancelMidScan(t *testing.T) {
 	}
 	// many logs for List to derive
 	for i := range 100 {
-		if _, err := s.Append(bg, recall.Key{Project: "many", Session: fmt.Sprintf("s%03d", i)}, recall.Guard{}, recall.ItemEntry(recall.Message("user", pad))); err != nil {
+		if _, err := s.Append(bg, recall.Key{Project: "many", Session: fmt.Sprintf("s%03d", i)}, recall.Guard{}, recall.Message("user", pad).Entry()); err != nil {
 			t.Fatal(err)
 		}
 	}

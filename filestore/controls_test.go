@@ -40,7 +40,7 @@ func TestControlsFollowWrites(t *testing.T) {
 	remove := func() recall.Entry {
 		return recall.NewEntry(recall.KindRemove, recall.ItemRef{Seq: 1 + rng.Int64N(max(last, 1))})
 	}
-	item := recall.ItemEntry(recall.Message("user", "hi"))
+	item := recall.Message("user", "hi").Entry()
 	overCap := false
 	for step := range 300 {
 		switch op := rng.IntN(12); {
@@ -134,7 +134,7 @@ func TestControlsOverTheCap(t *testing.T) {
 	}
 	defer s.Close()
 	key := recall.Key{Project: "p", Session: "s"}
-	item := recall.ItemEntry(recall.Message("user", "hi"))
+	item := recall.Message("user", "hi").Entry()
 	check := func(wantScans int64) {
 		t.Helper()
 		_, entries, err := s.Load(ctx, key)

@@ -25,15 +25,15 @@ func goodLog() []recall.Entry {
 	at := func(s int) time.Time { return time.Date(2025, 6, 1, 10, 0, s, 0, time.UTC) }
 	usage := &recall.Usage{InputTokens: 120, OutputTokens: 30, TotalTokens: 150}
 	es := []recall.Entry{
-		recall.ItemEntry(recall.Message("user", "What is in main.go?")),
-		recall.ItemEntry(recall.Item("{\n  \"type\": \"function_call\",\n  \"call_id\": \"c1\",\n  \"name\": \"read_file\",\n  \"arguments\": \"{\\\"path\\\":\\\"main.go\\\"}\"\n}")),
-		recall.ItemEntry(recall.Item(`{"type":"function_call_output","call_id":"c1","output":"package main"}`)),
+		recall.Message("user", "What is in main.go?").Entry(),
+		recall.Item("{\n  \"type\": \"function_call\",\n  \"call_id\": \"c1\",\n  \"name\": \"read_file\",\n  \"arguments\": \"{\\\"path\\\":\\\"main.go\\\"}\"\n}").Entry(),
+		recall.Item(`{"type":"function_call_output","call_id":"c1","output":"package main"}`).Entry(),
 		recall.NewEntry(recall.KindTitle, recall.TitleChange{Title: "Reading main.go", Source: recall.TitleAuto}),
-		recall.ItemEntry(recall.Message("assistant", "It declares package main.")),
+		recall.Message("assistant", "It declares package main.").Entry(),
 		recall.NewEntry(recall.KindMeta, recall.MetaChange{Labels: []string{"go", "demo"}}),
-		recall.ItemEntry(recall.Message("user", "thanks")),
+		recall.Message("user", "thanks").Entry(),
 		recall.NewEntry(recall.KindPop, recall.ItemRef{Seq: 7}),
-		recall.ItemEntry(recall.Message("user", "Thanks, that is all.")),
+		recall.Message("user", "Thanks, that is all.").Entry(),
 	}
 	for i := range es {
 		es[i].Seq, es[i].Time = int64(i+1), at(i)
@@ -213,7 +213,7 @@ func TestCorpus(t *testing.T) {
 			}
 
 			last := seqs[len(seqs)-1]
-			seq, err := s.Append(ctx, key, recall.Guard{}, recall.ItemEntry(recall.Message("user", "after")))
+			seq, err := s.Append(ctx, key, recall.Guard{}, recall.Message("user", "after").Entry())
 			if err != nil || seq != last+1 {
 				t.Fatalf("Append = %d, %v; want %d", seq, err, last+1)
 			}
@@ -277,7 +277,7 @@ func TestTruncatedEveryOffset(t *testing.T) {
 			t.Fatalf("cut at %d: seqs %v, want %v", cut, seqs, want)
 		}
 		next := int64(len(want) + 1)
-		if seq, err := s.Append(ctx, key, recall.Guard{}, recall.ItemEntry(recall.Message("user", "after"))); err != nil || seq != next {
+		if seq, err := s.Append(ctx, key, recall.Guard{}, recall.Message("user", "after").Entry()); err != nil || seq != next {
 			t.Fatalf("cut at %d: Append = %d, %v; want %d", cut, seq, err, next)
 		}
 		_, seqs := loadSeqs(t, s, key)

@@ -126,8 +126,8 @@ func childWriter() error {
 	ctx := context.Background()
 	for b := range batches {
 		_, err := s.Append(ctx, crashKey, recall.Guard{},
-			recall.ItemEntry(recall.Message("user", tag(w, b, 0))),
-			recall.ItemEntry(recall.Message("assistant", tag(w, b, 1))))
+			recall.Message("user", tag(w, b, 0)).Entry(),
+			recall.Message("assistant", tag(w, b, 1)).Entry())
 		if err == nil && b%25 == 0 {
 			_, err = s.List(ctx, crashKey.Project, recall.ListOptions{})
 		}
@@ -199,7 +199,7 @@ func TestCrashSIGKILL(t *testing.T) {
 		if err != nil && round%roundsPerLog > 0 {
 			t.Fatalf("round %d: %v", round, err)
 		}
-		seq, err := s.Append(ctx, key, recall.Guard{}, recall.ItemEntry(recall.Message("user", "parent-"+name)))
+		seq, err := s.Append(ctx, key, recall.Guard{}, recall.Message("user", "parent-"+name).Entry())
 		if err != nil || seq != m.LastSeq+1 {
 			t.Fatalf("round %d: Append after the kill = %d, %v; want %d", round, seq, err, m.LastSeq+1)
 		}

@@ -44,9 +44,9 @@ func childChanger() error {
 		var err error
 		switch n := rng.IntN(100); {
 		case n < 70:
-			_, err = s.Append(ctx, key(), recall.IfExists(), recall.ItemEntry(recall.Message("user", strings.Repeat("x", rng.IntN(3000)))))
+			_, err = s.Append(ctx, key(), recall.IfExists(), recall.Message("user", strings.Repeat("x", rng.IntN(3000))).Entry())
 		case n < 78:
-			_, err = s.Append(ctx, key(), recall.Guard{}, recall.ItemEntry(recall.Message("user", "new")))
+			_, err = s.Append(ctx, key(), recall.Guard{}, recall.Message("user", "new").Entry())
 		case n < 84:
 			_, err = s.Pop(ctx, key())
 		case n < 87:

@@ -92,7 +92,7 @@ func TestDamagedItems(t *testing.T) {
 	}
 	// [1,2], "text", the two lines of text, nothing and the bytes are
 	// entries at seqs 3..7; {broken} does not decode, so c is seq 8.
-	if seq, err := s.Append(ctx, key, recall.Guard{}, recall.ItemEntry(c)); err != nil || seq != 8 {
+	if seq, err := s.Append(ctx, key, recall.Guard{}, c.Entry()); err != nil || seq != 8 {
 		t.Fatalf("Append after the damage = %d, %v; want seq 8", seq, err)
 	}
 	const corrupt = 6

@@ -275,7 +275,7 @@ func checkSyncLog(t *testing.T, home string, acked int) (batches int, verified b
 		batches++
 	}
 	verified = storekit.VerifySession(ctx, s, syncKey) == nil
-	seq, err := s.Append(ctx, syncKey, recall.Guard{}, recall.ItemEntry(recall.Message("user", "after")))
+	seq, err := s.Append(ctx, syncKey, recall.Guard{}, recall.Message("user", "after").Entry())
 	if err != nil || seq != m.LastSeq+1 {
 		t.Fatalf("Append after the stop = %d, %v; want seq %d", seq, err, m.LastSeq+1)
 	}

@@ -145,7 +145,7 @@ func TestFullDisk(t *testing.T) {
 	for i := 0; ; i++ {
 		before := fileState(t, path)
 		it := item(10_000+i, 1<<10)
-		if _, err := s.Append(ctx, key, recall.Guard{}, recall.ItemEntry(it)); err != nil {
+		if _, err := s.Append(ctx, key, recall.Guard{}, it.Entry()); err != nil {
 			wantDiskFull(t, "Append of a small item", err)
 			if after := fileState(t, path); !bytes.Equal(after, before) {
 				t.Fatalf("the failed small append changed the log")
@@ -156,7 +156,7 @@ func TestFullDisk(t *testing.T) {
 	}
 	before := fileState(t, path)
 	fresh := recall.Key{Project: "p", Session: "fresh"}
-	_, err = s.Append(ctx, fresh, recall.Guard{}, recall.ItemEntry(item(-1, 30<<10)))
+	_, err = s.Append(ctx, fresh, recall.Guard{}, item(-1, 30<<10).Entry())
 	wantDiskFull(t, "Append to a new session", err)
 	if _, err := s.Stat(ctx, fresh); !errors.Is(err, recall.ErrNotFound) {
 		t.Errorf("the failed append created the session: Stat = %v", err)
@@ -187,7 +187,7 @@ func TestFullDisk(t *testing.T) {
 		t.Fatal(err)
 	}
 	last := item(20_000, 10)
-	if _, err := s.Append(ctx, key, recall.Guard{}, recall.ItemEntry(last)); err != nil {
+	if _, err := s.Append(ctx, key, recall.Guard{}, last.Entry()); err != nil {
 		t.Fatalf("Append after space was freed: %v", err)
 	}
 	acked = append(acked, last)
@@ -195,7 +195,7 @@ func TestFullDisk(t *testing.T) {
 		t.Fatalf("Pop after space was freed = %s, %v", it, err)
 	}
 	acked = acked[:len(acked)-1]
-	if _, err := s.Append(ctx, fresh, recall.Guard{}, recall.ItemEntry(item(-1, 10))); err != nil {
+	if _, err := s.Append(ctx, fresh, recall.Guard{}, item(-1, 10).Entry()); err != nil {
 		t.Fatalf("Append to a new session after space was freed: %v", err)
 	}
 	// A new store reads the logs from disk, not from the writer's cache.
@@ -239,7 +239,7 @@ func TestFullDiskTornTail(t *testing.T) {
 	defer s.Close()
 	key := recall.Key{Project: "p", Session: "torn"}
 	first := recall.Message("user", "first")
-	if _, err := s.Append(ctx, key, recall.Guard{}, recall.ItemEntry(first)); err != nil {
+	if _, err := s.Append(ctx, key, recall.Guard{}, first.Entry()); err != nil {
 		t.Fatal(err)
 	}
 	path := logPath(t, s, key)
@@ -265,7 +265,7 @@ func TestFullDiskTornTail(t *testing.T) {
 	}
 	filler.Close()
 	before := fileState(t, path)
-	_, err = s.Append(ctx, key, recall.Guard{}, recall.ItemEntry(recall.Message("user", "second")))
+	_, err = s.Append(ctx, key, recall.Guard{}, recall.Message("user", "second").Entry())
 	wantDiskFull(t, "Append after a torn tail", err)
 	if after := fileState(t, path); !bytes.Equal(after, before) {
 		t.Fatalf("the failed append changed the log (%d bytes, was %d)", len(after), len(before))
@@ -279,7 +279,7 @@ func TestFullDiskTornTail(t *testing.T) {
 		t.Fatal(err)
 	}
 	second := recall.Message("user", "second")
-	if seq, err := s.Append(ctx, key, recall.Guard{}, recall.ItemEntry(second)); err != nil || seq != 2 {
+	if seq, err := s.Append(ctx, key, recall.Guard{}, second.Entry()); err != nil || seq != 2 {
 		t.Fatalf("Append once there is room = %d, %v; want seq 2", seq, err)
 	}
 	side, _ := filepath.Glob(path + "#torn-*")

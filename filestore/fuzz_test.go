@@ -52,7 +52,7 @@ func FuzzKeyPath(f *testing.F) {
 	}
 	f.Cleanup(func() { s.Close() })
 	root := filepath.Join(home, "projects")
-	item := recall.ItemEntry(recall.Item(`{"k":1}`))
+	item := recall.Item(`{"k":1}`).Entry()
 	f.Fuzz(func(t *testing.T, project, session, subpath string) {
 		ctx := context.Background()
 		key := recall.Key{Project: project, Session: session, Subpath: subpath}
@@ -109,11 +109,11 @@ func writeRecoveryLog(f *testing.F, s *filestore.Store) recoveryLog {
 	path := logPath(f, s, key)
 	yes := true
 	batches := [][]recall.Entry{
-		{recall.ItemEntry(recall.Message("user", "hello"))},
+		{recall.Message("user", "hello").Entry()},
 		recall.ItemEntries(recall.Message("assistant", "one"), recall.Item(`{"type":"function_call","call_id":"c1"}`), recall.Item(`{"type":"function_call_output","call_id":"c1","output":"ok"}`)),
 		{recall.NewEntry(recall.KindTitle, recall.TitleChange{Title: "a title", Source: recall.TitleUser})},
-		{recall.ItemEntry(recall.Item("{\n  \"pretty\": true\n}\n"))},
-		{recall.ItemEntry(recall.Item("{\"a\":\"\xff\"}\n")), recall.ItemEntry(recall.Item(`{"nul":"\u0000"}`))},
+		{recall.Item("{\n  \"pretty\": true\n}\n").Entry()},
+		{recall.Item("{\"a\":\"\xff\"}\n").Entry(), recall.Item(`{"nul":"\u0000"}`).Entry()},
 		{{Kind: recall.KindItem, Data: []byte(`{"u":1}`), Usage: &recall.Usage{InputTokens: 3, OutputTokens: 4, TotalTokens: 7}}},
 		{recall.NewEntry(recall.KindPop, recall.ItemRef{Seq: 9})},
 		{recall.NewEntry(recall.KindMeta, recall.MetaChange{Archived: &yes, Labels: []string{"x"}, SetLabels: true})},
@@ -121,7 +121,7 @@ func writeRecoveryLog(f *testing.F, s *filestore.Store) recoveryLog {
 		nil, // the compaction, made below once the log's last seq is known
 		recall.ItemEntries(recall.Message("user", "after"), recall.Message("assistant", "compaction")),
 		{{Kind: recall.KindClear}},
-		{recall.ItemEntry(recall.Message("user", "last"))},
+		{recall.Message("user", "last").Entry()},
 	}
 	var rl recoveryLog
 	var last int64
@@ -205,7 +205,7 @@ func FuzzLogRecovery(f *testing.F) {
 		checkReaders(t, s, key, meta, got)
 
 		// The next append lands right after the committed entries.
-		seq, err := s.Append(ctx, key, recall.Guard{}, recall.ItemEntry(recall.Item(`{"next":true}`)))
+		seq, err := s.Append(ctx, key, recall.Guard{}, recall.Item(`{"next":true}`).Entry())
 		if err != nil {
 			t.Fatalf("Append after the garbage: %v", err)
 		}
@@ -350,7 +350,7 @@ func makeIndexHome(f *testing.F) indexHome {
 	old := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i := range 6 {
 		k := recall.Key{Project: "p", Session: fmt.Sprintf("s%d", i)}
-		es := []recall.Entry{recall.ItemEntry(recall.Message("user", fmt.Sprintf("q%d", i)))}
+		es := []recall.Entry{recall.Message("user", fmt.Sprintf("q%d", i)).Entry()}
 		es[0].Seq, es[0].Time = 1, old.Add(time.Duration(i)*time.Minute)
 		if _, err := s.Import(ctx, k, es...); err != nil {
 			f.Fatal(err)
@@ -363,7 +363,7 @@ func makeIndexHome(f *testing.F) indexHome {
 	}
 	must(recall.NewSession(s, recall.Key{Project: "p", Session: "s1"}).ChangeMeta(ctx, recall.MetaChange{Archived: new(true)}))
 	must(recall.NewSession(s, recall.Key{Project: "p", Session: "s2"}).SetTitle(ctx, "titled", recall.TitleUser))
-	if _, err := s.Append(ctx, recall.Key{Project: "p", Session: "s3", Subpath: "subagents/a"}, recall.Guard{}, recall.ItemEntry(recall.Message("user", "sub"))); err != nil {
+	if _, err := s.Append(ctx, recall.Key{Project: "p", Session: "s3", Subpath: "subagents/a"}, recall.Guard{}, recall.Message("user", "sub").Entry()); err != nil {
 		f.Fatal(err)
 	}
 	if _, err := s.Pop(ctx, recall.Key{Project: "p", Session: "s4"}); err != nil {

@@ -21,7 +21,7 @@ import (
 func TestGuardWritesNothing(t *testing.T) {
 	ctx := context.Background()
 	home := t.TempDir()
-	item := recall.ItemEntry(recall.Message("user", "hi"))
+	item := recall.Message("user", "hi").Entry()
 	cases := []struct {
 		name  string
 		key   recall.Key
@@ -132,7 +132,7 @@ func TestGuardIfNewRace(t *testing.T) {
 			wg.Go(func() {
 				_, errs[i] = stores[i%2].Append(ctx, key, recall.IfNew(),
 					recall.Entry{Kind: recall.KindCreate},
-					recall.ItemEntry(recall.Message("user", fmt.Sprintf("w%d", i))))
+					recall.Message("user", fmt.Sprintf("w%d", i)).Entry())
 			})
 		}
 		wg.Wait()

@@ -47,7 +47,7 @@ func TestListHeadAgrees(t *testing.T) {
 			var err error
 			switch op := rapid.IntRange(0, 9).Draw(rt, "op"); op {
 			case 0, 1, 2:
-				_, err = w.Append(ctx, key(), recall.Guard{}, recall.ItemEntry(recall.Message("user", "hello")))
+				_, err = w.Append(ctx, key(), recall.Guard{}, recall.Message("user", "hello").Entry())
 			case 3:
 				_, err = w.Pop(ctx, key())
 			case 4:
@@ -148,7 +148,7 @@ func TestHeadTailBounded(t *testing.T) {
 			t.Fatal(err)
 		}
 		k := recall.Key{Project: "p", Session: fmt.Sprintf("s%d", i%5)}
-		if _, err := w.Append(ctx, k, recall.Guard{}, recall.ItemEntry(recall.Message("user", "hi"))); err != nil {
+		if _, err := w.Append(ctx, k, recall.Guard{}, recall.Message("user", "hi").Entry()); err != nil {
 			t.Fatal(err)
 		}
 		w.Close()
@@ -185,14 +185,14 @@ func TestHeadAfterCreate(t *testing.T) {
 	w := openStore(t, home)
 	for i := range 5 {
 		k := recall.Key{Project: "p", Session: fmt.Sprintf("s%d", i)}
-		if _, err := w.Append(ctx, k, recall.Guard{}, recall.ItemEntry(recall.Message("user", "hi"))); err != nil {
+		if _, err := w.Append(ctx, k, recall.Guard{}, recall.Message("user", "hi").Entry()); err != nil {
 			t.Fatal(err)
 		}
 	}
 	w.Close()
 	for i, change := range []func(*filestore.Store) error{
 		func(s *filestore.Store) error {
-			_, err := s.Append(ctx, recall.Key{Project: "p", Session: "new"}, recall.Guard{}, recall.ItemEntry(recall.Message("user", "hi")))
+			_, err := s.Append(ctx, recall.Key{Project: "p", Session: "new"}, recall.Guard{}, recall.Message("user", "hi").Entry())
 			return err
 		},
 		func(s *filestore.Store) error { return s.Remove(ctx, recall.Key{Project: "p", Session: "s1"}) },

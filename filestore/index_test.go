@@ -25,8 +25,8 @@ func fill(t *testing.T, s recall.Store, project string, n int) *memstore.Store {
 	for i := range n {
 		k := recall.Key{Project: project, Session: fmt.Sprintf("s%03d", i)}
 		es := []recall.Entry{
-			recall.ItemEntry(recall.Message("user", fmt.Sprintf("q%d", i))),
-			recall.ItemEntry(recall.Message("assistant", fmt.Sprintf("a%d", i))),
+			recall.Message("user", fmt.Sprintf("q%d", i)).Entry(),
+			recall.Message("assistant", fmt.Sprintf("a%d", i)).Entry(),
 		}
 		for j := range es {
 			es[j].Time = time.Date(2025, 1, 1, 0, i, j, 0, time.UTC)
@@ -151,7 +151,7 @@ func TestIndexSeesOtherWriters(t *testing.T) {
 
 	b := openStore(t, home)
 	at := func(it recall.Item, min int) recall.Entry {
-		e := recall.ItemEntry(it)
+		e := it.Entry()
 		e.Time = time.Date(2025, 2, 1, 0, min, 0, 0, time.UTC)
 		return e
 	}
@@ -298,7 +298,7 @@ func TestIndexStaysCompact(t *testing.T) {
 	for round := range rounds {
 		for i := range sessions {
 			k := recall.Key{Project: "p", Session: fmt.Sprintf("s%d", i)}
-			if _, err := writer.Append(ctx, k, recall.Guard{}, recall.ItemEntry(recall.Message("user", "x"))); err != nil {
+			if _, err := writer.Append(ctx, k, recall.Guard{}, recall.Message("user", "x").Entry()); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -83,7 +83,7 @@ func fillPaged(b *testing.B, s *filestore.Store, key recall.Key, n int) {
 		batch = batch[:0]
 	}
 	for i := range n {
-		batch = append(batch, recall.ItemEntry(item500(i)))
+		batch = append(batch, item500(i).Entry())
 		seq++
 		if i%(n/4) == n/8 {
 			batch = append(batch, recall.NewEntry(recall.KindRemove, recall.ItemRef{Seq: seq - 3}))

@@ -92,7 +92,7 @@ func TestReadItemsErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	key := recall.Key{Project: "p", Session: "s"}
-	if _, err := s.Append(ctx, key, recall.Guard{}, recall.ItemEntry(recall.Message("user", "hi"))); err != nil {
+	if _, err := s.Append(ctx, key, recall.Guard{}, recall.Message("user", "hi").Entry()); err != nil {
 		t.Fatal(err)
 	}
 	page, err := s.ReadItems(ctx, recall.Key{Project: "p", Session: "none"}, recall.ItemPageOptions{})
@@ -126,7 +126,7 @@ func TestReadItemsWhileWriting(t *testing.T) {
 	}
 	defer s.Close()
 	key := recall.Key{Project: "p", Session: "s"}
-	item := recall.ItemEntry(recall.Message("user", strings.Repeat("words ", 30)))
+	item := recall.Message("user", strings.Repeat("words ", 30)).Entry()
 	if _, err := s.Append(ctx, key, recall.Guard{}, item); err != nil {
 		t.Fatal(err)
 	}

@@ -28,10 +28,10 @@ func TestMetadataAndUpdatedInTheIndex(t *testing.T) {
 		e.Time = t0.Add(d)
 		return e
 	}
-	if _, err := s.Append(ctx, older, recall.Guard{}, at(recall.ItemEntry(recall.Message("user", "a")), 0)); err != nil {
+	if _, err := s.Append(ctx, older, recall.Guard{}, at(recall.Message("user", "a").Entry(), 0)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Append(ctx, newer, recall.Guard{}, at(recall.ItemEntry(recall.Message("user", "b")), time.Minute)); err != nil {
+	if _, err := s.Append(ctx, newer, recall.Guard{}, at(recall.Message("user", "b").Entry(), time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	// Everything but conversation happens to the older one, now.

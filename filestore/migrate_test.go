@@ -38,12 +38,12 @@ func TestIndexV1Recomputed(t *testing.T) {
 	pinned, renamed, active := "pinned", "renamed", "active"
 	// Each log is larger than the journal, so that Stat too starts from
 	// the journal rather than the log (see cachedRecord).
-	long := recall.ItemEntry(recall.Message("user", strings.Repeat("a long question ", 200)))
+	long := recall.Message("user", strings.Repeat("a long question ", 200)).Entry()
 	logs := map[string][]recall.Entry{
 		// talked to at t0, pinned an hour later: the pin is its last entry
 		pinned: {
 			entry(1, long, at(0)),
-			entry(2, recall.ItemEntry(recall.Message("assistant", "hi")), at(time.Minute)),
+			entry(2, recall.Message("assistant", "hi").Entry(), at(time.Minute)),
 			entry(3, recall.NewEntry(recall.KindMeta, recall.MetaChange{Pinned: new(true), Labels: []string{"keep"}}), at(time.Hour)),
 		},
 		// talked to at t0, renamed two hours later

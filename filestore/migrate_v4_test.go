@@ -50,7 +50,7 @@ func TestIndexV4Recomputed(t *testing.T) {
 			log = append(log, e)
 		}
 		for i := range 30 {
-			add(recall.ItemEntry(recall.Message("user", name+strings.Repeat(" words", 20+i))))
+			add(recall.Message("user", name+strings.Repeat(" words", 20+i)).Entry())
 			if i%10 == 9 {
 				add(recall.NewEntry(recall.KindRemove, recall.ItemRef{Seq: int64(len(log) - 2)}))
 			}

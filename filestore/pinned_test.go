@@ -42,7 +42,7 @@ func TestPinnedRecords(t *testing.T) {
 		}
 	}
 	for i := range 60 {
-		if _, err := s.Append(ctx, key(i), recall.Guard{}, recall.ItemEntry(recall.Message("user", "hi"))); err != nil {
+		if _, err := s.Append(ctx, key(i), recall.Guard{}, recall.Message("user", "hi").Entry()); err != nil {
 			t.Fatal(err)
 		}
 		if i%10 == 3 {
@@ -51,7 +51,7 @@ func TestPinnedRecords(t *testing.T) {
 	}
 	// a pinned subagent record: never among the main sessions
 	sub := recall.Key{Project: "p", Session: "s003", Subpath: "subagents/x"}
-	if _, err := s.Append(ctx, sub, recall.Guard{}, recall.ItemEntry(recall.Message("user", "sub"))); err != nil {
+	if _, err := s.Append(ctx, sub, recall.Guard{}, recall.Message("user", "sub").Entry()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := recall.NewSession(s, sub).ChangeMeta(ctx, recall.MetaChange{Pinned: new(true)}); err != nil {

@@ -35,7 +35,7 @@ func purgeFill(t testing.TB, s *filestore.Store, key recall.Key, items, size int
 	for i := 0; i < items; i += 10 {
 		var batch []recall.Entry
 		for j := i; j < min(i+10, items); j++ {
-			batch = append(batch, recall.ItemEntry(recall.Message("user", fmt.Sprintf("m%d %s", j, pad))))
+			batch = append(batch, recall.Message("user", fmt.Sprintf("m%d %s", j, pad)).Entry())
 		}
 		batch[len(batch)-1].Usage = &recall.Usage{InputTokens: 5, OutputTokens: 1, TotalTokens: 6}
 		if _, err := s.Append(ctx, key, recall.Guard{}, batch...); err != nil {
@@ -70,10 +70,10 @@ func purgeFill(t testing.TB, s *filestore.Store, key recall.Key, items, size int
 	kept := recall.PlainItems(live[len(live)-3:])
 	comp := recall.NewEntry(recall.KindCompaction, recall.Compaction{Through: m.LastSeq, Replaced: len(live),
 		Items: append([]recall.Item{recall.Message("user", "summary")}, kept...), Strategy: "summary"})
-	if _, err := s.Append(ctx, key, recall.Guard{}, comp, recall.ItemEntry(recall.Message("user", "after"))); err != nil {
+	if _, err := s.Append(ctx, key, recall.Guard{}, comp, recall.Message("user", "after").Entry()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Append(ctx, key, recall.Guard{}, recall.ItemEntry(recall.Message("assistant", "last"))); err != nil {
+	if _, err := s.Append(ctx, key, recall.Guard{}, recall.Message("assistant", "last").Entry()); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -176,7 +176,7 @@ func TestPurge(t *testing.T) {
 		t.Errorf("a new store reads the purged log differently")
 	}
 	// The log goes on from the purged state.
-	seq, err := s.Append(ctx, purgeKey, recall.Guard{}, recall.ItemEntry(recall.Message("user", "more")))
+	seq, err := s.Append(ctx, purgeKey, recall.Guard{}, recall.Message("user", "more").Entry())
 	if err != nil || seq != after.meta.LastSeq+1 {
 		t.Errorf("Append after purge = %d, %v; want seq %d", seq, err, after.meta.LastSeq+1)
 	}
@@ -238,7 +238,7 @@ func TestPurgeRacesAppends(t *testing.T) {
 	const perWriter = 150
 	ctx := context.Background()
 	s := openStore(t, t.TempDir())
-	if _, err := s.Append(ctx, purgeKey, recall.Guard{}, recall.ItemEntry(recall.Message("user", "first"))); err != nil {
+	if _, err := s.Append(ctx, purgeKey, recall.Guard{}, recall.Message("user", "first").Entry()); err != nil {
 		t.Fatal(err)
 	}
 	// Each writer waits, every few appends, for a purge round (a
@@ -261,7 +261,7 @@ func TestPurgeRacesAppends(t *testing.T) {
 			for i := range perWriter {
 				text := fmt.Sprintf("w%d-%d", w, i)
 				mu.Lock() // so acked is in log order
-				_, err := s.Append(ctx, purgeKey, recall.Guard{}, recall.ItemEntry(recall.Message("user", text)))
+				_, err := s.Append(ctx, purgeKey, recall.Guard{}, recall.Message("user", text).Entry())
 				if err == nil {
 					acked = append(acked, text)
 				}
@@ -336,7 +336,7 @@ func TestPurgeRacesOtherProcess(t *testing.T) {
 	ctx := context.Background()
 	home := t.TempDir()
 	s := openStore(t, home)
-	if _, err := s.Append(ctx, purgeKey, recall.Guard{}, recall.ItemEntry(recall.Message("user", "first"))); err != nil {
+	if _, err := s.Append(ctx, purgeKey, recall.Guard{}, recall.Message("user", "first").Entry()); err != nil {
 		t.Fatal(err)
 	}
 	// The child appends one item at a time, acknowledging each, and
@@ -429,7 +429,7 @@ func childPurgeAppend() error {
 	fmt.Println("ready")
 	turns := bufio.NewReader(os.Stdin)
 	for i := range purgeChildAppends {
-		if _, err := s.Append(context.Background(), purgeKey, recall.Guard{}, recall.ItemEntry(recall.Message("user", fmt.Sprintf("c%d", i)))); err != nil {
+		if _, err := s.Append(context.Background(), purgeKey, recall.Guard{}, recall.Message("user", fmt.Sprintf("c%d", i)).Entry()); err != nil {
 			return err
 		}
 		fmt.Printf("ack c%d\n", i)
@@ -503,7 +503,7 @@ func TestPurgeSIGKILL(t *testing.T) {
 		}
 		wantOnlyCorrupt(t, storekit.Verify(ctx, st), purgeKey, 1) // purgeFill's undecodable line
 		// the session goes on, whichever state it is in
-		if _, err := st.Append(ctx, purgeKey, recall.Guard{}, recall.ItemEntry(recall.Message("user", "go on"))); err != nil {
+		if _, err := st.Append(ctx, purgeKey, recall.Guard{}, recall.Message("user", "go on").Entry()); err != nil {
 			t.Fatalf("round %d: append: %v", round, err)
 		}
 		st.Close()

@@ -83,7 +83,7 @@ func childRace() error {
 			time.Sleep(20 * time.Millisecond)
 			var batch []recall.Entry
 			for i := range 1 + b%3 {
-				batch = append(batch, recall.ItemEntry(recall.Message("user", fmt.Sprintf("b%d-%d", b, i))))
+				batch = append(batch, recall.Message("user", fmt.Sprintf("b%d-%d", b, i)).Entry())
 			}
 			if _, err := s.Append(ctx, verifyKey, recall.Guard{}, batch...); err != nil {
 				return fmt.Errorf("append: %w", err)
@@ -130,7 +130,7 @@ func casIncrement(ctx context.Context, s recall.Store, who string) (ok bool, err
 		return false, err
 	}
 	want := m.LastSeq + 1
-	seq, err := s.Append(ctx, casKey, recall.IfLastSeq(m.LastSeq), recall.ItemEntry(recall.Message("user", fmt.Sprintf("%s@%d", who, want))))
+	seq, err := s.Append(ctx, casKey, recall.IfLastSeq(m.LastSeq), recall.Message("user", fmt.Sprintf("%s@%d", who, want)).Entry())
 	if errors.Is(err, recall.ErrConflict) {
 		return false, nil
 	}
@@ -259,7 +259,7 @@ func TestGhostAcrossProcesses(t *testing.T) {
 	for ; time.Since(start) < raceFor() || missed == 0 && time.Since(start) < raceLimit; rounds++ {
 		for _, k := range ghostKeys {
 			// (re)create the session the way a chat does
-			if _, err := s.Append(ctx, k, recall.Guard{}, recall.ItemEntry(recall.Message("user", "hello"))); err != nil {
+			if _, err := s.Append(ctx, k, recall.Guard{}, recall.Message("user", "hello").Entry()); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -299,7 +299,7 @@ func TestVerifyBesideAppender(t *testing.T) {
 	ctx := context.Background()
 	home := t.TempDir()
 	s := openStore(t, home)
-	if _, err := s.Append(ctx, verifyKey, recall.Guard{}, recall.ItemEntry(recall.Message("user", "first"))); err != nil {
+	if _, err := s.Append(ctx, verifyKey, recall.Guard{}, recall.Message("user", "first").Entry()); err != nil {
 		t.Fatal(err)
 	}
 	child := startRaceChild(t, home, "append")
@@ -399,14 +399,14 @@ func TestItemsSeqIsTheViews(t *testing.T) {
 	defer w.Close()
 	r := openStore(t, home) // another store: shares nothing with the writer but the files
 	key := recall.Key{Project: "p", Session: "seq"}
-	if _, err := w.Append(ctx, key, recall.Guard{}, recall.ItemEntry(recall.Message("user", "1"))); err != nil {
+	if _, err := w.Append(ctx, key, recall.Guard{}, recall.Message("user", "1").Entry()); err != nil {
 		t.Fatal(err)
 	}
 	const appends = 500
 	done := make(chan error, 1)
 	go func() {
 		for i := 2; i <= appends; i++ {
-			if _, err := w.Append(ctx, key, recall.Guard{}, recall.ItemEntry(recall.Message("user", strconv.Itoa(i)))); err != nil {
+			if _, err := w.Append(ctx, key, recall.Guard{}, recall.Message("user", strconv.Itoa(i)).Entry()); err != nil {
 				done <- err
 				return
 			}

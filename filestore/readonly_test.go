@@ -99,15 +99,15 @@ func checkReadOnly(home string, want map[recall.Key][]recall.Item, errno error) 
 		fn   func() error
 	}{
 		{"Append", func() error {
-			_, err := s.Append(ctx, a, recall.Guard{}, recall.ItemEntry(recall.Message("user", "x")))
+			_, err := s.Append(ctx, a, recall.Guard{}, recall.Message("user", "x").Entry())
 			return err
 		}},
 		{"Append to a new session", func() error {
-			_, err := s.Append(ctx, recall.Key{Project: "p", Session: "new"}, recall.Guard{}, recall.ItemEntry(recall.Message("user", "x")))
+			_, err := s.Append(ctx, recall.Key{Project: "p", Session: "new"}, recall.Guard{}, recall.Message("user", "x").Entry())
 			return err
 		}},
 		{"Append to a new project", func() error {
-			_, err := s.Append(ctx, recall.Key{Project: "q", Session: "new"}, recall.Guard{}, recall.ItemEntry(recall.Message("user", "x")))
+			_, err := s.Append(ctx, recall.Key{Project: "q", Session: "new"}, recall.Guard{}, recall.Message("user", "x").Entry())
 			return err
 		}},
 		{"Pop", func() error { _, err := s.Pop(ctx, a); return err }},

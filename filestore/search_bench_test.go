@@ -191,7 +191,7 @@ func BenchmarkAppendSearchIndex(b *testing.B) {
 			defer s.Close()
 			k := recall.Key{Project: "p", Session: "s"}
 			it := recall.Message("user", strings.Repeat("some words to index ", 20))
-			if _, err := s.Append(ctx, k, recall.Guard{}, recall.ItemEntry(it)); err != nil {
+			if _, err := s.Append(ctx, k, recall.Guard{}, it.Entry()); err != nil {
 				b.Fatal(err)
 			}
 			if withIndex {
@@ -203,7 +203,7 @@ func BenchmarkAppendSearchIndex(b *testing.B) {
 				}
 			}
 			for b.Loop() {
-				if _, err := s.Append(ctx, k, recall.Guard{}, recall.ItemEntry(it)); err != nil {
+				if _, err := s.Append(ctx, k, recall.Guard{}, it.Entry()); err != nil {
 					b.Fatal(err)
 				}
 			}

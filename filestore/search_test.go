@@ -276,7 +276,7 @@ func randomOps(t *testing.T, s *filestore.Store, rng *rand.Rand, n int) {
 		case op == 16:
 			_, err = s.Purge(ctx, k)
 		default:
-			_, err = s.Append(ctx, k, recall.Guard{}, recall.ItemEntry(recall.Message("user", randomText(rng))))
+			_, err = s.Append(ctx, k, recall.Guard{}, recall.Message("user", randomText(rng)).Entry())
 		}
 		if err != nil && !strings.Contains(err.Error(), "not found") && !strings.Contains(err.Error(), "no compaction") {
 			t.Fatalf("op: %v", err)
@@ -664,7 +664,7 @@ func TestSearchTitlesOfOneProject(t *testing.T) {
 			var err error
 			switch rng.IntN(5) {
 			case 0, 1:
-				_, err = w.Append(ctx, k, recall.Guard{}, recall.ItemEntry(recall.Message("user", "notes on the "+words[rng.IntN(len(words))])))
+				_, err = w.Append(ctx, k, recall.Guard{}, recall.Message("user", "notes on the "+words[rng.IntN(len(words))]).Entry())
 			case 2:
 				_, err = recall.NewSession(w, k).SetTitle(ctx, fmt.Sprintf("the %s of %d", words[rng.IntN(len(words))], step), recall.TitleUser)
 			case 3:

@@ -32,7 +32,7 @@ func damagedLog(t *testing.T, rng *rand.Rand, n int) ([]byte, []recall.Entry) {
 			if rng.IntN(10) == 0 {
 				size = 5000 + rng.IntN(20000)
 			}
-			e := recall.ItemEntry(recall.Message("user", strings.Repeat("x", size)))
+			e := recall.Message("user", strings.Repeat("x", size)).Entry()
 			if rng.IntN(8) == 0 {
 				e = recall.NewEntry(recall.KindPop, recall.ItemRef{Seq: max(1, seq-1)})
 			}
@@ -54,7 +54,7 @@ func damagedLog(t *testing.T, rng *rand.Rand, n int) ([]byte, []recall.Entry) {
 	}
 	// A batch torn by a crash: a complete line marked "more", and half of
 	// the next.
-	e := recall.ItemEntry(recall.Message("user", "torn"))
+	e := recall.Message("user", "torn").Entry()
 	e.Seq, e.Time = seq+1, t0
 	buf, _ = appendLine(buf, e, true)
 	buf = append(buf, `{"seq":`+fmt.Sprint(seq+2)+`,"kind":"item","data":{"ty`...)

@@ -57,7 +57,7 @@ func TestHostileKeys(t *testing.T) {
 	home := filepath.Join(outer, "home")
 	s := openStore(t, home)
 	good := recall.Key{Project: "p", Session: "good"}
-	if _, err := s.Append(ctx, good, recall.Guard{}, recall.ItemEntry(recall.Message("user", "hi"))); err != nil {
+	if _, err := s.Append(ctx, good, recall.Guard{}, recall.Message("user", "hi").Entry()); err != nil {
 		t.Fatal(err)
 	}
 	long := strings.Repeat("a", recall.MaxIDLen+1)
@@ -95,7 +95,7 @@ func TestHostileKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := snapshot(t, outer)
-	item := recall.ItemEntry(recall.Message("user", "x"))
+	item := recall.Message("user", "x").Entry()
 	for _, k := range bad {
 		calls := map[string]error{}
 		_, calls["Append"] = s.Append(ctx, k, recall.Guard{}, item)
@@ -196,7 +196,7 @@ func TestLayout(t *testing.T) {
 	main := recall.Key{Project: "proj", Session: "s1"}
 	sub := recall.Key{Project: "proj", Session: "s1", Subpath: "subagents/agent-7"}
 	for _, k := range []recall.Key{main, sub} {
-		if _, err := s.Append(ctx, k, recall.Guard{}, recall.ItemEntry(recall.Message("user", "hi"))); err != nil {
+		if _, err := s.Append(ctx, k, recall.Guard{}, recall.Message("user", "hi").Entry()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -237,7 +237,7 @@ func TestNameCollision(t *testing.T) {
 	s := openStore(t, t.TempDir())
 	a := recall.Key{Project: "p", Session: "a"}
 	rec := recall.Key{Project: "p", Session: "a.jsonl", Subpath: "subagents/x"}
-	item := recall.ItemEntry(recall.Message("user", "hi"))
+	item := recall.Message("user", "hi").Entry()
 	if _, err := s.Append(ctx, a, recall.Guard{}, item); err != nil {
 		t.Fatal(err)
 	}
@@ -316,8 +316,8 @@ func TestConcurrentStores(t *testing.T) {
 		wg.Go(func() {
 			for b := range batches {
 				_, err := s.Append(ctx, key, recall.Guard{},
-					recall.ItemEntry(recall.Message("user", tag(w, b, 0))),
-					recall.ItemEntry(recall.Message("assistant", tag(w, b, 1))))
+					recall.Message("user", tag(w, b, 0)).Entry(),
+					recall.Message("assistant", tag(w, b, 1)).Entry())
 				if err != nil {
 					t.Error(err)
 					return
@@ -389,7 +389,7 @@ func TestSweepTemp(t *testing.T) {
 	ctx := context.Background()
 	home := t.TempDir()
 	s := openStore(t, home)
-	if _, err := s.Append(ctx, recall.Key{Project: "p", Session: "s"}, recall.Guard{}, recall.ItemEntry(recall.Message("user", "hi"))); err != nil {
+	if _, err := s.Append(ctx, recall.Key{Project: "p", Session: "s"}, recall.Guard{}, recall.Message("user", "hi").Entry()); err != nil {
 		t.Fatal(err)
 	}
 	dir, _ := s.ProjectDir("p")

@@ -83,7 +83,7 @@ func TestJournalBelieved(t *testing.T) {
 	// Appends by a writer keep it believed: the writer's lines say it all.
 	k := recall.Key{Project: "p", Session: "s004"}
 	for _, st := range []recall.Store{s, ref} {
-		e := recall.ItemEntry(recall.Message("user", "more"))
+		e := recall.Message("user", "more").Entry()
 		e.Time = time.Date(2025, 2, 1, 0, 0, 0, 0, time.UTC)
 		if _, err := st.Append(ctx, k, recall.Guard{}, e); err != nil {
 			t.Fatal(err)
@@ -201,7 +201,7 @@ func TestSettledOnceTheClockMoves(t *testing.T) {
 	t.Parallel()
 	home := t.TempDir()
 	s := openStore(t, home)
-	if _, err := s.Append(context.Background(), recall.Key{Project: "p", Session: "new"}, recall.Guard{}, recall.ItemEntry(recall.Message("user", "hi"))); err != nil {
+	if _, err := s.Append(context.Background(), recall.Key{Project: "p", Session: "new"}, recall.Guard{}, recall.Message("user", "hi").Entry()); err != nil {
 		t.Fatal(err)
 	}
 	dir := filepath.Dir(indexPath(t, home, "p"))

@@ -38,7 +38,7 @@ func TestMaxItemSize(t *testing.T) {
 	if _, err := s.Stat(ctx, key); !errors.Is(err, recall.ErrNotFound) {
 		t.Errorf("a refused batch created the session: %v", err)
 	}
-	if _, err := s.Append(ctx, key, recall.Guard{}, recall.ItemEntry(small)); err != nil {
+	if _, err := s.Append(ctx, key, recall.Guard{}, small.Entry()); err != nil {
 		t.Fatal(err)
 	}
 	comp := recall.NewEntry(recall.KindCompaction, recall.Compaction{Through: 1, Items: []recall.Item{big}})

@@ -66,7 +66,7 @@ func BenchmarkAppend(b *testing.B) {
 				for i := range 16 {
 					keys = append(keys, recall.Key{Project: "bench", Session: fmt.Sprintf("s%02d", i)})
 				}
-				e := recall.ItemEntry(recall.Item(`{"type":"message","role":"user","content":"a message of a typical length, a sentence or two long, to append"}`))
+				e := recall.Item(`{"type":"message","role":"user","content":"a message of a typical length, a sentence or two long, to append"}`).Entry()
 				i := 0
 				for b.Loop() {
 					if _, err := st.Append(ctx, keys[i%len(keys)], recall.Guard{}, e); err != nil {
@@ -130,7 +130,7 @@ func BenchmarkAppendInterleaved(b *testing.B) {
 				}
 				defer m.Close()
 				ctx := context.Background()
-				e := recall.ItemEntry(recall.Item(`{"type":"message","role":"user","content":"a message of a typical length, a sentence or two long, to append"}`))
+				e := recall.Item(`{"type":"message","role":"user","content":"a message of a typical length, a sentence or two long, to append"}`).Entry()
 				var tBare, tMirror time.Duration
 				timed := func(st recall.Store, key recall.Key, sum *time.Duration) {
 					start := time.Now()

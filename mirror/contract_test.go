@@ -57,20 +57,20 @@ func TestGuardIsCheckedByThePrimary(t *testing.T) {
 	k := recall.Key{Project: "p", Session: "s"}
 	missing := recall.Key{Project: "p", Session: "missing"}
 
-	if _, err := m.Append(ctx, missing, recall.IfExists(), recall.ItemEntry(item("ghost"))); !errors.Is(err, recall.ErrNotFound) {
+	if _, err := m.Append(ctx, missing, recall.IfExists(), item("ghost").Entry()); !errors.Is(err, recall.ErrNotFound) {
 		t.Fatalf("append to a missing session with IfExists: %v, want ErrNotFound", err)
 	}
 	seq, err := m.Append(ctx, k, recall.IfNew(), recall.ItemEntries(item("1"), item("2"))...)
 	if err != nil || seq != 2 {
 		t.Fatalf("append with IfNew: %d, %v", seq, err)
 	}
-	if _, err := m.Append(ctx, k, recall.IfNew(), recall.ItemEntry(item("again"))); !errors.Is(err, recall.ErrConflict) {
+	if _, err := m.Append(ctx, k, recall.IfNew(), item("again").Entry()); !errors.Is(err, recall.ErrConflict) {
 		t.Fatalf("append with IfNew to an existing session: %v, want ErrConflict", err)
 	}
-	if _, err := m.Append(ctx, k, recall.IfLastSeq(1), recall.ItemEntry(item("stale"))); !errors.Is(err, recall.ErrConflict) {
+	if _, err := m.Append(ctx, k, recall.IfLastSeq(1), item("stale").Entry()); !errors.Is(err, recall.ErrConflict) {
 		t.Fatalf("append with a stale IfLastSeq: %v, want ErrConflict", err)
 	}
-	if seq, err := m.Append(ctx, k, recall.IfLastSeq(2), recall.ItemEntry(item("3"))); err != nil || seq != 3 {
+	if seq, err := m.Append(ctx, k, recall.IfLastSeq(2), item("3").Entry()); err != nil || seq != 3 {
 		t.Fatalf("append with the right IfLastSeq: %d, %v", seq, err)
 	}
 	// An empty batch checks the guard and returns the last seq.
@@ -272,7 +272,7 @@ func TestContextHonoured(t *testing.T) {
 	for name, c := range map[string]context.Context{"cancelled": cancelled, "expired": expired} {
 		want := c.Err()
 		calls := map[string]error{}
-		_, calls["Append"] = m.Append(c, k, recall.Guard{}, recall.ItemEntry(item("x")))
+		_, calls["Append"] = m.Append(c, k, recall.Guard{}, item("x").Entry())
 		_, calls["Import"] = m.Import(c, recall.Key{Project: "p", Session: "imp"}, recall.Entry{Seq: 1, Kind: recall.KindItem, Time: storekit.Now(), Data: json.RawMessage(item("i"))})
 		_, calls["Pop"] = m.Pop(c, k)
 		calls["Remove"] = m.Remove(c, k)
@@ -313,7 +313,7 @@ func TestContextHonoured(t *testing.T) {
 		return memstore.New(memstore.Options{}), nil
 	})
 	defer lazy.Close()
-	if _, err := lazy.Append(cancelled, k, recall.Guard{}, recall.ItemEntry(item("x"))); !errors.Is(err, context.Canceled) {
+	if _, err := lazy.Append(cancelled, k, recall.Guard{}, item("x").Entry()); !errors.Is(err, context.Canceled) {
 		t.Errorf("lazy append under a cancelled context: %v", err)
 	}
 	if _, _, err := lazy.Items(cancelled, k, 0); !errors.Is(err, context.Canceled) {

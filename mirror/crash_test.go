@@ -80,7 +80,7 @@ func crashChild() error {
 		if i%50 == 49 {
 			k.Session = fmt.Sprintf("child-%d-%d", os.Getpid(), i)
 		}
-		if _, err := m.Append(ctx, k, recall.Guard{}, recall.ItemEntry(item(fmt.Sprintf("child %d", i)))); err != nil {
+		if _, err := m.Append(ctx, k, recall.Guard{}, item(fmt.Sprintf("child %d", i)).Entry()); err != nil {
 			return err
 		}
 		time.Sleep(time.Millisecond)

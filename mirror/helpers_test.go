@@ -156,7 +156,7 @@ func goDown(t tb, m *mirror.Store, replica *faulty, key recall.Key) {
 	t.Helper()
 	ctx := context.Background()
 	replica.setDown(true)
-	if _, err := m.Append(ctx, key, recall.Guard{}, recall.ItemEntry(item("during the outage"))); err != nil {
+	if _, err := m.Append(ctx, key, recall.Guard{}, item("during the outage").Entry()); err != nil {
 		t.Fatalf("append during the outage: %v", err)
 	}
 	testkit.Eventually(t, 10*time.Second, "the outage to be seen", func() bool { return m.Summary(ctx).ReplicaDown })

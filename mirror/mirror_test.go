@@ -66,7 +66,7 @@ func TestReplicatesEveryOperation(t *testing.T) {
 			return err
 		}},
 		{"append with usage", func() error {
-			e := recall.ItemEntry(item("with usage"))
+			e := item("with usage").Entry()
 			e.Usage = &recall.Usage{InputTokens: 3, OutputTokens: 4, TotalTokens: 7}
 			_, err := m.Append(ctx, k, recall.Guard{}, e)
 			return err
@@ -106,11 +106,11 @@ func TestReplicatesEveryOperation(t *testing.T) {
 			_, err = m.Append(ctx, k, recall.Guard{}, recall.NewEntry(recall.KindCompaction, recall.Compaction{Through: st.LastSeq, Replaced: st.ItemCount, Items: []recall.Item{item("summary")}, Strategy: "test"}))
 			return err
 		}},
-		{"append after compaction", func() error { _, err := m.Append(ctx, k, recall.Guard{}, recall.ItemEntry(item("after"))); return err }},
+		{"append after compaction", func() error { _, err := m.Append(ctx, k, recall.Guard{}, item("after").Entry()); return err }},
 		{"fork", func() error { _, err := recall.NewSession(m, k).Fork(ctx, 0, fork); return err }},
 		{"clear", func() error { return recall.NewSession(m, fork).Clear(ctx) }},
 		{"subagent record", func() error {
-			_, err := m.Append(ctx, sub, recall.Guard{}, recall.ItemEntry(item("subagent")))
+			_, err := m.Append(ctx, sub, recall.Guard{}, item("subagent").Entry())
 			return err
 		}},
 		{"import", func() error {
@@ -188,7 +188,7 @@ func TestWritesDoNotWaitForAHungReplica(t *testing.T) {
 	m := newMirror(t, primary, replica, fastOptions(""))
 	for i := range 50 {
 		k := recall.Key{Project: "p", Session: "s" + string(rune('a'+i%5))}
-		if _, err := m.Append(ctx, k, recall.Guard{}, recall.ItemEntry(item("x"))); err != nil {
+		if _, err := m.Append(ctx, k, recall.Guard{}, item("x").Entry()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -212,7 +212,7 @@ func TestFlushWaitsForCopyOfRemovedSession(t *testing.T) {
 	replica := &blocking{Store: inner, release: make(chan struct{})}
 	m := newMirror(t, primary, replica, fastOptions(""))
 	k := recall.Key{Project: "p", Session: "s"}
-	if _, err := m.Append(ctx, k, recall.Guard{}, recall.ItemEntry(item("x"))); err != nil {
+	if _, err := m.Append(ctx, k, recall.Guard{}, item("x").Entry()); err != nil {
 		t.Fatal(err)
 	}
 	testkit.Eventually(t, 10*time.Second, "a worker to call the replica", func() bool { return replica.entered.Load() > 0 })
@@ -274,7 +274,7 @@ func TestOutageBacklogDrainsInOrder(t *testing.T) {
 
 	// Some history replicates while the replica is up.
 	for _, k := range keys {
-		if _, err := m.Append(ctx, k, recall.Guard{}, recall.ItemEntry(item("before"))); err != nil {
+		if _, err := m.Append(ctx, k, recall.Guard{}, item("before").Entry()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -285,7 +285,7 @@ func TestOutageBacklogDrainsInOrder(t *testing.T) {
 	callsBefore := replica.calls.Load()
 	for i := range 150 {
 		k := keys[i%len(keys)]
-		if _, err := m.Append(ctx, k, recall.Guard{}, recall.ItemEntry(item("during"))); err != nil {
+		if _, err := m.Append(ctx, k, recall.Guard{}, item("during").Entry()); err != nil {
 			t.Fatalf("append %d during the outage: %v", i, err)
 		}
 		if i%50 == 0 {
@@ -363,7 +363,7 @@ func TestResumesFromCursorFile(t *testing.T) {
 	if primary.closes.Load() != 1 || replica.closes.Load() != 1 {
 		t.Fatalf("shutdown closed primary %d times, replica %d times; want once each", primary.closes.Load(), replica.closes.Load())
 	}
-	if _, err := m.Append(ctx, keys[0], recall.Guard{}, recall.ItemEntry(item("late"))); !errors.Is(err, recall.ErrClosed) {
+	if _, err := m.Append(ctx, keys[0], recall.Guard{}, item("late").Entry()); !errors.Is(err, recall.ErrClosed) {
 		t.Fatalf("append after shutdown: %v, want ErrClosed", err)
 	}
 	if err := m.Shutdown(ctx); !errors.Is(err, recall.ErrClosed) {
@@ -378,7 +378,7 @@ func TestResumesFromCursorFile(t *testing.T) {
 	}
 
 	// While no mirror runs, one session grows.
-	if _, err := primary.Append(ctx, keys[3], recall.Guard{}, recall.ItemEntry(item("3"))); err != nil {
+	if _, err := primary.Append(ctx, keys[3], recall.Guard{}, item("3").Entry()); err != nil {
 		t.Fatal(err)
 	}
 	counting := newCountingStore(inner)
@@ -455,7 +455,7 @@ func TestBacklogAtStartCatchesUp(t *testing.T) {
 		if i%5 == 0 {
 			sub := k
 			sub.Subpath = "subagents/w-1"
-			if _, err := primary.Append(ctx, sub, recall.Guard{}, recall.ItemEntry(item("sub"))); err != nil {
+			if _, err := primary.Append(ctx, sub, recall.Guard{}, item("sub").Entry()); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -558,7 +558,7 @@ func TestOutageEndIsProbedWithNothingQueued(t *testing.T) {
 	replica := newFaulty(memstore.New(memstore.Options{}), 6)
 	m := newMirror(t, primary, replica, fastOptions(""))
 	idle, gone := recall.Key{Project: "p", Session: "idle"}, recall.Key{Project: "p", Session: "gone"}
-	if _, err := m.Append(ctx, idle, recall.Guard{}, recall.ItemEntry(item("a"))); err != nil {
+	if _, err := m.Append(ctx, idle, recall.Guard{}, item("a").Entry()); err != nil {
 		t.Fatal(err)
 	}
 	flush(t, m, 10*time.Second)
@@ -691,12 +691,12 @@ func TestDivergedReplicaIsReportedNotOverwritten(t *testing.T) {
 	if _, err := primary.Append(ctx, k, recall.Guard{}, at(t0, recall.ItemEntries(item("mine"), item("mine 2"))...)...); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := primary.Append(ctx, other, recall.Guard{}, recall.ItemEntry(item("fine"))); err != nil {
+	if _, err := primary.Append(ctx, other, recall.Guard{}, item("fine").Entry()); err != nil {
 		t.Fatal(err)
 	}
 	// Someone else wrote a different log under the same key, within the
 	// same microsecond.
-	if _, err := replica.Append(ctx, k, recall.Guard{}, at(t0, recall.ItemEntry(item("theirs")))...); err != nil {
+	if _, err := replica.Append(ctx, k, recall.Guard{}, at(t0, item("theirs").Entry())...); err != nil {
 		t.Fatal(err)
 	}
 	_, theirs, _ := replica.Load(ctx, k)
@@ -737,7 +737,7 @@ func TestDeletesStayLocalByDefault(t *testing.T) {
 	m := newMirror(t, primary, replica, fastOptions(""))
 	a, b := recall.Key{Project: "p", Session: "a"}, recall.Key{Project: "p", Session: "b"}
 	for _, k := range []recall.Key{a, b} {
-		if _, err := m.Append(ctx, k, recall.Guard{}, recall.ItemEntry(item("x"))); err != nil {
+		if _, err := m.Append(ctx, k, recall.Guard{}, item("x").Entry()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -770,7 +770,7 @@ func TestPropagateDeletes(t *testing.T) {
 	a, b, c := recall.Key{Project: "p", Session: "a"}, recall.Key{Project: "p", Session: "b"}, recall.Key{Project: "p", Session: "c"}
 	sub := recall.Key{Project: "p", Session: "a", Subpath: "subagents/x-1"}
 	for _, k := range []recall.Key{a, b, c, sub} {
-		if _, err := m.Append(ctx, k, recall.Guard{}, recall.ItemEntry(item("x"))); err != nil {
+		if _, err := m.Append(ctx, k, recall.Guard{}, item("x").Entry()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -798,7 +798,7 @@ func TestPropagateDeletes(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A session re-created after its removal replicates afresh.
-	if _, err := m.Append(ctx, a, recall.Guard{}, recall.ItemEntry(item("again"))); err != nil {
+	if _, err := m.Append(ctx, a, recall.Guard{}, item("again").Entry()); err != nil {
 		t.Fatal(err)
 	}
 	flush(t, m, 10*time.Second)
@@ -828,7 +828,7 @@ func TestShutdownDoesNotWaitOutTheBackoff(t *testing.T) {
 			}
 			k := recall.Key{Project: "p", Session: "s"}
 			for range 3 {
-				if _, err := m.Append(ctx, k, recall.Guard{}, recall.ItemEntry(item("x"))); err != nil {
+				if _, err := m.Append(ctx, k, recall.Guard{}, item("x").Entry()); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -878,7 +878,7 @@ func TestCorruptCursorFileIsRebuilt(t *testing.T) {
 	}
 	primary, replica := memstore.New(memstore.Options{}), memstore.New(memstore.Options{})
 	k := recall.Key{Project: "p", Session: "s"}
-	if _, err := primary.Append(ctx, k, recall.Guard{}, recall.ItemEntry(item("x"))); err != nil {
+	if _, err := primary.Append(ctx, k, recall.Guard{}, item("x").Entry()); err != nil {
 		t.Fatal(err)
 	}
 	m := newMirror(t, primary, replica, fastOptions(dir))

@@ -107,7 +107,7 @@ func TestPropertyReplicaConvergesUnderFaults(t *testing.T) {
 			},
 			"metadata": func(t *rapid.T) {
 				k := pick(t)
-				if _, err := m.Append(ctx, k, recall.Guard{}, recall.ItemEntry(item("x"))); err != nil {
+				if _, err := m.Append(ctx, k, recall.Guard{}, item("x").Entry()); err != nil {
 					t.Fatal(err)
 				}
 				v := rapid.StringMatching(`[a-z]{0,5}`).Draw(t, "value")
@@ -122,7 +122,7 @@ func TestPropertyReplicaConvergesUnderFaults(t *testing.T) {
 			"subagent": func(t *rapid.T) {
 				k := pick(t)
 				k.Subpath = "subagents/w-1"
-				_, err := m.Append(ctx, k, recall.Guard{}, recall.ItemEntry(item("sub")))
+				_, err := m.Append(ctx, k, recall.Guard{}, item("sub").Entry())
 				check(t, "append subagent", err)
 			},
 			"pop": func(t *rapid.T) {
@@ -134,7 +134,7 @@ func TestPropertyReplicaConvergesUnderFaults(t *testing.T) {
 			},
 			"title": func(t *rapid.T) {
 				k := pick(t)
-				if _, err := m.Append(ctx, k, recall.Guard{}, recall.ItemEntry(item("x"))); err != nil {
+				if _, err := m.Append(ctx, k, recall.Guard{}, item("x").Entry()); err != nil {
 					t.Fatal(err)
 				}
 				_, err := recall.NewSession(m, k).SetTitle(ctx, rapid.StringMatching(`[a-z ]{0,12}`).Draw(t, "title"), rapid.SampledFrom([]recall.TitleSource{recall.TitleAuto, recall.TitleUser}).Draw(t, "source"))
@@ -142,7 +142,7 @@ func TestPropertyReplicaConvergesUnderFaults(t *testing.T) {
 			},
 			"meta": func(t *rapid.T) {
 				k := pick(t)
-				if _, err := m.Append(ctx, k, recall.Guard{}, recall.ItemEntry(item("x"))); err != nil {
+				if _, err := m.Append(ctx, k, recall.Guard{}, item("x").Entry()); err != nil {
 					t.Fatal(err)
 				}
 				b := rapid.Bool().Draw(t, "on")

@@ -113,7 +113,7 @@ func TestPurgePastTheReplicaIsReported(t *testing.T) {
 	replica := newFaulty(memstore.New(memstore.Options{}), 7)
 	m := newMirror(t, primary, replica, fastOptions(""))
 	k := recall.Key{Project: "p", Session: "s"}
-	if _, err := m.Append(ctx, k, recall.Guard{}, recall.ItemEntry(item("0"))); err != nil {
+	if _, err := m.Append(ctx, k, recall.Guard{}, item("0").Entry()); err != nil {
 		t.Fatal(err)
 	}
 	flush(t, m, 10*time.Second)
@@ -162,7 +162,7 @@ func TestPurgeBeforeFirstReplication(t *testing.T) {
 			m := newMirror(t, primary, down, fastOptions(t.TempDir()))
 			k := recall.Key{Project: "p", Session: "s"}
 			comp := purgeable(t, m, k)
-			if _, err := m.Append(ctx, k, recall.Guard{}, recall.ItemEntry(item("after"))); err != nil {
+			if _, err := m.Append(ctx, k, recall.Guard{}, item("after").Entry()); err != nil {
 				t.Fatal(err)
 			}
 			if res, err := m.Purge(ctx, k); err != nil || res.Dropped == 0 {
@@ -170,7 +170,7 @@ func TestPurgeBeforeFirstReplication(t *testing.T) {
 			}
 			down.setDown(false)
 			flush(t, m, 20*time.Second)
-			if _, err := m.Append(ctx, k, recall.Guard{}, recall.ItemEntry(item("later"))); err != nil {
+			if _, err := m.Append(ctx, k, recall.Guard{}, item("later").Entry()); err != nil {
 				t.Fatal(err)
 			}
 			flush(t, m, 20*time.Second)
@@ -255,11 +255,11 @@ func headless(t *testing.T, primary, replica recall.Store, k recall.Key) {
 	t.Helper()
 	ctx := context.Background()
 	at := purgeable(t, primary, k)
-	if _, err := primary.Append(ctx, k, recall.Guard{}, recall.ItemEntry(item("after"))); err != nil {
+	if _, err := primary.Append(ctx, k, recall.Guard{}, item("after").Entry()); err != nil {
 		t.Fatal(err)
 	}
 	sub := recall.Key{Project: k.Project, Session: k.Session, Subpath: "subagents/w-1"}
-	if _, err := primary.Append(ctx, sub, recall.Guard{}, recall.ItemEntry(item("sub"))); err != nil {
+	if _, err := primary.Append(ctx, sub, recall.Guard{}, item("sub").Entry()); err != nil {
 		t.Fatal(err)
 	}
 	_, es, err := primary.Load(ctx, k)

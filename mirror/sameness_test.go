@@ -38,17 +38,17 @@ func TestSamenessComparesContent(t *testing.T) {
 		e.Usage = &recall.Usage{InputTokens: 1, OutputTokens: 2, TotalTokens: 3}
 		return e
 	}
-	primaryLog := at(t0, recall.ItemEntry(item("one")), recall.ItemEntry(item("two")), recall.ItemEntry(item("three")))
+	primaryLog := at(t0, item("one").Entry(), item("two").Entry(), item("three").Entry())
 	cases := []struct {
 		name    string
 		replica []recall.Entry // imported as seq 1, 2, ...
 		same    bool
 	}{
-		{"the same prefix", at(t0, recall.ItemEntry(item("one")), recall.ItemEntry(item("two"))), true},
-		{"another first item", at(t0, recall.ItemEntry(item("uno")), recall.ItemEntry(item("two"))), false},
-		{"another item at the replica's last seq", at(t0, recall.ItemEntry(item("one")), recall.ItemEntry(item("dos"))), false},
-		{"usage at the replica's last seq", at(t0, recall.ItemEntry(item("one")), withUsage(recall.ItemEntry(item("two")))), false},
-		{"another kind at the replica's last seq", at(t0, recall.ItemEntry(item("one")), recall.NewEntry(recall.KindTitle, recall.TitleChange{Title: "two", Source: recall.TitleUser})), false},
+		{"the same prefix", at(t0, item("one").Entry(), item("two").Entry()), true},
+		{"another first item", at(t0, item("uno").Entry(), item("two").Entry()), false},
+		{"another item at the replica's last seq", at(t0, item("one").Entry(), item("dos").Entry()), false},
+		{"usage at the replica's last seq", at(t0, item("one").Entry(), withUsage(item("two").Entry())), false},
+		{"another kind at the replica's last seq", at(t0, item("one").Entry(), recall.NewEntry(recall.KindTitle, recall.TitleChange{Title: "two", Source: recall.TitleUser})), false},
 		{"a re-created empty session", at(t0, recall.Entry{Kind: recall.KindCreate}), false},
 	}
 	for _, tc := range cases {
@@ -140,7 +140,7 @@ func TestRecreatedSessionConvergesWithPropagatedDeletes(t *testing.T) {
 			if _, err := m.Append(ctx, k, recall.Guard{}, at(t0, recall.ItemEntries(item("old 1"), item("old 2"))...)...); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := m.Append(ctx, sub, recall.Guard{}, at(t0, recall.ItemEntry(item("old sub")))...); err != nil {
+			if _, err := m.Append(ctx, sub, recall.Guard{}, at(t0, item("old sub").Entry())...); err != nil {
 				t.Fatal(err)
 			}
 			flush(t, m, 10*time.Second)
@@ -213,7 +213,7 @@ func TestSamenessAcrossStores(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, k := range keys {
-				if _, err := primary.Append(ctx, k, recall.Guard{}, recall.ItemEntry(item("later"))); err != nil {
+				if _, err := primary.Append(ctx, k, recall.Guard{}, item("later").Entry()); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -252,9 +252,9 @@ func everyKind(t *testing.T, s recall.Store) []recall.Key {
 	_, err = recall.NewSession(s, k).Create(ctx, recall.CreateOptions{Title: "a title", Metadata: map[string]string{"a": "b"}})
 	must("create with title", err)
 	k = add("items")
-	used := recall.ItemEntry(item("used"))
+	used := item("used").Entry()
 	used.Usage = &recall.Usage{InputTokens: 1, OutputTokens: 2, TotalTokens: 3}
-	_, err = s.Append(ctx, k, recall.Guard{}, used, recall.ItemEntry(item("two")), recall.ItemEntry(item("three")))
+	_, err = s.Append(ctx, k, recall.Guard{}, used, item("two").Entry(), item("three").Entry())
 	must("append", err)
 	live, _, err := s.Items(ctx, k, 0)
 	must("items", err)
@@ -266,16 +266,16 @@ func everyKind(t *testing.T, s recall.Store) []recall.Key {
 	_, err = s.Pop(ctx, k)
 	must("pop", err)
 	k = add("cleared")
-	_, err = s.Append(ctx, k, recall.Guard{}, recall.ItemEntry(item("a")))
+	_, err = s.Append(ctx, k, recall.Guard{}, item("a").Entry())
 	must("append", err)
 	must("clear", recall.NewSession(s, k).Clear(ctx))
 	k = add("retitled")
-	_, err = s.Append(ctx, k, recall.Guard{}, recall.ItemEntry(item("a")))
+	_, err = s.Append(ctx, k, recall.Guard{}, item("a").Entry())
 	must("append", err)
 	_, err = recall.NewSession(s, k).SetTitle(ctx, "later title", recall.TitleUser)
 	must("title", err)
 	k = add("meta")
-	_, err = s.Append(ctx, k, recall.Guard{}, recall.ItemEntry(item("a")))
+	_, err = s.Append(ctx, k, recall.Guard{}, item("a").Entry())
 	must("append", err)
 	_, err = recall.NewSession(s, k).ChangeMeta(ctx, recall.MetaChange{Pinned: new(true)})
 	must("pin", err)

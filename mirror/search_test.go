@@ -30,11 +30,11 @@ func TestSearchUsesThePrimary(t *testing.T) {
 	replica := memstore.New(memstore.Options{})
 	m := newMirror(t, primary, replica, fastOptions(""))
 	k := recall.Key{Project: "p", Session: "s"}
-	if _, err := m.Append(ctx, k, recall.Guard{}, recall.ItemEntry(item("a walrus"))); err != nil {
+	if _, err := m.Append(ctx, k, recall.Guard{}, item("a walrus").Entry()); err != nil {
 		t.Fatal(err)
 	}
 	// A session only the replica holds is not found.
-	if _, err := replica.Append(ctx, recall.Key{Project: "p", Session: "r"}, recall.Guard{}, recall.ItemEntry(item("walrus replica"))); err != nil {
+	if _, err := replica.Append(ctx, recall.Key{Project: "p", Session: "r"}, recall.Guard{}, item("walrus replica").Entry()); err != nil {
 		t.Fatal(err)
 	}
 	page, err := recall.Search(ctx, m, recall.SearchOptions{Query: "walrus"})

@@ -98,7 +98,7 @@ func startWriter(m recall.Store, keys []recall.Key) *writer {
 				case i%23 == 22:
 					_, err = recall.NewSession(m, k).SetTitle(ctx, fmt.Sprintf("title %d", i), recall.TitleAuto)
 				default:
-					_, err = m.Append(ctx, k, recall.Guard{}, recall.ItemEntry(item(fmt.Sprintf("%s #%d", k.Session, i))))
+					_, err = m.Append(ctx, k, recall.Guard{}, item(fmt.Sprintf("%s #%d", k.Session, i)).Entry())
 				}
 				w.writes.Add(1)
 				if err != nil {
@@ -204,7 +204,7 @@ func TestBacklogAtStartAgainstServers(t *testing.T) {
 					}
 					sub := k
 					sub.Subpath = "subagents/r-1"
-					if _, err := primary.Append(ctx, sub, recall.Guard{}, recall.ItemEntry(item("sub"))); err != nil {
+					if _, err := primary.Append(ctx, sub, recall.Guard{}, item("sub").Entry()); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -236,7 +236,7 @@ func TestReplicaDownAtStart(t *testing.T) {
 	m := newMirror(t, primary, replica, opts)
 	k := recall.Key{Project: "p", Session: "s"}
 	for i := range 20 {
-		if _, err := m.Append(ctx, k, recall.Guard{}, recall.ItemEntry(item(fmt.Sprint(i)))); err != nil {
+		if _, err := m.Append(ctx, k, recall.Guard{}, item(fmt.Sprint(i)).Entry()); err != nil {
 			t.Fatalf("append %d with the replica down: %v", i, err)
 		}
 	}

@@ -36,7 +36,7 @@ func fillStore(t *testing.T, s recall.Store, projects, sessions, entries int) {
 		for i := range sessions {
 			k := recall.Key{Project: fmt.Sprintf("p%d", p), Session: fmt.Sprintf("s%02d", i)}
 			for j := range entries {
-				if _, err := s.Append(ctx, k, recall.Guard{}, recall.ItemEntry(item(fmt.Sprintf("%d", j)))); err != nil {
+				if _, err := s.Append(ctx, k, recall.Guard{}, item(fmt.Sprintf("%d", j)).Entry()); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -46,7 +46,7 @@ func fillStore(t *testing.T, s recall.Store, projects, sessions, entries int) {
 				}
 				sub := k
 				sub.Subpath = "subagents/s-1"
-				if _, err := s.Append(ctx, sub, recall.Guard{}, recall.ItemEntry(item("sub"))); err != nil {
+				if _, err := s.Append(ctx, sub, recall.Guard{}, item("sub").Entry()); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -153,7 +153,7 @@ func TestSyncReportsDivergedSessions(t *testing.T) {
 	if _, err := src.Append(ctx, k, recall.Guard{}, at(t0, recall.ItemEntries(item("a"), item("b"))...)...); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := dst.Append(ctx, k, recall.Guard{}, at(t0, recall.ItemEntry(item("other")))...); err != nil {
+	if _, err := dst.Append(ctx, k, recall.Guard{}, at(t0, item("other").Entry())...); err != nil {
 		t.Fatal(err)
 	}
 	rep, err := mirror.Sync(ctx, src, dst, mirror.SyncOptions{All: true})

@@ -26,7 +26,7 @@ var benchItem = recall.Item(`{"type":"message","role":"user","content":[{"type":
 	"A typical user turn of about two hundred bytes, asking the agent to look at a file and explain what it does." + `"}]}`)
 
 func benchElement() string {
-	return "1\n" + encodeBody(recall.ItemEntry(benchItem), storekit.Now().UnixMicro(), nil)
+	return "1\n" + encodeBody(benchItem.Entry(), storekit.Now().UnixMicro(), nil)
 }
 
 // pair runs raw and store alternately and reports both.
@@ -61,7 +61,7 @@ func BenchmarkAppend(b *testing.B) {
 	s := newStore(b, Options{})
 	rdb, rawKey := adminClient(b), s.k.prefix+"raw"
 	k := recall.Key{Project: "bench", Session: "append"}
-	e := recall.ItemEntry(benchItem)
+	e := benchItem.Entry()
 	el := benchElement()
 	pair(b,
 		func() error { return rdb.RPush(ctx, rawKey, el).Err() },
@@ -111,7 +111,7 @@ func BenchmarkListFirstPage(b *testing.B) {
 	rdb, prefix := adminClient(b), s.k.prefix+"raw:"
 	for i := range sessions {
 		id := fmt.Sprintf("s%04d", i)
-		mustAppend(b, s, recall.Key{Project: "bench", Session: id}, recall.ItemEntry(benchItem))
+		mustAppend(b, s, recall.Key{Project: "bench", Session: id}, benchItem.Entry())
 		rdb.HSet(ctx, prefix+"h:"+id, "title", "", "created", i, "updated", i, "items", 1, "last", 1)
 		rdb.ZAdd(ctx, prefix+"z", redis.Z{Score: float64(i), Member: id})
 	}
@@ -146,7 +146,7 @@ func BenchmarkConcurrentAppend(b *testing.B) {
 	const writers, round = 16, 32 // appends per goroutine per round
 	s := newStore(b, Options{})
 	rdb := adminClient(b)
-	e := recall.ItemEntry(benchItem)
+	e := benchItem.Entry()
 	el := benchElement()
 	phase := func(op func(w int) error) time.Duration {
 		var wg sync.WaitGroup
@@ -320,7 +320,7 @@ func BenchmarkListPinned(b *testing.B) {
 		project := fmt.Sprint("p", n)
 		for i := range n {
 			k := recall.Key{Project: project, Session: fmt.Sprintf("s%05d", i)}
-			mustAppend(b, s, k, recall.ItemEntry(benchItem))
+			mustAppend(b, s, k, benchItem.Entry())
 			if i%(n/5) == 0 {
 				if _, err := recall.NewSession(s, k).ChangeMeta(ctx, recall.MetaChange{Pinned: new(true)}); err != nil {
 					b.Fatal(err)

@@ -55,17 +55,17 @@ func TestContextDone(t *testing.T) {
 	k := recall.Key{Project: "p", Session: "s"}
 	sub := recall.Key{Project: "p", Session: "s", Subpath: "subagents/a"}
 	mustAppend(t, s, k, recall.ItemEntries(item("a"), item("b"))...)
-	mustAppend(t, s, sub, recall.ItemEntry(item("c")))
+	mustAppend(t, s, sub, item("c").Entry())
 	before := dumpPrefix(t, s.k.prefix)
 	cancelled, cancel := context.WithCancel(bg)
 	cancel()
 	expired, cancel2 := context.WithDeadline(bg, time.Now().Add(-time.Second))
 	defer cancel2()
-	next := recall.ItemEntry(item("next"))
+	next := item("next").Entry()
 	next.Seq, next.Time = 3, storekit.Now()
 	calls := map[string]func(ctx context.Context) error{
 		"Append": func(ctx context.Context) error {
-			_, err := s.Append(ctx, k, recall.Guard{}, recall.ItemEntry(item("x")))
+			_, err := s.Append(ctx, k, recall.Guard{}, item("x").Entry())
 			return err
 		},
 		"Append/new": func(ctx context.Context) error {
@@ -185,7 +185,7 @@ func TestCleanupStopsWhenContextEnds(t *testing.T) {
 	armed := false
 	client.AddHook(cancelAfter{name: "evalsha", cancel: cancel, armed: &armed})
 	s := New(client, Options{Prefix: prefix})
-	old := recall.ItemEntry(item("old"))
+	old := item("old").Entry()
 	old.Time = storekit.Now().Add(-48 * time.Hour)
 	for i := range 3 {
 		mustAppend(t, s, recall.Key{Project: "p", Session: fmt.Sprint("s", i)}, old)

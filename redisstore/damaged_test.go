@@ -58,7 +58,7 @@ func TestDamagedElements(t *testing.T) {
 		}
 		corrupt++
 	}
-	cSeq := mustAppend(t, s, k, recall.ItemEntry(item("c")))
+	cSeq := mustAppend(t, s, k, item("c").Entry())
 	plantElement(t, s, k, ` "newest, damaged" `, "item")
 	corrupt++
 
@@ -111,7 +111,7 @@ func TestDamagedElements(t *testing.T) {
 		t.Fatalf("Pop of a view holding only damaged elements = %s, %v", it, err)
 	}
 	wantView()
-	mustAppend(t, s, k, recall.ItemEntry(item("d")))
+	mustAppend(t, s, k, item("d").Entry())
 	wantView("d")
 	if m, _, _ := s.Load(ctx, k); m.Corrupt != corrupt || m.ItemCount != 1 {
 		t.Errorf("after the pops: Corrupt %d, ItemCount %d; want %d, 1", m.Corrupt, m.ItemCount, corrupt)
@@ -139,7 +139,7 @@ func TestPopSkipsWhatItemsSkips(t *testing.T) {
 		"\t{\"a\":[1,2.5e-3,true,null,{}]}\r\n", "{\"a\":\"\xff\xfe\"}", `{"a":"\ud800"}`, `{"a":1,"a":2}`,
 	} {
 		k := recall.Key{Project: "p", Session: "s" + strconv.Itoa(i)}
-		mustAppend(t, s, k, recall.ItemEntry(item("valid")))
+		mustAppend(t, s, k, item("valid").Entry())
 		seq := plantElement(t, s, k, data, "item")
 		_, ok := recall.Entry.Item(recall.Entry{Kind: recall.KindItem, Data: []byte(data)})
 		ok = ok && json.Valid([]byte(data))

@@ -91,9 +91,9 @@ func testNativeFork(t *testing.T, ttl time.Duration) {
 	}
 	_, err := recall.NewSession(s, src).Create(ctx, recall.CreateOptions{Title: "t", Metadata: map[string]string{"k": "v"}, Items: []recall.Item{item("a"), item("b")}})
 	must(err)
-	d := recall.ItemEntry(item("d"))
+	d := item("d").Entry()
 	d.Usage = &recall.Usage{InputTokens: 3, OutputTokens: 4, TotalTokens: 7}
-	mustAppend(t, s, src, recall.ItemEntry(item("c")), d)
+	mustAppend(t, s, src, item("c").Entry(), d)
 	_, err = s.Pop(ctx, src)
 	must(err)
 	_, err = recall.NewSession(s, src).RemoveItem(ctx, recall.ItemRef{Seq: 4}) // a
@@ -118,7 +118,7 @@ func testNativeFork(t *testing.T, ttl time.Duration) {
 	must(forkBothWays(t, s, recall.Key{Project: "p", Session: "native0"}, 0,
 		recall.Key{Project: "p", Session: "native-2"}, recall.Key{Project: "q", Session: "fallback-2"}))
 	sub := recall.Key{Project: "p", Session: "src", Subpath: "subagents/x"}
-	mustAppend(t, s, sub, recall.ItemEntry(item("sub")))
+	mustAppend(t, s, sub, item("sub").Entry())
 	must(forkBothWays(t, s, sub, 0, recall.Key{Project: "p", Session: "src", Subpath: "subagents/native"},
 		recall.Key{Project: "p", Session: "src", Subpath: "subagents/fallback"}))
 
@@ -182,10 +182,10 @@ func TestNativeForkOfDamagedElements(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t, Options{})
 	k := recall.Key{Project: "p", Session: "damaged"}
-	mustAppend(t, s, k, recall.ItemEntry(item("a")))
+	mustAppend(t, s, k, item("a").Entry())
 	plantElement(t, s, k, `[1,2]`, "item")
 	plantElement(t, s, k, "garbage without a header", "")
-	mustAppend(t, s, k, recall.ItemEntry(item("b")))
+	mustAppend(t, s, k, item("b").Entry())
 	if err := forkBothWays(t, s, k, 0, recall.Key{Project: "p", Session: "n1"}, recall.Key{Project: "p", Session: "f1"}); err != nil {
 		t.Fatalf("fork of a session with damaged elements: %v", err)
 	}
@@ -206,7 +206,7 @@ func TestNativeForkOfDamagedElements(t *testing.T) {
 	if err := recall.NewSession(s, k).Clear(ctx); err != nil {
 		t.Fatal(err)
 	}
-	mustAppend(t, s, k, recall.ItemEntry(item("c")))
+	mustAppend(t, s, k, item("c").Entry())
 	if err := forkBothWays(t, s, k, 0, recall.Key{Project: "p", Session: "n4"}, recall.Key{Project: "p", Session: "f4"}); err != nil {
 		t.Errorf("fork after {x} was cleared away: %v", err)
 	}

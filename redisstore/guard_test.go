@@ -22,7 +22,7 @@ func TestAppendGuard(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t, Options{})
 	k := recall.Key{Project: "p", Session: "g"}
-	e := recall.ItemEntry(item("x"))
+	e := item("x").Entry()
 	for _, c := range []struct {
 		guard recall.Guard
 		want  error
@@ -95,7 +95,7 @@ func TestGuardRaces(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t, Options{})
 	k := recall.Key{Project: "p", Session: "cas"}
-	mustAppend(t, s, k, recall.ItemEntry(item("start")))
+	mustAppend(t, s, k, item("start").Entry())
 	const writers, rounds = 4, 40
 	var won atomic.Int64
 	var wg sync.WaitGroup
@@ -107,7 +107,7 @@ func TestGuardRaces(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				_, err = s.Append(ctx, k, recall.IfLastSeq(last), recall.ItemEntry(item(fmt.Sprintf("w%d r%d", w, r))))
+				_, err = s.Append(ctx, k, recall.IfLastSeq(last), item(fmt.Sprintf("w%d r%d", w, r)).Entry())
 				switch {
 				case err == nil:
 					won.Add(1)
@@ -125,7 +125,7 @@ func TestGuardRaces(t *testing.T) {
 
 	ghost := recall.Key{Project: "p", Session: "ghost"}
 	for round := range 60 {
-		mustAppend(t, s, ghost, recall.ItemEntry(item("x")))
+		mustAppend(t, s, ghost, item("x").Entry())
 		wg.Go(func() {
 			if err := s.Remove(ctx, ghost); err != nil {
 				t.Error(err)
@@ -160,9 +160,9 @@ func TestImportGapWritesNothing(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t, Options{})
 	k := recall.Key{Project: "p", Session: "gap"}
-	mustAppend(t, s, k, recall.ItemEntry(item("a")))
+	mustAppend(t, s, k, item("a").Entry())
 	before := dumpPrefix(t, s.k.prefix)
-	e2, e4 := recall.ItemEntry(item("b")), recall.ItemEntry(item("d"))
+	e2, e4 := item("b").Entry(), item("d").Entry()
 	e2.Seq, e2.Usage, e4.Seq = 2, &recall.Usage{InputTokens: 5, OutputTokens: 1, TotalTokens: 6}, 4
 	keys, args, err := s.writeArgs(k, modeImport, 1, recall.Guard{}, stamp([]recall.Entry{e2, e4}))
 	if err != nil {

@@ -119,7 +119,7 @@ func TestMetaFollowsApply(t *testing.T) {
 		var e recall.Entry
 		switch rng.IntN(12) {
 		case 0, 1, 2:
-			e = recall.ItemEntry(item(fmt.Sprint("i", n)))
+			e = item(fmt.Sprint("i", n)).Entry()
 		case 3:
 			e = recall.NewEntry(recall.KindTitle, recall.TitleChange{Title: fmt.Sprint("t", n), Source: recall.TitleAuto})
 		case 4:
@@ -210,7 +210,7 @@ func TestUpdatedIgnoresTitleAndMeta(t *testing.T) {
 	s := newStore(t, Options{})
 	old, recent := recall.Key{Project: "p", Session: "old"}, recall.Key{Project: "p", Session: "recent"}
 	t0 := storekit.Now().Add(-time.Hour)
-	e := recall.ItemEntry(item("talk"))
+	e := item("talk").Entry()
 	e.Time = t0
 	mustAppend(t, s, old, e)
 	e.Time = t0.Add(time.Minute)

@@ -136,10 +136,10 @@ func TestControlRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	check(k)
-	last := mustAppend(t, s, k, recall.ItemEntry(item("e")))
+	last := mustAppend(t, s, k, item("e").Entry())
 	// one batch: a pop, a compaction that starts the record again, a pop
 	mustAppend(t, s, k, recall.NewEntry(recall.KindPop, recall.ItemRef{Seq: last}), compaction(last+1, item("s1"), item("s2")),
-		recall.ItemEntry(item("f")), recall.NewEntry(recall.KindRemove, recall.ItemRef{Seq: last + 2, Index: 1}))
+		item("f").Entry(), recall.NewEntry(recall.KindRemove, recall.ItemRef{Seq: last + 2, Index: 1}))
 	check(k)
 	if err := recall.NewSession(s, k).Clear(ctx); err != nil {
 		t.Fatal(err)
@@ -169,7 +169,7 @@ func TestControlRecord(t *testing.T) {
 		e.Seq, e.Time = seq, t0.Add(time.Duration(seq)*time.Second)
 		return e
 	}
-	if _, err := s.Import(ctx, imp, at(10, compaction(9, item("i1"), item("i2"))), at(11, recall.ItemEntry(item("i3"))),
+	if _, err := s.Import(ctx, imp, at(10, compaction(9, item("i1"), item("i2"))), at(11, item("i3").Entry()),
 		at(12, recall.NewEntry(recall.KindRemove, recall.ItemRef{Seq: 10}))); err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +202,7 @@ func TestControlRecord(t *testing.T) {
 
 	// Without a TTL, the next append makes the record persist too.
 	s2 := New(adminClient(t), Options{Prefix: s.k.prefix})
-	mustAppend(t, s2, k, recall.ItemEntry(item("kept")))
+	mustAppend(t, s2, k, item("kept").Entry())
 	check(k)
 	verify(t, s)
 }
@@ -226,8 +226,8 @@ func writePreviousData(t *testing.T, s *Store) []recall.Key {
 		}
 	}
 	mustAppend(t, s, keys[2], recall.ItemEntries(item("a"), item("b"))...)
-	mustAppend(t, s, keys[2], recall.Entry{Kind: recall.KindClear}, recall.ItemEntry(item("c")), recall.NewEntry(recall.KindPop, recall.ItemRef{Seq: 4}))
-	mustAppend(t, s, keys[2], compaction(5, item("s")), recall.ItemEntry(item("d")))
+	mustAppend(t, s, keys[2], recall.Entry{Kind: recall.KindClear}, item("c").Entry(), recall.NewEntry(recall.KindPop, recall.ItemRef{Seq: 4}))
+	mustAppend(t, s, keys[2], compaction(5, item("s")), item("d").Entry())
 	if _, err := recall.NewSession(s, keys[2]).RemoveItem(ctx, recall.ItemRef{Seq: 6, Index: 0}); err != nil {
 		t.Fatal(err)
 	}
@@ -468,10 +468,10 @@ func TestReadItemsSnapshot(t *testing.T) {
 		meanwhile func()
 		recreated bool
 	}{
-		{"clear", write(recall.Entry{Kind: recall.KindClear}, recall.ItemEntry(item("x")), recall.ItemEntry(item("y")),
+		{"clear", write(recall.Entry{Kind: recall.KindClear}, item("x").Entry(), item("y").Entry(),
 			recall.NewEntry(recall.KindPop, recall.ItemRef{Seq: 603})), false},
 		{"compaction", write(recall.NewEntry(recall.KindRemove, recall.ItemRef{Seq: 5}), compaction(602, item("s")),
-			recall.ItemEntry(item("x")), recall.NewEntry(recall.KindPop, recall.ItemRef{Seq: 603})), false},
+			item("x").Entry(), recall.NewEntry(recall.KindPop, recall.ItemRef{Seq: 603})), false},
 		{"pops", write(recall.NewEntry(recall.KindRemove, recall.ItemRef{Seq: 5}), recall.NewEntry(recall.KindPop, recall.ItemRef{Seq: 599})), false},
 		{"recreated", func() {
 			if err := writer.Remove(ctx, k); err != nil {

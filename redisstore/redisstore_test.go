@@ -81,7 +81,7 @@ func TestTTL(t *testing.T) {
 	sub := recall.Key{Project: "p", Session: "idle", Subpath: "subagents/a"}
 	gone := recall.Key{Project: "q", Session: "only"}
 	for _, k := range []recall.Key{idle, busy, sub, gone} {
-		mustAppend(t, s, k, recall.ItemEntry(item("one")))
+		mustAppend(t, s, k, item("one").Entry())
 	}
 	if pt := adminClient(t).PTTL(ctx, s.k.meta(idle)).Val(); pt <= 0 || pt > ttl {
 		t.Fatalf("PTTL of a session is %v, want within (0, %v]", pt, ttl)
@@ -92,7 +92,7 @@ func TestTTL(t *testing.T) {
 	testkit.Eventually(t, 30*time.Second, "half of the TTL has passed", func() bool {
 		return adminClient(t).PTTL(ctx, s.k.meta(idle)).Val() <= ttl/2
 	})
-	mustAppend(t, s, busy, recall.ItemEntry(item("two"))) // refreshes busy's TTL
+	mustAppend(t, s, busy, item("two").Entry()) // refreshes busy's TTL
 	waitExpired(t, s, idle, sub, gone)
 	if pt := adminClient(t).PTTL(ctx, s.k.meta(busy)).Val(); pt <= 0 {
 		t.Fatalf("busy, written again half a TTL later, expired with the others (PTTL %v)", pt)
@@ -145,14 +145,14 @@ func TestTTL(t *testing.T) {
 		t.Errorf("subagent List after expiry = %+v, %v", sp.Sessions, err)
 	}
 	// An expired session written again starts a new log.
-	if last := mustAppend(t, s, idle, recall.ItemEntry(item("again"))); last != 1 {
+	if last := mustAppend(t, s, idle, item("again").Entry()); last != 1 {
 		t.Errorf("append to an expired session returned seq %d, want 1", last)
 	}
 	verify(t, s)
 
 	// A store without a TTL writing to the same session makes it permanent.
 	forever := New(adminClient(t), Options{Prefix: s.k.prefix})
-	mustAppend(t, forever, busy, recall.ItemEntry(item("keep")))
+	mustAppend(t, forever, busy, item("keep").Entry())
 	if pt := adminClient(t).PTTL(ctx, s.k.meta(busy)).Val(); pt != -1 {
 		t.Errorf("PTTL after an append without TTL = %v, want none (-1)", pt)
 	}
@@ -168,11 +168,11 @@ func TestExpiryPrunedByWrites(t *testing.T) {
 	const ttl = 200 * time.Millisecond
 	s := newStore(t, Options{TTL: ttl})
 	for i := range 3 {
-		mustAppend(t, s, recall.Key{Project: "p", Session: fmt.Sprintf("old%d", i)}, recall.ItemEntry(item("x")))
+		mustAppend(t, s, recall.Key{Project: "p", Session: fmt.Sprintf("old%d", i)}, item("x").Entry())
 	}
 	waitExpired(t, s, recall.Key{Project: "p", Session: "old0"}, recall.Key{Project: "p", Session: "old1"}, recall.Key{Project: "p", Session: "old2"})
 	for i := range 2 { // each write prunes up to two expired sessions
-		mustAppend(t, s, recall.Key{Project: "p", Session: fmt.Sprintf("new%d", i)}, recall.ItemEntry(item("x")))
+		mustAppend(t, s, recall.Key{Project: "p", Session: fmt.Sprintf("new%d", i)}, item("x").Entry())
 	}
 	for _, m := range zmembers(t, s.k.all("")) {
 		if strings.Contains(m, " old") {
@@ -215,10 +215,10 @@ func TestPrefixIsolation(t *testing.T) {
 	b := newStore(t, Options{})
 	k := recall.Key{Project: "p", Session: "same"}
 	sub := recall.Key{Project: "p", Session: "same", Subpath: "subagents/x"}
-	mustAppend(t, a, k, recall.ItemEntry(item("from a")))
-	mustAppend(t, a, sub, recall.ItemEntry(item("a's record")))
+	mustAppend(t, a, k, item("from a").Entry())
+	mustAppend(t, a, sub, item("a's record").Entry())
 	mustAppend(t, b, k, recall.ItemEntries(item("from b"), item("more b"))...)
-	mustAppend(t, b, recall.Key{Project: "other", Session: "x"}, recall.ItemEntry(item("b only")))
+	mustAppend(t, b, recall.Key{Project: "other", Session: "x"}, item("b only").Entry())
 
 	ia, _, _ := a.Items(ctx, k, 0)
 	ib, _, _ := b.Items(ctx, k, 0)
@@ -264,15 +264,15 @@ func TestRemoveLeavesNoKeys(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t, Options{})
 	main := recall.Key{Project: "p", Session: "m"}
-	mustAppend(t, s, main, recall.ItemEntry(item("x")))
+	mustAppend(t, s, main, item("x").Entry())
 	for _, sp := range []string{"subagents/a", "subagents/b/c"} {
-		mustAppend(t, s, recall.Key{Project: "p", Session: "m", Subpath: sp}, recall.ItemEntry(item("y")))
+		mustAppend(t, s, recall.Key{Project: "p", Session: "m", Subpath: sp}, item("y").Entry())
 	}
 	if _, err := recall.NewSession(s, main).ChangeMeta(ctx, recall.MetaChange{Archived: new(true)}); err != nil {
 		t.Fatal(err)
 	}
 	only := recall.Key{Project: "p", Session: "orphan", Subpath: "subagents/a"} // a record without its main session
-	mustAppend(t, s, only, recall.ItemEntry(item("z")))
+	mustAppend(t, s, only, item("z").Entry())
 	verify(t, s)
 	if err := s.Remove(ctx, recall.Key{Project: "p", Session: "m", Subpath: "subagents/a"}); err != nil {
 		t.Fatal(err)
@@ -308,7 +308,7 @@ func TestListOrderAndCursor(t *testing.T) {
 			n++
 			// three sessions in four share a time: ties decided by key
 			at := base.Add(time.Duration(n/4) * time.Microsecond)
-			e := recall.ItemEntry(item(p + id))
+			e := item(p + id).Entry()
 			e.Seq, e.Time = 1, at
 			for _, st := range []recall.Store{s, ref} {
 				if _, err := st.Import(ctx, recall.Key{Project: p, Session: id}, e); err != nil {
@@ -427,9 +427,9 @@ func keysOf(ms []recall.Meta) []string {
 func TestTimesOutsideRange(t *testing.T) {
 	t.Parallel()
 	s := newStore(t, Options{})
-	e := recall.ItemEntry(item("x"))
+	e := item("x").Entry()
 	e.Time = time.Date(1500, 1, 1, 0, 0, 0, 0, time.UTC)
-	if _, err := s.Append(context.Background(), recall.Key{Project: "p", Session: "s"}, recall.Guard{}, recall.ItemEntry(item("ok")), e); !errors.Is(err, recall.ErrInvalidItem) {
+	if _, err := s.Append(context.Background(), recall.Key{Project: "p", Session: "s"}, recall.Guard{}, item("ok").Entry(), e); !errors.Is(err, recall.ErrInvalidItem) {
 		t.Fatalf("append of a year-1500 entry: %v, want ErrInvalidItem", err)
 	}
 	if keys := prefixKeys(t, s.k.prefix); len(keys) != 0 {
@@ -453,7 +453,7 @@ func TestOversizedItem(t *testing.T) {
 	}
 	def := newStore(t, Options{})
 	huge := recall.Item(`{"c":"` + strings.Repeat("x", recall.DefaultMaxItemSize) + `"}`)
-	if _, err := def.Append(ctx, k, recall.Guard{}, recall.ItemEntry(huge)); !errors.Is(err, recall.ErrTooLarge) || !strings.Contains(err.Error(), "redisstore") {
+	if _, err := def.Append(ctx, k, recall.Guard{}, huge.Entry()); !errors.Is(err, recall.ErrTooLarge) || !strings.Contains(err.Error(), "redisstore") {
 		t.Fatalf("append over the default limit: %v, want ErrTooLarge naming the store", err)
 	}
 	for _, s := range []*Store{small, def} {
@@ -551,14 +551,14 @@ func TestConcurrentPops(t *testing.T) {
 	k := recall.Key{Project: "p", Session: "pops"}
 	const n = 60
 	for i := range n / 2 {
-		mustAppend(t, s, k, recall.ItemEntry(item(fmt.Sprint("i", i))))
+		mustAppend(t, s, k, item(fmt.Sprint("i", i)).Entry())
 	}
 	var mu sync.Mutex
 	popped := map[string]int{}
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		for i := n / 2; i < n; i++ {
-			if _, err := s.Append(ctx, k, recall.Guard{}, recall.ItemEntry(item(fmt.Sprint("i", i)))); err != nil {
+			if _, err := s.Append(ctx, k, recall.Guard{}, item(fmt.Sprint("i", i)).Entry()); err != nil {
 				t.Error(err)
 				return
 			}
@@ -603,7 +603,7 @@ func TestRetriedAppendAppliesOnce(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t, Options{})
 	k := recall.Key{Project: "p", Session: "retry"}
-	mustAppend(t, s, k, recall.ItemEntry(item("first")))
+	mustAppend(t, s, k, item("first").Entry())
 	keys, args, err := s.writeArgs(k, modeAppend, -1, recall.Guard{}, stamp(recall.ItemEntries(item("a"), item("b"))))
 	if err != nil {
 		t.Fatal(err)
@@ -614,7 +614,7 @@ func TestRetriedAppendAppliesOnce(t *testing.T) {
 			t.Fatalf("script run = %d, %v; want 3 both times", last, err)
 		}
 	}
-	mustAppend(t, s, k, recall.ItemEntry(item("later")))
+	mustAppend(t, s, k, item("later").Entry())
 	// a retry arriving after another batch still finds its token
 	if last, err := appendScript.Run(ctx, s.rdb, keys, args...).Int64(); err != nil || last != 3 {
 		t.Fatalf("late retry = %d, %v; want 3", last, err)
@@ -681,7 +681,7 @@ func TestNoKeyspaceScans(t *testing.T) {
 	client.AddHook(recorder{func(name string) { mu.Lock(); sent = append(sent, name); mu.Unlock() }})
 	s := New(client, Options{Prefix: testPrefix(t), TTL: time.Hour})
 	for i := range 5 {
-		mustAppend(t, s, recall.Key{Project: "p", Session: fmt.Sprint("s", i)}, recall.ItemEntry(item("x")))
+		mustAppend(t, s, recall.Key{Project: "p", Session: fmt.Sprint("s", i)}, item("x").Entry())
 	}
 	if _, err := s.List(ctx, "", recall.ListOptions{Limit: 2}); err != nil {
 		t.Fatal(err)
@@ -732,7 +732,7 @@ func TestClosed(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Append(context.Background(), recall.Key{Project: "p", Session: "s"}, recall.Guard{}, recall.ItemEntry(item("x"))); !errors.Is(err, recall.ErrClosed) {
+	if _, err := s.Append(context.Background(), recall.Key{Project: "p", Session: "s"}, recall.Guard{}, item("x").Entry()); !errors.Is(err, recall.ErrClosed) {
 		t.Fatalf("append after Close: %v", err)
 	}
 	if _, err := s.List(context.Background(), "", recall.ListOptions{}); !errors.Is(err, recall.ErrClosed) {

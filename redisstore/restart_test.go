@@ -39,7 +39,7 @@ func TestServerRestart(t *testing.T) {
 	if !errors.Is(err, recall.ErrUnavailable) {
 		t.Errorf("Stat with Redis down: %v; want recall.ErrUnavailable", err)
 	}
-	if _, err := s.Append(ctx, k, recall.Guard{}, recall.ItemEntry(item("d"))); !errors.Is(err, recall.ErrUnavailable) {
+	if _, err := s.Append(ctx, k, recall.Guard{}, item("d").Entry()); !errors.Is(err, recall.ErrUnavailable) {
 		t.Errorf("Append with Redis down: %v; want recall.ErrUnavailable", err)
 	}
 	if _, err := s.List(ctx, "p", recall.ListOptions{}); !errors.Is(err, recall.ErrUnavailable) {
@@ -70,7 +70,7 @@ func TestServerRestart(t *testing.T) {
 	}
 	// Writes work again (the script cache is empty: EVALSHA falls back to
 	// EVAL) and start a new log.
-	if last, err := s.Append(ctx, k, recall.Guard{}, recall.ItemEntry(item("after"))); err != nil || last != 1 {
+	if last, err := s.Append(ctx, k, recall.Guard{}, item("after").Entry()); err != nil || last != 1 {
 		t.Fatalf("Append after the restart = %d, %v; want seq 1", last, err)
 	}
 	verify(t, s)

@@ -100,7 +100,7 @@ func TestLoadSnapshot(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t, Options{})
 	k := recall.Key{Project: "p", Session: "live"}
-	mustAppend(t, s, k, recall.ItemEntry(item("start")))
+	mustAppend(t, s, k, item("start").Entry())
 	stop := make(chan struct{})
 	wg := busy(t, s, k, 0, 500, stop)
 	for range 100 {

@@ -34,17 +34,17 @@ func writeOldData(t *testing.T, prefix string) []recall.Key {
 	labels := recall.NewEntry(recall.KindMeta, recall.MetaChange{Labels: []string{"l"}})
 	long := make([]recall.Entry, 2500) // longer than one upgrade read
 	for i := range long {
-		long[i] = at(recall.ItemEntry(item(fmt.Sprint(i))), time.Duration(i)*time.Millisecond)
+		long[i] = at(item(fmt.Sprint(i)).Entry(), time.Duration(i)*time.Millisecond)
 	}
 	logs := []struct {
 		key     recall.Key
 		entries []recall.Entry
 	}{
 		// its newest entry is a pin: the old rule moved it past the others
-		{recall.Key{Project: "p", Session: "pinned"}, []recall.Entry{at(recall.ItemEntry(item("x")), 0), at(pin, time.Hour)}},
-		{recall.Key{Project: "p", Session: "talked"}, []recall.Entry{at(title, 5*time.Minute), at(recall.ItemEntry(item("y")), 10*time.Minute)}},
-		{recall.Key{Project: "q", Session: "archived"}, []recall.Entry{at(recall.ItemEntry(item("z")), 20*time.Minute), at(archive, 2*time.Hour)}},
-		{recall.Key{Project: "p", Session: "pinned", Subpath: "subagents/a"}, []recall.Entry{at(recall.ItemEntry(item("s")), time.Minute), at(labels, 3*time.Hour)}},
+		{recall.Key{Project: "p", Session: "pinned"}, []recall.Entry{at(item("x").Entry(), 0), at(pin, time.Hour)}},
+		{recall.Key{Project: "p", Session: "talked"}, []recall.Entry{at(title, 5*time.Minute), at(item("y").Entry(), 10*time.Minute)}},
+		{recall.Key{Project: "q", Session: "archived"}, []recall.Entry{at(item("z").Entry(), 20*time.Minute), at(archive, 2*time.Hour)}},
+		{recall.Key{Project: "p", Session: "pinned", Subpath: "subagents/a"}, []recall.Entry{at(item("s").Entry(), time.Minute), at(labels, 3*time.Hour)}},
 		{recall.Key{Project: "q", Session: "long"}, append(long, at(title, 4*time.Hour))},
 	}
 	var keys []recall.Key
@@ -177,7 +177,7 @@ func TestUpgradeByManyAtOnce(t *testing.T) {
 		wg.Go(func() {
 			if i == 0 {
 				for n := range 20 {
-					if _, err := s.Append(ctx, keys[0], recall.IfExists(), recall.ItemEntry(item(fmt.Sprint("more", n)))); err != nil {
+					if _, err := s.Append(ctx, keys[0], recall.IfExists(), item(fmt.Sprint("more", n)).Entry()); err != nil {
 						t.Error(err)
 						return
 					}
@@ -259,7 +259,7 @@ func TestUpgradeResumesAfterAWrite(t *testing.T) {
 				t.Error(err)
 			}
 		case 2:
-			mustAppend(t, writer, keys[0], recall.ItemEntry(item("meanwhile")))
+			mustAppend(t, writer, keys[0], item("meanwhile").Entry())
 		}
 	}})
 	s := New(client, Options{Prefix: prefix})
@@ -284,7 +284,7 @@ func TestUpgradeIndexesPinned(t *testing.T) {
 	var pinned []recall.Key
 	for i := range 12 {
 		k := recall.Key{Project: fmt.Sprint("p", i%2), Session: fmt.Sprintf("s%02d", i)}
-		mustAppend(t, old, k, recall.ItemEntry(item(k.Session)))
+		mustAppend(t, old, k, item(k.Session).Entry())
 		if i%3 == 0 {
 			if _, err := recall.NewSession(old, k).ChangeMeta(ctx, recall.MetaChange{Pinned: new(true)}); err != nil {
 				t.Fatal(err)
@@ -336,7 +336,7 @@ func TestPinnedIndexHeals(t *testing.T) {
 	a := recall.Key{Project: "p", Session: "a"}
 	b := recall.Key{Project: "p", Session: "b"}
 	for _, k := range []recall.Key{a, b} {
-		mustAppend(t, s, k, recall.ItemEntry(item(k.Session)))
+		mustAppend(t, s, k, item(k.Session).Entry())
 		if _, err := recall.NewSession(s, k).ChangeMeta(ctx, recall.MetaChange{Pinned: new(true)}); err != nil {
 			t.Fatal(err)
 		}

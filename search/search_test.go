@@ -219,7 +219,7 @@ func TestScanStopsEarly(t *testing.T) {
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i := range 50 {
 		// each session a millisecond newer than the one before
-		e := recall.ItemEntry(recall.Message("user", "common word"))
+		e := recall.Message("user", "common word").Entry()
 		e.Seq, e.Time = 1, base.Add(time.Duration(i)*time.Millisecond)
 		if _, err := s.Import(ctx, recall.Key{Project: "p", Session: fmt.Sprintf("s%02d", i)}, e); err != nil {
 			t.Fatal(err)

@@ -176,7 +176,7 @@ func TestAPISessionLifecycle(t *testing.T) {
 			// Usage totals.
 			ctx := context.Background()
 			key := recall.Key{Project: "user.alice", Session: id}
-			e2 := recall.ItemEntry(recall.Message("assistant", "three"))
+			e2 := recall.Message("assistant", "three").Entry()
 			e2.Usage = &recall.Usage{InputTokens: 10, OutputTokens: 5, TotalTokens: 15}
 			if _, err := e.st.Append(ctx, key, recall.IfExists(), e2); err != nil {
 				t.Fatal(err)

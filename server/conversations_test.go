@@ -758,11 +758,11 @@ func TestItemIDCheckAfterConflict(t *testing.T) {
 		views  int64 // whole-view reads
 	}{
 		{"an item with the same id", func(st recall.Store, key recall.Key) error {
-			_, err := st.Append(ctx, key, recall.IfExists(), recall.ItemEntry(recall.Item(`{"type":"message","id":"msg_new","role":"user","content":"theirs"}`)))
+			_, err := st.Append(ctx, key, recall.IfExists(), recall.Item(`{"type":"message","id":"msg_new","role":"user","content":"theirs"}`).Entry())
 			return err
 		}, http.StatusBadRequest, 1},
 		{"another item", func(st recall.Store, key recall.Key) error {
-			_, err := st.Append(ctx, key, recall.IfExists(), recall.ItemEntry(recall.Message("user", "theirs")))
+			_, err := st.Append(ctx, key, recall.IfExists(), recall.Message("user", "theirs").Entry())
 			return err
 		}, http.StatusOK, 1},
 		{"an item removed", func(st recall.Store, key recall.Key) error {
@@ -775,7 +775,7 @@ func TestItemIDCheckAfterConflict(t *testing.T) {
 			st := &meddler{countingStore: inner}
 			key := localKey("conv_ids")
 			first := `{"type":"message","id":"msg_old","role":"user","content":"first"}`
-			if _, err := inner.Append(ctx, key, recall.IfNew(), recall.ItemEntry(recall.Item(first))); err != nil {
+			if _, err := inner.Append(ctx, key, recall.IfNew(), recall.Item(first).Entry()); err != nil {
 				t.Fatal(err)
 			}
 			st.meddle = func() {
@@ -819,7 +819,7 @@ func TestAddItemsWithIDsReadsLittle(t *testing.T) {
 		}
 		// Another client's item, with an id, written past this server.
 		other := recall.Item(fmt.Sprintf(`{"type":"function_call","id":"fc_other_%d","call_id":"o","name":"f","arguments":"{}"}`, i))
-		if _, err := st.Append(ctx, localKey(conv.ID), recall.IfExists(), recall.ItemEntry(other)); err != nil {
+		if _, err := st.Append(ctx, localKey(conv.ID), recall.IfExists(), other.Entry()); err != nil {
 			t.Fatal(err)
 		}
 	}

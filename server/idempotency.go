@@ -102,7 +102,7 @@ type idemRecord struct {
 // result item, after its body's chunks when it is over idemChunk bytes.
 func resultEntries(out idemRecord) []recall.Entry {
 	if len(out.Body) <= idemChunk {
-		return []recall.Entry{recall.ItemEntry(out.item())}
+		return []recall.Entry{out.item().Entry()}
 	}
 	body := out.Body
 	sum := sha256.Sum256(body)
@@ -110,11 +110,11 @@ func resultEntries(out idemRecord) []recall.Entry {
 	var es []recall.Entry
 	for len(body) > 0 {
 		n := min(len(body), idemChunk)
-		es = append(es, recall.ItemEntry(idemRecord{State: "chunk", At: out.At, Fingerprint: out.Fingerprint, Body: body[:n]}.item()))
+		es = append(es, idemRecord{State: "chunk", At: out.At, Fingerprint: out.Fingerprint, Body: body[:n]}.item().Entry())
 		body = body[n:]
 	}
 	out.Chunks = len(es)
-	return append(es, recall.ItemEntry(out.item()))
+	return append(es, out.item().Entry())
 }
 
 // errBadRecord reports a result whose chunks are not the body it
@@ -279,7 +279,7 @@ func (s *Server) reserve(ctx context.Context, rk recall.Key, fp string) (int64, 
 		switch {
 		case rec.At.IsZero(), age > IdempotencyTTL, rec.State == "released",
 			rec.State == "reserved" && age > idempotencyPending:
-			n, err := s.store.Append(ctx, rk, recall.IfLastSeq(last), recall.ItemEntry(mine.item()))
+			n, err := s.store.Append(ctx, rk, recall.IfLastSeq(last), mine.item().Entry())
 			if errors.Is(err, recall.ErrConflict) || errors.Is(err, recall.ErrNotFound) {
 				continue // changed or swept meanwhile: look again
 			}

@@ -32,7 +32,7 @@ func TestListFirstPageIsBounded(t *testing.T) {
 	pinned := map[string]bool{}
 	for i := range n {
 		k := recall.Key{Project: project, Session: fmt.Sprintf("conv_%04d", i)}
-		if _, err := st.Append(ctx, k, recall.Guard{}, recall.ItemEntry(recall.Message("user", "hi"))); err != nil {
+		if _, err := st.Append(ctx, k, recall.Guard{}, recall.Message("user", "hi").Entry()); err != nil {
 			t.Fatal(err)
 		}
 		if i%200 == 7 { // 5 pinned, spread over the list order
@@ -116,7 +116,7 @@ func TestListPinnedPastTheCap(t *testing.T) {
 	const project, n = "user.alice", 130
 	for i := range n {
 		k := recall.Key{Project: project, Session: fmt.Sprintf("conv_%04d", i)}
-		if _, err := st.Append(ctx, k, recall.Guard{}, recall.ItemEntry(recall.Message("user", "hi"))); err != nil {
+		if _, err := st.Append(ctx, k, recall.Guard{}, recall.Message("user", "hi").Entry()); err != nil {
 			t.Fatal(err)
 		}
 		if i < 105 {

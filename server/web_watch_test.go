@@ -100,7 +100,7 @@ func TestLiveWatchersShared(t *testing.T) {
 
 	// A write to every session reaches every page at the next poll.
 	for _, k := range keys {
-		if _, err := st.Append(ctx, k, recall.Guard{}, recall.ItemEntry(recall.Message("assistant", "new"))); err != nil {
+		if _, err := st.Append(ctx, k, recall.Guard{}, recall.Message("assistant", "new").Entry()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -179,7 +179,7 @@ func TestLiveStalled(t *testing.T) {
 	kick()
 	next("stalled")
 	kick() // failing again: nothing new to say
-	if _, err := st.Append(ctx, k, recall.Guard{}, recall.ItemEntry(recall.Message("assistant", "written meanwhile"))); err != nil {
+	if _, err := st.Append(ctx, k, recall.Guard{}, recall.Message("assistant", "written meanwhile").Entry()); err != nil {
 		t.Fatal(err)
 	}
 	st.failStats.Store(false)

@@ -139,7 +139,7 @@ func BenchmarkListPlain(b *testing.B) {
 				ctx := context.Background()
 				phase(b, n, benchWriters, func(g int) error {
 					k := recall.Key{Project: fmt.Sprint("p", g%4), Session: recall.NewSessionID()}
-					_, err := s.Append(ctx, k, recall.Guard{}, recall.ItemEntry(benchItem))
+					_, err := s.Append(ctx, k, recall.Guard{}, benchItem.Entry())
 					return err
 				})
 				analyze(b, s)
@@ -253,7 +253,7 @@ func BenchmarkPopAppend(b *testing.B) {
 			for range 10 {
 				es := make([]recall.Entry, 100)
 				for i := range es {
-					es[i] = recall.ItemEntry(benchItem)
+					es[i] = benchItem.Entry()
 				}
 				if _, err := s.Append(ctx, k, recall.Guard{}, es...); err != nil {
 					b.Fatal(err)
@@ -265,7 +265,7 @@ func BenchmarkPopAppend(b *testing.B) {
 			)
 			for b.Loop() {
 				t0 := time.Now()
-				if _, err := s.Append(ctx, k, recall.Guard{}, recall.ItemEntry(benchItem)); err != nil {
+				if _, err := s.Append(ctx, k, recall.Guard{}, benchItem.Entry()); err != nil {
 					b.Fatal(err)
 				}
 				t1 := time.Now()

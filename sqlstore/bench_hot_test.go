@@ -51,7 +51,7 @@ func benchGetItems(b *testing.B, n int) {
 		for range 100 {
 			es := make([]recall.Entry, 20)
 			for i := range es {
-				es[i] = recall.ItemEntry(benchItem)
+				es[i] = benchItem.Entry()
 			}
 			if _, err := s.Append(ctx, k, recall.Guard{}, es...); err != nil {
 				b.Fatal(err)

@@ -135,7 +135,7 @@ func searchCorpus(b *testing.B, dialect string) *Store {
 			if j%2 == 1 {
 				role = "assistant"
 			}
-			es[j] = recall.ItemEntry(recall.Message(role, corpusText(r, rare[i*searchCorpusItems+j])))
+			es[j] = recall.Message(role, corpusText(r, rare[i*searchCorpusItems+j])).Entry()
 			es[j].Seq = int64(j + 1)
 			es[j].Time = at.Add(time.Duration(j) * time.Minute)
 		}
@@ -237,7 +237,7 @@ func fillSessions(b *testing.B, s *Store, r *rand.Rand) {
 	for i := range 1000 {
 		es := make([]recall.Entry, 100)
 		for j := range es {
-			es[j] = recall.ItemEntry(msg(corpusText(r, false)))
+			es[j] = msg(corpusText(r, false)).Entry()
 		}
 		if _, err := s.Append(context.Background(), benchKey(i%100), recall.Guard{}, es...); err != nil {
 			b.Fatal(err)
@@ -266,7 +266,7 @@ func BenchmarkSearchCatchUp(b *testing.B) {
 	for b.Loop() {
 		b.StopTimer()
 		for i := range 100 {
-			if _, err := s.Append(ctx, benchKey(i), recall.Guard{}, recall.ItemEntry(msg(corpusText(r, false)))); err != nil {
+			if _, err := s.Append(ctx, benchKey(i), recall.Guard{}, msg(corpusText(r, false)).Entry()); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -341,7 +341,7 @@ func BenchmarkAppendSearch(b *testing.B) {
 				s.noSearch = !search
 				k := benchKey(i % 100)
 				t0 := time.Now()
-				if _, err := s.Append(ctx, k, recall.Guard{}, recall.ItemEntry(texts[i%len(texts)])); err != nil {
+				if _, err := s.Append(ctx, k, recall.Guard{}, texts[i%len(texts)].Entry()); err != nil {
 					b.Fatal(err)
 				}
 				i++

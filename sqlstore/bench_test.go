@@ -127,7 +127,7 @@ func BenchmarkGetItems20(b *testing.B) {
 		for range 100 {
 			es := make([]recall.Entry, 20)
 			for i := range es {
-				es[i] = recall.ItemEntry(benchItem)
+				es[i] = benchItem.Entry()
 			}
 			if _, err := s.Append(ctx, k, recall.Guard{}, es...); err != nil {
 				b.Fatal(err)
@@ -168,7 +168,7 @@ func BenchmarkListFirstPage(b *testing.B) {
 		ctx := context.Background()
 		phase(b, 2000, benchWriters, func(g int) error {
 			k := recall.Key{Project: fmt.Sprint("p", g%4), Session: recall.NewSessionID()}
-			_, err := s.Append(ctx, k, recall.Guard{}, recall.ItemEntry(benchItem))
+			_, err := s.Append(ctx, k, recall.Guard{}, benchItem.Entry())
 			return err
 		})
 		analyze(b, s)
@@ -247,7 +247,7 @@ func appendRatio(b *testing.B, s *Store, raw func(g, seq int) error, writers int
 	for done := 0; done < b.N; {
 		n := min(phaseOps, b.N-done)
 		storeT += phase(b, n, writers, func(g int) error {
-			_, err := s.Append(ctx, key(g), recall.Guard{}, recall.ItemEntry(benchItem))
+			_, err := s.Append(ctx, key(g), recall.Guard{}, benchItem.Entry())
 			return err
 		})
 		rawT += phase(b, n, writers, func(g int) error {
@@ -404,7 +404,7 @@ func BenchmarkListPinned(b *testing.B) {
 		for _, n := range []int{200, 20000} {
 			project := fmt.Sprint("p", n)
 			phase(b, n, benchWriters, func(int) error {
-				_, err := s.Append(ctx, recall.Key{Project: project, Session: recall.NewSessionID()}, recall.Guard{}, recall.ItemEntry(benchItem))
+				_, err := s.Append(ctx, recall.Key{Project: project, Session: recall.NewSessionID()}, recall.Guard{}, benchItem.Entry())
 				return err
 			})
 			all, err := s.List(ctx, project, recall.ListOptions{Limit: -1})

@@ -34,11 +34,11 @@ func TestContextEnded(t *testing.T) {
 		title := recall.NewEntry(recall.KindTitle, recall.TitleChange{Title: "x", Source: recall.TitleUser})
 		calls := map[string]func(ctx context.Context) error{
 			"Append items": func(ctx context.Context) error {
-				_, err := s.Append(ctx, k, recall.Guard{}, recall.ItemEntry(msg("c")))
+				_, err := s.Append(ctx, k, recall.Guard{}, msg("c").Entry())
 				return err
 			},
 			"Append guarded": func(ctx context.Context) error {
-				_, err := s.Append(ctx, k, recall.IfExists(), recall.ItemEntry(msg("c")))
+				_, err := s.Append(ctx, k, recall.IfExists(), msg("c").Entry())
 				return err
 			},
 			"Append general": func(ctx context.Context) error { _, err := s.Append(ctx, k, recall.Guard{}, title); return err },
@@ -114,7 +114,7 @@ func TestSQLiteCanceledWhileWaitingForLock(t *testing.T) {
 	}
 	defer other.Close()
 	kept := recall.Key{Project: "p", Session: "kept"}
-	if _, err := s.Append(bg, kept, recall.Guard{}, recall.ItemEntry(msg("kept"))); err != nil {
+	if _, err := s.Append(bg, kept, recall.Guard{}, msg("kept").Entry()); err != nil {
 		t.Fatal(err)
 	}
 	title := recall.NewEntry(recall.KindTitle, recall.TitleChange{Title: "late", Source: recall.TitleUser})
@@ -124,7 +124,7 @@ func TestSQLiteCanceledWhileWaitingForLock(t *testing.T) {
 		check func() error // nil when nothing of the write is there
 	}{
 		{"items", func(ctx context.Context) error {
-			_, err := s.Append(ctx, recall.Key{Project: "p", Session: "late0"}, recall.Guard{}, recall.ItemEntry(msg("late")))
+			_, err := s.Append(ctx, recall.Key{Project: "p", Session: "late0"}, recall.Guard{}, msg("late").Entry())
 			return err
 		}, func() error { return absent(s, recall.Key{Project: "p", Session: "late0"}) }},
 		{"general", func(ctx context.Context) error {
@@ -167,7 +167,7 @@ func TestSQLiteCanceledWhileWaitingForLock(t *testing.T) {
 			behind := recall.Key{Project: "p", Session: fmt.Sprint("patient", i)}
 			patient := make(chan error, 1)
 			go func() {
-				_, err := s.Append(bg, behind, recall.Guard{}, recall.ItemEntry(msg("patient")))
+				_, err := s.Append(bg, behind, recall.Guard{}, msg("patient").Entry())
 				patient <- err
 			}()
 			testkit.Eventually(t, 30*time.Second, "the second write queues", func() bool {

@@ -33,7 +33,7 @@ func TestDamagedRows(t *testing.T) {
 		var want []recall.Item
 		for i, d := range damaged {
 			it := msg(string(rune('a' + i)))
-			if _, err := s.Append(ctx, k, recall.Guard{}, recall.ItemEntry(it)); err != nil {
+			if _, err := s.Append(ctx, k, recall.Guard{}, it.Entry()); err != nil {
 				t.Fatal(err)
 			}
 			want = append(want, it)
@@ -55,7 +55,7 @@ func TestDamagedRows(t *testing.T) {
 		}
 		var kept []recall.Entry // the log Load and Entries return
 		for i, d := range damaged {
-			kept = append(kept, recall.ItemEntry(want[i]))
+			kept = append(kept, want[i].Entry())
 			kept[len(kept)-1].Seq = int64(2*i + 1)
 			if _, looks := recall.Entry.Item(recall.Entry{Kind: recall.KindItem, Data: d}); !looks {
 				kept = append(kept, recall.Entry{Seq: int64(2*i + 2), Kind: recall.KindItem, Data: d})
@@ -233,11 +233,11 @@ func TestCheckedSeq(t *testing.T) {
 			}},
 			{"guarded items", func(k recall.Key) error {
 				m, _ := s.Stat(ctx, k)
-				_, err := s.Append(ctx, k, recall.IfLastSeq(m.LastSeq), recall.ItemEntry(msg("c")))
+				_, err := s.Append(ctx, k, recall.IfLastSeq(m.LastSeq), msg("c").Entry())
 				return err
 			}},
 			{"general", func(k recall.Key) error {
-				_, err := s.Append(ctx, k, recall.Guard{}, recall.ItemEntry(msg("d")), title(1))
+				_, err := s.Append(ctx, k, recall.Guard{}, msg("d").Entry(), title(1))
 				return err
 			}},
 			{"pop", func(k recall.Key) error { _, err := s.Pop(ctx, k); return err }},
@@ -369,7 +369,7 @@ func TestSQLiteReadersMapTheFile(t *testing.T) {
 	for i := range 300 {
 		var es []recall.Entry
 		for j := range 20 {
-			es = append(es, recall.ItemEntry(recall.Message("user", fmt.Sprintf("needle %d %d %s", i, j, strings.Repeat(fmt.Sprintf("hay%d ", i), 100)))))
+			es = append(es, recall.Message("user", fmt.Sprintf("needle %d %d %s", i, j, strings.Repeat(fmt.Sprintf("hay%d ", i), 100))).Entry())
 		}
 		if _, err := s.Append(ctx, recall.Key{Project: "p", Session: fmt.Sprintf("s%03d", i)}, recall.Guard{}, es...); err != nil {
 			t.Fatal(err)

@@ -57,9 +57,9 @@ func TestNativeFork(t *testing.T) {
 		}
 		_, err := recall.NewSession(s, src).Create(ctx, recall.CreateOptions{Title: "t", Metadata: map[string]string{"k": "v"}, Items: []recall.Item{msg("a"), msg("b")}})
 		must(err)
-		d := recall.ItemEntry(msg("d"))
+		d := msg("d").Entry()
 		d.Usage = &recall.Usage{InputTokens: 3, OutputTokens: 4, TotalTokens: 7}
-		_, err = s.Append(ctx, src, recall.Guard{}, recall.ItemEntry(msg("c")), d)
+		_, err = s.Append(ctx, src, recall.Guard{}, msg("c").Entry(), d)
 		must(err)
 		_, err = s.Pop(ctx, src)
 		must(err)
@@ -87,7 +87,7 @@ func TestNativeFork(t *testing.T) {
 		must(forkBothWays(t, s, recall.Key{Project: "p", Session: "native0"}, 0,
 			recall.Key{Project: "p", Session: "native-2"}, recall.Key{Project: "q", Session: "fallback-2"}))
 		sub := recall.Key{Project: "p", Session: "src", Subpath: "subagents/x"}
-		_, err = s.Append(ctx, sub, recall.Guard{}, recall.ItemEntry(msg("sub")))
+		_, err = s.Append(ctx, sub, recall.Guard{}, msg("sub").Entry())
 		must(err)
 		must(forkBothWays(t, s, sub, 0, recall.Key{Project: "p", Session: "src", Subpath: "subagents/native"},
 			recall.Key{Project: "p", Session: "src", Subpath: "subagents/fallback"}))

@@ -43,7 +43,7 @@ func TestSearchTail(t *testing.T) {
 			k := recall.Key{Project: "p", Session: "s"}
 			for i := range 20 {
 				text := fmt.Sprintf("turn %d 北京市的天气 xylophonist%03d played the quick brown fox over the lazy dog, then 张三 came in", i, i)
-				if _, err := s.Append(ctx, k, recall.Guard{}, recall.ItemEntry(msg(text))); err != nil {
+				if _, err := s.Append(ctx, k, recall.Guard{}, msg(text).Entry()); err != nil {
 					t.Fatal(err)
 				}
 				b.gin.wg.Wait() // the batch this append may have begun
@@ -90,7 +90,7 @@ func TestSearchIndexesLongTail(t *testing.T) {
 	add := func(n int) {
 		es := make([]recall.Entry, n)
 		for i := range es {
-			es[i] = recall.ItemEntry(msg(fmt.Sprintf("row %d of the long tail, xylophonist%d", row, row%10)))
+			es[i] = msg(fmt.Sprintf("row %d of the long tail, xylophonist%d", row, row%10)).Entry()
 			row++
 		}
 		if _, err := s.Append(ctx, k, recall.Guard{}, es...); err != nil {
@@ -131,7 +131,7 @@ func TestSearchTailRaces(t *testing.T) {
 			k := recall.Key{Project: "p", Session: fmt.Sprintf("s%d", w%2)}
 			for i := range 60 {
 				text := fmt.Sprintf("writer %d turn %d xylophone 张三", w, i)
-				last, err := s.Append(ctx, k, recall.Guard{}, recall.ItemEntry(msg(text)), recall.ItemEntry(msg(text+" again")))
+				last, err := s.Append(ctx, k, recall.Guard{}, msg(text).Entry(), msg(text+" again").Entry())
 				if err != nil {
 					t.Error(err)
 					return
@@ -182,7 +182,7 @@ func TestSearchPlansPostgres(t *testing.T) {
 		if i%20 == 0 {
 			text += " 我叫张三"
 		}
-		if _, err := s.Append(ctx, k, recall.Guard{}, recall.ItemEntry(msg(text))); err != nil {
+		if _, err := s.Append(ctx, k, recall.Guard{}, msg(text).Entry()); err != nil {
 			t.Fatal(err)
 		}
 	}

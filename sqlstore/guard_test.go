@@ -20,9 +20,9 @@ var guardPaths = []struct {
 	name  string
 	batch func(n int) []recall.Entry
 }{
-	{"items", func(n int) []recall.Entry { return []recall.Entry{recall.ItemEntry(msg(fmt.Sprint("item ", n)))} }},
+	{"items", func(n int) []recall.Entry { return []recall.Entry{msg(fmt.Sprint("item ", n)).Entry()} }},
 	{"general", func(n int) []recall.Entry {
-		return []recall.Entry{recall.ItemEntry(msg(fmt.Sprint("item ", n))), recall.NewEntry(recall.KindTitle, recall.TitleChange{Title: fmt.Sprint("t", n), Source: recall.TitleUser})}
+		return []recall.Entry{msg(fmt.Sprint("item ", n)).Entry(), recall.NewEntry(recall.KindTitle, recall.TitleChange{Title: fmt.Sprint("t", n), Source: recall.TitleUser})}
 	}},
 }
 
@@ -206,7 +206,7 @@ func TestGuardRacesAcrossStores(t *testing.T) {
 			stores := []*Store{p.open(), p.open(), p.open()}
 			ctx := context.Background()
 			k := recall.Key{Project: "race", Session: "stores"}
-			if _, err := stores[0].Append(ctx, k, recall.Guard{}, recall.ItemEntry(msg("first"))); err != nil {
+			if _, err := stores[0].Append(ctx, k, recall.Guard{}, msg("first").Entry()); err != nil {
 				t.Fatal(err)
 			}
 			var won atomic.Int64
@@ -218,7 +218,7 @@ func TestGuardRacesAcrossStores(t *testing.T) {
 					wg.Go(func() {
 						var batch []recall.Entry
 						if i%2 == 0 {
-							batch = []recall.Entry{recall.ItemEntry(msg(fmt.Sprint(r, i)))}
+							batch = []recall.Entry{msg(fmt.Sprint(r, i)).Entry()}
 						} else {
 							batch = []recall.Entry{recall.NewEntry(recall.KindCompaction, recall.Compaction{Through: last, Items: []recall.Item{msg(fmt.Sprint(r, i))}})}
 						}

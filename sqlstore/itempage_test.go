@@ -28,7 +28,7 @@ func pagedSession(t testing.TB, s *Store, id string, n int) recall.Key {
 	items := func(n int) []recall.Entry {
 		es := make([]recall.Entry, n)
 		for i := range es {
-			es[i] = recall.ItemEntry(benchItem)
+			es[i] = benchItem.Entry()
 		}
 		return es
 	}
@@ -194,7 +194,7 @@ func TestReadItemsErrors(t *testing.T) {
 			t.Errorf("invalid key: %v, want ErrInvalidKey", err)
 		}
 		k := recall.Key{Project: "p", Session: "s"}
-		if _, err := s.Append(ctx, k, recall.Guard{}, recall.ItemEntry(msg("hi"))); err != nil {
+		if _, err := s.Append(ctx, k, recall.Guard{}, msg("hi").Entry()); err != nil {
 			t.Fatal(err)
 		}
 		ended, cancel := context.WithCancel(ctx)

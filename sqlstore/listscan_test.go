@@ -33,7 +33,7 @@ func TestListPacked(t *testing.T) {
 		{key: recall.Key{Project: "p", Session: "empty"}, labels: "", metadata: "", forked: nil, created: int64(3), updated: int64(4)},
 	}
 	for _, r := range rows {
-		if _, err := s.Append(ctx, r.key, recall.Guard{}, recall.ItemEntry(benchItem)); err != nil {
+		if _, err := s.Append(ctx, r.key, recall.Guard{}, benchItem.Entry()); err != nil {
 			t.Fatal(err)
 		}
 		_, err := w.ExecContext(ctx, `UPDATE sessions SET title = ?, title_source = ?, first_prompt = ?, labels = ?, metadata = ?,

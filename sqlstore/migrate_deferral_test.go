@@ -29,7 +29,7 @@ func TestMigrateOneDeferral(t *testing.T) {
 	}
 	entries := make([]recall.Entry, n)
 	for i := range entries {
-		entries[i] = recall.ItemEntry(msg(fmt.Sprintf("row %d of the old version: xylophonist%d, 北京市, 张三", i+1, i%3)))
+		entries[i] = msg(fmt.Sprintf("row %d of the old version: xylophonist%d, 北京市, 张三", i+1, i%3)).Entry()
 		entries[i].Seq, entries[i].Time = int64(i+1), at.Add(time.Duration(i)*time.Minute)
 		if _, err := q.exec(ctx, `INSERT INTO entries (session, seq, kind, payload, time) VALUES ($1, $2, 'item', $3, $4)`,
 			sid, i+1, entries[i].Data, ts(entries[i].Time)); err != nil {
@@ -60,7 +60,7 @@ func TestMigrateOneDeferral(t *testing.T) {
 		t.Errorf("search has %d columns named indexed (%v), want none", cols, err)
 	}
 	k := recall.Key{Project: "old", Session: "s"}
-	if _, err := s.Append(ctx, k, recall.Guard{}, recall.ItemEntry(msg("a row of the new version: xylophonist1, 北京市, 张三"))); err != nil {
+	if _, err := s.Append(ctx, k, recall.Guard{}, msg("a row of the new version: xylophonist1, 北京市, 张三").Entry()); err != nil {
 		t.Fatal(err)
 	}
 	for _, query := range []string{"xylophonist1", "北京市", "张三", `"row 1"`, "version"} {

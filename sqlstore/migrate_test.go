@@ -315,8 +315,8 @@ func TestUpdatedIsActivity(t *testing.T) {
 			}
 			return strings.Join(ids, ",")
 		}
-		add(a, 1, recall.ItemEntry(msg("a1")))                 // fast path, new row
-		add(b, 2, recall.ItemEntry(msg("b1")))                 // fast path, new row
+		add(a, 1, msg("a1").Entry())                           // fast path, new row
+		add(b, 2, msg("b1").Entry())                           // fast path, new row
 		add(a, 3, recall.ItemEntries(msg("a2"), msg("a3"))...) // fast path, existing row
 		if u := updated(a); !u.Equal(at(3)) {
 			t.Fatalf("after items: Updated %v, want %v", u, at(3))
@@ -336,7 +336,7 @@ func TestUpdatedIsActivity(t *testing.T) {
 		if o := order(); o != "a,b" {
 			t.Errorf("a title moved b up: List order %s", o)
 		}
-		add(b, 14, recall.ItemEntry(msg("b2")), recall.NewEntry(recall.KindMeta, recall.MetaChange{Pinned: &pinned})) // general path
+		add(b, 14, msg("b2").Entry(), recall.NewEntry(recall.KindMeta, recall.MetaChange{Pinned: &pinned})) // general path
 		if u := updated(b); !u.Equal(at(14)) {
 			t.Errorf("after an item on the general path: Updated %v, want %v", u, at(14))
 		}
@@ -345,7 +345,7 @@ func TestUpdatedIsActivity(t *testing.T) {
 			t.Errorf("after a clear: Updated %v, want %v", u, at(20))
 		}
 		add(a, 30, recall.NewEntry(recall.KindTitle, recall.TitleChange{Title: "u", Source: recall.TitleUser}))
-		add(a, 25, recall.ItemEntry(msg("late clock"))) // an item stamped before the title: Updated is the latest activity
+		add(a, 25, msg("late clock").Entry()) // an item stamped before the title: Updated is the latest activity
 		if u := updated(a); !u.Equal(at(25)) {
 			t.Errorf("Updated %v, want %v", u, at(25))
 		}

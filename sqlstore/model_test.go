@@ -59,7 +59,7 @@ func runModel(t *testing.T, s *Store, seed uint64) {
 		switch r := rng.IntN(120); {
 		case r < 40:
 			for range 1 + rng.IntN(3) {
-				e := recall.ItemEntry(item())
+				e := item().Entry()
 				if rng.IntN(3) == 0 {
 					e.Usage = &recall.Usage{InputTokens: int64(rng.IntN(100)), OutputTokens: 1, TotalTokens: 2}
 				}
@@ -111,7 +111,7 @@ func runModel(t *testing.T, s *Store, seed uint64) {
 			guard = recall.IfLastSeq(at)
 		default:
 			// an unknown kind between items
-			batch = []recall.Entry{recall.ItemEntry(item()), {Kind: "future", Data: []byte(`{"v":1}`)}, recall.ItemEntry(item())}
+			batch = []recall.Entry{item().Entry(), {Kind: "future", Data: []byte(`{"v":1}`)}, item().Entry()}
 		}
 		if batch != nil {
 			now := storekit.Now()

@@ -27,7 +27,7 @@ func TestSchemaTooNewSQLite(t *testing.T) {
 		t.Fatal(err)
 	}
 	k := recall.Key{Project: "p", Session: "s"}
-	if _, err := s.Append(ctx, k, recall.Guard{}, recall.ItemEntry(msg("kept"))); err != nil {
+	if _, err := s.Append(ctx, k, recall.Guard{}, msg("kept").Entry()); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
@@ -278,14 +278,14 @@ func checkTooLarge(t *testing.T, s *Store) {
 	ctx := context.Background()
 	big := msg(strings.Repeat("x", 1024))
 	k := recall.Key{Project: "p", Session: "big"}
-	_, err := s.Append(ctx, k, recall.Guard{}, recall.ItemEntry(msg("ok")), recall.ItemEntry(big))
+	_, err := s.Append(ctx, k, recall.Guard{}, msg("ok").Entry(), big.Entry())
 	if !errors.Is(err, recall.ErrTooLarge) {
 		t.Fatalf("append of %d bytes: %v, want ErrTooLarge", len(big), err)
 	}
 	if _, err := s.Stat(ctx, k); !errors.Is(err, recall.ErrNotFound) {
 		t.Fatalf("refused batch created the session: %v", err)
 	}
-	if _, err := s.Append(ctx, k, recall.Guard{}, recall.ItemEntry(msg("first"))); err != nil {
+	if _, err := s.Append(ctx, k, recall.Guard{}, msg("first").Entry()); err != nil {
 		t.Fatal(err)
 	}
 	// in a compaction too, which takes the general path
@@ -302,7 +302,7 @@ func checkTooLarge(t *testing.T, s *Store) {
 	}
 	// exactly at the limit is fine
 	exact := msg(strings.Repeat("x", 1024-len(msg(""))))
-	if _, err := s.Append(ctx, k, recall.Guard{}, recall.ItemEntry(exact)); err != nil {
+	if _, err := s.Append(ctx, k, recall.Guard{}, exact.Entry()); err != nil {
 		t.Fatalf("item of exactly the limit: %v", err)
 	}
 	verify(t, s)

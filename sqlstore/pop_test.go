@@ -24,7 +24,7 @@ func TestPopFastPath(t *testing.T) {
 	k := recall.Key{Project: "p", Session: "undo"}
 	for _, st := range []recall.Store{s, ref} {
 		for _, text := range []string{"alpha one", "bravo two", "charlie three"} {
-			if _, err := st.Append(ctx, k, recall.Guard{}, recall.ItemEntry(msg(text))); err != nil {
+			if _, err := st.Append(ctx, k, recall.Guard{}, msg(text).Entry()); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -45,7 +45,7 @@ func TestPopFastPath(t *testing.T) {
 		if it, err := st.Pop(ctx, k); err != nil || string(it) != string(msg("bravo two")) {
 			t.Fatalf("%v: pop = %s, %v", st, it, err)
 		}
-		if _, err := st.Append(ctx, k, recall.Guard{}, recall.ItemEntry(msg("delta four"))); err != nil {
+		if _, err := st.Append(ctx, k, recall.Guard{}, msg("delta four").Entry()); err != nil {
 			t.Fatal(err)
 		}
 		if it, err := st.Pop(ctx, k); err != nil || string(it) != string(msg("delta four")) {
@@ -100,7 +100,7 @@ func TestPopConcurrent(t *testing.T) {
 		k := recall.Key{Project: "p", Session: "race"}
 		const n = 40
 		for i := range n {
-			if _, err := s.Append(ctx, k, recall.Guard{}, recall.ItemEntry(msg(fmt.Sprint("item ", i)))); err != nil {
+			if _, err := s.Append(ctx, k, recall.Guard{}, msg(fmt.Sprint("item ", i)).Entry()); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -121,7 +121,7 @@ func TestPopConcurrent(t *testing.T) {
 					popped[string(it)]++
 					mu.Unlock()
 					if i%2 == 0 {
-						if _, err := s.Append(ctx, k, recall.Guard{}, recall.ItemEntry(msg(fmt.Sprint("more ", g, " ", i)))); err != nil {
+						if _, err := s.Append(ctx, k, recall.Guard{}, msg(fmt.Sprint("more ", g, " ", i)).Entry()); err != nil {
 							t.Error(err)
 							return
 						}

@@ -327,7 +327,7 @@ func TestKilledWriter(t *testing.T) {
 			}
 			checkBatches(t, entries, map[string]int{"k": -(acked + 1)}, maxBatch)
 			checkKilledSearch(t, s, entries)
-			if _, err := s.Append(ctx, childKey, recall.Guard{}, recall.ItemEntry(msg("after"))); err != nil {
+			if _, err := s.Append(ctx, childKey, recall.Guard{}, msg("after").Entry()); err != nil {
 				t.Fatalf("append after the kill: %v", err)
 			}
 			verify(t, s)

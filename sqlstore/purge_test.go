@@ -35,7 +35,7 @@ func TestPurge(t *testing.T) {
 		}
 		yes := true
 		for i := range 30 {
-			e := recall.ItemEntry(msg(fmt.Sprint("m", i)))
+			e := msg(fmt.Sprint("m", i)).Entry()
 			e.Usage = &recall.Usage{InputTokens: int64(i), OutputTokens: 1, TotalTokens: int64(i + 1)}
 			add(e)
 		}
@@ -45,7 +45,7 @@ func TestPurge(t *testing.T) {
 		add(recall.NewEntry(recall.KindCompaction, recall.Compaction{Through: int64(len(log)), Replaced: 29,
 			Items: []recall.Item{msg("summary"), msg("m28")}}))
 		for i := range 20 {
-			add(recall.ItemEntry(msg(fmt.Sprint("after", i))))
+			add(msg(fmt.Sprint("after", i)).Entry())
 		}
 		for range 15 {
 			add(recall.NewEntry(recall.KindPop, recall.ItemRef{Seq: int64(len(log)) - 15}))
@@ -81,7 +81,7 @@ func TestPurge(t *testing.T) {
 		if it, err := s.Pop(ctx, k); err != nil || !bytes.Equal(it, msg("after19")) {
 			t.Fatalf("Pop after purge = %s, %v", it, err)
 		}
-		if _, err := s.Append(ctx, k, recall.Guard{}, recall.ItemEntry(msg("new"))); err != nil {
+		if _, err := s.Append(ctx, k, recall.Guard{}, msg("new").Entry()); err != nil {
 			t.Fatal(err)
 		}
 		verify(t, s)

@@ -43,7 +43,7 @@ func TestPostgresRestart(t *testing.T) {
 		t.Fatalf("first read after the restart: %q, want %q", got, want)
 	}
 	eventually(t, func() error {
-		_, err := s.Append(ctx, k, recall.Guard{}, recall.ItemEntry(msg("three")))
+		_, err := s.Append(ctx, k, recall.Guard{}, msg("three").Entry())
 		return err
 	})
 	want = append(want, "three")
@@ -51,7 +51,7 @@ func TestPostgresRestart(t *testing.T) {
 
 	srv.Stop()
 	srv.Start()
-	_, err = s.Append(ctx, k, recall.Guard{}, recall.ItemEntry(msg("four")))
+	_, err = s.Append(ctx, k, recall.Guard{}, msg("four").Entry())
 	var maybe []string
 	if err != nil {
 		// The outcome of a write whose connection died is unknown: the
@@ -78,7 +78,7 @@ func TestPostgresRestart(t *testing.T) {
 			t.Errorf("Stat with the server down: %v; want recall.ErrUnavailable", err)
 		}
 	}
-	if _, err := s.Append(cctx, k, recall.Guard{}, recall.ItemEntry(msg("down"))); !errors.Is(err, recall.ErrUnavailable) {
+	if _, err := s.Append(cctx, k, recall.Guard{}, msg("down").Entry()); !errors.Is(err, recall.ErrUnavailable) {
 		t.Errorf("Append with the server down: %v; want recall.ErrUnavailable", err)
 	}
 	if _, err := s.List(cctx, "p", recall.ListOptions{}); !errors.Is(err, recall.ErrUnavailable) {

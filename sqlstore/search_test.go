@@ -136,7 +136,7 @@ func TestSearchText(t *testing.T) {
 		add := func(k recall.Key, items ...recall.Item) {
 			t.Helper()
 			for _, it := range items {
-				if _, err := s.Append(ctx, k, recall.Guard{}, recall.ItemEntry(it)); err != nil {
+				if _, err := s.Append(ctx, k, recall.Guard{}, it.Entry()); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -214,7 +214,7 @@ func TestSearchLiveness(t *testing.T) {
 			t.Helper()
 			var es []recall.Entry
 			for _, x := range texts {
-				es = append(es, recall.ItemEntry(msg(x)))
+				es = append(es, msg(x).Entry())
 			}
 			if _, err := s.Append(ctx, k, recall.Guard{}, es...); err != nil {
 				t.Fatal(err)
@@ -232,12 +232,12 @@ func TestSearchLiveness(t *testing.T) {
 		check("remove")
 		// Seqs: items 1-3, pop 4, remove 5. A batch that appends and
 		// pops its own item, in one transaction (the general path).
-		if _, err := s.Append(ctx, k, recall.Guard{}, recall.ItemEntry(msg("word gamma 6")),
-			recall.NewEntry(recall.KindPop, recall.ItemRef{Seq: 6}), recall.ItemEntry(msg("word gamma 8"))); err != nil {
+		if _, err := s.Append(ctx, k, recall.Guard{}, msg("word gamma 6").Entry(),
+			recall.NewEntry(recall.KindPop, recall.ItemRef{Seq: 6}), msg("word gamma 8").Entry()); err != nil {
 			t.Fatal(err)
 		}
 		check("batch with a pop")
-		if _, err := s.Append(ctx, k, recall.Guard{}, recall.NewEntry(recall.KindClear, nil), recall.ItemEntry(msg("word alpha 10"))); err != nil {
+		if _, err := s.Append(ctx, k, recall.Guard{}, recall.NewEntry(recall.KindClear, nil), msg("word alpha 10").Entry()); err != nil {
 			t.Fatal(err)
 		}
 		check("clear")
@@ -274,7 +274,7 @@ func TestSearchLiveness(t *testing.T) {
 		}
 		// A subagent record: never a hit.
 		if _, err := s.Append(ctx, recall.Key{Project: "p", Session: "s", Subpath: "agent-1"}, recall.Guard{},
-			recall.ItemEntry(msg("word alpha in a subagent"))); err != nil {
+			msg("word alpha in a subagent").Entry()); err != nil {
 			t.Fatal(err)
 		}
 		check("import")
@@ -330,7 +330,7 @@ func TestSearchFilters(t *testing.T) {
 				var es []recall.Entry
 				for n := range 5 {
 					role := []string{"user", "assistant", "system"}[(i+j+n)%3]
-					e := recall.ItemEntry(recall.Message(role, fmt.Sprintf("%s and %s number %d", words[(i+n)%5], words[(j+n)%5], n)))
+					e := recall.Message(role, fmt.Sprintf("%s and %s number %d", words[(i+n)%5], words[(j+n)%5], n)).Entry()
 					e.Time = base.Add(time.Duration(j*10+i%4) * time.Minute)
 					es = append(es, e)
 				}
@@ -463,7 +463,7 @@ func TestMigrateSearch(t *testing.T) {
 			if got, want := hitRefs(t, s, recall.SearchOptions{Query: "北京"}), []string{"one/user@5.0", "one/title@0.0"}; !slices.Equal(got, want) {
 				t.Errorf("北京 after the migration: %v, want %v", got, want)
 			}
-			if _, err := s.Append(ctx, recall.Key{Project: "p", Session: "one"}, recall.Guard{}, recall.ItemEntry(msg("hello again"))); err != nil {
+			if _, err := s.Append(ctx, recall.Key{Project: "p", Session: "one"}, recall.Guard{}, msg("hello again").Entry()); err != nil {
 				t.Fatal(err)
 			}
 			sameAsScan(t, s, recall.SearchOptions{Query: "hello"})
@@ -500,7 +500,7 @@ func TestSearchPostgresWindows(t *testing.T) {
 			case n%13 == 0:
 				text += " 我叫张三，住在東京"
 			}
-			e := recall.ItemEntry(recall.Message("user", text))
+			e := recall.Message("user", text).Entry()
 			// The sessions' items interleave in time, a minute apart.
 			e.Seq, e.Time = int64(j+1), base.Add(time.Duration(3*j+si)*time.Minute)
 			es = append(es, e)

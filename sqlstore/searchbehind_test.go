@@ -54,7 +54,7 @@ func TestSearchRowsTrail(t *testing.T) {
 	a := recall.Key{Project: "p", Session: "a"}
 	appendOne := func(k recall.Key, text string) {
 		t.Helper()
-		if _, err := s.Append(ctx, k, recall.Guard{}, recall.ItemEntry(msg(text))); err != nil {
+		if _, err := s.Append(ctx, k, recall.Guard{}, msg(text).Entry()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -165,7 +165,7 @@ func TestSearchRowsTrail(t *testing.T) {
 	appendOne(c, "appended before the import")
 	es := make([]recall.Entry, 3)
 	for i := range es {
-		es[i] = recall.ItemEntry(msg(fmt.Sprintf("imported %d", i)))
+		es[i] = msg(fmt.Sprintf("imported %d", i)).Entry()
 		es[i].Seq, es[i].Time = int64(i+2), storekit.Now()
 	}
 	if _, err := s.Import(ctx, c, es...); err != nil {
@@ -214,7 +214,7 @@ func TestSearchTrailModel(t *testing.T) {
 			case "append":
 				var es []recall.Entry
 				for range rapid.IntRange(1, 3).Draw(rt, "n") {
-					es = append(es, recall.ItemEntry(msg(text())))
+					es = append(es, msg(text()).Entry())
 				}
 				if _, err := s.Append(ctx, key, recall.Guard{}, es...); err != nil {
 					rt.Fatal(err)
@@ -277,14 +277,14 @@ func TestSearchRowsHardLag(t *testing.T) {
 	k := recall.Key{Project: "p", Session: "hard"}
 	bound := hardLagFactor * searchLag
 	for i := range bound - 1 {
-		if _, err := s.Append(ctx, k, recall.Guard{}, recall.ItemEntry(msg(fmt.Sprintf("words %d", i)))); err != nil {
+		if _, err := s.Append(ctx, k, recall.Guard{}, msg(fmt.Sprintf("words %d", i)).Entry()); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if from, rows := behindOf(t, s, k); from != 1 || rows != 0 {
 		t.Fatalf("after %d appends held back: behind from %d, %d rows; want from 1, 0 rows", bound-1, from, rows)
 	}
-	if _, err := s.Append(ctx, k, recall.Guard{}, recall.ItemEntry(msg("the last words"))); err != nil {
+	if _, err := s.Append(ctx, k, recall.Guard{}, msg("the last words").Entry()); err != nil {
 		t.Fatal(err)
 	}
 	if from, rows := behindOf(t, s, k); from != 0 || rows != int64(bound) {

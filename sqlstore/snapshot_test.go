@@ -31,7 +31,7 @@ func TestViewIsOneSnapshot(t *testing.T) {
 				return err
 			}
 			// another connection (the writer, or another pool connection) commits
-			if _, err := s.Append(ctx, k, recall.Guard{}, recall.ItemEntry(msg("c"))); err != nil {
+			if _, err := s.Append(ctx, k, recall.Guard{}, msg("c").Entry()); err != nil {
 				return err
 			}
 			entries, err := readEntries(ctx, q, sid, 0, 0)

@@ -50,7 +50,7 @@ func TestSQLiteCheckpointsOffTheWriter(t *testing.T) {
 		t.Helper()
 		k := recall.Key{Project: "p", Session: "s"}
 		for i := range n {
-			if _, err := s.Append(ctx, k, recall.Guard{}, recall.ItemEntry(msg(fmt.Sprintf("words %d", i)))); err != nil {
+			if _, err := s.Append(ctx, k, recall.Guard{}, msg(fmt.Sprintf("words %d", i)).Entry()); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -22,7 +22,7 @@ func ForkLog(src recall.Key, entries []recall.Entry, atSeq int64, now time.Time)
 	out := make([]recall.Entry, 0, len(live)+1)
 	out = append(out, recall.NewEntry(recall.KindFork, recall.ForkOrigin{Key: src, Seq: at}))
 	for _, l := range live {
-		out = append(out, recall.ItemEntry(l.Item))
+		out = append(out, l.Item.Entry())
 	}
 	for i := range out {
 		out[i].Seq = int64(i + 1)

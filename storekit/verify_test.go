@@ -61,7 +61,7 @@ func (r *racing) Load(ctx context.Context, key recall.Key) (recall.Meta, []recal
 	if err == nil && r.writes > 0 {
 		r.writes--
 		r.n++
-		batch := []recall.Entry{recall.ItemEntry(recall.Message("user", fmt.Sprint("meanwhile ", r.n)))}
+		batch := []recall.Entry{recall.Message("user", fmt.Sprint("meanwhile ", r.n)).Entry()}
 		if r.recreate {
 			if err := r.Store.Remove(ctx, key); err != nil {
 				return m, es, err
@@ -99,7 +99,7 @@ func TestVerifyBesideAWriter(t *testing.T) {
 		}
 	}
 	// A session removed and created anew in between is read again.
-	if _, err := r.Store.Append(ctx, key, recall.Guard{}, recall.ItemEntry(recall.Message("user", "b"))); err != nil {
+	if _, err := r.Store.Append(ctx, key, recall.Guard{}, recall.Message("user", "b").Entry()); err != nil {
 		t.Fatal(err)
 	}
 	r.writes, r.recreate = 1, true
@@ -108,7 +108,7 @@ func TestVerifyBesideAWriter(t *testing.T) {
 	}
 	// A session that never holds still is not verified, and says so,
 	// without claiming corruption.
-	if _, err := r.Store.Append(ctx, key, recall.Guard{}, recall.ItemEntry(recall.Message("user", "c"))); err != nil {
+	if _, err := r.Store.Append(ctx, key, recall.Guard{}, recall.Message("user", "c").Entry()); err != nil {
 		t.Fatal(err)
 	}
 	r.writes = 1000

@@ -18,7 +18,7 @@ func testClose(e *env) {
 		t.Fatalf("Close: %v", err)
 	}
 	calls := map[string]error{}
-	_, calls["Append"] = e.s.Append(e.ctx, key, recall.Guard{}, recall.ItemEntry(msg("y")))
+	_, calls["Append"] = e.s.Append(e.ctx, key, recall.Guard{}, msg("y").Entry())
 	_, _, calls["Items"] = e.s.Items(e.ctx, key, 0)
 	_, calls["Pop"] = e.s.Pop(e.ctx, key)
 	_, calls["Stat"] = e.s.Stat(e.ctx, key)
@@ -29,7 +29,7 @@ func testClose(e *env) {
 	calls["Remove"] = e.s.Remove(e.ctx, key)
 	_, calls["Fork"] = recall.NewSession(e.s, key).Fork(e.ctx, 0, recall.Key{Project: "p", Session: "f"})
 	_, calls["Cleanup"] = recall.Cleanup(e.ctx, e.s, recall.CleanupOptions{OlderThan: oldTime(0)})
-	_, calls["Import"] = e.s.Import(e.ctx, key, imported(2, 0, recall.ItemEntry(msg("z")))...)
+	_, calls["Import"] = e.s.Import(e.ctx, key, imported(2, 0, msg("z").Entry())...)
 	_, calls["Create"] = recall.NewSession(e.s, recall.Key{Project: "p", Session: "new"}).Create(e.ctx, recall.CreateOptions{})
 	_, calls["RemoveItem"] = recall.NewSession(e.s, key).RemoveItem(e.ctx, recall.ItemRef{Seq: 1})
 	_, calls["SetMetadata"] = recall.NewSession(e.s, key).ChangeMeta(e.ctx, recall.MetaChange{ClearMetadata: true, Metadata: map[string]*string{"k": new("v")}})

@@ -173,7 +173,7 @@ func testConcurrentManySessions(e *env) {
 						errc <- fmt.Errorf("writer %d: Pop: %w", w, err)
 						return
 					}
-					if _, err := e.s.Append(e.ctx, key, recall.Guard{}, recall.ItemEntry(tagItem(w, b, 1, 2))); err != nil {
+					if _, err := e.s.Append(e.ctx, key, recall.Guard{}, tagItem(w, b, 1, 2).Entry()); err != nil {
 						errc <- fmt.Errorf("writer %d: %w", w, err)
 						return
 					}

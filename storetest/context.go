@@ -51,7 +51,7 @@ func setupContextSessions(e *env) contextSessions {
 	e.mustCompact(cs.key, 3, 3, msg("summary"), msg("m-2"))
 	e.mustAdd(cs.key, msg("after"))
 	e.mustAdd(cs.sub, msg("sub"))
-	if _, err := e.s.Import(e.ctx, cs.oldKey, imported(1, 0, recall.ItemEntry(msg("old")))...); err != nil {
+	if _, err := e.s.Import(e.ctx, cs.oldKey, imported(1, 0, msg("old").Entry())...); err != nil {
 		e.t.Fatal(err)
 	}
 	cs.last = e.mustStat(cs.key).LastSeq
@@ -64,11 +64,11 @@ func storeMethodCalls(e *env, cs contextSessions) []contextCall {
 	key, sub, oldKey, fresh := cs.key, cs.sub, cs.oldKey, cs.fresh
 	return []contextCall{
 		{"Append", func(ctx context.Context) error {
-			_, err := e.s.Append(ctx, key, recall.Guard{}, recall.ItemEntry(msg("x")))
+			_, err := e.s.Append(ctx, key, recall.Guard{}, msg("x").Entry())
 			return err
 		}},
 		{"Append to a new session", func(ctx context.Context) error {
-			_, err := e.s.Append(ctx, fresh, recall.IfNew(), recall.ItemEntry(msg("x")))
+			_, err := e.s.Append(ctx, fresh, recall.IfNew(), msg("x").Entry())
 			return err
 		}},
 		{"Append of an empty batch", func(ctx context.Context) error { _, err := e.s.Append(ctx, key, recall.IfExists()); return err }},
@@ -86,11 +86,11 @@ func storeMethodCalls(e *env, cs contextSessions) []contextCall {
 		{"Remove", func(ctx context.Context) error { return e.s.Remove(ctx, key) }},
 		{"Remove of a subagent record", func(ctx context.Context) error { return e.s.Remove(ctx, sub) }},
 		{"Import", func(ctx context.Context) error {
-			_, err := e.s.Import(ctx, oldKey, imported(2, 1, recall.ItemEntry(msg("more")))...)
+			_, err := e.s.Import(ctx, oldKey, imported(2, 1, msg("more").Entry())...)
 			return err
 		}},
 		{"Import of a new session", func(ctx context.Context) error {
-			_, err := e.s.Import(ctx, fresh, imported(1, 1, recall.ItemEntry(msg("x")))...)
+			_, err := e.s.Import(ctx, fresh, imported(1, 1, msg("x").Entry())...)
 			return err
 		}},
 	}
@@ -275,7 +275,7 @@ func testBlocked(e *env) {
 		fn   func(ctx context.Context) error
 	}{
 		{"Append", func(ctx context.Context) error {
-			_, err := e.s.Append(ctx, key, recall.Guard{}, recall.ItemEntry(msg("late")))
+			_, err := e.s.Append(ctx, key, recall.Guard{}, msg("late").Entry())
 			return err
 		}},
 		{"Append of a title", func(ctx context.Context) error {

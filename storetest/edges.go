@@ -158,12 +158,12 @@ func edgeTooLargeDefault(e *env) {
 
 	_, err := e.s.Append(e.ctx, key, recall.Guard{}, recall.ItemEntries(msg("ok"), big)...)
 	wantRefused(t, "Append of a batch with a large item", err, recall.ErrTooLarge, limit)
-	_, err = e.s.Append(e.ctx, fresh, recall.Guard{}, recall.ItemEntry(big))
+	_, err = e.s.Append(e.ctx, fresh, recall.Guard{}, big.Entry())
 	wantRefused(t, "Append of a large item to a new session", err, recall.ErrTooLarge, limit)
 	e.wantAbsent("a refused large item", fresh)
 	err = recall.NewSession(e.s, key).AddItems(e.ctx, big)
 	wantRefused(t, "AddItems of a large item", err, recall.ErrTooLarge, limit)
-	_, err = e.s.Import(e.ctx, fresh, imported(1, 0, recall.ItemEntry(msg("ok")), recall.ItemEntry(big))...)
+	_, err = e.s.Import(e.ctx, fresh, imported(1, 0, msg("ok").Entry(), big.Entry())...)
 	wantRefused(t, "Import of a large item", err, recall.ErrTooLarge, limit)
 	e.wantAbsent("a refused import", fresh)
 	// (A compaction over the limit: see edgeLimit, where it is cheap.)
@@ -182,20 +182,20 @@ func edgeLimit(e *env, max int) {
 	e.mustAdd(key, at)
 	before := e.snapshot(key)
 	for _, it := range []recall.Item{over, padded} {
-		_, err := e.s.Append(e.ctx, key, recall.Guard{}, recall.ItemEntry(it))
+		_, err := e.s.Append(e.ctx, key, recall.Guard{}, it.Entry())
 		wantRefused(t, fmt.Sprintf("Append of a %d-byte item, limit %d", len(it), max), err, recall.ErrTooLarge, strconv.Itoa(max))
 	}
 	comp := recall.NewEntry(recall.KindCompaction, recall.Compaction{Through: before.meta.LastSeq, Items: []recall.Item{over}})
 	_, err := e.s.Append(e.ctx, key, recall.Guard{}, comp)
 	wantRefused(t, "a compaction holding an item over the limit", err, recall.ErrTooLarge, strconv.Itoa(max))
 	fresh := recall.Key{Project: "p", Session: "imported"}
-	_, err = e.s.Import(e.ctx, fresh, imported(1, 0, recall.ItemEntry(over))...)
+	_, err = e.s.Import(e.ctx, fresh, imported(1, 0, over.Entry())...)
 	wantRefused(t, "Import of an item over the limit", err, recall.ErrTooLarge, strconv.Itoa(max))
 	e.wantAbsent("a refused import", fresh)
 	before.unchanged("items over the limit")
 
 	// At the limit, every way in works.
-	if _, err := e.s.Import(e.ctx, fresh, imported(1, 0, recall.ItemEntry(at))...); err != nil {
+	if _, err := e.s.Import(e.ctx, fresh, imported(1, 0, at.Entry())...); err != nil {
 		t.Errorf("Import of an item of exactly the limit: %v", err)
 	}
 	comp = recall.NewEntry(recall.KindCompaction, recall.Compaction{Through: before.meta.LastSeq, Items: []recall.Item{at}})
@@ -284,7 +284,7 @@ func edgeNesting(e *env) {
 	e.mustAdd(key, deep)
 	before := e.snapshot(key)
 	for _, depth := range []int{10_001, 100_000} {
-		_, err := e.s.Append(e.ctx, key, recall.Guard{}, recall.ItemEntry(nested(depth)))
+		_, err := e.s.Append(e.ctx, key, recall.Guard{}, nested(depth).Entry())
 		wantRefused(t, fmt.Sprintf("Append of JSON nested %d deep", depth), err, recall.ErrInvalidItem, "exceeded max depth")
 	}
 	before.unchanged("refused deep items")

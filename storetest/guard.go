@@ -164,13 +164,13 @@ func checkSubagentGuards(e *env) recall.Key {
 	parent := recall.Key{Project: "p", Session: "parent"}
 	e.mustAdd(parent, msg("parent"))
 	sub := recall.Key{Project: "p", Session: "parent", Subpath: "subagents/x"}
-	_, err := e.s.Append(e.ctx, sub, recall.IfExists(), recall.ItemEntry(msg("x")))
+	_, err := e.s.Append(e.ctx, sub, recall.IfExists(), msg("x").Entry())
 	wantErr(t, "Append guarded by IfExists to a missing subagent record", err, recall.ErrNotFound)
 	e.wantAbsent("a refused guarded append", sub)
-	if seq, err := e.s.Append(e.ctx, sub, recall.IfNew(), recall.ItemEntry(msg("x"))); seq != 1 || err != nil {
+	if seq, err := e.s.Append(e.ctx, sub, recall.IfNew(), msg("x").Entry()); seq != 1 || err != nil {
 		t.Errorf("Append guarded by IfNew to a new subagent record = %d, %v; want 1, nil", seq, err)
 	}
-	_, err = e.s.Append(e.ctx, parent, recall.IfNew(), recall.ItemEntry(msg("x")))
+	_, err = e.s.Append(e.ctx, parent, recall.IfNew(), msg("x").Entry())
 	wantErr(t, "Append guarded by IfNew to a parent with records", err, recall.ErrConflict)
 	e.wantView(parent, []recall.Item{msg("parent")})
 	return parent
@@ -261,7 +261,7 @@ func testGuardConcurrent(e *env) {
 					t.Errorf("writer %d: Stat: %v", w, err)
 					return
 				}
-				seq, err := e.s.Append(e.ctx, key, recall.IfLastSeq(m.LastSeq), recall.ItemEntry(tagItem(w, r, 0, 1)))
+				seq, err := e.s.Append(e.ctx, key, recall.IfLastSeq(m.LastSeq), tagItem(w, r, 0, 1).Entry())
 				switch {
 				case errors.Is(err, recall.ErrConflict):
 				case err != nil:
@@ -292,7 +292,7 @@ func testGuardConcurrent(e *env) {
 	for r := range 4 {
 		fresh := recall.Key{Project: "p", Session: fmt.Sprintf("new-%d", r)}
 		ok, conflicts := race(t, writers, "creating "+fresh.String()+" with IfNew", func(w int) error {
-			_, err := e.s.Append(e.ctx, fresh, recall.IfNew(), recall.ItemEntry(tagItem(w, r, 0, 1)))
+			_, err := e.s.Append(e.ctx, fresh, recall.IfNew(), tagItem(w, r, 0, 1).Entry())
 			return err
 		})
 		if ok != 1 || ok+conflicts != writers {

@@ -164,7 +164,7 @@ func testInvalidItems(e *env) {
 		}
 		err = recall.NewSession(e.s, existing).AddItems(e.ctx, msg("ok"), bad, msg("ok2"))
 		wantErr(t, "AddItems with "+what, err, recall.ErrInvalidItem)
-		_, err = e.s.Import(e.ctx, fresh, imported(1, 0, recall.ItemEntry(msg("ok")), recall.ItemEntry(bad))...)
+		_, err = e.s.Import(e.ctx, fresh, imported(1, 0, msg("ok").Entry(), bad.Entry())...)
 		wantErr(t, "Import with "+what, err, recall.ErrInvalidItem)
 		if _, err := e.s.Stat(e.ctx, fresh); !errors.Is(err, recall.ErrNotFound) {
 			t.Errorf("a refused import with %s created the session: Stat = %v", what, err)
@@ -185,7 +185,7 @@ func testInvalidItems(e *env) {
 		{Kind: recall.KindPop, Data: []byte(`{"seq":"one"}`)},
 		{Kind: recall.KindCompaction, Data: []byte(`{"items":{}}`)},
 	} {
-		_, err := e.s.Append(e.ctx, existing, recall.Guard{}, recall.ItemEntry(msg("ok")), bad)
+		_, err := e.s.Append(e.ctx, existing, recall.Guard{}, msg("ok").Entry(), bad)
 		wantErr(t, fmt.Sprintf("Append of a %q entry with data %s", bad.Kind, bad.Data), err, recall.ErrInvalidItem)
 	}
 
@@ -212,7 +212,7 @@ func testInvalidUTF8(e *env) {
 	key := recall.Key{Project: "p", Session: "s"}
 	e.mustAdd(key, msg("before"))
 	bad := recall.Item("{\"a\":\"\xff\xfe\x80\"}")
-	_, err := e.s.Append(e.ctx, key, recall.Guard{}, recall.ItemEntry(bad))
+	_, err := e.s.Append(e.ctx, key, recall.Guard{}, bad.Entry())
 	switch {
 	case errors.Is(err, recall.ErrInvalidItem):
 		e.wantView(key, []recall.Item{msg("before")})
@@ -462,7 +462,7 @@ func testMissing(e *env) {
 			return err
 		}},
 		{"Append guarded by IfExists", func() error {
-			_, err := e.s.Append(e.ctx, key, recall.IfExists(), recall.ItemEntry(msg("x")))
+			_, err := e.s.Append(e.ctx, key, recall.IfExists(), msg("x").Entry())
 			return err
 		}},
 	} {

@@ -15,7 +15,7 @@ func testInvalidKeys(e *env) {
 	good := recall.Key{Project: "p", Session: "good"}
 	e.mustAdd(good, msg("x"))
 	goodMeta, goodLog := e.mustLoad(good)
-	item := recall.ItemEntry(msg("x"))
+	item := msg("x").Entry()
 
 	for _, bad := range InvalidKeys() {
 		name := fmt.Sprintf("%q/%q/%q", bad.Project, bad.Session, bad.Subpath)

@@ -43,7 +43,7 @@ func testListFields(e *env) {
 	if _, err := recall.NewSession(e.s, a).Fork(e.ctx, 1, c); err != nil {
 		t.Fatal(err)
 	}
-	withUsage := recall.ItemEntry(msg("d1"))
+	withUsage := msg("d1").Entry()
 	withUsage.Usage = &recall.Usage{InputTokens: 3, OutputTokens: 4, TotalTokens: 7}
 	if _, err := e.s.Import(e.ctx, d, imported(1, 0, withUsage)...); err != nil {
 		t.Fatal(err)
@@ -129,7 +129,7 @@ func testListOrder(e *env) {
 	t := e.t
 	at := func(project, id string, minute int) recall.Key {
 		k := recall.Key{Project: project, Session: id}
-		if _, err := e.s.Import(e.ctx, k, imported(1, minute, recall.ItemEntry(msg("%s", id)))...); err != nil {
+		if _, err := e.s.Import(e.ctx, k, imported(1, minute, msg("%s", id).Entry())...); err != nil {
 			t.Fatalf("Import %s: %v", k, err)
 		}
 		return k
@@ -203,7 +203,7 @@ func manySessions(e *env, project string, n int) []recall.Key {
 	keys := make([]recall.Key, n)
 	for i := range keys {
 		keys[i] = recall.Key{Project: project, Session: fmt.Sprintf("s%03d", (i*37)%n)}
-		entries := []recall.Entry{recall.ItemEntry(msg("%s-%d", project, i))}
+		entries := []recall.Entry{msg("%s-%d", project, i).Entry()}
 		if i%5 == 0 {
 			entries = append(entries, recall.NewEntry(recall.KindMeta, recall.MetaChange{Archived: &yes}))
 		}
@@ -270,7 +270,7 @@ func testListDefaultLimit(e *env) {
 	n := recall.DefaultListLimit + 5
 	for i := range n {
 		k := recall.Key{Project: "p", Session: fmt.Sprintf("s%03d", i)}
-		if _, err := e.s.Import(e.ctx, k, imported(1, i, recall.ItemEntry(msg("x")))...); err != nil {
+		if _, err := e.s.Import(e.ctx, k, imported(1, i, msg("x").Entry())...); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -296,7 +296,7 @@ func testListChanges(e *env) {
 	var keys []recall.Key
 	for i := range 12 {
 		k := recall.Key{Project: "p", Session: fmt.Sprintf("s%02d", i)}
-		if _, err := e.s.Import(e.ctx, k, imported(1, i, recall.ItemEntry(msg("x")))...); err != nil {
+		if _, err := e.s.Import(e.ctx, k, imported(1, i, msg("x").Entry())...); err != nil {
 			t.Fatal(err)
 		}
 		keys = append(keys, k)
@@ -359,7 +359,7 @@ func testProjects(e *env) {
 	a3 := recall.Key{Project: "a", Session: "3"}
 	b1 := recall.Key{Project: "b", Session: "1"}
 	e.mustAdd(a1, msg("x"))
-	if _, err := e.s.Import(e.ctx, a2, imported(1, 0, recall.ItemEntry(msg("x")))...); err != nil {
+	if _, err := e.s.Import(e.ctx, a2, imported(1, 0, msg("x").Entry())...); err != nil {
 		t.Fatal(err)
 	}
 	e.mustAdd(a3, msg("x"))

@@ -29,7 +29,7 @@ func testListPinned(e *env) {
 		{"archive a/s002", e.changeMeta(a(2), recall.MetaChange{Archived: new(true)})},
 		{"unarchive a/s002", e.changeMeta(a(2), recall.MetaChange{Archived: new(false)})},
 		{"append to a/s002", func() error {
-			_, err := e.s.Append(e.ctx, a(2), recall.Guard{}, recall.ItemEntry(msg("now")))
+			_, err := e.s.Append(e.ctx, a(2), recall.Guard{}, msg("now").Entry())
 			return err
 		}},
 		{"unpin subagents/x", e.changeMeta(subX, recall.MetaChange{Pinned: new(false)})},
@@ -39,7 +39,7 @@ func testListPinned(e *env) {
 		{"create a pinned a/new", func() error {
 			k := recall.Key{Project: "a", Session: "new"}
 			keys = append(keys, k)
-			_, err := e.s.Append(e.ctx, k, recall.Guard{}, recall.ItemEntry(msg("n")),
+			_, err := e.s.Append(e.ctx, k, recall.Guard{}, msg("n").Entry(),
 				recall.NewEntry(recall.KindMeta, recall.MetaChange{Pinned: &yes}))
 			return err
 		}},
@@ -68,7 +68,7 @@ func importPinnedSessions(e *env) (keys []recall.Key, subX, subY recall.Key) {
 	}{{"a", 23}, {"b", 14}} {
 		for i := range proj.n {
 			k := recall.Key{Project: proj.name, Session: fmt.Sprintf("s%03d", (i*37)%proj.n)}
-			entries := []recall.Entry{recall.ItemEntry(msg("%s-%d", proj.name, i))}
+			entries := []recall.Entry{msg("%s-%d", proj.name, i).Entry()}
 			if i%3 == 0 {
 				entries = append(entries, recall.NewEntry(recall.KindMeta, recall.MetaChange{Pinned: &yes}))
 			}

@@ -93,7 +93,7 @@ func testTimes(e *env) {
 	}
 
 	// A time the caller set is kept, to the microsecond.
-	given := recall.ItemEntry(msg("given"))
+	given := msg("given").Entry()
 	given.Time = time.Date(2030, 1, 2, 3, 4, 5, 123456000, time.UTC)
 	e.mustAppend(key, given)
 	m3, log := e.mustLoad(key)
@@ -162,7 +162,7 @@ func testUnknownKind(e *env) {
 	key := recall.Key{Project: "p", Session: "s"}
 	future := recall.Entry{Kind: "x-future", Data: []byte(`{"what":"a kind from a newer recall"}`)}
 	e.mustAdd(key, msg("a"))
-	if seq := e.mustAppend(key, future, recall.ItemEntry(msg("b"))); seq != 3 {
+	if seq := e.mustAppend(key, future, msg("b").Entry()); seq != 3 {
 		t.Errorf("Append = %d, want 3", seq)
 	}
 	e.mustAppend(key, recall.Entry{Kind: "x-future"})
@@ -194,7 +194,7 @@ func testUsage(e *env) {
 	batch[0].Usage = &recall.Usage{InputTokens: 1, OutputTokens: 2, TotalTokens: 3}
 	batch[2].Usage = &recall.Usage{InputTokens: 10, OutputTokens: 20, TotalTokens: 30}
 	e.mustAppend(key, batch...)
-	more := recall.ItemEntry(msg("b"))
+	more := msg("b").Entry()
 	more.Usage = &recall.Usage{InputTokens: 100, OutputTokens: 200, TotalTokens: 300}
 	e.mustAppend(key, more)
 	if _, err := e.s.Pop(e.ctx, key); err != nil {
@@ -223,13 +223,13 @@ func testUsage(e *env) {
 func importLog() []recall.Entry {
 	yes := true
 	entries := []recall.Entry{
-		recall.ItemEntry(msg("i1")),
-		recall.ItemEntry(recall.Item(" {\"odd\" : \"spacing\"}\n")),
+		msg("i1").Entry(),
+		recall.Item(" {\"odd\" : \"spacing\"}\n").Entry(),
 		recall.NewEntry(recall.KindTitle, recall.TitleChange{Title: "Imported", Source: recall.TitleUser}),
-		recall.ItemEntry(msg("i4")),
+		msg("i4").Entry(),
 		recall.NewEntry(recall.KindMeta, recall.MetaChange{Pinned: &yes, Labels: []string{"x"}}),
 		recall.NewEntry(recall.KindPop, recall.ItemRef{Seq: 4}),
-		recall.ItemEntry(msg("i7")),
+		msg("i7").Entry(),
 	}
 	entries[3].Usage = &recall.Usage{InputTokens: 5, OutputTokens: 6, TotalTokens: 11}
 	for i := range entries {
@@ -278,7 +278,7 @@ func testImport(e *env) {
 	// Import continues a log that was appended to; seqs decide, not content.
 	other := recall.Key{Project: "p", Session: "appended"}
 	e.mustAdd(other, msg("local-1"), msg("local-2"))
-	batch := imported(1, 10, recall.ItemEntry(msg("remote-1")), recall.ItemEntry(msg("remote-2")), recall.ItemEntry(msg("remote-3")))
+	batch := imported(1, 10, msg("remote-1").Entry(), msg("remote-2").Entry(), msg("remote-3").Entry())
 	if last, err := e.s.Import(e.ctx, other, batch...); last != 3 || err != nil {
 		t.Errorf("Import over appended entries = %d, %v; want 3, nil", last, err)
 	}
@@ -355,12 +355,12 @@ func testImportPurged(e *env) {
 	yes := true
 	summary := recall.Item(`{"type":"message","role":"system","content":"summary of a"}`)
 	orig := []recall.Entry{
-		recall.ItemEntry(msg("a")),
+		msg("a").Entry(),
 		recall.NewEntry(recall.KindTitle, recall.TitleChange{Title: "Purged", Source: recall.TitleUser}),
-		recall.ItemEntry(msg("b")),
+		msg("b").Entry(),
 		recall.NewEntry(recall.KindMeta, recall.MetaChange{Pinned: &yes, Labels: []string{"x"}}),
 		compaction(4, 2, summary, msg("b")),
-		recall.ItemEntry(msg("c")),
+		msg("c").Entry(),
 	}
 	orig[2].Usage = &recall.Usage{InputTokens: 5, OutputTokens: 6, TotalTokens: 11}
 	for i := range orig {
@@ -454,7 +454,7 @@ func testCompaction(e *env) {
 	}
 	// A stale guard on a batch with items and a compaction writes none of
 	// them.
-	_, err = e.s.Append(e.ctx, key, recall.IfLastSeq(5), recall.ItemEntry(msg("x")), compaction(5, 4, summary))
+	_, err = e.s.Append(e.ctx, key, recall.IfLastSeq(5), msg("x").Entry(), compaction(5, 4, summary))
 	wantErr(t, "a batch holding a stale compaction", err, recall.ErrConflict)
 	after, got := e.mustLoad(key)
 	if d := MetaDiff(after, before, true); d != "" {

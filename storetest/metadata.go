@@ -184,7 +184,7 @@ func testMetadataLimits(e *env) {
 			raw.Data = []byte(fmt.Sprintf(`{"clear_metadata":true,"metadata":{%q:%q}}`, firstKey(r.md), r.md[firstKey(r.md)]))
 			raw.Data = []byte(strings.ReplaceAll(string(raw.Data), `\xe9`, "\xe9"))
 		}
-		_, err = e.s.Append(e.ctx, key, recall.Guard{}, recall.ItemEntry(msg("before")), raw)
+		_, err = e.s.Append(e.ctx, key, recall.Guard{}, msg("before").Entry(), raw)
 		wantErr(t, "a raw Append of a meta entry with "+r.what, err, recall.ErrInvalidMetadata)
 		_, err = e.s.Import(e.ctx, key, recall.Entry{Seq: before.meta.LastSeq + 1, Kind: recall.KindMeta, Time: storekit.Now(), Data: raw.Data})
 		if !errors.Is(err, recall.ErrInvalidMetadata) && !errors.Is(err, recall.ErrInvalidItem) {

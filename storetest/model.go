@@ -502,7 +502,7 @@ func (m *model) appendWith(key recall.Key, guard recall.Guard, entries []recall.
 func (m *model) itemEntries(n int) []recall.Entry {
 	entries := make([]recall.Entry, n)
 	for i := range entries {
-		entries[i] = recall.ItemEntry(m.item())
+		entries[i] = m.item().Entry()
 		if rapid.Bool().Draw(m.t, "usage") {
 			entries[i].Usage = &recall.Usage{InputTokens: int64(m.next), OutputTokens: 1, TotalTokens: int64(m.next) + 1}
 		}
@@ -579,7 +579,7 @@ func (m *model) refFork(src recall.Key, at int64, dst recall.Key) string {
 	_, live := recall.Replay(src, upTo)
 	entries := []recall.Entry{recall.NewEntry(recall.KindFork, recall.ForkOrigin{Key: src, Seq: at})}
 	for _, l := range live {
-		entries = append(entries, recall.ItemEntry(l.Item))
+		entries = append(entries, l.Item.Entry())
 	}
 	m.write(dst, entries...)
 	return "nil"

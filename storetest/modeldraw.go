@@ -57,6 +57,6 @@ func (m *model) importEntry() recall.Entry {
 	case 2:
 		return recall.Entry{Kind: recall.KindClear}
 	default:
-		return recall.ItemEntry(m.item())
+		return m.item().Entry()
 	}
 }

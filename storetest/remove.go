@@ -229,7 +229,7 @@ func importCleanupSessions(e *env) cleanupSessions {
 	yes := true
 	old := func(project, id string, minute int, extra ...recall.Entry) recall.Key {
 		k := recall.Key{Project: project, Session: id}
-		entries := append([]recall.Entry{recall.ItemEntry(msg("%s", id))}, extra...)
+		entries := append([]recall.Entry{msg("%s", id).Entry()}, extra...)
 		if _, err := e.s.Import(e.ctx, k, imported(1, minute, entries...)...); err != nil {
 			e.t.Fatalf("Import %s: %v", k, err)
 		}

@@ -413,7 +413,7 @@ func testSearchTimes(e *env) {
 	base := time.Date(2024, 3, 1, 12, 0, 0, 0, time.UTC)
 	at := func(h int) time.Time { return base.Add(time.Duration(h) * time.Hour) }
 	entry := func(seq int64, t time.Time, text string) recall.Entry {
-		en := recall.ItemEntry(userMsg(text))
+		en := userMsg(text).Entry()
 		en.Seq, en.Time = seq, t
 		return en
 	}

@@ -175,7 +175,7 @@ func (m *searchModel) do(op string) {
 		var entries []recall.Entry
 		at := m.tick()
 		for range rapid.IntRange(1, 3).Draw(t, "n") {
-			e := recall.ItemEntry(m.item())
+			e := m.item().Entry()
 			e.Time = at
 			entries = append(entries, e)
 		}

@@ -83,7 +83,7 @@ func quietChanges(e *env) []updateChange {
 func activeChanges(e *env) []updateChange {
 	return []updateChange{
 		{"an append", func(k recall.Key) error {
-			_, err := e.s.Append(e.ctx, k, recall.Guard{}, recall.ItemEntry(msg("new")))
+			_, err := e.s.Append(e.ctx, k, recall.Guard{}, msg("new").Entry())
 			return err
 		}},
 		{"Pop", func(k recall.Key) error { _, err := e.s.Pop(e.ctx, k); return err }},
@@ -111,7 +111,7 @@ func importOldSessions(e *env, prefix string, firstMinute int, changes []updateC
 	keys := map[string]recall.Key{}
 	for i, c := range changes {
 		k := recall.Key{Project: "p", Session: fmt.Sprintf("%s-%d", prefix, i)}
-		if _, err := e.s.Import(e.ctx, k, imported(1, firstMinute+i, recall.ItemEntry(msg("a")), recall.ItemEntry(msg("b")))...); err != nil {
+		if _, err := e.s.Import(e.ctx, k, imported(1, firstMinute+i, msg("a").Entry(), msg("b").Entry())...); err != nil {
 			e.t.Fatalf("Import %s: %v", k, err)
 		}
 		keys[c.name] = k
@@ -239,7 +239,7 @@ func checkUpdatedFromFirstEntry(e *env) {
 	if m := e.mustStat(first); !m.Created.Equal(oldTime(0)) || !m.Updated.Equal(oldTime(0)) {
 		t.Errorf("a log of a title and a pin: Created %v, Updated %v; want both %v", m.Created, m.Updated, oldTime(0))
 	}
-	more := []recall.Entry{recall.ItemEntry(msg("x")), recall.NewEntry(recall.KindMeta, recall.MetaChange{Pinned: &yes})}
+	more := []recall.Entry{msg("x").Entry(), recall.NewEntry(recall.KindMeta, recall.MetaChange{Pinned: &yes})}
 	for i := range more {
 		more[i].Seq, more[i].Time = int64(len(log)+i+1), oldTime(len(log)+i)
 	}

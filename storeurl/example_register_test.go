@@ -47,7 +47,7 @@ func ExampleRegister() {
 	}
 	defer st.Close()
 	key := recall.Key{Project: "demo", Session: "s1"}
-	if _, err := st.Append(ctx, key, recall.Guard{}, recall.ItemEntry(recall.Message("user", "hello"))); err != nil {
+	if _, err := st.Append(ctx, key, recall.Guard{}, recall.Message("user", "hello").Entry()); err != nil {
 		fmt.Println(err)
 		return
 	}

@@ -43,7 +43,7 @@ func open(t *testing.T, rawURL string) recall.Store {
 func roundTrip(t *testing.T, st recall.Store) {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := st.Append(ctx, key, recall.Guard{}, recall.ItemEntry(item("hello"))); err != nil {
+	if _, err := st.Append(ctx, key, recall.Guard{}, item("hello").Entry()); err != nil {
 		t.Fatal(err)
 	}
 	items, _, err := st.Items(ctx, key, 0)
@@ -108,7 +108,7 @@ func TestFile(t *testing.T) {
 		})
 	}
 	small := open(t, "file://"+filepath.Join(home, "small")+"?max_item_size=32")
-	if _, err := small.Append(context.Background(), key, recall.Guard{}, recall.ItemEntry(item("longer than thirty-two bytes"))); !errors.Is(err, recall.ErrTooLarge) {
+	if _, err := small.Append(context.Background(), key, recall.Guard{}, item("longer than thirty-two bytes").Entry()); !errors.Is(err, recall.ErrTooLarge) {
 		t.Errorf("max_item_size=32 was not applied: %v", err)
 	}
 	for _, tc := range []struct{ url, want string }{
@@ -135,7 +135,7 @@ func TestSQLite(t *testing.T) {
 		t.Fatalf("no database at %s: %v", path, err)
 	}
 	small := open(t, "sqlite://"+filepath.Join(dir, "small.db")+"?max_item_size=32")
-	if _, err := small.Append(context.Background(), key, recall.Guard{}, recall.ItemEntry(item("longer than thirty-two bytes"))); !errors.Is(err, recall.ErrTooLarge) {
+	if _, err := small.Append(context.Background(), key, recall.Guard{}, item("longer than thirty-two bytes").Entry()); !errors.Is(err, recall.ErrTooLarge) {
 		t.Errorf("max_item_size=32 was not applied: %v", err)
 	}
 	for _, sync := range []string{"full", "normal", "NORMAL"} {

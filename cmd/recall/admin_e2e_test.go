@@ -213,7 +213,7 @@ func importOld(t *testing.T, home, project, id string, age time.Duration, pinned
 	}
 	defer st.Close()
 	at := time.Now().Add(-age).UTC().Truncate(time.Microsecond)
-	entries := []recall.Entry{recall.ItemEntry(recall.Message("user", "old")), recall.ItemEntry(recall.Message("assistant", "reply"))}
+	entries := []recall.Entry{recall.Message("user", "old").Entry(), recall.Message("assistant", "reply").Entry()}
 	if pinned {
 		entries = append(entries, recall.NewEntry(recall.KindMeta, recall.MetaChange{Pinned: &pinned}))
 	}

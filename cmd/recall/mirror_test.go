@@ -46,7 +46,7 @@ func TestMirrorStatus(t *testing.T) {
 	}
 	keys := []recall.Key{{Project: "p", Session: "one"}, {Project: "p", Session: "two"}}
 	for _, k := range keys {
-		if _, err := fs.Append(ctx, k, recall.Guard{}, recall.ItemEntry(recall.Item(`{"role":"user","content":"hi"}`))); err != nil {
+		if _, err := fs.Append(ctx, k, recall.Guard{}, recall.Item(`{"role":"user","content":"hi"}`).Entry()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -57,7 +57,7 @@ func TestMirrorStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	// One session grows after the sync.
-	if _, err := fs.Append(ctx, keys[1], recall.Guard{}, recall.ItemEntry(recall.Item(`{"role":"user","content":"more"}`))); err != nil {
+	if _, err := fs.Append(ctx, keys[1], recall.Guard{}, recall.Item(`{"role":"user","content":"more"}`).Entry()); err != nil {
 		t.Fatal(err)
 	}
 	fs.Close()
@@ -214,7 +214,7 @@ func TestUseMirror(t *testing.T) {
 		t.Fatal(err)
 	}
 	k := recall.Key{Project: "p", Session: "s"}
-	if _, err := st.Append(ctx, k, recall.Guard{}, recall.ItemEntry(recall.Item(`{"role":"user","content":"hi"}`))); err != nil {
+	if _, err := st.Append(ctx, k, recall.Guard{}, recall.Item(`{"role":"user","content":"hi"}`).Entry()); err != nil {
 		t.Fatal(err)
 	}
 	if err := a.close(); err != nil {
@@ -237,7 +237,7 @@ func TestUseMirror(t *testing.T) {
 		t.Fatalf("useMirror with the replica down: %v", err)
 	}
 	st, _ = a.store(ctx)
-	if _, err := st.Append(ctx, k, recall.Guard{}, recall.ItemEntry(recall.Item(`{"role":"user","content":"again"}`))); err != nil {
+	if _, err := st.Append(ctx, k, recall.Guard{}, recall.Item(`{"role":"user","content":"again"}`).Entry()); err != nil {
 		t.Fatal(err)
 	}
 	if err := a.close(); err != nil {

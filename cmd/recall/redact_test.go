@@ -66,7 +66,7 @@ func TestMirrorStatusRedactsRecordedNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	k := recall.Key{Project: "p", Session: "s"}
-	if _, err := fs.Append(ctx, k, recall.Guard{}, recall.ItemEntry(recall.Item(`{"role":"user","content":"hi"}`))); err != nil {
+	if _, err := fs.Append(ctx, k, recall.Guard{}, recall.Item(`{"role":"user","content":"hi"}`).Entry()); err != nil {
 		t.Fatal(err)
 	}
 	const url = "redis://replica.example:6379/0?token=hunter2xy"

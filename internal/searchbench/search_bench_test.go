@@ -102,7 +102,7 @@ func makeCorpus(sessions int) corpus {
 			if j%2 == 1 {
 				role = "assistant"
 			}
-			es[j] = recall.ItemEntry(recall.Message(role, corpusText(r, rare[i*itemsPerSession+j])))
+			es[j] = recall.Message(role, corpusText(r, rare[i*itemsPerSession+j])).Entry()
 			es[j].Seq, es[j].Time = int64(j+1), at.Add(time.Duration(j)*time.Minute)
 		}
 		c.entries = append(c.entries, es)
@@ -365,7 +365,7 @@ func BenchmarkFileAppend(b *testing.B) {
 			}
 			defer s.Close()
 			k := recall.Key{Project: "p", Session: "s"}
-			if _, err := s.Append(ctx, k, recall.Guard{}, recall.ItemEntry(it)); err != nil {
+			if _, err := s.Append(ctx, k, recall.Guard{}, it.Entry()); err != nil {
 				b.Fatal(err)
 			}
 			if withIndex {
@@ -374,7 +374,7 @@ func BenchmarkFileAppend(b *testing.B) {
 				}
 			}
 			for b.Loop() {
-				if _, err := s.Append(ctx, k, recall.Guard{}, recall.ItemEntry(it)); err != nil {
+				if _, err := s.Append(ctx, k, recall.Guard{}, it.Entry()); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -65,7 +65,7 @@ func childWriter() error {
 		entries := make([]recall.Entry, n)
 		for i := range entries {
 			text := fmt.Sprintf("common words %s 北京 %s", token(round, b, i), strings.Repeat("filler ", rng.IntN(300)))
-			entries[i] = recall.ItemEntry(recall.Message("user", text))
+			entries[i] = recall.Message("user", text).Entry()
 		}
 		if _, err := s.Append(ctx, keys[b%len(keys)], recall.Guard{}, entries...); err != nil {
 			return err
@@ -100,7 +100,7 @@ func TestSearchAfterSIGKILL(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := s.Append(context.Background(), keys[0], recall.Guard{}, recall.ItemEntry(recall.Message("user", "seed"))); err != nil {
+			if _, err := s.Append(context.Background(), keys[0], recall.Guard{}, recall.Message("user", "seed").Entry()); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := recall.Search(context.Background(), s, recall.SearchOptions{Query: "seed"}); err != nil {
