@@ -32,7 +32,34 @@ func (f *importFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.project, "project", "", "import every session into the project of `DIR` instead of the one each transcript names")
 }
 
+// importTool is one tool recall import reads: its subcommand, and what
+// recall import --watch follows.
+type importTool struct {
+	name string
+	cmd  func(*app) *cobra.Command
+	// paths returns the tool's own folders; find and read find and read
+	// its transcripts there.
+	paths func() ([]string, error)
+	find  func(path string) ([]string, error)
+	read  importer.ReadFunc
+	// env names the variables that move the tool's folders, which an
+	// installed watcher service keeps.
+	env []string
+}
+
+// importTools is the table of tools recall import reads: each has its
+// subcommand, and --watch takes its name.
+var importTools = []importTool{
+	{name: claudecode.Tool, cmd: newImportClaudeCodeCmd, find: claudecode.Find, read: claudecode.ReadFile, env: []string{"CLAUDE_CONFIG_DIR"},
+		paths: func() ([]string, error) {
+			p, err := claudecode.DefaultPath()
+			return []string{p}, err
+		}},
+	{name: codex.Tool, cmd: newImportCodexCmd, paths: codex.DefaultPaths, find: codex.Find, read: codex.ReadFile, env: []string{"CODEX_HOME"}},
+}
+
 func newImportCmd(a *app) *cobra.Command {
+	var w watchFlags
 	cmd := &cobra.Command{
 		Use:   "import",
 		Short: "Bring sessions in from Claude Code, Codex or a recall export",
@@ -42,16 +69,35 @@ list, show, fork, archive and export; or read back a recall export.
 Importing a Claude Code or Codex transcript again is safe: one already
 imported adds nothing, and one that grew adds only its new lines. Each
 imported session keeps where it came from in its metadata (import.source,
-import.session, import.file).`,
+import.session, import.file).
+
+With --watch TOOL (a source below but recall, or all), recall import follows
+the tool's folders and imports each transcript as it grows, within a second
+or two of a line being written, until SIGINT or SIGTERM; a rescan every
+--rescan finds what no event reported. A transcript rewritten rather than
+appended to is reported and left alone. Killed, it resumes from what the
+store holds. --install writes a user service that runs it at login (a
+systemd user unit on Linux, a launchd agent on macOS) and prints how to
+enable it.`,
+		Example: `  recall import claude-code
+  recall import --watch claude-code
+  recall import --watch all --install`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			if len(argv) > 0 {
 				return usageError("run 'recall import --help' for the sources", "unknown import source %q", argv[0])
 			}
+			if w.set(cmd) {
+				return a.runWatch(cmd, w)
+			}
 			return cmd.Help()
 		},
 	}
-	cmd.AddCommand(newImportClaudeCodeCmd(a), newImportCodexCmd(a), newImportRecallCmd(a))
+	w.register(cmd)
+	for _, t := range importTools {
+		cmd.AddCommand(t.cmd(a))
+	}
+	cmd.AddCommand(newImportRecallCmd(a))
 	return cmd
 }
 
@@ -190,18 +236,24 @@ func (a *app) runImport(ctx context.Context, f importFlags, run func(context.Con
 	} else {
 		writeSummary(a.stdout, sum)
 	}
-	for _, fl := range sum.Failures {
-		where := fl.File
-		if fl.Key != "" {
-			where += " (" + fl.Key + ")"
-		}
-		a.notef("not imported: %s: %s\n", where, fl.Err)
-	}
+	a.noteFailures("not imported: ", sum.Failures)
 	if sum.Read == 0 {
 		return withHint(fmt.Errorf("import %s: none of the %s could be read", sum.Tool, count(sum.Files, "file")),
 			"check the path and the files' permissions")
 	}
 	return nil
+}
+
+// noteFailures lists the files and records an import failed on, one a
+// line on stderr, each line starting with prefix.
+func (a *app) noteFailures(prefix string, failures []importer.Failure) {
+	for _, fl := range failures {
+		where := fl.File
+		if fl.Key != "" {
+			where += " (" + fl.Key + ")"
+		}
+		a.notef("%s%s: %s\n", prefix, where, fl.Err)
+	}
 }
 
 // indexSearch brings the store's search index up to date after an import,
