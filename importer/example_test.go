@@ -40,3 +40,11 @@ func ExampleWrite() {
 	// updated 1
 	// 2 12
 }
+
+// Tell the sessions an import wrote from those recall wrote itself.
+func ExampleSource() {
+	imported := recall.Meta{Metadata: map[string]string{importer.MetaSource: "codex", importer.MetaSession: "0199a1b2"}}
+	own := recall.Meta{Metadata: map[string]string{importer.MetaCwd: "/home/me/app"}}
+	fmt.Println(importer.Source(imported), importer.Source(own))
+	// Output: codex recall
+}

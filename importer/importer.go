@@ -48,6 +48,21 @@ const (
 	MetaCwd = "cwd"
 )
 
+// SourceRecall is the source of a session recall wrote itself, which
+// carries no MetaSource.
+const SourceRecall = "recall"
+
+// Source returns the tool m's session came from: the MetaSource an import
+// recorded ("claude-code", "codex", ...), or SourceRecall for a session
+// recall wrote itself. It is the one definition every listing (the CLI's
+// ls and search, the MCP tools) shows and filters by.
+func Source(m recall.Meta) string {
+	if s := m.Metadata[MetaSource]; s != "" {
+		return s
+	}
+	return SourceRecall
+}
+
 // Errors of an import. Both leave the recall session as it was.
 var (
 	// ErrForeign reports a recall session at the key an import would

@@ -55,6 +55,34 @@ func TestSessionID(t *testing.T) {
 	}
 }
 
+// TestSource: a record an import wrote names the tool it came from; a
+// session recall wrote, with metadata of its own or none, is "recall".
+func TestSource(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New(memstore.Options{})
+	tr, tg := transcript(3)
+	if _, err := Write(ctx, st, tr, tg, false); err != nil {
+		t.Fatal(err)
+	}
+	m, err := st.Stat(ctx, tg.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		m    recall.Meta
+		want string
+	}{
+		{m, "test"},
+		{recall.Meta{}, SourceRecall},
+		{recall.Meta{Metadata: map[string]string{MetaCwd: "/home/dev/app"}}, SourceRecall},
+		{recall.Meta{Metadata: map[string]string{MetaSource: ""}}, SourceRecall},
+	} {
+		if got := Source(c.m); got != c.want {
+			t.Errorf("Source(%v) = %q, want %q", c.m.Metadata, got, c.want)
+		}
+	}
+}
+
 // transcript builds a transcript of n one-item lines of 10 bytes each.
 func transcript(n int) (*Transcript, *Target) {
 	t := &Transcript{Tool: "test", SessionID: "s1", File: "/x/s1.jsonl"}

@@ -131,3 +131,22 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 	}
 	return now.Add(-d), nil
 }
+
+// sourceName renders a session's source (importer.Source) in a header
+// line, which is the server's own words: as it is when it is a plain name,
+// as every importer's is; otherwise quoted, escaped and cut, since
+// metadata may hold anything.
+func sourceName(s string) string {
+	plain := s != "" && len(s) <= 40
+	for _, c := range []byte(s) {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return s
+	}
+	short, _ := cut(s, 40)
+	return strconv.Quote(short)
+}

@@ -10,6 +10,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/importer"
+	"github.com/recallkit/recall/internal/pagefilter"
 	"github.com/recallkit/recall/search"
 )
 
@@ -31,6 +33,7 @@ type SessionInfo struct {
 	Updated  time.Time `json:"updated" jsonschema:"when the conversation last moved"`
 	Age      string    `json:"age" jsonschema:"how long ago it was updated"`
 	Items    int       `json:"items" jsonschema:"how many items (messages, tool calls, outputs) the session holds"`
+	Source   string    `json:"source" jsonschema:"the tool the session came from: recall for a session recall wrote, else the tool it was imported from (claude-code, codex, ...)"`
 	Pinned   bool      `json:"pinned,omitempty"`
 	Archived bool      `json:"archived,omitempty"`
 	// FirstPrompt is the start of the session's first user message.
@@ -41,14 +44,14 @@ type SessionInfo struct {
 func info(m recall.Meta, now time.Time) SessionInfo {
 	return SessionInfo{
 		ID: m.Key.Session, Project: m.Key.Project, Title: shortTitle(m.Title),
-		Updated: m.Updated, Age: ago(m.Updated, now), Items: m.ItemCount,
+		Updated: m.Updated, Age: ago(m.Updated, now), Items: m.ItemCount, Source: importer.Source(m),
 		Pinned: m.Pinned, Archived: m.Archived, URI: sessionURI(m.Key),
 	}
 }
 
 // writeInfo renders a session's header line; its title is quoted data.
 func writeInfo(b *strings.Builder, n int, si SessionInfo, withProject bool) {
-	fmt.Fprintf(b, "%d. session %s · %s · %d items", n, si.ID, si.Age, si.Items)
+	fmt.Fprintf(b, "%d. session %s · %s · %d items · source %s", n, si.ID, si.Age, si.Items, sourceName(si.Source))
 	if withProject {
 		fmt.Fprintf(b, " · project %s", si.Project)
 	}
@@ -112,6 +115,7 @@ type SearchInput struct {
 	Project string `json:"project,omitempty" jsonschema:"a project key to search, or \"all\" for every project; default: the current project"`
 	Since   string `json:"since,omitempty" jsonschema:"only hits newer than this: an age such as 7d, 12h or 90m, or a date such as 2026-01-31"`
 	Role    string `json:"role,omitempty" jsonschema:"only hits of this role: user, assistant, system, tool or title"`
+	Source  string `json:"source,omitempty" jsonschema:"only hits in sessions from this tool: recall for the sessions recall wrote, else the tool they were imported from (claude-code, codex, ...); default: every tool"`
 	Limit   int    `json:"limit,omitempty" jsonschema:"the most hits to return, 1-50; default 10"`
 	Cursor  string `json:"cursor,omitempty" jsonschema:"the next_cursor of a previous call, to get the following page"`
 }
@@ -121,6 +125,7 @@ type SearchHit struct {
 	Session string    `json:"session" jsonschema:"the session ID"`
 	Project string    `json:"project"`
 	Title   string    `json:"title,omitempty"`
+	Source  string    `json:"source" jsonschema:"the tool the session came from: recall, claude-code, codex, ..."`
 	Item    string    `json:"item,omitempty" jsonschema:"the item that matched: pass it to read_session as around; empty for a title hit"`
 	Role    string    `json:"role" jsonschema:"user, assistant, system, tool, or title"`
 	Time    time.Time `json:"time"`
@@ -154,7 +159,8 @@ func (s *server) search(ctx context.Context, _ *mcp.CallToolRequest, in SearchIn
 	if err := search.Check(opts); err != nil {
 		return nil, SearchOutput{}, badArg(`%v (query: words in any order or "quoted phrases"; role: user, assistant, system, tool or title; cursor: a next_cursor as returned)`, err)
 	}
-	page, err := recall.Search(ctx, s.st, opts)
+	source := strings.TrimSpace(in.Source)
+	page, err := pagefilter.Search(ctx, s.st, opts, pagefilter.OfSource(source))
 	if err != nil {
 		return nil, SearchOutput{}, err
 	}
@@ -164,7 +170,7 @@ func (s *server) search(ctx context.Context, _ *mcp.CallToolRequest, in SearchIn
 	for _, h := range page.Hits {
 		hit := SearchHit{
 			Session: h.Key.Session, Project: h.Key.Project, Title: shortTitle(h.Title), Role: h.Role,
-			Time: h.Time, Age: ago(h.Time, now), Snippet: h.Snippet,
+			Source: importer.Source(page.Sessions[h.Key]), Time: h.Time, Age: ago(h.Time, now), Snippet: h.Snippet,
 		}
 		if h.Role != recall.RoleTitle {
 			hit.Item = refString(h.Ref)
@@ -185,7 +191,7 @@ func (s *server) search(ctx context.Context, _ *mcp.CallToolRequest, in SearchIn
 		b.WriteString(r)
 	}
 	if len(out.Hits) == 0 && in.Cursor == "" {
-		b.WriteString("No hits. Try other words, fewer words, or project \"all\".\n")
+		b.WriteString("No hits. Try other words, fewer words, or project \"all\"" + orAnySource(source) + ".\n")
 	}
 	if out.NextCursor != "" {
 		fmt.Fprintf(&b, "\nMore hits: call search_sessions again with the same query and cursor %q.\n", out.NextCursor)
@@ -203,6 +209,7 @@ func renderHit(n int, h SearchHit, withProject bool) string {
 	if h.Item != "" {
 		fmt.Fprintf(&b, " · item %s", h.Item)
 	}
+	fmt.Fprintf(&b, " · source %s", sourceName(h.Source))
 	if withProject {
 		fmt.Fprintf(&b, " · project %s", h.Project)
 	}
@@ -214,6 +221,15 @@ func renderHit(n int, h SearchHit, withProject bool) string {
 	b.WriteString("   snippet:\n")
 	quote(&b, h.Snippet)
 	return b.String()
+}
+
+// orAnySource ends a "try" note of a call filtered by source: it may
+// have asked for a source that has no sessions.
+func orAnySource(source string) string {
+	if source == "" {
+		return ""
+	}
+	return fmt.Sprintf(", or leave out source (%s)", sourceName(source))
 }
 
 // count says "1 hit", "2 hits".
@@ -237,6 +253,7 @@ type ListInput struct {
 	Limit    int    `json:"limit,omitempty" jsonschema:"the most sessions to return, 1-100; default 20"`
 	Cursor   string `json:"cursor,omitempty" jsonschema:"the next_cursor of a previous call, to get the following page"`
 	Archived bool   `json:"archived,omitempty" jsonschema:"list archived sessions too"`
+	Source   string `json:"source,omitempty" jsonschema:"only sessions from this tool: recall for the sessions recall wrote, else the tool they were imported from (claude-code, codex, ...); default: every tool"`
 }
 
 // ListOutput is the result of list_sessions.
@@ -257,7 +274,9 @@ func (s *server) list(ctx context.Context, _ *mcp.CallToolRequest, in ListInput)
 		return nil, ListOutput{}, err
 	}
 	opts := recall.ListOptions{Limit: limit, Cursor: in.Cursor, IncludeArchived: in.Archived}
-	page, err := s.st.List(ctx, project, opts)
+	source := strings.TrimSpace(in.Source)
+	keep := pagefilter.OfSource(source)
+	page, err := pagefilter.List(ctx, s.st, project, opts, keep)
 	if err != nil {
 		if errors.Is(err, recall.ErrInvalidKey) {
 			return nil, ListOutput{}, badArg("cursor %q is not a next_cursor this tool returned", in.Cursor)
@@ -276,7 +295,7 @@ func (s *server) list(ctx context.Context, _ *mcp.CallToolRequest, in ListInput)
 		// The page is too long for a result: ask the store for the
 		// shorter page, so that its cursor continues right after it.
 		opts.Limit = n
-		if page, err = s.st.List(ctx, project, opts); err != nil {
+		if page, err = pagefilter.List(ctx, s.st, project, opts, keep); err != nil {
 			return nil, ListOutput{}, err
 		}
 		if infos, records, err = s.listRecords(ctx, page.Sessions, project == "", now); err != nil {
@@ -290,7 +309,7 @@ func (s *server) list(ctx context.Context, _ *mcp.CallToolRequest, in ListInput)
 		b.WriteString(r)
 	}
 	if len(infos) == 0 && in.Cursor == "" {
-		b.WriteString("No sessions here. Try project \"all\".\n")
+		b.WriteString("No sessions here. Try project \"all\"" + orAnySource(source) + ".\n")
 	}
 	if out.NextCursor != "" {
 		fmt.Fprintf(&b, "\nMore sessions: call list_sessions again with cursor %q.\n", out.NextCursor)

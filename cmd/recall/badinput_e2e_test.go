@@ -438,7 +438,7 @@ func TestJSONListings(t *testing.T) {
 		t.Fatalf("--limit 0: %d sessions", len(all.Sessions))
 	}
 	fields := []string{"key", "title", "title_source", "first_prompt", "created", "updated", "item_count", "last_seq",
-		"archived", "pinned", "labels", "metadata", "forked_from", "usage", "corrupt"}
+		"archived", "pinned", "labels", "metadata", "source", "forked_from", "usage", "corrupt"}
 	id := first.Sessions[0]["key"].(map[string]any)["session"].(string)
 	// A session of this project last updated 45 days ago, for gc below
 	// to list (dates set, not waited for).

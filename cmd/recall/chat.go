@@ -301,7 +301,7 @@ func (c *chatSession) pick(ctx context.Context) (recall.Meta, error) {
 		return recall.Meta{}, withHint(errors.New("no sessions to resume"), "start one with 'recall chat'")
 	}
 	if !terminal {
-		if err := writeSessions(c.app.stdout, first.metas, nil, first.all); err != nil {
+		if err := writeSessions(c.app.stdout, first.metas, nil, columns{project: first.all}); err != nil {
 			return recall.Meta{}, err
 		}
 		return recall.Meta{}, usageError("pass one of the IDs above: recall chat --resume ID", "--resume without an ID needs a terminal to pick in")

@@ -18,7 +18,7 @@ const completionPage = 100
 // setupCompletion shows cobra's "completion" command (bash, zsh, fish,
 // powershell) and teaches it recall's values: session IDs (with their
 // titles as descriptions) for the commands that take one, and the values
-// of --format, --api and --output-format.
+// of --format, --api, --output-format and --source.
 func setupCompletion(root *cobra.Command, a *app) {
 	root.CompletionOptions.HiddenDefaultCmd = false
 	root.InitDefaultCompletionCmd()
@@ -37,6 +37,8 @@ func setupCompletion(root *cobra.Command, a *app) {
 		"show":   {"format": {"text", "markdown", "json", "jsonl"}},
 		"export": {"format": {"markdown", "html", "json", "jsonl"}},
 		"chat":   {"api": {"responses", "chat"}, "output-format": {"text", "json", "stream-json"}},
+		"ls":     {"source": sources(root)},
+		"search": {"source": sources(root)},
 	}
 	for _, c := range root.Commands() {
 		name := c.Name()

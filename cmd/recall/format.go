@@ -11,6 +11,7 @@ import (
 	"github.com/mattn/go-runewidth"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/importer"
 	"github.com/recallkit/recall/internal/sessionref"
 	"github.com/recallkit/recall/internal/termsafe"
 )
@@ -66,21 +67,34 @@ func displayTitle(m recall.Meta, width int) string {
 	return runewidth.Truncate(t, width, "…")
 }
 
+// columns are the optional columns of a session table: the project (a
+// listing of every project) and the source, the tool each session came
+// from (importer.Source).
+type columns struct {
+	project, source bool
+}
+
 // writeSessions prints metas as the session table of ls and /sessions:
-// short ID, title, updated (relative), items, and the project when
-// withProject. Short IDs are unique among metas and scope, the sessions a
-// prefix is resolved against.
-func writeSessions(w io.Writer, metas, scope []recall.Meta, withProject bool) error {
+// short ID, title, updated (relative), items, and the columns cols asks
+// for. Short IDs are unique among metas and scope, the sessions a prefix
+// is resolved against.
+func writeSessions(w io.Writer, metas, scope []recall.Meta, cols columns) error {
 	short := sessionref.ShortIDs(append(sessionIDs(metas), sessionIDs(scope)...))
 	now := time.Now()
 	head := []string{"ID", "TITLE", "UPDATED", "ITEMS"}
-	if withProject {
+	if cols.source {
+		head = append(head, "SOURCE")
+	}
+	if cols.project {
 		head = append(head, "PROJECT")
 	}
 	rows := [][]string{head}
 	for i, m := range metas {
 		row := []string{short[i], displayTitle(m, titleWidth), ago(m.Updated, now), strconv.Itoa(m.ItemCount)}
-		if withProject {
+		if cols.source {
+			row = append(row, termsafe.Escape(importer.Source(m)))
+		}
+		if cols.project {
 			row = append(row, m.Key.Project)
 		}
 		rows = append(rows, row)

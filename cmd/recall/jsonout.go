@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/importer"
 	"github.com/recallkit/recall/internal/sessionjson"
 	"github.com/recallkit/recall/server"
 )
@@ -20,6 +21,8 @@ type sessionJSON struct {
 	TitleSource string  `json:"title_source"`
 	FirstPrompt string  `json:"first_prompt"`
 	sessionjson.Fields
+	// Source is the tool the session came from (importer.Source).
+	Source     string             `json:"source"`
 	ForkedFrom *recall.ForkOrigin `json:"forked_from"`
 	Usage      recall.Usage       `json:"usage"`
 	Corrupt    int                `json:"corrupt"`
@@ -47,6 +50,7 @@ func toJSON(m recall.Meta) sessionJSON {
 		TitleSource: string(m.TitleSource),
 		FirstPrompt: m.FirstPrompt,
 		Fields:      sessionjson.Of(m),
+		Source:      importer.Source(m),
 		ForkedFrom:  m.ForkedFrom,
 		Usage:       m.Usage,
 		Corrupt:     m.Corrupt,
@@ -67,17 +71,6 @@ func listJSON(metas []recall.Meta, next string) sessionsJSON {
 // listings of every project leave them out, and gc --all keeps them.
 func reservedProject(project string) bool {
 	return strings.HasPrefix(project, server.ReservedPrefix)
-}
-
-// withoutReserved drops the sessions of reserved projects.
-func withoutReserved(metas []recall.Meta) []recall.Meta {
-	out := metas[:0:0]
-	for _, m := range metas {
-		if !reservedProject(m.Key.Project) {
-			out = append(out, m)
-		}
-	}
-	return out
 }
 
 // projectJSON is a project as projects --json shows it.

@@ -7,14 +7,15 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/internal/pagefilter"
 	"github.com/recallkit/recall/internal/sessionref"
 )
 
 func newLsCmd(a *app) *cobra.Command {
 	var (
-		all, archived bool
-		limit         int
-		dir, cursor   string
+		all, archived       bool
+		limit               int
+		dir, cursor, source string
 	)
 	cmd := &cobra.Command{
 		Use:   "ls",
@@ -23,15 +24,23 @@ func newLsCmd(a *app) *cobra.Command {
 updated, and how many items it holds. The short ID is the shortest prefix
 that names the session unambiguously among those listed (this project,
 or every project with --all); every command that takes an ID
-accepts it, as well as the full ID or the exact title.`,
+accepts it, as well as the full ID or the exact title.
+
+With --all or --source, a SOURCE column names the tool each session came
+from: recall for the sessions recall wrote, or the import it came in by
+(claude-code, codex, ...). --source keeps only the sessions of one tool.`,
 		Example: `  recall ls
   recall ls --all --limit 10
   recall ls --archived --json
+  recall ls --all --source claude-code
   recall ls --json --limit 100 --cursor "$(recall ls --json --limit 100 | jq -r .next)"`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if limit < 0 {
 				return usageError("--limit 0 lists every session", "--limit must not be negative")
+			}
+			if err := checkSource(cmd, source); err != nil {
+				return err
 			}
 			ctx := cmd.Context()
 			proj := ""
@@ -50,7 +59,7 @@ accepts it, as well as the full ID or the exact title.`,
 			if limit == 0 {
 				opts.Limit = -1
 			}
-			page, err := st.List(ctx, proj, opts)
+			page, err := pagefilter.List(ctx, st, proj, opts, listFilter(all, source))
 			if cursor != "" && errors.Is(err, recall.ErrInvalidKey) {
 				// The project key is derived, so the cursor is what the store refused.
 				return usageError(cursorHint("ls"), "bad list cursor %q", cursor)
@@ -58,13 +67,14 @@ accepts it, as well as the full ID or the exact title.`,
 			if err != nil {
 				return withHint(fmt.Errorf("read sessions: %w", err), "check the store (--store, RECALL_STORE) and the --cursor value")
 			}
-			if all {
-				page.Sessions = withoutReserved(page.Sessions)
-			}
 			if a.json {
 				return a.printJSON(listJSON(page.Sessions, page.Next))
 			}
 			if len(page.Sessions) == 0 {
+				if source != "" {
+					a.notef("no sessions from %s (without --source, ls lists every tool's)\n", source)
+					return nil
+				}
 				if all {
 					a.notef("no sessions yet; start one with 'recall chat'\n")
 				} else {
@@ -81,7 +91,7 @@ accepts it, as well as the full ID or the exact title.`,
 			if err != nil {
 				return err
 			}
-			if err := writeSessions(a.stdout, page.Sessions, scope, all); err != nil {
+			if err := writeSessions(a.stdout, page.Sessions, scope, columns{project: all, source: all || source != ""}); err != nil {
 				return err
 			}
 			if page.Next != "" {
@@ -96,5 +106,22 @@ accepts it, as well as the full ID or the exact title.`,
 	f.IntVarP(&limit, "limit", "n", 50, "show at most N sessions (0: all)")
 	f.StringVar(&cursor, "cursor", "", "start after this `CURSOR`: the \"next\" of a previous --json page")
 	f.StringVar(&dir, "project", "", "list the sessions of this project directory (default: the working directory)")
+	f.StringVar(&source, "source", "", "list only the sessions that came from `TOOL`: recall, or an import's name (claude-code, codex, ...)")
 	return cmd
+}
+
+// listFilter is what ls keeps of the sessions it lists: with all, none of
+// the service's own projects (see reservedProject); with a source, only
+// the sessions of that source. nil keeps every session.
+func listFilter(all bool, source string) pagefilter.Keep {
+	if !all && source == "" {
+		return nil
+	}
+	ofSource := pagefilter.OfSource(source)
+	return func(m recall.Meta) bool {
+		if all && reservedProject(m.Key.Project) {
+			return false
+		}
+		return ofSource == nil || ofSource(m)
+	}
 }

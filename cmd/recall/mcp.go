@@ -33,7 +33,7 @@ func newMcpCmd(a *app) *cobra.Command {
 agent can search and read its past sessions:
 
   search_sessions  find messages, tool calls and titles that mention something
-  list_sessions    recent sessions, with titles and first prompts
+  list_sessions    recent sessions, with titles, sources and first prompts
   read_session     one session's conversation, a page at a time
   title_session    set a title        (only with --allow-write)
   pin_session      pin or unpin       (only with --allow-write)
@@ -41,7 +41,9 @@ agent can search and read its past sessions:
 Every session is also a resource, recall://sessions/{project}/{id}, in
 Markdown. The tools look at this project's sessions (the working
 directory's, or --project's) unless a call asks for project "all"; --all
-makes every project the default. The server never writes unless
+makes every project the default. Every session and hit names its source
+(recall, claude-code, codex, ...), and a call's source argument keeps one
+tool's sessions, as 'recall ls --source' does. The server never writes unless
 --allow-write. Every result is capped at --max-chars characters and says
 how to read on.
 

@@ -221,7 +221,7 @@ an empty line leaves; Ctrl-D on an empty line leaves.
 // before the current session.
 func writeSessionsMarked(w io.Writer, metas []recall.Meta, current recall.Key) error {
 	var b strings.Builder
-	if err := writeSessions(&b, metas, nil, false); err != nil {
+	if err := writeSessions(&b, metas, nil, columns{}); err != nil {
 		return err
 	}
 	lines := strings.SplitAfter(b.String(), "\n")

@@ -13,6 +13,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/importer"
+	"github.com/recallkit/recall/internal/pagefilter"
 	"github.com/recallkit/recall/internal/sessionref"
 	"github.com/recallkit/recall/internal/termsafe"
 	"github.com/recallkit/recall/search"
@@ -21,7 +23,7 @@ import (
 // searchFlags are the flags of recall search.
 type searchFlags struct {
 	all, archived, wholeLog, interactive bool
-	dir, role, since, cursor             string
+	dir, role, since, cursor, source     string
 	limit                                int
 }
 
@@ -36,8 +38,10 @@ session titles. The words of the query may come in any order; a "quoted
 phrase" must appear as written; case does not matter; any part of a word
 matches, so Chinese or Japanese text without spaces is found.
 
-Each hit shows the session's title, short ID, age and role, and the text
-around the match (highlighted on a terminal). Popped, removed, cleared and
+Each hit shows the session's title, short ID, age and role (with --all or
+--source, the tool the session came from: recall, or the import it came in
+by), and the text around the match (highlighted on a terminal). --source
+keeps only the hits in sessions of one tool. Popped, removed, cleared and
 compacted-away items are left out unless --whole-log asks for them.
 -i lists the sessions that match and resumes the one you pick with Enter.
 
@@ -46,6 +50,7 @@ read whole.`,
 		Example: `  recall search tokenizer
   recall search '"connection refused"' --all --since 7d
   recall search 张三 --role user --json
+  recall search migration --all --source codex
   recall search parser -i`,
 		Args: args(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
@@ -59,6 +64,7 @@ read whole.`,
 	fl.StringVar(&f.role, "role", "", "only hits of this `ROLE`: user, assistant, system, tool or title")
 	fl.StringVar(&f.since, "since", "", "only hits newer than this `AGE` (30d, 12h, 90m)")
 	fl.IntVarP(&f.limit, "limit", "n", recall.DefaultSearchLimit, fmt.Sprintf("show at most `N` hits (1-%d)", recall.MaxSearchLimit))
+	fl.StringVar(&f.source, "source", "", "only hits in the sessions that came from `TOOL`: recall, or an import's name (claude-code, codex, ...)")
 	fl.StringVar(&f.cursor, "cursor", "", "continue after the page whose \"next\" (in --json output) is `CURSOR`")
 	fl.BoolVar(&f.wholeLog, "whole-log", false, "search removed, popped, cleared and compacted-away items too")
 	fl.BoolVarP(&f.interactive, "interactive", "i", false, "pick one of the matching sessions and resume it (needs a terminal)")
@@ -79,6 +85,9 @@ func (a *app) search(cmd *cobra.Command, query string, f searchFlags) error {
 		return usageError("use one of them", "--all and --project both choose where to search")
 	case f.interactive && a.json:
 		return usageError("use one of them", "--interactive and --json both choose the output")
+	}
+	if err := checkSource(cmd, f.source); err != nil {
+		return err
 	}
 	if f.since != "" {
 		d, err := parseAge(f.since)
@@ -109,7 +118,8 @@ func (a *app) search(cmd *cobra.Command, query string, f searchFlags) error {
 	if err != nil {
 		return err
 	}
-	page, err := recall.Search(ctx, st, opts)
+	keep := pagefilter.OfSource(f.source)
+	page, err := pagefilter.Search(ctx, st, opts, keep)
 	if errors.Is(err, recall.ErrInvalidQuery) {
 		return usageError(`words in any order, "quoted phrases"`, "%v", err)
 	}
@@ -117,28 +127,29 @@ func (a *app) search(cmd *cobra.Command, query string, f searchFlags) error {
 		return err
 	}
 	if a.json {
-		if page.Hits == nil {
-			page.Hits = []recall.Hit{}
-		}
-		return a.printJSON(page)
+		return a.printJSON(hitsJSON(page))
 	}
 	if len(page.Hits) == 0 {
 		where := "this project"
 		if f.all {
 			where = "any project"
 		}
+		if f.source != "" {
+			where += "'s sessions from " + f.source
+		}
 		a.notef("no hits for %s in %s\n", query, where)
 		return nil
 	}
 	if f.interactive {
-		return a.pickHit(cmd, st, opts, page)
+		return a.pickHit(cmd, st, opts, keep, page)
 	}
 	scope, err := sessionref.All(ctx, st, "", true)
 	if err != nil {
 		return err
 	}
 	color := isTerminal(a.stdout) && os.Getenv("NO_COLOR") == ""
-	if err := writeHits(a.stdout, page.Hits, scope, f.all, color, time.Now()); err != nil {
+	cols := columns{project: f.all, source: f.all || f.source != ""}
+	if err := writeHits(a.stdout, page, scope, cols, color, time.Now()); err != nil {
 		return err
 	}
 	if page.Next != "" {
@@ -153,10 +164,35 @@ func cursorHint(command string) string {
 	return fmt.Sprintf("the --cursor value is invalid: it takes the \"next\" of a previous 'recall %s --json' page, as printed", command)
 }
 
-// writeHits prints hits: a line with the title, short ID, age and role
-// (and project when withProject), then the snippet, indented, its matches
-// highlighted when color. Short IDs are unique among scope.
-func writeHits(w io.Writer, hits []recall.Hit, scope []recall.Meta, withProject, color bool, now time.Time) error {
+// searchPageJSON is what search --json prints: the hits, each with the
+// source of its session, and the cursor of the next page.
+type searchPageJSON struct {
+	Hits []hitJSON `json:"hits"`
+	Next string    `json:"next,omitempty"`
+}
+
+// hitJSON is a hit in search --json: recall.Hit's fields and the source
+// of its session (importer.Source).
+type hitJSON struct {
+	recall.Hit
+	Source string `json:"source"`
+}
+
+// hitsJSON returns page as search --json prints it.
+func hitsJSON(page pagefilter.SearchPage) searchPageJSON {
+	out := searchPageJSON{Hits: make([]hitJSON, 0, len(page.Hits)), Next: page.Next}
+	for _, h := range page.Hits {
+		out.Hits = append(out.Hits, hitJSON{Hit: h, Source: importer.Source(page.Sessions[h.Key])})
+	}
+	return out
+}
+
+// writeHits prints the hits of page: a line with the title, short ID, age
+// and role (and the session's source and project when cols asks for
+// them), then the snippet, indented, its matches highlighted when color.
+// Short IDs are unique among scope.
+func writeHits(w io.Writer, page pagefilter.SearchPage, scope []recall.Meta, cols columns, color bool, now time.Time) error {
+	hits := page.Hits
 	ids := make([]string, 0, len(hits)+len(scope))
 	for _, h := range hits {
 		ids = append(ids, h.Key.Session)
@@ -169,7 +205,10 @@ func writeHits(w io.Writer, hits []recall.Hit, scope []recall.Meta, withProject,
 			title = "(untitled)"
 		}
 		head := []string{runewidth.Truncate(termsafe.Escape(title), titleWidth, "…"), short[i], ago(h.Time, now), h.Role}
-		if withProject {
+		if cols.source {
+			head = append(head, termsafe.Escape(importer.Source(page.Sessions[h.Key])))
+		}
+		if cols.project {
 			head = append(head, h.Key.Project)
 		}
 		line := strings.Join(head, "  ")
@@ -204,18 +243,16 @@ func highlight(snippet string, spans []recall.Span, color bool) string {
 	return b.String()
 }
 
-// pickHit lets the user choose among the sessions of the hits of opts,
-// each shown with the text of its newest hit, and resumes the one chosen
-// with recall chat. The picker opens on the sessions of first (the first
-// page of hits) and reads the rest while the user looks, so every
-// matching session can be reached; Tab switches between the hits of this
-// project and every project's.
-func (a *app) pickHit(cmd *cobra.Command, st recall.Store, opts recall.SearchOptions, first recall.SearchPage) error {
+// pickHit lets the user choose among the sessions of the hits of opts
+// that keep accepts, each shown with the text of its newest hit, and
+// resumes the one chosen with recall chat. The picker opens on the
+// sessions of first (the first page of hits) and reads the rest while the
+// user looks, so every matching session can be reached; Tab switches
+// between the hits of this project and every project's.
+func (a *app) pickHit(cmd *cobra.Command, st recall.Store, opts recall.SearchOptions, keep pagefilter.Keep, first pagefilter.SearchPage) error {
 	ctx := cmd.Context()
 	var found hitSessions
-	if err := found.add(ctx, st, first.Hits); err != nil {
-		return err
-	}
+	found.add(first)
 	here := opts.Project
 	if here == "" {
 		here, _ = project("") // Tab's "this project"; "" (no working directory): every project's
@@ -229,7 +266,7 @@ func (a *app) pickHit(cmd *cobra.Command, st recall.Store, opts recall.SearchOpt
 		if all {
 			o.Project = ""
 		}
-		metas, hits, err := searchSessions(ctx, st, o)
+		metas, hits, err := searchSessions(ctx, st, o, keep)
 		if hits == nil {
 			hits = []contentHit{} // not nil: the picker keeps its snippets on a nil
 		}
@@ -243,19 +280,18 @@ func (a *app) pickHit(cmd *cobra.Command, st recall.Store, opts recall.SearchOpt
 	return a.resume(cmd.Context(), m.Key)
 }
 
-// searchSessions reads the sessions of every hit of opts from its cursor
-// on, a page of hits at a time, each with the text of its newest hit.
-func searchSessions(ctx context.Context, st recall.Store, opts recall.SearchOptions) ([]recall.Meta, []contentHit, error) {
+// searchSessions reads the sessions keep accepts of every hit of opts
+// from its cursor on, a page of hits at a time, each with the text of its
+// newest hit.
+func searchSessions(ctx context.Context, st recall.Store, opts recall.SearchOptions, keep pagefilter.Keep) ([]recall.Meta, []contentHit, error) {
 	opts.Limit = recall.MaxSearchLimit
 	var found hitSessions
 	for {
-		page, err := recall.Search(ctx, st, opts)
+		page, err := pagefilter.Search(ctx, st, opts, keep)
 		if err != nil {
 			return nil, nil, err
 		}
-		if err := found.add(ctx, st, page.Hits); err != nil {
-			return nil, nil, err
-		}
+		found.add(page)
 		if page.Next == "" || len(page.Hits) == 0 {
 			return found.metas, found.hits, nil
 		}
@@ -271,24 +307,16 @@ type hitSessions struct {
 	seen  map[recall.Key]bool
 }
 
-// add adds the sessions of hits not seen yet, reading their metadata; a
-// session removed since the search is left out.
-func (f *hitSessions) add(ctx context.Context, st recall.Store, hits []recall.Hit) error {
+// add adds the sessions of the hits of page not seen yet, with the
+// metadata the page holds of them.
+func (f *hitSessions) add(page pagefilter.SearchPage) {
 	if f.seen == nil {
 		f.seen = map[recall.Key]bool{}
 	}
-	for _, h := range firstHits(hits, f.seen) {
-		m, err := st.Stat(ctx, h.key)
-		if errors.Is(err, recall.ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		f.metas = append(f.metas, m)
+	for _, h := range firstHits(page.Hits, f.seen) {
+		f.metas = append(f.metas, page.Sessions[h.key])
 		f.hits = append(f.hits, h)
 	}
-	return nil
 }
 
 // firstHits returns the first of hits in each session not in seen, in

@@ -12,6 +12,8 @@ import (
 	"github.com/mattn/go-runewidth"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/importer"
+	"github.com/recallkit/recall/internal/pagefilter"
 	"github.com/recallkit/recall/memstore"
 )
 
@@ -33,12 +35,25 @@ func TestWriteHits(t *testing.T) {
 	k := recall.Key{Project: "p", Session: "0199aaaa-0001"}
 	hits := []recall.Hit{{Key: k, Title: "Tokenizer \x1b]0;x", Role: "user", Time: now.Add(-2 * time.Hour),
 		Snippet: "fix the tokenizer", Matches: []recall.Span{{Start: 8, End: 17}}}}
-	var b strings.Builder
-	if err := writeHits(&b, hits, []recall.Meta{{Key: k}, {Key: recall.Key{Project: "p", Session: "0199bbbb"}}}, true, false, now); err != nil {
-		t.Fatal(err)
-	}
-	if want := "Tokenizer \\x1b]0;x  0199aaaa  2h ago  user  p\n    fix the tokenizer\n"; b.String() != want {
-		t.Errorf("writeHits wrote\n%q\nwant\n%q", b.String(), want)
+	page := pagefilter.SearchPage{SearchPage: recall.SearchPage{Hits: hits}, Sessions: map[recall.Key]recall.Meta{
+		k: {Key: k, Metadata: map[string]string{importer.MetaSource: "codex"}},
+	}}
+	scope := []recall.Meta{{Key: k}, {Key: recall.Key{Project: "p", Session: "0199bbbb"}}}
+	for _, c := range []struct {
+		cols columns
+		want string
+	}{
+		{columns{project: true}, "Tokenizer \\x1b]0;x  0199aaaa  2h ago  user  p\n    fix the tokenizer\n"},
+		{columns{project: true, source: true}, "Tokenizer \\x1b]0;x  0199aaaa  2h ago  user  codex  p\n    fix the tokenizer\n"},
+		{columns{}, "Tokenizer \\x1b]0;x  0199aaaa  2h ago  user\n    fix the tokenizer\n"},
+	} {
+		var b strings.Builder
+		if err := writeHits(&b, page, scope, c.cols, false, now); err != nil {
+			t.Fatal(err)
+		}
+		if b.String() != c.want {
+			t.Errorf("writeHits %+v wrote\n%q\nwant\n%q", c.cols, b.String(), c.want)
+		}
 	}
 }
 
@@ -171,8 +186,8 @@ func TestFitSnippet(t *testing.T) {
 
 // TestSearchSessions: the search picker's read of the rest pages through
 // the hits (more than a page of them here) and lists each session once,
-// in the order of its newest hit, with that hit; a session removed since
-// it was listed is left out.
+// in the order of its newest hit, with that hit; with a filter, only the
+// sessions it keeps.
 func TestSearchSessions(t *testing.T) {
 	ctx := context.Background()
 	st := memstore.New(memstore.Options{})
@@ -186,7 +201,7 @@ func TestSearchSessions(t *testing.T) {
 		}
 		keys = append(keys, key)
 	}
-	metas, hits, err := searchSessions(ctx, st, recall.SearchOptions{Query: "needle", Project: "p"})
+	metas, hits, err := searchSessions(ctx, st, recall.SearchOptions{Query: "needle", Project: "p"}, nil)
 	if err != nil || len(metas) != n || len(hits) != n {
 		t.Fatalf("searchSessions: %d sessions, %d hits, %v; want %d", len(metas), len(hits), err, n)
 	}
@@ -195,11 +210,15 @@ func TestSearchSessions(t *testing.T) {
 			t.Fatalf("session %d: %v with hit %+v; want %v, newest first, with its newest hit", i, m.Key, hits[i], want)
 		}
 	}
-	var found hitSessions
-	if err := st.Remove(ctx, keys[1]); err != nil {
-		t.Fatal(err)
+	// With a filter, only the sessions it keeps, still each once.
+	odd := func(m recall.Meta) bool { return m.Key.Session[len(m.Key.Session)-1]%2 == 1 }
+	metas, hits, err = searchSessions(ctx, st, recall.SearchOptions{Query: "needle", Project: "p"}, odd)
+	if err != nil || len(metas) != n/2 || len(hits) != n/2 {
+		t.Fatalf("searchSessions of odd sessions: %d sessions, %d hits, %v; want %d", len(metas), len(hits), err, n/2)
 	}
-	if err := found.add(ctx, st, []recall.Hit{{Key: keys[0]}, {Key: keys[1]}, {Key: keys[0]}}); err != nil || len(found.metas) != 1 || found.metas[0].Key != keys[0] {
-		t.Errorf("add: %v, %v; want %v alone", found.metas, err, keys[0])
+	for i, m := range metas {
+		if !odd(m) || hits[i].key != m.Key {
+			t.Fatalf("session %d: %v with hit %+v", i, m.Key, hits[i])
+		}
 	}
 }
