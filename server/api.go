@@ -38,18 +38,18 @@ func (s *Server) apiRoutes() {
 	s.mux.HandleFunc("GET /api/v1/openapi.json", func(w http.ResponseWriter, r *http.Request) {
 		writeRawJSON(w, http.StatusOK, openAPI)
 	})
-	s.mux.HandleFunc("GET /api/v1/me", s.me)
-	s.mux.HandleFunc("GET /api/v1/sessions", s.listSessions)
-	s.mux.HandleFunc("GET /api/v1/search", s.search)
-	s.mux.HandleFunc("GET /api/v1/sessions/{session_id}", s.getSession)
-	s.mux.HandleFunc("PATCH /api/v1/sessions/{session_id}", s.updateSession)
-	s.mux.HandleFunc("DELETE /api/v1/sessions/{session_id}", s.deleteSession)
-	s.mux.HandleFunc("POST /api/v1/sessions/{session_id}/fork", s.idempotent(s.forkSession))
-	s.mux.HandleFunc("GET /api/v1/sessions/{session_id}/entries", s.sessionEntries)
-	s.mux.HandleFunc("GET /api/v1/sessions/{session_id}/usage", s.sessionUsage)
-	s.mux.HandleFunc("GET /api/v1/sessions/{session_id}/subagents", s.sessionSubagents)
-	s.mux.HandleFunc("GET /api/v1/sessions/{session_id}/export", s.exportSession)
-	s.mux.HandleFunc("POST /api/v1/sessions/{session_id}/compact", s.idempotent(s.compactSession))
+	s.mux.HandleFunc("GET /api/v1/me", s.api(s.me))
+	s.mux.HandleFunc("GET /api/v1/sessions", s.api(s.listSessions))
+	s.mux.HandleFunc("GET /api/v1/search", s.api(s.search))
+	s.mux.HandleFunc("GET /api/v1/sessions/{session_id}", s.api(s.getSession))
+	s.mux.HandleFunc("PATCH /api/v1/sessions/{session_id}", s.api(s.updateSession))
+	s.mux.HandleFunc("DELETE /api/v1/sessions/{session_id}", s.api(s.deleteSession))
+	s.mux.HandleFunc("POST /api/v1/sessions/{session_id}/fork", s.api(s.idempotent(s.forkSession)))
+	s.mux.HandleFunc("GET /api/v1/sessions/{session_id}/entries", s.api(s.sessionEntries))
+	s.mux.HandleFunc("GET /api/v1/sessions/{session_id}/usage", s.api(s.sessionUsage))
+	s.mux.HandleFunc("GET /api/v1/sessions/{session_id}/subagents", s.api(s.sessionSubagents))
+	s.mux.HandleFunc("GET /api/v1/sessions/{session_id}/export", s.api(s.exportSession))
+	s.mux.HandleFunc("POST /api/v1/sessions/{session_id}/compact", s.api(s.idempotent(s.compactSession)))
 }
 
 // session is a session as /api/v1 shows it. The fields from created to
@@ -174,26 +174,26 @@ func boolParam(r *http.Request, name string) (bool, error) {
 	return b, nil
 }
 
-func (s *Server) me(w http.ResponseWriter, r *http.Request) {
+func (s *Server) me(w http.ResponseWriter, r *http.Request) error {
 	u, err := apiUser(r)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, struct {
 		Object string `json:"object"`
 		User   string `json:"user"`
 		Admin  bool   `json:"admin"`
 	}{"user", u.Name, u.Admin})
+	return nil
 }
 
-func (s *Server) getSession(w http.ResponseWriter, r *http.Request) {
+func (s *Server) getSession(w http.ResponseWriter, r *http.Request) error {
 	m, err := s.sessionMeta(r)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, sessionOf(m))
+	return nil
 }
 
 // sessionUpdate is the body of PATCH /api/v1/sessions/{id}: every field
@@ -205,39 +205,47 @@ type sessionUpdate struct {
 	Labels   *[]string `json:"labels"`
 }
 
-// updateSession renames, pins or unpins, archives or unarchives, and
-// relabels a session. The pin, archive and label changes are one entry,
-// written at once; a title is one entry more.
-func (s *Server) updateSession(w http.ResponseWriter, r *http.Request) {
-	key, err := sessionKey(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
+// check refuses an update that changes nothing or sets a field beyond
+// its bounds.
+func (u sessionUpdate) check() error {
+	if u.Title == nil && u.Pinned == nil && u.Archived == nil && u.Labels == nil {
+		return invalidParam("", "Nothing to change: send one or more of title, pinned, archived and labels.")
 	}
-	var body sessionUpdate
-	if err := s.readJSON(w, r, &body); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	if body.Title == nil && body.Pinned == nil && body.Archived == nil && body.Labels == nil {
-		s.writeError(w, r, invalidParam("", "Nothing to change: send one or more of title, pinned, archived and labels."))
-		return
-	}
-	if body.Labels != nil {
-		if len(*body.Labels) > maxLabels {
-			s.writeError(w, r, invalidParam("labels", "At most %d labels.", maxLabels))
-			return
+	if u.Labels != nil {
+		if len(*u.Labels) > maxLabels {
+			return invalidParam("labels", "At most %d labels.", maxLabels)
 		}
-		for i, l := range *body.Labels {
+		for i, l := range *u.Labels {
 			if l == "" || len(l) > maxLabelLen {
-				s.writeError(w, r, invalidParam(fmt.Sprintf("labels[%d]", i), "Invalid label %q: 1 to %d bytes.", shorten(l), maxLabelLen))
-				return
+				return invalidParam(fmt.Sprintf("labels[%d]", i), "Invalid label %q: 1 to %d bytes.", shorten(l), maxLabelLen)
 			}
 		}
 	}
-	if body.Title != nil && len(*body.Title) > maxTitleLen {
-		s.writeError(w, r, invalidParam("title", "The title is longer than %d bytes.", maxTitleLen))
-		return
+	return checkTitle(u.Title)
+}
+
+// checkTitle refuses a title (nil: none given) over maxTitleLen.
+func checkTitle(title *string) error {
+	if title != nil && len(*title) > maxTitleLen {
+		return invalidParam("title", "The title is longer than %d bytes.", maxTitleLen)
+	}
+	return nil
+}
+
+// updateSession renames, pins or unpins, archives or unarchives, and
+// relabels a session. The pin, archive and label changes are one entry,
+// written at once; a title is one entry more.
+func (s *Server) updateSession(w http.ResponseWriter, r *http.Request) error {
+	key, err := sessionKey(r)
+	if err != nil {
+		return err
+	}
+	var body sessionUpdate
+	if err := s.readJSON(w, r, &body); err != nil {
+		return err
+	}
+	if err := body.check(); err != nil {
+		return err
 	}
 	// Each change is guarded by the session's existence (IfExists), so a
 	// missing session is a 404 and a removed one is never brought back.
@@ -249,17 +257,16 @@ func (s *Server) updateSession(w http.ResponseWriter, r *http.Request) {
 			c.Labels, c.SetLabels = *body.Labels, true
 		}
 		if m, err = recall.NewSession(s.store, key).ChangeMeta(ctx, c); err != nil {
-			s.writeError(w, r, sessionErr(err, key))
-			return
+			return sessionErr(err, key)
 		}
 	}
 	if body.Title != nil {
 		if m, err = recall.NewSession(s.store, key).SetTitle(ctx, *body.Title, recall.TitleUser); err != nil {
-			s.writeError(w, r, sessionErr(err, key))
-			return
+			return sessionErr(err, key)
 		}
 	}
 	writeJSON(w, http.StatusOK, sessionOf(m))
+	return nil
 }
 
 // The bounds of what PATCH sets.
@@ -271,59 +278,50 @@ const (
 
 // deleteSession removes a session with its subagent records. An admin
 // removes another user's with ?user=NAME.
-func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) {
+func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) error {
 	key, err := sessionKey(r)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	if name := r.URL.Query().Get("user"); name != "" {
 		u, _ := apiUser(r)
 		if name != u.Name && !u.Admin || ValidateUser(name) != nil {
-			s.writeError(w, r, sessionNotFound(key.Session)) // never a 403: nothing is revealed
-			return
+			return sessionNotFound(key.Session) // never a 403: nothing is revealed
 		}
 		key.Project = User{Name: name}.Project()
 	}
 	force, err := boolParam(r, "force")
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	// A pinned session goes only with force=true, as recall rm needs --force.
 	if !force {
 		m, err := s.store.Stat(r.Context(), key)
 		if err != nil {
-			s.writeError(w, r, sessionErr(err, key))
-			return
+			return sessionErr(err, key)
 		}
 		if m.Pinned {
-			s.writeError(w, r, &APIError{Status: http.StatusConflict, Type: "invalid_request_error", Code: "session_pinned", NoRetry: true,
-				Message: "The session is pinned: unpin it first, or delete it with force=true."})
-			return
+			return &APIError{Status: http.StatusConflict, Type: "invalid_request_error", Code: "session_pinned", NoRetry: true,
+				Message: "The session is pinned: unpin it first, or delete it with force=true."}
 		}
 	}
 	if err := s.store.Remove(r.Context(), key); err != nil {
-		s.writeError(w, r, sessionErr(err, key))
-		return
+		return sessionErr(err, key)
 	}
-	writeJSON(w, http.StatusOK, struct {
-		ID      string `json:"id"`
-		Object  string `json:"object"`
-		Deleted bool   `json:"deleted"`
-	}{key.Session, "session.deleted", true})
+	writeDeleted(w, key.Session, "session.deleted")
+	return nil
 }
 
 // sessionUsage answers the session's token usage totals.
-func (s *Server) sessionUsage(w http.ResponseWriter, r *http.Request) {
+func (s *Server) sessionUsage(w http.ResponseWriter, r *http.Request) error {
 	m, err := s.sessionMeta(r)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, struct {
 		Object string `json:"object"`
 		ID     string `json:"id"`
 		recall.Usage
 	}{"session.usage", m.Key.Session, m.Usage})
+	return nil
 }

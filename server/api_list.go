@@ -39,6 +39,13 @@ const (
 	pinnedCap = 100
 )
 
+// listLimit reads the limit= of a listing: defaultListLimit when it is
+// absent, 1 to maxListLimit.
+func listLimit(r *http.Request) (int, error) {
+	n, err := intParam(r, "limit", defaultListLimit, 1, maxListLimit)
+	return int(n), err
+}
+
 // cursorList is the envelope of the /api/v1 listings paged by cursor
 // (sessionList is the same with a pinned cursor added).
 type cursorList[T any] struct {
@@ -65,61 +72,47 @@ type sessionList struct {
 	PinnedNextCursor string `json:"pinned_next_cursor,omitempty"`
 }
 
-func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
+func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) error {
 	u, err := apiUser(r)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	q := r.URL.Query()
-	limit, err := intParam(r, "limit", defaultListLimit, 1, maxListLimit)
+	limit, err := listLimit(r)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
-	archived, err := boolParam(r, "archived")
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	all, err := boolParam(r, "all")
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	onlyPinned, err := boolParam(r, "pinned")
-	if err != nil {
-		s.writeError(w, r, err)
-		return
+	var archived, all, onlyPinned bool
+	for _, p := range []struct {
+		name string
+		v    *bool
+	}{{"archived", &archived}, {"all", &all}, {"pinned", &onlyPinned}} {
+		if *p.v, err = boolParam(r, p.name); err != nil {
+			return err
+		}
 	}
 	if q.Has("q") {
 		if all || q.Get("user") != "" && q.Get("user") != u.Name {
-			s.writeError(w, r, invalidParam("q", "Search (q) covers your own sessions only; an admin lists others' without it."))
-			return
+			return invalidParam("q", "Search (q) covers your own sessions only; an admin lists others' without it.")
 		}
 		if onlyPinned {
-			s.writeError(w, r, invalidParam("pinned", "Search (q) does not take pinned; list the pinned sessions without it."))
-			return
+			return invalidParam("pinned", "Search (q) does not take pinned; list the pinned sessions without it.")
 		}
-		s.searchSessions(w, r, u, int(limit))
-		return
+		return s.searchSessions(w, r, u, limit)
 	}
 	project := u.Project()
 	if name := q.Get("user"); name != "" && name != u.Name {
 		if err := ValidateUser(name); err != nil {
-			s.writeError(w, r, invalidParam("user", "Invalid user name %q.", shorten(name)))
-			return
+			return invalidParam("user", "Invalid user name %q.", shorten(name))
 		}
 		if !u.Admin {
-			s.writeError(w, r, notAdmin("Only an admin may list another user's sessions."))
-			return
+			return notAdmin("Only an admin may list another user's sessions.")
 		}
 		project = User{Name: name}.Project()
 	}
 	if all {
 		if !u.Admin {
-			s.writeError(w, r, notAdmin("Only an admin may list every user's sessions."))
-			return
+			return notAdmin("Only an admin may list every user's sessions.")
 		}
 		project = "" // every project, of which only the users' are kept
 	}
@@ -129,34 +122,42 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 			(title == "" || strings.Contains(strings.ToLower(m.Title), title))
 	}
 
-	ctx := r.Context()
-	cursor := q.Get("cursor")
-	out := sessionList{Object: "list", Data: []session{}}
-	others := func(m recall.Meta) bool { return !m.Pinned && keep(m) }
-	if onlyPinned {
-		others = keep // the listing holds pinned sessions only
-	}
-	if cursor == "" && !onlyPinned {
-		pinned, pinnedNext, err := s.collect(ctx, project, recall.ListOptions{IncludeArchived: archived, Pinned: true}, pinnedCap, keep)
-		if err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		for _, m := range pinned {
-			out.Data = append(out.Data, sessionOf(m))
-		}
-		out.PinnedNextCursor = pinnedNext
-	}
-	rest, next, err := s.collect(ctx, project, recall.ListOptions{IncludeArchived: archived, Cursor: cursor, Pinned: onlyPinned}, int(limit), others)
+	opts := recall.ListOptions{IncludeArchived: archived, Cursor: q.Get("cursor"), Pinned: onlyPinned}
+	metas, pinnedNext, next, err := s.pinnedFirst(r.Context(), project, opts, limit, keep)
 	if err != nil {
-		s.writeError(w, r, cursorErr(err, cursor))
-		return
+		return err
 	}
-	for _, m := range rest {
+	out := sessionList{Object: "list", Data: []session{}, PinnedNextCursor: pinnedNext, NextCursor: next, HasMore: next != ""}
+	for _, m := range metas {
 		out.Data = append(out.Data, sessionOf(m))
 	}
-	out.NextCursor, out.HasMore = next, next != ""
 	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// pinnedFirst reads one page of a listing of project with opts, as the
+// API and the viewer list sessions (see above): on a first page (no
+// cursor) that is not of the pinned sessions only, up to pinnedCap pinned
+// sessions, then up to limit others from the cursor on; keep filters
+// both. It returns the cursor of the pinned sessions past those shown,
+// and that of the next page: "" when there are none.
+func (s *Server) pinnedFirst(ctx context.Context, project string, opts recall.ListOptions, limit int, keep func(recall.Meta) bool) (
+	metas []recall.Meta, pinnedNext, next string, err error) {
+	others := func(m recall.Meta) bool { return !m.Pinned && keep(m) }
+	if opts.Pinned {
+		others = keep // the listing holds pinned sessions only
+	}
+	if opts.Cursor == "" && !opts.Pinned {
+		pinned := recall.ListOptions{IncludeArchived: opts.IncludeArchived, Pinned: true}
+		if metas, pinnedNext, err = s.collect(ctx, project, pinned, pinnedCap, keep); err != nil {
+			return nil, "", "", err
+		}
+	}
+	rest, next, err := s.collect(ctx, project, opts, limit, others)
+	if err != nil {
+		return nil, "", "", cursorErr(err, opts.Cursor)
+	}
+	return append(metas, rest...), pinnedNext, next, nil
 }
 
 // cursorErr puts a store's refusal of a client's cursor (a list cursor the
@@ -215,28 +216,24 @@ type subagent struct {
 
 // sessionSubagents lists the subagent records under a session (see
 // recall.Key.Subpath); their logs are read with entries?subpath=.
-func (s *Server) sessionSubagents(w http.ResponseWriter, r *http.Request) {
+func (s *Server) sessionSubagents(w http.ResponseWriter, r *http.Request) error {
 	key, err := sessionKey(r)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
-	limit, err := intParam(r, "limit", defaultListLimit, 1, maxListLimit)
+	limit, err := listLimit(r)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	ctx := r.Context()
 	if _, err := s.store.Stat(ctx, key); err != nil {
-		s.writeError(w, r, sessionErr(err, key))
-		return
+		return sessionErr(err, key)
 	}
 	page, err := s.store.List(ctx, key.Project, recall.ListOptions{
-		Parent: key.Session, Limit: int(limit), Cursor: r.URL.Query().Get("cursor"), IncludeArchived: true,
+		Parent: key.Session, Limit: limit, Cursor: r.URL.Query().Get("cursor"), IncludeArchived: true,
 	})
 	if err != nil {
-		s.writeError(w, r, cursorErr(err, r.URL.Query().Get("cursor")))
-		return
+		return cursorErr(err, r.URL.Query().Get("cursor"))
 	}
 	data := make([]subagent, 0, len(page.Sessions))
 	for _, m := range page.Sessions {
@@ -244,4 +241,5 @@ func (s *Server) sessionSubagents(w http.ResponseWriter, r *http.Request) {
 			Created: m.Created, Updated: m.Updated, ItemCount: m.ItemCount, LastSeq: m.LastSeq, Usage: m.Usage})
 	}
 	writeJSON(w, http.StatusOK, listOf(data, page.Next))
+	return nil
 }

@@ -26,33 +26,28 @@ const (
 // entry with its seq (recall.Entry's JSON): after=SEQ continues after
 // the last seq of the previous page. subpath= reads a subagent record's
 // log instead.
-func (s *Server) sessionEntries(w http.ResponseWriter, r *http.Request) {
+func (s *Server) sessionEntries(w http.ResponseWriter, r *http.Request) error {
 	key, err := sessionKey(r)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	if sub := r.URL.Query().Get("subpath"); sub != "" {
 		key.Subpath = sub
 		if key.Validate() != nil {
-			s.writeError(w, r, invalidParam("subpath", "Invalid subpath %q.", shorten(sub)))
-			return
+			return invalidParam("subpath", "Invalid subpath %q.", shorten(sub))
 		}
 	}
 	after, err := intParam(r, "after", 0, 0, 1<<62)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	limit, err := intParam(r, "limit", defaultEntriesLimit, 1, maxEntriesLimit)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	es, err := s.store.Entries(r.Context(), key, after, int(limit)+1)
 	if err != nil {
-		s.writeError(w, r, sessionErr(err, key))
-		return
+		return sessionErr(err, key)
 	}
 	more := len(es) > int(limit)
 	if more {
@@ -71,6 +66,7 @@ func (s *Server) sessionEntries(w http.ResponseWriter, r *http.Request) {
 		LastSeq int64          `json:"last_seq"`
 		HasMore bool           `json:"has_more"`
 	}{"list", es, last, more})
+	return nil
 }
 
 // exportItems streams the view of key as one list (writeList's
@@ -79,13 +75,12 @@ func (s *Server) sessionEntries(w http.ResponseWriter, r *http.Request) {
 // does not grow with the session. The first page is read before anything
 // is written, so a store failing then is still a clean error; a page that
 // fails later cuts the connection (half a list is not a list).
-func (s *Server) exportItems(w http.ResponseWriter, r *http.Request, key recall.Key) {
+func (s *Server) exportItems(w http.ResponseWriter, r *http.Request, key recall.Key) error {
 	ctx := r.Context()
 	opts := recall.ItemPageOptions{Oldest: true, Limit: exportPage}
 	page, err := recall.NewSession(s.store, key).ReadItems(ctx, opts)
 	if err != nil {
-		s.writeError(w, r, sessionErr(err, key))
-		return
+		return sessionErr(err, key)
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Disposition", `attachment; filename="`+key.Session+`.json"`)
@@ -106,7 +101,7 @@ func (s *Server) exportItems(w http.ResponseWriter, r *http.Request, key recall.
 			}
 			if len(b) >= 32<<10 {
 				if _, err := w.Write(b); err != nil {
-					return // the client went away
+					return nil // the client went away
 				}
 				b = b[:0]
 			}
@@ -129,6 +124,7 @@ func (s *Server) exportItems(w http.ResponseWriter, r *http.Request, key recall.
 	b = append(b, last...)
 	b = append(b, `,"has_more":false}`+"\n"...)
 	_, _ = w.Write(b)
+	return nil
 }
 
 // exportPage is how many entries a JSONL export reads a time.
@@ -140,51 +136,22 @@ const exportPage = 1000
 // format=jsonl is its raw entry log, one recall.Entry a line, lossless;
 // format=markdown (or md) and format=html are the export package's
 // readable renderings of its whole history, subagent records included.
-func (s *Server) exportSession(w http.ResponseWriter, r *http.Request) {
+func (s *Server) exportSession(w http.ResponseWriter, r *http.Request) error {
 	key, err := sessionKey(r)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
-	ctx := r.Context()
 	switch format := r.URL.Query().Get("format"); format {
 	case "", "json":
-		if _, err := s.store.Stat(ctx, key); err != nil {
-			s.writeError(w, r, sessionErr(err, key))
-			return
+		if _, err := s.store.Stat(r.Context(), key); err != nil {
+			return sessionErr(err, key)
 		}
-		s.exportItems(w, r, key)
+		return s.exportItems(w, r, key)
 	case "jsonl":
-		// The first page is read before anything is written, so a
-		// missing session is still a clean 404.
-		es, err := s.store.Entries(ctx, key, 0, exportPage)
-		if err != nil {
-			s.writeError(w, r, sessionErr(err, key))
-			return
-		}
-		w.Header().Set("Content-Type", "application/jsonl")
-		w.Header().Set("Content-Disposition", `attachment; filename="`+key.Session+`.jsonl"`)
-		w.WriteHeader(http.StatusOK)
-		enc := json.NewEncoder(w)
-		for len(es) > 0 {
-			for _, e := range es {
-				if err := enc.Encode(e); err != nil {
-					return // the client went away
-				}
-			}
-			if len(es) < exportPage {
-				return
-			}
-			if es, err = s.store.Entries(ctx, key, es[len(es)-1].Seq, exportPage); err != nil {
-				// Half a file is out: cut the connection rather than end
-				// it as if the file were whole.
-				s.log.ErrorContext(ctx, "export cut short", "session", key.Session, "err", err)
-				panic(http.ErrAbortHandler)
-			}
-		}
+		return s.exportEntries(w, r, key)
 	case "markdown", "md", "html":
 		f, _ := export.ParseFormat(format)
-		err := s.streamExport(w, r, f, key, func(h http.Header) {
+		return sessionErr(s.streamExport(w, r, f, key, func(h http.Header) {
 			ct := "text/markdown; charset=utf-8"
 			if f == export.FormatHTML {
 				// The page is self-contained and runs nothing; say so to
@@ -195,13 +162,42 @@ func (s *Server) exportSession(w http.ResponseWriter, r *http.Request) {
 			h.Set("Content-Type", ct)
 			h.Set("X-Content-Type-Options", "nosniff")
 			h.Set("Content-Disposition", `attachment; filename="`+key.Session+f.Ext()+`"`)
-		})
-		if err != nil {
-			s.writeError(w, r, sessionErr(err, key))
-		}
+		}), key)
 	default:
-		s.writeError(w, r, invalidParam("format", "Unknown export format %q; use json, jsonl, markdown or html.", shorten(format)))
+		return invalidParam("format", "Unknown export format %q; use json, jsonl, markdown or html.", shorten(format))
 	}
+}
+
+// exportEntries streams the raw entry log of key, one recall.Entry a
+// line, a page of exportPage entries at a time. The first page is read
+// before anything is written, so a missing session is still a clean 404.
+func (s *Server) exportEntries(w http.ResponseWriter, r *http.Request, key recall.Key) error {
+	ctx := r.Context()
+	es, err := s.store.Entries(ctx, key, 0, exportPage)
+	if err != nil {
+		return sessionErr(err, key)
+	}
+	w.Header().Set("Content-Type", "application/jsonl")
+	w.Header().Set("Content-Disposition", `attachment; filename="`+key.Session+`.jsonl"`)
+	w.WriteHeader(http.StatusOK)
+	enc := json.NewEncoder(w)
+	for len(es) > 0 {
+		for _, e := range es {
+			if err := enc.Encode(e); err != nil {
+				return nil // the client went away
+			}
+		}
+		if len(es) < exportPage {
+			return nil
+		}
+		if es, err = s.store.Entries(ctx, key, es[len(es)-1].Seq, exportPage); err != nil {
+			// Half a file is out: cut the connection rather than end
+			// it as if the file were whole.
+			s.log.ErrorContext(ctx, "export cut short", "session", key.Session, "err", err)
+			panic(http.ErrAbortHandler)
+		}
+	}
+	return nil
 }
 
 // forkRequest is the body of POST …/fork. At is where to fork: a JSON
@@ -216,31 +212,52 @@ type forkRequest struct {
 
 // forkSession copies a session's view at a point into a new session of
 // the same user and answers the new session (201).
-func (s *Server) forkSession(w http.ResponseWriter, r *http.Request) {
+func (s *Server) forkSession(w http.ResponseWriter, r *http.Request) error {
 	key, err := sessionKey(r)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	var body forkRequest
 	if err := s.readJSON(w, r, &body); err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	ctx := r.Context()
 	m, err := s.store.Stat(ctx, key)
 	if err != nil {
-		s.writeError(w, r, sessionErr(err, key))
-		return
+		return sessionErr(err, key)
 	}
-	var at int64
-	switch at0 := bytes.TrimSpace(body.At); {
-	case len(at0) == 0 || string(at0) == "null":
-	case at0[0] == '"':
+	at, err := s.forkPoint(ctx, key, m.LastSeq, body.At)
+	if err != nil {
+		return err
+	}
+	if err := checkTitle(body.Title); err != nil {
+		return err
+	}
+	newKey := recall.Key{Project: key.Project, Session: newConversationID()}
+	fm, err := recall.NewSession(s.store, key).Fork(ctx, at, newKey)
+	if err != nil {
+		return sessionErr(err, key)
+	}
+	if body.Title != nil {
+		if fm, err = recall.NewSession(s.store, newKey).SetTitle(ctx, *body.Title, recall.TitleUser); err != nil {
+			return err
+		}
+	}
+	writeJSON(w, http.StatusCreated, sessionOf(fm))
+	return nil
+}
+
+// forkPoint returns the seq a fork of the session at key, whose last seq
+// is last, is taken at, as the request's "at" names it (see forkRequest);
+// 0 for the whole session.
+func (s *Server) forkPoint(ctx context.Context, key recall.Key, last int64, raw json.RawMessage) (int64, error) {
+	switch at := bytes.TrimSpace(raw); {
+	case len(at) == 0 || string(at) == "null":
+		return 0, nil
+	case at[0] == '"':
 		var id string
-		if err := json.Unmarshal(at0, &id); err != nil {
-			s.writeError(w, r, invalidParam("at", "Invalid 'at': %v.", err))
-			return
+		if err := json.Unmarshal(at, &id); err != nil {
+			return 0, invalidParam("at", "Invalid 'at': %v.", err)
 		}
 		l, err := s.findItem(ctx, key, id)
 		var ae *APIError
@@ -248,35 +265,16 @@ func (s *Server) forkSession(w http.ResponseWriter, r *http.Request) {
 			err = invalidParam("at", "No item with id %q in session %s.", shorten(id), key.Session)
 		}
 		if err != nil {
-			s.writeError(w, r, sessionErr(err, key))
-			return
+			return 0, sessionErr(err, key)
 		}
-		at = l.Ref.Seq
+		return l.Ref.Seq, nil
 	default:
-		n, err := strconv.ParseInt(string(at0), 10, 64)
-		if err != nil || n < 1 || n > m.LastSeq {
-			s.writeError(w, r, invalidParam("at", "Invalid 'at': %s; a seq from 1 to %d, or an item id.", shorten(string(at0)), m.LastSeq))
-			return
+		n, err := strconv.ParseInt(string(at), 10, 64)
+		if err != nil || n < 1 || n > last {
+			return 0, invalidParam("at", "Invalid 'at': %s; a seq from 1 to %d, or an item id.", shorten(string(at)), last)
 		}
-		at = n
+		return n, nil
 	}
-	if body.Title != nil && len(*body.Title) > maxTitleLen {
-		s.writeError(w, r, invalidParam("title", "The title is longer than %d bytes.", maxTitleLen))
-		return
-	}
-	newKey := recall.Key{Project: key.Project, Session: newConversationID()}
-	fm, err := recall.NewSession(s.store, key).Fork(ctx, at, newKey)
-	if err != nil {
-		s.writeError(w, r, sessionErr(err, key))
-		return
-	}
-	if body.Title != nil {
-		if fm, err = recall.NewSession(s.store, newKey).SetTitle(ctx, *body.Title, recall.TitleUser); err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-	}
-	writeJSON(w, http.StatusCreated, sessionOf(fm))
 }
 
 // compactRequest is the body of POST …/compact; every field is optional.
@@ -294,65 +292,64 @@ const maxInstructionsLen = 8 << 10
 
 // compactSession compacts a session with Options.Compactor, as `recall
 // compact` does, and answers what it did.
-func (s *Server) compactSession(w http.ResponseWriter, r *http.Request) {
+func (s *Server) compactSession(w http.ResponseWriter, r *http.Request) error {
 	key, err := sessionKey(r)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	var body compactRequest
 	if err := s.readJSON(w, r, &body); err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	if s.opts.Compactor == nil {
-		s.writeError(w, r, &APIError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "no_model", NoRetry: true,
-			Message: "Compaction needs a model, and this server has none configured (start recall serve with a model: OPENAI_API_KEY, OPENAI_BASE_URL, --model)."})
-		return
+		return &APIError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "no_model", NoRetry: true,
+			Message: "Compaction needs a model, and this server has none configured (start recall serve with a model: OPENAI_API_KEY, OPENAI_BASE_URL, --model)."}
 	}
-	keep := 0 // CompactionArgs: the default
-	if body.Keep != nil {
-		switch k := *body.Keep; {
-		case k < 0 || k > 1<<20:
-			s.writeError(w, r, invalidParam("keep", "Invalid 'keep': %d; expected 0 or more.", k))
-			return
-		case k == 0:
-			keep = -1 // CompactionArgs: negative keeps none
-		default:
-			keep = k
-		}
-	}
-	if len(body.Instructions) > maxInstructionsLen || strings.ContainsRune(body.Instructions, 0) {
-		s.writeError(w, r, invalidParam("instructions", "The instructions are longer than %d bytes or hold a NUL.", maxInstructionsLen))
-		return
+	args, err := body.args()
+	if err != nil {
+		return err
 	}
 	ctx := r.Context()
 	if _, err := s.store.Stat(ctx, key); err != nil {
-		s.writeError(w, r, sessionErr(err, key))
-		return
+		return sessionErr(err, key)
 	}
-	res, err := compact.NewSession(s.store, key, s.opts.Compactor, compact.Options{}).RunCompaction(ctx, recall.CompactionArgs{
-		Force: true, KeepLast: keep, Instructions: body.Instructions,
-	})
+	res, err := compact.NewSession(s.store, key, s.opts.Compactor, compact.Options{}).RunCompaction(ctx, args)
 	switch {
 	case errors.Is(err, recall.ErrNotFound):
-		s.writeError(w, r, sessionNotFound(key.Session))
-		return
+		return sessionNotFound(key.Session)
 	case errors.Is(err, recall.ErrConflict):
-		s.writeError(w, r, &APIError{Status: http.StatusConflict, Type: "invalid_request_error", Code: "conflict",
-			Message: "The session kept changing while it was compacted; try again."})
-		return
+		return &APIError{Status: http.StatusConflict, Type: "invalid_request_error", Code: "conflict",
+			Message: "The session kept changing while it was compacted; try again."}
 	case err != nil:
 		s.log.ErrorContext(ctx, "compaction failed", "session", key.Session, "err", err)
-		s.writeError(w, r, &APIError{Status: http.StatusBadGateway, Type: "server_error", Code: "model_error",
-			Message: fmt.Sprintf("The model could not compact the session: %v", err)})
-		return
+		return &APIError{Status: http.StatusBadGateway, Type: "server_error", Code: "model_error",
+			Message: fmt.Sprintf("The model could not compact the session: %v", err)}
 	}
 	writeJSON(w, http.StatusOK, struct {
 		Object string `json:"object"`
 		ID     string `json:"id"`
 		recall.CompactionResult
 	}{"session.compaction", key.Session, res})
+	return nil
+}
+
+// args returns the compaction the request asks for, forced.
+func (c compactRequest) args() (recall.CompactionArgs, error) {
+	args := recall.CompactionArgs{Force: true, Instructions: c.Instructions} // KeepLast 0: the default
+	if c.Keep != nil {
+		switch k := *c.Keep; {
+		case k < 0 || k > 1<<20:
+			return args, invalidParam("keep", "Invalid 'keep': %d; expected 0 or more.", k)
+		case k == 0:
+			args.KeepLast = -1 // CompactionArgs: negative keeps none
+		default:
+			args.KeepLast = k
+		}
+	}
+	if len(c.Instructions) > maxInstructionsLen || strings.ContainsRune(c.Instructions, 0) {
+		return args, invalidParam("instructions", "The instructions are longer than %d bytes or hold a NUL.", maxInstructionsLen)
+	}
+	return args, nil
 }
 
 // streamExport writes the export of key in format f to w as the export

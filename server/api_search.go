@@ -74,26 +74,22 @@ func searchOptions(r *http.Request, u User, limit int) (recall.SearchOptions, er
 	return opts, nil
 }
 
-func (s *Server) search(w http.ResponseWriter, r *http.Request) {
+func (s *Server) search(w http.ResponseWriter, r *http.Request) error {
 	u, err := apiUser(r)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
-	limit, err := intParam(r, "limit", defaultListLimit, 1, maxListLimit)
+	limit, err := listLimit(r)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
-	opts, err := searchOptions(r, u, int(limit))
+	opts, err := searchOptions(r, u, limit)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	page, err := recall.Search(r.Context(), s.store, opts)
 	if err != nil {
-		s.writeError(w, r, searchErr(err))
-		return
+		return searchErr(err)
 	}
 	data := make([]hit, 0, len(page.Hits))
 	for _, h := range page.Hits {
@@ -105,15 +101,15 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 			Role: h.Role, Time: h.Time, Snippet: h.Snippet, Matches: m, Rank: h.Rank})
 	}
 	writeJSON(w, http.StatusOK, listOf(data, page.Next))
+	return nil
 }
 
 // searchSessions answers GET /api/v1/sessions?q=: the sessions of the
 // user's newest hits, each once, up to limit.
-func (s *Server) searchSessions(w http.ResponseWriter, r *http.Request, u User, limit int) {
+func (s *Server) searchSessions(w http.ResponseWriter, r *http.Request, u User, limit int) error {
 	opts, err := searchOptions(r, u, recall.MaxSearchLimit)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	ctx := r.Context()
 	out := sessionList{Object: "list", Data: []session{}}
@@ -121,8 +117,7 @@ func (s *Server) searchSessions(w http.ResponseWriter, r *http.Request, u User, 
 	for len(out.Data) < limit {
 		page, err := recall.Search(ctx, s.store, opts)
 		if err != nil {
-			s.writeError(w, r, searchErr(err))
-			return
+			return searchErr(err)
 		}
 		for i, h := range page.Hits {
 			if seen[h.Key.Session] {
@@ -132,8 +127,7 @@ func (s *Server) searchSessions(w http.ResponseWriter, r *http.Request, u User, 
 			if errors.Is(err, recall.ErrNotFound) {
 				continue // removed since the search
 			} else if err != nil {
-				s.writeError(w, r, err)
-				return
+				return err
 			}
 			seen[h.Key.Session] = true
 			out.Data = append(out.Data, sessionOf(m))
@@ -151,6 +145,7 @@ func (s *Server) searchSessions(w http.ResponseWriter, r *http.Request, u User, 
 	}
 	out.HasMore = out.NextCursor != ""
 	writeJSON(w, http.StatusOK, out)
+	return nil
 }
 
 // searchErr makes a bad query the caller's 400; anything else stays as is.

@@ -55,9 +55,15 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 				return
 			}
 		}
-		infoFrom(r.Context()).user = u.Name
-		next.ServeHTTP(w, r.WithContext(withUser(r.Context(), u)))
+		serveAs(w, r, next, u)
 	})
+}
+
+// serveAs serves the request to next as the user u, who is named in its
+// log line too.
+func serveAs(w http.ResponseWriter, r *http.Request, next http.Handler, u User) {
+	infoFrom(r.Context()).user = u.Name
+	next.ServeHTTP(w, r.WithContext(withUser(r.Context(), u)))
 }
 
 func (s *Server) unauthorized(w http.ResponseWriter, r *http.Request, msg string) {

@@ -32,14 +32,14 @@ import (
 
 // conversationRoutes registers OpenAI's Conversations API under /v1.
 func (s *Server) conversationRoutes() {
-	s.mux.HandleFunc("POST /v1/conversations", s.idempotent(s.createConversation))
-	s.mux.HandleFunc("GET /v1/conversations/{conversation_id}", s.getConversation)
-	s.mux.HandleFunc("POST /v1/conversations/{conversation_id}", s.idempotent(s.updateConversation))
-	s.mux.HandleFunc("DELETE /v1/conversations/{conversation_id}", s.deleteConversation)
-	s.mux.HandleFunc("POST /v1/conversations/{conversation_id}/items", s.idempotent(s.addItems))
-	s.mux.HandleFunc("GET /v1/conversations/{conversation_id}/items", s.listItems)
-	s.mux.HandleFunc("GET /v1/conversations/{conversation_id}/items/{item_id}", s.getItem)
-	s.mux.HandleFunc("DELETE /v1/conversations/{conversation_id}/items/{item_id}", s.deleteItem)
+	s.mux.HandleFunc("POST /v1/conversations", s.api(s.idempotent(s.createConversation)))
+	s.mux.HandleFunc("GET /v1/conversations/{conversation_id}", s.api(s.getConversation))
+	s.mux.HandleFunc("POST /v1/conversations/{conversation_id}", s.api(s.idempotent(s.updateConversation)))
+	s.mux.HandleFunc("DELETE /v1/conversations/{conversation_id}", s.api(s.deleteConversation))
+	s.mux.HandleFunc("POST /v1/conversations/{conversation_id}/items", s.api(s.idempotent(s.addItems)))
+	s.mux.HandleFunc("GET /v1/conversations/{conversation_id}/items", s.api(s.listItems))
+	s.mux.HandleFunc("GET /v1/conversations/{conversation_id}/items/{item_id}", s.api(s.getItem))
+	s.mux.HandleFunc("DELETE /v1/conversations/{conversation_id}/items/{item_id}", s.api(s.deleteItem))
 }
 
 // conversation is OpenAI's Conversation object.
@@ -119,73 +119,78 @@ func notFoundAs(err error, key recall.Key) error {
 	return err
 }
 
-func (s *Server) createConversation(w http.ResponseWriter, r *http.Request) {
+func (s *Server) createConversation(w http.ResponseWriter, r *http.Request) error {
 	var body struct {
 		Items    []json.RawMessage `json:"items"`
 		Metadata map[string]string `json:"metadata"`
 	}
 	if err := s.readJSON(w, r, &body); err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	items, _, err := checkNewItems(body.Items)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
-	if err := recall.ValidateMetadata(body.Metadata); err != nil {
-		s.writeError(w, r, invalidParam("metadata", "%s", withDetail("Invalid 'metadata'", err, recall.ErrInvalidMetadata)))
-		return
+	if err := validMetadata(body.Metadata); err != nil {
+		return err
 	}
 	key, err := s.userConvKey(r, newConversationID())
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	m, err := recall.NewSession(s.store, key).Create(r.Context(), recall.CreateOptions{Metadata: body.Metadata, Items: items})
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, conversationOf(m))
+	return nil
 }
 
-func (s *Server) getConversation(w http.ResponseWriter, r *http.Request) {
+// validMetadata checks the metadata of a request as the store would,
+// before anything is written.
+func validMetadata(md map[string]string) error {
+	if err := recall.ValidateMetadata(md); err != nil {
+		return invalidParam("metadata", "%s", withDetail("Invalid 'metadata'", err, recall.ErrInvalidMetadata))
+	}
+	return nil
+}
+
+func (s *Server) getConversation(w http.ResponseWriter, r *http.Request) error {
 	key, err := s.convKey(r)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
+	return s.writeConversation(w, r, key)
+}
+
+// writeConversation answers the conversation at key, as it is now.
+func (s *Server) writeConversation(w http.ResponseWriter, r *http.Request, key recall.Key) error {
 	m, err := s.store.Stat(r.Context(), key)
 	if err != nil {
-		s.writeError(w, r, notFoundAs(err, key))
-		return
+		return notFoundAs(err, key)
 	}
 	writeJSON(w, http.StatusOK, conversationOf(m))
+	return nil
 }
 
 // updateConversation replaces the conversation's metadata with the one
 // sent, as OpenAI does: keys left out are removed.
-func (s *Server) updateConversation(w http.ResponseWriter, r *http.Request) {
+func (s *Server) updateConversation(w http.ResponseWriter, r *http.Request) error {
 	key, err := s.convKey(r)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	var body struct {
 		Metadata *map[string]string `json:"metadata"`
 	}
 	if err := s.readJSON(w, r, &body); err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	if body.Metadata == nil || *body.Metadata == nil {
-		s.writeError(w, r, invalidParam("metadata", "Missing required parameter: 'metadata'."))
-		return
+		return invalidParam("metadata", "Missing required parameter: 'metadata'.")
 	}
-	if err := recall.ValidateMetadata(*body.Metadata); err != nil {
-		s.writeError(w, r, invalidParam("metadata", "%s", withDetail("Invalid 'metadata'", err, recall.ErrInvalidMetadata)))
-		return
+	if err := validMetadata(*body.Metadata); err != nil {
+		return err
 	}
 	change := recall.MetaChange{ClearMetadata: true, Metadata: map[string]*string{}}
 	for k, v := range *body.Metadata {
@@ -193,27 +198,32 @@ func (s *Server) updateConversation(w http.ResponseWriter, r *http.Request) {
 	}
 	m, err := recall.NewSession(s.store, key).ChangeMeta(r.Context(), change)
 	if err != nil {
-		s.writeError(w, r, notFoundAs(err, key))
-		return
+		return notFoundAs(err, key)
 	}
 	writeJSON(w, http.StatusOK, conversationOf(m))
+	return nil
 }
 
-func (s *Server) deleteConversation(w http.ResponseWriter, r *http.Request) {
+func (s *Server) deleteConversation(w http.ResponseWriter, r *http.Request) error {
 	key, err := s.convKey(r)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	if err := s.store.Remove(r.Context(), key); err != nil {
-		s.writeError(w, r, notFoundAs(err, key))
-		return
+		return notFoundAs(err, key)
 	}
+	writeDeleted(w, key.Session, "conversation.deleted")
+	return nil
+}
+
+// writeDeleted answers the removal of the object id: {"id", "object":
+// object, "deleted": true}.
+func writeDeleted(w http.ResponseWriter, id, object string) {
 	writeJSON(w, http.StatusOK, struct {
 		ID      string `json:"id"`
 		Object  string `json:"object"`
 		Deleted bool   `json:"deleted"`
-	}{key.Session, "conversation.deleted", true})
+	}{id, object, true})
 }
 
 // addItems appends the items as one batch and returns them as a list. The
@@ -221,32 +231,27 @@ func (s *Server) deleteConversation(w http.ResponseWriter, r *http.Request) {
 // stays deleted. When items carry ids of their own, the ids are checked
 // against the view and the batch is written only if the view is still
 // the one checked (a compare-and-swap on its last seq).
-func (s *Server) addItems(w http.ResponseWriter, r *http.Request) {
+func (s *Server) addItems(w http.ResponseWriter, r *http.Request) error {
 	key, err := s.convKey(r)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	var body struct {
 		Items *[]json.RawMessage `json:"items"`
 	}
 	if err := s.readJSON(w, r, &body); err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	if body.Items == nil || len(*body.Items) == 0 {
-		s.writeError(w, r, invalidParam("items", "Missing required parameter: 'items' (1 to %d items).", maxItemsPerCall))
-		return
+		return invalidParam("items", "Missing required parameter: 'items' (1 to %d items).", maxItemsPerCall)
 	}
 	items, ids, err := checkNewItems(*body.Items)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	last, err := s.appendItems(r.Context(), key, items, ids)
 	if err != nil {
-		s.writeError(w, r, notFoundAs(err, key))
-		return
+		return notFoundAs(err, key)
 	}
 	added := make([]recall.LiveItem, len(items))
 	first := last - int64(len(items)) + 1
@@ -255,6 +260,7 @@ func (s *Server) addItems(w http.ResponseWriter, r *http.Request) {
 	}
 	s.ids.note(key, added)
 	writeList(w, added, false)
+	return nil
 }
 
 // maxIDRetries bounds how often addItems checks ids again after another
@@ -348,23 +354,21 @@ func parseListQuery(r *http.Request) (listQuery, error) {
 	return lq, nil
 }
 
-func (s *Server) listItems(w http.ResponseWriter, r *http.Request) {
+func (s *Server) listItems(w http.ResponseWriter, r *http.Request) error {
 	key, err := s.convKey(r)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	lq, err := parseListQuery(r)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	page, more, err := s.listPage(r.Context(), key, lq)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	writeList(w, page, more)
+	return nil
 }
 
 // listPage returns one page of items in the order asked, and whether more
@@ -479,47 +483,38 @@ func (s *Server) findOwnID(ctx context.Context, key recall.Key, id string) (*rec
 // maxIDPage is the largest page findOwnID reads at once.
 const maxIDPage = 4096
 
-func (s *Server) getItem(w http.ResponseWriter, r *http.Request) {
+func (s *Server) getItem(w http.ResponseWriter, r *http.Request) error {
 	key, err := s.convKey(r)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	l, err := s.findItem(r.Context(), key, r.PathValue("item_id"))
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	writeRawJSON(w, http.StatusOK, show(l).json)
+	return nil
 }
 
 // deleteItem removes the item from the conversation's view (the log keeps
 // it) and returns the conversation, as OpenAI does.
-func (s *Server) deleteItem(w http.ResponseWriter, r *http.Request) {
+func (s *Server) deleteItem(w http.ResponseWriter, r *http.Request) error {
 	key, err := s.convKey(r)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	id := r.PathValue("item_id")
 	l, err := s.findItem(r.Context(), key, id)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	if _, err := recall.NewSession(s.store, key).RemoveItem(r.Context(), l.Ref); err != nil {
 		if errors.Is(err, recall.ErrNotFound) {
 			err = itemNotFound(id) // removed meanwhile, or the conversation was
 		}
-		s.writeError(w, r, err)
-		return
+		return err
 	}
-	m, err := s.store.Stat(r.Context(), key)
-	if err != nil {
-		s.writeError(w, r, notFoundAs(err, key))
-		return
-	}
-	writeJSON(w, http.StatusOK, conversationOf(m))
+	return s.writeConversation(w, r, key)
 }
 
 // writeList sends OpenAI's list envelope around items, each as show

@@ -411,13 +411,8 @@ func checkNewItems(raw []json.RawMessage) ([]recall.Item, []string, error) {
 		h := headOf(it)
 		if h.hasID && !h.nullID { // "id": null is no id
 			id := h.ownID()
-			switch {
-			case id == "":
-				return nil, nil, invalidParam(param+".id", "Invalid '%s.id': expected a non-empty string.", param)
-			case len(id) > maxItemIDLen:
-				return nil, nil, invalidParam(param+".id", "Invalid '%s.id': longer than %d bytes.", param, maxItemIDLen)
-			case strings.HasPrefix(id, derivedPrefix):
-				return nil, nil, invalidParam(param+".id", "Invalid '%s.id': ids starting with %q are reserved for the ids the server gives items without one.", param, derivedPrefix)
+			if err := checkOwnID(param+".id", id); err != nil {
+				return nil, nil, err
 			}
 			if j, dup := seen[id]; dup {
 				return nil, nil, invalidParam(param+".id", "Duplicate item id %q: items[%d] has it too.", id, j)
@@ -428,6 +423,20 @@ func checkNewItems(raw []json.RawMessage) ([]recall.Item, []string, error) {
 		items[i] = it
 	}
 	return items, ids, nil
+}
+
+// checkOwnID refuses the id an item is sent with, the parameter param,
+// when it is empty, too long or a derived one.
+func checkOwnID(param, id string) error {
+	switch {
+	case id == "":
+		return invalidParam(param, "Invalid '%s': expected a non-empty string.", param)
+	case len(id) > maxItemIDLen:
+		return invalidParam(param, "Invalid '%s': longer than %d bytes.", param, maxItemIDLen)
+	case strings.HasPrefix(id, derivedPrefix):
+		return invalidParam(param, "Invalid '%s': ids starting with %q are reserved for the ids the server gives items without one.", param, derivedPrefix)
+	}
+	return nil
 }
 
 // duplicateKey returns a member name that obj, a JSON object, has twice

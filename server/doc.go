@@ -11,10 +11,12 @@
 // Where each surface lives, by file name:
 //
 //   - server.go: Options and New, which mounts each surface's routes
-//     (api.go, web_pages.go, ...); middleware.go the chain every request
-//     passes (request ids, metrics, recovery); request_body.go
-//     reads a request's JSON; apierror.go writes errors in OpenAI's shape;
-//     user.go maps a user to their project.
+//     (api.go, web_pages.go, ...); handler.go the handlers' type, which
+//     returns an error for its route's adapter to write once;
+//     middleware.go the chain every request passes (request ids, metrics,
+//     recovery); request_body.go reads a request's JSON; apierror.go
+//     writes errors in OpenAI's shape; user.go maps a user to their
+//     project.
 //   - conversations*.go: the Conversations API (/v1/conversations): the
 //     conversations, their items and the items' ids (conversations_items,
 //     conversations_idplaces, conversations_idtaken).

@@ -156,22 +156,22 @@ func (rec idemRecord) item() recall.Item {
 }
 
 // idempotent wraps a POST handler with Idempotency-Key handling (see
-// above). A request without the header, or not a POST, goes straight to h.
-func (s *Server) idempotent(h http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+// above). A request without the header, or not a POST, goes straight to
+// h. With the header, h's answer, an error it returns included (written
+// by the api adapter), is recorded as it goes out.
+func (s *Server) idempotent(h handlerFunc) handlerFunc {
+	answer := s.api(h)
+	return func(w http.ResponseWriter, r *http.Request) error {
 		key := r.Header.Get("Idempotency-Key")
 		if key == "" || r.Method != http.MethodPost {
-			h(w, r)
-			return
+			return h(w, r)
 		}
 		if len(key) > maxIdempotencyKeyLen {
-			s.writeError(w, r, invalidParam("Idempotency-Key", "The Idempotency-Key header is longer than %d bytes.", maxIdempotencyKeyLen))
-			return
+			return invalidParam("Idempotency-Key", "The Idempotency-Key header is longer than %d bytes.", maxIdempotencyKeyLen)
 		}
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody()))
 		if err != nil {
-			s.writeError(w, r, bodyError(err, s.maxBody()))
-			return
+			return bodyError(err, s.maxBody())
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		u, _ := userFrom(r.Context())
@@ -180,15 +180,14 @@ func (s *Server) idempotent(h http.HandlerFunc) http.HandlerFunc {
 
 		seq, replay, err := s.reserve(r.Context(), rk, fp)
 		if err != nil {
-			s.writeError(w, r, err)
-			return
+			return err
 		}
 		if replay != nil {
 			w.Header().Set("Content-Type", replay.ContentType)
 			w.Header().Set("Idempotent-Replayed", "true")
 			w.WriteHeader(replay.Status)
 			_, _ = w.Write(replay.Body)
-			return
+			return nil
 		}
 
 		rec := &recorder{ResponseWriter: w, status: http.StatusOK}
@@ -198,7 +197,7 @@ func (s *Server) idempotent(h http.HandlerFunc) http.HandlerFunc {
 				s.recordOutcome(r, rk, seq, idemRecord{State: "released", At: time.Now().UTC(), Fingerprint: fp})
 			}
 		}()
-		h(rec, r)
+		answer(rec, r)
 		panicked = false
 
 		out := idemRecord{State: "released", At: time.Now().UTC(), Fingerprint: fp}
@@ -206,6 +205,7 @@ func (s *Server) idempotent(h http.HandlerFunc) http.HandlerFunc {
 			out.State, out.Status, out.ContentType, out.Body = "result", rec.status, rec.Header().Get("Content-Type"), rec.body.Bytes()
 		}
 		s.recordOutcome(r, rk, seq, out)
+		return nil
 	}
 }
 

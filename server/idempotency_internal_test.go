@@ -123,13 +123,14 @@ func TestIdempotencyReleasesOnPanic(t *testing.T) {
 		t.Fatal(err)
 	}
 	runs := 0
-	h := s.idempotent(func(w http.ResponseWriter, r *http.Request) {
+	h := s.api(s.idempotent(func(w http.ResponseWriter, r *http.Request) error {
 		runs++
 		if runs == 1 {
 			panic("handler bug")
 		}
 		writeJSON(w, http.StatusOK, map[string]int{"run": runs})
-	})
+		return nil
+	}))
 	call := func() (rec *httptest.ResponseRecorder, panicked any) {
 		defer func() { panicked = recover() }()
 		req := httptest.NewRequest("POST", "/v1/conversations", strings.NewReader(`{}`))

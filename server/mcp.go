@@ -20,13 +20,13 @@ func (s *Server) mcpRoutes() {
 		u, ok := userFrom(r.Context())
 		return recallmcp.Options{Project: u.Project(), OnlyProject: true, MaxBodyBytes: s.maxBody()}, ok
 	})
-	s.mux.HandleFunc("POST /mcp", func(w http.ResponseWriter, r *http.Request) {
+	s.mux.HandleFunc("POST /mcp", s.api(func(w http.ResponseWriter, r *http.Request) error {
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody()))
 		if err != nil {
-			s.writeError(w, r, bodyError(err, s.maxBody()))
-			return
+			return bodyError(err, s.maxBody())
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		h.ServeHTTP(w, r)
-	})
+		return nil
+	}))
 }

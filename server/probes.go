@@ -64,21 +64,21 @@ func (s *Server) opsRoutes() {
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
-	s.mux.HandleFunc("GET /readyz", s.ready)
+	s.mux.HandleFunc("GET /readyz", s.api(s.ready))
 	s.mux.Handle("GET /metrics", promhttp.HandlerFor(s.ops.gatherer, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelError)}))
 }
 
 // ready answers 200 when the store answers a cheap call within
 // readyTimeout, and 503 in the error shape when it does not.
-func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
+func (s *Server) ready(w http.ResponseWriter, r *http.Request) error {
 	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 	defer cancel()
 	_, err := s.store.Stat(ctx, readyKey)
 	if err != nil && !errors.Is(err, recall.ErrNotFound) {
 		s.log.WarnContext(r.Context(), "store not ready", "err", err)
-		s.writeError(w, r, &APIError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "store_unavailable",
-			Message: "The store does not answer."})
-		return
+		return &APIError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "store_unavailable",
+			Message: "The store does not answer."}
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	return nil
 }

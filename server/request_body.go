@@ -27,7 +27,7 @@ func (s *Server) maxBody() int64 {
 // readJSON decodes the request body, a single JSON value, into v. A body
 // over maxBody is a 413; an empty, malformed or trailing-garbage body, or
 // one whose fields have the wrong JSON types, is a 400. Every error it
-// returns is an *APIError in OpenAI's shape, ready for writeError; the
+// returns is an *APIError in OpenAI's shape, for the handler to return; the
 // caller has written nothing yet, so a refused body changes nothing.
 func (s *Server) readJSON(w http.ResponseWriter, r *http.Request, v any) error {
 	body := http.MaxBytesReader(w, r.Body, s.maxBody())

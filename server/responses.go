@@ -53,7 +53,7 @@ import (
 // the route is unknown there (404), as any other.
 func (s *Server) responseRoutes() {
 	if s.up != nil {
-		s.mux.HandleFunc("POST /v1/responses", s.createResponse)
+		s.mux.HandleFunc("POST /v1/responses", s.api(s.createResponse))
 	}
 }
 
@@ -81,58 +81,51 @@ type turn struct {
 	ids func() map[string]bool
 }
 
-func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) {
+func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 	var body map[string]json.RawMessage
 	if err := s.readJSON(w, r, &body); err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	raw, _ := json.Marshal(body)
 	var req responseRequest
 	if err := json.Unmarshal(raw, &req); err != nil {
-		s.writeError(w, r, invalidParam("", "Invalid request body: %v", err))
-		return
+		return invalidParam("", "Invalid request body: %v", err)
 	}
 	stream := req.Stream != nil && *req.Stream
 	convID, err := conversationParam(req.Conversation)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	var t *turn
 	var upItems []recall.Item // the items sent upstream, with a conversation
 	if convID != "" {
 		if req.PreviousResponseID != nil && *req.PreviousResponseID != "" {
-			s.writeError(w, r, &APIError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "mutually_exclusive_parameters", NoRetry: true,
-				Message: "Mutually exclusive parameters: Ensure you are only providing one of: 'previous_response_id' or 'conversation'."})
-			return
+			return &APIError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "mutually_exclusive_parameters", NoRetry: true,
+				Message: "Mutually exclusive parameters: Ensure you are only providing one of: 'previous_response_id' or 'conversation'."}
 		}
 		var history []recall.Item
 		t, history, err = s.startTurn(r, convID, req)
 		if err != nil {
-			s.writeError(w, r, err)
-			return
+			return err
 		}
 		upItems = append(history, t.input...)
 	}
 	res, err := s.up.send(r.Context(), body, t != nil, upItems, stream)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	defer res.Body.Close()
-	if res.StatusCode >= 300 {
-		s.relayError(w, r, res)
-		return
-	}
 	switch {
+	case res.StatusCode >= 300:
+		return s.relayError(w, r, res)
 	case stream && s.up.api == openai.APIChat:
 		s.streamChat(w, r, res, body, t)
 	case stream:
 		s.streamResponses(w, r, res, t)
 	default:
-		s.finishResponse(w, r, res, body, t)
+		return s.finishResponse(w, r, res, body, t)
 	}
+	return nil
 }
 
 // conversationParam returns the conversation id of a "conversation"
@@ -268,13 +261,8 @@ func checkInputIDs(view func() map[string]bool, input []recall.Item) error {
 		}
 		param := fmt.Sprintf("input[%d].id", i)
 		id := h.ownID()
-		switch {
-		case id == "":
-			return invalidParam(param, "Invalid '%s': expected a non-empty string.", param)
-		case len(id) > maxItemIDLen:
-			return invalidParam(param, "Invalid '%s': longer than %d bytes.", param, maxItemIDLen)
-		case strings.HasPrefix(id, derivedPrefix):
-			return invalidParam(param, "Invalid '%s': ids starting with %q are reserved for the ids the server gives items without one.", param, derivedPrefix)
+		if err := checkOwnID(param, id); err != nil {
+			return err
 		}
 		if j, dup := ids[id]; dup {
 			return invalidParam(param, "Duplicate item id %q: input[%d] has it too.", id, j)
@@ -392,14 +380,13 @@ func (s *Server) commit(ctx context.Context, t *turn, output []recall.Item, usag
 // relayError answers with the upstream's error: its status, and its body
 // when that is OpenAI's error shape; otherwise the body's text wrapped in
 // that shape. A redirect, which is not followed (see newUpstream), is a
-// 502.
-func (s *Server) relayError(w http.ResponseWriter, r *http.Request, res *http.Response) {
+// 502, returned for the caller to answer.
+func (s *Server) relayError(w http.ResponseWriter, r *http.Request, res *http.Response) error {
 	if res.StatusCode < 400 {
 		s.log.WarnContext(r.Context(), "upstream: answered with a redirect, not followed",
 			"status", res.StatusCode, "location", res.Header.Get("Location"))
-		s.writeError(w, r, &APIError{Status: http.StatusBadGateway, Type: "server_error", Code: "upstream_redirect",
-			Message: "The upstream model server answered with a redirect, which is not followed; the server's upstream address should be its final one."})
-		return
+		return &APIError{Status: http.StatusBadGateway, Type: "server_error", Code: "upstream_redirect",
+			Message: "The upstream model server answered with a redirect, which is not followed; the server's upstream address should be its final one."}
 	}
 	b, _ := io.ReadAll(io.LimitReader(res.Body, maxUpstreamError))
 	var shape struct {
@@ -416,7 +403,7 @@ func (s *Server) relayError(w http.ResponseWriter, r *http.Request, res *http.Re
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(res.StatusCode)
 		_, _ = w.Write(b)
-		return
+		return nil
 	}
 	typ := "invalid_request_error"
 	if res.StatusCode >= 500 {
@@ -429,16 +416,16 @@ func (s *Server) relayError(w http.ResponseWriter, r *http.Request, res *http.Re
 	writeJSON(w, res.StatusCode, map[string]any{"error": map[string]any{
 		"message": "upstream: " + msg, "type": typ, "param": nil, "code": "upstream_error",
 	}})
+	return nil
 }
 
 // finishResponse answers a request that was not streamed: it reads the
 // upstream's answer, stores the turn and sends the response with the
 // conversation echoed.
-func (s *Server) finishResponse(w http.ResponseWriter, r *http.Request, res *http.Response, body map[string]json.RawMessage, t *turn) {
+func (s *Server) finishResponse(w http.ResponseWriter, r *http.Request, res *http.Response, body map[string]json.RawMessage, t *turn) error {
 	b, err := io.ReadAll(io.LimitReader(res.Body, 64<<20))
 	if err != nil {
-		s.writeError(w, r, s.badUpstream(r, err))
-		return
+		return s.badUpstream(r, err)
 	}
 	var resp map[string]json.RawMessage
 	var output []recall.Item
@@ -447,28 +434,23 @@ func (s *Server) finishResponse(w http.ResponseWriter, r *http.Request, res *htt
 	if s.up.api == openai.APIChat {
 		items, u, err := openai.ChatCompletionItems(b)
 		if err != nil {
-			s.writeError(w, r, s.badUpstream(r, err))
-			return
+			return s.badUpstream(r, err)
 		}
 		output, usage = items, u
 		resp = responseObject(body, "completed", items, &usage, newObjectID("resp_"))
 	} else {
 		if err := json.Unmarshal(b, &resp); err != nil {
-			s.writeError(w, r, s.badUpstream(r, err))
-			return
+			return s.badUpstream(r, err)
 		}
 		output, usage, storable = readResponse(resp)
 	}
 	if t != nil && storable {
 		if err := s.commit(r.Context(), t, output, usage); err != nil {
-			s.writeError(w, r, err)
-			return
+			return err
 		}
 	}
-	if t != nil {
-		resp["conversation"], _ = json.Marshal(map[string]string{"id": t.key.Session})
-	}
-	writeJSON(w, http.StatusOK, resp)
+	writeJSON(w, http.StatusOK, withConversation(resp, t))
+	return nil
 }
 
 // readResponse returns the output items and usage of a Responses API

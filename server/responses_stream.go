@@ -182,8 +182,7 @@ func (s *Server) streamResponses(w http.ResponseWriter, r *http.Request, res *ht
 				return errStopStream
 			}
 		}
-		resp["conversation"], _ = json.Marshal(map[string]string{"id": t.key.Session})
-		m["response"], _ = json.Marshal(resp)
+		m["response"], _ = json.Marshal(withConversation(resp, t))
 		b, _ := json.Marshal(m)
 		return sw.raw(fmt.Appendf(nil, "event: %s\ndata: %s\n", typ, b))
 	})

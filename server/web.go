@@ -69,8 +69,7 @@ func (s *Server) authenticateWeb(w http.ResponseWriter, r *http.Request, next ht
 	public := r.URL.Path == "/signin" || strings.HasPrefix(r.URL.Path, "/static/")
 	if s.opts.Auth == AuthNone {
 		u := User{Name: DefaultUser}
-		infoFrom(r.Context()).user = u.Name
-		next.ServeHTTP(w, r.WithContext(withUser(r.Context(), u)))
+		serveAs(w, r, next, u)
 		return
 	}
 	if public {
@@ -92,8 +91,7 @@ func (s *Server) authenticateWeb(w http.ResponseWriter, r *http.Request, next ht
 		s.webError(w, r, err)
 		return
 	}
-	infoFrom(r.Context()).user = u.Name
-	next.ServeHTTP(w, r.WithContext(withUser(r.Context(), u)))
+	serveAs(w, r, next, u)
 }
 
 // toSignIn sends a browser without a valid session to the sign-in page,

@@ -52,19 +52,17 @@ type listData struct {
 	Error      string
 }
 
-func (s *Server) webList(w http.ResponseWriter, r *http.Request) {
+func (s *Server) webList(w http.ResponseWriter, r *http.Request) error {
 	u, err := apiUser(r)
 	if err != nil {
-		s.webError(w, r, err)
-		return
+		return err
 	}
 	q := r.URL.Query()
 	d := listData{pageBase: s.base(w, r, "Sessions"), Q: strings.TrimSpace(q.Get("q")), Project: q.Get("project"),
 		Archived: q.Get("archived") == "1", Pinned: q.Get("pinned") == "1", Projects: []string{u.Project()}}
 	if u.Admin {
 		if d.Projects, err = s.userProjects(r.Context(), u); err != nil {
-			s.webError(w, r, err)
-			return
+			return err
 		}
 	}
 	if d.Project == "" || !slices.Contains(d.Projects, d.Project) {
@@ -78,8 +76,7 @@ func (s *Server) webList(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		var ae *APIError
 		if !errors.As(err, &ae) || ae.Status != http.StatusBadRequest {
-			s.webError(w, r, err)
-			return
+			return err
 		}
 		d.Error = ae.Message
 	}
@@ -88,6 +85,7 @@ func (s *Server) webList(w http.ResponseWriter, r *http.Request) {
 		name = "rows"
 	}
 	s.render(w, r, http.StatusOK, name, d)
+	return nil
 }
 
 // userProjects lists the users' projects, sorted, for an admin's project
@@ -126,35 +124,19 @@ func nextURL(r *http.Request, cursor string) string {
 // links there (MorePinned) when it could not show every pinned session.
 // Every page ends on one of the store's own cursors.
 func (s *Server) webListPage(r *http.Request, u User, d *listData) error {
-	ctx := r.Context()
-	cursor := r.URL.Query().Get("cursor")
-	opts := recall.ListOptions{IncludeArchived: d.Archived, Pinned: d.Pinned, Cursor: cursor}
+	opts := recall.ListOptions{IncludeArchived: d.Archived, Pinned: d.Pinned, Cursor: r.URL.Query().Get("cursor")}
 	keep := func(m recall.Meta) bool { return !d.Archived || m.Archived }
-	others := func(m recall.Meta) bool { return !m.Pinned && keep(m) }
-	if d.Pinned {
-		others = keep // the listing holds pinned sessions only
-	}
-	var metas []recall.Meta
-	if cursor == "" && !d.Pinned {
-		pinned := recall.ListOptions{IncludeArchived: d.Archived, Pinned: true}
-		found, more, err := s.collect(ctx, d.Project, pinned, pinnedCap, keep)
-		if err != nil {
-			return err
-		}
-		metas = found
-		if more != "" {
-			q := r.URL.Query()
-			q.Set("pinned", "1")
-			q.Set("cursor", more)
-			q.Del("frag")
-			d.MorePinned = "/?" + q.Encode()
-		}
-	}
-	rest, next, err := s.collect(ctx, d.Project, opts, webPageSize, others)
+	metas, more, next, err := s.pinnedFirst(r.Context(), d.Project, opts, webPageSize, keep)
 	if err != nil {
-		return cursorErr(err, cursor)
+		return err
 	}
-	metas = append(metas, rest...)
+	if more != "" {
+		q := r.URL.Query()
+		q.Set("pinned", "1")
+		q.Set("cursor", more)
+		q.Del("frag")
+		d.MorePinned = "/?" + q.Encode()
+	}
 	own := u.Project()
 	d.Rows = make([]listRow, len(metas))
 	for i, m := range metas {

@@ -43,14 +43,17 @@ var (
 	liveHeartbeat = 15 * time.Second
 )
 
+// liveStalled is the data of a stalled event.
+const liveStalled = "Live updates stopped: the session could not be read. Trying again."
+
 // liveBatch bounds the entries read at once; a stream behind by more
 // reads again at once.
 const liveBatch = 200
 
-func (s *Server) webEvents(w http.ResponseWriter, r *http.Request) {
-	m, ok := s.webMeta(w, r)
-	if !ok {
-		return
+func (s *Server) webEvents(w http.ResponseWriter, r *http.Request) error {
+	m, err := s.sessionMeta(r)
+	if err != nil {
+		return err
 	}
 	key, ctx := m.Key, r.Context()
 	after := m.LastSeq
@@ -62,8 +65,7 @@ func (s *Server) webEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	changed, state, stop, ok := s.watches.subscribe(key)
 	if !ok {
-		s.webStatus(w, r, http.StatusServiceUnavailable, "The server is shutting down.")
-		return
+		return pageError(http.StatusServiceUnavailable, "The server is shutting down.")
 	}
 	defer stop()
 	csrf := s.csrfToken(w, r) // for the fork forms of new items; before the head is written
@@ -85,9 +87,9 @@ func (s *Server) webEvents(w http.ResponseWriter, r *http.Request) {
 	for {
 		select {
 		case <-ctx.Done():
-			return
+			return nil
 		case <-end:
-			return
+			return nil
 		case <-beat.C:
 			fmt.Fprint(w, ": keep-alive\n\n")
 			_ = rc.Flush()
@@ -101,10 +103,10 @@ func (s *Server) webEvents(w http.ResponseWriter, r *http.Request) {
 		case errors.Is(err, recall.ErrNotFound):
 			writeEvent(w, "gone", "", "deleted")
 			_ = rc.Flush()
-			return
+			return nil
 		case err != nil:
 			if !failing {
-				writeEvent(w, "stalled", "", "Live updates stopped: the session could not be read. Trying again.")
+				writeEvent(w, "stalled", "", liveStalled)
 				_ = rc.Flush()
 				failing = true
 			}
@@ -114,7 +116,7 @@ func (s *Server) webEvents(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			if ctx.Err() == nil && !failing {
 				s.log.WarnContext(ctx, "web: live update", "session", key.Session, "error", err)
-				writeEvent(w, "stalled", "", "Live updates stopped: the session could not be read. Trying again.")
+				writeEvent(w, "stalled", "", liveStalled)
 				failing = true
 			}
 			_ = rc.Flush()
@@ -123,7 +125,7 @@ func (s *Server) webEvents(w http.ResponseWriter, r *http.Request) {
 		failing = false
 		_ = rc.Flush()
 		if !more {
-			return // the page reloads
+			return nil // the page reloads
 		}
 	}
 }

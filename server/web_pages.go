@@ -89,23 +89,22 @@ func assetURL(name string) string { return "/static/" + name + "?v=" + staticAss
 
 // webRoutes registers the web viewer.
 func (s *Server) webRoutes() {
-	s.mux.HandleFunc("GET /{$}", s.webList)
-	s.mux.HandleFunc("GET /signin", s.webSignInPage)
-	s.mux.HandleFunc("POST /signin", s.webSignIn)
-	s.mux.HandleFunc("POST /signout", s.webSignOut)
-	s.mux.HandleFunc("GET /static/{name}", s.webStatic)
-	s.mux.HandleFunc("GET /s/{session_id}", s.webSession)
-	s.mux.HandleFunc("GET /s/{session_id}/events", s.webEvents)
-	s.mux.HandleFunc("GET /s/{session_id}/delete", s.webConfirmDelete)
-	s.mux.HandleFunc("GET /s/{session_id}/export", s.webExport)
-	s.mux.HandleFunc("POST /s/{session_id}/{action}", s.webAction)
+	s.mux.HandleFunc("GET /{$}", s.page(s.webList))
+	s.mux.HandleFunc("GET /signin", s.page(s.webSignInPage))
+	s.mux.HandleFunc("POST /signin", s.page(s.webSignIn))
+	s.mux.HandleFunc("POST /signout", s.page(s.webSignOut))
+	s.mux.HandleFunc("GET /static/{name}", s.page(s.webStatic))
+	s.mux.HandleFunc("GET /s/{session_id}", s.page(s.webSession))
+	s.mux.HandleFunc("GET /s/{session_id}/events", s.page(s.webEvents))
+	s.mux.HandleFunc("GET /s/{session_id}/delete", s.page(s.webConfirmDelete))
+	s.mux.HandleFunc("GET /s/{session_id}/export", s.page(s.webExport))
+	s.mux.HandleFunc("POST /s/{session_id}/{action}", s.page(s.webAction))
 }
 
-func (s *Server) webStatic(w http.ResponseWriter, r *http.Request) {
+func (s *Server) webStatic(w http.ResponseWriter, r *http.Request) error {
 	a, ok := staticAssets[r.PathValue("name")]
 	if !ok {
-		s.webStatus(w, r, http.StatusNotFound, "No such file.")
-		return
+		return pageError(http.StatusNotFound, "No such file.")
 	}
 	w.Header().Set("Content-Type", a.ctype)
 	if r.URL.Query().Get("v") == a.hash {
@@ -116,9 +115,10 @@ func (s *Server) webStatic(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("ETag", `"`+a.hash+`"`)
 	if r.Header.Get("If-None-Match") == `"`+a.hash+`"` {
 		w.WriteHeader(http.StatusNotModified)
-		return
+		return nil
 	}
 	_, _ = w.Write(a.body)
+	return nil
 }
 
 // pageBase is what every page's layout needs.
@@ -159,6 +159,10 @@ func (s *Server) webStatus(w http.ResponseWriter, r *http.Request, status int, m
 		Message string
 	}{s.base(w, r, http.StatusText(status)), status, msg})
 }
+
+// pageError is the error of a page answered with status and msg:
+// webError writes it as webStatus does.
+func pageError(status int, msg string) *APIError { return &APIError{Status: status, Message: msg} }
 
 // webError answers an error of the store or of bad input as a page, in
 // the words the API uses (apiErrorOf).

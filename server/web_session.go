@@ -49,37 +49,35 @@ type subView struct {
 	More    int // items not shown
 }
 
-func (s *Server) webSession(w http.ResponseWriter, r *http.Request) {
-	m, ok := s.webMeta(w, r)
-	if !ok {
-		return
+func (s *Server) webSession(w http.ResponseWriter, r *http.Request) error {
+	m, err := s.sessionMeta(r)
+	if err != nil {
+		return err
 	}
 	key, ctx := m.Key, r.Context()
 	var before recall.ItemRef
 	if b := r.URL.Query().Get("before"); b != "" {
 		var ok bool
 		if before, ok = parseRef(b); !ok {
-			s.webStatus(w, r, http.StatusBadRequest, "Invalid 'before': expected an item's place such as 12 or 12.3.")
-			return
+			return pageError(http.StatusBadRequest, "Invalid 'before': expected an item's place such as 12 or 12.3.")
 		}
 	}
 	d, err := s.sessionPage(ctx, key, m, before)
 	if err != nil {
-		s.webError(w, r, err)
-		return
+		return err
 	}
 	d.pageBase = s.base(w, r, titleOr(m))
 	if r.URL.Query().Get("frag") == "1" {
 		s.render(w, r, http.StatusOK, "items", d)
-		return
+		return nil
 	}
 	if before.Seq == 0 {
 		if err := s.subagents(ctx, key, &d); err != nil {
-			s.webError(w, r, err)
-			return
+			return err
 		}
 	}
 	s.render(w, r, http.StatusOK, "session.html", d)
+	return nil
 }
 
 func titleOr(m recall.Meta) string {
@@ -146,61 +144,54 @@ func (s *Server) subagents(ctx context.Context, key recall.Key, d *sessionData) 
 	return nil
 }
 
-func (s *Server) webConfirmDelete(w http.ResponseWriter, r *http.Request) {
-	m, ok := s.webMeta(w, r)
-	if !ok {
-		return
+func (s *Server) webConfirmDelete(w http.ResponseWriter, r *http.Request) error {
+	m, err := s.sessionMeta(r)
+	if err != nil {
+		return err
 	}
 	s.render(w, r, http.StatusOK, "delete.html", sessionData{pageBase: s.base(w, r, "Delete "+titleOr(m)), ID: m.Key.Session, Meta: m})
+	return nil
 }
 
-func (s *Server) webExport(w http.ResponseWriter, r *http.Request) {
+func (s *Server) webExport(w http.ResponseWriter, r *http.Request) error {
 	key, err := sessionKey(r)
 	if err != nil {
-		s.webError(w, r, err)
-		return
+		return err
 	}
 	format := r.URL.Query().Get("format")
 	f, err := export.ParseFormat(format)
 	if err != nil {
-		s.webStatus(w, r, http.StatusBadRequest, fmt.Sprintf("Unknown export format %q; use markdown, html, json or jsonl.", shorten(format)))
-		return
+		return pageError(http.StatusBadRequest, fmt.Sprintf("Unknown export format %q; use markdown, html, json or jsonl.", shorten(format)))
 	}
-	err = s.streamExport(w, r, f, key, func(h http.Header) {
+	return sessionErr(s.streamExport(w, r, f, key, func(h http.Header) {
 		ctype := map[export.Format]string{export.FormatMarkdown: "text/markdown; charset=utf-8", export.FormatHTML: "text/html; charset=utf-8",
 			export.FormatJSON: "application/json", export.FormatJSONL: "application/jsonl"}[f]
 		h.Set("Content-Type", ctype)
 		h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": key.Session + f.Ext()}))
 		h.Set("Content-Security-Policy", "sandbox; default-src 'none'")
 		h.Set("Cache-Control", "no-store")
-	})
-	if err != nil {
-		s.webError(w, r, sessionErr(err, key))
-	}
+	}), key)
 }
 
 // webAction serves the forms of a session page: rename, pin, archive,
 // fork and delete. Each needs the page's CSRF token.
-func (s *Server) webAction(w http.ResponseWriter, r *http.Request) {
+func (s *Server) webAction(w http.ResponseWriter, r *http.Request) error {
 	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
 	if !s.checkCSRF(r) {
-		s.webStatus(w, r, http.StatusForbidden, "The form had expired or came from another site; reload the page and try again.")
-		return
+		return pageError(http.StatusForbidden, "The form had expired or came from another site; reload the page and try again.")
 	}
-	m, ok := s.webMeta(w, r)
-	if !ok {
-		return
+	m, err := s.sessionMeta(r)
+	if err != nil {
+		return err
 	}
 	key, ctx := m.Key, r.Context()
 	back := "/s/" + url.PathEscape(key.Session)
 	on := r.PostFormValue("value") == "1"
-	var err error
 	switch r.PathValue("action") {
 	case "rename":
 		title := strings.TrimSpace(r.PostFormValue("title"))
-		if len(title) > maxTitleLen {
-			s.webStatus(w, r, http.StatusBadRequest, fmt.Sprintf("The title is longer than %d bytes.", maxTitleLen))
-			return
+		if err := checkTitle(&title); err != nil {
+			return err
 		}
 		_, err = recall.NewSession(s.store, key).SetTitle(ctx, title, recall.TitleUser)
 	case "pin":
@@ -210,8 +201,7 @@ func (s *Server) webAction(w http.ResponseWriter, r *http.Request) {
 	case "fork":
 		ref, ok := parseRef(r.PostFormValue("at"))
 		if !ok || ref.Seq > m.LastSeq {
-			s.webStatus(w, r, http.StatusBadRequest, "Invalid 'at': not an item of this session.")
-			return
+			return pageError(http.StatusBadRequest, "Invalid 'at': not an item of this session.")
 		}
 		newKey := recall.Key{Project: key.Project, Session: newConversationID()}
 		if _, err = recall.NewSession(s.store, key).Fork(ctx, ref.Seq, newKey); err == nil {
@@ -219,30 +209,17 @@ func (s *Server) webAction(w http.ResponseWriter, r *http.Request) {
 		}
 	case "delete":
 		if m.Pinned { // as recall rm without --force and the API without force=true
-			s.webStatus(w, r, http.StatusConflict, "This session is pinned: unpin it first.")
-			return
+			return pageError(http.StatusConflict, "This session is pinned: unpin it first.")
 		}
 		if err = s.store.Remove(ctx, key); err == nil {
 			back = "/"
 		}
 	default:
-		s.webStatus(w, r, http.StatusNotFound, "No such action.")
-		return
+		return pageError(http.StatusNotFound, "No such action.")
 	}
 	if err != nil {
-		s.webError(w, r, sessionErr(err, key))
-		return
+		return sessionErr(err, key)
 	}
 	http.Redirect(w, r, back, http.StatusSeeOther)
-}
-
-// webMeta reads the metadata of the session the request's path names, in
-// the user's project, and writes the error page when it cannot.
-func (s *Server) webMeta(w http.ResponseWriter, r *http.Request) (recall.Meta, bool) {
-	m, err := s.sessionMeta(r)
-	if err != nil {
-		s.webError(w, r, err)
-		return recall.Meta{}, false
-	}
-	return m, true
+	return nil
 }
