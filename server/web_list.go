@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/importer"
 	"github.com/recallkit/recall/search"
 )
 
@@ -26,7 +27,8 @@ type listRow struct {
 	Items       int
 	Pinned      bool
 	Archived    bool
-	Own         bool // the reader's own: linked, its first prompt shown
+	Source      string // the tool it came from (importer.Source)
+	Own         bool   // the reader's own: linked, its first prompt shown
 }
 
 // hitRow is one search hit.
@@ -141,7 +143,7 @@ func (s *Server) webListPage(r *http.Request, u User, d *listData) error {
 	d.Rows = make([]listRow, len(metas))
 	for i, m := range metas {
 		row := listRow{ID: m.Key.Session, Title: m.Title, Project: m.Key.Project, Updated: m.Updated, Items: m.ItemCount,
-			Pinned: m.Pinned, Archived: m.Archived, Own: m.Key.Project == own}
+			Pinned: m.Pinned, Archived: m.Archived, Source: importer.Source(m), Own: m.Key.Project == own}
 		if row.Own {
 			row.FirstPrompt = m.FirstPrompt // kept by the store: the list reads no items
 		}

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/importer"
 )
 
 // webFS holds the viewer's templates and static assets.
@@ -53,6 +54,8 @@ var (
 		"user":  func(project string) string { return strings.TrimPrefix(project, userPrefix) },
 		"item":  func(d sessionData, it webItem) itemCtx { return itemCtx{it, d.ID, d.CSRF} },
 		"count": count,
+		// source names the tool a session came from (importer.Source).
+		"source": importer.Source,
 	}).ParseFS(webFS, "web/templates/*.html"))
 )
 

@@ -2,8 +2,10 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -13,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/importer"
 	"github.com/recallkit/recall/memstore"
 	"github.com/recallkit/recall/server"
 )
@@ -252,5 +255,51 @@ func TestWebCounts(t *testing.T) {
 	}
 	if _, body := getBody(t, c, srv.URL+"/"); !strings.Contains(body, "<span>2 items</span>") {
 		t.Errorf("the list does not say 2 items")
+	}
+}
+
+// TestSessionSource checks that /api/v1 and the viewer's list and session
+// page name the tool each session came from: "recall" for one written
+// through the service, the importer's name for an imported one.
+func TestSessionSource(t *testing.T) {
+	st := memstore.New(memstore.Options{})
+	defer st.Close()
+	srv := serve(t, st)
+	own := newConversation(t, srv)
+	imported := recall.Key{Project: server.User{Name: server.DefaultUser}.Project(), Session: "claude-1"}
+	if _, err := recall.NewSession(st, imported).Create(context.Background(), recall.CreateOptions{
+		Metadata: map[string]string{importer.MetaSource: "claude-code"},
+		Items:    []recall.Item{recall.Message("user", "imported")},
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	status, _, body := raw(t, srv, "GET", "/api/v1/sessions", "")
+	var l struct {
+		Data []struct{ ID, Source string }
+	}
+	if err := json.Unmarshal([]byte(body), &l); status != http.StatusOK || err != nil {
+		t.Fatalf("list: %d %s", status, body)
+	}
+	got := map[string]string{}
+	for _, s := range l.Data {
+		got[s.ID] = s.Source
+	}
+	if want := map[string]string{own: "recall", "claude-1": "claude-code"}; !maps.Equal(got, want) {
+		t.Errorf("/api/v1/sessions sources: %v, want %v", got, want)
+	}
+
+	c := webClient(t, srv, "")
+	for path, want := range map[string][]string{
+		"/":           {`class="source" title="where the session came from">recall<`, `class="source" title="where the session came from">claude-code<`},
+		"/s/" + own:   {`id="source" title="where the session came from">recall<`},
+		"/s/claude-1": {`id="source" title="where the session came from">claude-code<`},
+	} {
+		res, body := getBody(t, c, srv.URL+path)
+		for _, w := range want {
+			if res.StatusCode != http.StatusOK || !strings.Contains(body, w) {
+				t.Errorf("GET %s: %s, want %q in the page", path, res.Status, w)
+			}
+		}
 	}
 }

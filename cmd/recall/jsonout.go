@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/recallkit/recall"
-	"github.com/recallkit/recall/importer"
 	"github.com/recallkit/recall/internal/sessionjson"
 	"github.com/recallkit/recall/server"
 )
@@ -13,7 +12,7 @@ import (
 // sessionJSON is a session as every --json output shows it. Unlike
 // recall.Meta it leaves nothing out: false, zero and empty fields are
 // present, so a script can rely on each one (docs/CLI.md lists them).
-// The fields from created to metadata are the ones /api/v1 shows too
+// The fields from created to source are the ones /api/v1 shows too
 // (sessionjson.Fields).
 type sessionJSON struct {
 	Key         keyJSON `json:"key"`
@@ -21,8 +20,6 @@ type sessionJSON struct {
 	TitleSource string  `json:"title_source"`
 	FirstPrompt string  `json:"first_prompt"`
 	sessionjson.Fields
-	// Source is the tool the session came from (importer.Source).
-	Source     string             `json:"source"`
 	ForkedFrom *recall.ForkOrigin `json:"forked_from"`
 	Usage      recall.Usage       `json:"usage"`
 	Corrupt    int                `json:"corrupt"`
@@ -50,7 +47,6 @@ func toJSON(m recall.Meta) sessionJSON {
 		TitleSource: string(m.TitleSource),
 		FirstPrompt: m.FirstPrompt,
 		Fields:      sessionjson.Of(m),
-		Source:      importer.Source(m),
 		ForkedFrom:  m.ForkedFrom,
 		Usage:       m.Usage,
 		Corrupt:     m.Corrupt,

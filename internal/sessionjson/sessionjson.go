@@ -12,10 +12,11 @@ import (
 	"time"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/importer"
 )
 
 // Fields is the run of a session's fields that both shapes write alike,
-// in this order, from created to metadata. Embedded in a struct, its
+// in this order, from created to source. Embedded in a struct, its
 // fields stand in that struct's JSON where it is embedded.
 type Fields struct {
 	Created   time.Time         `json:"created"`
@@ -26,6 +27,9 @@ type Fields struct {
 	Pinned    bool              `json:"pinned"`
 	Labels    []string          `json:"labels"`
 	Metadata  map[string]string `json:"metadata"`
+	// Source is the tool the session came from (importer.Source):
+	// "recall" for a session recall wrote itself.
+	Source string `json:"source"`
 }
 
 // Of returns m's Fields, with an empty list and map in place of nil
@@ -40,6 +44,7 @@ func Of(m recall.Meta) Fields {
 		Pinned:    m.Pinned,
 		Labels:    m.Labels,
 		Metadata:  m.Metadata,
+		Source:    importer.Source(m),
 	}
 	if f.Labels == nil {
 		f.Labels = []string{}
