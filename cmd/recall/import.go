@@ -17,10 +17,13 @@ import (
 	"github.com/recallkit/recall/importer"
 	"github.com/recallkit/recall/importer/claudecode"
 	"github.com/recallkit/recall/importer/codex"
+	"github.com/recallkit/recall/importer/gemini"
+	"github.com/recallkit/recall/importer/opencode"
 	"github.com/recallkit/recall/search"
 )
 
-// importFlags are the flags of recall import claude-code and codex.
+// importFlags are the flags of recall import claude-code, codex, gemini and
+// opencode.
 type importFlags struct {
 	dryRun  bool
 	project string // --project DIR
@@ -47,38 +50,37 @@ type importTool struct {
 	env []string
 }
 
-// importTools is the table of tools recall import reads: each has its
-// subcommand, and --watch takes its name.
+// importTools is the table of the tools recall import reads from their
+// files: each has its subcommand, and --watch takes its name. (opencode,
+// whose sessions are rows of a database, has its subcommand alone.)
 var importTools = []importTool{
-	{name: claudecode.Tool, cmd: newImportClaudeCodeCmd, find: claudecode.Find, read: claudecode.ReadFile, env: []string{"CLAUDE_CONFIG_DIR"},
-		paths: func() ([]string, error) {
-			p, err := claudecode.DefaultPath()
-			return []string{p}, err
-		}},
+	{name: claudecode.Tool, cmd: newImportClaudeCodeCmd, paths: one(claudecode.DefaultPath), find: claudecode.Find, read: claudecode.ReadFile, env: []string{"CLAUDE_CONFIG_DIR"}},
 	{name: codex.Tool, cmd: newImportCodexCmd, paths: codex.DefaultPaths, find: codex.Find, read: codex.ReadFile, env: []string{"CODEX_HOME"}},
+	{name: gemini.Tool, cmd: newImportGeminiCmd, paths: one(gemini.DefaultPath), find: gemini.Find, read: gemini.ReadFile, env: []string{"GEMINI_CLI_HOME"}},
 }
 
 func newImportCmd(a *app) *cobra.Command {
 	var w watchFlags
 	cmd := &cobra.Command{
 		Use:   "import",
-		Short: "Bring sessions in from Claude Code, Codex or a recall export",
+		Short: "Bring sessions in from Claude Code, Codex, Gemini CLI, opencode or a recall export",
 		Long: `Import conversations of other tools as recall sessions, which recall can then
 list, show, fork, archive and export; or read back a recall export.
 
-Importing a Claude Code or Codex transcript again is safe: one already
-imported adds nothing, and one that grew adds only its new lines. Each
-imported session keeps where it came from in its metadata (import.source,
-import.session, import.file).
+Importing a tool's sessions again is safe: one already imported adds
+nothing, and one that grew adds only what is new. Each imported session keeps
+where it came from in its metadata (import.source, import.session,
+import.file).
 
-With --watch TOOL (a source below but recall, or all), recall import follows
-the tool's folders and imports each transcript as it grows, within a second
-or two of a line being written, until SIGINT or SIGTERM; a rescan every
+With --watch TOOL (claude-code, codex, gemini, or all of them), recall import
+follows the tool's folders and imports each transcript as it grows, within a
+second or two of a line being written, until SIGINT or SIGTERM; a rescan every
 --rescan finds what no event reported. A transcript rewritten rather than
 appended to is reported and left alone. Killed, it resumes from what the
 store holds. --install writes a user service that runs it at login (a
 systemd user unit on Linux, a launchd agent on macOS) and prints how to
-enable it.`,
+enable it. opencode keeps its sessions in a database, which --watch does not
+follow: run recall import opencode again, which adds only what is new.`,
 		Example: `  recall import claude-code
   recall import --watch claude-code
   recall import --watch all --install`,
@@ -97,7 +99,7 @@ enable it.`,
 	for _, t := range importTools {
 		cmd.AddCommand(t.cmd(a))
 	}
-	cmd.AddCommand(newImportRecallCmd(a))
+	cmd.AddCommand(newImportOpencodeCmd(a), newImportRecallCmd(a))
 	return cmd
 }
 
@@ -128,16 +130,12 @@ only when nothing could be read.`,
   recall --store sqlite:///tmp/r.db import claude-code ~/.claude/projects/-home-me-app/5b4a1c52-0d2e-4c6e-9a53-2f1d3e4b5a61.jsonl`,
 		Args: args(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
-			path, err := claudecode.DefaultPath()
-			if len(argv) > 0 {
-				// absolute, so import.file names the file wherever recall runs
-				path, err = filepath.Abs(argv[0])
-			}
+			paths, err := importPaths(argv, one(claudecode.DefaultPath))
 			if err != nil {
 				return err
 			}
 			return a.runImport(cmd.Context(), f, func(ctx context.Context, st recall.Store, opts importer.Options) (importer.Summary, error) {
-				return claudecode.Import(ctx, st, path, opts)
+				return claudecode.Import(ctx, st, paths[0], opts)
 			})
 		},
 	}
@@ -168,12 +166,7 @@ only when nothing could be read.`,
   recall import codex rollout-2025-10-02T08-00-00-0199a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b.jsonl.zst --project ~/src/service`,
 		Args: args(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
-			paths, err := codex.DefaultPaths()
-			if len(argv) > 0 {
-				var abs string
-				abs, err = filepath.Abs(argv[0])
-				paths = []string{abs}
-			}
+			paths, err := importPaths(argv, codex.DefaultPaths)
 			if err != nil {
 				return err
 			}
@@ -184,6 +177,25 @@ only when nothing could be read.`,
 	}
 	f.register(cmd)
 	return cmd
+}
+
+// importPaths returns the path an import command was given, absolute so
+// that import.file names the file wherever recall runs, or else the
+// tool's default paths.
+func importPaths(argv []string, defaults func() ([]string, error)) ([]string, error) {
+	if len(argv) == 0 {
+		return defaults()
+	}
+	abs, err := filepath.Abs(argv[0])
+	return []string{abs}, err
+}
+
+// one makes a tool's single default path a list.
+func one(path func() (string, error)) func() ([]string, error) {
+	return func() ([]string, error) {
+		p, err := path()
+		return []string{p}, err
+	}
 }
 
 // runImport runs one importer with the flags, a progress bar on a terminal,
@@ -221,7 +233,8 @@ func (a *app) runImport(ctx context.Context, f importFlags, run func(context.Con
 		_ = bar.Finish()
 	}
 	if err != nil {
-		if errors.Is(err, claudecode.ErrNoTranscripts) || errors.Is(err, codex.ErrNoRollouts) || errors.Is(err, fs.ErrNotExist) {
+		if errors.Is(err, claudecode.ErrNoTranscripts) || errors.Is(err, codex.ErrNoRollouts) || errors.Is(err, gemini.ErrNoSessions) ||
+			errors.Is(err, opencode.ErrNoSessions) || errors.Is(err, fs.ErrNotExist) {
 			return withHint(err, "give the folder or file to import as PATH")
 		}
 		return err

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"context"
+
+	"github.com/spf13/cobra"
+
+	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/importer"
+	"github.com/recallkit/recall/importer/opencode"
+)
+
+func newImportOpencodeCmd(a *app) *cobra.Command {
+	var f importFlags
+	cmd := &cobra.Command{
+		Use:   "opencode [PATH]",
+		Short: "Import opencode sessions (default ~/.local/share/opencode)",
+		Long: `Import opencode's sessions. PATH is its data folder (default
+~/.local/share/opencode, or opencode in $XDG_DATA_HOME, on every system; and
+the database $OPENCODE_DB names), a database (opencode.db), the storage folder
+of versions before the database, or one session's file in it. The database is
+only read: opencode may keep running.
+
+Each session becomes one session, with opencode's session ID, in the project
+of the folder it ran in, which it records as 'recall chat' does, titled as
+opencode titled it. Text, files, reasoning, tool calls and their outputs
+become Responses items; token usage, the model and times are kept; a
+compaction becomes a compaction; a child session (a subagent) becomes a
+subagent record under its session. Messages still being written and turns a
+pending undo hides wait for a later import; failed answers, unknown kinds and
+damaged records are skipped and counted.
+
+A progress bar is shown when stderr is a terminal. The command fails (exit 1)
+only when nothing could be read.`,
+		Example: `  recall import opencode
+  recall import opencode ~/.local/share/opencode/opencode.db --dry-run
+  recall --store sqlite:///tmp/r.db import opencode --project ~/src/app`,
+		Args: args(cobra.MaximumNArgs(1)),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			paths, err := importPaths(argv, opencode.DefaultPaths)
+			if err != nil {
+				return err
+			}
+			return a.runImport(cmd.Context(), f, func(ctx context.Context, st recall.Store, opts importer.Options) (importer.Summary, error) {
+				return opencode.Import(ctx, st, paths, opts)
+			})
+		},
+	}
+	f.register(cmd)
+	return cmd
+}

@@ -1,0 +1,315 @@
+// Package opencode imports opencode's sessions into a recall store: from
+// its SQLite database (opencode.db in its data folder, versions from
+// February 2026 on) and from the JSON files of the versions before it
+// (storage/ in the same folder).
+//
+// Each session becomes one recall session with opencode's session id, in
+// the project of the folder it ran in (importer.ProjectKey of its
+// directory), which it records (metadata "cwd", importer.MetaCwd), titled
+// as opencode titled it (an auto title). A child session (a subagent the
+// task tool started: it has a parent) becomes a subagent record under its
+// root session (Key.Subpath "subagents/<id>"). Its messages map to
+// Responses items as opencode sends them back to the model
+// (MessageV2.toModelMessages):
+//
+//   - user text and files → a message item (input_text, input_image,
+//     input_file); text opencode marks ignored, and text files it inlines
+//     as text, are left out;
+//   - assistant text → an assistant message; reasoning → a reasoning item;
+//     tokens → the usage of the message's first item; model → metadata
+//     "model";
+//   - a tool part → function_call (call_id = its callID, arguments = its
+//     input as JSON) and function_call_output (its output, with its
+//     attachments; its error with "is_error": true; an interrupted call's
+//     note);
+//   - a compaction (a user message with a compaction part) → a compaction
+//     entry: the summary that follows is all the view keeps of before;
+//   - a failed assistant message, which opencode leaves out of the
+//     model's input, is skipped.
+//
+// Messages still being written (an assistant message not completed that
+// no message follows, a user message not answered yet) and those a
+// pending undo hides are left for a later import; parts of unknown kinds,
+// records that do not decode are skipped and counted by kind, never fatal.
+// Importing again is idempotent (see package importer): a session is read
+// as the stream of its settled messages, one line each holding what the
+// message gives recall, and the offset and digest are taken over that
+// stream, so a session that gained messages is appended to and one whose
+// imported messages changed (an undo after the import) is reported
+// (importer.ErrChanged). A title opencode gives later is written with the
+// session's next messages.
+// Where both a database and the JSON files hold a session (opencode copies
+// its files into the database once), the database is read.
+//
+// Known limits: a session is read whole into memory; recall import
+// --watch does not follow opencode, whose sessions are rows of a database
+// rather than files (import again: it adds only what is new); the
+// event-sourced tables of newer versions (session_message, ...) are not
+// read, the message and part tables opencode keeps beside them are.
+package opencode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/importer"
+)
+
+// Tool is the name imported sessions carry in importer.MetaSource.
+const Tool = "opencode"
+
+// DefaultPaths returns where opencode keeps its sessions: its data folder,
+// $XDG_DATA_HOME/opencode or ~/.local/share/opencode on every system (it
+// does not use the platform's own folders), and the database
+// $OPENCODE_DB names when that is an absolute path elsewhere.
+func DefaultPaths() ([]string, error) {
+	data := os.Getenv("XDG_DATA_HOME")
+	if data == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return nil, err
+		}
+		data = filepath.Join(home, ".local", "share")
+	}
+	dir := filepath.Join(data, "opencode")
+	paths := []string{dir}
+	if db := os.Getenv("OPENCODE_DB"); filepath.IsAbs(db) && filepath.Dir(db) != dir {
+		paths = append(paths, db)
+	}
+	return paths, nil
+}
+
+// ErrNoSessions reports paths that hold no opencode database or session.
+var ErrNoSessions = errors.New("opencode: no sessions found")
+
+// dbName matches the databases opencode names: opencode.db, or
+// opencode-<channel>.db for a build of another channel.
+var dbName = regexp.MustCompile(`^opencode(-[A-Za-z0-9._-]+)?\.db$`)
+
+// Import imports every session under paths into st: each path is an
+// opencode data folder (its databases and storage/), a storage folder, a
+// database, or one session's file (storage/session/<project>/<id>.json).
+// A path that does not exist is passed over when another one does. A
+// session that cannot be read is listed in the summary's Failures and the
+// others go on; the error reports paths that cannot be read at all or
+// hold no session (ErrNoSessions), or ctx's end.
+func Import(ctx context.Context, st recall.Store, paths []string, opts importer.Options) (importer.Summary, error) {
+	r := &reader{ctx: ctx, sessions: map[string]*sessionInfo{}, byName: map[string]*sessionInfo{}, source: map[string]source{}}
+	defer r.close()
+	// The databases first: a session they hold is not read again from
+	// the JSON files opencode copied it from.
+	var dbs []string
+	var stores []storage
+	var errs []error
+	for _, p := range paths {
+		d, s, err := locate(p)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		dbs, stores = append(dbs, d...), append(stores, s...)
+	}
+	var failures []importer.Failure
+	for _, d := range dbs {
+		if err := r.addDatabase(d); err != nil {
+			errs = append(errs, err)
+			failures = append(failures, importer.Failure{File: d, Err: err.Error()})
+		}
+	}
+	for _, s := range stores {
+		r.addStorage(s)
+	}
+	names := r.names()
+	if len(names) == 0 {
+		err := fmt.Errorf("%w in %s", ErrNoSessions, strings.Join(paths, ", "))
+		if len(errs) > 0 {
+			err = fmt.Errorf("opencode: %w", errors.Join(errs...))
+		}
+		return importer.Summary{Tool: Tool}, err
+	}
+	sum, err := importer.Run(ctx, st, Tool, names, r.read, opts)
+	sum.Failures = append(failures, sum.Failures...) // the databases that could not be read
+	return sum, err
+}
+
+// locate returns the databases and storage folders of a path: an opencode
+// data folder (its databases and storage/), a storage folder, a database,
+// or one session's file (storage/session/<project>/<id>.json, read alone).
+func locate(path string) ([]string, []storage, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !fi.IsDir() {
+		if strings.HasSuffix(path, ".json") {
+			return nil, []storage{{root: filepath.Dir(filepath.Dir(filepath.Dir(path))), only: path}}, nil
+		}
+		return []string{path}, nil, nil
+	}
+	entries, err := os.ReadDir(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	var dbs []string
+	for _, e := range entries {
+		if !e.IsDir() && dbName.MatchString(e.Name()) {
+			dbs = append(dbs, filepath.Join(path, e.Name()))
+		}
+	}
+	for _, root := range []string{filepath.Join(path, "storage"), path} {
+		if fi, err := os.Stat(filepath.Join(root, "session")); err == nil && fi.IsDir() {
+			return dbs, []storage{{root: root}}, nil
+		}
+	}
+	return dbs, nil, nil
+}
+
+// source reads the messages of one session.
+type source func(ctx context.Context, id string) ([]message, error)
+
+// reader reads the sessions of one Import.
+type reader struct {
+	ctx      context.Context
+	dbs      []*database
+	list     []*sessionInfo
+	sessions map[string]*sessionInfo // by id, for the parents
+	byName   map[string]*sessionInfo
+	source   map[string]source // by name
+}
+
+func (r *reader) close() {
+	for _, d := range r.dbs {
+		d.close()
+	}
+}
+
+func (r *reader) addDatabase(path string) error {
+	d, err := openDatabase(r.ctx, path)
+	if err != nil {
+		return err
+	}
+	r.dbs = append(r.dbs, d)
+	list, err := d.sessions(r.ctx)
+	if err != nil {
+		return err
+	}
+	for i := range list {
+		s := &list[i]
+		r.keep(s, func(ctx context.Context, id string) ([]message, error) { return d.messages(ctx, id) })
+	}
+	return nil
+}
+
+// addStorage adds the sessions of a storage folder that no database
+// holds.
+func (r *reader) addStorage(st storage) {
+	list := st.sessions()
+	for i := range list {
+		s := &list[i]
+		if s.ID != "" && r.sessions[s.ID] != nil {
+			continue // opencode copied it into its database, which is read
+		}
+		r.keep(s, func(_ context.Context, id string) ([]message, error) { return st.messages(id) })
+	}
+}
+
+func (r *reader) keep(s *sessionInfo, src source) {
+	if s.ID != "" {
+		if r.sessions[s.ID] != nil {
+			return // in two databases: the first is read
+		}
+		r.sessions[s.ID] = s
+	}
+	r.list = append(r.list, s)
+	r.byName[s.name] = s
+	r.source[s.name] = src
+}
+
+// root returns the root session of s, following its parents, and how
+// deep s is below it.
+func (r *reader) root(s *sessionInfo) (*sessionInfo, int) {
+	depth := 0
+	for hops := 0; s.ParentID != "" && hops < 64; hops++ {
+		p := r.sessions[s.ParentID]
+		if p == nil {
+			break
+		}
+		s, depth = p, depth+1
+	}
+	return s, depth
+}
+
+// names returns the names of the sessions to read: root sessions first,
+// then their children, so a subagent record is written after its session.
+func (r *reader) names() []string {
+	sort.SliceStable(r.list, func(i, j int) bool {
+		_, di := r.root(r.list[i])
+		_, dj := r.root(r.list[j])
+		if di != dj {
+			return di < dj
+		}
+		return r.list[i].name < r.list[j].name
+	})
+	names := make([]string, len(r.list))
+	for i, s := range r.list {
+		names[i] = s.name
+	}
+	return names
+}
+
+// read reads one session into a transcript.
+func (r *reader) read(name, project string) (*importer.Transcript, error) {
+	s := r.byName[name]
+	if s == nil || s.ID == "" {
+		return nil, fmt.Errorf("%s: not a readable opencode session", name)
+	}
+	msgs, err := r.source[name](r.ctx, s.ID)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	sort.SliceStable(msgs, func(i, j int) bool {
+		if a, b := msgs[i].info.Time.Created, msgs[j].info.Time.Created; a != b {
+			return a < b
+		}
+		return msgs[i].id < msgs[j].id
+	})
+	created := time.UnixMilli(int64(s.Time.Created))
+	t := &importer.Transcript{Tool: Tool, File: name}
+	tg := &importer.Target{Created: created.UTC().Truncate(time.Microsecond)}
+	mapSession(t, tg, msgs, s.Revert)
+	root, _ := r.root(s)
+	t.SessionID = root.ID
+	if root != s {
+		tg.Agent = s.ID
+	} else {
+		addTitle(tg, s.Title)
+	}
+	if len(tg.Records) > 0 {
+		if project == "" {
+			project = fallbackProject
+			if p, err := importer.ProjectKey(root.Directory); err == nil {
+				project = p
+				if root == s {
+					tg.Cwd = s.Directory
+				}
+			}
+		}
+		tg.Key = recall.Key{Project: project, Session: importer.SessionID(Tool, root.ID)}
+		if tg.Agent != "" {
+			tg.Key.Subpath = "subagents/" + importer.SessionID(Tool, tg.Agent)
+		}
+		t.Targets = []*importer.Target{tg}
+	}
+	t.Finish(created)
+	return t, nil
+}
+
+// fallbackProject is the project of a session that names no folder.
+const fallbackProject = "opencode"
