@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/agent"
@@ -126,8 +127,25 @@ func (c *chatSession) rename(ctx context.Context, title string) error {
 func (c *chatSession) send(ctx context.Context, text string) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	c.setTurn(cancel)
+	// Ctrl-C stops the reply, not the save of the message it answers:
+	// a cancel that comes while the input is being written waits for that
+	// write (at most inputSaveGrace), so "your message is saved" holds.
+	saved := make(chan struct{})
+	c.setTurn(func() {
+		go func() {
+			select {
+			case <-saved:
+			case <-time.After(inputSaveGrace):
+			}
+			cancel()
+		}()
+	})
 	defer c.setTurn(nil)
+	var once sync.Once
+	onPersist := func(ctx context.Context, items []recall.Item) error {
+		once.Do(func() { close(saved) })
+		return c.onPersist(ctx, items)
+	}
 
 	out := &lineTracker{w: c.app.stdout}
 	stopSpinner := func() {}
@@ -150,7 +168,7 @@ func (c *chatSession) send(ctx context.Context, text string) error {
 			}
 			c.app.notef("[tool] %s %s -> %s\n", ev.Call.Name, ev.Call.Arguments, status)
 		},
-		OnPersist: c.onPersist,
+		OnPersist: onPersist,
 		Titler:    c.model.titler,
 	}))
 	stopSpinner()
@@ -163,10 +181,19 @@ func (c *chatSession) send(ctx context.Context, text string) error {
 		c.app.notef("(titled %q)\n", res.Title)
 	}
 	if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
-		return withHint(errors.New("interrupted; the reply in flight was not saved"), "your message is saved; send another or /undo it")
+		select {
+		case <-saved:
+			return withHint(errors.New("interrupted; the reply in flight was not saved"), "your message is saved; send another or /undo it")
+		default:
+			return withHint(errors.New("interrupted before your message was saved"), "send it again")
+		}
 	}
 	return err
 }
+
+// inputSaveGrace bounds how long Ctrl-C waits for the save of the message
+// in flight before it cancels that save too (a store that hangs).
+const inputSaveGrace = 10 * time.Second
 
 // setTurn records the cancel function of the reply in flight (nil: none).
 func (c *chatSession) setTurn(cancel context.CancelFunc) {
