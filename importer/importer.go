@@ -1,22 +1,73 @@
-// Package importer is the part recall's importers share: the shape a
-// transcript of another tool is turned into (Transcript, Target, Record),
-// and the idempotent write of it into any recall.Store (Write, Run).
+// Package importer is the part recall's importers share: it reads a
+// transcript of another tool line by line, hands each line to the tool's
+// Mapper, and writes the records the lines give into any recall.Store as
+// they come (Run). An import holds a line and a batch per record it
+// writes, never the transcript: its memory does not grow with the file.
 //
-// The tools' own formats are read by importer/claudecode (Claude Code) and
-// importer/codex (OpenAI Codex CLI). Each turns one transcript file into a
-// Transcript: the recall records it fills (the main session and any
-// subagent records), each a list of entries tagged with the end offset of
-// the source line they came from.
+// The tools' own formats are read by importer/claudecode (Claude Code),
+// importer/codex (OpenAI Codex CLI), importer/gemini (Gemini CLI) and
+// importer/opencode (opencode). Each turns the lines of one transcript
+// into records of the recall records it fills: the main session and any
+// subagent records (Key.Subpath "subagents/<agent>").
+//
+// # How an importer plugs in
+//
+// A tool's package gives Run the files to read (Files walks a folder) and,
+// for each file, a Mapper: the tool's per-line mapping, apart from the
+// reading. Run opens the file (a .zst file is decompressed), splits it into
+// lines, and calls the Mapper's Line with each non-blank one, in order. Line
+// decodes it and adds the records it gives through the Transcript:
+// t.Target("") is the session's record and t.Target(agent) a subagent's;
+// Target.Add adds a Record (an entry, or a compaction); t.Skip counts a
+// line that gives nothing, by kind; t.Torn reports a line that does not
+// decode. The Mapper keeps what it needs of the lines before (a title's
+// rank, say), never the lines; it keeps Target.Model current, may set
+// Target.Created, and may change a record a later line completes (a
+// token count) through Target.Record while it is unwritten. Identity says
+// which session the lines name (the tool's session id, and the working
+// directory or the project the records go to): records are held until it
+// is known. A file may be mapped more than once, by a new Mapper each time
+// (see Memory), so what a Mapper adds must follow from the lines alone.
+// Everything else is Run's: the keys, the times of records without one,
+// the batches, the offsets and digests, importing again, the summary. A
+// minimal importer is in Example_mapper; importtest.Check is the fuzz
+// check every importer passes.
+//
+// A tool that keeps a session as one JSON document it rewrites, or as
+// rows of a database, gives its records as a stream of lines of its own
+// making, one a record: its Mapper is also an Opener, and Run reads the
+// lines Open returns instead of the file (Gemini CLI's logs and
+// checkpoints, opencode's sessions). Offsets and digests are taken over
+// that stream, so a session that gained records is appended to; the
+// memory of such a source is the document's, which its format sets.
+//
+// # Importing again
 //
 // Importing again is idempotent. Every recall record an import writes keeps
 // in its metadata where it came from (MetaSource, MetaSession, MetaFile),
 // how many bytes of the transcript it has consumed (MetaOffset) and the
 // SHA-256 of those bytes (MetaDigest). A later import of the same
 // transcript writes only the entries of lines past that offset, after
-// checking that the transcript still starts with the bytes consumed; a
-// transcript that was rewritten is reported (ErrChanged), never merged.
-// The entries of a batch and the metadata that records their offset are one
-// atomic Append, so a crash mid-import neither loses nor repeats a line.
+// checking that the transcript still starts with the bytes consumed (the
+// digest is taken as the lines are read; a prefix already read is read
+// again from the file, never kept); a transcript that was rewritten is
+// reported (ErrChanged), never merged. The entries of a batch and the
+// metadata that records their offset are one atomic Append, so a crash
+// mid-import neither loses nor repeats a line. A torn last line (a writer
+// still at work, or killed) is left out, and read whole by the next import.
+//
+// # Memory
+//
+// A record's entries are written in batches of about 2,000 records or 8 MB,
+// each as soon as the lines after it show it is complete (a batch never
+// ends inside a turn). What a record's metadata says of the whole
+// transcript (its model) is written with each batch, as far as the lines
+// have told it, so the last batch leaves it as the whole transcript says.
+// Records wait, held in memory, until the lines have named the session and
+// its folder, given the record a conversation (titles alone make no
+// session) and a time: in the files the tools write, the first lines do. A
+// file whose lines hold back more than half a batch is read again instead:
+// once whole to learn what they name, then to write.
 package importer
 
 import (
@@ -72,70 +123,6 @@ var (
 	// bytes an earlier import consumed: it was rewritten, not appended to.
 	ErrChanged = errors.New("importer: the transcript changed since it was imported")
 )
-
-// Transcript is one transcript file of another tool, read whole and turned
-// into the recall records it fills.
-type Transcript struct {
-	// Tool names the source tool: "claude-code" or "codex".
-	Tool string
-	// SessionID is the tool's own session id.
-	SessionID string
-	// File is the path the transcript was read from.
-	File string
-	// Data holds the complete lines read (decompressed): offsets and
-	// digests refer to it. A torn last line is not part of it.
-	Data []byte
-	// Targets are the recall records the transcript fills: the main
-	// session first, then subagent records. A transcript with no
-	// conversation has none.
-	Targets []*Target
-	// Lines counts the lines read; Skipped counts those that gave no
-	// entry, by kind ("file-history-snapshot", "torn", "unknown:x", ...).
-	Lines   int
-	Skipped map[string]int
-}
-
-// Skip counts one line of kind that gave nothing.
-func (t *Transcript) Skip(kind string) {
-	if t.Skipped == nil {
-		t.Skipped = map[string]int{}
-	}
-	if len(kind) > 48 {
-		kind = kind[:48] // a hostile type name does not bloat the summary
-	}
-	t.Skipped[kind]++
-}
-
-// Target is one recall record a transcript fills.
-type Target struct {
-	Key recall.Key
-	// Agent is the tool's subagent id for a subagent record, else "".
-	Agent string
-	// Created is the time of the record's first line.
-	Created time.Time
-	// Model is the model the transcript names last, or "".
-	Model string
-	// Cwd is the working directory of the main session, when the
-	// transcript names one and the session goes to its project; "" on
-	// subagent records.
-	Cwd string
-	// Records are the entries, in transcript order.
-	Records []Record
-}
-
-// Record is one entry an import writes, with the end offset (in
-// Transcript.Data) of the source line it came from. Records of one line
-// share End, and are written together or not at all.
-type Record struct {
-	End int64
-	// Turn, when set, names the turn the record belongs to (Claude Code's
-	// message id): the records of one turn are written in one batch.
-	Turn  string
-	Entry recall.Entry
-	// Compaction, when set, is the payload of a compaction entry: Write
-	// fills in Through and Replaced from the log it appends to.
-	Compaction *recall.Compaction
-}
 
 // SessionID returns the recall session ID for a tool's session id: the id
 // itself when it is a valid recall ID (Claude Code and Codex ids are UUIDs),
@@ -202,51 +189,20 @@ func ParseTime(s string) time.Time {
 	return t.UTC().Truncate(time.Microsecond)
 }
 
-// fillTimes gives records without a time of their own (lines that carry
-// none, such as titles) the time of the record before, or of the first
-// timed record for those at the start, and sets Created when unset.
-func fillTimes(tg *Target, fallback time.Time) {
-	first := fallback
-	for _, r := range tg.Records {
-		if !r.Entry.Time.IsZero() {
-			first = r.Entry.Time
-			break
+// subpath returns the Key.Subpath of the subagent record of agent: the id
+// made a valid segment (bytes outside [A-Za-z0-9._-] become '-').
+func subpath(agent string) string {
+	b := []byte(agent)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			b[i] = '-'
 		}
 	}
-	if tg.Created.IsZero() {
-		tg.Created = first
+	if len(b) > recall.MaxIDLen {
+		b = b[:recall.MaxIDLen]
 	}
-	prev := tg.Created
-	for i := range tg.Records {
-		if tg.Records[i].Entry.Time.IsZero() {
-			tg.Records[i].Entry.Time = prev
-		}
-		prev = tg.Records[i].Entry.Time
+	if s := string(b); s != "." && s != ".." {
+		return "subagents/" + s
 	}
-}
-
-// Finish completes a transcript once its lines are read: it drops targets
-// with no conversation (titles alone make no session) and gives every record a time (see fillTimes), using
-// fallback (the file's modification time) when no line has one.
-func (t *Transcript) Finish(fallback time.Time) {
-	fallback = fallback.UTC().Truncate(time.Microsecond)
-	kept := t.Targets[:0]
-	for _, tg := range t.Targets {
-		if !tg.hasConversation() {
-			continue
-		}
-		fillTimes(tg, fallback)
-		kept = append(kept, tg)
-	}
-	t.Targets = kept
-}
-
-// hasConversation reports whether tg has an item or a compaction.
-func (tg *Target) hasConversation() bool {
-	for _, r := range tg.Records {
-		if r.Entry.Kind == recall.KindItem || r.Compaction != nil {
-			return true
-		}
-	}
-	return false
+	return "subagents/agent"
 }

@@ -1,7 +1,9 @@
 package importer
 
 import (
+	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -46,27 +48,66 @@ func Files(path string, keep func(path string) bool) ([]string, error) {
 	return files, nil
 }
 
-// ReadFile reads a transcript whole: a .zst file is decompressed (Codex
-// may keep its rollouts as .jsonl.zst).
-func ReadFile(path string) ([]byte, error) {
-	if !strings.HasSuffix(path, ".zst") {
-		return os.ReadFile(path)
-	}
+// Open opens a transcript for reading: a .zst file is decompressed as it
+// is read (Codex may keep its rollouts as .jsonl.zst).
+func Open(path string) (io.ReadCloser, error) {
+	return open(path, nil)
+}
+
+// open is Open, counting in *read (when not nil) the bytes read from the
+// file as it is on disk.
+func open(path string, read *int64) (io.ReadCloser, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	dec, err := zstd.NewReader(f, zstd.WithDecoderConcurrency(1))
+	var r io.Reader = f
+	if read != nil {
+		r = &countingReader{r: f, n: read}
+	}
+	if !strings.HasSuffix(path, ".zst") {
+		return struct {
+			io.Reader
+			io.Closer
+		}{r, f}, nil
+	}
+	dec, err := zstd.NewReader(r, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true))
 	if err != nil {
+		f.Close()
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	defer dec.Close()
-	data, err := io.ReadAll(dec)
-	if err != nil {
-		return nil, fmt.Errorf("%s: zstd: %w", path, err)
+	return zstdFile{dec, f}, nil
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n *int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	*c.n += int64(n)
+	return n, err
+}
+
+// zstdFile is a .zst file open for reading, decompressed.
+type zstdFile struct {
+	dec *zstd.Decoder
+	f   *os.File
+}
+
+func (z zstdFile) Read(p []byte) (int, error) {
+	n, err := z.dec.Read(p)
+	if err != nil && !errors.Is(err, io.EOF) {
+		err = fmt.Errorf("zstd: %w", err)
 	}
-	return data, nil
+	return n, err
+}
+
+func (z zstdFile) Close() error {
+	z.dec.Close()
+	return z.f.Close()
 }
 
 // FileTime returns the modification time of path, or the zero time: the
@@ -91,34 +132,46 @@ type Line struct {
 	Unterminated bool
 }
 
-// EachLine calls fn for every non-blank line of data, in order.
-func EachLine(data []byte, fn func(Line)) {
-	for off := 0; off < len(data); {
-		l := Line{Start: int64(off)}
-		i := bytes.IndexByte(data[off:], '\n')
-		if i < 0 {
-			l.Bytes, l.End, l.Unterminated = data[off:], int64(len(data)), true
-			off = len(data)
-		} else {
-			l.Bytes, l.End = data[off:off+i], int64(off+i+1)
-			off += i + 1
-		}
-		l.Bytes = bytes.TrimSuffix(l.Bytes, []byte("\r"))
-		if len(bytes.TrimSpace(l.Bytes)) == 0 {
-			continue
-		}
-		fn(l)
-	}
+// lineReader splits a transcript into lines as it reads it. It holds
+// one buffer and the longest line read, never more.
+type lineReader struct {
+	r    *bufio.Reader
+	long []byte // a line longer than the buffer, put together
+	off  int64
 }
 
-// Torn records that line l did not decode: a torn last line is counted as
-// "torn" and cut from Data, so no offset ever points past it; any other
-// line that does not decode is counted as "malformed" and skipped.
-func (t *Transcript) Torn(l Line) {
-	if l.Unterminated {
-		t.Skip("torn")
-		t.Data = t.Data[:l.Start]
-		return
-	}
-	t.Skip("malformed")
+func newLineReader(r io.Reader) *lineReader {
+	return &lineReader{r: bufio.NewReaderSize(r, 256<<10)}
 }
+
+// next returns the next line, and its bytes as read (the newline
+// included), valid until the following call; io.EOF after the last.
+func (lr *lineReader) next() (Line, []byte, error) {
+	raw, err := lr.r.ReadSlice('\n')
+	if errors.Is(err, bufio.ErrBufferFull) {
+		lr.long = append(lr.long[:0], raw...)
+		for errors.Is(err, bufio.ErrBufferFull) {
+			raw, err = lr.r.ReadSlice('\n')
+			lr.long = append(lr.long, raw...)
+		}
+		raw = lr.long
+	}
+	if err != nil && !errors.Is(err, io.EOF) {
+		return Line{}, nil, err // a line cut by a read error is not a line
+	}
+	if len(raw) == 0 {
+		return Line{}, nil, io.EOF
+	}
+	l := Line{Bytes: raw, Start: lr.off, End: lr.off + int64(len(raw))}
+	lr.off = l.End
+	if raw[len(raw)-1] == '\n' {
+		l.Bytes = raw[:len(raw)-1]
+	} else {
+		l.Unterminated = true
+	}
+	l.Bytes = bytes.TrimSuffix(l.Bytes, []byte("\r"))
+	return l, raw, nil
+}
+
+// blank reports whether l holds only white space.
+func (l Line) blank() bool { return len(bytes.TrimSpace(l.Bytes)) == 0 }

@@ -17,15 +17,11 @@ type Options struct {
 	// DryRun reads and counts what an import would write, and writes
 	// nothing. Default: false.
 	DryRun bool
-	// Progress, when set, is called after each file with the bytes of the
-	// files done so far and of all of them (as they are on disk).
-	// Default: nil.
+	// Progress, when set, is called as the files are read (after each MB
+	// or so, and after each file) with the bytes read so far and the
+	// bytes of all the files, as they are on disk. Default: nil.
 	Progress func(done, total int64)
 }
-
-// ReadFunc reads one transcript file. project, when not empty, is the
-// project key its records go to (Options.Project).
-type ReadFunc func(path, project string) (*Transcript, error)
 
 // Counts counts recall records by what an import did to them.
 type Counts struct {
@@ -34,13 +30,13 @@ type Counts struct {
 	Unchanged int `json:"unchanged"`
 }
 
-func (c *Counts) add(o Outcome) {
+func (c *Counts) add(o outcome) {
 	switch o {
-	case New:
+	case outcomeNew:
 		c.New++
-	case Updated:
+	case outcomeUpdated:
 		c.Updated++
-	case Unchanged:
+	case outcomeUnchanged:
 		c.Unchanged++
 	}
 }
@@ -86,11 +82,12 @@ func (s Summary) SkippedKinds() []string {
 	return kinds
 }
 
-// Run imports files, in order, into st: each is read with read and each of
-// its targets written with Write. A file or record that fails is listed in
-// the summary's Failures and the rest go on; Run returns an error only
-// when ctx ends.
-func Run(ctx context.Context, st recall.Store, tool string, files []string, read ReadFunc, opts Options) (Summary, error) {
+// Run imports files, in order, into st: each is read line by line, its
+// lines are mapped by the Mapper that mapper returns for it, and the
+// records they give are written as they come (see the package doc). A
+// file or record that fails is listed in the summary's Failures and the
+// rest go on; Run returns an error only when ctx ends.
+func Run(ctx context.Context, st recall.Store, tool string, files []string, mapper func(path string) Mapper, opts Options) (Summary, error) {
 	sum := Summary{Tool: tool, DryRun: opts.DryRun, Files: len(files)}
 	sizes, total := fileSizes(files)
 	var done int64
@@ -98,7 +95,11 @@ func Run(ctx context.Context, st recall.Store, tool string, files []string, read
 		if err := ctx.Err(); err != nil {
 			return sum, err
 		}
-		if err := sum.file(ctx, st, path, read, opts); err != nil {
+		f := &fileImport{ctx: ctx, st: st, tool: tool, path: path, opts: opts, newMapper: mapper}
+		if opts.Progress != nil {
+			f.progress = func(read int64) { opts.Progress(done+min(read, sizes[i]), total) }
+		}
+		if err := sum.file(ctx, f); err != nil {
 			return sum, err
 		}
 		done += sizes[i]
@@ -110,41 +111,54 @@ func Run(ctx context.Context, st recall.Store, tool string, files []string, read
 }
 
 // file imports one file into the summary; it returns only ctx's error.
-func (s *Summary) file(ctx context.Context, st recall.Store, path string, read ReadFunc, opts Options) error {
-	t, err := read(path, opts.Project)
+func (s *Summary) file(ctx context.Context, f *fileImport) error {
+	err := f.run()
+	var targets []*Target
+	if f.t != nil {
+		targets = f.t.targets
+	}
+	results := make([]result, len(targets))
+	for i, tg := range targets {
+		results[i] = tg.w.res
+		if p, ok := f.prior[tg.Agent]; ok {
+			results[i].add(p)
+		}
+		s.Entries += results[i].Entries
+		s.Items += results[i].Items
+	}
 	if err != nil {
-		s.Failures = append(s.Failures, Failure{File: path, Err: err.Error()})
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		s.Failures = append(s.Failures, Failure{File: f.path, Err: err.Error()})
 		return nil
 	}
 	s.Read++
-	s.Bytes += int64(len(t.Data))
-	s.Lines += t.Lines
-	for k, n := range t.Skipped {
+	s.Bytes += f.d.n
+	s.Lines += f.t.Lines
+	for k, n := range f.t.Skipped {
 		if s.Skipped == nil {
 			s.Skipped = map[string]int{}
 		}
 		s.Skipped[k] += n
 	}
-	if len(t.Targets) == 0 {
-		s.Empty++
-		return nil
+	written := 0
+	for i, tg := range targets {
+		if results[i].Outcome == "" {
+			continue // no conversation: not a record
+		}
+		written++
+		switch {
+		case tg.w.err != nil:
+			s.Failures = append(s.Failures, Failure{File: f.path, Key: tg.w.key.String(), Err: tg.w.err.Error()})
+		case tg.Agent == "":
+			s.Sessions.add(results[i].Outcome)
+		default:
+			s.Subagents.add(results[i].Outcome)
+		}
 	}
-	for _, tg := range t.Targets {
-		res, err := Write(ctx, st, t, tg, opts.DryRun)
-		s.Entries += res.Entries
-		s.Items += res.Items
-		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			s.Failures = append(s.Failures, Failure{File: path, Key: tg.Key.String(), Err: err.Error()})
-			continue
-		}
-		if tg.Key.IsMain() {
-			s.Sessions.add(res.Outcome)
-		} else {
-			s.Subagents.add(res.Outcome)
-		}
+	if written == 0 {
+		s.Empty++
 	}
 	return nil
 }

@@ -40,11 +40,11 @@ func (f *importFlags) register(cmd *cobra.Command) {
 type importTool struct {
 	name string
 	cmd  func(*app) *cobra.Command
-	// paths returns the tool's own folders; find and read find and read
+	// paths returns the tool's own folders; find and mapper find and map
 	// its transcripts there.
-	paths func() ([]string, error)
-	find  func(path string) ([]string, error)
-	read  importer.ReadFunc
+	paths  func() ([]string, error)
+	find   func(path string) ([]string, error)
+	mapper func(path string) importer.Mapper
 	// env names the variables that move the tool's folders, which an
 	// installed watcher service keeps.
 	env []string
@@ -54,9 +54,9 @@ type importTool struct {
 // files: each has its subcommand, and --watch takes its name. (opencode,
 // whose sessions are rows of a database, has its subcommand alone.)
 var importTools = []importTool{
-	{name: claudecode.Tool, cmd: newImportClaudeCodeCmd, paths: one(claudecode.DefaultPath), find: claudecode.Find, read: claudecode.ReadFile, env: []string{"CLAUDE_CONFIG_DIR"}},
-	{name: codex.Tool, cmd: newImportCodexCmd, paths: codex.DefaultPaths, find: codex.Find, read: codex.ReadFile, env: []string{"CODEX_HOME"}},
-	{name: gemini.Tool, cmd: newImportGeminiCmd, paths: one(gemini.DefaultPath), find: gemini.Find, read: gemini.ReadFile, env: []string{"GEMINI_CLI_HOME"}},
+	{name: claudecode.Tool, cmd: newImportClaudeCodeCmd, paths: one(claudecode.DefaultPath), find: claudecode.Find, mapper: claudecode.NewMapper, env: []string{"CLAUDE_CONFIG_DIR"}},
+	{name: codex.Tool, cmd: newImportCodexCmd, paths: codex.DefaultPaths, find: codex.Find, mapper: codex.NewMapper, env: []string{"CODEX_HOME"}},
+	{name: gemini.Tool, cmd: newImportGeminiCmd, paths: one(gemini.DefaultPath), find: gemini.Find, mapper: gemini.NewMapper, env: []string{"GEMINI_CLI_HOME"}},
 }
 
 func newImportCmd(a *app) *cobra.Command {

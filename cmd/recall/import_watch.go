@@ -82,7 +82,7 @@ func (a *app) runWatch(cmd *cobra.Command, f watchFlags) error {
 		if err != nil {
 			return err
 		}
-		sources = append(sources, watch.Source{Tool: t.name, Roots: roots, Find: t.find, Read: t.read})
+		sources = append(sources, watch.Source{Tool: t.name, Roots: roots, Find: t.find, Mapper: t.mapper})
 	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

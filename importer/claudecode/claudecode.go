@@ -29,9 +29,11 @@
 // that do not decode and a torn last line are skipped and counted by kind,
 // never fatal. Importing again is idempotent (see package importer).
 //
-// Known limits: a transcript is read whole into memory; a rewind in Claude
-// Code (a branch from an earlier message) is imported in file order, both
-// branches one after the other.
+// A transcript is read line by line and written as it is read (see
+// package importer), so its size does not bound the import's memory.
+//
+// Known limits: a rewind in Claude Code (a branch from an earlier message)
+// is imported in file order, both branches one after the other.
 package claudecode
 
 import (
@@ -104,5 +106,5 @@ func Import(ctx context.Context, st recall.Store, path string, opts importer.Opt
 	if len(files) == 0 {
 		return importer.Summary{Tool: Tool}, fmt.Errorf("%w in %s", ErrNoTranscripts, path)
 	}
-	return importer.Run(ctx, st, Tool, files, ReadFile, opts)
+	return importer.Run(ctx, st, Tool, files, NewMapper, opts)
 }

@@ -278,13 +278,20 @@ func reimport(t *testing.T, ctx context.Context, st recall.Store, dir string) {
 // A transcript imported into another project than its folder's does not
 // record that folder: it is not the project's.
 func TestProjectOverrideRecordsNoFolder(t *testing.T) {
-	tr, err := ReadFile(filepath.Join(fixtureDir, fixtureSID+".jsonl"), "elsewhere")
-	if err != nil {
-		t.Fatal(err)
+	ctx := context.Background()
+	st := memstore.New(memstore.Options{})
+	sum, err := Import(ctx, st, filepath.Join(fixtureDir, fixtureSID+".jsonl"), importer.Options{Project: "elsewhere"})
+	if err != nil || sum.Sessions != (importer.Counts{New: 1}) || sum.Subagents != (importer.Counts{New: 1}) {
+		t.Fatalf("%+v, %v", sum, err)
 	}
-	for _, tg := range tr.Targets {
-		if tg.Key.Project != "elsewhere" || tg.Cwd != "" {
-			t.Errorf("target %s records the folder %q", tg.Key, tg.Cwd)
+	page, _ := st.List(ctx, "elsewhere", recall.ListOptions{})
+	subs, _ := st.List(ctx, "elsewhere", recall.ListOptions{Parent: fixtureSID})
+	for _, m := range append(page.Sessions, subs.Sessions...) {
+		if cwd, ok := m.Metadata[importer.MetaCwd]; ok {
+			t.Errorf("record %s records the folder %q", m.Key, cwd)
 		}
+	}
+	if len(page.Sessions) != 1 || len(subs.Sessions) != 1 {
+		t.Errorf("%d sessions, %d subagent records in the project", len(page.Sessions), len(subs.Sessions))
 	}
 }

@@ -37,17 +37,20 @@ func ExampleImport() {
 	// again: {New:0 Updated:0 Unchanged:1}
 }
 
-// Read one transcript without a store: the records each recall session
-// would get.
-func ExampleReadFile() {
-	t, err := claudecode.ReadFile("testdata/projects/-home-dev-app/5b4a1c52-0d2e-4c6e-9a53-2f1d3e4b5a61.jsonl", "")
+// See what importing one transcript would write, without writing: its
+// session, and the subagent record its sidechain lines fill.
+func ExampleImport_dryRun() {
+	ctx := context.Background()
+	st := memstore.New(memstore.Options{})
+	defer st.Close()
+
+	sum, err := claudecode.Import(ctx, st, "testdata/projects/-home-dev-app/5b4a1c52-0d2e-4c6e-9a53-2f1d3e4b5a61.jsonl", importer.Options{DryRun: true})
 	if err != nil {
 		panic(err)
 	}
-	for _, tg := range t.Targets {
-		fmt.Println(tg.Key, len(tg.Records), "records, model", tg.Model)
-	}
+	fmt.Printf("sessions %+v, subagent records %+v\n", sum.Sessions, sum.Subagents)
+	fmt.Printf("%d items in %d entries, from %d lines\n", sum.Items, sum.Entries, sum.Lines)
 	// Output:
-	// -home-dev-app/5b4a1c52-0d2e-4c6e-9a53-2f1d3e4b5a61 16 records, model claude-opus-4-1
-	// -home-dev-app/5b4a1c52-0d2e-4c6e-9a53-2f1d3e4b5a61:subagents/agent-c0ffee 2 records, model claude-haiku-4-5
+	// sessions {New:1 Updated:0 Unchanged:0}, subagent records {New:1 Updated:0 Unchanged:0}
+	// 14 items in 22 entries, from 26 lines
 }

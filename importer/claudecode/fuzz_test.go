@@ -1,21 +1,19 @@
 package claudecode
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
+	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/importer"
-	"github.com/recallkit/recall/memstore"
-	"github.com/recallkit/recall/storekit"
+	"github.com/recallkit/recall/importer/importtest"
 )
 
-// FuzzParse feeds arbitrary transcripts to the parser and writes what it
-// makes: nothing panics, every record is one a store takes, only a torn
-// last line is left out of Data, and a second write adds nothing.
+// FuzzParse imports arbitrary transcripts: nothing panics, every record is
+// one a store takes, only a torn last line is left out of the bytes
+// consumed, and a second import adds nothing (importtest.Check).
 //
 //	go test -run XXX -fuzz FuzzParse -fuzzminimizetime 0 ./importer/...
 //
@@ -36,28 +34,12 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(`{"type":"assistant","cwd":"C:\\w","message":{"id":"m","model":"a\u0000b","content":[{"type":"tool_use","input":null}],"usage":{"input_tokens":-5}}}` + "\n" + `{"type":"custom-title","customTitle":"\u0000"}`))
 	f.Add([]byte(`{"type":"user","isSidechain":true,"agentId":"../..","cwd":"/x","message":{"content":"hi"}}` + "\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		tr, err := parse("/p/"+fixtureSID+".jsonl", data, "", time.Unix(1e9, 0))
-		if err != nil {
-			return // a transcript with a conversation and no cwd
-		}
-		if !bytes.HasPrefix(data, tr.Data) || len(data)-len(tr.Data) > 0 && tr.Skipped["torn"] != 1 {
-			t.Fatalf("Data is not the input less a torn last line: %d of %d bytes, skipped %v", len(tr.Data), len(data), tr.Skipped)
-		}
-		ctx := context.Background()
-		st := memstore.New(memstore.Options{})
-		for _, tg := range tr.Targets {
-			if err := tg.Key.Validate(); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := importer.Write(ctx, st, tr, tg, false); err != nil {
-				t.Fatalf("write %s: %v", tg.Key, err)
-			}
-			if res, err := importer.Write(ctx, st, tr, tg, false); err != nil || res.Outcome != importer.Unchanged {
-				t.Fatalf("second write %s: %+v, %v", tg.Key, res, err)
-			}
-		}
-		if err := storekit.Verify(ctx, st); err != nil {
+		path := filepath.Join(t.TempDir(), fixtureSID+".jsonl")
+		if err := os.WriteFile(path, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
+		importtest.Check(t, func(ctx context.Context, st recall.Store) (importer.Summary, error) {
+			return Import(ctx, st, path, importer.Options{})
+		}, data)
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,16 +16,16 @@ import (
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/filestore"
 	"github.com/recallkit/recall/importer"
-	"github.com/recallkit/recall/memstore"
+	"github.com/recallkit/recall/importer/importtest"
+	"github.com/recallkit/recall/internal/testkit"
 	"github.com/recallkit/recall/storekit"
 )
 
 const largeSID = "7d9e1f20-3a4b-4c5d-8e6f-708192a3b4c5"
 
 // writeLarge writes a Claude Code transcript of about size bytes to dir
-// and returns its path and the number of items it maps to. Each round is
-// a user prompt, an assistant text and tool_use (two lines of one
-// message), a tool result of a few kB, and a file-history-snapshot line.
+// and returns its path and the number of items it maps to (see
+// generate).
 func writeLarge(t testing.TB, dir string, size int64) (string, int) {
 	t.Helper()
 	path := filepath.Join(dir, largeSID+".jsonl")
@@ -32,51 +33,57 @@ func writeLarge(t testing.TB, dir string, size int64) (string, int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cw := &countingWriter{w: f}
-	w := bufio.NewWriter(cw)
-	enc := json.NewEncoder(w)
-	start := time.Date(2025, 10, 1, 9, 0, 0, 0, time.UTC)
-	output := strings.Repeat("main.go:12: a line of tool output, with \"quotes\" and <tags>\n", 60)
-	items := 0
-	var written int64
-	for round := 0; written < size; round++ {
-		at := func(k int) string { return start.Add(time.Duration(round*5+k) * time.Second).Format(time.RFC3339Nano) }
-		base := func(typ string, k int) map[string]any {
-			return map[string]any{"type": typ, "uuid": fmt.Sprintf("u%d-%d", round, k), "parentUuid": nil, "isSidechain": false,
-				"cwd": "/home/dev/big", "sessionId": largeSID, "version": "2.0.14", "gitBranch": "main", "timestamp": at(k)}
-		}
-		msgID := fmt.Sprintf("msg_%d", round)
-		usage := map[string]any{"input_tokens": 12, "cache_read_input_tokens": 4000, "output_tokens": 90}
-		lines := []map[string]any{
-			base("user", 0),
-			base("assistant", 1),
-			base("assistant", 2),
-			base("user", 3),
-			{"type": "file-history-snapshot", "messageId": msgID, "snapshot": map[string]any{"trackedFileBackups": map[string]any{}}},
-		}
-		lines[0]["message"] = map[string]any{"role": "user", "content": fmt.Sprintf("Round %d: look at the build output and fix what fails. %s", round, strings.Repeat("context ", 40))}
-		lines[1]["message"] = map[string]any{"id": msgID, "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
-			"content": []any{map[string]any{"type": "text", "text": "I will run the build first."}}, "usage": usage}
-		lines[2]["message"] = map[string]any{"id": msgID, "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
-			"content": []any{map[string]any{"type": "tool_use", "id": fmt.Sprintf("toolu_%d", round), "name": "Bash",
-				"input": map[string]any{"command": "go build ./...", "description": "Build"}}}, "usage": usage}
-		lines[3]["message"] = map[string]any{"role": "user", "content": []any{map[string]any{"type": "tool_result",
-			"tool_use_id": fmt.Sprintf("toolu_%d", round), "content": output, "is_error": round%7 == 0}}}
-		for _, l := range lines {
-			if err := enc.Encode(l); err != nil {
-				t.Fatal(err)
-			}
-		}
-		items += 4
-		if err := w.Flush(); err != nil {
-			t.Fatal(err)
-		}
-		written = cw.n
+	items, err := generate(f, size)
+	if err != nil {
+		t.Fatal(err)
 	}
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
 	return path, items
+}
+
+// generate writes a Claude Code transcript of at least size bytes to w, a
+// round at a time, and returns the number of items it maps to. Each round
+// is a user prompt, an assistant text and tool_use (two lines of one
+// message, sharing its usage), a tool result of a few kB (every 256th
+// round, a long one of 256 kB), and a file-history-snapshot line. The
+// lines are put together from pieces encoded once, so that a gigabyte is
+// written in seconds.
+func generate(w io.Writer, size int64) (int, error) {
+	quote := func(s string) string { b, _ := json.Marshal(s); return string(b) }
+	output := quote(strings.Repeat("main.go:12: a line of tool output, with \"quotes\" and <tags>\n", 60))
+	long := quote(strings.Repeat("ok   github.com/dev/big/pkg\t0.012s a long listing of a build\n", 4<<10))
+	context := strings.Repeat("context ", 40)
+	const head = `"parentUuid":null,"isSidechain":false,"cwd":"/home/dev/big","sessionId":"` + largeSID + `","version":"2.0.14","gitBranch":"main"`
+	const usage = `"usage":{"input_tokens":12,"cache_read_input_tokens":4000,"output_tokens":90}`
+	start := time.Date(2025, 10, 1, 9, 0, 0, 0, time.UTC)
+	bw := bufio.NewWriterSize(w, 1<<20)
+	var b []byte
+	var written int64
+	items := 0
+	for round := 0; written < size; round++ {
+		at := func(k int) string { return start.Add(time.Duration(round*5+k) * time.Second).Format(time.RFC3339Nano) }
+		out := output
+		if round%256 == 255 {
+			out = long
+		}
+		b = fmt.Appendf(b[:0], `{"type":"user","uuid":"u%d-0",%s,"timestamp":"%s","message":{"role":"user","content":"Round %d: look at the build output and fix what fails. %s"}}`+"\n",
+			round, head, at(0), round, context)
+		b = fmt.Appendf(b, `{"type":"assistant","uuid":"u%d-1",%s,"timestamp":"%s","message":{"id":"msg_%d","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":"I will run the build first."}],%s}}`+"\n",
+			round, head, at(1), round, usage)
+		b = fmt.Appendf(b, `{"type":"assistant","uuid":"u%d-2",%s,"timestamp":"%s","message":{"id":"msg_%d","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"tool_use","id":"toolu_%d","name":"Bash","input":{"command":"go build ./...","description":"Build"}}],%s}}`+"\n",
+			round, head, at(2), round, round, usage)
+		b = fmt.Appendf(b, `{"type":"user","uuid":"u%d-3",%s,"timestamp":"%s","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_%d","content":%s,"is_error":%v}]}}`+"\n",
+			round, head, at(3), round, out, round%7 == 0)
+		b = fmt.Appendf(b, `{"type":"file-history-snapshot","messageId":"msg_%d","snapshot":{"trackedFileBackups":{}}}`+"\n", round)
+		if _, err := bw.Write(b); err != nil {
+			return items, err
+		}
+		written += int64(len(b))
+		items += 4
+	}
+	return items, bw.Flush()
 }
 
 // TestLargeTranscript imports a 50 MB transcript (10 MB under -short or
@@ -149,6 +156,9 @@ func benchFile(b *testing.B) (string, int) {
 }
 
 func TestMain(m *testing.M) {
+	if os.Getenv(testkit.RoleEnv) != "" {
+		testkit.Main(m, map[string]func() error{"import": importChild})
+	}
 	code := m.Run()
 	if benchPath != "" {
 		os.RemoveAll(filepath.Dir(benchPath))
@@ -158,73 +168,10 @@ func TestMain(m *testing.M) {
 
 // BenchmarkImport measures importing a 20 MB transcript (MB/s, items/s)
 // against the baseline of reading the same file and decoding every line
-// with encoding/json, in the same run.
+// with encoding/json, in the same run (see importtest.Benchmark).
 func BenchmarkImport(b *testing.B) {
 	path, items := benchFile(b)
-	fi, err := os.Stat(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	report := func(b *testing.B) {
-		b.SetBytes(fi.Size())
-		b.ReportMetric(float64(items)*float64(b.N)/b.Elapsed().Seconds(), "items/s")
-	}
-	b.Run("baseline=read+decode", func(b *testing.B) {
-		for b.Loop() {
-			data, err := os.ReadFile(path)
-			if err != nil {
-				b.Fatal(err)
-			}
-			importer.EachLine(data, func(l importer.Line) {
-				var v any
-				if err := json.Unmarshal(l.Bytes, &v); err != nil {
-					b.Fatal(err)
-				}
-			})
-		}
-		report(b)
+	importtest.Benchmark(b, path, items, func(ctx context.Context, st recall.Store, opts importer.Options) (importer.Summary, error) {
+		return Import(ctx, st, path, opts)
 	})
-	b.Run("read", func(b *testing.B) {
-		for b.Loop() {
-			if _, err := ReadFile(path, ""); err != nil {
-				b.Fatal(err)
-			}
-		}
-		report(b)
-	})
-	for _, kind := range []string{"memstore", "filestore"} {
-		b.Run("import="+kind, func(b *testing.B) {
-			ctx := context.Background()
-			for b.Loop() {
-				var st recall.Store = memstore.New(memstore.Options{})
-				if kind == "filestore" {
-					b.StopTimer()
-					fs, err := filestore.Open(filestore.Options{Dir: b.TempDir()})
-					if err != nil {
-						b.Fatal(err)
-					}
-					st = fs
-					b.StartTimer()
-				}
-				sum, err := Import(ctx, st, path, importer.Options{})
-				if err != nil || sum.Items != items {
-					b.Fatal(err, sum)
-				}
-				st.Close()
-			}
-			report(b)
-		})
-	}
-}
-
-// countingWriter counts the bytes written through it.
-type countingWriter struct {
-	w interface{ Write([]byte) (int, error) }
-	n int64
-}
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
 }

@@ -2,11 +2,9 @@ package claudecode
 
 import (
 	stdjson "encoding/json"
-	"fmt"
-	"os"
+	"errors"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -92,52 +90,25 @@ const (
 	rankCustom
 )
 
-// ReadFile reads one Claude Code transcript: a session's
+// mapper maps the lines of one Claude Code transcript: a session's
 // <sessionId>.jsonl, or a subagent's agent-<id>.jsonl (in
 // <sessionId>/subagents/, or beside the sessions in older versions).
-// project, when not empty, is the project key its records go to instead of
-// the key of the transcript's working directory.
-func ReadFile(path, project string) (*importer.Transcript, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	return parse(path, data, project, importer.FileTime(path))
-}
-
-// parse reads the lines of a transcript read from path.
-func parse(path string, data []byte, project string, mtime time.Time) (*importer.Transcript, error) {
-	p := newParser(path, data)
-	importer.EachLine(data, p.line)
-	if err := p.finish(project); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	p.t.Finish(mtime)
-	return p.t, nil
-}
-
-// parser turns the lines of one transcript into records.
-type parser struct {
-	t *importer.Transcript
+type mapper struct {
 	// agent is the subagent's id when the file is a subagent transcript.
 	agent   string
 	parent  string // the parent session's id, from the path, if known
 	cwd     string // the first working directory named
 	session string // the first session id named
-	targets map[string]*importer.Target
-	order   []string
-	// counted holds the message ids whose usage is already counted: the
-	// lines of one assistant message each repeat it.
-	counted map[string]bool
+	// counted holds the message ids whose usage is counted: the lines of
+	// one assistant message each repeat it.
+	counted recentSet
 	rank    int // of the last title recorded
 }
 
-func newParser(path string, data []byte) *parser {
-	p := &parser{
-		t:       &importer.Transcript{Tool: Tool, File: path, Data: data},
-		targets: map[string]*importer.Target{},
-		counted: map[string]bool{},
-	}
+// NewMapper returns the importer.Mapper of the Claude Code transcript at
+// path (importer.Run, recall import --watch).
+func NewMapper(path string) importer.Mapper {
+	p := &mapper{counted: newRecentSet(recentMessages)}
 	stem := strings.TrimSuffix(filepath.Base(path), ".jsonl")
 	dir := filepath.Dir(path)
 	switch {
@@ -151,10 +122,23 @@ func newParser(path string, data []byte) *parser {
 	return p
 }
 
+// Identity implements importer.Mapper: the session is the parent's (from
+// the path, else the first sessionId named), in the first folder named.
+func (p *mapper) Identity(eof bool) (importer.Identity, error) {
+	sid := p.parent
+	if sid == "" {
+		sid = p.session
+	}
+	if eof && sid == "" {
+		return importer.Identity{}, errors.New("the subagent transcript names no parent session")
+	}
+	return importer.Identity{SessionID: sid, Cwd: p.cwd}, nil
+}
+
 // target returns the target a conversation line goes to: the subagent's
 // record in a subagent transcript, a sidechain record for a sidechain line
 // of a session's transcript, else the session.
-func (p *parser) target(l *line) *importer.Target {
+func (p *mapper) target(t *importer.Transcript, l *line) *importer.Target {
 	agent := p.agent
 	if agent == "" && l.IsSidechain {
 		agent = "sidechain"
@@ -162,20 +146,14 @@ func (p *parser) target(l *line) *importer.Target {
 			agent = "agent-" + l.AgentID
 		}
 	}
-	tg := p.targets[agent]
-	if tg == nil {
-		tg = &importer.Target{Agent: agent}
-		p.targets[agent] = tg
-		p.order = append(p.order, agent)
-	}
-	return tg
+	return t.Target(agent)
 }
 
-func (p *parser) line(ln importer.Line) {
-	p.t.Lines++
+// Line implements importer.Mapper.
+func (p *mapper) Line(t *importer.Transcript, ln importer.Line) {
 	var l line
 	if err := json.Unmarshal(ln.Bytes, &l, decodeOptions); err != nil {
-		p.t.Torn(ln)
+		t.Torn(ln)
 		return
 	}
 	if p.cwd == "" {
@@ -186,32 +164,30 @@ func (p *parser) line(ln importer.Line) {
 	}
 	switch l.Type {
 	case "user", "assistant":
-		p.conversation(&l, ln.End)
+		p.conversation(t, &l)
 	case "system":
 		if l.Subtype != "compact_boundary" {
-			p.t.Skip("system:" + l.Subtype)
+			t.Skip("system:" + l.Subtype)
 			return
 		}
-		tg := p.target(&l)
-		tg.Records = append(tg.Records, importer.Record{
-			End:        ln.End,
+		p.target(t, &l).Add(importer.Record{
 			Entry:      recall.Entry{Kind: recall.KindCompaction, Time: importer.ParseTime(l.Timestamp)},
 			Compaction: &recall.Compaction{Items: []recall.Item{}, Strategy: "claude-code"},
 		})
 	case "summary":
-		p.title(&l, l.Summary, rankSummary, ln.End)
+		p.title(t, &l, l.Summary, rankSummary)
 	case "ai-title":
-		p.title(&l, first(l.AITitle, l.Title), rankAI, ln.End)
+		p.title(t, &l, first(l.AITitle, l.Title), rankAI)
 	case "custom-title":
-		p.title(&l, first(l.CustomTitle, l.Title), rankCustom, ln.End)
+		p.title(t, &l, first(l.CustomTitle, l.Title), rankCustom)
 	default:
 		switch {
 		case bookkeeping[l.Type]:
-			p.t.Skip(l.Type)
+			t.Skip(l.Type)
 		case l.Type == "":
-			p.t.Skip("unknown")
+			t.Skip("unknown")
 		default:
-			p.t.Skip("unknown:" + l.Type)
+			t.Skip("unknown:" + l.Type)
 		}
 	}
 }
@@ -219,10 +195,10 @@ func (p *parser) line(ln importer.Line) {
 // title records a title of the given rank unless a better-ranked one came
 // before: custom-title, then ai-title, then summary; the latest of a rank
 // wins. Custom titles are the user's, the others auto titles.
-func (p *parser) title(l *line, title string, rank int, end int64) {
+func (p *mapper) title(t *importer.Transcript, l *line, title string, rank int) {
 	title = strings.Join(strings.Fields(strings.ReplaceAll(title, "\x00", "")), " ")
 	if title == "" || rank < p.rank || p.agent != "" {
-		p.t.Skip(l.Type)
+		t.Skip(l.Type)
 		return
 	}
 	p.rank = rank
@@ -232,47 +208,62 @@ func (p *parser) title(l *line, title string, rank int, end int64) {
 	}
 	e := recall.NewEntry(recall.KindTitle, recall.TitleChange{Title: title, Source: src})
 	e.Time = importer.ParseTime(l.Timestamp)
-	tg := p.target(&line{}) // titles name the session
-	tg.Records = append(tg.Records, importer.Record{End: end, Entry: e})
+	t.Target("").Add(importer.Record{Entry: e}) // titles name the session
 }
 
 // conversation turns a user or assistant line into items: text and images
 // into one message, each tool_use into a function_call, each tool_result
 // into a function_call_output, each thinking block into a reasoning item.
-func (p *parser) conversation(l *line, end int64) {
+func (p *mapper) conversation(t *importer.Transcript, l *line) {
 	m := l.Message
 	if m == nil || m.Content.empty() {
-		p.t.Skip("malformed")
+		t.Skip("malformed")
 		return
 	}
 	role := l.Type
-	tg := p.target(l)
+	tg := p.target(t, l)
 	if role == "assistant" && m.Model != "" && m.Model != "<synthetic>" {
 		tg.Model = m.Model
-	}
-	at := importer.ParseTime(l.Timestamp)
-	turn := ""
-	if role == "assistant" {
-		turn = m.ID
-	}
-	before := len(tg.Records)
-	add := func(it recall.Item) {
-		tg.Records = append(tg.Records, importer.Record{End: end, Turn: turn, Entry: recall.Entry{Kind: recall.KindItem, Time: at, Data: stdjson.RawMessage(it)}})
-	}
-	var parts []part
-	flush := func() {
-		if len(parts) > 0 {
-			add(item(messageItem{Type: "message", Role: role, Content: parts}))
-			parts = nil
-		}
 	}
 	blocks := m.Content.Blocks
 	switch {
 	case m.Content.Str != nil:
 		blocks = []block{{Type: "text", Text: *m.Content.Str}}
 	case blocks == nil:
-		p.t.Skip("malformed")
+		t.Skip("malformed")
 		return
+	}
+	at := importer.ParseTime(l.Timestamp)
+	turn := ""
+	if role == "assistant" {
+		turn = m.ID
+	}
+	items := lineItems(t, role, blocks)
+	// The lines of one assistant message (one content block each) are one
+	// turn: its usage, which every line repeats, is counted once.
+	var u *recall.Usage
+	if len(items) > 0 && m.Usage != nil && (m.ID == "" || !p.counted.has(m.ID)) {
+		u = m.Usage.recall()
+		if m.ID != "" {
+			p.counted.add(m.ID)
+		}
+	}
+	for _, it := range items {
+		tg.Add(importer.Record{Turn: turn, Entry: recall.Entry{Kind: recall.KindItem, Time: at, Data: stdjson.RawMessage(it), Usage: u}})
+		u = nil
+	}
+}
+
+// lineItems returns the items of a conversation line's blocks, counting
+// the blocks it cannot keep as skipped.
+func lineItems(t *importer.Transcript, role string, blocks []block) []recall.Item {
+	var items []recall.Item
+	var parts []part
+	flush := func() {
+		if len(parts) > 0 {
+			items = append(items, item(messageItem{Type: "message", Role: role, Content: parts}))
+			parts = nil
+		}
 	}
 	for _, b := range blocks {
 		switch b.Type {
@@ -282,7 +273,7 @@ func (p *parser) conversation(l *line, end int64) {
 			if ip, ok := imagePart(b.Source); ok {
 				parts = append(parts, ip)
 			} else {
-				p.t.Skip("block:image")
+				t.Skip("block:image")
 			}
 		case "thinking", "redacted_thinking":
 			flush()
@@ -290,95 +281,27 @@ func (p *parser) conversation(l *line, end int64) {
 			if b.Thinking != "" {
 				r.Summary = append(r.Summary, summaryText{Type: "summary_text", Text: b.Thinking})
 			}
-			add(item(r))
+			items = append(items, item(r))
 		case "tool_use":
 			flush()
 			args := string(b.Input)
 			if args == "" || args == "null" {
 				args = "{}"
 			}
-			add(item(functionCall{Type: "function_call", CallID: b.ID, Name: b.Name, Arguments: args}))
+			items = append(items, item(functionCall{Type: "function_call", CallID: b.ID, Name: b.Name, Arguments: args}))
 		case "tool_result":
 			flush()
 			out, lost := toolOutput(b.Content)
 			for _, k := range lost {
-				p.t.Skip(k)
+				t.Skip(k)
 			}
-			add(item(functionCallOutput{Type: "function_call_output", CallID: b.ToolUseID, Output: out, IsError: b.IsError}))
+			items = append(items, item(functionCallOutput{Type: "function_call_output", CallID: b.ToolUseID, Output: out, IsError: b.IsError}))
 		default:
-			p.t.Skip("block:" + b.Type)
+			t.Skip("block:" + b.Type)
 		}
 	}
 	flush()
-	// The lines of one assistant message (one content block each) are one
-	// turn: its usage, which every line repeats, is counted once.
-	if len(tg.Records) > before && m.Usage != nil && (m.ID == "" || !p.counted[m.ID]) {
-		tg.Records[before].Entry.Usage = m.Usage.recall()
-		if m.ID != "" {
-			p.counted[m.ID] = true
-		}
-	}
-}
-
-// finish gives every target its key, once the lines have named the
-// working directory and the session.
-func (p *parser) finish(project string) error {
-	sid := p.parent
-	if sid == "" {
-		sid = p.session
-	}
-	if sid == "" {
-		return fmt.Errorf("the subagent transcript names no parent session")
-	}
-	p.t.SessionID = sid
-	cwd := "" // recorded when the session goes to its folder's project
-	if project == "" && p.hasConversation() {
-		key, err := importer.ProjectKey(p.cwd)
-		if err != nil {
-			return err
-		}
-		project, cwd = key, p.cwd
-	}
-	for _, name := range p.order {
-		tg := p.targets[name]
-		tg.Key = recall.Key{Project: project, Session: importer.SessionID(Tool, sid)}
-		if name != "" {
-			tg.Key.Subpath = "subagents/" + segment(name)
-		} else {
-			tg.Cwd = cwd
-		}
-		p.t.Targets = append(p.t.Targets, tg)
-	}
-	return nil
-}
-
-// hasConversation reports whether any line gave an item or compaction.
-func (p *parser) hasConversation() bool {
-	for _, tg := range p.targets {
-		for _, r := range tg.Records {
-			if r.Entry.Kind != recall.KindTitle {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// segment turns a subagent id into a valid subpath segment.
-func segment(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
-			b[i] = '-'
-		}
-	}
-	if len(b) > recall.MaxIDLen {
-		b = b[:recall.MaxIDLen]
-	}
-	if s := string(b); s != "." && s != ".." {
-		return s
-	}
-	return "agent"
+	return items
 }
 
 func first(ss ...string) string {
@@ -388,4 +311,36 @@ func first(ss ...string) string {
 		}
 	}
 	return ""
+}
+
+// recentMessages is how many message ids a mapper remembers for counting
+// usage once per message: the lines of one message come together (a
+// message's blocks, then the results of its tool calls), so a window keeps
+// the memory of a long transcript bounded without counting one twice.
+const recentMessages = 4096
+
+// recentSet holds the last ids added to it, up to its size.
+type recentSet struct {
+	ids  map[string]struct{}
+	ring []string
+	next int
+}
+
+func newRecentSet(size int) recentSet {
+	return recentSet{ids: make(map[string]struct{}, size), ring: make([]string, size)}
+}
+
+func (r *recentSet) has(id string) bool {
+	_, ok := r.ids[id]
+	return ok
+}
+
+// add adds id, forgetting the oldest id once the set is full.
+func (r *recentSet) add(id string) {
+	if old := r.ring[r.next]; old != "" {
+		delete(r.ids, old)
+	}
+	r.ring[r.next] = id
+	r.ids[id] = struct{}{}
+	r.next = (r.next + 1) % len(r.ring)
 }

@@ -23,11 +23,15 @@
 //   - unknown and future line types, lines that do not decode and a torn
 //     last line are skipped and counted, never fatal.
 //
-// .jsonl.zst rollouts are decompressed (github.com/klauspost/compress/zstd);
-// where both a rollout and its .zst sibling exist, the plain one is read,
-// as Codex does. Importing again is idempotent (see package importer): the
-// offset and digest are taken over the decompressed bytes, so a rollout
-// that Codex compressed since it was imported is unchanged.
+// A rollout is read a line at a time and written as it is read (see
+// package importer); .jsonl.zst rollouts are decompressed as they are read
+// (github.com/klauspost/compress/zstd). Where both a rollout and its .zst
+// sibling exist, the plain one is read, as Codex does. Importing again is
+// idempotent: the offset and digest are taken over the decompressed
+// bytes, so a rollout that Codex compressed since it was imported is
+// unchanged. An item and the compactions after it are one turn
+// (importer.Record.Turn): a batch never ends between them, so a
+// token_count line after a compaction still gives the item its usage.
 package codex
 
 import (
@@ -37,6 +41,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -115,7 +120,7 @@ func Import(ctx context.Context, st recall.Store, paths []string, opts importer.
 		}
 		return importer.Summary{Tool: Tool}, err
 	}
-	return importer.Run(ctx, st, Tool, files, ReadFile, opts)
+	return importer.Run(ctx, st, Tool, files, NewMapper, opts)
 }
 
 // rolloutLine is one line of a rollout.
@@ -160,130 +165,126 @@ func (u *tokenUsage) recall() *recall.Usage {
 	return &r
 }
 
-// ReadFile reads one rollout (.jsonl or .jsonl.zst). project, when not
-// empty, is the project key its session goes to instead of the key of its
-// working directory.
-func ReadFile(path, project string) (*importer.Transcript, error) {
-	data, err := importer.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	return parse(path, data, project, importer.FileTime(path))
-}
-
-// rollout is one rollout as parse reads it: the transcript and its
-// target as they grow, and what the lines said of the session.
+// rollout maps the lines of one rollout (.jsonl or .jsonl.zst).
 type rollout struct {
-	t        *importer.Transcript
-	tg       *importer.Target
+	path     string
 	meta     sessionMeta // the first session_meta line's
 	cwd      string      // the working directory of the first turn_context that names one
-	lastItem int         // the index of the newest item record, or -1
+	lastItem int         // the number (importer.Target.Add) of the newest item record, or -1
+	// items counts the item records: each opens a turn that the
+	// compactions after it share, so that a batch never ends between an
+	// item and a later token_count that gives its usage.
+	items int
 }
 
-// parse reads the lines of a rollout read from path.
-func parse(path string, data []byte, project string, mtime time.Time) (*importer.Transcript, error) {
-	r := &rollout{t: &importer.Transcript{Tool: Tool, File: path, Data: data}, tg: &importer.Target{}, lastItem: -1}
-	importer.EachLine(data, r.line)
-	if r.meta.ID == "" {
-		r.meta.ID = idFromName(path)
-	}
-	if r.meta.ID == "" {
-		return nil, fmt.Errorf("%s: no session_meta line, and no id in the file name", path)
-	}
-	if r.meta.Cwd == "" {
-		r.meta.Cwd = r.cwd
-	}
-	r.t.SessionID = r.meta.ID
-	if len(r.tg.Records) > 0 {
-		if project == "" { // the session goes to its folder's project: record the folder
-			key, err := importer.ProjectKey(r.meta.Cwd)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", path, err)
-			}
-			project, r.tg.Cwd = key, r.meta.Cwd
-		}
-		r.tg.Key = recall.Key{Project: project, Session: importer.SessionID(Tool, r.meta.ID)}
-		r.t.Targets = []*importer.Target{r.tg}
-	}
-	r.t.Finish(mtime)
-	return r.t, nil
+// NewMapper returns the importer.Mapper of the rollout at path
+// (importer.Run, recall import --watch).
+func NewMapper(path string) importer.Mapper {
+	return &rollout{path: path, lastItem: -1}
 }
 
-// line reads one line of the rollout, by its type; a line that does not
-// decode is torn, and one of an unknown type is skipped.
-func (r *rollout) line(ln importer.Line) {
-	r.t.Lines++
+// Identity implements importer.Mapper: the session_meta line's id and
+// working directory (else the first turn_context's); at the end of a
+// rollout without one, the id at the end of the file's name.
+func (r *rollout) Identity(eof bool) (importer.Identity, error) {
+	id := importer.Identity{SessionID: r.meta.ID, Cwd: r.meta.Cwd}
+	if id.SessionID == "" && !eof {
+		return importer.Identity{}, nil // a session_meta line may come and name both
+	}
+	if id.Cwd == "" {
+		id.Cwd = r.cwd
+	}
+	if id.SessionID == "" {
+		id.SessionID = idFromName(r.path)
+	}
+	if id.SessionID == "" {
+		return importer.Identity{}, errors.New("no session_meta line, and no id in the file name")
+	}
+	return id, nil
+}
+
+// Line implements importer.Mapper: it reads one line of the rollout, by
+// its type; a line that does not decode is torn, and one of an unknown
+// type is skipped.
+func (r *rollout) Line(t *importer.Transcript, ln importer.Line) {
 	var l rolloutLine
 	if err := json.Unmarshal(ln.Bytes, &l, decodeOptions); err != nil {
-		r.t.Torn(ln)
+		t.Torn(ln)
 		return
 	}
 	at := importer.ParseTime(l.Timestamp)
 	switch l.Type {
 	case "response_item":
-		r.addResponseItem(ln, l, at)
+		r.addResponseItem(t, l, at)
 	case "session_meta":
-		r.readSessionMeta(l, at)
+		r.readSessionMeta(t, l, at)
 	case "turn_context":
-		r.readTurnContext(l)
+		r.readTurnContext(t, l)
 	case "compacted":
-		r.addCompaction(ln, l, at)
+		r.addCompaction(t, l, at)
 	case "event_msg":
-		r.readEventMsg(l)
+		r.readEventMsg(t, l)
 	case "":
-		r.t.Skip("unknown")
+		t.Skip("unknown")
 	default:
-		r.t.Skip("unknown:" + l.Type)
+		t.Skip("unknown:" + l.Type)
 	}
 }
 
 // addResponseItem adds the item of a response_item line, verbatim, dated at;
 // one that is not a JSON object is skipped.
-func (r *rollout) addResponseItem(ln importer.Line, l rolloutLine, at time.Time) {
+func (r *rollout) addResponseItem(t *importer.Transcript, l rolloutLine, at time.Time) {
 	if !isObject(l.Payload) {
-		r.t.Skip("malformed")
+		t.Skip("malformed")
 		return
 	}
-	r.lastItem = len(r.tg.Records)
-	r.tg.Records = append(r.tg.Records, importer.Record{End: ln.End, Entry: recall.Entry{Kind: recall.KindItem, Time: at, Data: []byte(l.Payload)}})
+	r.items++
+	r.lastItem = t.Target("").Add(importer.Record{Turn: r.turn(), Entry: recall.Entry{Kind: recall.KindItem, Time: at, Data: []byte(l.Payload)}})
+}
+
+// turn names the turn of the newest item ("" before the first).
+func (r *rollout) turn() string {
+	if r.items == 0 {
+		return ""
+	}
+	return strconv.Itoa(r.items)
 }
 
 // readSessionMeta takes the session's id, working directory and creation time
 // (its own timestamp, else at) from the first session_meta line; a
 // repeated one (a resumed or forked rollout) is skipped.
-func (r *rollout) readSessionMeta(l rolloutLine, at time.Time) {
+func (r *rollout) readSessionMeta(t *importer.Transcript, l rolloutLine, at time.Time) {
 	if r.meta.ID != "" {
-		r.t.Skip("session_meta") // a resumed or forked rollout repeats it
+		t.Skip("session_meta") // a resumed or forked rollout repeats it
 		return
 	}
 	if json.Unmarshal(l.Payload, &r.meta, decodeOptions) != nil || r.meta.ID == "" {
-		r.t.Skip("malformed")
+		t.Skip("malformed")
 		return
 	}
 	if ts := importer.ParseTime(r.meta.Timestamp); !ts.IsZero() {
 		at = ts
 	}
-	r.tg.Created = at
+	t.Target("").Created = at
 }
 
 // readTurnContext takes the model of a turn_context line, and its working
 // directory when none came before; one that gives neither is skipped.
-func (r *rollout) readTurnContext(l rolloutLine) {
+func (r *rollout) readTurnContext(t *importer.Transcript, l rolloutLine) {
 	var tc struct {
 		Model string `json:"model"`
 		Cwd   string `json:"cwd"`
 	}
 	if json.Unmarshal(l.Payload, &tc, decodeOptions) != nil {
-		r.t.Skip("malformed")
+		t.Skip("malformed")
 		return
 	}
 	if tc.Model == "" && tc.Cwd == "" {
-		r.t.Skip("turn_context") // it gives nothing
+		t.Skip("turn_context") // it gives nothing
 		return
 	}
 	if tc.Model != "" {
-		r.tg.Model = tc.Model
+		t.Target("").Model = tc.Model
 	}
 	if r.cwd == "" {
 		r.cwd = tc.Cwd
@@ -292,18 +293,18 @@ func (r *rollout) readTurnContext(l rolloutLine) {
 
 // addCompaction adds the compaction of a compacted line, dated at, counting
 // the entries of its history that are not JSON objects as skipped.
-func (r *rollout) addCompaction(ln importer.Line, l rolloutLine, at time.Time) {
+func (r *rollout) addCompaction(t *importer.Transcript, l rolloutLine, at time.Time) {
 	var c compacted
 	if json.Unmarshal(l.Payload, &c, decodeOptions) != nil {
-		r.t.Skip("malformed")
+		t.Skip("malformed")
 		return
 	}
 	items, dropped := c.items()
 	for range dropped {
-		r.t.Skip("compacted:not-an-object")
+		t.Skip("compacted:not-an-object")
 	}
-	r.tg.Records = append(r.tg.Records, importer.Record{
-		End:        ln.End,
+	t.Target("").Add(importer.Record{
+		Turn:       r.turn(),
 		Entry:      recall.Entry{Kind: recall.KindCompaction, Time: at},
 		Compaction: &recall.Compaction{Items: items, Strategy: "codex"},
 	})
@@ -313,7 +314,7 @@ func (r *rollout) addCompaction(ln importer.Line, l rolloutLine, at time.Time) {
 // model call that wrote the items before it, and a repeated one (no item
 // since) is not counted twice; every other event is skipped, counted by
 // its type.
-func (r *rollout) readEventMsg(l rolloutLine) {
+func (r *rollout) readEventMsg(t *importer.Transcript, l rolloutLine) {
 	var ev struct {
 		Type string `json:"type"`
 		Info *struct {
@@ -321,12 +322,14 @@ func (r *rollout) readEventMsg(l rolloutLine) {
 		} `json:"info"`
 	}
 	err := json.Unmarshal(l.Payload, &ev, decodeOptions)
-	if err == nil && ev.Type == "token_count" && ev.Info != nil && ev.Info.Last != nil &&
-		r.lastItem >= 0 && r.tg.Records[r.lastItem].Entry.Usage == nil {
-		r.tg.Records[r.lastItem].Entry.Usage = ev.Info.Last.recall()
-		return
+	if err == nil && ev.Type == "token_count" && ev.Info != nil && ev.Info.Last != nil && r.lastItem >= 0 {
+		// The item is still unwritten: its turn lasts until the next item.
+		if it := t.Target("").Record(r.lastItem); it != nil && it.Entry.Usage == nil {
+			it.Entry.Usage = ev.Info.Last.recall()
+			return
+		}
 	}
-	r.t.Skip("event_msg:" + ev.Type)
+	t.Skip("event_msg:" + ev.Type)
 }
 
 // items returns what a compaction leaves in the view: the replacement

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -255,4 +256,77 @@ func openStore(t *testing.T, kind string) recall.Store {
 	}
 	t.Cleanup(func() { st.Close() })
 	return st
+}
+
+// TestUsageAfterCompactionAtBatchEnd: a batch is full at the item before a
+// compaction, and the token_count that gives the item its usage comes
+// after the compaction: the batch takes the compaction, so the item is
+// not yet written when its usage arrives.
+func TestUsageAfterCompactionAtBatchEnd(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New(memstore.Options{})
+	var b strings.Builder
+	line := func(typ, payload string) {
+		b.WriteString(`{"timestamp":"2025-10-02T08:00:00Z","type":"` + typ + `","payload":` + payload + "}\n")
+	}
+	line("session_meta", `{"id":"`+fixtureID+`","cwd":"/home/dev/service"}`)
+	const n = 2000 // a batch
+	for i := range n + 2 {
+		line("response_item", fmt.Sprintf(`{"type":"message","role":"user","content":[{"type":"input_text","text":"item %d"}]}`, i))
+		if i == n-1 {
+			line("compacted", `{"message":"summary"}`)
+			line("event_msg", `{"type":"token_count","info":{"last_token_usage":{"input_tokens":7,"output_tokens":3}}}`)
+		}
+	}
+	path := filepath.Join(t.TempDir(), filepath.Base(fixtureFile))
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sum, err := Import(ctx, st, []string{path}, importer.Options{})
+	if err != nil || sum.Items != n+2 || len(sum.Skipped) != 0 {
+		t.Fatalf("%+v, %v", sum, err)
+	}
+	m, entries, _ := st.Load(ctx, fixtureKey)
+	if m.Usage != (recall.Usage{InputTokens: 7, OutputTokens: 3, TotalTokens: 10}) {
+		t.Errorf("usage %+v", m.Usage)
+	}
+	for i, e := range entries {
+		if e.Kind == recall.KindCompaction && (entries[i-1].Kind != recall.KindItem || entries[i-1].Usage == nil) {
+			t.Errorf("the entry before the compaction: %+v", entries[i-1])
+		}
+	}
+}
+
+// TestDamagedZstd: a compressed rollout cut short is reported, and the
+// batches its whole lines gave are kept: importing the whole file later
+// adds only the rest.
+func TestDamagedZstd(t *testing.T) {
+	ctx := context.Background()
+	var b strings.Builder
+	b.WriteString(`{"timestamp":"2025-10-02T08:00:00Z","type":"session_meta","payload":{"id":"` + fixtureID + `","cwd":"/home/dev/service"}}` + "\n")
+	for i := range 6000 {
+		fmt.Fprintf(&b, `{"timestamp":"2025-10-02T08:30:00Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"item %d %x"}]}}`+"\n", i, i*7919)
+	}
+	data := []byte(b.String())
+	path := filepath.Join(t.TempDir(), filepath.Base(fixtureFile)+".zst")
+	enc, _ := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithWindowSize(1<<16))
+	z := enc.EncodeAll(data, nil)
+	if err := os.WriteFile(path, z[:len(z)*3/4], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st := memstore.New(memstore.Options{})
+	sum, err := Import(ctx, st, []string{path}, importer.Options{})
+	if err != nil || len(sum.Failures) != 1 || sum.Failures[0].Key != "" || sum.Read != 0 || sum.Items < 2000 {
+		t.Fatalf("a cut .zst: %+v, %v", sum, err)
+	}
+	if err := os.WriteFile(path, z, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	again, err := Import(ctx, st, []string{path}, importer.Options{})
+	if err != nil || len(again.Failures) != 0 || again.Sessions != (importer.Counts{Updated: 1}) {
+		t.Fatalf("the whole .zst: %+v, %v", again, err)
+	}
+	if m, _ := st.Stat(ctx, fixtureKey); sum.Items+again.Items != 6000 || m.ItemCount != 6000 {
+		t.Errorf("%d + %d items written, %d in the session, want 6000", sum.Items, again.Items, m.ItemCount)
+	}
 }

@@ -15,7 +15,7 @@ import (
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/filestore"
 	"github.com/recallkit/recall/importer"
-	"github.com/recallkit/recall/memstore"
+	"github.com/recallkit/recall/importer/importtest"
 )
 
 const largeID = "0199b000-aaaa-7bbb-8ccc-dddddddddddd"
@@ -31,7 +31,7 @@ func writeLarge(t testing.TB, dir string, size int64) (string, int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cw := &countingWriter{w: f}
+	cw := &importtest.CountingWriter{W: f}
 	w := bufio.NewWriter(cw)
 	enc := json.NewEncoder(w)
 	start := time.Date(2025, 10, 3, 8, 0, 0, 0, time.UTC)
@@ -61,7 +61,7 @@ func writeLarge(t testing.TB, dir string, size int64) (string, int) {
 		if err := w.Flush(); err != nil {
 			t.Fatal(err)
 		}
-		written = cw.n
+		written = cw.N
 	}
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
@@ -124,7 +124,7 @@ func TestMain(m *testing.M) {
 
 // BenchmarkImport measures importing a 20 MB rollout (MB/s, items/s)
 // against the baseline of reading the same file and decoding every line
-// with encoding/json, in the same run.
+// with encoding/json, in the same run (see importtest.Benchmark).
 func BenchmarkImport(b *testing.B) {
 	benchOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "recall-codex-bench-")
@@ -134,70 +134,7 @@ func BenchmarkImport(b *testing.B) {
 		benchPath, benchItems = writeLarge(b, dir, 20<<20)
 	})
 	path, items := benchPath, benchItems
-	fi, err := os.Stat(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	report := func(b *testing.B) {
-		b.SetBytes(fi.Size())
-		b.ReportMetric(float64(items)*float64(b.N)/b.Elapsed().Seconds(), "items/s")
-	}
-	b.Run("baseline=read+decode", func(b *testing.B) {
-		for b.Loop() {
-			data, err := os.ReadFile(path)
-			if err != nil {
-				b.Fatal(err)
-			}
-			importer.EachLine(data, func(l importer.Line) {
-				var v any
-				if err := json.Unmarshal(l.Bytes, &v); err != nil {
-					b.Fatal(err)
-				}
-			})
-		}
-		report(b)
+	importtest.Benchmark(b, path, items, func(ctx context.Context, st recall.Store, opts importer.Options) (importer.Summary, error) {
+		return Import(ctx, st, []string{path}, opts)
 	})
-	b.Run("read", func(b *testing.B) {
-		for b.Loop() {
-			if _, err := ReadFile(path, ""); err != nil {
-				b.Fatal(err)
-			}
-		}
-		report(b)
-	})
-	for _, kind := range []string{"memstore", "filestore"} {
-		b.Run("import="+kind, func(b *testing.B) {
-			ctx := context.Background()
-			for b.Loop() {
-				var st recall.Store = memstore.New(memstore.Options{})
-				if kind == "filestore" {
-					b.StopTimer()
-					fs, err := filestore.Open(filestore.Options{Dir: b.TempDir()})
-					if err != nil {
-						b.Fatal(err)
-					}
-					st = fs
-					b.StartTimer()
-				}
-				sum, err := Import(ctx, st, []string{path}, importer.Options{})
-				if err != nil || sum.Items != items {
-					b.Fatal(err, sum)
-				}
-				st.Close()
-			}
-			report(b)
-		})
-	}
-}
-
-// countingWriter counts the bytes written through it.
-type countingWriter struct {
-	w interface{ Write([]byte) (int, error) }
-	n int64
-}
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
 }

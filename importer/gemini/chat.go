@@ -2,6 +2,8 @@ package gemini
 
 import (
 	"bytes"
+	"errors"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -23,7 +25,11 @@ import (
 // the items of the whole list.
 type chat struct {
 	t  *importer.Transcript
-	tg *importer.Target
+	tg *importer.Target // made by target
+	// path is the file's; parent the parent session's id when it is a
+	// subagent's recording (chats/<parent id>/<id>.jsonl).
+	path, parent string
+	loc          *locator
 	// what the metadata lines say
 	sid, hash string
 	subagent  bool // kind "subagent"
@@ -34,7 +40,12 @@ type chat struct {
 	pos       map[string]int // message id → index in msgs
 	view      []recall.Item  // the items recall's view holds
 	seen      callSet
-	end       int64 // the end offset of the line being read
+	added     int // records added
+	// cwd is the folder the project's files name (found: looked for),
+	// before the workspace directories; whole reports a file read whole,
+	// whose directories no later line changes.
+	cwd          string
+	found, whole bool
 }
 
 // message is one message of the list and the items it gives.
@@ -47,21 +58,49 @@ type message struct {
 	usage          bool // its usage is written
 }
 
-func newChat(t *importer.Transcript) *chat {
-	c := &chat{t: t, tg: &importer.Target{}, pos: map[string]int{}}
+// newChat returns the mapper of the session recording at path.
+func newChat(path string, loc *locator) *chat {
+	c := &chat{path: path, parent: parentOf(path), loc: loc, pos: map[string]int{}}
 	c.seen.reset()
 	return c
 }
 
-// line reads one line of a session file, by the kind of record it holds.
-func (c *chat) line(ln importer.Line) {
-	c.t.Lines++
+// target returns the recording's record, made on first use: the session,
+// or the subagent record the recording's session id (else its file's
+// name) names under its parent.
+func (c *chat) target() *importer.Target {
+	if c.tg == nil {
+		c.tg = c.t.Target(c.agent())
+	}
+	return c.tg
+}
+
+// add adds the next record of the recording.
+func (c *chat) add(r importer.Record) {
+	c.added++
+	c.target().Add(r)
+}
+
+// agent returns the subagent id of a subagent's recording, else "".
+func (c *chat) agent() string {
+	switch {
+	case c.parent == "":
+		return ""
+	case c.sid != "":
+		return c.sid
+	}
+	return strings.TrimSuffix(strings.TrimSuffix(filepath.Base(c.path), ".jsonl"), ".json")
+}
+
+// Line implements importer.Mapper: it reads one line of a session file,
+// by the kind of record it holds.
+func (c *chat) Line(t *importer.Transcript, ln importer.Line) {
+	c.t = t
 	var r record
 	if err := json.Unmarshal(ln.Bytes, &r, decodeOptions); err != nil {
 		c.t.Torn(ln)
 		return
 	}
-	c.end = ln.End
 	switch {
 	case r.RewindTo != nil:
 		c.rewind(*r.RewindTo)
@@ -76,13 +115,40 @@ func (c *chat) line(ln importer.Line) {
 	}
 }
 
+// Identity implements importer.Mapper: the session the metadata names
+// (for a subagent's recording, its parent), in the project of the folder
+// the recording is in (see locator.project). The workspace directories,
+// which a later line may change, decide it only at the end.
+func (c *chat) Identity(eof bool) (importer.Identity, error) {
+	sid := c.sid
+	if c.parent != "" {
+		sid = c.parent
+		if c.tg != nil {
+			c.tg.Agent = c.agent()
+		}
+	}
+	switch {
+	case sid == "" && eof:
+		return importer.Identity{}, errors.New("the session names no session id")
+	case c.sid == "" && !eof:
+		return importer.Identity{}, nil // the metadata line names the session and its hash
+	}
+	if !c.found { // what names the folder but the lines' directories: once
+		c.cwd, c.found = c.loc.cwd(projectOf(c.path), c.hash, nil), true
+	}
+	if c.cwd != "" {
+		return importer.Identity{SessionID: sid, Cwd: c.cwd}, nil
+	}
+	return c.loc.identity(c.path, sid, c.hash, c.dirs, eof || c.whole), nil
+}
+
 // metadataLine takes the session's id, project, start and kind from the
 // first metadata line; a later one (or a legacy one-line record) updates
 // what it names.
 func (c *chat) metadataLine(r *record) {
 	if c.sid == "" {
 		c.sid, c.hash = r.SessionID, r.ProjectHash
-		c.tg.Created = importer.ParseTime(r.StartTime)
+		c.target().Created = importer.ParseTime(r.StartTime)
 		c.subagent = r.Kind == "subagent"
 	}
 	c.update(r.metadata)
@@ -113,7 +179,7 @@ func (c *chat) setTitle(title string) {
 	}
 	c.title = title
 	e := recall.NewEntry(recall.KindTitle, recall.TitleChange{Title: title, Source: recall.TitleAuto})
-	c.tg.Records = append(c.tg.Records, importer.Record{End: c.end, Entry: e})
+	c.add(importer.Record{Entry: e})
 }
 
 // replace makes list the message list (a checkpoint): a message of an id
@@ -171,7 +237,7 @@ func (c *chat) message(r *record) {
 		c.t.Skip("unknown:" + r.Type)
 	}
 	if r.Type == "gemini" && r.Model != "" {
-		c.tg.Model = r.Model
+		c.target().Model = r.Model
 	}
 	i := c.put(r)
 	m := c.msgs[i]
@@ -305,8 +371,7 @@ func (c *chat) rebuild(strategy string) {
 	for i, b := range all {
 		items[i] = b.item
 	}
-	c.tg.Records = append(c.tg.Records, importer.Record{
-		End:        c.end,
+	c.add(importer.Record{
 		Entry:      recall.Entry{Kind: recall.KindCompaction},
 		Compaction: &recall.Compaction{Items: items, Strategy: strategy},
 	})
@@ -323,7 +388,7 @@ func (c *chat) emit(m *message, items []built) {
 				e.Usage, m.usage = u, true
 			}
 		}
-		c.tg.Records = append(c.tg.Records, importer.Record{End: c.end, Entry: e})
+		c.add(importer.Record{Entry: e})
 		c.view = append(c.view, b.item)
 	}
 }

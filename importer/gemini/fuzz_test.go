@@ -1,21 +1,23 @@
 package gemini
 
 import (
-	"bytes"
 	"context"
+	"io"
 	"os"
+	"path/filepath"
 	"testing"
-	"time"
 
+	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/importer"
+	"github.com/recallkit/recall/importer/importtest"
 	"github.com/recallkit/recall/memstore"
 	"github.com/recallkit/recall/storekit"
 )
 
-// FuzzParse feeds arbitrary session files, checkpoints and logs to the
-// parsers and writes what they make: nothing panics, every record is one
-// a store takes, a recording's stream is its bytes less a torn last line,
-// and a second write adds nothing.
+// FuzzParse imports arbitrary session files, checkpoints and logs:
+// nothing panics, every record is one a store takes, a recording's bytes
+// (a file rewritten whole: its stream) are consumed but for a torn last
+// line, and a second import adds nothing (importtest.Check).
 //
 //	go test -run XXX -fuzz FuzzParse -fuzzminimizetime 0 ./importer/gemini/
 func FuzzParse(f *testing.F) {
@@ -38,46 +40,40 @@ func FuzzParse(f *testing.F) {
 	f.Add(byte(0), []byte(`{"sessionId":"a b","projectHash":"x","directories":["C:\\w"]}`+"\n"+`{"$set":{"messages":[{"id":"q","type":"gemini","content":{"functionResponse":{"name":"n"}},"toolCalls":[{"name":"n","result":"r"}]}]}}`+"\n"+`{"$rewindTo":"zz"}`))
 	f.Add(byte(0), []byte(`{"sessionId":"s","projectHash":"h"}`+"\n"+`{"id":"1","type":"gemini","content":[{"functionCall":{"name":"f"}},{"functionCall":{"name":"f"}}],"toolCalls":[{"id":"t","name":"f","result":[{"inlineData":{}},{"text":"x"}]}]}`+"\n"+`{"id":"1","type":"user","content":"changed"}`))
 	f.Fuzz(func(t *testing.T, kind byte, data []byte) {
-		ctx := context.Background()
-		mtime := time.Unix(1e9, 0)
-		var loc locator
-		var tr *importer.Transcript
-		var err error
-		switch kind % 4 {
-		case 0:
-			tr, err = parseSession("/g/tmp/p/chats/session-x-12345678.jsonl", data, "", mtime, &loc)
-			if err == nil && (!bytes.HasPrefix(data, tr.Data) || len(data)-len(tr.Data) > 0 && tr.Skipped["torn"] != 1) {
-				t.Fatalf("Data is not the input less a torn last line: %d of %d bytes, skipped %v", len(tr.Data), len(data), tr.Skipped)
-			}
-		case 1:
-			tr, err = parseSession("/g/tmp/p/chats/parent/sub.json", data, "", mtime, &loc)
-		case 2:
-			tr, err = parseCheckpoint("/g/tmp/p/checkpoint-a%2Fb.json", data, "", mtime, &loc)
-		case 3:
-			ids, streams, orphans, _, lerr := logSessions(data)
-			if lerr != nil || len(ids) == 0 {
-				return
-			}
-			r := &reader{ctx: ctx, st: memstore.New(memstore.Options{})}
-			tr, err = r.readLogs(logSource{path: "/g/tmp/p/logs.json", session: ids[0], stream: append(orphans, streams[ids[0]]...)}, "")
-		}
-		if err != nil {
-			return // no session id, or not JSON
-		}
-		st := memstore.New(memstore.Options{})
-		for _, tg := range tr.Targets {
-			if err := tg.Key.Validate(); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := importer.Write(ctx, st, tr, tg, false); err != nil {
-				t.Fatalf("write %s: %v", tg.Key, err)
-			}
-			if res, err := importer.Write(ctx, st, tr, tg, false); err != nil || res.Outcome != importer.Unchanged {
-				t.Fatalf("second write %s: %+v, %v", tg.Key, res, err)
-			}
-		}
-		if err := storekit.Verify(ctx, st); err != nil {
+		tmp := filepath.Join(t.TempDir(), "tmp", "p")
+		path := filepath.Join(tmp, []string{"chats/session-x-12345678.jsonl", "chats/parent/sub.json", "checkpoint-a%2Fb.json", "logs.json"}[kind%4])
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			t.Fatal(err)
 		}
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		imp := func(ctx context.Context, st recall.Store) (importer.Summary, error) {
+			return Import(ctx, st, path, importer.Options{})
+		}
+		if kind%4 == 3 { // the sessions of logs.json: each a stream of its own
+			ctx := context.Background()
+			st := memstore.New(memstore.Options{})
+			if _, err := imp(ctx, st); err != nil {
+				return // no session in it
+			}
+			again, err := imp(ctx, st)
+			if err != nil || again.Entries != 0 {
+				t.Fatalf("second import: %+v, %v", again, err)
+			}
+			if err := storekit.Verify(ctx, st); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+		stream := data
+		if o, ok := NewMapper(path).(importer.Opener); ok { // a file read as the stream of its records
+			rc, err := o.Open(&importer.Transcript{File: path})
+			if err != nil {
+				return // not JSON
+			}
+			stream, _ = io.ReadAll(rc)
+		}
+		importtest.Check(t, imp, stream)
 	})
 }

@@ -45,10 +45,17 @@
 // records is appended to and one whose imported records changed is
 // reported (importer.ErrChanged).
 //
-// Known limits: a file is read whole into memory; a legacy .json
-// recording that a newer CLI migrated to .jsonl after it was imported is
-// reported as changed, as is one imported while an old CLI was still
-// rewriting its last message.
+// A recording is read a line at a time and written as it is read (see
+// package importer); the files Gemini CLI rewrites whole are read whole,
+// each an importer.Opener of its stream. The import keeps the session's
+// message list, as Gemini CLI does, to follow rewinds and replaced lists.
+// A recording whose folder only its workspace directories name (no
+// .project_root, no projects.json entry), which its last lines may change,
+// is held until its end, and so read again when it is long.
+//
+// Known limits: a legacy .json recording that a newer CLI migrated to
+// .jsonl after it was imported is reported as changed, as is one imported
+// while an old CLI was still rewriting its last message.
 package gemini
 
 import (
@@ -59,7 +66,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/importer"
@@ -98,19 +104,20 @@ func Import(ctx context.Context, st recall.Store, path string, opts importer.Opt
 	if len(files) == 0 {
 		return importer.Summary{Tool: Tool}, fmt.Errorf("%w in %s", ErrNoSessions, path)
 	}
-	r := &reader{ctx: ctx, st: st, logs: map[string]logSource{}}
+	r := &reader{ctx: ctx, st: st, project: opts.Project, logs: map[string]logSource{}}
 	names := r.expand(files)
 	if len(names) == 0 { // a logs.json whose every session has its recording
 		return importer.Summary{Tool: Tool}, fmt.Errorf("%w in %s: the sessions its logs name are in its recordings", ErrNoSessions, path)
 	}
-	return importer.Run(ctx, st, Tool, names, r.read, opts)
+	return importer.Run(ctx, st, Tool, names, r.mapper, opts)
 }
 
 // reader reads the files of one Import.
 type reader struct {
-	ctx context.Context
-	st  recall.Store
-	loc locator
+	ctx     context.Context
+	st      recall.Store
+	project string // Options.Project
+	loc     locator
 	// logs maps the name of each session of a logs.json ("<path>#<id>")
 	// to its stream.
 	logs map[string]logSource
@@ -172,98 +179,33 @@ func recorded(logs, id string) bool {
 	return false
 }
 
-// read reads one name of expand: a session recording, a checkpoint, or
-// one session of a logs.json.
-func (r *reader) read(name, project string) (*importer.Transcript, error) {
+// mapper returns the importer.Mapper of one name of expand: a session
+// recording, a checkpoint, or one session of a logs.json.
+func (r *reader) mapper(name string) importer.Mapper {
 	if src, ok := r.logs[name]; ok {
-		return r.readLogs(src, project)
+		return &logsMapper{r: r, src: src}
 	}
-	return readFile(name, project, &r.loc)
+	return newMapper(name, &r.loc)
 }
 
-// ReadFile reads one file Gemini CLI keeps (see Find): a session
-// recording or a checkpoint. project, when not empty, is the project key
-// its records go to instead of the key of its folder's project. A
-// logs.json gives no records here: Import reads the sessions in it (what
-// recall import --watch follows are the recordings).
-func ReadFile(path, project string) (*importer.Transcript, error) {
-	return readFile(path, project, &locator{})
+// NewMapper returns the importer.Mapper of one file Gemini CLI keeps (see
+// Find), for importer.Run and recall import --watch: a session recording
+// or a checkpoint. A logs.json gives no records here: Import reads the
+// sessions in it (what recall import --watch follows are the recordings).
+func NewMapper(path string) importer.Mapper {
+	return newMapper(path, &locator{})
 }
 
-func readFile(path, project string, loc *locator) (*importer.Transcript, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	mtime := importer.FileTime(path)
+func newMapper(path string, loc *locator) importer.Mapper {
 	switch base := filepath.Base(path); {
 	case base == "logs.json":
-		if _, _, _, _, err := logSessions(data); err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		return &importer.Transcript{Tool: Tool, File: path}, nil
+		return &logsFile{}
 	case strings.HasPrefix(base, "checkpoint-"):
-		return parseCheckpoint(path, data, project, mtime, loc)
+		return &checkpointMapper{path: path, loc: loc, seen: callSet{open: map[string][]string{}}}
+	case strings.HasSuffix(base, ".json"):
+		return &legacyChat{chat: newChat(path, loc)}
 	}
-	return parseSession(path, data, project, mtime, loc)
-}
-
-// parseSession reads a session recording read from path.
-func parseSession(path string, data []byte, project string, mtime time.Time, loc *locator) (*importer.Transcript, error) {
-	t := &importer.Transcript{Tool: Tool, File: path, Data: data}
-	c := newChat(t)
-	legacy := strings.HasSuffix(path, ".json")
-	if legacy {
-		lines, err := c.legacy(data)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		t.Data = lines
-	}
-	importer.EachLine(t.Data, c.line)
-	if legacy {
-		c.lastTitle()
-	}
-	if err := c.finish(path, project, loc); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	t.Finish(mtime)
-	return t, nil
-}
-
-// finish gives the session's target its key once its lines are read.
-func (c *chat) finish(path, project string, loc *locator) error {
-	sid, agent := c.sid, ""
-	if parent := parentOf(path); parent != "" {
-		if sid == "" {
-			sid = strings.TrimSuffix(strings.TrimSuffix(filepath.Base(path), ".jsonl"), ".json")
-		}
-		sid, agent = parent, sid
-	}
-	if sid == "" {
-		return errors.New("the session names no session id")
-	}
-	c.t.SessionID = sid
-	c.tg.Agent = agent
-	if len(c.tg.Records) == 0 {
-		return nil // no conversation: no target
-	}
-	if project == "" {
-		p, cwd, err := loc.project(path, c.hash, c.dirs)
-		if err != nil {
-			return err
-		}
-		project = p
-		if agent == "" {
-			c.tg.Cwd = cwd
-		}
-	}
-	c.tg.Key = recall.Key{Project: project, Session: importer.SessionID(Tool, sid)}
-	if agent != "" {
-		c.tg.Key.Subpath = "subagents/" + segment(agent)
-	}
-	c.t.Targets = []*importer.Target{c.tg}
-	return nil
+	return newChat(path, loc)
 }
 
 // parentOf returns the parent session's id of a subagent's recording
@@ -276,71 +218,15 @@ func parentOf(path string) string {
 	return filepath.Base(dir)
 }
 
-// segment turns an id into a valid subpath segment.
-func segment(s string) string {
-	if recall.ValidateID(s) == nil {
-		return s
-	}
-	return importer.SessionID(Tool, s)
-}
-
-// parseCheckpoint reads a checkpoint of /chat save read from path.
-func parseCheckpoint(path string, data []byte, project string, mtime time.Time, loc *locator) (*importer.Transcript, error) {
-	tag := checkpointTag(path)
-	t := &importer.Transcript{Tool: Tool, File: path, SessionID: filepath.Base(projectOf(path)) + "/checkpoint-" + tag}
-	lines, err := checkpointStream(t, data)
+// readWhole reads a file Gemini CLI rewrites whole, for an Opener: it
+// sets the transcript's time from the file's.
+func readWhole(t *importer.Transcript) ([]byte, error) {
+	data, err := os.ReadFile(t.File)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, err
 	}
-	t.Data = lines
-	tg := &importer.Target{}
-	seen := callSet{open: map[string][]string{}} // the API's calls and responses carry no ids
-	seen.reset()
-	importer.EachLine(lines, checkpointLine(t, tg, &seen))
-	if len(tg.Records) > 0 {
-		title := recall.NewEntry(recall.KindTitle, recall.TitleChange{Title: tag, Source: recall.TitleUser})
-		tg.Records = append([]importer.Record{{End: tg.Records[0].End, Entry: title}}, tg.Records...)
-	}
-	return target(t, tg, project, loc, mtime)
-}
-
-// readLogs reads one session of a logs.json. A session whose recording
-// was imported before (and has since been deleted by the CLI's cleanup)
-// is left as it is: the recording holds more than the logs.
-func (r *reader) readLogs(src logSource, project string) (*importer.Transcript, error) {
-	t := &importer.Transcript{Tool: Tool, File: src.path, SessionID: src.session, Data: src.stream}
-	if src.fault != "" {
-		t.Skip(src.fault)
-	}
-	tg := &importer.Target{}
-	importer.EachLine(src.stream, logLine(t, tg))
-	t, err := target(t, tg, project, &r.loc, importer.FileTime(src.path))
-	if err != nil || len(t.Targets) == 0 {
-		return t, err
-	}
-	if m, err := r.st.Stat(r.ctx, t.Targets[0].Key); err == nil && filepath.Base(m.Metadata[importer.MetaFile]) != "logs.json" {
-		t.Targets = nil
-		t.Skip("logs:recorded")
-	}
-	return t, nil
-}
-
-// target gives the single target of a logs session or a checkpoint its
-// key, and finishes the transcript.
-func target(t *importer.Transcript, tg *importer.Target, project string, loc *locator, mtime time.Time) (*importer.Transcript, error) {
-	if len(tg.Records) > 0 {
-		if project == "" {
-			p, cwd, err := loc.project(t.File, "", nil)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", t.File, err)
-			}
-			project, tg.Cwd = p, cwd
-		}
-		tg.Key = recall.Key{Project: project, Session: importer.SessionID(Tool, t.SessionID)}
-		t.Targets = []*importer.Target{tg}
-	}
-	t.Finish(mtime)
-	return t, nil
+	t.ModTime = importer.FileTime(t.File)
+	return data, nil
 }
 
 // Find returns the files under path that hold conversations: path itself

@@ -2,7 +2,6 @@ package gemini
 
 import (
 	"bufio"
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -15,7 +14,7 @@ import (
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/filestore"
 	"github.com/recallkit/recall/importer"
-	"github.com/recallkit/recall/memstore"
+	"github.com/recallkit/recall/importer/importtest"
 )
 
 const largeSID = "0199c000-aaaa-7bbb-8ccc-dddddddddddd"
@@ -25,11 +24,15 @@ const largeSID = "0199c000-aaaa-7bbb-8ccc-dddddddddddd"
 // Each round is a prompt; the model's turn (a thought, its text and a
 // call, with its tokens); that turn again with the CLI's record of the
 // call and its result of a few kB; the result again as a user message;
-// and a "$set" of the time.
+// and a "$set" of the time. The project folder names its root in
+// .project_root, as Gemini CLI writes it.
 func writeLarge(t testing.TB, dir string, size int64) (string, int) {
 	t.Helper()
 	path := filepath.Join(dir, "chats", "session-2026-08-03T08-00-0199c000.jsonl")
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ".project_root"), []byte("/home/dev/big\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	f, err := os.Create(path)
@@ -111,53 +114,10 @@ func TestLargeRecording(t *testing.T) {
 
 // BenchmarkImport measures importing a 20 MB recording (MB/s, items/s)
 // against the baseline of reading the same file and decoding every line
-// with encoding/json, in the same run.
+// with encoding/json, in the same run (see importtest.Benchmark).
 func BenchmarkImport(b *testing.B) {
-	dir := b.TempDir()
-	path, items := writeLarge(b, dir, 20<<20)
-	fi, err := os.Stat(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx := context.Background()
-	importInto := func(open func() (recall.Store, error)) func() error {
-		return func() error {
-			st, err := open()
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			sum, err := Import(ctx, st, path, importer.Options{})
-			if err == nil && sum.Items != items {
-				err = fmt.Errorf("%d items, want %d", sum.Items, items)
-			}
-			return err
-		}
-	}
-	for _, c := range []struct {
-		name string
-		run  func() error
-	}{
-		{"baseline=read+decode", func() error {
-			data, err := os.ReadFile(path)
-			importer.EachLine(data, func(l importer.Line) {
-				var v any
-				err = cmp.Or(err, json.Unmarshal(l.Bytes, &v))
-			})
-			return err
-		}},
-		{"read", func() error { _, err := ReadFile(path, ""); return err }},
-		{"import=memstore", importInto(func() (recall.Store, error) { return memstore.New(memstore.Options{}), nil })},
-		{"import=filestore", importInto(func() (recall.Store, error) { return filestore.Open(filestore.Options{Dir: b.TempDir()}) })},
-	} {
-		b.Run(c.name, func(b *testing.B) {
-			for b.Loop() {
-				if err := c.run(); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.SetBytes(fi.Size())
-			b.ReportMetric(float64(items)*float64(b.N)/b.Elapsed().Seconds(), "items/s")
-		})
-	}
+	path, items := writeLarge(b, b.TempDir(), 20<<20)
+	importtest.Benchmark(b, path, items, func(ctx context.Context, st recall.Store, opts importer.Options) (importer.Summary, error) {
+		return Import(ctx, st, path, opts)
+	})
 }

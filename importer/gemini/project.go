@@ -93,16 +93,24 @@ func hashOf(path string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// project returns the recall project of a file's records, and the folder
-// to record as its cwd: the project of its working directory, or when none
-// is known, a project named after Gemini CLI's folder ("gemini-<id>").
-func (l *locator) project(path, projectHash string, dirs []string) (project, cwd string, err error) {
+// identity returns the Identity of a file's records, of session sid: the
+// working directory of the project folder the file is in, or when none is
+// known, a project named after that folder ("gemini-<id>"). The session's
+// workspace directories, the last resort, may change with later lines:
+// until the end of the file (final), none is taken, and an Identity
+// without a folder or project is returned.
+func (l *locator) identity(path, sid, projectHash string, dirs []string, final bool) importer.Identity {
 	folder := projectOf(path)
-	if cwd = l.cwd(folder, projectHash, dirs); cwd != "" {
-		project, err = importer.ProjectKey(cwd)
-		return project, cwd, err
+	if !final {
+		dirs = nil
 	}
-	return fallbackProject(filepath.Base(folder)), "", nil
+	switch cwd := l.cwd(folder, projectHash, dirs); {
+	case cwd != "":
+		return importer.Identity{SessionID: sid, Cwd: cwd}
+	case !final:
+		return importer.Identity{SessionID: sid}
+	}
+	return importer.Identity{SessionID: sid, Project: fallbackProject(filepath.Base(folder))}
 }
 
 // fallbackProject names the project of a folder whose working directory

@@ -22,7 +22,7 @@ func TestWatch(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	watching := make(chan struct{})
 	done := make(chan error, 1)
-	src := watch.Source{Tool: Tool, Roots: []string{tmp}, Find: Find, Read: ReadFile}
+	src := watch.Source{Tool: Tool, Roots: []string{tmp}, Find: Find, Mapper: NewMapper}
 	go func() {
 		done <- watch.Run(ctx, st, []watch.Source{src}, watch.Options{Report: func(r watch.Report) {
 			if r.Watching != nil {

@@ -3,8 +3,10 @@ package gemini
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -138,7 +140,7 @@ func (c *chat) legacy(data []byte) ([]byte, error) {
 		case "projectHash":
 			c.hash = m.ProjectHash
 		case "startTime":
-			c.tg.Created = importer.ParseTime(m.StartTime)
+			c.target().Created = importer.ParseTime(m.StartTime)
 		case "kind":
 			c.subagent = m.Kind == "subagent"
 		case "directories":
@@ -152,12 +154,36 @@ func (c *chat) legacy(data []byte) ([]byte, error) {
 	return lines, nil
 }
 
-// lastTitle writes the title a legacy file names, with the records of its
-// last message: the file's metadata is not part of its stream, so a
-// title it gains later is written with the next messages.
-func (c *chat) lastTitle() {
-	if n := len(c.tg.Records); n > 0 && c.summary != "" {
-		c.end = c.tg.Records[n-1].End
+// legacyChat maps a session file of the versions before JSONL (a
+// ConversationRecord, rewritten whole) as the stream of its messages.
+type legacyChat struct {
+	*chat
+	lines, n int // the stream's lines, and those mapped
+}
+
+// Open implements importer.Opener: the stream of the file's messages,
+// after taking its metadata.
+func (c *legacyChat) Open(t *importer.Transcript) (io.ReadCloser, error) {
+	c.t = t
+	data, err := readWhole(t)
+	if err != nil {
+		return nil, err
+	}
+	lines, err := c.legacy(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", t.File, err)
+	}
+	c.lines, c.whole = bytes.Count(lines, []byte("\n")), true
+	return io.NopCloser(bytes.NewReader(lines)), nil
+}
+
+// Line implements importer.Mapper: the chat's, and after the last line
+// the title the file names, written with its last messages: the file's
+// metadata is not part of its stream, so a title it gains later is
+// written with the next messages.
+func (c *legacyChat) Line(t *importer.Transcript, ln importer.Line) {
+	c.chat.Line(t, ln)
+	if c.n++; c.n == c.lines && c.summary != "" && c.added > 0 {
 		c.setTitle(c.summary)
 	}
 }
@@ -190,27 +216,87 @@ func logSessions(data []byte) (ids []string, streams map[string][]byte, orphans 
 	return ids, streams, orphans, fault, err
 }
 
-// logLine reads one entry of a session's logs: a prompt gives a user
-// message.
-func logLine(t *importer.Transcript, tg *importer.Target) func(importer.Line) {
-	return func(ln importer.Line) {
-		t.Lines++
-		var e logEntry
-		if err := json.Unmarshal(ln.Bytes, &e, decodeOptions); err != nil || e.SessionID == "" {
-			t.Skip("malformed")
-			return
-		}
-		if e.Type != "user" {
-			t.Skip("logs:" + e.Type)
-			return
-		}
-		if ignored([]part{{Text: &e.Message}}) {
-			t.Skip("user:ignored")
-			return
-		}
-		e2 := recall.Entry{Kind: recall.KindItem, Time: importer.ParseTime(e.Timestamp), Data: []byte(recall.Message("user", e.Message))}
-		tg.Records = append(tg.Records, importer.Record{End: ln.End, Entry: e2})
+// logsMapper maps one session of a logs.json: its entries, a prompt
+// giving a user message. A session whose recording was imported before
+// (and has since been deleted by the CLI's cleanup) is left as it is:
+// the recording holds more than the logs.
+type logsMapper struct {
+	r        *reader
+	src      logSource
+	recorded bool
+}
+
+// Open implements importer.Opener: the stream of the session's entries.
+func (m *logsMapper) Open(t *importer.Transcript) (io.ReadCloser, error) {
+	t.File, t.ModTime = m.src.path, importer.FileTime(m.src.path)
+	if m.src.fault != "" {
+		t.Skip(m.src.fault)
 	}
+	id, _ := m.Identity(true)
+	project := m.r.project
+	if project == "" {
+		project = id.Project
+	}
+	if project == "" {
+		project, _ = importer.ProjectKey(id.Cwd)
+	}
+	key := recall.Key{Project: project, Session: importer.SessionID(Tool, m.src.session)}
+	if st, err := m.r.st.Stat(m.r.ctx, key); err == nil && filepath.Base(st.Metadata[importer.MetaFile]) != "logs.json" {
+		m.recorded = true
+		t.Skip("logs:recorded")
+	}
+	return io.NopCloser(bytes.NewReader(m.src.stream)), nil
+}
+
+// Identity implements importer.Mapper: the session the logs name, in the
+// project of their folder.
+func (m *logsMapper) Identity(bool) (importer.Identity, error) {
+	return m.r.loc.identity(m.src.path, m.src.session, "", nil, true), nil
+}
+
+// Line implements importer.Mapper: one entry of the session's logs.
+func (m *logsMapper) Line(t *importer.Transcript, ln importer.Line) {
+	var e logEntry
+	if err := json.Unmarshal(ln.Bytes, &e, decodeOptions); err != nil || e.SessionID == "" {
+		t.Skip("malformed")
+		return
+	}
+	if e.Type != "user" {
+		t.Skip("logs:" + e.Type)
+		return
+	}
+	if ignored([]part{{Text: &e.Message}}) {
+		t.Skip("user:ignored")
+		return
+	}
+	if m.recorded {
+		return
+	}
+	e2 := recall.Entry{Kind: recall.KindItem, Time: importer.ParseTime(e.Timestamp), Data: []byte(recall.Message("user", e.Message))}
+	t.Target("").Add(importer.Record{Entry: e2})
+}
+
+// logsFile maps a logs.json named alone: it gives no records (Import
+// reads the sessions in it), but is checked.
+type logsFile struct{}
+
+// Open implements importer.Opener: an empty stream, once the file is
+// found whole.
+func (logsFile) Open(t *importer.Transcript) (io.ReadCloser, error) {
+	data, err := os.ReadFile(t.File)
+	if err != nil {
+		return nil, err
+	}
+	if _, _, _, _, err := logSessions(data); err != nil {
+		return nil, fmt.Errorf("%s: %w", t.File, err)
+	}
+	return io.NopCloser(bytes.NewReader(nil)), nil
+}
+
+func (logsFile) Line(*importer.Transcript, importer.Line) {}
+
+func (logsFile) Identity(bool) (importer.Identity, error) {
+	return importer.Identity{SessionID: "logs"}, nil
 }
 
 // checkpointStream returns the stream of a checkpoint's history turns: a
@@ -233,31 +319,64 @@ type content struct {
 	Parts partList `json:"parts"`
 }
 
-// checkpointLine reads one turn of a checkpoint's history into items.
-func checkpointLine(t *importer.Transcript, tg *importer.Target, seen *callSet) func(importer.Line) {
-	return func(ln importer.Line) {
-		t.Lines++
-		var c content
-		if err := json.Unmarshal(ln.Bytes, &c, decodeOptions); err != nil {
-			t.Skip("malformed")
-			return
+// checkpointMapper maps a checkpoint of /chat save: a session of its
+// history, titled with its tag.
+type checkpointMapper struct {
+	path  string
+	loc   *locator
+	seen  callSet // the API's calls and responses carry no ids
+	title bool    // written
+}
+
+// Open implements importer.Opener: the stream of the history's turns.
+func (m *checkpointMapper) Open(t *importer.Transcript) (io.ReadCloser, error) {
+	m.seen.reset()
+	data, err := readWhole(t)
+	if err != nil {
+		return nil, err
+	}
+	lines, err := checkpointStream(t, data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", t.File, err)
+	}
+	return io.NopCloser(bytes.NewReader(lines)), nil
+}
+
+// Identity implements importer.Mapper: a session of its own, named after
+// the project folder and the tag, in the folder's project.
+func (m *checkpointMapper) Identity(bool) (importer.Identity, error) {
+	sid := filepath.Base(projectOf(m.path)) + "/checkpoint-" + checkpointTag(m.path)
+	return m.loc.identity(m.path, sid, "", nil, true), nil
+}
+
+// Line implements importer.Mapper: one turn of the history, into items;
+// the first items come after the tag's title.
+func (m *checkpointMapper) Line(t *importer.Transcript, ln importer.Line) {
+	var c content
+	if err := json.Unmarshal(ln.Bytes, &c, decodeOptions); err != nil {
+		t.Skip("malformed")
+		return
+	}
+	role := map[string]string{"user": "user", "model": "assistant"}[c.Role]
+	if role == "" {
+		t.Skip("unknown:" + c.Role)
+		return
+	}
+	b := builder{role: role, seen: &m.seen, skip: t.Skip, id: "turn-" + strconv.FormatInt(ln.Start, 10)}
+	for i, p := range c.Parts.Parts {
+		b.part(p, i)
+	}
+	b.flush()
+	if c.Parts.Bad > 0 {
+		t.Skip("malformed")
+	}
+	for _, it := range b.out {
+		tg := t.Target("")
+		if !m.title {
+			m.title, tg.Created = true, t.ModTime // no turn has a time
+			tg.Add(importer.Record{Entry: recall.NewEntry(recall.KindTitle, recall.TitleChange{Title: checkpointTag(t.File), Source: recall.TitleUser})})
 		}
-		role := map[string]string{"user": "user", "model": "assistant"}[c.Role]
-		if role == "" {
-			t.Skip("unknown:" + c.Role)
-			return
-		}
-		b := builder{role: role, seen: seen, skip: t.Skip, id: "turn-" + strconv.FormatInt(ln.Start, 10)}
-		for i, p := range c.Parts.Parts {
-			b.part(p, i)
-		}
-		b.flush()
-		if c.Parts.Bad > 0 {
-			t.Skip("malformed")
-		}
-		for _, it := range b.out {
-			tg.Records = append(tg.Records, importer.Record{End: ln.End, Entry: recall.Entry{Kind: recall.KindItem, Data: []byte(it.item)}})
-		}
+		tg.Add(importer.Record{Entry: recall.Entry{Kind: recall.KindItem, Data: []byte(it.item)}})
 	}
 }
 

@@ -3,19 +3,18 @@ package opencode
 import (
 	"bytes"
 	"context"
+	"io"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/importer"
-	"github.com/recallkit/recall/memstore"
-	"github.com/recallkit/recall/storekit"
+	"github.com/recallkit/recall/importer/importtest"
 )
 
-// FuzzMessages feeds arbitrary messages to the mapping and writes what it
-// makes: nothing panics, every record is one a store takes, and a second
-// write adds nothing. The input is messages separated by blank lines,
+// FuzzMessages imports arbitrary messages as a session: nothing panics,
+// every record is one a store takes, and a second import adds nothing
+// (importtest.Check, over the session's stream). The input is messages separated by blank lines,
 // each its info's JSON on a line, then a line per part.
 //
 //	go test -run XXX -fuzz FuzzMessages -fuzzminimizetime 0 ./importer/opencode/
@@ -41,24 +40,16 @@ func FuzzMessages(f *testing.F) {
 			}
 			msgs = append(msgs, decodeMessage("msg_"+strconv.Itoa(i), lines[0], parts))
 		}
-		tr := &importer.Transcript{Tool: Tool, File: "/f", SessionID: "ses_f"}
-		tg := &importer.Target{Key: recall.Key{Project: "p", Session: "ses_f"}}
-		mapSession(tr, tg, msgs, &revert{MessageID: "msg_9"})
-		addTitle(tg, "a title")
-		tr.Targets = []*importer.Target{tg}
-		tr.Finish(time.Unix(1e9, 0))
-		ctx := context.Background()
-		st := memstore.New(memstore.Options{})
-		for _, tg := range tr.Targets {
-			if _, err := importer.Write(ctx, st, tr, tg, false); err != nil {
-				t.Fatalf("write %s: %v", tg.Key, err)
-			}
-			if res, err := importer.Write(ctx, st, tr, tg, false); err != nil || res.Outcome != importer.Unchanged {
-				t.Fatalf("second write %s: %+v, %v", tg.Key, res, err)
-			}
-		}
-		if err := storekit.Verify(ctx, st); err != nil {
+		r := &reader{ctx: context.Background(), sessions: map[string]*sessionInfo{}, byName: map[string]*sessionInfo{}, source: map[string]source{}}
+		r.keep(&sessionInfo{ID: "ses_f", Directory: "/p", Title: "a title", Revert: &revert{MessageID: "msg_9"}, name: "/f"},
+			func(context.Context, string) ([]message, error) { return msgs, nil })
+		rc, err := r.mapper("/f").(importer.Opener).Open(&importer.Transcript{})
+		if err != nil {
 			t.Fatal(err)
 		}
+		stream, _ := io.ReadAll(rc)
+		importtest.Check(t, func(ctx context.Context, st recall.Store) (importer.Summary, error) {
+			return importer.Run(ctx, st, Tool, r.names(), r.mapper, importer.Options{})
+		}, stream)
 	})
 }

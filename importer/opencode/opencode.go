@@ -41,17 +41,23 @@
 // Where both a database and the JSON files hold a session (opencode copies
 // its files into the database once), the database is read.
 //
-// Known limits: a session is read whole into memory; recall import
-// --watch does not follow opencode, whose sessions are rows of a database
-// rather than files (import again: it adds only what is new); the
-// event-sourced tables of newer versions (session_message, ...) are not
-// read, the message and part tables opencode keeps beside them are.
+// A session's stream is made from its messages (an importer.Opener): the
+// import holds one session's messages, as opencode's own storage gives
+// them, and writes them a batch at a time.
+//
+// Known limits: recall import --watch does not follow opencode, whose
+// sessions are rows of a database rather than files (import again: it
+// adds only what is new); the event-sourced tables of newer versions
+// (session_message, ...) are not read, the message and part tables
+// opencode keeps beside them are.
 package opencode
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -134,7 +140,7 @@ func Import(ctx context.Context, st recall.Store, paths []string, opts importer.
 		}
 		return importer.Summary{Tool: Tool}, err
 	}
-	sum, err := importer.Run(ctx, st, Tool, names, r.read, opts)
+	sum, err := importer.Run(ctx, st, Tool, names, r.mapper, opts)
 	sum.Failures = append(failures, sum.Failures...) // the databases that could not be read
 	return sum, err
 }
@@ -264,15 +270,34 @@ func (r *reader) names() []string {
 	return names
 }
 
-// read reads one session into a transcript.
-func (r *reader) read(name, project string) (*importer.Transcript, error) {
-	s := r.byName[name]
+// mapper returns the importer.Mapper of the session named name.
+func (r *reader) mapper(name string) importer.Mapper {
+	return &sessionMapper{r: r, name: name}
+}
+
+// sessionMapper maps one session: Open reads its messages and makes its
+// stream, Line gives the records of each line of it.
+type sessionMapper struct {
+	r    *reader
+	name string
+	s    *stream
+	n    int // lines mapped
+	id   importer.Identity
+	// agent is the session's id when it is a child (a subagent record).
+	agent   string
+	created time.Time
+}
+
+// Open implements importer.Opener: the stream of the session's settled
+// messages.
+func (m *sessionMapper) Open(t *importer.Transcript) (io.ReadCloser, error) {
+	s := m.r.byName[m.name]
 	if s == nil || s.ID == "" {
-		return nil, fmt.Errorf("%s: not a readable opencode session", name)
+		return nil, fmt.Errorf("%s: not a readable opencode session", m.name)
 	}
-	msgs, err := r.source[name](r.ctx, s.ID)
+	msgs, err := m.r.source[m.name](m.r.ctx, s.ID)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, fmt.Errorf("%s: %w", m.name, err)
 	}
 	sort.SliceStable(msgs, func(i, j int) bool {
 		if a, b := msgs[i].info.Time.Created, msgs[j].info.Time.Created; a != b {
@@ -280,36 +305,43 @@ func (r *reader) read(name, project string) (*importer.Transcript, error) {
 		}
 		return msgs[i].id < msgs[j].id
 	})
-	created := time.UnixMilli(int64(s.Time.Created))
-	t := &importer.Transcript{Tool: Tool, File: name}
-	tg := &importer.Target{Created: created.UTC().Truncate(time.Microsecond)}
-	mapSession(t, tg, msgs, s.Revert)
-	root, _ := r.root(s)
-	t.SessionID = root.ID
-	if root != s {
-		tg.Agent = s.ID
+	root, _ := m.r.root(s)
+	title := ""
+	if root == s {
+		title = s.Title
 	} else {
-		addTitle(tg, s.Title)
+		m.agent = s.ID
 	}
-	if len(tg.Records) > 0 {
-		if project == "" {
-			project = fallbackProject
-			if p, err := importer.ProjectKey(root.Directory); err == nil {
-				project = p
-				if root == s {
-					tg.Cwd = s.Directory
-				}
-			}
-		}
-		tg.Key = recall.Key{Project: project, Session: importer.SessionID(Tool, root.ID)}
-		if tg.Agent != "" {
-			tg.Key.Subpath = "subagents/" + importer.SessionID(Tool, tg.Agent)
-		}
-		t.Targets = []*importer.Target{tg}
+	m.s = streamOf(t, msgs, s.Revert, title)
+	m.created = time.UnixMilli(int64(s.Time.Created)).UTC().Truncate(time.Microsecond)
+	m.id = importer.Identity{SessionID: root.ID, Project: fallbackProject}
+	if _, err := importer.ProjectKey(root.Directory); err == nil {
+		m.id = importer.Identity{SessionID: root.ID, Cwd: root.Directory}
 	}
-	t.Finish(created)
-	return t, nil
+	return io.NopCloser(bytes.NewReader(m.s.data)), nil
 }
+
+// Line implements importer.Mapper: the records of the stream's next line.
+func (m *sessionMapper) Line(t *importer.Transcript, _ importer.Line) {
+	if m.n >= len(m.s.lines) {
+		t.Skip("malformed") // never so: the stream is the lines'
+		return
+	}
+	sl := m.s.lines[m.n]
+	m.n++
+	tg := t.Target(m.agent)
+	tg.Created = m.created
+	if sl.model != "" {
+		tg.Model = sl.model
+	}
+	for _, r := range sl.recs {
+		tg.Add(r)
+	}
+}
+
+// Identity implements importer.Mapper: the root session's id, in the
+// project of its folder (or "opencode", when it names none).
+func (m *sessionMapper) Identity(bool) (importer.Identity, error) { return m.id, nil }
 
 // fallbackProject is the project of a session that names no folder.
 const fallbackProject = "opencode"

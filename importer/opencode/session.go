@@ -58,14 +58,30 @@ func settled(msgs []message, rev *revert) (n int, why string) {
 	return limit, ""
 }
 
-// mapSession turns a session's messages into the stream and records of
-// tg.
-func mapSession(t *importer.Transcript, tg *importer.Target, msgs []message, rev *revert) {
+// stream is a session as the import reads it: the lines of its settled
+// messages, and the records each line gives.
+type stream struct {
+	data  []byte
+	lines []streamLine
+}
+
+// streamLine is what one line of a stream gives its target.
+type streamLine struct {
+	recs  []importer.Record
+	model string // the model its message names, when it gives items
+}
+
+// streamOf turns a session's messages into its stream, counting in t
+// (Skip, Lines) the messages and parts it leaves out; title, when the
+// session is titled, is written with the records of its last message.
+func streamOf(t *importer.Transcript, msgs []message, rev *revert, title string) *stream {
 	n, why := settled(msgs, rev)
-	t.Lines += len(msgs)
+	t.Lines += len(msgs) - n // the stream's lines are counted as they are read
 	for range msgs[n:] {
 		t.Skip(why)
 	}
+	s := &stream{}
+	last := -1 // the last line with records
 	for i := range msgs[:n] {
 		m := &msgs[i]
 		for range m.bad {
@@ -74,18 +90,15 @@ func mapSession(t *importer.Transcript, tg *importer.Target, msgs []message, rev
 		items, compaction := m.items(t.Skip)
 		at := time.UnixMilli(int64(m.info.Time.Created)).UTC().Truncate(time.Microsecond)
 		l := line{ID: m.id, Time: at.UnixMicro(), Compaction: compaction, Items: items, Bad: m.bad}
+		var sl streamLine
 		if m.info.Role == "assistant" && len(items) > 0 {
 			l.Usage = m.info.usage()
-			if m.info.ModelID != "" {
-				tg.Model = m.info.ModelID
-			}
+			sl.model = m.info.ModelID
 		}
 		b, _ := stdjson.Marshal(l) // a line always encodes
-		t.Data = append(append(t.Data, b...), '\n')
-		end := int64(len(t.Data))
+		s.data = append(append(s.data, b...), '\n')
 		if compaction {
-			tg.Records = append(tg.Records, importer.Record{
-				End:        end,
+			sl.recs = append(sl.recs, importer.Record{
 				Entry:      recall.Entry{Kind: recall.KindCompaction, Time: at},
 				Compaction: &recall.Compaction{Items: []recall.Item{}, Strategy: "opencode"},
 			})
@@ -95,25 +108,33 @@ func mapSession(t *importer.Transcript, tg *importer.Target, msgs []message, rev
 			if j == 0 {
 				e.Usage = l.Usage
 			}
-			tg.Records = append(tg.Records, importer.Record{End: end, Entry: e})
+			sl.recs = append(sl.recs, importer.Record{Entry: e})
 		}
+		if len(sl.recs) > 0 {
+			last = len(s.lines)
+		}
+		s.lines = append(s.lines, sl)
 	}
+	if e, ok := titleEntry(title); ok && last >= 0 {
+		recs := s.lines[last].recs
+		e.Time = recs[len(recs)-1].Entry.Time
+		s.lines[last].recs = append(recs, importer.Record{Entry: e})
+	}
+	return s
 }
 
 // placeholder matches the title opencode gives a session until it names
 // it (Session.createDefaultTitle).
 var placeholder = regexp.MustCompile(`^(New|Child) session - \d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$`)
 
-// addTitle writes the session's title with the records of its last
-// message: a title changes in place, so it is not part of the stream, and
-// one given later is written with the next messages.
-func addTitle(tg *importer.Target, title string) {
+// titleEntry returns the title entry of a session's title, written with
+// the records of its last message: a title changes in place, so it is not
+// part of the stream, and one given later is written with the next
+// messages. A placeholder or an empty title gives none.
+func titleEntry(title string) (recall.Entry, bool) {
 	title = strings.Join(strings.Fields(strings.ReplaceAll(title, "\x00", "")), " ")
-	n := len(tg.Records)
-	if title == "" || placeholder.MatchString(title) || n == 0 {
-		return
+	if title == "" || placeholder.MatchString(title) {
+		return recall.Entry{}, false
 	}
-	e := recall.NewEntry(recall.KindTitle, recall.TitleChange{Title: title, Source: recall.TitleAuto})
-	e.Time = tg.Records[n-1].Entry.Time
-	tg.Records = append(tg.Records, importer.Record{End: tg.Records[n-1].End, Entry: e})
+	return recall.NewEntry(recall.KindTitle, recall.TitleChange{Title: title, Source: recall.TitleAuto}), true
 }

@@ -23,7 +23,7 @@ func Example() {
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 
-	src := watch.Source{Tool: claudecode.Tool, Roots: []string{projects}, Find: claudecode.Find, Read: claudecode.ReadFile}
+	src := watch.Source{Tool: claudecode.Tool, Roots: []string{projects}, Find: claudecode.Find, Mapper: claudecode.NewMapper}
 	err = watch.Run(ctx, st, []watch.Source{src}, watch.Options{
 		Report: func(r watch.Report) {
 			switch {

@@ -51,8 +51,9 @@ type Source struct {
 	Roots []string
 	// Find returns the transcripts below a folder (claudecode.Find).
 	Find func(dir string) ([]string, error)
-	// Read reads one transcript (claudecode.ReadFile).
-	Read importer.ReadFunc
+	// Mapper returns the importer.Mapper of one transcript
+	// (claudecode.NewMapper).
+	Mapper func(path string) importer.Mapper
 }
 
 // The defaults of Options.
@@ -136,8 +137,8 @@ func Run(ctx context.Context, st recall.Store, sources []Source, opts Options) e
 		return ErrNoSources
 	}
 	for _, s := range sources {
-		if s.Tool == "" || len(s.Roots) == 0 || s.Find == nil || s.Read == nil {
-			return fmt.Errorf("watch: source %q needs a tool, roots, Find and Read", s.Tool)
+		if s.Tool == "" || len(s.Roots) == 0 || s.Find == nil || s.Mapper == nil {
+			return fmt.Errorf("watch: source %q needs a tool, roots, Find and Mapper", s.Tool)
 		}
 	}
 	w := &watcher{
@@ -322,7 +323,7 @@ func (w *watcher) importFile(ctx context.Context, path string, f *file) {
 	// Stated before the read: a write during the import moves them, and
 	// the next rescan imports again.
 	f.size, f.mod, f.imported = fi.Size(), fi.ModTime(), true
-	sum, err := importer.Run(ctx, w.st, f.src.Tool, []string{path}, f.src.Read, importer.Options{})
+	sum, err := importer.Run(ctx, w.st, f.src.Tool, []string{path}, f.src.Mapper, importer.Options{})
 	if err != nil {
 		return // ctx ended
 	}

@@ -76,7 +76,7 @@ func start(t *testing.T, opts Options) *harness {
 		h.reports = append(h.reports, r)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	src := Source{Tool: claudecode.Tool, Roots: []string{h.root}, Find: claudecode.Find, Read: claudecode.ReadFile}
+	src := Source{Tool: claudecode.Tool, Roots: []string{h.root}, Find: claudecode.Find, Mapper: claudecode.NewMapper}
 	go func() { h.done <- Run(ctx, h.st, []Source{src}, opts) }()
 	t.Cleanup(func() {
 		cancel()

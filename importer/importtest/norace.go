@@ -1,0 +1,5 @@
+//go:build !race
+
+package importtest
+
+const raceEnabled = false
