@@ -21,6 +21,9 @@
 // [HistoryItems] hands on its items. [StreamRecord] renders one record
 // without the subagent records under it.
 //
-// [ReadJSONL] reads a JSONL export back and [Import] writes it into any
-// store: a round trip gives a session whose items are the same bytes.
+// [ImportJSONL] reads a JSONL export back into any store, a line at a time
+// and a batch of entries at a time, so an export of any size imports in
+// bounded memory: a round trip gives a session whose items are the same
+// bytes. [ScanJSONL] yields its lines one by one, checked; [ReadJSONL]
+// reads it whole into [Session] values, which [Import] writes.
 package export

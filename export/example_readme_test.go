@@ -25,17 +25,17 @@ func ExampleLoad() {
 	}
 	w, backup := new(strings.Builder), new(bytes.Buffer)
 
-	s, err := export.Load(ctx, store, key)    // metadata, whole log, subagent records
-	err = export.HTML(w, s)                   // or Markdown, JSON, Write(w, format, s)
-	err = export.JSONL(backup, s)             // recall's own log, lossless
-	sessions, err := export.ReadJSONL(backup) // a stream of any number of sessions
-	res, err := export.Import(ctx, other, sessions[0], export.ImportOptions{})
+	s, err := export.Load(ctx, store, key) // metadata, whole log, subagent records
+	err = export.HTML(w, s)                // or Markdown, JSON, Write(w, format, s)
+	err = export.JSONL(backup, s)          // recall's own log, lossless
+	// read back into another store: any number of sessions, a batch at a time
+	err = export.ImportJSONL(ctx, other, backup, export.ImportOptions{}, nil)
 
 	if err != nil {
 		log.Fatal(err)
 	}
-	m, _ := other.Stat(ctx, res.Key)
-	fmt.Println(strings.HasPrefix(w.String(), "<!DOCTYPE html>"), res.Status, res.Key, m.Title, m.ItemCount)
+	m, _ := other.Stat(ctx, key)
+	fmt.Println(strings.HasPrefix(w.String(), "<!DOCTYPE html>"), m.Key, m.Title, m.ItemCount)
 	// Output:
-	// true new demo/chat-1 Parser 1
+	// true demo/chat-1 Parser 1
 }

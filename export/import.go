@@ -1,16 +1,11 @@
 package export
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"math"
-	"unicode/utf8"
+	"io"
 
 	"github.com/recallkit/recall"
-	"github.com/recallkit/recall/storekit"
 )
 
 // KindDamaged is the kind Import gives an entry that a store would refuse
@@ -95,46 +90,29 @@ type ImportResult struct {
 //     in the same project, unless opts.Session names the ID, which is then
 //     an error wrapping recall.ErrConflict.
 //
-// After writing, Import reads the log back and compares it with the
-// export; a session changed by another writer meanwhile is reported as
-// ErrConflict.
+// The log is compared with the session's and written a batch at a time,
+// each batch read back and compared with the export; a session changed by
+// another writer meanwhile is reported as ErrConflict. A crash midway
+// leaves the start of the log, which importing again completes.
 func Import(ctx context.Context, st recall.Store, s *Session, opts ImportOptions) (ImportResult, error) {
-	from := s.Meta.Key
-	key := from
-	if opts.Project != "" {
-		key.Project = opts.Project
-	}
-	if opts.Session != "" {
-		key.Session = opts.Session
-	}
-	if err := key.Validate(); err != nil {
-		return ImportResult{}, fmt.Errorf("export: import into: %w", err)
-	}
-	if len(s.Entries) == 0 {
-		return ImportResult{}, fmt.Errorf("%w: session %s has no entries", ErrInvalidLog, from)
-	}
-	entries, damaged := importable(s.Entries)
-	status, err := plan(ctx, st, key, entries)
-	if errors.Is(err, recall.ErrConflict) && opts.Session == "" && key.IsMain() {
-		key.Session = recall.NewSessionID()
-		status, err = plan(ctx, st, key, entries)
-	}
+	im, err := newLogImport(ctx, st, s.Meta.Key, opts)
 	if err != nil {
 		return ImportResult{}, err
 	}
-	res := ImportResult{Key: key, From: from, Status: status, Damaged: damaged}
-	if status != StatusUnchanged {
-		n, err := write(ctx, st, key, entries)
-		if err != nil {
+	for _, e := range s.Entries {
+		if err := im.entry(e); err != nil {
 			return ImportResult{}, err
 		}
-		res.Entries = n
+	}
+	res, err := im.finish()
+	if err != nil {
+		return ImportResult{}, err
 	}
 	for _, sub := range s.Subagents {
 		if sub.Meta.Key.Subpath == "" {
-			return res, fmt.Errorf("%w: subagent record of %s without a subpath", ErrInvalidLog, from)
+			return res, fmt.Errorf("%w: subagent record of %s without a subpath", ErrInvalidLog, s.Meta.Key)
 		}
-		r, err := Import(ctx, st, sub, ImportOptions{Project: key.Project, Session: key.Session})
+		r, err := Import(ctx, st, sub, ImportOptions{Project: res.Key.Project, Session: res.Key.Session})
 		if err != nil {
 			return res, err
 		}
@@ -143,116 +121,70 @@ func Import(ctx context.Context, st recall.Store, s *Session, opts ImportOptions
 	return res, nil
 }
 
-// plan decides what importing entries into key does: StatusNew when key
-// is free, StatusUpdated or StatusUnchanged when key holds a start of
-// entries, and ErrConflict when it holds another log.
-func plan(ctx context.Context, st recall.Store, key recall.Key, entries []recall.Entry) (string, error) {
-	_, have, err := st.Load(ctx, key)
-	if errors.Is(err, recall.ErrNotFound) {
-		return StatusNew, nil
+// ImportJSONL imports every session of a JSONL export read from r, as
+// Import does, a line at a time: its memory is bounded by a batch of
+// entries, not by the export or a session. Each session's subagent
+// records (the headers ScanJSONL marks Nested) go under wherever the
+// session went. done, when not nil, is called after each session and its
+// records, with the session's header and what was done. It stops at the
+// first error: a bad line (ErrInvalidLog) after sessions were imported
+// leaves them imported, so a caller that wants nothing written from a
+// damaged export scans it first (ScanJSONL).
+func ImportJSONL(ctx context.Context, st recall.Store, r io.Reader, opts ImportOptions, done func(recall.Meta, ImportResult) error) error {
+	var (
+		cur  *logImport
+		head recall.Meta // of the session under way
+		res  *ImportResult
+	)
+	// next finishes the log under way: a session's, or a record's under it.
+	next := func() error {
+		if cur == nil {
+			return nil
+		}
+		r, err := cur.finish()
+		cur = nil
+		switch {
+		case err != nil:
+			return err
+		case res == nil:
+			res = &r
+		default:
+			res.Subagents = append(res.Subagents, r)
+		}
+		return nil
 	}
-	if err != nil {
-		return "", fmt.Errorf("export: import into %s: %w", key, err)
+	// report hands on the session under way and its records.
+	report := func() error {
+		if res == nil || done == nil {
+			res = nil
+			return nil
+		}
+		r := *res
+		res = nil
+		return done(head, r)
 	}
-	if len(have) > len(entries) || !sameEntries(have, entries[:len(have)]) {
-		return "", fmt.Errorf("export: import into %s: %w: the session exists and holds another log", key, recall.ErrConflict)
-	}
-	if len(have) == len(entries) {
-		return StatusUnchanged, nil
-	}
-	return StatusUpdated, nil
-}
-
-// write imports entries into key and checks that the log now is entries.
-func write(ctx context.Context, st recall.Store, key recall.Key, entries []recall.Entry) (int, error) {
-	before := int64(0)
-	if m, err := st.Stat(ctx, key); err == nil {
-		before = m.LastSeq
-	}
-	if _, err := st.Import(ctx, key, entries...); err != nil {
-		return 0, fmt.Errorf("export: import into %s: %w", key, err)
-	}
-	_, got, err := st.Load(ctx, key)
-	if err != nil {
-		return 0, fmt.Errorf("export: import into %s: read back: %w", key, err)
-	}
-	if !sameEntries(got, entries) {
-		return 0, fmt.Errorf("export: import into %s: %w: the log read back differs from the export (written to meanwhile?)", key, recall.ErrConflict)
-	}
-	n := 0
-	for _, e := range entries {
-		if e.Seq > before {
-			n++
+	for l, err := range ScanJSONL(r) {
+		switch {
+		case err != nil:
+		case l.Header == nil:
+			err = cur.entry(l.Entry)
+		default:
+			err = next()
+			if err == nil && l.Nested {
+				cur, err = newLogImport(ctx, st, l.Header.Key, ImportOptions{Project: res.Key.Project, Session: res.Key.Session})
+			} else if err == nil {
+				if err = report(); err == nil {
+					head = *l.Header
+					cur, err = newLogImport(ctx, st, l.Header.Key, opts)
+				}
+			}
+		}
+		if err != nil {
+			return err
 		}
 	}
-	return n, nil
-}
-
-// importable returns the entries as a store's Import takes them: an entry
-// the store would refuse becomes a KindDamaged entry holding it, and a
-// missing seq a KindDamaged entry marked Missing (see KindDamaged). It
-// returns how many it made.
-func importable(entries []recall.Entry) ([]recall.Entry, int) {
-	out := make([]recall.Entry, 0, len(entries))
-	damaged := 0
-	next := int64(1)
-	if len(entries) > 0 && purgedStart(entries[0]) {
-		next = entries[0].Seq
+	if err := next(); err != nil {
+		return err
 	}
-	for _, e := range entries {
-		for ; next < e.Seq; next++ {
-			out = append(out, recall.NewEntry(KindDamaged, Damaged{Missing: true}))
-			out[len(out)-1].Seq, out[len(out)-1].Time = next, e.Time
-			damaged++
-		}
-		next = e.Seq + 1
-		err := storekit.ValidateEntries([]recall.Entry{e}, math.MaxInt)
-		if err == nil || !(errors.Is(err, recall.ErrInvalidItem) || errors.Is(err, recall.ErrInvalidMetadata)) {
-			// valid, or refused for a reason that is not the entry's
-			// damage (its size): the store says why
-			out = append(out, e)
-			continue
-		}
-		d := Damaged{Kind: e.Kind}
-		if utf8.Valid(e.Data) {
-			t := string(e.Data)
-			d.Text = &t
-		} else {
-			d.B64 = bytes.Clone(e.Data)
-		}
-		de := recall.NewEntry(KindDamaged, d)
-		de.Seq, de.Time, de.Usage = e.Seq, e.Time, e.Usage
-		out = append(out, de)
-		damaged++
-	}
-	return out, damaged
-}
-
-// purgedStart reports whether e can start a purged log (see
-// storekit.PurgeLog): a compaction entry that read the log at the seq
-// before its own.
-func purgedStart(e recall.Entry) bool {
-	if e.Kind != recall.KindCompaction || e.Seq <= 1 {
-		return false
-	}
-	var c recall.Compaction
-	return json.Unmarshal(e.Data, &c) == nil && c.Through == e.Seq-1
-}
-
-// sameEntries reports whether two logs are the same entries: seq, kind,
-// time, payload bytes and usage.
-func sameEntries(a, b []recall.Entry) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		x, y := a[i], b[i]
-		if x.Seq != y.Seq || x.Kind != y.Kind || !x.Time.Equal(y.Time) || !bytes.Equal(x.Data, y.Data) {
-			return false
-		}
-		if (x.Usage == nil) != (y.Usage == nil) || x.Usage != nil && *x.Usage != *y.Usage {
-			return false
-		}
-	}
-	return true
+	return report()
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/internal/jsonl"
@@ -81,49 +82,74 @@ type wireLine struct {
 	jsonl.Line
 }
 
-// ReadJSONL reads a JSONL export (what JSONL writes; several exports one
-// after another are one stream) and returns its sessions in file order.
-// A subagent record whose header follows its main session's log is
-// returned in that session's Subagents; one without it is a session of
-// its own.
-//
-// Every line is checked before anything is returned: a header of a later
-// format version, a bad key, an entry before any header, a seq that does
-// not grow, an entry without a time, or a line that does not decode (a
-// torn last line included) is an error wrapping ErrInvalidLog that names
-// the line.
-func ReadJSONL(r io.Reader) ([]*Session, error) {
-	br := bufio.NewReaderSize(r, 64<<10)
-	var (
-		out  []*Session
-		cur  *Session
-		main *Session
-	)
-	for n := 1; ; n++ {
-		line, err := br.ReadBytes('\n')
-		if err != nil && !errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("export: read line %d: %w", n, err)
-		}
-		eof := err != nil
-		if t := bytes.TrimSpace(line); len(t) > 0 {
-			if err := readLine(t, n, &out, &cur, &main); err != nil {
-				return nil, err
-			}
-		}
-		if eof {
-			break
-		}
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("%w: no session header", ErrInvalidLog)
-	}
-	return out, nil
+// LogLine is one line of a JSONL export, as ScanJSONL reads it: the
+// header of a session's log (Header set), or one entry of the log of the
+// session whose header came last.
+type LogLine struct {
+	// Header, on a header line, is the session's metadata; Header.Key
+	// names it.
+	Header *recall.Meta
+	// Nested reports the header of a subagent record that follows the log
+	// of its main session (or of a record under it): ReadJSONL returns it
+	// in that session's Subagents, ImportJSONL imports it under wherever
+	// that session went. A subagent record that is not nested is a session
+	// of its own.
+	Nested bool
+	// Entry, on an entry line, is the entry.
+	Entry recall.Entry
+	// N is the line's number, from 1.
+	N int
 }
 
-// readLine decodes line n and adds it to the sessions read so far.
-func readLine(line []byte, n int, out *[]*Session, cur, main **Session) error {
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: line %d: %s", ErrInvalidLog, n, fmt.Sprintf(format, args...))
+// ScanJSONL reads a JSONL export (what JSONL writes; several exports one
+// after another are one stream) one line at a time, and yields each line
+// that is not blank, in file order. It holds one line, never the export.
+//
+// Each line is checked as it is read: a header of a later format version,
+// a bad key, an entry before any header, a seq that does not grow, an
+// entry without a time, a line that does not decode (a torn last line
+// included), or an export without a header yields an error wrapping
+// ErrInvalidLog that names the line, and the scan ends. To check a whole
+// export before acting on it, scan it twice.
+func ScanJSONL(r io.Reader) iter.Seq2[LogLine, error] {
+	return func(yield func(LogLine, error) bool) {
+		br := bufio.NewReaderSize(r, 64<<10)
+		var sc logScan
+		for n := 1; ; n++ {
+			line, err := br.ReadBytes('\n')
+			if err != nil && !errors.Is(err, io.EOF) {
+				yield(LogLine{}, fmt.Errorf("export: read line %d: %w", n, err))
+				return
+			}
+			eof := err != nil
+			if t := bytes.TrimSpace(line); len(t) > 0 {
+				l, err := sc.line(t, n)
+				if !yield(l, err) || err != nil {
+					return
+				}
+			}
+			if eof {
+				break
+			}
+		}
+		if sc.key == nil {
+			yield(LogLine{}, fmt.Errorf("%w: no session header", ErrInvalidLog))
+		}
+	}
+}
+
+// logScan is what ScanJSONL knows of the lines before: the session whose
+// log is read, its last seq, and the main session records can nest under.
+type logScan struct {
+	key     *recall.Key
+	last    int64
+	mainKey *recall.Key
+}
+
+// line decodes and checks line n.
+func (sc *logScan) line(line []byte, n int) (LogLine, error) {
+	bad := func(format string, args ...any) (LogLine, error) {
+		return LogLine{}, fmt.Errorf("%w: line %d: %s", ErrInvalidLog, n, fmt.Sprintf(format, args...))
 	}
 	var w wireLine
 	if err := json.Unmarshal(line, &w); err != nil {
@@ -139,37 +165,65 @@ func readLine(line []byte, n int, out *[]*Session, cur, main **Session) error {
 		if err := w.Key.Validate(); err != nil {
 			return bad("%v", err)
 		}
-		s := &Session{}
+		m := recall.Meta{}
 		if w.Meta != nil {
-			s.Meta = *w.Meta
+			m = *w.Meta
 		}
-		s.Meta.Key = *w.Key
-		*cur = s
-		if !w.Key.IsMain() && *main != nil && (*main).Meta.Key == w.Key.Parent() {
-			(*main).Subagents = append((*main).Subagents, s)
-			return nil
+		m.Key = *w.Key
+		l := LogLine{Header: &m, N: n}
+		sc.key, sc.last = w.Key, 0
+		switch {
+		case w.Key.IsMain():
+			sc.mainKey = w.Key
+		case sc.mainKey != nil && *sc.mainKey == w.Key.Parent():
+			l.Nested = true
+		default:
+			sc.mainKey = nil
 		}
-		if w.Key.IsMain() {
-			*main = s
-		} else {
-			*main = nil
-		}
-		*out = append(*out, s)
-		return nil
+		return l, nil
 	}
-	s := *cur
-	if s == nil {
+	switch {
+	case sc.key == nil:
 		return bad("an entry before any session header: not a recall log export")
-	}
-	if w.Seq <= 0 {
+	case w.Seq <= 0:
 		return bad("no seq")
-	}
-	if n := len(s.Entries); n > 0 && w.Seq <= s.Entries[n-1].Seq {
-		return bad("seq %d after seq %d", w.Seq, s.Entries[n-1].Seq)
-	}
-	if w.Time.IsZero() {
+	case w.Seq <= sc.last:
+		return bad("seq %d after seq %d", w.Seq, sc.last)
+	case w.Time.IsZero():
 		return bad("seq %d has no time", w.Seq)
 	}
-	s.Entries = append(s.Entries, w.Entry())
-	return nil
+	sc.last = w.Seq
+	return LogLine{Entry: w.Entry(), N: n}, nil
+}
+
+// ReadJSONL reads a JSONL export whole (see ScanJSONL) and returns its
+// sessions in file order, each holding its whole log: for a small export,
+// or one to look at. A subagent record whose header follows its main
+// session's log is returned in that session's Subagents; one without it
+// is a session of its own. Every line is checked before anything is
+// returned. ImportJSONL imports an export of any size without holding it.
+func ReadJSONL(r io.Reader) ([]*Session, error) {
+	var out []*Session
+	var cur, main *Session
+	for l, err := range ScanJSONL(r) {
+		if err != nil {
+			return nil, err
+		}
+		if l.Header == nil {
+			cur.Entries = append(cur.Entries, l.Entry)
+			continue
+		}
+		cur = &Session{Meta: *l.Header}
+		switch {
+		case l.Nested:
+			main.Subagents = append(main.Subagents, cur)
+			continue
+		case l.Header.Key.IsMain():
+			main = cur
+		default:
+			main = nil
+		}
+		out = append(out, cur)
+	}
+	return out, nil
 }

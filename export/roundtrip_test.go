@@ -145,8 +145,9 @@ func openRedis(t *testing.T) recall.Store {
 	return s
 }
 
-// roundTrip exports key of src as JSONL, reads it back and imports it
-// into dst, returning the bytes and the result.
+// roundTrip exports key of src as JSONL and imports it into dst as the
+// CLI does (ImportJSONL, a line at a time), returning the bytes and the
+// result.
 func roundTrip(t *testing.T, src, dst recall.Store, key recall.Key, opts export.ImportOptions) ([]byte, export.ImportResult) {
 	t.Helper()
 	ctx := context.Background()
@@ -158,18 +159,21 @@ func roundTrip(t *testing.T, src, dst recall.Store, key recall.Key, opts export.
 	if err := export.JSONL(&b, s); err != nil {
 		t.Fatal(err)
 	}
-	read, err := export.ReadJSONL(bytes.NewReader(b.Bytes()))
+	var results []export.ImportResult
+	err = export.ImportJSONL(ctx, dst, bytes.NewReader(b.Bytes()), opts, func(m recall.Meta, r export.ImportResult) error {
+		if m.Key != key {
+			t.Errorf("the header reported is %s's, want %s's", m.Key, key)
+		}
+		results = append(results, r)
+		return nil
+	})
 	if err != nil {
-		t.Fatalf("ReadJSONL of the export: %v\n%s", err, b.String())
+		t.Fatalf("ImportJSONL: %v\n%s", err, b.String())
 	}
-	if len(read) != 1 {
-		t.Fatalf("ReadJSONL: %d sessions, want 1", len(read))
+	if len(results) != 1 {
+		t.Fatalf("ImportJSONL: %d sessions, want 1", len(results))
 	}
-	res, err := export.Import(ctx, dst, read[0], opts)
-	if err != nil {
-		t.Fatalf("Import: %v", err)
-	}
-	return b.Bytes(), res
+	return b.Bytes(), results[0]
 }
 
 // metaJSON is m as JSON with its key left out, for comparing the metadata

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -33,7 +34,12 @@ new ID (or, with --as, the import fails).
 
 Entries a store would refuse (an item that is not a JSON object, damaged or
 written by another program) are kept, with their bytes, as entries of kind
-"damaged" that readers skip; the view is the same.`,
+"damaged" that readers skip; the view is the same.
+
+The file is read twice: first every line is checked (a damaged file imports
+nothing), then the sessions are imported a batch of entries at a time, so
+an export of any size imports in bounded memory. Stdin is first copied to a
+temporary file.`,
 		Example: `  recall export 0199a3f2-1b --format jsonl -o chat.jsonl
   recall --store sqlite:///tmp/r.db import recall chat.jsonl
   ssh host recall export 0199a3f2 --format jsonl | recall import recall -`,
@@ -54,33 +60,7 @@ written by another program) are kept, with their bytes, as entries of kind
 				}
 				opts.Session = as
 			}
-			sessions, err := readExport(a, argv[0])
-			if err != nil {
-				return err
-			}
-			if as != "" && len(sessions) > 1 {
-				return usageError("import the file without --as", "--as names one session and %s holds %d", argv[0], len(sessions))
-			}
-			st, err := a.store(ctx)
-			if err != nil {
-				return err
-			}
-			var results []export.ImportResult
-			for _, s := range sessions {
-				r, err := export.Import(ctx, st, s, opts)
-				if err != nil {
-					return err
-				}
-				results = append(results, r)
-				if !a.json {
-					a.printf("%s\n", describeImport(s, r))
-				}
-			}
-			a.indexSearch(ctx, st)
-			if a.json {
-				return a.printJSON(results)
-			}
-			return nil
+			return a.importRecall(ctx, argv[0], as != "", opts)
 		},
 	}
 	cmd.Flags().StringVar(&dir, "project", "", "import into the project of this `DIR` (default: the project the export names)")
@@ -88,34 +68,105 @@ written by another program) are kept, with their bytes, as entries of kind
 	return cmd
 }
 
-// readExport reads and checks the whole export at path ("-" is stdin)
-// before anything is written.
-func readExport(a *app, path string) ([]*export.Session, error) {
-	var r io.Reader = a.stdin
-	name := "stdin"
+// importRecall imports the export at path ("-": stdin): it checks every
+// line, then imports a line at a time, saying what it did per session.
+// as reports that --as named the session.
+func (a *app) importRecall(ctx context.Context, path string, as bool, opts export.ImportOptions) error {
+	f, name, done, err := openExport(a, path)
+	if err != nil {
+		return err
+	}
+	defer done()
+	n, err := checkExport(f, name)
+	if err != nil {
+		return err
+	}
+	if as && n > 1 {
+		return usageError("import the file without --as", "--as names one session and %s holds %d", path, n)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	st, err := a.store(ctx)
+	if err != nil {
+		return err
+	}
+	var results []export.ImportResult
+	err = export.ImportJSONL(ctx, st, f, opts, func(m recall.Meta, r export.ImportResult) error {
+		results = append(results, r)
+		if !a.json {
+			a.printf("%s\n", describeImport(m, r))
+		}
+		return nil
+	})
+	if err != nil {
+		return exportError(name, err)
+	}
+	a.indexSearch(ctx, st)
+	if a.json {
+		return a.printJSON(results)
+	}
+	return nil
+}
+
+// openExport opens the export at path, or stdin ("-") copied to a
+// temporary file, so that it can be read twice: checked whole, then
+// imported. done closes it (and removes the copy).
+func openExport(a *app, path string) (f *os.File, name string, done func(), err error) {
 	if path != "-" {
 		f, err := os.Open(path)
 		if err != nil {
-			return nil, withHint(err, "name a file written by 'recall export --format jsonl', or - for stdin")
+			return nil, "", nil, withHint(err, "name a file written by 'recall export --format jsonl', or - for stdin")
 		}
-		defer f.Close()
-		r, name = f, path
+		return f, path, func() { f.Close() }, nil
 	}
-	sessions, err := export.ReadJSONL(r)
-	if errors.Is(err, export.ErrInvalidLog) {
-		return nil, withHint(fmt.Errorf("%s: %w", name, err), "the file must be written by 'recall export --format jsonl'")
-	}
+	f, err = os.CreateTemp("", "recall-import-*.jsonl")
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, "", nil, err
 	}
-	return sessions, nil
+	done = func() {
+		f.Close()
+		os.Remove(f.Name())
+	}
+	if _, err := io.Copy(f, a.stdin); err != nil {
+		done()
+		return nil, "", nil, fmt.Errorf("read stdin: %w", err)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		done()
+		return nil, "", nil, err
+	}
+	return f, "stdin", done, nil
+}
+
+// checkExport reads the whole export from r and checks every line before
+// anything is written, and returns how many sessions it holds.
+func checkExport(r io.Reader, name string) (int, error) {
+	n := 0
+	for l, err := range export.ScanJSONL(r) {
+		if err != nil {
+			return 0, exportError(name, err)
+		}
+		if l.Header != nil && !l.Nested {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// exportError names the export in err, with a hint when it is not one.
+func exportError(name string, err error) error {
+	if errors.Is(err, export.ErrInvalidLog) {
+		return withHint(fmt.Errorf("%s: %w", name, err), "the file must be written by 'recall export --format jsonl'")
+	}
+	return fmt.Errorf("%s: %w", name, err)
 }
 
 // describeImport is the line 'recall import recall' prints for a session.
-func describeImport(s *export.Session, r export.ImportResult) string {
+func describeImport(m recall.Meta, r export.ImportResult) string {
 	line := fmt.Sprintf("%s %s", r.Status, r.Key.Session)
-	if s.Meta.Title != "" {
-		line += fmt.Sprintf(" (%s)", s.Meta.Title)
+	if m.Title != "" {
+		line += fmt.Sprintf(" (%s)", m.Title)
 	}
 	if r.Key != r.From {
 		line += " from " + r.From.String()
