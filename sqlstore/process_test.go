@@ -33,9 +33,10 @@ var childKey = recall.Key{Project: "proc", Session: "shared"}
 // runChild appends SQLSTORE_BATCHES batches (forever when 0) to childKey,
 // batch b holding 1 + b%SQLSTORE_MAXBATCH items whose text is
 // "<worker> <b> <i>", and prints "ack <b>" once each Append has returned.
-// It waits for a line on stdin first when SQLSTORE_WAIT is set, and
-// sleeps SQLSTORE_PAUSE after each batch, pacing the writer as an agent
-// would (nothing waits on it). Every 7th batch it also sets the title, a
+// When SQLSTORE_ROUND is n > 0 it waits for a line on stdin before
+// batches 0, n, 2n, ..., so a parent can start writers together, round
+// by round. It sleeps SQLSTORE_PAUSE after each batch, pacing the writer
+// as an agent would. Every 7th batch it also sets the title, a
 // write that takes the general path rather than the items-only one.
 func runChild() error {
 	ctx := context.Background()
@@ -56,18 +57,18 @@ func runChild() error {
 		return err
 	}
 	defer s.Close()
-	if os.Getenv("SQLSTORE_WAIT") != "" {
-		// start together with the other children: on a line from stdin
-		if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
-			return fmt.Errorf("waiting for the start: %w", err)
-		}
-	}
 	worker := os.Getenv("SQLSTORE_WORKER")
 	batches, _ := strconv.Atoi(os.Getenv("SQLSTORE_BATCHES"))
 	maxBatch, _ := strconv.Atoi(os.Getenv("SQLSTORE_MAXBATCH"))
 	pause, _ := time.ParseDuration(os.Getenv("SQLSTORE_PAUSE"))
-	out := bufio.NewWriter(os.Stdout)
+	round, _ := strconv.Atoi(os.Getenv("SQLSTORE_ROUND"))
+	in, out := bufio.NewReader(os.Stdin), bufio.NewWriter(os.Stdout)
 	for b := 0; batches == 0 || b < batches; b++ {
+		if round > 0 && b%round == 0 {
+			if _, err := in.ReadString('\n'); err != nil {
+				return fmt.Errorf("waiting for round %d: %w", b/round, err)
+			}
+		}
 		n := 1 + b%maxBatch
 		items := make([]recall.Item, n)
 		for i := range items {
@@ -162,28 +163,34 @@ func TestTwoProcesses(t *testing.T) {
 		t.Run(dialect, func(t *testing.T) {
 			p := newProcessTarget(t, dialect)
 			ctx := context.Background()
-			const batches, maxBatch = 150, 3
+			const batches, maxBatch, round = 150, 3, 10
 			children := make([]*testkit.Child, 2)
 			starts := make([]io.WriteCloser, 2)
 			for w := range children {
-				// A pause between batches, as an agent makes: SQLite's
-				// busy handler sleeps and is not fair, so a writer in a
-				// tight loop can keep the lock for a while.
-				cmd := p.child("w"+strconv.Itoa(w), batches, maxBatch, "SQLSTORE_WAIT=1", "SQLSTORE_PAUSE=1ms")
+				// The children start each round of batches together, so
+				// that both write in every round: SQLite's busy handler
+				// sleeps and is not fair, and one writer can otherwise
+				// keep the lock until it is done. Within a round they run
+				// free, with a pause between batches as an agent makes.
+				cmd := p.child("w"+strconv.Itoa(w), batches, maxBatch, "SQLSTORE_ROUND="+strconv.Itoa(round), "SQLSTORE_PAUSE=1ms")
 				var err error
 				if starts[w], err = cmd.StdinPipe(); err != nil {
 					t.Fatal(err)
 				}
 				children[w] = testkit.Start(t, cmd)
 			}
-			for _, start := range starts {
-				fmt.Fprintln(start, "go")
-				start.Close()
+			for end := round; end <= batches; end += round {
+				for _, start := range starts {
+					fmt.Fprintln(start, "go")
+				}
+				for w, c := range children {
+					if !c.WaitLines(end, 2*time.Minute) {
+						t.Fatalf("child w%d acknowledged %d of %d batches\n%s", w, len(c.Lines()), end, c.Stderr())
+					}
+				}
 			}
 			for w, c := range children {
-				if !c.WaitLines(batches, 2*time.Minute) {
-					t.Fatalf("child w%d acknowledged %d of %d batches\n%s", w, len(c.Lines()), batches, c.Stderr())
-				}
+				starts[w].Close()
 				if _, err := c.Wait(); err != nil {
 					t.Fatalf("child w%d: %v", w, err)
 				}
@@ -201,7 +208,8 @@ func TestTwoProcesses(t *testing.T) {
 				t.Errorf("%d entries, want %d", len(entries), 2*perWorker)
 			}
 			checkBatches(t, entries, map[string]int{"w0": batches, "w1": batches}, maxBatch)
-			// The two really wrote at the same time: their batches alternate.
+			// The two really wrote at the same time: their batches alternate
+			// (at least once a round, since each round has both).
 			switches, last := 0, ""
 			for _, e := range entries {
 				if w, _, _ := strings.Cut(recall.Item(e.Data).Text(), " "); e.Kind == recall.KindItem && w != last {
@@ -209,7 +217,7 @@ func TestTwoProcesses(t *testing.T) {
 				}
 			}
 			t.Logf("%d entries, the writer changed %d times", len(entries), switches-1)
-			if switches < 3 {
+			if switches-1 < batches/round {
 				t.Errorf("the writers did not overlap (%d changes of writer)", switches-1)
 			}
 			verify(t, s)
