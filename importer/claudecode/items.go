@@ -1,12 +1,10 @@
 package claudecode
 
 import (
-	stdjson "encoding/json"
-
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
-	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/importer/internal/responses"
 )
 
 // The Claude Code content blocks, as its transcripts hold them.
@@ -71,79 +69,22 @@ func (c *content) empty() bool {
 	return c.Str == nil && c.Blocks == nil && (len(c.Other) == 0 || string(c.Other) == "null")
 }
 
-// The Responses items an import writes.
-type (
-	messageItem struct {
-		Type    string `json:"type"` // "message"
-		Role    string `json:"role"`
-		Content []part `json:"content"`
-	}
-	// part is a message content part: input_text, output_text or
-	// input_image.
-	part struct {
-		Type     string `json:"type"`
-		Text     string `json:"text,omitempty"`
-		ImageURL string `json:"image_url,omitempty"`
-		Detail   string `json:"detail,omitempty"`
-	}
-	functionCall struct {
-		Type      string `json:"type"` // "function_call"
-		CallID    string `json:"call_id"`
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
-	}
-	functionCallOutput struct {
-		Type   string `json:"type"` // "function_call_output"
-		CallID string `json:"call_id"`
-		// Output is a string, or content parts when the result holds
-		// images.
-		Output any `json:"output"`
-		// IsError marks a tool result Claude Code flagged as an error;
-		// the Responses shape has no field of its own for it.
-		IsError bool `json:"is_error,omitempty"`
-	}
-	reasoningItem struct {
-		Type    string        `json:"type"` // "reasoning"
-		Summary []summaryText `json:"summary"`
-		// EncryptedContent keeps a redacted_thinking block's data.
-		EncryptedContent string `json:"encrypted_content,omitempty"`
-	}
-	summaryText struct {
-		Type string `json:"type"` // "summary_text"
-		Text string `json:"text"`
-	}
-)
-
-// item encodes v, one of the item types above; they always encode.
-func item(v any) recall.Item {
-	b, _ := stdjson.Marshal(v)
-	return b
-}
-
-// textPart returns the text part of a message of role.
-func textPart(role, text string) part {
-	if role == "assistant" {
-		return part{Type: "output_text", Text: text}
-	}
-	return part{Type: "input_text", Text: text}
-}
-
 // imagePart returns an input_image part for an image block: a data URL
 // for an inline image, or the image's URL.
-func imagePart(src *imageSource) (part, bool) {
+func imagePart(src *imageSource) (responses.Part, bool) {
 	switch {
 	case src == nil:
-		return part{}, false
+		return responses.Part{}, false
 	case src.Type == "url" && src.URL != "":
-		return part{Type: "input_image", ImageURL: src.URL, Detail: "auto"}, true
+		return responses.Part{Type: "input_image", ImageURL: src.URL, Detail: "auto"}, true
 	case src.Data != "":
 		mt := src.MediaType
 		if mt == "" {
 			mt = "application/octet-stream"
 		}
-		return part{Type: "input_image", ImageURL: "data:" + mt + ";base64," + src.Data, Detail: "auto"}, true
+		return responses.Part{Type: "input_image", ImageURL: "data:" + mt + ";base64," + src.Data, Detail: "auto"}, true
 	}
-	return part{}, false
+	return responses.Part{}, false
 }
 
 // toolOutput turns a tool_result's content into a function_call_output's
@@ -162,12 +103,12 @@ func toolOutput(c content) (any, []string) {
 	case len(c.Blocks) == 1 && c.Blocks[0].Type == "text":
 		return c.Blocks[0].Text, nil
 	}
-	parts := []part{}
+	parts := []responses.Part{}
 	var lost []string
 	for _, b := range c.Blocks {
 		switch b.Type {
 		case "text":
-			parts = append(parts, part{Type: "input_text", Text: b.Text})
+			parts = append(parts, responses.Part{Type: "input_text", Text: b.Text})
 		case "image":
 			if p, ok := imagePart(b.Source); ok {
 				parts = append(parts, p)

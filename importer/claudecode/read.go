@@ -7,10 +7,10 @@ import (
 	"strings"
 
 	"github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/importer"
+	"github.com/recallkit/recall/importer/internal/responses"
 )
 
 // line is one line of a Claude Code transcript: the fields the import
@@ -38,10 +38,6 @@ type message struct {
 	Content content `json:"content"`
 	Usage   *usage  `json:"usage"`
 }
-
-// decodeOptions make the decoder as lenient as encoding/json: a duplicate
-// name takes the last value, and invalid UTF-8 becomes U+FFFD.
-var decodeOptions = json.JoinOptions(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
 
 type usage struct {
 	InputTokens              int64 `json:"input_tokens"`
@@ -152,7 +148,7 @@ func (p *mapper) target(t *importer.Transcript, l *line) *importer.Target {
 // Line implements importer.Mapper.
 func (p *mapper) Line(t *importer.Transcript, ln importer.Line) {
 	var l line
-	if err := json.Unmarshal(ln.Bytes, &l, decodeOptions); err != nil {
+	if err := json.Unmarshal(ln.Bytes, &l, responses.DecodeOptions); err != nil {
 		t.Torn(ln)
 		return
 	}
@@ -258,17 +254,17 @@ func (p *mapper) conversation(t *importer.Transcript, l *line) {
 // the blocks it cannot keep as skipped.
 func lineItems(t *importer.Transcript, role string, blocks []block) []recall.Item {
 	var items []recall.Item
-	var parts []part
+	var parts []responses.Part
 	flush := func() {
 		if len(parts) > 0 {
-			items = append(items, item(messageItem{Type: "message", Role: role, Content: parts}))
+			items = append(items, responses.Encode(responses.Message{Type: "message", Role: role, Content: parts}))
 			parts = nil
 		}
 	}
 	for _, b := range blocks {
 		switch b.Type {
 		case "text":
-			parts = append(parts, textPart(role, b.Text))
+			parts = append(parts, responses.Text(role, b.Text))
 		case "image":
 			if ip, ok := imagePart(b.Source); ok {
 				parts = append(parts, ip)
@@ -277,25 +273,25 @@ func lineItems(t *importer.Transcript, role string, blocks []block) []recall.Ite
 			}
 		case "thinking", "redacted_thinking":
 			flush()
-			r := reasoningItem{Type: "reasoning", Summary: []summaryText{}, EncryptedContent: b.Data}
+			r := responses.Reasoning{Type: "reasoning", Summary: []responses.Summary{}, EncryptedContent: b.Data}
 			if b.Thinking != "" {
-				r.Summary = append(r.Summary, summaryText{Type: "summary_text", Text: b.Thinking})
+				r.Summary = append(r.Summary, responses.Summary{Type: "summary_text", Text: b.Thinking})
 			}
-			items = append(items, item(r))
+			items = append(items, responses.Encode(r))
 		case "tool_use":
 			flush()
 			args := string(b.Input)
 			if args == "" || args == "null" {
 				args = "{}"
 			}
-			items = append(items, item(functionCall{Type: "function_call", CallID: b.ID, Name: b.Name, Arguments: args}))
+			items = append(items, responses.Encode(responses.Call{Type: "function_call", CallID: b.ID, Name: b.Name, Arguments: args}))
 		case "tool_result":
 			flush()
 			out, lost := toolOutput(b.Content)
 			for _, k := range lost {
 				t.Skip(k)
 			}
-			items = append(items, item(functionCallOutput{Type: "function_call_output", CallID: b.ToolUseID, Output: out, IsError: b.IsError}))
+			items = append(items, responses.Encode(responses.Output{Type: "function_call_output", CallID: b.ToolUseID, Output: out, IsError: b.IsError}))
 		default:
 			t.Skip("block:" + b.Type)
 		}

@@ -50,6 +50,7 @@ import (
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/importer"
+	"github.com/recallkit/recall/importer/internal/responses"
 )
 
 // Tool is the name imported sessions carry in importer.MetaSource.
@@ -130,11 +131,6 @@ type rolloutLine struct {
 	Payload   jsontext.Value `json:"payload"`
 }
 
-// decodeOptions make the decoder (github.com/go-json-experiment/json,
-// faster than encoding/json) as lenient as encoding/json: a duplicate name
-// takes the last value, and invalid UTF-8 becomes U+FFFD.
-var decodeOptions = json.JoinOptions(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
-
 type sessionMeta struct {
 	ID        string `json:"id"`
 	Timestamp string `json:"timestamp"`
@@ -208,7 +204,7 @@ func (r *rollout) Identity(eof bool) (importer.Identity, error) {
 // type is skipped.
 func (r *rollout) Line(t *importer.Transcript, ln importer.Line) {
 	var l rolloutLine
-	if err := json.Unmarshal(ln.Bytes, &l, decodeOptions); err != nil {
+	if err := json.Unmarshal(ln.Bytes, &l, responses.DecodeOptions); err != nil {
 		t.Torn(ln)
 		return
 	}
@@ -258,7 +254,7 @@ func (r *rollout) readSessionMeta(t *importer.Transcript, l rolloutLine, at time
 		t.Skip("session_meta") // a resumed or forked rollout repeats it
 		return
 	}
-	if json.Unmarshal(l.Payload, &r.meta, decodeOptions) != nil || r.meta.ID == "" {
+	if json.Unmarshal(l.Payload, &r.meta, responses.DecodeOptions) != nil || r.meta.ID == "" {
 		t.Skip("malformed")
 		return
 	}
@@ -275,7 +271,7 @@ func (r *rollout) readTurnContext(t *importer.Transcript, l rolloutLine) {
 		Model string `json:"model"`
 		Cwd   string `json:"cwd"`
 	}
-	if json.Unmarshal(l.Payload, &tc, decodeOptions) != nil {
+	if json.Unmarshal(l.Payload, &tc, responses.DecodeOptions) != nil {
 		t.Skip("malformed")
 		return
 	}
@@ -295,7 +291,7 @@ func (r *rollout) readTurnContext(t *importer.Transcript, l rolloutLine) {
 // the entries of its history that are not JSON objects as skipped.
 func (r *rollout) addCompaction(t *importer.Transcript, l rolloutLine, at time.Time) {
 	var c compacted
-	if json.Unmarshal(l.Payload, &c, decodeOptions) != nil {
+	if json.Unmarshal(l.Payload, &c, responses.DecodeOptions) != nil {
 		t.Skip("malformed")
 		return
 	}
@@ -321,7 +317,7 @@ func (r *rollout) readEventMsg(t *importer.Transcript, l rolloutLine) {
 			Last *tokenUsage `json:"last_token_usage"`
 		} `json:"info"`
 	}
-	err := json.Unmarshal(l.Payload, &ev, decodeOptions)
+	err := json.Unmarshal(l.Payload, &ev, responses.DecodeOptions)
 	if err == nil && ev.Type == "token_count" && ev.Info != nil && ev.Info.Last != nil && r.lastItem >= 0 {
 		// The item is still unwritten: its turn lasts until the next item.
 		if it := t.Target("").Record(r.lastItem); it != nil && it.Entry.Usage == nil {

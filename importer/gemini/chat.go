@@ -12,6 +12,7 @@ import (
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/importer"
+	"github.com/recallkit/recall/importer/internal/responses"
 )
 
 // chat turns the records of one session file into the entries of its
@@ -97,7 +98,7 @@ func (c *chat) agent() string {
 func (c *chat) Line(t *importer.Transcript, ln importer.Line) {
 	c.t = t
 	var r record
-	if err := json.Unmarshal(ln.Bytes, &r, decodeOptions); err != nil {
+	if err := json.Unmarshal(ln.Bytes, &r, responses.DecodeOptions); err != nil {
 		c.t.Torn(ln)
 		return
 	}
@@ -188,7 +189,7 @@ func (c *chat) replace(list []jsontext.Value) {
 	c.msgs, c.pos = nil, map[string]int{}
 	for _, v := range list {
 		var r record
-		if json.Unmarshal(v, &r, decodeOptions) != nil || r.ID == nil {
+		if json.Unmarshal(v, &r, responses.DecodeOptions) != nil || r.ID == nil {
 			c.t.Skip("malformed")
 			continue
 		}

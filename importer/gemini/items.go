@@ -1,7 +1,6 @@
 package gemini
 
 import (
-	stdjson "encoding/json"
 	"strconv"
 	"strings"
 	"time"
@@ -10,48 +9,7 @@ import (
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/importer"
-)
-
-// The Responses items an import writes.
-type (
-	messageItem struct {
-		Type    string        `json:"type"` // "message"
-		Role    string        `json:"role"`
-		Content []contentPart `json:"content"`
-	}
-	// contentPart is input_text, output_text, input_image or input_file.
-	contentPart struct {
-		Type     string `json:"type"`
-		Text     string `json:"text,omitempty"`
-		ImageURL string `json:"image_url,omitempty"`
-		FileURL  string `json:"file_url,omitempty"`
-		FileData string `json:"file_data,omitempty"`
-		Detail   string `json:"detail,omitempty"`
-	}
-	functionCall struct {
-		Type      string `json:"type"` // "function_call"
-		CallID    string `json:"call_id"`
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
-	}
-	functionCallOutput struct {
-		Type   string `json:"type"` // "function_call_output"
-		CallID string `json:"call_id"`
-		// Output is a string, or content parts when the result holds
-		// more than its response.
-		Output any `json:"output"`
-		// IsError marks a result Gemini CLI recorded as an error; the
-		// Responses shape has no field of its own for it.
-		IsError bool `json:"is_error,omitempty"`
-	}
-	reasoningItem struct {
-		Type    string        `json:"type"` // "reasoning"
-		Summary []summaryText `json:"summary"`
-	}
-	summaryText struct {
-		Type string `json:"type"` // "summary_text"
-		Text string `json:"text"`
-	}
+	"github.com/recallkit/recall/importer/internal/responses"
 )
 
 // built is an item with the time of the record it came from.
@@ -92,7 +50,7 @@ type builder struct {
 	skip  func(kind string) // nil when the parts were counted before
 	id    string            // the message's id, for ids of calls that have none
 	out   []built
-	parts []contentPart
+	parts []responses.Part
 	// calls and outputs are the call ids this turn wrote; unpaired holds,
 	// by name, the ids made up for calls that had none, for the outputs
 	// of the CLI's own tool call records to answer.
@@ -107,14 +65,13 @@ func (b *builder) counted(kind string) {
 }
 
 func (b *builder) add(v any) {
-	data, _ := stdjson.Marshal(v) // the item types always encode
-	b.out = append(b.out, built{item: data, at: b.at})
+	b.out = append(b.out, built{item: responses.Encode(v), at: b.at})
 }
 
 // flush writes the message the text and media parts so far make.
 func (b *builder) flush() {
 	if len(b.parts) > 0 {
-		b.add(messageItem{Type: "message", Role: b.role, Content: b.parts})
+		b.add(responses.Message{Type: "message", Role: b.role, Content: b.parts})
 		b.parts = nil
 	}
 }
@@ -124,7 +81,7 @@ func (b *builder) reasoning(text string) {
 		return
 	}
 	b.flush()
-	b.add(reasoningItem{Type: "reasoning", Summary: []summaryText{{Type: "summary_text", Text: text}}})
+	b.add(responses.Reasoning{Type: "reasoning", Summary: []responses.Summary{{Type: "summary_text", Text: text}}})
 }
 
 // part adds the i-th part of the turn.
@@ -140,7 +97,7 @@ func (b *builder) part(p part, i int) {
 		if b.role == "assistant" {
 			typ = "output_text"
 		}
-		b.parts = append(b.parts, contentPart{Type: typ, Text: *p.Text})
+		b.parts = append(b.parts, responses.Part{Type: typ, Text: *p.Text})
 	case p.FunctionCall != nil:
 		id := p.FunctionCall.ID
 		if id == "" {
@@ -185,13 +142,13 @@ func (b *builder) call(id, name string, args jsontext.Value) {
 	}
 	b.calls = append(b.calls, id)
 	b.seen.calls[id]++
-	b.add(functionCall{Type: "function_call", CallID: id, Name: name, Arguments: arguments(args)})
+	b.add(responses.Call{Type: "function_call", CallID: id, Name: name, Arguments: arguments(args)})
 }
 
 // output writes a function_call_output for call id, unless one was
 // written. alias is the CLI's own id for a call whose part had none: the
 // output answers the id made up for that part, and counts for both.
-func (b *builder) output(id, alias, out string, extra []contentPart, isErr bool) {
+func (b *builder) output(id, alias, out string, extra []responses.Part, isErr bool) {
 	b.flush()
 	if id == "" {
 		id = b.id + "-response"
@@ -205,9 +162,9 @@ func (b *builder) output(id, alias, out string, extra []contentPart, isErr bool)
 		b.outputs = append(b.outputs, alias)
 		b.seen.outputs[alias]++
 	}
-	item := functionCallOutput{Type: "function_call_output", CallID: id, Output: out, IsError: isErr}
+	item := responses.Output{Type: "function_call_output", CallID: id, Output: out, IsError: isErr}
 	if len(extra) > 0 {
-		item.Output = append([]contentPart{{Type: "input_text", Text: out}}, extra...)
+		item.Output = append([]responses.Part{{Type: "input_text", Text: out}}, extra...)
 	}
 	b.add(item)
 }
@@ -229,7 +186,7 @@ func (b *builder) result(tc toolCall) {
 	}
 	type pending struct {
 		id, out string
-		extra   []contentPart
+		extra   []responses.Part
 		isErr   bool
 	}
 	var outs []pending
@@ -245,7 +202,7 @@ func (b *builder) result(tc toolCall) {
 		case len(outs) == 0 && p.Text != nil:
 			outs = append(outs, pending{id: id, out: *p.Text, isErr: tc.Status == "error"})
 		case p.Text != nil:
-			outs[len(outs)-1].extra = append(outs[len(outs)-1].extra, contentPart{Type: "input_text", Text: *p.Text})
+			outs[len(outs)-1].extra = append(outs[len(outs)-1].extra, responses.Part{Type: "input_text", Text: *p.Text})
 		case p.InlineData != nil || p.FileData != nil:
 			if len(outs) == 0 {
 				outs = append(outs, pending{id: id, isErr: tc.Status == "error"})
@@ -266,7 +223,7 @@ func (b *builder) result(tc toolCall) {
 
 // mediaPart returns the input_image or input_file part of an inline or
 // file data part.
-func mediaPart(p part) contentPart {
+func mediaPart(p part) responses.Part {
 	mime, url, inline := "", "", p.InlineData != nil
 	if inline {
 		mime = p.InlineData.MimeType
@@ -279,30 +236,18 @@ func mediaPart(p part) contentPart {
 	}
 	switch {
 	case strings.HasPrefix(mime, "image/"):
-		return contentPart{Type: "input_image", ImageURL: url, Detail: "auto"}
+		return responses.Part{Type: "input_image", ImageURL: url, Detail: "auto"}
 	case inline:
-		return contentPart{Type: "input_file", FileData: url}
+		return responses.Part{Type: "input_file", FileData: url}
 	}
-	return contentPart{Type: "input_file", FileURL: url}
+	return responses.Part{Type: "input_file", FileURL: url}
 }
 
 // arguments returns a call's args as the JSON text of function_call
 // arguments.
 func arguments(args jsontext.Value) string {
-	if s := compact(args); s != "" && s != "null" {
+	if s := responses.Compact(args); s != "" && s != "null" {
 		return s
 	}
 	return "{}"
-}
-
-// compact returns v without insignificant space, or "" when it is empty.
-func compact(v jsontext.Value) string {
-	if len(v) == 0 {
-		return ""
-	}
-	c := v.Clone()
-	if c.Compact(decodeOptions) != nil {
-		return string(v)
-	}
-	return string(c)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/importer"
+	"github.com/recallkit/recall/importer/internal/responses"
 )
 
 // Gemini CLI keeps a project's files in ~/.gemini/tmp/<id>/, where <id>
@@ -77,7 +78,7 @@ func (l *locator) registry(path string) map[string]string {
 		Projects map[string]string `json:"projects"`
 	}
 	if b, err := os.ReadFile(path); err == nil {
-		_ = json.Unmarshal(b, &data, decodeOptions) // a damaged registry names nothing
+		_ = json.Unmarshal(b, &data, responses.DecodeOptions) // a damaged registry names nothing
 	}
 	if l.registries == nil {
 		l.registries = map[string]map[string]string{}

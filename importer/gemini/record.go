@@ -9,12 +9,8 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/importer/internal/responses"
 )
-
-// decodeOptions make the decoder as lenient as JSON.parse and
-// encoding/json: a duplicate name takes the last value, and invalid UTF-8
-// becomes U+FFFD.
-var decodeOptions = json.JoinOptions(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
 
 // record is one line of a session file (chatRecordingTypes.ts): the first
 // line's metadata (a PartialMetadataRecord, or in older files the whole
@@ -184,7 +180,7 @@ type functionResponse struct {
 // response as JSON. The response is read once more as tokens: a
 // response's output can be large, and tokens do not build a map.
 func responseText(resp jsontext.Value) (out string, isErr bool) {
-	dec := jsontext.NewDecoder(bytes.NewBuffer(resp), decodeOptions)
+	dec := jsontext.NewDecoder(bytes.NewBuffer(resp), responses.DecodeOptions)
 	if tok, err := dec.ReadToken(); err == nil && tok.Kind() == '{' {
 		if name, err := dec.ReadToken(); err == nil && name.Kind() == '"' {
 			field := name.String()
@@ -198,7 +194,7 @@ func responseText(resp jsontext.Value) (out string, isErr bool) {
 			}
 		}
 	}
-	return compact(resp), hasError(resp)
+	return responses.Compact(resp), hasError(resp)
 }
 
 // hasError reports whether a response has a member "error".
@@ -206,7 +202,7 @@ func hasError(resp jsontext.Value) bool {
 	var r struct {
 		Error jsontext.Value `json:"error"`
 	}
-	return json.Unmarshal(resp, &r, decodeOptions) == nil && len(r.Error) > 0 && string(r.Error) != "null"
+	return json.Unmarshal(resp, &r, responses.DecodeOptions) == nil && len(r.Error) > 0 && string(r.Error) != "null"
 }
 
 type blob struct {

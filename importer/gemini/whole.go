@@ -16,6 +16,7 @@ import (
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/importer"
+	"github.com/recallkit/recall/importer/internal/responses"
 )
 
 // Files Gemini CLI rewrites whole (a legacy session's .json, logs.json, a
@@ -35,7 +36,7 @@ var errNotJSON = errors.New("gemini: not a JSON array or object")
 // keeps what was read whole; fault names it ("torn" when it is cut short,
 // "malformed" when it is not JSON), else it is "".
 func walk(data []byte, list string, member func(name string, v jsontext.Value), elem func(line []byte)) (fault string, err error) {
-	dec := jsontext.NewDecoder(bytes.NewBuffer(data), decodeOptions)
+	dec := jsontext.NewDecoder(bytes.NewBuffer(data), responses.DecodeOptions)
 	tok, err := dec.ReadToken()
 	if err != nil {
 		return faultOf(err), nil
@@ -87,7 +88,7 @@ func elements(dec *jsontext.Decoder, elem func(line []byte)) (fault string) {
 			return faultOf(err)
 		}
 		line := v.Clone()
-		if line.Compact(decodeOptions) != nil {
+		if line.Compact(responses.DecodeOptions) != nil {
 			return "malformed"
 		}
 		elem(line)
@@ -130,8 +131,8 @@ func (c *chat) legacy(data []byte) ([]byte, error) {
 	// of the wrong type loses itself alone.
 	for name, v := range members {
 		var m record
-		one, _ := json.Marshal(map[string]jsontext.Value{name: v}, decodeOptions)
-		if json.Unmarshal(one, &m, decodeOptions) != nil {
+		one, _ := json.Marshal(map[string]jsontext.Value{name: v}, responses.DecodeOptions)
+		if json.Unmarshal(one, &m, responses.DecodeOptions) != nil {
 			continue
 		}
 		switch name {
@@ -204,7 +205,7 @@ func logSessions(data []byte) (ids []string, streams map[string][]byte, orphans 
 	streams = map[string][]byte{}
 	fault, err = walk(data, "", nil, func(line []byte) {
 		var e logEntry
-		if json.Unmarshal(line, &e, decodeOptions) != nil || e.SessionID == "" {
+		if json.Unmarshal(line, &e, responses.DecodeOptions) != nil || e.SessionID == "" {
 			orphans = append(append(orphans, line...), '\n')
 			return
 		}
@@ -257,7 +258,7 @@ func (m *logsMapper) Identity(bool) (importer.Identity, error) {
 // Line implements importer.Mapper: one entry of the session's logs.
 func (m *logsMapper) Line(t *importer.Transcript, ln importer.Line) {
 	var e logEntry
-	if err := json.Unmarshal(ln.Bytes, &e, decodeOptions); err != nil || e.SessionID == "" {
+	if err := json.Unmarshal(ln.Bytes, &e, responses.DecodeOptions); err != nil || e.SessionID == "" {
 		t.Skip("malformed")
 		return
 	}
@@ -353,7 +354,7 @@ func (m *checkpointMapper) Identity(bool) (importer.Identity, error) {
 // the first items come after the tag's title.
 func (m *checkpointMapper) Line(t *importer.Transcript, ln importer.Line) {
 	var c content
-	if err := json.Unmarshal(ln.Bytes, &c, decodeOptions); err != nil {
+	if err := json.Unmarshal(ln.Bytes, &c, responses.DecodeOptions); err != nil {
 		t.Skip("malformed")
 		return
 	}

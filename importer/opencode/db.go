@@ -10,6 +10,8 @@ import (
 	"github.com/go-json-experiment/json"
 
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
+
+	"github.com/recallkit/recall/importer/internal/responses"
 )
 
 // database reads an opencode SQLite database (opencode.db; versions from
@@ -85,7 +87,7 @@ func (d *database) sessions(ctx context.Context) ([]sessionInfo, error) {
 			case "revert":
 				if r := text(vals[i]); r != "" {
 					s.Revert = new(revert)
-					if json.Unmarshal([]byte(r), s.Revert, decodeOptions) != nil {
+					if json.Unmarshal([]byte(r), s.Revert, responses.DecodeOptions) != nil {
 						s.Revert = nil
 					}
 				}

@@ -1,70 +1,28 @@
 package opencode
 
 import (
-	stdjson "encoding/json"
 	"strings"
 
-	"github.com/go-json-experiment/json/jsontext"
-
 	"github.com/recallkit/recall"
-)
-
-// The Responses items an import writes.
-type (
-	messageItem struct {
-		Type    string        `json:"type"` // "message"
-		Role    string        `json:"role"`
-		Content []contentPart `json:"content"`
-	}
-	// contentPart is input_text, output_text, input_image or input_file.
-	contentPart struct {
-		Type     string `json:"type"`
-		Text     string `json:"text,omitempty"`
-		ImageURL string `json:"image_url,omitempty"`
-		FileURL  string `json:"file_url,omitempty"`
-		FileData string `json:"file_data,omitempty"`
-		Filename string `json:"filename,omitempty"`
-		Detail   string `json:"detail,omitempty"`
-	}
-	callItem struct {
-		Type      string `json:"type"` // "function_call"
-		CallID    string `json:"call_id"`
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
-	}
-	outputItem struct {
-		Type   string `json:"type"` // "function_call_output"
-		CallID string `json:"call_id"`
-		// Output is a string, or content parts when the tool attached
-		// files.
-		Output any `json:"output"`
-		// IsError marks a tool that failed; the Responses shape has no
-		// field of its own for it.
-		IsError bool `json:"is_error,omitempty"`
-	}
-	reasoningItem struct {
-		Type    string        `json:"type"` // "reasoning"
-		Summary []contentPart `json:"summary"`
-	}
+	"github.com/recallkit/recall/importer/internal/responses"
 )
 
 // turn collects the items of one message.
 type turn struct {
 	role  string // "user" or "assistant"
 	items []recall.Item
-	parts []contentPart
+	parts []responses.Part
 	skip  func(kind string)
 }
 
 func (t *turn) add(v any) {
-	b, _ := stdjson.Marshal(v) // the item types always encode
-	t.items = append(t.items, b)
+	t.items = append(t.items, responses.Encode(v))
 }
 
 // flush writes the message the text and media so far make.
 func (t *turn) flush() {
 	if len(t.parts) > 0 {
-		t.add(messageItem{Type: "message", Role: t.role, Content: t.parts})
+		t.add(responses.Message{Type: "message", Role: t.role, Content: t.parts})
 		t.parts = nil
 	}
 }
@@ -77,7 +35,7 @@ func (t *turn) text(s string) {
 	if t.role == "assistant" {
 		typ = "output_text"
 	}
-	t.parts = append(t.parts, contentPart{Type: typ, Text: s})
+	t.parts = append(t.parts, responses.Part{Type: typ, Text: s})
 }
 
 func (t *turn) reasoning(s string) {
@@ -85,7 +43,7 @@ func (t *turn) reasoning(s string) {
 		return // a provider's encrypted reasoning, which opencode keeps in metadata
 	}
 	t.flush()
-	t.add(reasoningItem{Type: "reasoning", Summary: []contentPart{{Type: "summary_text", Text: s}}})
+	t.add(responses.Reasoning{Type: "reasoning", Summary: []responses.Summary{{Type: "summary_text", Text: s}}})
 }
 
 // tool writes a tool part as a function_call and the output its state
@@ -94,17 +52,17 @@ func (t *turn) reasoning(s string) {
 func (t *turn) tool(p part) {
 	t.flush()
 	args := "{}"
-	if s := compact(p.State.Input); s != "" && s != "null" {
+	if s := responses.Compact(p.State.Input); s != "" && s != "null" {
 		args = s
 	}
-	t.add(callItem{Type: "function_call", CallID: p.CallID, Name: p.Tool, Arguments: args})
-	out := outputItem{Type: "function_call_output", CallID: p.CallID}
+	t.add(responses.Call{Type: "function_call", CallID: p.CallID, Name: p.Tool, Arguments: args})
+	out := responses.Output{Type: "function_call_output", CallID: p.CallID}
 	st := p.State
 	switch {
 	case st.Status == "completed":
 		out.Output = st.Output
 		if len(st.Attachments) > 0 {
-			parts := []contentPart{{Type: "input_text", Text: st.Output}}
+			parts := []responses.Part{{Type: "input_text", Text: st.Output}}
 			for _, a := range st.Attachments {
 				parts = append(parts, filePart(a))
 			}
@@ -121,26 +79,14 @@ func (t *turn) tool(p part) {
 }
 
 // filePart returns the input_image or input_file part of a file part.
-func filePart(p part) contentPart {
+func filePart(p part) responses.Part {
 	if strings.HasPrefix(p.Mime, "image/") {
-		return contentPart{Type: "input_image", ImageURL: p.URL, Detail: "auto"}
+		return responses.Part{Type: "input_image", ImageURL: p.URL, Detail: "auto"}
 	}
 	if strings.HasPrefix(p.URL, "data:") {
-		return contentPart{Type: "input_file", FileData: p.URL, Filename: p.Filename}
+		return responses.Part{Type: "input_file", FileData: p.URL, Filename: p.Filename}
 	}
-	return contentPart{Type: "input_file", FileURL: p.URL, Filename: p.Filename}
-}
-
-// compact returns v without insignificant space, or "" when it is empty.
-func compact(v jsontext.Value) string {
-	if len(v) == 0 {
-		return ""
-	}
-	c := v.Clone()
-	if c.Compact(decodeOptions) != nil {
-		return string(v)
-	}
-	return string(c)
+	return responses.Part{Type: "input_file", FileURL: p.URL, Filename: p.Filename}
 }
 
 // bookkeeping are the part kinds opencode keeps for itself or its

@@ -5,12 +5,8 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/importer/internal/responses"
 )
-
-// decodeOptions make the decoder as lenient as JSON.parse and
-// encoding/json: a duplicate name takes the last value, and invalid UTF-8
-// becomes U+FFFD.
-var decodeOptions = json.JoinOptions(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
 
 // sessionInfo is what the import reads of an opencode session (the
 // session table's row, or storage/session/<project>/<id>.json).
@@ -126,14 +122,14 @@ type message struct {
 // ids come from where they were stored, as opencode takes them.
 func decodeMessage(id string, data []byte, parts [][2][]byte) message {
 	m := message{id: id}
-	m.good = json.Unmarshal(data, &m.info, decodeOptions) == nil
+	m.good = json.Unmarshal(data, &m.info, responses.DecodeOptions) == nil
 	if !m.good {
 		m.info = info{} // what damaged data half decoded is not kept
 		m.bad++
 	}
 	for _, p := range parts {
 		var pt part
-		if json.Unmarshal(p[1], &pt, decodeOptions) != nil {
+		if json.Unmarshal(p[1], &pt, responses.DecodeOptions) != nil {
 			m.bad++
 			continue
 		}

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/go-json-experiment/json"
+
+	"github.com/recallkit/recall/importer/internal/responses"
 )
 
 // storage reads the JSON files of opencode's versions before its database
@@ -42,7 +44,7 @@ func (s storage) sessions() []sessionInfo {
 	for _, f := range files {
 		var info sessionInfo
 		data, err := os.ReadFile(f)
-		if err == nil && json.Unmarshal(data, &info, decodeOptions) == nil {
+		if err == nil && json.Unmarshal(data, &info, responses.DecodeOptions) == nil {
 			info.ID = strings.TrimSuffix(filepath.Base(f), ".json")
 		} else {
 			info = sessionInfo{} // what a damaged file half decoded is not kept
