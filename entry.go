@@ -23,6 +23,8 @@ const (
 	KindClear      Kind = "clear"      // Data is empty: every earlier item is gone
 	KindCompaction Kind = "compaction" // Data is a Compaction
 	KindFork       Kind = "fork"       // Data is a ForkOrigin; first entry of a forked session
+	KindRewind     Kind = "rewind"     // Data is {"to": ItemRef, "items": N}: closes a rewind's N removals (see StoreSession.Rewind)
+	KindRedo       Kind = "redo"       // Data is {"rewind": SEQ, "items": N}: closes a redo's N items (see StoreSession.Redo)
 )
 
 // Entry is one record in a session's append-only log.

@@ -52,4 +52,9 @@ var (
 	// over a server (sqlstore on PostgreSQL, redisstore) return it,
 	// wrapped with the driver's error.
 	ErrUnavailable = errors.New("recall: store unavailable")
+
+	// ErrNothingToRedo reports a Redo with no rewind to undo: the session
+	// was never rewound, every rewind was redone, or its view changed
+	// since.
+	ErrNothingToRedo = errors.New("recall: nothing to redo")
 )

@@ -233,3 +233,32 @@ func ExampleStoreSession_RemoveItem() {
 	// left: three
 	// again: true
 }
+
+func ExampleStoreSession_Rewind() {
+	ctx := context.Background()
+	store := memstore.New(memstore.Options{})
+	defer store.Close()
+
+	sess := recall.NewSession(store, recall.Key{Project: "demo", Session: "chat-1"})
+	_ = sess.AddItems(ctx, recall.Message("user", "one"), recall.Message("assistant", "two"), recall.Message("user", "three"))
+
+	live, _, _ := store.Items(ctx, sess.Key(), 0)
+	n, err := sess.Rewind(ctx, live[0].Ref) // back to just after "one"
+	if err != nil {
+		log.Fatal(err)
+	}
+	items, _ := sess.GetItems(ctx, 0)
+	fmt.Println("rewound", n, "items; view:", len(items), "item,", items[0].Text())
+
+	n, _ = sess.Redo(ctx)
+	items, _ = sess.GetItems(ctx, 0)
+	fmt.Println("redid", n, "items; view:", len(items), "items, the newest", items[2].Text())
+
+	_, err = sess.Redo(ctx)
+	fmt.Println("again:", errors.Is(err, recall.ErrNothingToRedo))
+
+	// Output:
+	// rewound 2 items; view: 1 item, one
+	// redid 2 items; view: 3 items, the newest three
+	// again: true
+}

@@ -47,6 +47,8 @@
 //     beside a writer see whole snapshots; storekit.VerifySession beside a
 //     writer never reports a healthy session.
 //   - RemoveItem: any one item by its ref, the log keeping it.
+//   - Rewind: the view set back to an item and redone, the log keeping
+//     every item.
 //   - Updated: activity moves Updated, the List order and Cleanup's age;
 //     title and meta changes do not.
 //   - Damaged: records that are not JSON objects ([DamagedItems], planted
@@ -145,6 +147,7 @@ var tests = []test{
 	{"Views/Concurrent", testViewsConcurrent},
 	{"Views/VerifyBesideWriter", testVerifyBesideWriter},
 	{"RemoveItem", testRemoveItem},
+	{"Rewind", testRewind},
 	{"Metadata", testMetadata},
 	{"Metadata/Limits", testMetadataLimits},
 	{"Updated", testUpdated},
