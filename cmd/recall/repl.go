@@ -145,6 +145,15 @@ func (c *chatSession) command(ctx context.Context, line string) error {
 		}
 		c.app.notef("undid your last message %q (%s removed)\n", clip(removed[0].Text(), 60), count(len(removed), "item"))
 		return nil
+	case "/rewind":
+		return c.rewind(ctx, arg)
+	case "/redo":
+		n, err := redoSession(ctx, c.st, c.key)
+		if err != nil {
+			return err
+		}
+		c.app.notef("%s back in the view\n", count(n, "item"))
+		return nil
 	case "/compact":
 		return c.extras.compactNow(ctx, c, arg)
 	case "/history":
@@ -201,6 +210,8 @@ const replCommands = `/new [TITLE]      start a new session
 /branch [TITLE]   fork the session here and switch to the fork
 /rename TITLE     set the session's title
 /undo             remove your last message and everything after it
+/rewind [ITEM]    go back to just after an item (no ITEM: list the items)
+/redo             bring back what the last /rewind took out
 /clear            clear the session (the log keeps the old items)
 /compact [TEXT]   summarize the older part of the session (TEXT: what to keep)
 /sessions         list this project's sessions
