@@ -50,6 +50,8 @@ func (s *Server) apiRoutes() {
 	s.mux.HandleFunc("GET /api/v1/sessions/{session_id}/subagents", s.api(s.sessionSubagents))
 	s.mux.HandleFunc("GET /api/v1/sessions/{session_id}/export", s.api(s.exportSession))
 	s.mux.HandleFunc("POST /api/v1/sessions/{session_id}/compact", s.api(s.idempotent(s.compactSession)))
+	s.mux.HandleFunc("POST /api/v1/sessions/{session_id}/rewind", s.api(s.idempotent(s.rewindSession)))
+	s.mux.HandleFunc("POST /api/v1/sessions/{session_id}/redo", s.api(s.idempotent(s.redoSession)))
 }
 
 // session is a session as /api/v1 shows it. The fields from created to

@@ -298,6 +298,10 @@ func TestOpenAPIResponses(t *testing.T) {
 	c.check("DELETE", cp+"/items/msg_1", "alice", nil, 200, true)
 	fake.Enqueue(fakeopenai.Reply{Text: "summary"})
 	c.check("POST", sp+"/compact", "alice", obj{"keep": 1}, 200, true)
+	c.check("POST", sp+"/rewind", "alice", obj{"to": nil}, 200, true)
+	c.check("POST", sp+"/redo", "alice", nil, 200, true)
+	c.check("POST", sp+"/redo", "alice", nil, 409, true)
+	c.check("POST", sp+"/rewind", "alice", obj{"to": "nope"}, 400, true)
 	c.check("DELETE", "/api/v1/sessions/"+fork.ID, "alice", nil, 200, true)
 	c.check("DELETE", cp, "alice", nil, 200, true)
 
