@@ -5,11 +5,12 @@
 //
 // New builds an *mcp.Server (the official Go SDK's) over a store with the
 // tools search_sessions, list_sessions and read_session, and, when
-// Options.AllowWrite, title_session and pin_session; every session is also
-// a resource, recall://sessions/{project}/{id}, in Markdown. Serve it on
-// stdio with mcp.StdioTransport (as "recall mcp" does), or over streamable
-// HTTP with Handler, which builds one server per request from the
-// request's user, so each user sees only the projects Options allows.
+// Options.AllowWrite, title_session, pin_session, rewind_session and
+// redo_session; every session is also a resource,
+// recall://sessions/{project}/{id}, in Markdown. Serve it on stdio with
+// mcp.StdioTransport (as "recall mcp" does), or over streamable HTTP with
+// Handler, which builds one server per request from the request's user,
+// so each user sees only the projects Options allows.
 //
 // Everything a session holds is returned as data: quoted line by line in
 // the text a model reads, and as JSON strings in the structured result.

@@ -172,7 +172,7 @@ func readText(m recall.Meta, out ReadOutput, records []string) string {
 // search indexes it (see search.Text), shortened, or for an item
 // with no text, its JSON, shortened.
 func (s *server) view(l recall.LiveItem, pos int) ItemView {
-	v := ItemView{Ref: refString(l.Ref), Position: pos, Type: cmpOr(l.Item.Type(), "message")}
+	v := ItemView{Ref: l.Ref.String(), Position: pos, Type: cmpOr(l.Item.Type(), "message")}
 	role, text := search.Text(l.Item)
 	v.Role = role
 	most := s.opts.MaxItemChars
@@ -209,16 +209,6 @@ func renderItem(v ItemView) string {
 		fmt.Fprintf(&b, "    (shortened: %d more characters)\n", v.Omitted)
 	}
 	return b.String()
-}
-
-// refString names an item of the view: its entry's seq, or "seq.index" for
-// an item of a compaction.
-func refString(ref recall.ItemRef) string {
-	s := strconv.FormatInt(ref.Seq, 10)
-	if ref.Index > 0 {
-		s += "." + strconv.Itoa(ref.Index)
-	}
-	return s
 }
 
 // cursor is the Older or Newer value of a page ending at v: v's ref,

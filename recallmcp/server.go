@@ -47,8 +47,9 @@ type Options struct {
 	// each user their own sessions only. With an empty Project the server
 	// sees nothing.
 	OnlyProject bool
-	// AllowWrite adds the tools that change sessions: title_session and
-	// pin_session. Default: read-only; the server never writes.
+	// AllowWrite adds the tools that change sessions: title_session,
+	// pin_session, rewind_session and redo_session. Default: read-only;
+	// the server never writes.
 	AllowWrite bool
 	// MaxResultChars caps every tool result, in characters: its text and
 	// its structured JSON together (a record shortened to fit alone aside);

@@ -107,6 +107,18 @@ func (s *server) addTools(srv *mcp.Server) {
 		Description: `Pin a session (pinned: true, the default) so that cleanups keep it, or unpin it (pinned: false).`,
 		Annotations: &mcp.ToolAnnotations{IdempotentHint: true, DestructiveHint: new(false), OpenWorldHint: new(false)},
 	}, s.pin)
+	mcp.AddTool(srv, &mcp.Tool{
+		Name:        "rewind_session",
+		Title:       "Rewind a session",
+		Description: `Set a session's view back to just after an item (to: the item's ref as read_session shows it, or "0" for an empty view): the items after it leave the conversation the model sees when the session is continued. Nothing is deleted: redo_session brings them back until the session changes otherwise.`,
+		Annotations: &mcp.ToolAnnotations{IdempotentHint: true, DestructiveHint: new(true), OpenWorldHint: new(false)},
+	}, s.rewind)
+	mcp.AddTool(srv, &mcp.Tool{
+		Name:        "redo_session",
+		Title:       "Redo a session's rewind",
+		Description: `Undo the newest rewind_session of a session: the items it took out of the view come back, in their order. Works until the session changes otherwise (a new message, an undo, a clear).`,
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: new(false), OpenWorldHint: new(false)},
+	}, s.redo)
 }
 
 // SearchInput is the arguments of search_sessions.
@@ -173,7 +185,7 @@ func (s *server) search(ctx context.Context, _ *mcp.CallToolRequest, in SearchIn
 			Source: importer.Source(page.Sessions[h.Key]), Time: h.Time, Age: ago(h.Time, now), Snippet: h.Snippet,
 		}
 		if h.Role != recall.RoleTitle {
-			hit.Item = refString(h.Ref)
+			hit.Item = h.Ref.String()
 		}
 		out.Hits = append(out.Hits, hit)
 		records = append(records, renderHit(len(records)+1, hit, project == ""))

@@ -21,7 +21,7 @@ func TestListTools(t *testing.T) {
 		want  []string
 	}{
 		{false, []string{"list_sessions", "read_session", "search_sessions"}},
-		{true, []string{"list_sessions", "pin_session", "read_session", "search_sessions", "title_session"}},
+		{true, []string{"list_sessions", "pin_session", "read_session", "redo_session", "rewind_session", "search_sessions", "title_session"}},
 	} {
 		cs := connect(t, st, Options{AllowWrite: tc.write})
 		if ir := cs.InitializeResult(); ir.Instructions == "" || ir.Capabilities.Tools == nil || ir.Capabilities.Resources == nil {
@@ -325,13 +325,13 @@ func TestWriteTools(t *testing.T) {
 	ctx := context.Background()
 
 	ro := connect(t, st, Options{Project: "p"})
-	for _, name := range []string{"title_session", "pin_session"} {
-		_, err := ro.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: map[string]any{"id": key.Session, "title": "x"}})
+	for _, name := range []string{"title_session", "pin_session", "rewind_session", "redo_session"} {
+		_, err := ro.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: map[string]any{"id": key.Session, "title": "x", "to": "0"}})
 		if err == nil {
 			t.Errorf("read-only server ran %s", name)
 		}
 	}
-	if m, _ := st.Stat(ctx, key); m.Title != "old title" || m.Pinned {
+	if m, _ := st.Stat(ctx, key); m.Title != "old title" || m.Pinned || m.ItemCount != 1 {
 		t.Fatalf("read-only server changed the session: %+v", m)
 	}
 
@@ -353,5 +353,34 @@ func TestWriteTools(t *testing.T) {
 	callErr(t, rw, "pin_session", map[string]any{"id": key.Session, "pinned": "yes"}, "pinned")
 	if m, _ := st.Stat(ctx, key); m.Title != "New title" {
 		t.Errorf("a refused title changed it to %q", m.Title)
+	}
+}
+
+func TestRewindTools(t *testing.T) {
+	st := newStore(t)
+	ctx := context.Background()
+	key := recall.Key{Project: "p", Session: "0199bbbb-rewind"}
+	sess := recall.NewSession(st, key)
+	if err := sess.AddItems(ctx, recall.Message("user", "one"), recall.Message("assistant", "two"), recall.Message("user", "three")); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := sess.GetItems(ctx, 0)
+	rw := connect(t, st, Options{Project: "p", AllowWrite: true})
+	var out ViewChangeOutput
+	callOK(t, rw, "rewind_session", map[string]any{"id": "0199bbbb", "to": "1"}, &out)
+	if got, _ := sess.GetItems(ctx, 0); out.Items != 2 || len(got) != 1 || out.Session.Items != 1 {
+		t.Errorf("after rewind_session to 1: output %+v, view %d items", out, len(got))
+	}
+	callOK(t, rw, "redo_session", map[string]any{"id": key.Session}, &out)
+	if got, _ := sess.GetItems(ctx, 0); out.Items != 2 || !slices.EqualFunc(got, before, slices.Equal) {
+		t.Errorf("after redo_session: output %+v, view %q", out, got)
+	}
+	callErr(t, rw, "redo_session", map[string]any{"id": key.Session}, "nothing to redo")
+	callErr(t, rw, "rewind_session", map[string]any{"id": key.Session, "to": "2"}, "not in session")
+	callErr(t, rw, "rewind_session", map[string]any{"id": key.Session, "to": "x"}, "not an item ref")
+	callErr(t, rw, "rewind_session", map[string]any{"id": "nope", "to": "1"}, "no session")
+	callOK(t, rw, "rewind_session", map[string]any{"id": key.Session, "to": "0"}, &out)
+	if got, _ := sess.GetItems(ctx, 0); out.Items != 3 || len(got) != 0 {
+		t.Errorf("after rewind_session to 0: output %+v, view %d items", out, len(got))
 	}
 }

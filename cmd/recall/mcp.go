@@ -37,6 +37,7 @@ agent can search and read its past sessions:
   read_session     one session's conversation, a page at a time
   title_session    set a title        (only with --allow-write)
   pin_session      pin or unpin       (only with --allow-write)
+  rewind_session   go back to an item (only with --allow-write; redo_session undoes it)
 
 Every session is also a resource, recall://sessions/{project}/{id}, in
 Markdown. The tools look at this project's sessions (the working
@@ -59,7 +60,7 @@ Add it to Claude Code with:  claude mcp add recall -- recall mcp`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.dir, "project", "", "default to the sessions of this project `DIR` (default: the working directory)")
 	fl.BoolVarP(&f.all, "all", "a", false, "default to every project")
-	fl.BoolVar(&f.allowWrite, "allow-write", false, "add the tools that change sessions: title_session, pin_session")
+	fl.BoolVar(&f.allowWrite, "allow-write", false, "add the tools that change sessions: title_session, pin_session, rewind_session, redo_session")
 	fl.IntVar(&f.maxChars, "max-chars", recallmcp.DefaultMaxResultChars, fmt.Sprintf("cap every result at `N` characters (at least %d)", recallmcp.MinMaxResultChars))
 	return cmd
 }
