@@ -10,6 +10,7 @@ import (
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/internal/sessionjson"
+	"github.com/recallkit/recall/server/audit"
 )
 
 // recall's own API, under /api/v1: what the Conversations API lacks.
@@ -39,6 +40,7 @@ func (s *Server) apiRoutes() {
 		writeRawJSON(w, http.StatusOK, openAPI)
 	})
 	s.mux.HandleFunc("GET /api/v1/me", s.api(s.me))
+	s.mux.HandleFunc("GET /api/v1/audit", s.api(s.auditLog))
 	s.mux.HandleFunc("GET /api/v1/sessions", s.api(s.listSessions))
 	s.mux.HandleFunc("GET /api/v1/search", s.api(s.search))
 	s.mux.HandleFunc("GET /api/v1/sessions/{session_id}", s.api(s.getSession))
@@ -310,6 +312,7 @@ func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) error {
 	if err := s.store.Remove(r.Context(), key); err != nil {
 		return sessionErr(err, key)
 	}
+	s.record(r, audit.ActionDelete, key, nil)
 	writeDeleted(w, key.Session, "session.deleted")
 	return nil
 }

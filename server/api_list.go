@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/server/audit"
 )
 
 // Listing sessions.
@@ -115,6 +117,9 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) error {
 			return notAdmin("Only an admin may list every user's sessions.")
 		}
 		project = "" // every project, of which only the users' are kept
+	}
+	if project != u.Project() {
+		s.record(r, audit.ActionAdminList, recall.Key{Project: project}, map[string]string{"all": strconv.FormatBool(all)})
 	}
 	title := strings.ToLower(q.Get("title"))
 	keep := func(m recall.Meta) bool {

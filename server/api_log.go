@@ -136,11 +136,12 @@ const exportPage = 1000
 // format=jsonl is its raw entry log, one recall.Entry a line, lossless;
 // format=markdown (or md) and format=html are the export package's
 // readable renderings of its whole history, subagent records included.
-func (s *Server) exportSession(w http.ResponseWriter, r *http.Request) error {
+func (s *Server) exportSession(w http.ResponseWriter, r *http.Request) (err error) {
 	key, err := sessionKey(r)
 	if err != nil {
 		return err
 	}
+	defer s.recordExport(r, key, &err)
 	switch format := r.URL.Query().Get("format"); format {
 	case "", "json":
 		if _, err := s.store.Stat(r.Context(), key); err != nil {

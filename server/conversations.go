@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/server/audit"
 )
 
 // OpenAI's Conversations API, over the store.
@@ -212,6 +213,7 @@ func (s *Server) deleteConversation(w http.ResponseWriter, r *http.Request) erro
 	if err := s.store.Remove(r.Context(), key); err != nil {
 		return notFoundAs(err, key)
 	}
+	s.record(r, audit.ActionDelete, key, map[string]string{"api": "conversations"})
 	writeDeleted(w, key.Session, "conversation.deleted")
 	return nil
 }

@@ -244,6 +244,7 @@ func TestOpenAPIResponses(t *testing.T) {
 	c.check("GET", "/metrics", "", nil, 200, true)
 	c.check("GET", "/api/v1/openapi.json", "alice", nil, 200, true)
 	c.check("GET", "/api/v1/me", "root", nil, 200, true)
+	c.check("GET", "/api/v1/audit", "alice", nil, 403, true)
 
 	// The Conversations API.
 	var conv struct {
@@ -304,6 +305,7 @@ func TestOpenAPIResponses(t *testing.T) {
 	c.check("POST", sp+"/rewind", "alice", obj{"to": "nope"}, 400, true)
 	c.check("DELETE", "/api/v1/sessions/"+fork.ID, "alice", nil, 200, true)
 	c.check("DELETE", cp, "alice", nil, 200, true)
+	c.check("GET", "/api/v1/audit?limit=3", "root", nil, 200, true)
 
 	// The Responses API through the upstream, with and without a conversation.
 	rconv := e.newConv("alice", msg("user", "hello"))

@@ -95,6 +95,10 @@ type Options struct {
 	// over it, POST /v1/responses compacts the conversation with
 	// Compactor first and sends the compacted view. Default: 0, no limit.
 	ContextTokens int
+	// AuditRetention is how long the audit log (package audit) keeps an
+	// event: the server removes older days of it, at most once an hour.
+	// Default (0): DefaultAuditRetention. Negative: forever.
+	AuditRetention time.Duration
 }
 
 // ErrBadOptions reports Options New cannot serve with.
@@ -114,6 +118,7 @@ type Server struct {
 	watches watches  // the pollers of the sessions open pages watch
 	ids     idPlaces // where the items with own ids this process showed sit
 	taken   takenIDs // the own ids of conversations, for adding items
+	audit   auditState
 
 	// The background work (see background), which Close cancels and
 	// waits for.

@@ -12,6 +12,7 @@ import (
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/importer"
 	"github.com/recallkit/recall/search"
+	"github.com/recallkit/recall/server/audit"
 )
 
 // The viewer's list page: the pinned sessions, then the others newest
@@ -69,6 +70,9 @@ func (s *Server) webList(w http.ResponseWriter, r *http.Request) error {
 	}
 	if d.Project == "" || !slices.Contains(d.Projects, d.Project) {
 		d.Project = u.Project()
+	}
+	if d.Project != u.Project() {
+		s.record(r, audit.ActionAdminList, recall.Key{Project: d.Project}, map[string]string{"via": "web"})
 	}
 	if d.Q != "" {
 		err = s.webSearch(r, u, &d)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/export"
+	"github.com/recallkit/recall/server/audit"
 )
 
 // The viewer's session page: a session's newest items, older ones a page
@@ -163,7 +164,7 @@ func (s *Server) webExport(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return pageError(http.StatusBadRequest, fmt.Sprintf("Unknown export format %q; use markdown, html, json or jsonl.", shorten(format)))
 	}
-	return sessionErr(s.streamExport(w, r, f, key, func(h http.Header) {
+	err = sessionErr(s.streamExport(w, r, f, key, func(h http.Header) {
 		ctype := map[export.Format]string{export.FormatMarkdown: "text/markdown; charset=utf-8", export.FormatHTML: "text/html; charset=utf-8",
 			export.FormatJSON: "application/json", export.FormatJSONL: "application/jsonl"}[f]
 		h.Set("Content-Type", ctype)
@@ -171,6 +172,8 @@ func (s *Server) webExport(w http.ResponseWriter, r *http.Request) error {
 		h.Set("Content-Security-Policy", "sandbox; default-src 'none'")
 		h.Set("Cache-Control", "no-store")
 	}), key)
+	s.recordExport(r, key, &err)
+	return err
 }
 
 // webAction serves the forms of a session page: rename, pin, archive,
@@ -212,6 +215,7 @@ func (s *Server) webAction(w http.ResponseWriter, r *http.Request) error {
 			return pageError(http.StatusConflict, "This session is pinned: unpin it first.")
 		}
 		if err = s.store.Remove(ctx, key); err == nil {
+			s.record(r, audit.ActionDelete, key, map[string]string{"via": "web"})
 			back = "/"
 		}
 	default:
