@@ -45,6 +45,8 @@ type serveFlags struct {
 	maxBody   int64
 	grace     time.Duration
 	tokenTTL  time.Duration
+	// auditKeep is --audit-retention: an age, or "never".
+	auditKeep string
 	logFormat string
 	hosts     []string // --allowed-host
 	model     modelFlags
@@ -113,6 +115,7 @@ closes the store.`,
 	fl.IntVar(&f.burst, "burst", 100, "requests a user may send at once above --rate-limit")
 	fl.Int64Var(&f.maxBody, "max-body", 0, "largest request body in `BYTES` (default: the store's item limit plus room for the envelope)")
 	fl.DurationVar(&f.grace, "shutdown-timeout", 30*time.Second, "on SIGINT/SIGTERM, how long requests in flight may take to finish")
+	fl.StringVar(&f.auditKeep, "audit-retention", "365d", "how long the audit log ('recall audit') keeps an event: an age such as 90d or 1y, or never")
 	fl.DurationVar(&f.tokenTTL, "token-cache", server.DefaultTokenTTL, "how long a verified token is kept before the store is asked again: a token revoked elsewhere is refused within it (0: ask on every request)")
 	fl.StringVar(&f.logFormat, "log-format", "text", "log lines as text (logfmt) or json")
 	fl.StringVar(&f.upstream, "upstream", "", "relay POST /v1/responses to the OpenAI-compatible model server at `URL`, keeping conversations (e.g. http://localhost:11434/v1)")
@@ -175,6 +178,9 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	opts.TokenTTL = f.tokenTTL
 	if f.tokenTTL == 0 {
 		opts.TokenTTL = -1 // server.Options: negative turns the cache off
+	}
+	if opts.AuditRetention, err = auditRetention(f.auditKeep); err != nil {
+		return err
 	}
 	if err := f.upstreamOptions(&opts); err != nil {
 		return err
@@ -345,4 +351,16 @@ func (a *app) storeName() string {
 		return "file store (default home)"
 	}
 	return "file://" + home
+}
+
+// auditRetention reads --audit-retention: an age, or never (forever).
+func auditRetention(v string) (time.Duration, error) {
+	if strings.TrimSpace(v) == "never" {
+		return -1, nil // server.Options: negative keeps the audit log forever
+	}
+	d, err := parseAge(v)
+	if err != nil {
+		return 0, usageError("--audit-retention takes an age such as 90d or 1y, or never", "--audit-retention: %v", err)
+	}
+	return d, nil
 }

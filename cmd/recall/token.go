@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/recallkit/recall/server"
+	"github.com/recallkit/recall/server/audit"
 )
 
 func newTokenCmd(a *app) *cobra.Command {
@@ -82,6 +84,8 @@ func (a *app) tokenCreate(ctx context.Context, user string, admin bool, expires 
 	if err != nil {
 		return fmt.Errorf("token create: %w", err)
 	}
+	a.recordLocal(ctx, st, audit.Event{Action: audit.ActionTokenCreate, User: info.User,
+		Detail: map[string]string{"token_id": info.ID, "admin": strconv.FormatBool(info.Admin)}})
 	if a.json {
 		return a.printJSON(struct {
 			Token string `json:"token"`
@@ -181,6 +185,7 @@ func (a *app) tokenRevoke(ctx context.Context, id string) error {
 	case err != nil:
 		return fmt.Errorf("token revoke: %w", err)
 	}
+	a.recordLocal(ctx, st, audit.Event{Action: audit.ActionTokenRevoke, User: info.User, Detail: map[string]string{"token_id": info.ID}})
 	if a.json {
 		return a.printJSON(info)
 	}
