@@ -38,13 +38,13 @@ const (
 
 // serveFlags are the flags of recall serve.
 type serveFlags struct {
-	addr      string
-	auth      string
-	rate      float64
-	burst     int
-	maxBody   int64
-	grace     time.Duration
-	tokenTTL  time.Duration
+	addr     string
+	auth     string
+	rate     float64
+	burst    int
+	maxBody  int64
+	grace    time.Duration
+	tokenTTL time.Duration
 	// auditKeep is --audit-retention: an age, or "never".
 	auditKeep string
 	logFormat string
