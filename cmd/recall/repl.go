@@ -210,7 +210,7 @@ const replCommands = `/new [TITLE]      start a new session
 /branch [TITLE]   fork the session here and switch to the fork
 /rename TITLE     set the session's title
 /undo             remove your last message and everything after it
-/rewind [ITEM]    go back to just after an item (no ITEM: list the items)
+/rewind [ITEM]    go back to just after an item (no ITEM: pick one)
 /redo             bring back what the last /rewind took out
 /clear            clear the session (the log keeps the old items)
 /compact [TEXT]   summarize the older part of the session (TEXT: what to keep)

@@ -11,8 +11,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/recallkit/recall"
-	"github.com/recallkit/recall/internal/termsafe"
-	"github.com/recallkit/recall/internal/transcript"
 )
 
 // rewindListed is how many of the newest items 'recall rewind ID' and
@@ -158,20 +156,16 @@ func writeRewindPoints(ctx context.Context, w io.Writer, st recall.Store, key re
 		fmt.Fprintf(&b, "… earlier items not shown\n")
 	}
 	for _, l := range items {
-		p := transcript.Describe(l.Item)
-		text := p.Text
-		if p.Name != "" {
-			text = p.Name + " " + text
-		}
-		fmt.Fprintf(&b, "%8s  %-11s  %s\n", l.Ref, p.Kind, termsafe.Escape(clip(text, 70)))
+		b.WriteString(itemRow(l) + "\n")
 	}
 	fmt.Fprintf(&b, "%s keeps that item and the ones before it\n", usage)
 	_, err = io.WriteString(w, b.String())
 	return err
 }
 
-// rewind runs /rewind [ITEM]: without ITEM it lists the newest items and
-// their refs.
+// rewind runs /rewind [ITEM]: without ITEM it lets the person pick one
+// of the newest items on a terminal, and elsewhere lists them with their
+// refs.
 func (c *chatSession) rewind(ctx context.Context, arg string) error {
 	if _, err := c.st.Stat(ctx, c.key); errors.Is(err, recall.ErrNotFound) {
 		c.app.notef("nothing said yet\n")
@@ -179,12 +173,22 @@ func (c *chatSession) rewind(ctx context.Context, arg string) error {
 	} else if err != nil {
 		return err
 	}
-	if arg == "" {
+	var ref recall.ItemRef
+	switch {
+	case arg == "" && isTerminal(c.app.stdin) && isTerminal(c.app.stdout):
+		var err error
+		if ref, err = pickItem(ctx, c.app.stdin, c.app.stdout, c.st, c.key); errors.Is(err, errNoChoice) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+	case arg == "":
 		return writeRewindPoints(ctx, c.app.stdout, c.st, c.key, "/rewind ITEM")
-	}
-	ref, err := parseRewindTo(arg, true)
-	if err != nil {
-		return usageError("/rewind lists the items and their refs", "/rewind %q: want an item's ref, SEQ or SEQ.INDEX", arg)
+	default:
+		var err error
+		if ref, err = parseRewindTo(arg, true); err != nil {
+			return usageError("/rewind lists the items and their refs", "/rewind %q: want an item's ref, SEQ or SEQ.INDEX", arg)
+		}
 	}
 	n, err := rewindSession(ctx, c.st, c.key, ref)
 	if err != nil {

@@ -52,3 +52,33 @@ func TestRewindRedo(t *testing.T) {
 		t.Errorf("after /rewind and /redo the view is %q, want %q", texts(items), texts(before))
 	}
 }
+
+// TestRewindPickerOnATerminal: /rewind with no item on a terminal picks
+// one with the arrows; Esc leaves it with nothing changed.
+func TestRewindPickerOnATerminal(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.ok("", "chat", "-p", "alpha question")
+	e.ok("", "chat", "-c", "-p", "beta question")
+	short := e.shortIDs()[0]
+	_, before := e.show(short)
+
+	p := e.startPty("chat", "-c")
+	p.reply("restored 4 items")
+	p.send("/rewind" + keyEnter)
+	p.expect("Rewind to just after which item?", "alpha question", "beta question", ">        6  assistant")
+	p.send("\x1b")
+	p.reply("")
+	p.send("/rewind" + keyEnter)
+	p.expect("Rewind to just after which item?")
+	p.send(keyUp + keyUp)
+	p.send(keyEnter)
+	p.reply("2 items out of the view")
+	p.send(keyCtrlD)
+	if code, out := p.wait(); code != 0 {
+		t.Fatalf("the REPL: exit %d\n%s", code, out)
+	}
+	if _, items := e.show(short); !slices.EqualFunc(items, before[:2], slices.Equal) {
+		t.Errorf("after the picked rewind the view is %q, want %q", texts(items), texts(before[:2]))
+	}
+}
