@@ -17,7 +17,7 @@ const KindRewrap recall.Kind = "rewrap"
 // rewrap is the payload of a KindRewrap entry.
 type rewrap struct {
 	// KID is the key the data keys are wrapped under now.
-	KID  string       `json:"kid"`
+	KID  string      `json:"kid"`
 	Keys []rewrapKey `json:"keys"`
 }
 
@@ -116,7 +116,8 @@ type RotateFailure struct {
 	Error string     `json:"error"`
 }
 
-// Rotate wraps the data keys of every session of s (every project, main
+// Rotate wraps the data keys of every session of st, a store Wrap
+// returned (every project, main
 // sessions and subagent records) under each project's current key,
 // without rewriting any log: for each session whose sealed payloads name
 // another key, it appends one KindRewrap entry holding its data keys
@@ -130,8 +131,12 @@ type RotateFailure struct {
 // in RotateReport.Failed and the others go on; the error is ctx's, or
 // one of listing the sessions. progress, when not nil, is called after
 // each session.
-func Rotate(ctx context.Context, s *Store, progress func(recall.Key)) (RotateReport, error) {
+func Rotate(ctx context.Context, st recall.Store, progress func(recall.Key)) (RotateReport, error) {
 	var rep RotateReport
+	s, ok := Of(st)
+	if !ok {
+		return rep, fmt.Errorf("encrypt: rotate: %T is not an encrypted store", st)
+	}
 	opts := recall.ListOptions{Limit: 500, IncludeArchived: true}
 	for {
 		page, err := s.inner.List(ctx, "", opts)

@@ -31,7 +31,7 @@ type Options struct {
 // wrapped store (recall.As) would read ciphertext or write plaintext.
 // It implements the abilities that are sound over sealed data itself
 // (recall.Searcher, storekit.Cleaner, storekit.ProjectLister,
-// storekit.Purger when the wrapped store purges), and lets the root
+// storekit.Purger when the wrapped store purges: see Wrap), and lets the root
 // helpers fall back to the Store methods for the rest (Fork, ReadItems).
 type Store struct {
 	inner recall.Store
@@ -47,27 +47,49 @@ type Store struct {
 }
 
 var (
-	_ recall.Store          = (*Store)(nil)
-	_ recall.Searcher       = (*Store)(nil)
-	_ storekit.Cleaner      = (*Store)(nil)
+	_ recall.Store           = (*Store)(nil)
+	_ recall.Searcher        = (*Store)(nil)
+	_ storekit.Cleaner       = (*Store)(nil)
 	_ storekit.ProjectLister = (*Store)(nil)
-	_ storekit.Purger       = (*Store)(nil)
+	_ storekit.Purger        = purgingStore{}
 )
 
 // cacheMax bounds each cache of a Store; a full cache is emptied.
 const cacheMax = 1 << 14
 
 // Wrap returns a store that seals what it writes to inner with the keys
-// keys gives for each project (a Keyring for one key everywhere). The
-// returned store owns inner: its Close closes inner.
-func Wrap(inner recall.Store, keys KeyProvider, opts Options) *Store {
+// keys gives for each project (a Keyring for one key everywhere): a
+// *Store, which is a storekit.Purger too when inner is one. The returned
+// store owns inner: its Close closes inner.
+func Wrap(inner recall.Store, keys KeyProvider, opts Options) recall.Store {
 	if opts.MaxItemSize <= 0 {
 		opts.MaxItemSize = recall.DefaultMaxItemSize
 	}
-	return &Store{inner: inner, keys: keys, max: opts.MaxItemSize,
+	s := &Store{inner: inner, keys: keys, max: opts.MaxItemSize,
 		write: map[recall.Key]*dataKey{}, open: map[string]cipher.AEAD{},
 		rewraps: map[recall.Key]*rewrapScan{}, prompts: map[promptKey]promptScan{},
 		checked: map[recall.Key]bool{}}
+	if p, ok := recall.As[storekit.Purger](inner); ok {
+		return purgingStore{s, p}
+	}
+	return s
+}
+
+// Of returns the *Store that st is (Wrap's result), and whether it is one.
+func Of(st recall.Store) (*Store, bool) {
+	switch s := st.(type) {
+	case *Store:
+		return s, true
+	case purgingStore:
+		return s.Store, true
+	}
+	return nil, false
+}
+
+// purgingStore is a Store over a store that purges.
+type purgingStore struct {
+	*Store
+	p storekit.Purger
 }
 
 // keyring returns project's keys.
@@ -391,18 +413,13 @@ func (s *Store) Projects(ctx context.Context) ([]recall.ProjectInfo, error) {
 	return recall.Projects(ctx, s.inner)
 }
 
-// Purge implements storekit.Purger when the wrapped store purges (and
-// returns recall.ErrUnsupported when it does not): the purged log keeps
-// its entries sealed as they are.
-func (s *Store) Purge(ctx context.Context, key recall.Key) (storekit.PurgeResult, error) {
-	p, ok := recall.As[storekit.Purger](s.inner)
-	if !ok {
-		return storekit.PurgeResult{}, fmt.Errorf("encrypt: purge %s: the wrapped store cannot purge: %w", key, recall.ErrUnsupported)
-	}
+// Purge implements storekit.Purger with the wrapped store's: the purged
+// log keeps its entries sealed as they are.
+func (s purgingStore) Purge(ctx context.Context, key recall.Key) (storekit.PurgeResult, error) {
 	if err := s.checkWrite(ctx, key); err != nil {
 		return storekit.PurgeResult{}, fmt.Errorf("encrypt: purge %s: %w", key, err)
 	}
-	res, err := p.Purge(ctx, key)
+	res, err := s.p.Purge(ctx, key)
 	s.forget(key)
 	return res, err
 }
