@@ -271,7 +271,7 @@ func (s *Store) rotateOnce(ctx context.Context, key recall.Key) (int, error) {
 // sealed payload of e.
 func sealedWrappings(e recall.Entry, add func(kid, wrapped string)) {
 	item := func(it []byte) {
-		if s, ok := parseSealedItem(it); ok {
+		if s, ok, _ := parseSealedItem(it); ok {
 			add(s.KID, s.DEK)
 		}
 	}

@@ -124,19 +124,24 @@ func sealItem(dk *dataKey, key recall.Key, it recall.Item) recall.Item {
 	return b
 }
 
-// parseSealedItem reports whether it is a sealed item, and returns it.
-func parseSealedItem(it []byte) (sealedItem, bool) {
-	// A cheap test first: most items a store holds are sealed, and the
-	// few that are not (written before encryption was turned on) are
-	// told by their first field.
-	if !bytes.HasPrefix(it, []byte(`{"type":"encrypted","v":`)) {
-		return sealedItem{}, false
+// parseSealedItem reports whether it is a sealed item, and returns it. An
+// item whose type is "encrypted" but that is not a sealed item as
+// sealItem writes it is an error wrapping recall.ErrCorrupt.
+func parseSealedItem(it []byte) (sealedItem, bool, error) {
+	// A cheap test first: most items a store holds are sealed, as
+	// sealItem writes them; the few that are not (written before
+	// encryption was turned on) rarely hold the word.
+	if !bytes.HasPrefix(it, []byte(`{"type":"encrypted","v":`)) && !bytes.Contains(it, []byte(`"encrypted"`)) {
+		return sealedItem{}, false, nil
 	}
 	var s sealedItem
-	if json.Unmarshal(it, &s) != nil || s.Type != sealedType || s.V != 1 {
-		return sealedItem{}, false
+	if json.Unmarshal(it, &s) != nil || s.Type != sealedType {
+		return sealedItem{}, false, nil
 	}
-	return s, true
+	if s.V != 1 || s.KID == "" || s.DEK == "" || s.CT == "" || !bytes.HasPrefix(it, []byte(`{"type":"encrypted","v":`)) {
+		return sealedItem{}, false, fmt.Errorf("%w: an item of type %q is not sealed as this version seals", recall.ErrCorrupt, sealedType)
+	}
+	return s, true, nil
 }
 
 // sealTitle seals a title of key; the empty title (no title) stays empty.
@@ -171,7 +176,10 @@ type opener struct {
 // item opens a sealed item; an item that is not sealed (written before
 // the store was encrypted) is returned as it is.
 func (o opener) item(it recall.Item) (recall.Item, error) {
-	s, ok := parseSealedItem(it)
+	s, ok, err := parseSealedItem(it)
+	if err != nil {
+		return nil, fmt.Errorf("encrypt: item of %s: %w", o.key, err)
+	}
 	if !ok {
 		return it, nil
 	}

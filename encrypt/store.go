@@ -38,12 +38,13 @@ type Store struct {
 	keys  KeyProvider
 	max   int
 
-	mu      sync.Mutex
-	write   map[recall.Key]*dataKey    // the data key each session is written with
-	open    map[string]cipher.AEAD     // opened data keys, by session, KEK and wrapped key
-	rewraps map[recall.Key]*rewrapScan // rewrap entries read from each session
-	prompts map[promptKey]promptScan   // Meta.FirstPrompt of sessions, see meta.go
-	checked map[recall.Key]bool        // sessions whose key was checked before a write
+	mu       sync.Mutex
+	write    map[recall.Key]*dataKey    // the data key each session is written with
+	open     map[string]cipher.AEAD     // opened data keys, by session, KEK and wrapped key
+	rewraps  map[recall.Key]*rewrapScan // rewrap entries read from each session
+	prompts  map[promptKey]promptScan   // Meta.FirstPrompt of sessions, see meta.go
+	checked  map[recall.Key]bool        // sessions whose key was checked before a write
+	projects map[string]bool            // projects whose key was checked before a write
 }
 
 var (
@@ -68,7 +69,7 @@ func Wrap(inner recall.Store, keys KeyProvider, opts Options) recall.Store {
 	s := &Store{inner: inner, keys: keys, max: opts.MaxItemSize,
 		write: map[recall.Key]*dataKey{}, open: map[string]cipher.AEAD{},
 		rewraps: map[recall.Key]*rewrapScan{}, prompts: map[promptKey]promptScan{},
-		checked: map[recall.Key]bool{}}
+		checked: map[recall.Key]bool{}, projects: map[string]bool{}}
 	if p, ok := recall.As[storekit.Purger](inner); ok {
 		return purgingStore{s, p}
 	}
@@ -178,7 +179,8 @@ func (s *Store) dataKeyFor(ctx context.Context, key recall.Key, kid, wrapped str
 // checkWrite makes sure, once per session and process, that the
 // session's newest item and title open with the keys given, so a wrong
 // key is an error before anything is written, not a session sealed
-// under two keys.
+// under two keys. A session that does not exist yet is checked against
+// the newest session of its project, once per project.
 func (s *Store) checkWrite(ctx context.Context, key recall.Key) error {
 	s.mu.Lock()
 	done := s.checked[key]
@@ -186,30 +188,59 @@ func (s *Store) checkWrite(ctx context.Context, key recall.Key) error {
 	if done {
 		return nil
 	}
-	items, _, err := s.inner.Items(ctx, key, 1)
+	exists, err := s.probe(ctx, key)
 	if err != nil {
 		return err
 	}
-	o := opener{s, ctx, key}
-	for _, l := range items {
-		if _, err := o.item(l.Item); err != nil {
+	s.mu.Lock()
+	projectDone := s.projects[key.Project]
+	s.mu.Unlock()
+	if !exists && !projectDone {
+		p, err := s.inner.List(ctx, key.Project, recall.ListOptions{Limit: 1, IncludeArchived: true})
+		if err != nil {
 			return err
 		}
-	}
-	if m, err := s.inner.Stat(ctx, key); err == nil {
-		if _, err := o.title(m.Title); err != nil {
-			return err
+		for _, m := range p.Sessions {
+			if _, err := s.probe(ctx, m.Key); err != nil {
+				return err
+			}
 		}
-	} else if !errors.Is(err, recall.ErrNotFound) {
-		return err
 	}
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if len(s.checked) >= cacheMax {
 		clear(s.checked)
+		clear(s.projects)
 	}
 	s.checked[key] = true
-	s.mu.Unlock()
+	s.projects[key.Project] = true
 	return nil
+}
+
+// probe opens key's newest item and its title, and reports whether the
+// session exists.
+func (s *Store) probe(ctx context.Context, key recall.Key) (bool, error) {
+	m, err := s.inner.Stat(ctx, key)
+	if errors.Is(err, recall.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	o := opener{s, ctx, key}
+	if _, err := o.title(m.Title); err != nil {
+		return true, err
+	}
+	items, _, err := s.inner.Items(ctx, key, 1)
+	if err != nil {
+		return true, err
+	}
+	for _, l := range items {
+		if _, err := o.item(l.Item); err != nil {
+			return true, err
+		}
+	}
+	return true, nil
 }
 
 // seal validates a batch as the wrapped store would, checks the key, and
