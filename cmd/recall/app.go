@@ -17,22 +17,45 @@ type app struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 
-	home     string // --home
-	storeURL string // --store
-	json     bool   // --json
+	home       string   // --home
+	storeURL   string   // --store
+	encryptKey string   // --encrypt-key
+	oldKeys    []string // recall keys rotate --old-key
+	json       bool     // --json
 	// readOnly is set for the commands that only read (ls, show, ...):
 	// opening the store for them creates nothing.
 	readOnly bool
 
-	st recall.Store
+	st  recall.Store
+	raw recall.Store // st without its encryption: what mirrors copy
 }
 
 // store opens the store the flags and environment name, once. Flags win
 // over the environment: --store, then --home, then RECALL_STORE, then the
-// file store in RECALL_HOME or ~/.recall.
+// file store in RECALL_HOME or ~/.recall. With --encrypt-key (or
+// RECALL_ENCRYPT_KEY) the store is encrypted (see encrypted).
 func (a *app) store(ctx context.Context) (recall.Store, error) {
 	if a.st != nil {
 		return a.st, nil
+	}
+	if _, err := a.rawStore(ctx); err != nil {
+		return nil, err
+	}
+	st, err := a.encrypted(ctx, a.raw)
+	if err != nil {
+		a.raw.Close()
+		a.raw = nil
+		return nil, err
+	}
+	a.st = st
+	return st, nil
+}
+
+// rawStore opens the store as store does, without its encryption: for the
+// mirror commands, which copy the sealed log as it is.
+func (a *app) rawStore(ctx context.Context) (recall.Store, error) {
+	if a.raw != nil {
+		return a.raw, nil
 	}
 	if a.storeURL != "" && a.home != "" {
 		return nil, usageError("use one of them", "--store and --home both name a store")
@@ -53,17 +76,21 @@ func (a *app) store(ctx context.Context) (recall.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	a.st = st
+	a.raw = st
 	return st, nil
 }
 
 // close closes the store if a command opened it.
 func (a *app) close() error {
-	if a.st == nil {
+	st := a.st
+	if st == nil {
+		st = a.raw // opened by rawStore only
+	}
+	if st == nil {
 		return nil
 	}
-	err := a.st.Close()
-	a.st = nil
+	err := st.Close()
+	a.st, a.raw = nil, nil
 	if err != nil {
 		return fmt.Errorf("close store: %w", err)
 	}

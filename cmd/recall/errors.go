@@ -15,6 +15,7 @@ import (
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/agent"
+	"github.com/recallkit/recall/encrypt"
 	"github.com/recallkit/recall/internal/durable"
 	"github.com/recallkit/recall/internal/sessionref"
 	"github.com/recallkit/recall/sqlstore"
@@ -119,6 +120,10 @@ func hintFor(err error) string {
 		return "the model kept calling tools; what it did is saved, ask it to go on"
 	case errors.As(err, &amb):
 		return "use a longer ID prefix, or project/ID"
+	case errors.Is(err, encrypt.ErrWrongKey):
+		return "pass the key the store was encrypted with (--encrypt-key or RECALL_ENCRYPT_KEY); after a rotation, the new one"
+	case errors.Is(err, encrypt.ErrNoKey), errors.Is(err, encrypt.ErrBadKey):
+		return "--encrypt-key (or RECALL_ENCRYPT_KEY) takes file:PATH, env:NAME or cmd:COMMAND giving 32 bytes as base64 or hex; 'recall keys new' makes one"
 	case errors.Is(err, recall.ErrNotFound):
 		return "run 'recall ls --all' to see the sessions and their IDs"
 	case errors.Is(err, recall.ErrInvalidKey):

@@ -81,7 +81,7 @@ outage are counted as "to check"; the next mirror checks them first.`,
 				a.notef("no mirror has run from %s; start one with 'recall chat --mirror URL' or 'recall mirror sync --to URL --all'\n", home)
 				return nil
 			}
-			st, err := a.store(ctx)
+			st, err := a.rawStore(ctx)
 			if err != nil {
 				return err
 			}
@@ -260,7 +260,7 @@ a terminal; otherwise progress is printed as plain lines.`,
 			if err != nil {
 				return err
 			}
-			st, err := a.store(ctx)
+			st, err := a.rawStore(ctx) // an encrypted store's replica gets its sealed log
 			if err != nil {
 				return err
 			}
@@ -406,10 +406,12 @@ func (a *app) useMirror(ctx context.Context, url string) error {
 	if err != nil {
 		return err
 	}
-	primary, err := a.store(ctx)
-	if err != nil {
+	// The mirror goes under the encryption, so the replica receives the
+	// sealed log.
+	if _, err := a.store(ctx); err != nil {
 		return err
 	}
+	primary := a.raw
 	octx, cancel := context.WithTimeout(ctx, time.Second)
 	replica, err := openURL(octx, url)
 	cancel()
@@ -428,7 +430,12 @@ func (a *app) useMirror(ctx context.Context, url string) error {
 		replica.Close()
 		return err
 	}
-	a.st = &cliMirror{Store: m, warn: a.stderr}
+	st, err := a.encrypted(ctx, &cliMirror{Store: m, warn: a.stderr})
+	if err != nil {
+		m.Close()
+		return err
+	}
+	a.st, a.raw = st, m
 	return nil
 }
 

@@ -43,6 +43,7 @@ Exit codes: 0 ok, 1 failed, 2 bad usage.`,
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.home, "home", "", "file store home `DIR` (default $RECALL_HOME, else ~/.recall)")
 	pf.StringVar(&a.storeURL, "store", "", "store `URL`: file://, sqlite://, postgres://, redis://, mem:// (default $RECALL_STORE, else the file store in --home)")
+	pf.StringVar(&a.encryptKey, "encrypt-key", "", "encrypt the store with the key from `SOURCE`: file:PATH, env:NAME or cmd:COMMAND (default $"+envEncryptKey+")")
 	pf.BoolVar(&a.json, "json", false, "print JSON instead of text")
 	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(
@@ -59,6 +60,7 @@ Exit codes: 0 ok, 1 failed, 2 bad usage.`,
 		newCheckCmd(a),
 		newProjectsCmd(a),
 		newMirrorCmd(a),
+		newKeysCmd(a),
 		newCompactCmd(a),
 		newMemoryCmd(a),
 		newImportCmd(a),
