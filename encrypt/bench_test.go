@@ -1,0 +1,113 @@
+package encrypt_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/encrypt"
+)
+
+// The benchmarks measure the encrypted store against the same store
+// unwrapped, in the same run, alternately (see paired): docs/BENCHMARKS.md
+// has the figures and the command.
+
+// item500 returns a 500-byte message item.
+func item500(i int) recall.Item {
+	head := fmt.Sprintf(`{"type":"message","role":"user","content":"%08d `, i)
+	return recall.Item(head + strings.Repeat("x", 500-len(head)-2) + `"}`)
+}
+
+// paired runs base and op alternately, b.N times each, and reports each
+// one's time per call and x-base: op's time over base's.
+func paired(b *testing.B, base, op func()) {
+	var tBase, tOp time.Duration
+	i := 0
+	for b.Loop() {
+		first, second := base, op
+		if i%2 == 1 {
+			first, second = op, base
+		}
+		t0 := time.Now()
+		first()
+		t1 := time.Now()
+		second()
+		t2 := time.Now()
+		if i%2 == 0 {
+			tBase, tOp = tBase+t1.Sub(t0), tOp+t2.Sub(t1)
+		} else {
+			tOp, tBase = tOp+t1.Sub(t0), tBase+t2.Sub(t1)
+		}
+		i++
+	}
+	n := float64(b.N) * float64(time.Millisecond)
+	b.ReportMetric(float64(tBase)/n, "base-ms/op")
+	b.ReportMetric(float64(tOp)/n, "op-ms/op")
+	b.ReportMetric(float64(tOp)/float64(tBase), "x-base")
+}
+
+// BenchmarkAppend compares a durable append of one 500-byte item to a
+// file store (fsync always, its default) through the encrypted store with
+// the same append to another file store unwrapped.
+func BenchmarkAppend(b *testing.B) {
+	ctx := context.Background()
+	bare := openFile(b, b.TempDir())
+	defer bare.Close()
+	enc := encrypt.Wrap(openFile(b, b.TempDir()), testRing(b), encrypt.Options{})
+	defer enc.Close()
+	key := recall.Key{Project: "bench", Session: "s"}
+	it := item500(0)
+	add := func(st recall.Store) func() {
+		return func() {
+			if _, err := st.Append(ctx, key, recall.Guard{}, it.Entry()); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	paired(b, add(bare), add(enc))
+}
+
+// BenchmarkList compares the first List page (50) of 1,000 titled
+// sessions of a file store, through the encrypted store and unwrapped:
+// warm (the same encrypted store each time) and new (a new one each time,
+// as a new process would, which reads each session's first prompt).
+func BenchmarkList(b *testing.B) {
+	ctx := context.Background()
+	for _, mode := range []string{"warm", "new"} {
+		b.Run(mode, func(b *testing.B) {
+			bare := openFile(b, b.TempDir())
+			defer bare.Close()
+			encDir := b.TempDir()
+			encInner := openFile(b, encDir)
+			defer encInner.Close()
+			enc := encrypt.Wrap(nopClose{encInner}, testRing(b), encrypt.Options{})
+			for _, st := range []recall.Store{bare, enc} {
+				for i := range 1000 {
+					_, err := recall.NewSession(st, recall.Key{Project: "bench", Session: fmt.Sprintf("s%04d", i)}).
+						Create(ctx, recall.CreateOptions{Title: fmt.Sprintf("session %d", i), Items: []recall.Item{item500(i), item500(i + 1)}})
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			list := func(st func() recall.Store) func() {
+				return func() {
+					p, err := st().List(ctx, "bench", recall.ListOptions{})
+					if err != nil || len(p.Sessions) != 50 || p.Sessions[0].FirstPrompt == "" {
+						b.Fatalf("list: %d, %v", len(p.Sessions), err)
+					}
+				}
+			}
+			encStore := func() recall.Store {
+				if mode == "new" {
+					return encrypt.Wrap(nopClose{encInner}, testRing(b), encrypt.Options{})
+				}
+				return enc
+			}
+			paired(b, list(func() recall.Store { return bare }), list(encStore))
+		})
+	}
+}
