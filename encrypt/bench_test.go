@@ -9,6 +9,7 @@ import (
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/encrypt"
+	"github.com/recallkit/recall/memstore"
 )
 
 // The benchmarks measure the encrypted store against the same store
@@ -71,17 +72,21 @@ func BenchmarkAppend(b *testing.B) {
 }
 
 // BenchmarkList compares the first List page (50) of 1,000 titled
-// sessions of a file store, through the encrypted store and unwrapped:
-// warm (the same encrypted store each time) and new (a new one each time,
-// as a new process would, which reads each session's first prompt).
+// sessions, through the encrypted store and unwrapped: warm (the same
+// encrypted store each time) and new (a new one each time, as a new
+// process would, which reads each session's first prompt), over a file
+// store; and warm over a memory store, which shows the wrapper's own cost.
 func BenchmarkList(b *testing.B) {
 	ctx := context.Background()
-	for _, mode := range []string{"warm", "new"} {
+	for _, mode := range []string{"warm", "new", "mem"} {
 		b.Run(mode, func(b *testing.B) {
-			bare := openFile(b, b.TempDir())
+			open := func() recall.Store { return openFile(b, b.TempDir()) }
+			if mode == "mem" {
+				open = func() recall.Store { return memstore.New(memstore.Options{}) }
+			}
+			bare := open()
 			defer bare.Close()
-			encDir := b.TempDir()
-			encInner := openFile(b, encDir)
+			encInner := open()
 			defer encInner.Close()
 			enc := encrypt.Wrap(nopClose{encInner}, testRing(b), encrypt.Options{})
 			for _, st := range []recall.Store{bare, enc} {

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 )
@@ -135,7 +136,8 @@ func (f ProviderFunc) Keys(ctx context.Context, project string) (Keyring, error)
 
 // LoadKEK reads a key from a source:
 //
-//	file:/path/to/key   the file's contents (see ParseKEK); a plain path too
+//	file:/path/to/key   the file's contents (see ParseKEK); a plain path too,
+//	                    and ~/ is the user's home directory
 //	env:NAME            the environment variable NAME
 //	cmd:COMMAND         the standard output of COMMAND, run by the shell
 //	                    (sh -c; cmd /c on Windows), so a password manager or
@@ -170,6 +172,13 @@ func LoadKEK(ctx context.Context, source string) (KEK, error) {
 			return KEK{}, fmt.Errorf("%w: key command %q: %v", ErrNoKey, arg, err)
 		}
 	default:
+		if rest, ok := strings.CutPrefix(arg, "~/"); ok {
+			home, err := os.UserHomeDir()
+			if err != nil {
+				return KEK{}, fmt.Errorf("%w: key file: %v", ErrNoKey, err)
+			}
+			arg = filepath.Join(home, rest)
+		}
 		if b, err = os.ReadFile(arg); err != nil {
 			return KEK{}, fmt.Errorf("%w: key file: %v", ErrNoKey, err)
 		}
@@ -209,7 +218,7 @@ func DirKeys(dir string) KeyProvider {
 		if project == "" || strings.ContainsAny(project, `/\`) || project == "." || project == ".." {
 			return Keyring{}, fmt.Errorf("%w: project %q", ErrNoKey, project)
 		}
-		path := dir + string(os.PathSeparator) + project + ".key"
+		path := filepath.Join(dir, project+".key")
 		cur, err := LoadKEK(ctx, "file:"+path)
 		if err != nil {
 			return Keyring{}, fmt.Errorf("project %s: %w", project, err)
