@@ -80,6 +80,7 @@ func openPostgres(t testing.TB, dsn, schema string) recall.Store {
 func TestConformance(t *testing.T) {
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
 			storetest.Run(t, func(t *testing.T) recall.Store {
 				return encrypt.Wrap(b.open(t), testRing(t), encrypt.Options{})
 			})
