@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/encrypt"
 	"github.com/recallkit/recall/internal/sessionref"
 )
 
@@ -26,8 +27,9 @@ type app struct {
 	// opening the store for them creates nothing.
 	readOnly bool
 
-	st  recall.Store
-	raw recall.Store // st without its encryption: what mirrors copy
+	st   recall.Store
+	raw  recall.Store     // st without its encryption: what mirrors copy
+	ring *encrypt.Keyring // the keys of --encrypt-key, read once
 }
 
 // store opens the store the flags and environment name, once. Flags win

@@ -29,11 +29,14 @@ func (a *app) encrypted(ctx context.Context, st recall.Store) (recall.Store, err
 		}
 		return st, nil
 	}
-	ring, err := encrypt.LoadKeyring(ctx, src, a.oldKeys...)
-	if err != nil {
-		return nil, fmt.Errorf("encryption key: %w", err)
+	if a.ring == nil {
+		ring, err := encrypt.LoadKeyring(ctx, src, a.oldKeys...)
+		if err != nil {
+			return nil, fmt.Errorf("encryption key: %w", err)
+		}
+		a.ring = &ring // a key command runs once
 	}
-	return encrypt.Wrap(st, ring, encrypt.Options{}), nil
+	return encrypt.Wrap(st, *a.ring, encrypt.Options{}), nil
 }
 
 func newKeysCmd(a *app) *cobra.Command {
