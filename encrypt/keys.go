@@ -212,7 +212,8 @@ func LoadKeyring(ctx context.Context, source string, old ...string) (Keyring, er
 // (see ParseKEK): a service's key per user project. A project whose file
 // is missing has no key (ErrNoKey): removing the file shreds the
 // project's sessions. Old keys of a project are in DIR/PROJECT.key.old,
-// one per line, while a rotation runs.
+// one per line, while a rotation runs. It reads the files at each call,
+// so a key removed takes effect at once.
 func DirKeys(dir string) KeyProvider {
 	return ProviderFunc(func(ctx context.Context, project string) (Keyring, error) {
 		if project == "" || strings.ContainsAny(project, `/\`) || project == "." || project == ".." {

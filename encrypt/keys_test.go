@@ -311,3 +311,41 @@ func TestSealedFormChecked(t *testing.T) {
 		t.Errorf("items: %v, %v", items, err)
 	}
 }
+
+// TestDirKeysRotate rotates a project of DirKeys: the new key in
+// PROJECT.key, the old one in PROJECT.key.old; then the old file goes.
+func TestDirKeysRotate(t *testing.T) {
+	ctx := context.Background()
+	inner := memstore.New(memstore.Options{})
+	defer inner.Close()
+	dir := t.TempDir()
+	keyFile := filepath.Join(dir, "user.ann.key")
+	oldKey, newKey := newKEK(t), newKEK(t)
+	if err := os.WriteFile(keyFile, []byte(oldKey.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	key := recall.Key{Project: "user.ann", Session: "s"}
+	st := encrypt.Wrap(nopClose{inner}, encrypt.DirKeys(dir), encrypt.Options{})
+	if _, err := st.Append(ctx, key, recall.Guard{}, recall.Item(`{"type":"message","content":"ann's"}`).Entry()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile+".old", []byte("\n"+oldKey.String()+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, []byte(newKey.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := encrypt.Rotate(ctx, st, nil); err != nil || rep.Rewrapped != 1 {
+		t.Fatalf("rotate: %+v, %v", rep, err)
+	}
+	if err := os.Remove(keyFile + ".old"); err != nil {
+		t.Fatal(err)
+	}
+	items, _, err := encrypt.Wrap(nopClose{inner}, encrypt.DirKeys(dir), encrypt.Options{}).Items(ctx, key, 0)
+	if err != nil || len(items) != 1 || !strings.Contains(string(items[0].Item), "ann's") {
+		t.Fatalf("items after rotation: %v, %v", items, err)
+	}
+	if _, err := encrypt.DirKeys(dir).Keys(ctx, "../etc"); !errors.Is(err, encrypt.ErrNoKey) {
+		t.Errorf("a project that is a path: %v, want ErrNoKey", err)
+	}
+}
