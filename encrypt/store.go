@@ -60,8 +60,9 @@ const cacheMax = 1 << 14
 
 // Wrap returns a store that seals what it writes to inner with the keys
 // keys gives for each project (a Keyring for one key everywhere): a
-// *Store, which is a storekit.Purger too when inner is one. The returned
-// store owns inner: its Close closes inner.
+// *Store, or, when inner is a storekit.Purger, a store that is one too
+// (Of returns its *Store). The returned store owns inner: its Close
+// closes inner.
 func Wrap(inner recall.Store, keys KeyProvider, opts Options) recall.Store {
 	if opts.MaxItemSize <= 0 {
 		opts.MaxItemSize = recall.DefaultMaxItemSize
