@@ -4,9 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/recallkit/recall"
 )
+
+// pageReaders bounds the first-prompt reads a List page makes at once.
+const pageReaders = 8
 
 // promptKey names one life of a session: a session removed and created
 // again is another.
@@ -90,4 +94,53 @@ func (s *Store) firstPrompt(ctx context.Context, m recall.Meta) (string, error) 
 	s.prompts[pk] = scan
 	s.mu.Unlock()
 	return scan.prompt, nil
+}
+
+// knownPrompt returns m's first prompt when the cache knows it (or knows
+// that the log holds none up to its end).
+func (s *Store) knownPrompt(m recall.Meta) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	scan, ok := s.prompts[promptKey{m.Key, m.Created.UnixNano()}]
+	return scan.prompt, ok && (scan.prompt != "" || scan.through >= m.LastSeq)
+}
+
+// revealPage reveals a List page: the titles, and the first prompts the
+// cache knows, in turn; the first prompts it does not, read from their
+// logs, pageReaders at a time.
+func (s *Store) revealPage(ctx context.Context, metas []recall.Meta) error {
+	var unknown []int
+	for i, m := range metas {
+		title, err := opener{s, ctx, m.Key}.title(m.Title)
+		if err != nil {
+			return fmt.Errorf("encrypt: %w", err)
+		}
+		metas[i].Title = title
+		if m.FirstPrompt != "" || m.LastSeq == 0 {
+			continue
+		}
+		if p, ok := s.knownPrompt(m); ok {
+			metas[i].FirstPrompt = p
+			continue
+		}
+		unknown = append(unknown, i)
+	}
+	errs := make([]error, len(metas))
+	sem := make(chan struct{}, pageReaders)
+	var wg sync.WaitGroup
+	for _, i := range unknown {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			metas[i].FirstPrompt, errs[i] = s.firstPrompt(ctx, metas[i])
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return fmt.Errorf("encrypt: %w", err)
+		}
+	}
+	return nil
 }

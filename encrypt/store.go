@@ -374,10 +374,8 @@ func (s *Store) List(ctx context.Context, project string, opts recall.ListOption
 	if err != nil {
 		return p, err
 	}
-	for i, m := range p.Sessions {
-		if p.Sessions[i], err = s.reveal(ctx, m, nil); err != nil {
-			return recall.Page{}, err
-		}
+	if err := s.revealPage(ctx, p.Sessions); err != nil {
+		return recall.Page{}, err
 	}
 	return p, nil
 }
