@@ -89,9 +89,13 @@ type TitleChange struct {
 
 // MetaChange is the payload of a KindMeta entry. Nil fields are unchanged.
 type MetaChange struct {
-	Archived *bool    `json:"archived,omitempty"`
-	Pinned   *bool    `json:"pinned,omitempty"`
-	Labels   []string `json:"labels,omitempty"`
+	Archived *bool `json:"archived,omitempty"`
+	Pinned   *bool `json:"pinned,omitempty"`
+	// Trashed moves the session to the trash (true) or restores it
+	// from there (false); see StoreSession.Trash. Meta.Trashed is then
+	// the entry's time, or zero.
+	Trashed *bool    `json:"trashed,omitempty"`
+	Labels  []string `json:"labels,omitempty"`
 	// SetLabels makes an empty Labels clear the labels.
 	SetLabels bool `json:"set_labels,omitempty"`
 	// ClearMetadata removes every metadata pair before Metadata is merged,

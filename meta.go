@@ -31,10 +31,14 @@ type Meta struct {
 	// ItemCount is the number of items GetItems(0) returns.
 	ItemCount int `json:"item_count"`
 	// LastSeq is the seq of the newest entry; 0 for a session with none.
-	LastSeq  int64    `json:"last_seq"`
-	Archived bool     `json:"archived,omitempty"`
-	Pinned   bool     `json:"pinned,omitempty"`
-	Labels   []string `json:"labels,omitempty"`
+	LastSeq  int64 `json:"last_seq"`
+	Archived bool  `json:"archived,omitempty"`
+	Pinned   bool  `json:"pinned,omitempty"`
+	// Trashed is when the session was moved to the trash (see
+	// StoreSession.Trash); zero when it is not in the trash. List,
+	// Search and the views leave a session in the trash out.
+	Trashed time.Time `json:"trashed,omitzero"`
+	Labels  []string  `json:"labels,omitempty"`
 	// Metadata is the session's string-to-string map (see
 	// ValidateMetadata for its limits); nil when empty.
 	Metadata   map[string]string `json:"metadata,omitempty"`
@@ -124,6 +128,12 @@ func (m *Meta) Apply(e Entry) {
 			}
 			if c.Pinned != nil {
 				m.Pinned = *c.Pinned
+			}
+			if c.Trashed != nil {
+				m.Trashed = time.Time{}
+				if *c.Trashed {
+					m.Trashed = e.Time
+				}
 			}
 			if c.Labels != nil || c.SetLabels {
 				m.Labels = slices.Clone(c.Labels)

@@ -101,6 +101,11 @@ type ListOptions struct {
 	// sessions: a caller that shows pinned sessions first lists them
 	// with it. Default: every session.
 	Pinned bool
+	// Trashed lists only the sessions in the trash (Meta.Trashed set),
+	// archived ones included, in the same order and with the same
+	// cursors as any List. Default: sessions in the trash are left out
+	// of every listing.
+	Trashed bool
 }
 
 // Page is one page of List.
@@ -126,12 +131,17 @@ type CleanupOptions struct {
 	DryRun bool
 	// Project limits the cleanup to one project. Default: every project.
 	Project string
+	// Purge deletes the sessions at once. Default: they are moved to
+	// the trash (StoreSession.Trash), which EmptyTrash empties.
+	Purge bool
 }
 
-// CleanupReport is what Cleanup removed (or would remove).
+// CleanupReport is what Cleanup or EmptyTrash removed (or would remove).
 type CleanupReport struct {
+	// Removed are the sessions moved to the trash (Cleanup) or deleted
+	// (Cleanup with Purge, EmptyTrash), as they were listed.
 	Removed []Meta `json:"removed"`
-	// Kept counts sessions older than the cutoff that were kept because
+	// Kept counts sessions past the cutoff that were kept because
 	// they are pinned.
 	Kept int `json:"kept_pinned"`
 }

@@ -12,11 +12,11 @@ const listPage = 500
 
 // eachSession calls fn for every session record of store in project (every
 // project when it is ""): main sessions, archived ones included, each
-// followed by its subagent records.
+// followed by its subagent records, then those in the trash likewise.
 func eachSession(ctx context.Context, store recall.Store, project string, fn func(recall.Meta) error) error {
-	cursor := ""
+	cursor, trash := "", false
 	for {
-		p, err := store.List(ctx, project, recall.ListOptions{Limit: listPage, Cursor: cursor, IncludeArchived: true})
+		p, err := store.List(ctx, project, recall.ListOptions{Limit: listPage, Cursor: cursor, IncludeArchived: true, Trashed: trash})
 		if err != nil {
 			return fmt.Errorf("mirror: list sessions: %w", err)
 		}
@@ -34,10 +34,12 @@ func eachSession(ctx context.Context, store recall.Store, project string, fn fun
 				}
 			}
 		}
-		if p.Next == "" {
+		if p.Next == "" && trash {
 			return nil
 		}
-		cursor = p.Next
+		if cursor = p.Next; cursor == "" {
+			trash = true
+		}
 	}
 }
 

@@ -59,8 +59,8 @@ pages:
 			if err != nil {
 				return recall.SearchPage{}, fmt.Errorf("recall: search %s: %w", m.Key, err)
 			}
-			if meta.Archived && !opts.IncludeArchived {
-				continue // archived since List
+			if meta.Archived && !opts.IncludeArchived || !meta.Trashed.IsZero() {
+				continue // archived or trashed since List
 			}
 			for _, c := range SessionHits(meta, entries, q, opts) {
 				if cursor == nil || cursor.After(c.Hit) {

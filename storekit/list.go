@@ -124,14 +124,18 @@ func Paginate(metas []recall.Meta, opts recall.ListOptions) (recall.Page, error)
 }
 
 // Matches reports whether m belongs in a List of project with opts: the
-// project matches (or is empty), archived sessions only when asked, only
-// pinned sessions when opts.Pinned is set, and
-// main sessions, or the records under opts.Parent when it is set.
+// project matches (or is empty), sessions in the trash only and all of
+// them when opts.Trashed is set, else none of them and archived sessions
+// only when asked, only pinned sessions when opts.Pinned is set, and main
+// sessions, or the records under opts.Parent when it is set.
 func Matches(m recall.Meta, project string, opts recall.ListOptions) bool {
 	if project != "" && m.Key.Project != project {
 		return false
 	}
-	if m.Archived && !opts.IncludeArchived || !m.Pinned && opts.Pinned {
+	if m.Trashed.IsZero() == opts.Trashed {
+		return false
+	}
+	if m.Archived && !opts.IncludeArchived && !opts.Trashed || !m.Pinned && opts.Pinned {
 		return false
 	}
 	if opts.Parent != "" {

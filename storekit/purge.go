@@ -136,6 +136,14 @@ func PurgeLog(key recall.Key, entries []recall.Entry) ([]recall.Entry, int, erro
 	if mc.Archived != nil || mc.Pinned != nil || mc.SetLabels || mc.ClearMetadata {
 		restore(recall.NewEntry(recall.KindMeta, mc))
 	}
+	if !got.Trashed.Equal(want.Trashed) {
+		// at the time it was trashed, which Meta.Trashed is
+		trashed := !want.Trashed.IsZero()
+		restore(recall.NewEntry(recall.KindMeta, recall.MetaChange{Trashed: &trashed}))
+		if trashed {
+			out[len(out)-1].Time = want.Trashed
+		}
+	}
 	if want.ForkedFrom != nil && (got.ForkedFrom == nil || *got.ForkedFrom != *want.ForkedFrom) {
 		restore(recall.NewEntry(recall.KindFork, *want.ForkedFrom))
 	}

@@ -21,9 +21,9 @@ import (
 func Verify(ctx context.Context, s recall.Store) error {
 	var errs []error
 	var keys []recall.Key
-	cursor := ""
+	cursor, trash := "", false
 	for {
-		p, err := s.List(ctx, "", recall.ListOptions{Limit: 500, Cursor: cursor, IncludeArchived: true})
+		p, err := s.List(ctx, "", recall.ListOptions{Limit: 500, Cursor: cursor, IncludeArchived: true, Trashed: trash})
 		if err != nil {
 			return fmt.Errorf("recall: verify: list: %w", err)
 		}
@@ -38,10 +38,12 @@ func Verify(ctx context.Context, s recall.Store) error {
 				keys = append(keys, sm.Key)
 			}
 		}
-		if p.Next == "" {
+		if p.Next == "" && trash {
 			break
 		}
-		cursor = p.Next
+		if cursor = p.Next; cursor == "" {
+			trash = true // then the sessions in the trash
+		}
 	}
 	for _, k := range keys {
 		if err := ctx.Err(); err != nil {
@@ -179,9 +181,14 @@ func verifySnapshot(key recall.Key, meta recall.Meta, entries []recall.Entry, it
 
 // metaKey renders the fields Verify compares.
 func metaKey(m recall.Meta) string {
-	return fmt.Sprintf("{title %q/%s created %s updated %s items %d last %d archived %t pinned %t labels %q metadata %v fork %v usage %v}",
-		m.Title, m.TitleSource, m.Created.UTC().Format("2006-01-02T15:04:05.999999Z"), m.Updated.UTC().Format("2006-01-02T15:04:05.999999Z"),
-		m.ItemCount, m.LastSeq, m.Archived, m.Pinned, m.Labels, m.Metadata, forkString(m.ForkedFrom), m.Usage)
+	const micros = "2006-01-02T15:04:05.999999Z"
+	trashed := "-"
+	if !m.Trashed.IsZero() {
+		trashed = m.Trashed.UTC().Format(micros)
+	}
+	return fmt.Sprintf("{title %q/%s created %s updated %s items %d last %d archived %t pinned %t trashed %s labels %q metadata %v fork %v usage %v}",
+		m.Title, m.TitleSource, m.Created.UTC().Format(micros), m.Updated.UTC().Format(micros),
+		m.ItemCount, m.LastSeq, m.Archived, m.Pinned, trashed, m.Labels, m.Metadata, forkString(m.ForkedFrom), m.Usage)
 }
 
 func forkString(f *recall.ForkOrigin) string {

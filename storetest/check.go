@@ -336,6 +336,9 @@ func MetaDiff(got, want recall.Meta, times bool) string {
 	if got.Pinned != want.Pinned {
 		add("Pinned", got.Pinned, want.Pinned)
 	}
+	if got.Trashed.IsZero() != want.Trashed.IsZero() || times && !got.Trashed.Equal(want.Trashed) {
+		add("Trashed", got.Trashed, want.Trashed)
+	}
 	if !(len(got.Labels) == 0 && len(want.Labels) == 0) && !slices.Equal(got.Labels, want.Labels) {
 		add("Labels", fmt.Sprintf("%q", got.Labels), fmt.Sprintf("%q", want.Labels))
 	}

@@ -89,7 +89,7 @@ var modelOps = []string{
 	"pop", "pop", "clear", "create", "title", "meta", "meta", "metadata", "metadata",
 	"removeItem", "removeItem", "fork", "fork", "remove", "import", "import",
 	"compact", "list", "projects", "cleanup", "cleanup", "items", "entries",
-	"readItems", "readItems",
+	"readItems", "readItems", "trash", "restore",
 }
 
 // The key space of the model: small, so operations collide.
@@ -246,6 +246,26 @@ func (m *model) do(op string) {
 		got, err := recall.NewSession(m.sut, key).ChangeMeta(m.ctx, c)
 		m.wantMeta("ChangeMeta", key, got, err, want)
 
+	case "trash", "restore":
+		key := m.anyKey()
+		meta, _, ok := m.refMeta(key)
+		on := op == "trash"
+		want := "ErrNotFound"
+		switch {
+		case !key.IsMain():
+			want = "ErrInvalidKey"
+		case ok && meta.Trashed.IsZero() == on:
+			want = "nil"
+			m.write(key, recall.NewEntry(recall.KindMeta, recall.MetaChange{Trashed: &on}))
+		}
+		sess := recall.NewSession(m.sut, key)
+		got, err := sess.Restore(m.ctx)
+		if on {
+			got, err = sess.Trash(m.ctx)
+		}
+		m.wantMeta(op, key, got, err, want)
+		m.compareAll()
+
 	case "metadata":
 		m.doMetadata()
 
@@ -348,6 +368,7 @@ func (m *model) do(op string) {
 			IncludeArchived: rapid.Bool().Draw(t, "archived"),
 			Parent:          rapid.SampledFrom([]string{"", "", "a", "b"}).Draw(t, "parent"),
 			Pinned:          rapid.Bool().Draw(t, "pinned"),
+			Trashed:         rapid.Bool().Draw(t, "trashed"),
 		}
 		m.compareList(project, opts)
 
@@ -379,12 +400,14 @@ func (m *model) do(op string) {
 			OlderThan: cutoff,
 			DryRun:    rapid.Bool().Draw(t, "dryRun"),
 			Project:   rapid.SampledFrom(append([]string{""}, modelProjects...)).Draw(t, "project"),
+			Purge:     rapid.Bool().Draw(t, "purge"),
 		}
 		var wantGone []recall.Key
 		wantKept := 0
 		for _, k := range m.refKeys() {
 			meta, _, _ := m.refMeta(k)
-			if !k.IsMain() || opts.Project != "" && k.Project != opts.Project || !meta.Updated.Before(cutoff) {
+			if !k.IsMain() || opts.Project != "" && k.Project != opts.Project || !meta.Updated.Before(cutoff) ||
+				!opts.Purge && !meta.Trashed.IsZero() {
 				continue
 			}
 			if meta.Pinned {
@@ -394,8 +417,13 @@ func (m *model) do(op string) {
 			wantGone = append(wantGone, k)
 		}
 		if !opts.DryRun {
+			yes := true
 			for _, k := range wantGone {
-				m.remove(k)
+				if opts.Purge {
+					m.remove(k)
+				} else {
+					m.write(k, recall.NewEntry(recall.KindMeta, recall.MetaChange{Trashed: &yes}))
+				}
 			}
 		}
 		got, err := recall.Cleanup(m.ctx, m.sut, opts)

@@ -148,6 +148,7 @@ func (m *model) compareAll() {
 	for _, project := range append([]string{""}, modelProjects...) {
 		m.compareList(project, recall.ListOptions{Limit: -1, IncludeArchived: true})
 		m.compareList(project, recall.ListOptions{Limit: -1, Pinned: true})
+		m.compareList(project, recall.ListOptions{Limit: -1, Trashed: true})
 	}
 }
 

@@ -139,7 +139,8 @@ func (m *model) refList(project string, opts recall.ListOptions) []recall.Meta {
 		meta, _, _ := m.refMeta(k)
 		switch {
 		case project != "" && k.Project != project:
-		case meta.Archived && !opts.IncludeArchived:
+		case meta.Trashed.IsZero() == opts.Trashed:
+		case meta.Archived && !opts.IncludeArchived && !opts.Trashed:
 		case !meta.Pinned && opts.Pinned:
 		case opts.Parent != "" && (k.Session != opts.Parent || k.Subpath == ""):
 		case opts.Parent == "" && k.Subpath != "":

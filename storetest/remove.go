@@ -158,9 +158,16 @@ type cleanupSessions struct {
 	oldSub           recall.Key // a recent record of oldA: goes with it
 }
 
-// testCleanup checks Cleanup: sessions not updated since the cutoff go,
-// pinned ones stay, a dry run removes nothing, the report names what went.
-func testCleanup(e *env) {
+// testCleanup checks Cleanup with Purge: sessions not updated since the
+// cutoff go, pinned ones stay, a dry run removes nothing, the report
+// names what went.
+func testCleanup(e *env) { checkCleanup(e, true) }
+
+// testCleanupTrash checks Cleanup: as with Purge, but the sessions go to
+// the trash, with their subagent records, and stay there to restore.
+func testCleanupTrash(e *env) { checkCleanup(e, false) }
+
+func checkCleanup(e *env, purge bool) {
 	t := e.t
 	cs := importCleanupSessions(e)
 	cutoff := oldTime(60)
@@ -173,7 +180,7 @@ func testCleanup(e *env) {
 	wantGone := []recall.Key{cs.oldA, cs.oldB, cs.oldQ}
 	slices.SortFunc(wantGone, compareKeys)
 
-	rep, err := recall.Cleanup(e.ctx, e.s, recall.CleanupOptions{OlderThan: cutoff, DryRun: true})
+	rep, err := recall.Cleanup(e.ctx, e.s, recall.CleanupOptions{OlderThan: cutoff, DryRun: true, Purge: purge})
 	if err != nil {
 		t.Fatalf("dry-run Cleanup: %v", err)
 	}
@@ -183,18 +190,18 @@ func testCleanup(e *env) {
 	}
 	e.wantView(cs.oldSub, []recall.Item{msg("recent record of an old session")})
 
-	rep, err = recall.Cleanup(e.ctx, e.s, recall.CleanupOptions{})
+	rep, err = recall.Cleanup(e.ctx, e.s, recall.CleanupOptions{Purge: purge})
 	if err != nil || len(rep.Removed) != 0 {
 		t.Errorf("Cleanup with a zero cutoff removed %v, %v; want nothing", keysOf(rep.Removed), err)
 	}
 
-	rep, err = recall.Cleanup(e.ctx, e.s, recall.CleanupOptions{OlderThan: cutoff, Project: "q"})
+	rep, err = recall.Cleanup(e.ctx, e.s, recall.CleanupOptions{OlderThan: cutoff, Project: "q", Purge: purge})
 	if err != nil {
 		t.Fatalf("Cleanup of project q: %v", err)
 	}
 	checkCleanupReport(t, "Cleanup of project q", rep, []recall.Key{cs.oldQ}, 0, metas)
 
-	rep, err = recall.Cleanup(e.ctx, e.s, recall.CleanupOptions{OlderThan: cutoff})
+	rep, err = recall.Cleanup(e.ctx, e.s, recall.CleanupOptions{OlderThan: cutoff, Purge: purge})
 	if err != nil {
 		t.Fatalf("Cleanup: %v", err)
 	}
@@ -205,13 +212,27 @@ func testCleanup(e *env) {
 		t.Errorf("after Cleanup the store holds %v, want %v", got, want)
 	}
 	for _, k := range []recall.Key{cs.oldA, cs.oldB, cs.oldQ, cs.oldSub} {
-		if _, err := e.s.Stat(e.ctx, k); !errors.Is(err, recall.ErrNotFound) {
+		m, err := e.s.Stat(e.ctx, k)
+		switch {
+		case purge && !errors.Is(err, recall.ErrNotFound):
 			t.Errorf("Stat(%s) after Cleanup: %v, want ErrNotFound", k, err)
+		case !purge && err != nil:
+			t.Errorf("Stat(%s) after Cleanup to the trash: %v", k, err)
+		case !purge && k.IsMain() && m.Trashed.IsZero():
+			t.Errorf("Stat(%s) after Cleanup to the trash: not in the trash", k)
 		}
+	}
+	if !purge {
+		trash := keysOf(listAll(t, e.ctx, e.s, "", recall.ListOptions{Limit: -1, Trashed: true}))
+		slices.SortFunc(trash, compareKeys)
+		if !slices.Equal(trash, wantGone) {
+			t.Errorf("after Cleanup the trash holds %v, want %v", trash, wantGone)
+		}
+		e.wantView(cs.oldSub, []recall.Item{msg("recent record of an old session")})
 	}
 
 	// A cutoff in the future takes every unpinned session.
-	rep, err = recall.Cleanup(e.ctx, e.s, recall.CleanupOptions{OlderThan: time.Now().Add(2 * time.Hour)})
+	rep, err = recall.Cleanup(e.ctx, e.s, recall.CleanupOptions{OlderThan: time.Now().Add(2 * time.Hour), Purge: purge})
 	if err != nil {
 		t.Fatalf("Cleanup: %v", err)
 	}

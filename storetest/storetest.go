@@ -34,7 +34,12 @@
 //     merged, cleared and returned by Stat, Load and List, and its limits
 //     (recall.ErrInvalidMetadata, nothing written).
 //   - List: fields, order by activity, pagination, changes while paging,
-//     projects, the pinned filter; Subagents; Fork; Remove; Cleanup.
+//     projects, the pinned filter; Subagents; Fork; Remove; Cleanup (to
+//     the trash, and purged).
+//   - Trash: a session moved to the trash leaves List and Search and is
+//     listed in the trash; restored, it is what it was (see testTrash for
+//     the exact sense); EmptyTrash deletes what was trashed before its
+//     cutoff but pinned sessions.
 //   - Keys: hostile keys refused, edge keys kept apart.
 //   - Guard: every guard of Append against missing, existing, moved and
 //     removed sessions; a failed guard writes nothing; guarded writers
@@ -133,7 +138,10 @@ var tests = []test{
 	{"Fork", testFork},
 	{"Fork/Refused", testForkRefused},
 	{"Remove", testRemove},
-	{"Cleanup", testCleanup},
+	{"Cleanup", testCleanupTrash},
+	{"Cleanup/Purge", testCleanup},
+	{"Trash", testTrash},
+	{"Trash/Empty", testEmptyTrash},
 	{"Keys/Invalid", testInvalidKeys},
 	{"Keys/Edge", testEdgeKeys},
 	{"Concurrent/OneSession", testConcurrentOneSession},
