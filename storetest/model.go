@@ -259,10 +259,11 @@ func (m *model) do(op string) {
 			m.write(key, recall.NewEntry(recall.KindMeta, recall.MetaChange{Trashed: &on}))
 		}
 		sess := recall.NewSession(m.sut, key)
-		got, err := sess.Restore(m.ctx)
+		trash := sess.Restore
 		if on {
-			got, err = sess.Trash(m.ctx)
+			trash = sess.Trash
 		}
+		got, err := trash(m.ctx)
 		m.wantMeta(op, key, got, err, want)
 		m.compareAll()
 
