@@ -42,9 +42,11 @@ type record struct {
 	logEnd
 	archived bool
 	pinned   bool // Meta.Pinned, known without decoding (see pinnedJSON)
-	empty    bool
-	updated  time.Time
-	ctl      controlLines // the view's control lines below off
+	// Meta.Trashed, known without decoding (see trashedJSON)
+	trashed time.Time
+	empty   bool
+	updated time.Time
+	ctl     controlLines // the view's control lines below off
 
 	// A record is shared and, but for its lazily decoded Meta, immutable.
 	once    sync.Once
@@ -57,7 +59,7 @@ type record struct {
 // whose metadata is m and whose view's control lines are ctl.
 func newRecord(key recall.Key, rel string, end logEnd, m recall.Meta, ctl controlLines) *record {
 	r := &record{rel: rel, key: key, logEnd: end,
-		archived: m.Archived, pinned: m.Pinned, empty: m.LastSeq == 0 && m.Corrupt == 0, updated: m.Updated, meta: &m, ctl: ctl}
+		archived: m.Archived, pinned: m.Pinned, trashed: m.Trashed, empty: m.LastSeq == 0 && m.Corrupt == 0, updated: m.Updated, meta: &m, ctl: ctl}
 	r.once.Do(func() {})
 	return r
 }
@@ -94,7 +96,7 @@ func (r *record) lastSeq() int64 {
 
 // light returns the fields List sorts and filters by, without decoding.
 func (r *record) light() recall.Meta {
-	return recall.Meta{Key: r.key, Updated: r.updated, Archived: r.archived, Pinned: r.pinned}
+	return recall.Meta{Key: r.key, Updated: r.updated, Archived: r.archived, Pinned: r.pinned, Trashed: r.trashed}
 }
 
 // pinnedJSON is how a journal record's Meta JSON (appendRecord, which
@@ -104,6 +106,12 @@ func (r *record) light() recall.Meta {
 // records that hold it, the pinned ones and look-alikes, to know which
 // are pinned, and leaves the rest undecoded.
 var pinnedJSON = []byte(`"pinned":true`)
+
+// trashedJSON is how a journal record's Meta JSON says the session is in
+// the trash, as pinnedJSON says it is pinned: only such a Meta holds the
+// field, so parseChecked decodes those records (and look-alikes, such as
+// a metadata key "trashed") to read Meta.Trashed.
+var trashedJSON = []byte(`"trashed":"`)
 
 // appendRecord encodes r as one journal line.
 func appendRecord(buf []byte, r *record) []byte {
@@ -244,7 +252,9 @@ func parseChecked(rest []byte) (r *record, kind byte, ok bool) {
 		updated: time.Unix(n[5], n[6]).UTC(),
 		raw:     bytes.Clone(rest), // the journal's read buffer is reused
 	}
-	r.pinned = bytes.Contains(r.raw, pinnedJSON) && r.decode() == nil && r.meta.Pinned
+	if (bytes.Contains(r.raw, pinnedJSON) || bytes.Contains(r.raw, trashedJSON)) && r.decode() == nil {
+		r.pinned, r.trashed = r.meta.Pinned, r.meta.Trashed // decode dropped raw
+	}
 	for _, c := range f[6] {
 		switch c {
 		case 'a':

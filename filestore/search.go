@@ -180,7 +180,7 @@ func (s *Store) searchIndexed(ctx context.Context, opts recall.SearchOptions) (r
 func (x *searchIndex) titleHits(s *Store, opts recall.SearchOptions, q search.Query, cur *search.Cursor, keep int, bound time.Time, byID map[int64]*indexedLog) []*itemHit {
 	var hits []*itemHit
 	add := func(l *indexedLog) {
-		if l.title == "" || l.archived && !opts.IncludeArchived || !q.Match(l.ntitle) {
+		if l.title == "" || l.hidden(opts) || !q.Match(l.ntitle) {
 			return
 		}
 		if !opts.Since.IsZero() && l.updated.Before(opts.Since) || !opts.Until.IsZero() && !l.updated.Before(opts.Until) {

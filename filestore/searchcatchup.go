@@ -362,7 +362,7 @@ func indexLog(ctx context.Context, tx *sql.Tx, s *Store, key recall.Key) (int, e
 	}
 	_, err = tx.ExecContext(ctx, `UPDATE logs SET ino = ?, off = ?, chk = ?, head = ?, meta = ?, title = ?, ntitle = ?, upd_s = ?, upd_n = ?, archived = ? WHERE id = ?`,
 		int64(st.Ino), sc.end, int64(check), int64(head), string(js), m.Title, search.Normalize(m.Title),
-		m.Updated.Unix(), m.Updated.Nanosecond(), m.Archived, id)
+		m.Updated.Unix(), m.Updated.Nanosecond(), hiddenState(m), id)
 	return w.written, ixErr(err)
 }
 

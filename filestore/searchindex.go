@@ -84,7 +84,7 @@ CREATE TABLE logs(
 	ntitle   TEXT NOT NULL,    -- search.Normalize(title)
 	upd_s    INTEGER NOT NULL, -- Meta.Updated
 	upd_n    INTEGER NOT NULL,
-	archived INTEGER NOT NULL,
+	archived INTEGER NOT NULL, -- 0 listed, 1 archived, 2 in the trash (hiddenState)
 	UNIQUE(project, session)
 );
 CREATE TABLE items(
@@ -321,7 +321,26 @@ type indexedLog struct {
 	title    string
 	ntitle   string
 	updated  time.Time
-	archived bool
+	archived int // hiddenState
+}
+
+// hiddenState is the logs.archived value of a session with metadata m: 2
+// in the trash (Search never finds it), 1 archived (found when the
+// search includes archived sessions), else 0. An index written before
+// the trash existed holds 0 and 1 only, which mean the same.
+func hiddenState(m recall.Meta) int {
+	switch {
+	case !m.Trashed.IsZero():
+		return 2
+	case m.Archived:
+		return 1
+	}
+	return 0
+}
+
+// hidden reports whether a search with opts leaves the session out.
+func (r *indexedLog) hidden(opts recall.SearchOptions) bool {
+	return r.archived == 2 || r.archived == 1 && !opts.IncludeArchived
 }
 
 // current reports whether the row describes the log as rec found it:

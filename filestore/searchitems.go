@@ -121,7 +121,7 @@ func newItemQuery(opts recall.SearchOptions, q search.Query, cur *search.Cursor,
 	}
 	iq.accept = func(h *itemHit) bool {
 		l := byID[h.log]
-		if l == nil || l.archived && !opts.IncludeArchived || !q.Match(h.text) {
+		if l == nil || l.hidden(opts) || !q.Match(h.text) {
 			return false
 		}
 		h.hit = recall.Hit{Key: l.key, Title: l.title, Ref: recall.ItemRef{Seq: h.seq, Index: h.idx},
@@ -157,6 +157,8 @@ func (x *searchIndex) sortedItems(ctx context.Context, iq *itemQuery, m string) 
 	}
 	if !opts.IncludeArchived {
 		all = append(all, "l.archived = 0")
+	} else {
+		all = append(all, "l.archived < 2")
 	}
 	if cur != nil {
 		if cur.Key.Subpath == "" {
