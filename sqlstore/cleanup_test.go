@@ -10,7 +10,7 @@ import (
 	"github.com/recallkit/recall/memstore"
 )
 
-// TestCleanupBatches removes more sessions than one batch holds, with
+// TestCleanupBatches purges (the store's own Cleanup) more sessions than one batch holds, with
 // subagent records, pinned sessions and recent ones among them, and checks
 // the report and what is left against memstore.
 func TestCleanupBatches(t *testing.T) {
@@ -48,10 +48,10 @@ func TestCleanupBatches(t *testing.T) {
 			}
 		}
 		for _, opts := range []recall.CleanupOptions{
-			{OlderThan: cutoff, DryRun: true},
-			{OlderThan: cutoff, Project: "p1"},
-			{OlderThan: cutoff},
-			{OlderThan: cutoff},
+			{OlderThan: cutoff, DryRun: true, Purge: true},
+			{OlderThan: cutoff, Project: "p1", Purge: true},
+			{OlderThan: cutoff, Purge: true},
+			{OlderThan: cutoff, Purge: true},
 		} {
 			got, err1 := recall.Cleanup(ctx, s, opts)
 			want, err2 := recall.Cleanup(ctx, ref, opts)

@@ -17,7 +17,8 @@ import (
 // sessions_project_updated (one project), which hold exactly the rows
 // with an empty subpath, in List order, so a page costs O(limit) however deep it
 // is; a listing of pinned sessions reads sessions_pinned or
-// sessions_project_pinned, which hold only the pinned ones. The order and
+// sessions_project_pinned, which hold only the pinned ones, and a listing
+// of the trash sessions_trashed. The order and
 // cursors are storekit.Paginate's.
 func (s *Store) List(ctx context.Context, project string, opts recall.ListOptions) (recall.Page, error) {
 	if err := s.checkOpen(ctx); err != nil {
@@ -67,8 +68,15 @@ func (s *Store) listQuery(project string, opts recall.ListOptions) (string, args
 		// one session's records, a filter.
 		where = append(where, "pinned")
 	}
-	if !opts.IncludeArchived {
-		where = append(where, "NOT archived")
+	switch {
+	case opts.Trashed:
+		// With subpath = '', the predicate of sessions_trashed
+		// (migration 12), word for word.
+		where = append(where, "trashed_at IS NOT NULL")
+	case !opts.IncludeArchived:
+		where = append(where, "trashed_at IS NULL", "NOT archived")
+	default:
+		where = append(where, "trashed_at IS NULL")
 	}
 	if opts.Cursor != "" {
 		c, err := storekit.ParseCursor(opts.Cursor)

@@ -24,7 +24,7 @@ import (
 // but the last, each followed by a space, then the text columns back to
 // back, the last one (first_prompt) running to the end:
 //
-//	created updated items last archived pinned forkseq in out total
+//	created updated items last archived pinned forkseq in out total trashed
 //	len(project) len(id) len(subpath) len(title) len(source)
 //	len(labels) len(metadata) len(forked) <texts>
 //
@@ -39,9 +39,10 @@ import (
 // one allocation, where a chain of || copies it once per text. PostgreSQL
 // keeps the columns: pgx decodes a row in one pass over its binary
 // format, and its List is within 2x of the plain query as it is.
-const metaPackedLite = `concat(printf('%d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d ',
+// (trashed_at is 0 when NULL, a session not in the trash.)
+const metaPackedLite = `concat(printf('%d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d ',
 		created_at, updated_at, item_count, last_seq, archived, pinned, fork_seq,
-		input_tokens, output_tokens, total_tokens,
+		input_tokens, output_tokens, total_tokens, trashed_at,
 		octet_length(project), octet_length(id), octet_length(subpath), octet_length(title), octet_length(title_source),
 		octet_length(labels), octet_length(metadata), octet_length(forked_from)),
 	project, id, subpath, title, title_source, labels, metadata, forked_from, first_prompt)`
@@ -49,7 +50,7 @@ const metaPackedLite = `concat(printf('%d %d %d %d %d %d %d %d %d %d %d %d %d %d
 // packedInts and packedTexts count the numbers of a metaPackedLite value
 // before its texts: the integer columns, and a length per text column.
 const (
-	packedInts  = 10
+	packedInts  = 11
 	packedTexts = 9
 )
 
@@ -104,6 +105,9 @@ func decodePackedMeta(v string) (recall.Meta, error) {
 		Pinned:      n[5] != 0,
 		Usage:       recall.Usage{InputTokens: n[7], OutputTokens: n[8], TotalTokens: n[9]},
 		FirstPrompt: texts[8],
+	}
+	if n[10] != 0 {
+		m.Trashed = time.UnixMicro(n[10]).UTC()
 	}
 	if labels := texts[5]; labels != "" {
 		if err := json.Unmarshal([]byte(labels), &m.Labels); err != nil {
@@ -173,6 +177,7 @@ type metaScanner struct {
 	source                   string
 	labels, metadata, forked []byte
 	forkSeq                  *int64
+	trashed                  *time.Time
 	dest                     []any
 }
 
@@ -182,16 +187,19 @@ func (p *metaScanner) scan(r interface{ Scan(...any) error }) (recall.Meta, erro
 		m := &p.m
 		p.dest = []any{&p.sid, &m.Key.Project, &m.Key.Session, &m.Key.Subpath, &m.Title, &p.source,
 			&m.Created, &m.Updated, &m.ItemCount, &m.LastSeq, &m.Archived, &m.Pinned,
-			&p.labels, &p.metadata, &p.forked, &p.forkSeq, &m.Usage.InputTokens, &m.Usage.OutputTokens, &m.Usage.TotalTokens, &m.FirstPrompt}
+			&p.labels, &p.metadata, &p.forked, &p.forkSeq, &m.Usage.InputTokens, &m.Usage.OutputTokens, &m.Usage.TotalTokens, &m.FirstPrompt, &p.trashed}
 	}
-	p.labels, p.metadata, p.forked, p.forkSeq = nil, nil, nil, nil
+	p.labels, p.metadata, p.forked, p.forkSeq, p.trashed = nil, nil, nil, nil, nil
 	if err := r.Scan(p.dest...); err != nil {
 		return recall.Meta{}, err
 	}
 	m := p.m
 	m.Created, m.Updated = m.Created.UTC(), m.Updated.UTC()
 	m.TitleSource = recall.TitleSource(p.source)
-	m.Labels, m.Metadata, m.ForkedFrom = nil, nil, nil
+	m.Labels, m.Metadata, m.ForkedFrom, m.Trashed = nil, nil, nil, time.Time{}
+	if p.trashed != nil {
+		m.Trashed = p.trashed.UTC()
+	}
 	if len(p.labels) > 0 {
 		if err := json.Unmarshal(p.labels, &m.Labels); err != nil {
 			return recall.Meta{}, fmt.Errorf("%w: labels of %s: %v", recall.ErrCorrupt, m.Key, err)

@@ -70,7 +70,7 @@ func TestListPacked(t *testing.T) {
 // refused as corrupt rather than cut wrong.
 func TestDecodePackedMeta(t *testing.T) {
 	t.Parallel()
-	const nums = "1 2 3 4 0 0 0 5 6 7 "
+	const nums = "1 2 3 4 0 0 0 5 6 7 0 "
 	good := nums + "1 2 0 0 0 0 0 0 " + "pidxyz"
 	m, err := decodePackedMeta(good)
 	if err != nil {

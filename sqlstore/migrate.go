@@ -122,7 +122,7 @@ func loadMigrations(dialect string) ([]migration, error) {
 
 // SchemaVersion is the schema version this package writes: the number of
 // its newest migration.
-const SchemaVersion = 11
+const SchemaVersion = 12
 
 // applyMigrations runs, inside the caller's write transaction, every step
 // newer than the database's version, and records each in recall_schema.

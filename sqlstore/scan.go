@@ -13,7 +13,7 @@ import (
 // order scanMeta reads them; sid comes first.
 const metaCols = `sid, project, id, subpath, title, title_source, created_at, updated_at,
 	item_count, last_seq, archived, pinned, labels, metadata, forked_from, fork_seq,
-	input_tokens, output_tokens, total_tokens, first_prompt`
+	input_tokens, output_tokens, total_tokens, first_prompt, trashed_at`
 
 // scanMeta reads a row of metaCols, and any further columns into extra.
 func scanMeta(r interface{ Scan(...any) error }, extra ...any) (int64, recall.Meta, error) {
@@ -27,7 +27,7 @@ func scanMeta(r interface{ Scan(...any) error }, extra ...any) (int64, recall.Me
 	)
 	err := r.Scan(append([]any{&sid, &m.Key.Project, &m.Key.Session, &m.Key.Subpath, &m.Title, &source,
 		dbTime{&m.Created}, dbTime{&m.Updated}, &m.ItemCount, &m.LastSeq, &m.Archived, &m.Pinned,
-		&labels, &metadata, &forked, &forkSeq, &m.Usage.InputTokens, &m.Usage.OutputTokens, &m.Usage.TotalTokens, &m.FirstPrompt}, extra...)...)
+		&labels, &metadata, &forked, &forkSeq, &m.Usage.InputTokens, &m.Usage.OutputTokens, &m.Usage.TotalTokens, &m.FirstPrompt, dbTime{&m.Trashed}}, extra...)...)
 	if err != nil {
 		return 0, recall.Meta{}, err
 	}
@@ -61,7 +61,10 @@ func scanMeta(r interface{ Scan(...any) error }, extra ...any) (int64, recall.Me
 // metaArgs returns the values of the writable meta columns, in the order
 // of metaSetCols.
 func (s *Store) metaArgs(m recall.Meta) []any {
-	var labels, metadata, forked, forkSeq any
+	var labels, metadata, forked, forkSeq, trashed any
+	if !m.Trashed.IsZero() {
+		trashed = s.db.timeArg(m.Trashed)
+	}
 	if len(m.Labels) > 0 {
 		b, _ := json.Marshal(m.Labels) // a []string always marshals
 		labels = string(b)
@@ -76,13 +79,13 @@ func (s *Store) metaArgs(m recall.Meta) []any {
 	}
 	return []any{m.Title, string(m.TitleSource), s.db.timeArg(m.Created), s.db.timeArg(m.Updated),
 		m.ItemCount, m.LastSeq, m.Archived, m.Pinned, labels, metadata, forked, forkSeq,
-		m.Usage.InputTokens, m.Usage.OutputTokens, m.Usage.TotalTokens, searchText(m.Title), m.FirstPrompt}
+		m.Usage.InputTokens, m.Usage.OutputTokens, m.Usage.TotalTokens, searchText(m.Title), m.FirstPrompt, trashed}
 }
 
 // metaSetCols are the columns metaArgs fills.
 var metaSetCols = []string{"title", "title_source", "created_at", "updated_at",
 	"item_count", "last_seq", "archived", "pinned", "labels", "metadata", "forked_from", "fork_seq",
-	"input_tokens", "output_tokens", "total_tokens", "search_title", "first_prompt"}
+	"input_tokens", "output_tokens", "total_tokens", "search_title", "first_prompt", "trashed_at"}
 
 // entryCols are the entries columns scanEntry reads.
 const entryCols = `seq, kind, payload, time, input_tokens, output_tokens, total_tokens`

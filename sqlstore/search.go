@@ -157,6 +157,7 @@ func (sq searchQuery) sessionFilters(a *args) []string {
 	if sq.opts.Project != "" {
 		where = append(where, "e.project = "+a.add(sq.opts.Project))
 	}
+	where = append(where, "e.trashed_at IS NULL")
 	if !sq.opts.IncludeArchived {
 		where = append(where, "NOT e.archived")
 	}
