@@ -19,7 +19,9 @@ const scanBudget = 1000
 // one without archived sessions unless they are asked for, its index of
 // pinned sessions for a pinned listing (archived ones skipped unless asked
 // for), or a session's index of subagent records (unpinned ones skipped
-// for a pinned listing). Each page is one script call that returns the
+// for a pinned listing); sessions in the trash skipped, or, for a listing
+// of the trash, the others, read from the index of every session (or of
+// the pinned ones). Each page is one script call that returns the
 // metadata too, from one snapshot.
 func (s *Store) List(ctx context.Context, project string, opts recall.ListOptions) (recall.Page, error) {
 	if s.closed.Load() {
@@ -32,14 +34,14 @@ func (s *Store) List(ctx context.Context, project string, opts recall.ListOption
 		return recall.Page{}, fmt.Errorf("redisstore: list: %w", err)
 	}
 	var idx string
-	f := filter{archived: !opts.IncludeArchived}
+	f := filter{archived: !opts.IncludeArchived && !opts.Trashed, trash: opts.Trashed}
 	switch {
 	case opts.Parent != "":
 		idx = s.k.sub(recall.Key{Project: project, Session: opts.Parent})
 		f.unpinned = opts.Pinned
 	case opts.Pinned:
 		idx, f.pinIndex = s.k.pinned(project), true
-	case opts.IncludeArchived:
+	case opts.IncludeArchived || opts.Trashed:
 		idx = s.k.all(project)
 	default:
 		idx = s.k.active(project)
@@ -81,6 +83,7 @@ func (s *Store) List(ctx context.Context, project string, opts recall.ListOption
 type filter struct {
 	archived bool // skip archived sessions
 	unpinned bool // skip sessions that are not pinned
+	trash    bool // return only the sessions in the trash, not the others
 	// the index is one of pinned sessions: skip those that are not, and
 	// unindex them from the pinned indexes
 	pinIndex bool
@@ -90,7 +93,10 @@ type filter struct {
 // index order, skipping those f says. The list script unindexes members
 // whose session is gone, so each call checks ctx first.
 func (s *Store) scan(ctx context.Context, idx string, start bound, want int, f filter, fn func(m recall.Meta)) error {
-	skip, pin := "0", ""
+	skip, pin, trash := "0", "", "0"
+	if f.trash {
+		trash = "1"
+	}
 	if f.archived {
 		skip = "1"
 	}
@@ -104,7 +110,7 @@ func (s *Store) scan(ctx context.Context, idx string, start bound, want int, f f
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		res, err := listScript.Run(ctx, s.rdb, []string{idx}, s.k.prefix, start.Score, start.Member, want, skip, s.budget(), pin).Slice()
+		res, err := listScript.Run(ctx, s.rdb, []string{idx}, s.k.prefix, start.Score, start.Member, want, skip, s.budget(), pin, trash).Slice()
 		if err != nil {
 			return err
 		}

@@ -174,7 +174,7 @@ func effect(e recall.Entry) (op string, a [3]string, n *int) {
 	case recall.KindMeta:
 		var c recall.MetaChange
 		if json.Unmarshal(e.Data, &c) == nil {
-			a[0] = flag(c.Archived) + flag(c.Pinned)
+			a[0] = flag(c.Archived) + flag(c.Pinned) + flag(c.Trashed)
 			if c.Labels != nil || c.SetLabels {
 				b, _ := json.Marshal(c.Labels) // nil stays null, [] stays []
 				a[1] = "=" + string(b)
@@ -260,6 +260,9 @@ func decodeMeta(key recall.Key, h map[string]string) (recall.Meta, error) {
 	m.ItemCount = int(num("items"))
 	m.LastSeq = num("last")
 	m.Usage = recall.Usage{InputTokens: num("uin"), OutputTokens: num("uout"), TotalTokens: num("utot")}
+	if _, ok := h["trash"]; ok {
+		m.Trashed = fromMicros(num("trash"))
+	}
 	if v, ok := h["labels"]; ok && json.Unmarshal([]byte(v), &m.Labels) != nil {
 		errs = append(errs, "labels")
 	}

@@ -233,7 +233,7 @@ func TestPrefixIsolation(t *testing.T) {
 	if _, err := b.Stat(ctx, sub); !errors.Is(err, recall.ErrNotFound) {
 		t.Fatalf("b sees a's subagent record: %v", err)
 	}
-	rep, err := recall.Cleanup(ctx, a, recall.CleanupOptions{OlderThan: time.Now().Add(time.Hour)})
+	rep, err := recall.Cleanup(ctx, a, recall.CleanupOptions{OlderThan: time.Now().Add(time.Hour), Purge: true})
 	if err != nil || len(rep.Removed) != 1 {
 		t.Fatalf("cleanup of a = %+v, %v", rep, err)
 	}

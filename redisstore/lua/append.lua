@@ -25,12 +25,15 @@
 -- recall.Meta.Apply without parsing JSON: item, pop (a pop or a removal),
 -- clear, count (a compaction: a1 = item count, a2 = the creation time of
 -- a purged log or ''), title (a1 = title, a2 = source), meta (a1 =
--- archived and pinned as '-', '0' or '1'; a2 = '=' .. labels JSON, or ''
--- unchanged; a3 = the metadata change, see record.go metadataChange), fork
+-- archived, pinned and trashed as '-', '0' or '1'; a2 = '=' .. labels
+-- JSON, or '' unchanged; a3 = the metadata change, see record.go
+-- metadataChange), fork
 -- (a1 = origin JSON), none.
 --
 -- Updated is the first entry's time, then moves only for conversation
--- activity. The field fp (FirstPrompt) is set once, by the first entry
+-- activity. The field trash is recall.Meta.Trashed (µs), there while the
+-- session is in the trash; the active indexes hold the sessions neither
+-- archived nor in the trash. The field fp (FirstPrompt) is set once, by the first entry
 -- that offers a prompt.
 --
 -- The control record holds the seqs of the view's control entries, oldest
@@ -51,7 +54,7 @@ local mode, expect, guard = ARGV[2], ARGV[3], ARGV[4]
 local ttl = tonumber(ARGV[5])
 local token, member = ARGV[7], ARGV[8]
 local ctl = KEYS[3]
-local h = redis.call('HMGET', meta, 'last', 'tok', 'created', 'updated', 'items', 'tsrc', 'arch', 'ttl', 'first', 'fp', 'ctl', 'pin')
+local h = redis.call('HMGET', meta, 'last', 'tok', 'created', 'updated', 'items', 'tsrc', 'arch', 'ttl', 'first', 'fp', 'ctl', 'pin', 'trash')
 local exists = h[1] and true or false
 local last = tonumber(h[1] or '0')
 -- the seq of the log's first element: 1, or where a purged log that was
@@ -139,6 +142,7 @@ local created, updated = h[3], h[4]
 local items = tonumber(h[5] or '0')
 local tsrc = h[6] or ''
 local arch = h[7] or '0'
+local trash = h[13] -- false when not in the trash
 local title, pin, labels, fork
 local fp = h[10] or ''
 local newfp
@@ -182,8 +186,9 @@ for i = 0, n - 1 do
       if a1 == '' then tsrc = '' end
     end
   elseif op == 'meta' then
-    local ar, pn = string.sub(a1, 1, 1), string.sub(a1, 2, 2)
+    local ar, pn, tr = string.sub(a1, 1, 1), string.sub(a1, 2, 2), string.sub(a1, 3, 3)
     if ar ~= '-' then arch = ar end
+    if tr == '1' then trash = t elseif tr == '0' then trash = false end
     if pn ~= '-' then pin = pn end
     if a2 ~= '' then labels = string.sub(a2, 2) end
     if a3 ~= '' then applymetadata(a3) end
@@ -227,7 +232,9 @@ if labels then fields[#fields + 1] = 'labels'; fields[#fields + 1] = labels end
 if fork then fields[#fields + 1] = 'fork'; fields[#fields + 1] = fork end
 if newfp then fields[#fields + 1] = 'fp'; fields[#fields + 1] = newfp end
 if ctlok then fields[#fields + 1] = 'ctl'; fields[#fields + 1] = string.format('%d', last) end
+if trash then fields[#fields + 1] = 'trash'; fields[#fields + 1] = trash end
 redis.call('HSET', meta, unpack(fields))
+if h[13] and not trash then redis.call('HDEL', meta, 'trash') end
 
 -- Move the session in its indexes: the score is minus the update time.
 local score = scoreof(updated)
@@ -238,8 +245,8 @@ if #KEYS == 4 then
 else
   redis.call('ZADD', KEYS[4], score, member)
   redis.call('ZADD', KEYS[6], score, member)
-  if arch == '1' then
-    if h[7] ~= '1' and exists then
+  if arch == '1' or trash then
+    if h[7] ~= '1' and not h[13] and exists then
       redis.call('ZREM', KEYS[5], member)
       redis.call('ZREM', KEYS[7], member)
     end
