@@ -33,14 +33,14 @@ func fastOptions(stateDir string) mirror.Options {
 }
 
 // allKeys returns every session record of s: main sessions of every project,
-// archived ones, and subagent records.
+// archived ones, those in the trash, and subagent records.
 func allKeys(t tb, s recall.Store) []recall.Key {
 	t.Helper()
 	ctx := context.Background()
 	var keys []recall.Key
-	cursor := ""
+	cursor, trash := "", false
 	for {
-		p, err := s.List(ctx, "", recall.ListOptions{Limit: 100, Cursor: cursor, IncludeArchived: true})
+		p, err := s.List(ctx, "", recall.ListOptions{Limit: 100, Cursor: cursor, IncludeArchived: true, Trashed: trash})
 		if err != nil {
 			t.Fatalf("list: %v", err)
 		}
@@ -54,10 +54,12 @@ func allKeys(t tb, s recall.Store) []recall.Key {
 				keys = append(keys, sm.Key)
 			}
 		}
-		if p.Next == "" {
+		if p.Next == "" && trash {
 			break
 		}
-		cursor = p.Next
+		if cursor = p.Next; cursor == "" {
+			trash = true // then the sessions in the trash
+		}
 	}
 	slices.SortFunc(keys, func(a, b recall.Key) int { return cmpString(a.String(), b.String()) })
 	return keys

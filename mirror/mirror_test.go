@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -745,7 +746,7 @@ func TestDeletesStayLocalByDefault(t *testing.T) {
 	if err := m.Remove(ctx, a); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := recall.Cleanup(ctx, m, recall.CleanupOptions{OlderThan: time.Now().Add(time.Hour)})
+	rep, err := recall.Cleanup(ctx, m, recall.CleanupOptions{OlderThan: time.Now().Add(time.Hour), Purge: true})
 	if err != nil || len(rep.Removed) != 1 {
 		t.Fatalf("cleanup: %+v %v", rep, err)
 	}
@@ -784,7 +785,7 @@ func TestPropagateDeletes(t *testing.T) {
 	if err := m.Remove(ctx, a); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := recall.Cleanup(ctx, m, recall.CleanupOptions{OlderThan: time.Now().Add(time.Hour)})
+	rep, err := recall.Cleanup(ctx, m, recall.CleanupOptions{OlderThan: time.Now().Add(time.Hour), Purge: true})
 	if err != nil || len(rep.Removed) != 1 || rep.Removed[0].Key != b {
 		t.Fatalf("cleanup: %+v %v", rep, err)
 	}
@@ -895,5 +896,66 @@ func TestCorruptCursorFileIsRebuilt(t *testing.T) {
 	b, _ := os.ReadFile(filepath.Join(dir, "cursors.json"))
 	if !json.Valid(b) {
 		t.Fatalf("cursor file still corrupt after close:\n%s", b)
+	}
+}
+
+// TestTrashReplicates checks that the trash is replicated like any other
+// change: a session moved to the trash on the primary, by Trash or by
+// Cleanup, is in the replica's trash too, and a restore brings it back
+// there; the replica's logs equal the primary's throughout, with the
+// replica down in between.
+func TestTrashReplicates(t *testing.T) {
+	ctx := context.Background()
+	primary := memstore.New(memstore.Options{})
+	replica := newFaulty(memstore.New(memstore.Options{}), 4)
+	m := newMirror(t, primary, replica, fastOptions(""))
+	a, b := recall.Key{Project: "p", Session: "a"}, recall.Key{Project: "p", Session: "b"}
+	for _, k := range []recall.Key{a, b} {
+		if _, err := m.Append(ctx, k, recall.Guard{}, item("x").Entry()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	flush(t, m, 10*time.Second)
+	inTrash := func(s recall.Store) []recall.Key {
+		p, err := s.List(ctx, "", recall.ListOptions{Trashed: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var keys []recall.Key
+		for _, meta := range p.Sessions {
+			keys = append(keys, meta.Key)
+		}
+		return keys
+	}
+
+	replica.setDown(true)
+	if _, err := recall.NewSession(m, a).Trash(ctx); err != nil {
+		t.Fatal(err)
+	}
+	replica.setDown(false)
+	flush(t, m, 10*time.Second)
+	if got := inTrash(replica.store()); !slices.Equal(got, []recall.Key{a}) {
+		t.Errorf("the replica's trash after Trash: %v, want [%s]", got, a)
+	}
+	if err := diffLogs(t, primary, replica.store(), true); err != nil {
+		t.Fatal(err)
+	}
+
+	if _, err := recall.NewSession(m, a).Restore(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := recall.Cleanup(ctx, m, recall.CleanupOptions{OlderThan: time.Now().Add(time.Hour), Project: "p"})
+	if err != nil || len(rep.Removed) != 2 {
+		t.Fatalf("cleanup to the trash: %+v %v", rep, err)
+	}
+	if _, err := recall.NewSession(m, b).Restore(ctx); err != nil {
+		t.Fatal(err)
+	}
+	flush(t, m, 10*time.Second)
+	if got := inTrash(replica.store()); !slices.Equal(got, []recall.Key{a}) {
+		t.Errorf("the replica's trash after Restore, Cleanup and Restore: %v, want [%s]", got, a)
+	}
+	if err := diffLogs(t, primary, replica.store(), true); err != nil {
+		t.Fatal(err)
 	}
 }
