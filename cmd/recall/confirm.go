@@ -8,12 +8,12 @@ import (
 	"github.com/recallkit/recall"
 )
 
-// confirmRemoval shows the sessions a command is about to delete and asks
-// the user (y/N) when stdin and stderr are a terminal. yes skips the
-// question. Without a terminal there is nobody to ask: the command needs
+// confirmRemoval shows the sessions a command is about to delete (for
+// good when purge, else to the trash) and asks the user (y/N) when stdin
+// and stderr are a terminal. yes skips the question. Without a terminal there is nobody to ask: the command needs
 // --yes, and fails as a usage error (exit 2) without it. It returns false
 // when the user said no.
-func (a *app) confirmRemoval(cmdName string, metas []recall.Meta, yes bool) (bool, error) {
+func (a *app) confirmRemoval(cmdName string, metas []recall.Meta, yes, purge bool) (bool, error) {
 	if yes || len(metas) == 0 {
 		return true, nil
 	}
@@ -29,7 +29,11 @@ func (a *app) confirmRemoval(cmdName string, metas []recall.Meta, yes bool) (boo
 	for _, m := range metas {
 		a.notef("  %s, updated %s, %s\n", describe(m), ago(m.Updated, now), count(m.ItemCount, "item"))
 	}
-	a.notef("Delete %s for good? [y/N] ", count(len(metas), "session"))
+	if purge {
+		a.notef("Delete %s for good? [y/N] ", count(len(metas), "session"))
+	} else {
+		a.notef("Move %s to the trash? [y/N] ", count(len(metas), "session"))
+	}
 	line, _ := bufio.NewReader(a.stdin).ReadString('\n')
 	switch strings.ToLower(strings.TrimSpace(line)) {
 	case "y", "yes":

@@ -13,6 +13,7 @@ import (
 // gcFlags are the flags of recall gc.
 type gcFlags struct {
 	olderThan   string
+	grace       string
 	dryRun, yes bool
 	all         bool
 	dir         string
@@ -22,13 +23,16 @@ func newGcCmd(a *app) *cobra.Command {
 	var f gcFlags
 	cmd := &cobra.Command{
 		Use:   "gc",
-		Short: "Delete sessions of this project not updated for a while (pinned ones stay)",
-		Long: `Delete the sessions of this project (every project with --all) that have
-not been updated for --older-than (default 30d). Pinned sessions are never
-deleted, and --all leaves the service's own projects (_server.*) alone.
-Ages take y, w, d, h, m and s units: 1y, 30d, 12h, 1d12h, 90m.
+		Short: "Move sessions not updated for a while to the trash, and empty old trash",
+		Long: `Move the sessions of this project (every project with --all) that have
+not been updated for --older-than (default 30d) to the trash, from where
+'recall trash restore ID' brings one back; and delete for good the
+sessions that have been in the trash for longer than --grace (default
+30d). Pinned sessions are never moved or deleted, and --all leaves the
+service's own projects (_server.*) alone. Ages take y, w, d, h, m and s
+units: 1y, 30d, 12h, 1d12h, 90m.
 
-In a terminal gc lists what would go and asks (y/N); --yes skips the
+In a terminal gc lists what it would move and asks (y/N); --yes skips the
 question. Without a terminal there is nobody to ask, so gc needs --yes (or
 --dry-run, which only reports).`,
 		Example: `  recall gc --dry-run
@@ -40,9 +44,10 @@ question. Without a terminal there is nobody to ask, so gc needs --yes (or
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.olderThan, "older-than", "30d", "remove sessions not updated for this long (y, w, d, h, m, s)")
+	fl.StringVar(&f.olderThan, "older-than", "30d", "move sessions not updated for this long to the trash (y, w, d, h, m, s)")
+	fl.StringVar(&f.grace, "grace", "30d", "delete for good what has been in the trash this long")
 	fl.BoolVarP(&f.dryRun, "dry-run", "n", false, "only report what would be removed")
-	fl.BoolVarP(&f.yes, "yes", "y", false, "delete without asking")
+	fl.BoolVarP(&f.yes, "yes", "y", false, "go ahead without asking")
 	fl.BoolVarP(&f.all, "all", "a", false, "clean up every project, not only this one")
 	fl.StringVar(&f.dir, "project", "", "clean up the project of this `DIR` (default: the working directory)")
 	return cmd
@@ -52,6 +57,10 @@ func (a *app) gc(ctx context.Context, f gcFlags) error {
 	age, err := parseAge(f.olderThan)
 	if err != nil {
 		return usageError("--older-than takes an age such as 30d, 12h or 1y", "%v", err)
+	}
+	grace, err := parseAge(f.grace)
+	if err != nil {
+		return usageError("--grace takes an age such as 30d, 12h or 1y", "%v", err)
 	}
 	if f.all && f.dir != "" {
 		return usageError("use one of them", "--all and --project both choose the projects")
@@ -88,7 +97,7 @@ func (a *app) gc(ctx context.Context, f gcFlags) error {
 	}
 	rep := plan
 	if !f.dryRun && len(plan.Removed) > 0 {
-		ok, err := a.confirmRemoval("gc", plan.Removed, f.yes)
+		ok, err := a.confirmRemoval("gc", plan.Removed, f.yes, false)
 		if err != nil {
 			return err
 		}
@@ -99,16 +108,21 @@ func (a *app) gc(ctx context.Context, f gcFlags) error {
 			return err
 		}
 	}
+	purged, err := emptyTrash(ctx, st, projects, time.Now().Add(-grace), f.dryRun)
+	if err != nil {
+		return err
+	}
 	if a.json {
 		return a.printJSON(struct {
 			DryRun bool `json:"dry_run"`
 			sessionsJSON
-			KeptPinned int `json:"kept_pinned"`
-		}{f.dryRun, listJSON(rep.Removed, ""), rep.Kept})
+			KeptPinned int           `json:"kept_pinned"`
+			Purged     []sessionJSON `json:"purged"`
+		}{f.dryRun, listJSON(rep.Removed, ""), rep.Kept, listJSON(purged.Removed, "").Sessions})
 	}
-	verb := "removed"
+	verb, pverb := "moved to the trash", "deleted for good"
 	if f.dryRun {
-		verb = "would remove"
+		verb, pverb = "would move to the trash", "would delete for good"
 	}
 	now := time.Now()
 	for _, m := range rep.Removed {
@@ -123,7 +137,31 @@ func (a *app) gc(ctx context.Context, f gcFlags) error {
 		summary += fmt.Sprintf("; kept %d pinned", rep.Kept)
 	}
 	a.printf("%s\n", summary)
+	for _, m := range purged.Removed {
+		a.printf("%s %s, in the trash since %s\n", pverb, describe(m), ago(m.Trashed, now))
+	}
+	if len(purged.Removed) > 0 {
+		a.printf("%s %s from the trash, there for over %s\n", pverb, count(len(purged.Removed), "session"), f.grace)
+	}
+	if len(rep.Removed) > 0 && !f.dryRun {
+		a.notef("'recall trash ls' lists the trash; 'recall trash restore ID' brings a session back\n")
+	}
 	return nil
+}
+
+// emptyTrash runs recall.EmptyTrash on each project and adds up the
+// reports.
+func emptyTrash(ctx context.Context, st recall.Store, projects []string, cutoff time.Time, dryRun bool) (recall.CleanupReport, error) {
+	var total recall.CleanupReport
+	for _, p := range projects {
+		rep, err := recall.EmptyTrash(ctx, st, recall.EmptyTrashOptions{OlderThan: cutoff, DryRun: dryRun, Project: p})
+		if err != nil {
+			return total, fmt.Errorf("empty the trash of %s: %w", p, err)
+		}
+		total.Removed = append(total.Removed, rep.Removed...)
+		total.Kept += rep.Kept
+	}
+	return total, nil
 }
 
 // cleanup runs recall.Cleanup on each project and adds up the reports.
@@ -135,7 +173,7 @@ func cleanup(ctx context.Context, st recall.Store, projects []string, cutoff tim
 			if dryRun {
 				return total, fmt.Errorf("read sessions of %s: %w", p, err)
 			}
-			return total, fmt.Errorf("remove sessions of %s: %w", p, err)
+			return total, fmt.Errorf("move sessions of %s to the trash: %w", p, err)
 		}
 		total.Removed = append(total.Removed, rep.Removed...)
 		total.Kept += rep.Kept

@@ -57,6 +57,10 @@ func (c *chatSession) switchTo(ctx context.Context, key recall.Key, name string)
 	if err != nil && !errors.Is(err, recall.ErrNotFound) {
 		return err
 	}
+	if exists && !m.Trashed.IsZero() {
+		return withHint(fmt.Errorf("session %s is in the trash", key.Session),
+			"'recall trash restore "+key.Session+"' brings it back")
+	}
 	c.followWorkspace(m, exists)
 	if name != "" {
 		if err := c.rename(ctx, name); err != nil {

@@ -19,14 +19,17 @@ import (
 // in this order, from created to source. Embedded in a struct, its
 // fields stand in that struct's JSON where it is embedded.
 type Fields struct {
-	Created   time.Time         `json:"created"`
-	Updated   time.Time         `json:"updated"`
-	ItemCount int               `json:"item_count"`
-	LastSeq   int64             `json:"last_seq"`
-	Archived  bool              `json:"archived"`
-	Pinned    bool              `json:"pinned"`
-	Labels    []string          `json:"labels"`
-	Metadata  map[string]string `json:"metadata"`
+	Created   time.Time `json:"created"`
+	Updated   time.Time `json:"updated"`
+	ItemCount int       `json:"item_count"`
+	LastSeq   int64     `json:"last_seq"`
+	Archived  bool      `json:"archived"`
+	Pinned    bool      `json:"pinned"`
+	// Trashed is when the session was moved to the trash; null when it
+	// is not in the trash.
+	Trashed  *time.Time        `json:"trashed"`
+	Labels   []string          `json:"labels"`
+	Metadata map[string]string `json:"metadata"`
 	// Source is the tool the session came from (importer.Source):
 	// "recall" for a session recall wrote itself.
 	Source string `json:"source"`
@@ -45,6 +48,9 @@ func Of(m recall.Meta) Fields {
 		Labels:    m.Labels,
 		Metadata:  m.Metadata,
 		Source:    importer.Source(m),
+	}
+	if !m.Trashed.IsZero() {
+		f.Trashed = &m.Trashed
 	}
 	if f.Labels == nil {
 		f.Labels = []string{}
