@@ -147,7 +147,7 @@ func TestLsArchivePinRm(t *testing.T) {
 		t.Fatalf("a failed rm removed sessions: %d left", len(got))
 	}
 	r = e.ok("", "rm", ms[0].Key.Session, ms[1].Key.Session, "--yes")
-	contains(t, "rm", r.stdout, "removed "+ms[0].Key.Session)
+	contains(t, "rm", r.stdout, "moved to the trash "+ms[0].Key.Session)
 	if got := e.ls(); len(got) != 1 || got[0].Key.Session != oldest {
 		t.Fatalf("after rm: %+v", got)
 	}
@@ -243,8 +243,8 @@ func TestGc(t *testing.T) {
 	}
 
 	r := e.ok("", "gc", "--dry-run")
-	contains(t, "gc --dry-run", r.stdout, "would remove old-session")
-	contains(t, "gc --dry-run", r.stdout, "would remove 1 session in this project not updated for 30d; kept 1 pinned")
+	contains(t, "gc --dry-run", r.stdout, "would move to the trash old-session")
+	contains(t, "gc --dry-run", r.stdout, "would move to the trash 1 session in this project not updated for 30d; kept 1 pinned")
 	if strings.Contains(r.stdout, "week-old") {
 		t.Errorf("gc --dry-run of 30d lists a week-old session:\n%s", r.stdout)
 	}
@@ -277,7 +277,7 @@ func TestGc(t *testing.T) {
 		t.Fatalf("gc without --yes removed sessions: %d left", n)
 	}
 	r = e.ok("", "gc", "--all", "--older-than", "1d12h", "--yes")
-	contains(t, "gc", r.stdout, "removed 2 sessions in every project not updated for 1d12h; kept 1 pinned")
+	contains(t, "gc", r.stdout, "moved to the trash 2 sessions in every project not updated for 1d12h; kept 1 pinned")
 	left := e.ls("--all")
 	if len(left) != 2 {
 		t.Fatalf("after gc: %+v", left)
@@ -288,6 +288,26 @@ func TestGc(t *testing.T) {
 		}
 	}
 	e.fails(2, `bad age "soon"`, "gc", "--older-than", "soon")
+
+	// In the trash until the grace period ends: then gc deletes them.
+	if got := e.trash(); len(got) != 2 {
+		t.Fatalf("trash after gc: %+v", got)
+	}
+	r = e.ok("", "gc", "--all", "--yes")
+	if got := e.trash(); len(got) != 2 || strings.Contains(r.stdout, "deleted for good") {
+		t.Fatalf("gc within the grace period emptied the trash: %+v\n%s", got, r.stdout)
+	}
+	// A session trashed 40 days ago is past the default grace of 30.
+	importTrashed(t, e.home, proj, "trashed-long-ago", 40*24*time.Hour)
+	if got := e.trash(); len(got) != 3 {
+		t.Fatalf("trash with an old one: %+v", got)
+	}
+	r = e.ok("", "gc", "--all", "--yes")
+	contains(t, "gc", r.stdout, "deleted for good trashed-long-ago")
+	contains(t, "gc", r.stdout, "deleted for good 1 session from the trash, there for over 30d")
+	if got := e.trash(); len(got) != 2 {
+		t.Fatalf("trash after gc: %+v", got)
+	}
 }
 
 func TestUsageErrorsExit2(t *testing.T) {

@@ -261,7 +261,7 @@ func TestGcAndRmAsk(t *testing.T) {
 
 	// In a terminal gc asks; "n" keeps everything.
 	p := e.startPty("gc")
-	p.expect("old-here", "Delete 1 session for good? [y/N]")
+	p.expect("old-here", "Move 1 session to the trash? [y/N]")
 	p.send("n\r")
 	if code, out := p.wait(); code != 0 || !strings.Contains(out, "nothing deleted") {
 		t.Fatalf("gc answered n: exit %d\n%s", code, out)
@@ -271,9 +271,9 @@ func TestGcAndRmAsk(t *testing.T) {
 	}
 	// "y" deletes this project's old session only.
 	p = e.startPty("gc")
-	p.expect("Delete 1 session for good? [y/N]")
+	p.expect("Move 1 session to the trash? [y/N]")
 	p.send("y\r")
-	if code, out := p.wait(); code != 0 || !strings.Contains(out, "removed 1 session in this project") {
+	if code, out := p.wait(); code != 0 || !strings.Contains(out, "moved to the trash 1 session in this project") {
 		t.Fatalf("gc answered y: exit %d\n%s", code, out)
 	}
 	left := e.ls("--all")
@@ -301,6 +301,12 @@ func TestGcAndRmAsk(t *testing.T) {
 	ms := e.ls()
 	oneLine(t, e.run("", "rm", ms[0].Key.Session, ms[1].Key.Session), 2, "pass --yes", []string{"rm", "a", "b"})
 	p = e.startPty("rm", ms[0].Key.Session, ms[1].Key.Session)
+	p.expect("Move 2 sessions to the trash? [y/N]")
+	p.send("\r")
+	if code, _ := p.wait(); code != 0 || len(e.ls()) != 3 {
+		t.Fatalf("rm answered with Enter: exit %d, %d left", code, len(e.ls()))
+	}
+	p = e.startPty("rm", "--purge", ms[0].Key.Session, ms[1].Key.Session)
 	p.expect("Delete 2 sessions for good? [y/N]")
 	p.send("\r")
 	if code, _ := p.wait(); code != 0 || len(e.ls()) != 3 {
