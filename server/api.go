@@ -54,6 +54,8 @@ func (s *Server) apiRoutes() {
 	s.mux.HandleFunc("POST /api/v1/sessions/{session_id}/compact", s.api(s.idempotent(s.compactSession)))
 	s.mux.HandleFunc("POST /api/v1/sessions/{session_id}/rewind", s.api(s.idempotent(s.rewindSession)))
 	s.mux.HandleFunc("POST /api/v1/sessions/{session_id}/redo", s.api(s.idempotent(s.redoSession)))
+	s.mux.HandleFunc("GET /api/v1/trash", s.api(s.listTrash))
+	s.mux.HandleFunc("POST /api/v1/sessions/{session_id}/restore", s.api(s.restoreSession))
 }
 
 // session is a session as /api/v1 shows it. The fields from created to
@@ -110,13 +112,14 @@ func apiUser(r *http.Request) (User, error) {
 
 // sessionMeta reads the metadata of the session the request's path
 // names, in the user's project. Its error is one the API and the web
-// pages write as it is: a 404 for a bad id or a missing session.
+// pages write as it is: a 404 for a bad id or a missing session, or one
+// in the trash.
 func (s *Server) sessionMeta(r *http.Request) (recall.Meta, error) {
 	key, err := sessionKey(r)
 	if err != nil {
 		return recall.Meta{}, err
 	}
-	m, err := s.store.Stat(r.Context(), key)
+	m, err := s.stat(r.Context(), key)
 	if err != nil {
 		return recall.Meta{}, sessionErr(err, key)
 	}
@@ -298,21 +301,31 @@ func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	// A pinned session goes only with force=true, as recall rm needs --force.
-	if !force {
-		m, err := s.store.Stat(r.Context(), key)
-		if err != nil {
-			return sessionErr(err, key)
-		}
-		if m.Pinned {
-			return &APIError{Status: http.StatusConflict, Type: "invalid_request_error", Code: "session_pinned", NoRetry: true,
-				Message: "The session is pinned: unpin it first, or delete it with force=true."}
-		}
+	purge, err := boolParam(r, "purge")
+	if err != nil {
+		return err
 	}
-	if err := s.store.Remove(r.Context(), key); err != nil {
+	// A session in the trash is gone but to purge=true.
+	m, err := s.store.Stat(r.Context(), key)
+	if err == nil && !m.Trashed.IsZero() && !purge {
+		err = recall.ErrNotFound
+	}
+	if err != nil {
 		return sessionErr(err, key)
 	}
-	s.record(r, audit.ActionDelete, key, nil)
+	// A pinned session goes only with force=true, as recall rm needs --force.
+	if !force && m.Pinned {
+		return &APIError{Status: http.StatusConflict, Type: "invalid_request_error", Code: "session_pinned", NoRetry: true,
+			Message: "The session is pinned: unpin it first, or delete it with force=true."}
+	}
+	if err := s.deleteOrTrash(r.Context(), key, purge); err != nil {
+		return sessionErr(err, key)
+	}
+	var detail map[string]string
+	if purge {
+		detail = map[string]string{"purge": "true"} // for good, not to the trash
+	}
+	s.record(r, audit.ActionDelete, key, detail)
 	writeDeleted(w, key.Session, "session.deleted")
 	return nil
 }

@@ -231,7 +231,7 @@ func (s *Server) sessionSubagents(w http.ResponseWriter, r *http.Request) error 
 		return err
 	}
 	ctx := r.Context()
-	if _, err := s.store.Stat(ctx, key); err != nil {
+	if _, err := s.stat(ctx, key); err != nil {
 		return sessionErr(err, key)
 	}
 	page, err := s.store.List(ctx, key.Project, recall.ListOptions{

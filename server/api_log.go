@@ -144,7 +144,7 @@ func (s *Server) exportSession(w http.ResponseWriter, r *http.Request) (err erro
 	defer s.recordExport(r, key, &err)
 	switch format := r.URL.Query().Get("format"); format {
 	case "", "json":
-		if _, err := s.store.Stat(r.Context(), key); err != nil {
+		if _, err := s.stat(r.Context(), key); err != nil {
 			return sessionErr(err, key)
 		}
 		return s.exportItems(w, r, key)
@@ -223,7 +223,7 @@ func (s *Server) forkSession(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	ctx := r.Context()
-	m, err := s.store.Stat(ctx, key)
+	m, err := s.stat(ctx, key)
 	if err != nil {
 		return sessionErr(err, key)
 	}
@@ -311,7 +311,7 @@ func (s *Server) compactSession(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	ctx := r.Context()
-	if _, err := s.store.Stat(ctx, key); err != nil {
+	if _, err := s.stat(ctx, key); err != nil {
 		return sessionErr(err, key)
 	}
 	res, err := compact.NewSession(s.store, key, s.opts.Compactor, compact.Options{}).RunCompaction(ctx, args)

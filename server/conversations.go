@@ -70,8 +70,17 @@ func newConversationID() string {
 // user's project. An id that is not a valid session ID (a "../", a NUL, a
 // slash, too long) cannot name a conversation: it is a 404, and never
 // reaches the store.
+// A conversation in the trash (a DELETE put it there) is a 404 on every
+// route, as a missing one.
 func (s *Server) convKey(r *http.Request) (recall.Key, error) {
-	return s.userConvKey(r, r.PathValue("conversation_id"))
+	key, err := s.userConvKey(r, r.PathValue("conversation_id"))
+	if err != nil {
+		return key, err
+	}
+	if _, err := s.stat(r.Context(), key); err != nil && !errors.Is(err, recall.ErrNotFound) || isTrashed(err) {
+		return recall.Key{}, notFoundAs(err, key)
+	}
+	return key, nil
 }
 
 // userConvKey returns the key of the user's conversation id.
@@ -166,7 +175,7 @@ func (s *Server) getConversation(w http.ResponseWriter, r *http.Request) error {
 
 // writeConversation answers the conversation at key, as it is now.
 func (s *Server) writeConversation(w http.ResponseWriter, r *http.Request, key recall.Key) error {
-	m, err := s.store.Stat(r.Context(), key)
+	m, err := s.stat(r.Context(), key)
 	if err != nil {
 		return notFoundAs(err, key)
 	}
@@ -210,7 +219,8 @@ func (s *Server) deleteConversation(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
-	if err := s.store.Remove(r.Context(), key); err != nil {
+	// Gone for the API's clients (a 404 from now on), kept in the trash.
+	if err := s.deleteOrTrash(r.Context(), key, false); err != nil {
 		return notFoundAs(err, key)
 	}
 	s.record(r, audit.ActionDelete, key, map[string]string{"api": "conversations"})

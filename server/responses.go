@@ -196,7 +196,7 @@ func (s *Server) startTurn(r *http.Request, convID string, req responseRequest) 
 	if err != nil {
 		return nil, nil, asConversationParam(notFoundAs(err, key))
 	}
-	if last == 0 {
+	if _, err := s.stat(ctx, key); last == 0 || errors.Is(err, recall.ErrNotFound) {
 		return nil, nil, asConversationParam(conversationNotFound(convID))
 	}
 	if s.overContext(live, input, req.Instructions) && s.opts.Compactor != nil {

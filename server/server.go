@@ -90,6 +90,12 @@ type Options struct {
 	// client of its own, without an overall timeout (a stream lasts as
 	// long as the model writes; a client that goes away cancels it).
 	UpstreamClient *http.Client
+	// TrashGrace is how long a deleted session stays in the trash,
+	// restorable (POST /api/v1/sessions/{id}/restore), before the server
+	// deletes it for good: each delete sweeps the user's trash of what
+	// has been there longer. Default: recall.DefaultTrashGrace (30 days).
+	// A negative TrashGrace never sweeps (recall gc --grace still does).
+	TrashGrace time.Duration
 	// ContextTokens is the context a model takes, estimated at 4 bytes of
 	// JSON a token. When a conversation's view plus a request's input is
 	// over it, POST /v1/responses compacts the conversation with

@@ -102,6 +102,8 @@ func (s *Server) webRoutes() {
 	s.mux.HandleFunc("GET /s/{session_id}/delete", s.page(s.webConfirmDelete))
 	s.mux.HandleFunc("GET /s/{session_id}/export", s.page(s.webExport))
 	s.mux.HandleFunc("POST /s/{session_id}/{action}", s.page(s.webAction))
+	s.mux.HandleFunc("GET /trash", s.page(s.webTrash))
+	s.mux.HandleFunc("POST /trash/{session_id}/restore", s.page(s.webRestore))
 }
 
 func (s *Server) webStatic(w http.ResponseWriter, r *http.Request) error {

@@ -211,10 +211,13 @@ func (s *Server) webAction(w http.ResponseWriter, r *http.Request) error {
 			back = "/s/" + url.PathEscape(newKey.Session)
 		}
 	case "delete":
-		if m.Pinned { // as recall rm without --force and the API without force=true
-			return pageError(http.StatusConflict, "This session is pinned: unpin it first.")
+		// A pinned session goes only when the confirmation page's
+		// checkbox said so, as recall rm needs --force and the API
+		// force=true.
+		if m.Pinned && r.PostFormValue("force") != "1" {
+			return pageError(http.StatusConflict, "This session is pinned: confirm that it goes anyway, or unpin it first.")
 		}
-		if err = s.store.Remove(ctx, key); err == nil {
+		if err = s.deleteOrTrash(ctx, key, false); err == nil {
 			s.record(r, audit.ActionDelete, key, map[string]string{"via": "web"})
 			back = "/"
 		}

@@ -91,7 +91,7 @@ func (ws *watches) poll(ctx context.Context, key recall.Key, w *watch) {
 			return
 		}
 		ws.mu.Unlock()
-		m, err := ws.s.store.Stat(ctx, key)
+		m, err := ws.s.stat(ctx, key)
 		if ctx.Err() != nil {
 			return
 		}
