@@ -255,9 +255,13 @@ func (s *Server) updateSession(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	// Each change is guarded by the session's existence (IfExists), so a
-	// missing session is a 404 and a removed one is never brought back.
+	// missing session is a 404 and a removed one is never brought back;
+	// one in the trash is a 404 too.
 	ctx := r.Context()
-	var m recall.Meta
+	m, err := s.stat(ctx, key)
+	if err != nil {
+		return sessionErr(err, key)
+	}
 	if body.Pinned != nil || body.Archived != nil || body.Labels != nil {
 		c := recall.MetaChange{Pinned: body.Pinned, Archived: body.Archived}
 		if body.Labels != nil {

@@ -31,6 +31,9 @@ func (s *Server) sessionEntries(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if _, err := s.stat(r.Context(), key); isTrashed(err) {
+		return sessionErr(err, key) // the session, or its records
+	}
 	if sub := r.URL.Query().Get("subpath"); sub != "" {
 		key.Subpath = sub
 		if key.Validate() != nil {
@@ -141,12 +144,12 @@ func (s *Server) exportSession(w http.ResponseWriter, r *http.Request) (err erro
 	if err != nil {
 		return err
 	}
+	if _, err := s.stat(r.Context(), key); err != nil {
+		return sessionErr(err, key)
+	}
 	defer s.recordExport(r, key, &err)
 	switch format := r.URL.Query().Get("format"); format {
 	case "", "json":
-		if _, err := s.stat(r.Context(), key); err != nil {
-			return sessionErr(err, key)
-		}
 		return s.exportItems(w, r, key)
 	case "jsonl":
 		return s.exportEntries(w, r, key)

@@ -220,10 +220,11 @@ func TestAPISessionLifecycle(t *testing.T) {
 			e.do("GET", "/api/v1/sessions/"+pinned, "alice", nil).want(t, http.StatusOK)
 			e.do("DELETE", "/api/v1/sessions/"+pinned+"?force=true", "alice", nil).want(t, http.StatusOK)
 			e.do("GET", "/api/v1/sessions/"+pinned, "alice", nil).wantError(t, http.StatusNotFound)
-			// A deleted session stays deleted: an update does not bring it back.
+			// A deleted session stays deleted: an update does not bring it
+			// back from the trash.
 			e.do("PATCH", "/api/v1/sessions/"+other, "alice", `{"pinned":true}`).wantError(t, http.StatusNotFound)
-			if _, err := e.st.Stat(ctx, recall.Key{Project: "user.alice", Session: other}); err == nil {
-				t.Fatal("a PATCH brought a deleted session back")
+			if m, err := e.st.Stat(ctx, recall.Key{Project: "user.alice", Session: other}); err != nil || m.Trashed.IsZero() || m.Pinned {
+				t.Fatalf("a PATCH brought a deleted session back: %+v, %v", m, err)
 			}
 		})
 	}

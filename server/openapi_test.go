@@ -304,6 +304,10 @@ func TestOpenAPIResponses(t *testing.T) {
 	c.check("POST", sp+"/redo", "alice", nil, 409, true)
 	c.check("POST", sp+"/rewind", "alice", obj{"to": "nope"}, 400, true)
 	c.check("DELETE", "/api/v1/sessions/"+fork.ID, "alice", nil, 200, true)
+	c.check("GET", "/api/v1/trash?limit=5", "alice", nil, 200, true)
+	c.check("POST", "/api/v1/sessions/"+fork.ID+"/restore", "alice", nil, 200, true)
+	c.check("POST", "/api/v1/sessions/"+fork.ID+"/restore", "alice", nil, 404, true)
+	c.check("DELETE", "/api/v1/sessions/"+fork.ID+"?purge=true", "alice", nil, 200, true)
 	c.check("DELETE", cp, "alice", nil, 200, true)
 	c.check("GET", "/api/v1/audit?limit=3", "root", nil, 200, true)
 

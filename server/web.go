@@ -48,7 +48,8 @@ const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 
 // authenticated by cookie rather than by bearer token.
 func isWebPath(p string) bool {
 	return p == "/" || p == "/signin" || p == "/signout" ||
-		strings.HasPrefix(p, "/static/") || strings.HasPrefix(p, "/s/")
+		strings.HasPrefix(p, "/static/") || strings.HasPrefix(p, "/s/") ||
+		p == "/trash" || strings.HasPrefix(p, "/trash/")
 }
 
 // securityHeaders sets the headers every page and asset carries.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -523,11 +522,52 @@ func TestWebBrowser(t *testing.T) {
 			t.Fatalf("deleted before the confirmation: %v", err)
 		}
 		browse(t, alice, chromedp.Click(chromedp.CSS("#confirm-delete")), chromedp.WaitVisible(chromedp.CSS("#rows")))
-		if _, err := e.st.Stat(ctx, recall.Key{Project: "user.alice", Session: doomed}); !errors.Is(err, recall.ErrNotFound) {
-			t.Errorf("after delete: %v, want ErrNotFound", err)
+		key := recall.Key{Project: "user.alice", Session: doomed}
+		if m, err := e.st.Stat(ctx, key); err != nil || m.Trashed.IsZero() {
+			t.Errorf("after delete: %+v, %v; want it in the trash", m, err)
 		}
 		if strings.Contains(eval[string](t, alice, `document.body.innerText`), "Delete me") {
 			t.Error("the deleted session is still listed")
+		}
+		for _, p := range []string{"/s/" + doomed, "/s/" + doomed + "/export?format=jsonl", "/s/" + doomed + "/delete"} {
+			if status := eval[int](t, alice, `fetch("`+p+`").then(r => r.status)`); status != http.StatusNotFound {
+				t.Errorf("GET %s of a session in the trash: %d, want 404", p, status)
+			}
+		}
+
+		// The Trash page lists it; Restore brings it back, as it was.
+		browse(t, alice, chromedp.Click(chromedp.CSS("#trash-link")), chromedp.WaitVisible(chromedp.CSS("#trash")))
+		if !strings.Contains(eval[string](t, alice, `document.querySelector("#trash").innerText`), "Delete me") {
+			t.Fatal("the Trash page does not list the deleted session")
+		}
+		browse(t, alice, chromedp.Click(chromedp.CSS(`#trash li[data-id="`+doomed+`"] button.restore`)), chromedp.WaitVisible(chromedp.CSS("#delete")))
+		if got := location(t, alice); got != "/s/"+doomed {
+			t.Errorf("after Restore at %q, want the session's page", got)
+		}
+		if m, err := e.st.Stat(ctx, key); err != nil || !m.Trashed.IsZero() || m.ItemCount != 1 || m.Title != "Delete me" {
+			t.Errorf("after Restore: %+v, %v", m, err)
+		}
+		browse(t, alice, chromedp.Navigate(e.a.URL+"/trash"), chromedp.WaitVisible(chromedp.CSS("#trash-empty")))
+	})
+
+	t.Run("DeletePinnedAsks", func(t *testing.T) {
+		pinned := e.session(t, "alice", "Pinned keeper", recall.Message("user", "keep"))
+		key := recall.Key{Project: "user.alice", Session: pinned}
+		if _, err := recall.NewSession(e.st, key).ChangeMeta(ctx, recall.MetaChange{Pinned: new(true)}); err != nil {
+			t.Fatal(err)
+		}
+		browse(t, alice, chromedp.Navigate(e.a.URL+"/s/"+pinned+"/delete"), chromedp.WaitVisible(chromedp.CSS("#force")))
+		// Unticked, the form does not go: the browser asks for the box.
+		browse(t, alice, chromedp.Click(chromedp.CSS("#confirm-delete")))
+		if !eval[bool](t, alice, `!document.querySelector("#force").validity.valid`) || location(t, alice) != "/s/"+pinned+"/delete" {
+			t.Fatal("the confirmation of a pinned session went without its box ticked")
+		}
+		if m, err := e.st.Stat(ctx, key); err != nil || !m.Trashed.IsZero() {
+			t.Fatalf("a pinned session went without its confirmation: %+v, %v", m, err)
+		}
+		browse(t, alice, chromedp.Click(chromedp.CSS("#force")), chromedp.Click(chromedp.CSS("#confirm-delete")), chromedp.WaitVisible(chromedp.CSS("#rows")))
+		if m, err := e.st.Stat(ctx, key); err != nil || m.Trashed.IsZero() || !m.Pinned {
+			t.Errorf("after the confirmed delete of a pinned session: %+v, %v; want it in the trash, still pinned", m, err)
 		}
 	})
 

@@ -155,10 +155,11 @@ func (s *Server) webConfirmDelete(w http.ResponseWriter, r *http.Request) error 
 }
 
 func (s *Server) webExport(w http.ResponseWriter, r *http.Request) error {
-	key, err := sessionKey(r)
+	m, err := s.sessionMeta(r)
 	if err != nil {
 		return err
 	}
+	key := m.Key
 	format := r.URL.Query().Get("format")
 	f, err := export.ParseFormat(format)
 	if err != nil {
