@@ -61,7 +61,7 @@ func ExampleStoreSession_Create_lifecycle() {
 		Limit: 20, Oldest: true, After: live[0].Ref}) // O(page) on every store here
 	fork, err := sess.Fork(ctx, lastSeq, newKey)                                     // the view as of a seq, as a new session
 	removed, err := sess.RemoveItem(ctx, live[1].Ref)                                // any one item; the log keeps it
-	rep, err := recall.Cleanup(ctx, store, recall.CleanupOptions{OlderThan: cutoff}) // untouched since the cutoff, unpinned
+	rep, err := recall.Cleanup(ctx, store, recall.CleanupOptions{OlderThan: cutoff}) // to the trash: untouched since the cutoff, unpinned
 
 	if err != nil {
 		log.Fatal(err)
@@ -73,6 +73,32 @@ func ExampleStoreSession_Create_lifecycle() {
 	// "Ticket 4711" pinned true map[], 2 items read at seq 6
 	// the page after the first item: "Let me check."
 	// fork: 2 items; removed "Let me check."; cleanup removed 0
+}
+
+// A delete moves a session to the trash, from where it comes back as it
+// was; only EmptyTrash (or Store.Remove) deletes bytes.
+func ExampleStoreSession_Trash() {
+	ctx := context.Background()
+	store := memstore.New(memstore.Options{})
+	defer store.Close()
+	sess := recall.NewSession(store, recall.Key{Project: "demo", Session: "ticket-4711"})
+	if err := sess.AddItems(ctx, recall.Message("user", "My order is late.")); err != nil {
+		log.Fatal(err)
+	}
+
+	m, err := sess.Trash(ctx)                                                             // out of every List and Search; Meta.Trashed is set
+	trash, err := store.List(ctx, "demo", recall.ListOptions{Trashed: true})              // the trash, paged like any List
+	m, err = sess.Restore(ctx)                                                            // back as it was: items, title, pins, labels
+	_, err = sess.Trash(ctx)                                                              // and again
+	grace := time.Now().Add(-recall.DefaultTrashGrace)                                    // 30 days
+	rep, err := recall.EmptyTrash(ctx, store, recall.EmptyTrashOptions{OlderThan: grace}) // deletes for good what was trashed before
+
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("%d in the trash; restored with %d item; emptying now deletes %d\n", len(trash.Sessions), m.ItemCount, len(rep.Removed))
+	// Output:
+	// 1 in the trash; restored with 1 item; emptying now deletes 0
 }
 
 // Search pages through hits with a cursor.

@@ -47,6 +47,8 @@ type serveFlags struct {
 	tokenTTL time.Duration
 	// auditKeep is --audit-retention: an age, or "never".
 	auditKeep string
+	// trash is --trash-grace: an age, or "never".
+	trash     string
 	logFormat string
 	hosts     []string // --allowed-host
 	model     modelFlags
@@ -117,6 +119,7 @@ closes the store.`,
 	fl.DurationVar(&f.grace, "shutdown-timeout", 30*time.Second, "on SIGINT/SIGTERM, how long requests in flight may take to finish")
 	fl.StringVar(&f.auditKeep, "audit-retention", "365d", "how long the audit log ('recall audit') keeps an event: an age such as 90d or 1y, or never")
 	fl.DurationVar(&f.tokenTTL, "token-cache", server.DefaultTokenTTL, "how long a verified token is kept before the store is asked again: a token revoked elsewhere is refused within it (0: ask on every request)")
+	fl.StringVar(&f.trash, "trash-grace", "30d", "how long a deleted session stays in the trash, restorable, before it is deleted for good (y, w, d, h, m, s; never: keep it)")
 	fl.StringVar(&f.logFormat, "log-format", "text", "log lines as text (logfmt) or json")
 	fl.StringVar(&f.upstream, "upstream", "", "relay POST /v1/responses to the OpenAI-compatible model server at `URL`, keeping conversations (e.g. http://localhost:11434/v1)")
 	fl.StringVar(&f.upstreamAPI, "upstream-api", "", "the upstream's wire API: responses or chat (default $RECALL_API, else responses for OpenAI and chat for other servers)")
@@ -174,6 +177,12 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	opts := server.Options{Auth: auth, AllowedHosts: f.hosts, Logger: log, RateLimit: rate.Limit(f.rate), Burst: f.burst, MaxBodyBytes: f.maxBody}
 	if f.rate == 0 {
 		opts.RateLimit = -1 // server.Options: negative turns limiting off
+	}
+	opts.TrashGrace = -1 // server.Options: negative never empties the trash
+	if f.trash != "never" {
+		if opts.TrashGrace, err = parseAge(f.trash); err != nil {
+			return usageError("--trash-grace takes an age such as 30d or 1y, or never", "%v", err)
+		}
 	}
 	opts.TokenTTL = f.tokenTTL
 	if f.tokenTTL == 0 {
