@@ -31,6 +31,9 @@ func (s *Server) rewindSession(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if _, err := s.stat(r.Context(), key); isTrashed(err) {
+		return sessionErr(err, key)
+	}
 	var body rewindRequest
 	if err := s.readJSON(w, r, &body); err != nil {
 		return err
@@ -69,6 +72,9 @@ func (s *Server) redoSession(w http.ResponseWriter, r *http.Request) error {
 	key, err := sessionKey(r)
 	if err != nil {
 		return err
+	}
+	if _, err := s.stat(r.Context(), key); isTrashed(err) {
+		return sessionErr(err, key)
 	}
 	n, err := recall.NewSession(s.store, key).Redo(r.Context())
 	if errors.Is(err, recall.ErrNothingToRedo) {

@@ -40,6 +40,7 @@ func TestTrashAPI(t *testing.T) {
 		{"GET", cp, ""}, {"GET", cp + "/items", ""}, {"POST", cp + "/items", `{"items":[{"role":"user","content":"x"}]}`},
 		{"POST", cp, `{"metadata":{}}`}, {"DELETE", cp, ""},
 		{"GET", sp, ""}, {"PATCH", sp, `{"pinned":true}`}, {"GET", sp + "/entries", ""}, {"GET", sp + "/export", ""}, {"GET", sp + "/export?format=jsonl", ""}, {"GET", sp + "/export?format=markdown", ""},
+		{"POST", sp + "/rewind", `{"to":null}`}, {"POST", sp + "/redo", ""},
 		{"GET", sp + "/usage", ""}, {"GET", sp + "/subagents", ""}, {"DELETE", sp, ""},
 		{"POST", "/v1/responses", `{"model":"m","input":"x","conversation":"` + id + `"}`},
 	} {
