@@ -78,9 +78,9 @@ type projectLister interface {
 
 // Projects lists every project that holds at least one main session
 // (archived ones and those in the trash included), sorted by name, with
-// its session count and
-// latest Updated. A store may read them natively (storekit.ProjectLister);
-// otherwise Projects lists every main session and counts them per project.
+// its session count and latest Updated. A store may read them natively
+// (storekit.ProjectLister); otherwise Projects lists every main session
+// and counts them per project.
 func Projects(ctx context.Context, s Store) ([]ProjectInfo, error) {
 	if p, ok := As[projectLister](s); ok {
 		return p.Projects(ctx)

@@ -332,6 +332,7 @@ func (s *Server) sweepIdempotency(ctx context.Context) {
 	rep, err := recall.Cleanup(ctx, s.store, recall.CleanupOptions{
 		OlderThan: time.Now().Add(-2 * IdempotencyTTL),
 		Project:   IdempotencyProject,
+		Purge:     true, // the server's own records, not users' sessions: no trash
 	})
 	if err != nil {
 		if errors.Is(err, context.Canceled) {

@@ -25,13 +25,16 @@ type Forker interface {
 	Fork(ctx context.Context, key recall.Key, atSeq int64, newKey recall.Key) (recall.Meta, error)
 }
 
-// Cleaner is a recall.Cleanup written natively, typically as one query or
-// under one lock. Without it, recall.Cleanup lists the sessions (List with
-// IncludeArchived) and removes each that qualifies with Remove. That
-// fallback is not atomic: a session that becomes active between the list
-// and its removal is removed all the same.
+// Cleaner is a recall.Cleanup with CleanupOptions.Purge written
+// natively, typically as one query or under one lock: it deletes the
+// sessions for good, those in the trash too, whatever opts.Purge says.
+// recall.Cleanup uses it only for a purge (a move to the trash is an
+// append, guarded per session). Without it, recall.Cleanup lists the
+// sessions (List with IncludeArchived, and with Trashed) and removes each
+// that qualifies with Remove. That fallback is not atomic: a session that
+// becomes active between the list and its removal is removed all the same.
 type Cleaner interface {
-	// Cleanup behaves as recall.Cleanup documents.
+	// Cleanup behaves as recall.Cleanup with opts.Purge documents.
 	Cleanup(ctx context.Context, opts recall.CleanupOptions) (recall.CleanupReport, error)
 }
 
