@@ -3,7 +3,6 @@ package server_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -271,11 +270,17 @@ func testConversationsAPI(t *testing.T, st recall.Store) {
 		}
 	}
 
-	// Delete: gone for good, and adding items does not bring it back.
+	// Delete: gone for the API's clients, and adding items does not
+	// bring it back.
 	del, err := c.Conversations.Delete(ctx, conv.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
+	trashed, err := st.Stat(ctx, localKey(conv.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	trashedAt := trashed.LastSeq
 	if del.ID != conv.ID || !del.Deleted || del.Object != "conversation.deleted" {
 		t.Errorf("delete: %s", del.RawJSON())
 	}
@@ -289,8 +294,10 @@ func testConversationsAPI(t *testing.T, st recall.Store) {
 	wantAPIError(t, err, http.StatusNotFound, "conversation_id", "not found")
 	_, err = c.Conversations.Delete(ctx, conv.ID)
 	wantAPIError(t, err, http.StatusNotFound, "conversation_id", "not found")
-	if _, err := st.Stat(ctx, localKey(conv.ID)); !errors.Is(err, recall.ErrNotFound) {
-		t.Errorf("the deleted conversation is back in the store: %v", err)
+	// It is in the trash, restorable through /api/v1, and none of the
+	// refused calls brought it back or wrote to it.
+	if m, err := st.Stat(ctx, localKey(conv.ID)); err != nil || m.Trashed.IsZero() || m.LastSeq != trashedAt {
+		t.Errorf("the deleted conversation is not in the trash as it was deleted: %+v, %v (last seq %d then)", m, err, trashedAt)
 	}
 }
 

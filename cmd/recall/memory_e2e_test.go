@@ -303,9 +303,14 @@ func TestShowSubagents(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &v); err != nil || len(v.Subagents) != 2 || len(v.Subagents[1].Items) != 2 {
 		t.Errorf("show --subagents --json = %s, %v", r.stdout, err)
 	}
-	// removing the parent removes the records
+	// moving the parent to the trash keeps the records; purging it
+	// removes them
 	e.ok("", "rm", id)
+	if _, err := os.Stat(filepath.Join(e.home, "projects", proj, id)); err != nil {
+		t.Errorf("records gone after rm to the trash: %v", err)
+	}
+	e.ok("", "rm", "--purge", id)
 	if _, err := os.Stat(filepath.Join(e.home, "projects", proj, id)); !os.IsNotExist(err) {
-		t.Errorf("records left after rm: %v", err)
+		t.Errorf("records left after rm --purge: %v", err)
 	}
 }
