@@ -34,7 +34,10 @@ func (s *Store) List(ctx context.Context, project string, opts recall.ListOption
 		return recall.Page{}, fmt.Errorf("redisstore: list: %w", err)
 	}
 	var idx string
-	f := filter{archived: !opts.IncludeArchived && !opts.Trashed, trash: opts.Trashed}
+	f := filter{archived: !opts.IncludeArchived && !opts.Trashed, trash: trashLeftOut}
+	if opts.Trashed {
+		f.trash = trashOnly
+	}
 	switch {
 	case opts.Parent != "":
 		idx = s.k.sub(recall.Key{Project: project, Session: opts.Parent})
@@ -83,19 +86,29 @@ func (s *Store) List(ctx context.Context, project string, opts recall.ListOption
 type filter struct {
 	archived bool // skip archived sessions
 	unpinned bool // skip sessions that are not pinned
-	trash    bool // return only the sessions in the trash, not the others
+	trash    trashFilter
 	// the index is one of pinned sessions: skip those that are not, and
 	// unindex them from the pinned indexes
 	pinIndex bool
 }
 
+// trashFilter is what scan does with the sessions in the trash (the
+// list script's ARGV[8]).
+type trashFilter string
+
+const (
+	trashLeftOut trashFilter = "0" // skip them
+	trashOnly    trashFilter = "1" // skip the others
+	trashToo     trashFilter = "2" // skip neither
+)
+
 // scan calls fn for up to want sessions of index idx after bound start, in
 // index order, skipping those f says. The list script unindexes members
 // whose session is gone, so each call checks ctx first.
 func (s *Store) scan(ctx context.Context, idx string, start bound, want int, f filter, fn func(m recall.Meta)) error {
-	skip, pin, trash := "0", "", "0"
-	if f.trash {
-		trash = "1"
+	skip, pin, trash := "0", "", string(f.trash)
+	if trash == "" {
+		trash = string(trashLeftOut)
 	}
 	if f.archived {
 		skip = "1"
@@ -209,7 +222,7 @@ func (s *Store) Cleanup(ctx context.Context, opts recall.CleanupOptions) (recall
 		return rep, nil
 	}
 	var old []recall.Meta
-	err := s.scan(ctx, s.k.all(opts.Project), olderThan(opts.OlderThan), math.MaxInt32, filter{}, func(m recall.Meta) {
+	err := s.scan(ctx, s.k.all(opts.Project), olderThan(opts.OlderThan), math.MaxInt32, filter{trash: trashToo}, func(m recall.Meta) {
 		switch {
 		case !m.Updated.Before(opts.OlderThan):
 		case m.Pinned:

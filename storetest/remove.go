@@ -156,6 +156,7 @@ type cleanupSessions struct {
 	atCutoff         recall.Key // updated at the cutoff: kept
 	revived, recent  recall.Key // updated now: kept
 	oldSub           recall.Key // a recent record of oldA: goes with it
+	oldTrashed       recall.Key // old and in the trash: purged, else left there
 }
 
 // testCleanup checks Cleanup with Purge: sessions not updated since the
@@ -174,11 +175,17 @@ func checkCleanup(e *env, purge bool) {
 
 	before := sortedListedKeys(e)
 	metas := map[recall.Key]recall.Meta{}
-	for _, k := range before {
+	for _, k := range append(before, cs.oldTrashed) {
 		metas[k] = e.mustStat(k)
 	}
 	wantGone := []recall.Key{cs.oldA, cs.oldB, cs.oldQ}
+	gonePQ := []recall.Key{cs.oldA, cs.oldB} // of project p
+	if purge {
+		wantGone = append(wantGone, cs.oldTrashed)
+		gonePQ = append(gonePQ, cs.oldTrashed)
+	}
 	slices.SortFunc(wantGone, compareKeys)
+	slices.SortFunc(gonePQ, compareKeys)
 
 	rep, err := recall.Cleanup(e.ctx, e.s, recall.CleanupOptions{OlderThan: cutoff, DryRun: true, Purge: purge})
 	if err != nil {
@@ -205,13 +212,13 @@ func checkCleanup(e *env, purge bool) {
 	if err != nil {
 		t.Fatalf("Cleanup: %v", err)
 	}
-	checkCleanupReport(t, "Cleanup", rep, []recall.Key{cs.oldA, cs.oldB}, 1, metas)
+	checkCleanupReport(t, "Cleanup", rep, gonePQ, 1, metas)
 	want := []recall.Key{cs.atCutoff, cs.oldPinned, cs.recent, cs.revived}
 	slices.SortFunc(want, compareKeys)
 	if got := sortedListedKeys(e); !slices.Equal(got, want) {
 		t.Errorf("after Cleanup the store holds %v, want %v", got, want)
 	}
-	for _, k := range []recall.Key{cs.oldA, cs.oldB, cs.oldQ, cs.oldSub} {
+	for _, k := range []recall.Key{cs.oldA, cs.oldB, cs.oldQ, cs.oldSub, cs.oldTrashed} {
 		m, err := e.s.Stat(e.ctx, k)
 		switch {
 		case purge && !errors.Is(err, recall.ErrNotFound):
@@ -225,8 +232,8 @@ func checkCleanup(e *env, purge bool) {
 	if !purge {
 		trash := keysOf(listAll(t, e.ctx, e.s, "", recall.ListOptions{Limit: -1, Trashed: true}))
 		slices.SortFunc(trash, compareKeys)
-		if !slices.Equal(trash, wantGone) {
-			t.Errorf("after Cleanup the trash holds %v, want %v", trash, wantGone)
+		if want := sortedKeys(append(wantGone, cs.oldTrashed)...); !slices.Equal(trash, want) {
+			t.Errorf("after Cleanup the trash holds %v, want %v", trash, want)
 		}
 		e.wantView(cs.oldSub, []recall.Item{msg("recent record of an old session")})
 	}
@@ -266,6 +273,7 @@ func importCleanupSessions(e *env) cleanupSessions {
 	e.mustAdd(cs.revived, msg("recent")) // an old session updated now is recent
 	cs.recent = recall.Key{Project: "p", Session: "recent"}
 	e.mustAdd(cs.recent, msg("recent"))
+	cs.oldTrashed = old("p", "old-trashed", 0, recall.NewEntry(recall.KindMeta, recall.MetaChange{Trashed: &yes}))
 	cs.oldSub = recall.Key{Project: "p", Session: "old-a", Subpath: "subagents/x"}
 	e.mustAdd(cs.oldSub, msg("recent record of an old session"))
 	return cs

@@ -11,14 +11,15 @@
 -- an index of pinned sessions (P idx:pin[:<project>]), which unindexes
 -- them from both pinned indexes as they are met: a session an older
 -- version of this package unpinned stays behind in them until then. [8]
--- '1' to return only the sessions in the trash, else those not in it.
+-- '1' to return only the sessions in the trash, '2' those and the others,
+-- else only those not in it.
 --
 -- Returns {next score, next member, member, hash, member, hash, ...}: the
 -- next bound to go on from when the budget ran out first, else '', ''.
 prune(16)
 local idx, want, skiparch, budget = KEYS[1], tonumber(ARGV[4]), ARGV[5] == '1', tonumber(ARGV[6])
 local pinmode = ARGV[7] or ''
-local trashmode = ARGV[8] == '1'
+local trashmode = ARGV[8] or '0'
 local r = rank(idx, ARGV[2], ARGV[3])
 local out = {'', ''}
 local found = 0
@@ -43,7 +44,7 @@ while found < want and budget > 0 do
       redis.call('ZREM', pinidx(p), m)
     else
       r = r + 1
-      if not (skiparch and arch == '1') and not (pinmode == '1' and unpinned) and (f[3] and true or false) == trashmode then
+      if not (skiparch and arch == '1') and not (pinmode == '1' and unpinned) and (trashmode == '2' or (f[3] and '1' or '0') == trashmode) then
         out[#out + 1] = m
         out[#out + 1] = redis.call('HGETALL', mk)
         found = found + 1
