@@ -45,7 +45,18 @@ func TestRotate(t *testing.T) {
 	oldKey, newKey := newKEK(t), newKEK(t)
 	inner := memstore.New(memstore.Options{})
 	defer inner.Close()
-	keys := writeSecrets(t, encrypt.Wrap(nopClose{inner}, encrypt.Keyring{Current: oldKey}, encrypt.Options{}))
+	first := encrypt.Wrap(nopClose{inner}, encrypt.Keyring{Current: oldKey}, encrypt.Options{})
+	keys := writeSecrets(t, first)
+	// A session in the trash is rotated too: a restore brings it back.
+	var trashed recall.Key
+	for _, k := range keys {
+		if k.IsMain() && k != keys[0] {
+			trashed = k
+		}
+	}
+	if _, err := recall.NewSession(first, trashed).Trash(ctx); err != nil {
+		t.Fatal(err)
+	}
 	before := map[recall.Key][]recall.Entry{}
 	for _, k := range keys {
 		before[k] = rawLog(t, inner, k)
@@ -85,6 +96,9 @@ func TestRotate(t *testing.T) {
 
 	// The old key is gone: the new one reads everything, and writes on.
 	st := encrypt.Wrap(nopClose{inner}, encrypt.Keyring{Current: newKey}, encrypt.Options{})
+	if _, err := recall.NewSession(st, trashed).Restore(ctx); err != nil {
+		t.Fatal(err)
+	}
 	checkSecrets(t, st)
 	if err := recall.NewSession(st, keys[0]).AddItems(ctx, recall.Item(`{"type":"message","role":"user","content":"after rotation"}`)); err != nil {
 		t.Fatal(err)

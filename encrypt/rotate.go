@@ -119,7 +119,8 @@ type RotateFailure struct {
 // Rotate wraps the data keys of every session of st, a store Wrap
 // returned (every project, main
 // sessions and subagent records) under each project's current key,
-// without rewriting any log: for each session whose sealed payloads name
+// without rewriting any log: for each session (those in the trash too,
+// which a restore brings back) whose sealed payloads name
 // another key, it appends one KindRewrap entry holding its data keys
 // wrapped under the current key. The keyring must hold the old keys too
 // (Keyring.Old) while Rotate runs; afterwards the old keys open nothing
@@ -172,10 +173,12 @@ func Rotate(ctx context.Context, st recall.Store, progress func(recall.Key)) (Ro
 				}
 			}
 		}
-		if page.Next == "" {
+		if page.Next == "" && opts.Trashed {
 			return rep, nil
 		}
-		opts.Cursor = page.Next
+		if opts.Cursor = page.Next; opts.Cursor == "" {
+			opts.Trashed = true // then the sessions in the trash, restorable
+		}
 	}
 }
 
