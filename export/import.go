@@ -48,6 +48,13 @@ type ImportOptions struct {
 	// another. Default: the exported session's own ID, or a new one (see
 	// Import).
 	Session string
+	// Rewrite, when set, is applied to every exported entry (of the
+	// session and of its subagent records) before it is compared with
+	// the log at the key and written, as a redaction of secrets
+	// (secrets.Redactor.Entries) is: importing the same export twice then
+	// still finds the log it wrote. It must keep the entry's seq. Default:
+	// entries are imported as they are.
+	Rewrite func(recall.Entry) recall.Entry
 }
 
 // Import status values (ImportResult.Status).
@@ -112,7 +119,7 @@ func Import(ctx context.Context, st recall.Store, s *Session, opts ImportOptions
 		if sub.Meta.Key.Subpath == "" {
 			return res, fmt.Errorf("%w: subagent record of %s without a subpath", ErrInvalidLog, s.Meta.Key)
 		}
-		r, err := Import(ctx, st, sub, ImportOptions{Project: res.Key.Project, Session: res.Key.Session})
+		r, err := Import(ctx, st, sub, ImportOptions{Project: res.Key.Project, Session: res.Key.Session, Rewrite: opts.Rewrite})
 		if err != nil {
 			return res, err
 		}
@@ -171,7 +178,7 @@ func ImportJSONL(ctx context.Context, st recall.Store, r io.Reader, opts ImportO
 		default:
 			err = next()
 			if err == nil && l.Nested {
-				cur, err = newLogImport(ctx, st, l.Header.Key, ImportOptions{Project: res.Key.Project, Session: res.Key.Session})
+				cur, err = newLogImport(ctx, st, l.Header.Key, ImportOptions{Project: res.Key.Project, Session: res.Key.Session, Rewrite: opts.Rewrite})
 			} else if err == nil {
 				if err = report(); err == nil {
 					head = *l.Header

@@ -28,11 +28,12 @@ const (
 // each back. A log that differs from the one at the key moves to a new
 // ID, when it may (move), taking the entries that matched from there.
 type logImport struct {
-	ctx  context.Context
-	st   recall.Store
-	from recall.Key
-	move bool
-	res  ImportResult
+	ctx     context.Context
+	st      recall.Store
+	from    recall.Key
+	move    bool
+	rewrite func(recall.Entry) recall.Entry // ImportOptions.Rewrite
+	res     ImportResult
 
 	n    int   // entries put, damaged ones made included
 	next int64 // the seq the next exported entry should have; 0 before the first
@@ -59,7 +60,7 @@ func newLogImport(ctx context.Context, st recall.Store, from recall.Key, opts Im
 	if err := key.Validate(); err != nil {
 		return nil, fmt.Errorf("export: import into: %w", err)
 	}
-	im := &logImport{ctx: ctx, st: st, from: from, move: opts.Session == "" && key.IsMain(),
+	im := &logImport{ctx: ctx, st: st, from: from, move: opts.Session == "" && key.IsMain(), rewrite: opts.Rewrite,
 		res: ImportResult{Key: key, From: from, Status: StatusNew}}
 	_, err := st.Stat(ctx, key)
 	switch {
@@ -76,6 +77,9 @@ func newLogImport(ctx context.Context, st recall.Store, from recall.Key, opts Im
 // KindDamaged): a seq the log lacks before it becomes a damaged entry,
 // and so does an entry a store would refuse.
 func (im *logImport) entry(e recall.Entry) error {
+	if im.rewrite != nil {
+		e = im.rewrite(e)
+	}
 	if im.next == 0 {
 		im.next = 1
 		if purgedStart(e) {

@@ -49,9 +49,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
-
-	"github.com/zricethezav/gitleaks/v8/detect"
 )
 
 // ErrInvalidPattern reports a user pattern that has no name or does not
@@ -80,6 +77,9 @@ type Redactor struct {
 type pattern struct {
 	name string
 	re   *regexp.Regexp
+	// literal, when set, is a string every match holds: a text without it
+	// is not scanned.
+	literal string
 	// placeholder, when set, tells a match that is not a secret.
 	placeholder func(string) bool
 }
@@ -91,8 +91,9 @@ const minSecret = 6
 // urlPassword finds the password of a URL's user info:
 // scheme://user:PASSWORD@host. The password is the first group.
 var urlPassword = pattern{
-	name: "url-password",
-	re:   regexp.MustCompile(`\b[a-zA-Z][a-zA-Z0-9+.-]{1,30}://[^\s:/@"'<>]{0,128}:([^\s/@"'<>]{3,256})@[a-zA-Z0-9\[]`),
+	name:    "url-password",
+	literal: "://",
+	re:      regexp.MustCompile(`\b[a-zA-Z][a-zA-Z0-9+.-]{1,30}://[^\s:/@"'<>]{0,128}:([^\s/@"'<>]{3,256})@[a-zA-Z0-9\[]`),
 	placeholder: func(pw string) bool {
 		switch {
 		case strings.ContainsAny(pw[:1], "$%{<"): // ${PGPASSWORD}, %(pw)s, {password}, <password>
@@ -139,26 +140,6 @@ func ParsePattern(s string) (Pattern, error) {
 	return Pattern{Name: name, Regexp: re}, nil
 }
 
-var (
-	detectorOnce sync.Once
-	detector     *detect.Detector
-	detectorErr  error
-)
-
-// defaultDetector builds gitleaks' detector with its default rules once:
-// compiling them takes a while, and the detector is safe for concurrent
-// scans (DetectContext only reads it). Its construction is not (it goes
-// through viper's global state), hence the Once.
-func defaultDetector() (*detect.Detector, error) {
-	detectorOnce.Do(func() {
-		detector, detectorErr = detect.NewDetectorDefaultConfig()
-		if detectorErr != nil {
-			detectorErr = fmt.Errorf("secrets: load the default rules: %w", detectorErr)
-		}
-	})
-	return detector, detectorErr
-}
-
 // found is the secrets found in a text, by secret, with the rule of each.
 type found map[string]string
 
@@ -180,7 +161,7 @@ func (r *Redactor) scan(text string, f found) found {
 	}
 	// A detector that failed to load was refused by New.
 	d, _ := defaultDetector()
-	for _, fd := range d.DetectContext(context.Background(), detect.Fragment{Raw: text}) {
+	for _, fd := range d.findings(context.Background(), text) {
 		secret := fd.Secret
 		if secret == "" {
 			secret = fd.Match
@@ -188,6 +169,9 @@ func (r *Redactor) scan(text string, f found) found {
 		add(strings.TrimSpace(secret), fd.RuleID)
 	}
 	for _, p := range r.patterns {
+		if p.literal != "" && !strings.Contains(text, p.literal) {
+			continue
+		}
 		for _, m := range p.re.FindAllStringSubmatchIndex(text, -1) {
 			secret := text[m[0]:m[1]]
 			if len(m) >= 4 && m[2] >= 0 {

@@ -17,6 +17,7 @@
 //	redis:   prefix=recall: ttl=720h (other parameters go to go-redis, e.g. dial_timeout=3s)
 //	postgres: schema=name (other parameters go to pgx, e.g. sslmode=disable)
 //	any:     max_item_size=bytes
+//	any:     redact=1 (see Secrets)
 //
 // # Other stores
 //
@@ -27,6 +28,13 @@
 // built-in schemes are registered the same way; Schemes lists them all.
 //
 // # Secrets
+//
+// With redact=1 (or true), the store is wrapped by secrets.NewStore with
+// the default rules: every item, title and compaction is redacted before
+// the store sees it (API keys, tokens, private keys, URL passwords become
+// [REDACTED:rule]). The parameter is Open's, so it works for every scheme,
+// registered ones included; a plain path takes no parameters (write
+// file:///path?redact=1).
 //
 // Redact is the one function that makes a store URL fit to print or log:
 // it hides the password of the user info and of every parameter that
@@ -53,6 +61,7 @@ import (
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/filestore"
 	"github.com/recallkit/recall/internal/redact"
+	"github.com/recallkit/recall/secrets"
 )
 
 // ErrUnknownScheme reports a URL whose scheme no store is registered for.
@@ -111,11 +120,42 @@ func openStore(ctx context.Context, rawURL string) (recall.Store, error) {
 		}
 		return nil, &invalidURL{redact.Wrap("storeurl:", rawURL, err)}
 	}
+	redacting, err := takeRedact(u)
+	if err != nil {
+		return nil, err
+	}
 	st, err := opener(ctx, u)
 	if err == nil && st == nil {
 		err = fmt.Errorf("storeurl: %s: the opener of scheme %q returned no store", Redact(rawURL), scheme)
 	}
-	return st, err
+	if err != nil || !redacting {
+		return st, err
+	}
+	r, err := secrets.New(secrets.Options{})
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	return secrets.NewStore(st, r), nil
+}
+
+// takeRedact removes the redact parameter from u and reports whether it
+// asks for redaction.
+func takeRedact(u *url.URL) (bool, error) {
+	q := u.Query()
+	if !q.Has("redact") {
+		return false, nil
+	}
+	v := q.Get("redact")
+	q.Del("redact")
+	u.RawQuery = q.Encode()
+	switch strings.ToLower(v) {
+	case "1", "true", "yes", "on":
+		return true, nil
+	case "0", "false", "no", "off":
+		return false, nil
+	}
+	return false, &invalidURL{fmt.Errorf("storeurl: %s: redact takes 1 or 0, not %q", Redact(u.String()), v)}
 }
 
 // Redact returns rawURL (a store URL, a keyword/value DSN or a path) fit to
