@@ -10,6 +10,7 @@ import (
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/encrypt"
 	"github.com/recallkit/recall/internal/sessionref"
+	"github.com/recallkit/recall/secrets"
 )
 
 // app is the state one command line shares: its streams, the global
@@ -23,19 +24,24 @@ type app struct {
 	encryptKey string   // --encrypt-key
 	oldKeys    []string // recall keys rotate --old-key
 	json       bool     // --json
+	// redact and redactPatterns are --redact and --redact-pattern.
+	redact         bool
+	redactPatterns []string
 	// readOnly is set for the commands that only read (ls, show, ...):
 	// opening the store for them creates nothing.
 	readOnly bool
 
-	st   recall.Store
-	raw  recall.Store     // st without its encryption: what mirrors copy
-	ring *encrypt.Keyring // the keys of --encrypt-key, read once
+	st      recall.Store
+	raw     recall.Store      // st without its encryption: what mirrors copy
+	ring    *encrypt.Keyring  // the keys of --encrypt-key, read once
+	secrets *secrets.Redactor // built on first use
 }
 
 // store opens the store the flags and environment name, once. Flags win
 // over the environment: --store, then --home, then RECALL_STORE, then the
 // file store in RECALL_HOME or ~/.recall. With --encrypt-key (or
-// RECALL_ENCRYPT_KEY) the store is encrypted (see encrypted).
+// RECALL_ENCRYPT_KEY) the store is encrypted (see encrypted); with
+// --redact (see redactOn) it redacts every write, before the encryption.
 func (a *app) store(ctx context.Context) (recall.Store, error) {
 	if a.st != nil {
 		return a.st, nil
@@ -44,6 +50,10 @@ func (a *app) store(ctx context.Context) (recall.Store, error) {
 		return nil, err
 	}
 	st, err := a.encrypted(ctx, a.raw)
+	if err == nil && a.redactOn() && !a.readOnly {
+		// redaction runs first, on the plaintext: it wraps the encryption
+		st, err = a.redacting(st)
+	}
 	if err != nil {
 		a.raw.Close()
 		a.raw = nil

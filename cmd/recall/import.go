@@ -12,6 +12,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/importer"
@@ -20,19 +21,27 @@ import (
 	"github.com/recallkit/recall/importer/gemini"
 	"github.com/recallkit/recall/importer/opencode"
 	"github.com/recallkit/recall/search"
+	"github.com/recallkit/recall/secrets"
 )
 
 // importFlags are the flags of recall import claude-code, codex, gemini and
 // opencode.
 type importFlags struct {
-	dryRun  bool
-	project string // --project DIR
+	dryRun   bool
+	project  string // --project DIR
+	noRedact bool   // --no-redact
 }
 
 func (f *importFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.BoolVar(&f.dryRun, "dry-run", false, "read and count what would be imported; write nothing")
 	fl.StringVar(&f.project, "project", "", "import every session into the project of `DIR` instead of the one each transcript names")
+	registerNoRedact(fl, &f.noRedact)
+}
+
+// registerNoRedact adds --no-redact, which every import command takes.
+func registerNoRedact(fl *pflag.FlagSet, noRedact *bool) {
+	fl.BoolVar(noRedact, "no-redact", false, "keep the secrets of what is imported (API keys, tokens, private keys, URL passwords), which are otherwise replaced by [REDACTED:rule] before anything is stored; a store that redacts (--redact, redact=1) still does")
 }
 
 // importTool is one tool recall import reads: its subcommand, and what
@@ -209,7 +218,7 @@ func (a *app) runImport(ctx context.Context, f importFlags, run func(context.Con
 		}
 		opts.Project = p
 	}
-	st, err := a.store(ctx)
+	st, rs, err := a.importStore(ctx, f.noRedact, f.dryRun)
 	if err != nil {
 		return err
 	}
@@ -242,12 +251,21 @@ func (a *app) runImport(ctx context.Context, f importFlags, run func(context.Con
 	if !f.dryRun {
 		a.indexSearch(ctx, st)
 	}
+	var redacted secrets.Report
+	if rs != nil {
+		redacted = rs.Redacted()
+	}
 	if a.json {
-		if err := a.printJSON(sum); err != nil {
+		out := struct {
+			importer.Summary
+			Redacted secrets.Report `json:"redacted,omitempty"`
+		}{sum, redacted}
+		if err := a.printJSON(out); err != nil {
 			return err
 		}
 	} else {
 		writeSummary(a.stdout, sum)
+		a.noteRedacted(redacted)
 	}
 	a.noteFailures("not imported: ", sum.Failures)
 	if sum.Read == 0 {

@@ -11,12 +11,14 @@ import (
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/export"
+	"github.com/recallkit/recall/secrets"
 )
 
 // newImportRecallCmd is 'recall import recall FILE': it reads recall's own
 // JSONL export back into the store.
 func newImportRecallCmd(a *app) *cobra.Command {
 	var dir, as string
+	var noRedact bool
 	cmd := &cobra.Command{
 		Use:   "recall FILE",
 		Short: "Import sessions exported by 'recall export --format jsonl'",
@@ -39,7 +41,11 @@ written by another program) are kept, with their bytes, as entries of kind
 The file is read twice: first every line is checked (a damaged file imports
 nothing), then the sessions are imported a batch of entries at a time, so
 an export of any size imports in bounded memory. Stdin is first copied to a
-temporary file.`,
+temporary file.
+
+Secrets in items, titles and compactions are redacted as they are read,
+before the log is compared with the store's, so importing a file twice still
+changes nothing; --no-redact imports the bytes as they are.`,
 		Example: `  recall export 0199a3f2-1b --format jsonl -o chat.jsonl
   recall --store sqlite:///tmp/r.db import recall chat.jsonl
   ssh host recall export 0199a3f2 --format jsonl | recall import recall -`,
@@ -60,18 +66,20 @@ temporary file.`,
 				}
 				opts.Session = as
 			}
-			return a.importRecall(ctx, argv[0], as != "", opts)
+			return a.importRecall(ctx, argv[0], as != "", noRedact, opts)
 		},
 	}
 	cmd.Flags().StringVar(&dir, "project", "", "import into the project of this `DIR` (default: the project the export names)")
 	cmd.Flags().StringVar(&as, "as", "", "import the session under this session `ID`")
+	registerNoRedact(cmd.Flags(), &noRedact)
 	return cmd
 }
 
 // importRecall imports the export at path ("-": stdin): it checks every
 // line, then imports a line at a time, saying what it did per session.
-// as reports that --as named the session.
-func (a *app) importRecall(ctx context.Context, path string, as bool, opts export.ImportOptions) error {
+// as reports that --as named the session. Unless noRedact, each entry is
+// redacted as it is read (export.ImportOptions.Rewrite).
+func (a *app) importRecall(ctx context.Context, path string, as, noRedact bool, opts export.ImportOptions) error {
 	f, name, done, err := openExport(a, path)
 	if err != nil {
 		return err
@@ -91,6 +99,18 @@ func (a *app) importRecall(ctx context.Context, path string, as bool, opts expor
 	if err != nil {
 		return err
 	}
+	redacted := secrets.Report{}
+	if !noRedact {
+		r, err := a.redactor()
+		if err != nil {
+			return err
+		}
+		opts.Rewrite = func(e recall.Entry) recall.Entry {
+			es, rep := r.Entries([]recall.Entry{e})
+			redacted.Add(rep)
+			return es[0]
+		}
+	}
 	var results []export.ImportResult
 	err = export.ImportJSONL(ctx, st, f, opts, func(m recall.Meta, r export.ImportResult) error {
 		results = append(results, r)
@@ -106,6 +126,7 @@ func (a *app) importRecall(ctx context.Context, path string, as bool, opts expor
 	if a.json {
 		return a.printJSON(results)
 	}
+	a.noteRedacted(redacted)
 	return nil
 }
 

@@ -15,14 +15,16 @@ import (
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/importer/watch"
+	"github.com/recallkit/recall/secrets"
 )
 
 // watchFlags are the flags of recall import that follow the tools'
 // folders.
 type watchFlags struct {
-	tool    string        // --watch TOOL
-	install bool          // --install
-	rescan  time.Duration // --rescan
+	tool     string        // --watch TOOL
+	install  bool          // --install
+	rescan   time.Duration // --rescan
+	noRedact bool          // --no-redact
 }
 
 func (f *watchFlags) register(cmd *cobra.Command) {
@@ -30,6 +32,7 @@ func (f *watchFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.tool, "watch", "", "follow the folders of `TOOL` ("+watchToolNames()+") and import its transcripts as they are written, until SIGINT or SIGTERM")
 	fl.BoolVar(&f.install, "install", false, "with --watch: write a user service (systemd on Linux, launchd on macOS) that runs the watcher at login, and print how to enable it")
 	fl.DurationVar(&f.rescan, "rescan", watch.DefaultRescan, "with --watch: rescan the folders this often, for changes no event reported")
+	registerNoRedact(fl, &f.noRedact)
 }
 
 // set reports whether any watch flag is on the command line.
@@ -86,13 +89,19 @@ func (a *app) runWatch(cmd *cobra.Command, f watchFlags) error {
 	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	st, err := a.store(ctx)
+	st, rs, err := a.importStore(ctx, f.noRedact, false)
 	if err != nil {
 		return err
 	}
+	var redacted secrets.Report // what the reports printed so far counted
 	if err := watch.Run(ctx, st, sources, watch.Options{
 		Rescan: f.rescan,
-		Report: func(r watch.Report) { a.printWatchReport(r, f.rescan) },
+		Report: func(r watch.Report) {
+			a.printWatchReport(r, f.rescan)
+			if rs != nil && !a.json {
+				redacted = a.noteRedactedSince(rs, redacted)
+			}
+		},
 	}); err != nil {
 		return err
 	}
@@ -139,14 +148,23 @@ func (a *app) installWatch(f watchFlags, tools []importTool) error {
 	if a.storeURL != "" {
 		args = append(args, "--store", a.storeURL)
 	}
+	if a.redact {
+		args = append(args, "--redact")
+	}
+	for _, p := range a.redactPatterns {
+		args = append(args, "--redact-pattern", p)
+	}
 	args = append(args, "import", "--watch", f.tool)
 	if f.rescan != watch.DefaultRescan {
 		args = append(args, "--rescan", f.rescan.String())
 	}
+	if f.noRedact {
+		args = append(args, "--no-redact")
+	}
 	// A service does not inherit this shell's variables: those that name
 	// the store and the tools' folders go into it, folders made absolute.
 	var env []string
-	names := []string{"RECALL_STORE", "RECALL_HOME"}
+	names := []string{"RECALL_STORE", "RECALL_HOME", envRedact}
 	for _, t := range tools {
 		names = append(names, t.env...)
 	}
@@ -155,7 +173,7 @@ func (a *app) installWatch(f watchFlags, tools []importTool) error {
 		if v == "" {
 			continue
 		}
-		if n != "RECALL_STORE" {
+		if n != "RECALL_STORE" && n != envRedact {
 			if abs, err := filepath.Abs(v); err == nil {
 				v = abs
 			}

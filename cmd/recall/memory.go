@@ -106,12 +106,15 @@ func (a *app) projectMemory(ctx context.Context, proj string) (*memory.File, err
 		return nil, err
 	}
 	for {
-		// a mirror writes to its primary, the store that holds the home
-		p, ok := st.(interface{ Primary() recall.Store })
-		if !ok {
+		// a mirror writes to its primary, the store that holds the home;
+		// a redacting store wraps it
+		if p, ok := st.(interface{ Primary() recall.Store }); ok {
+			st = p.Primary()
+		} else if w, ok := st.(interface{ Unwrap() recall.Store }); ok {
+			st = w.Unwrap()
+		} else {
 			break
 		}
-		st = p.Primary()
 	}
 	if fs, ok := st.(*filestore.Store); ok {
 		pd, err := fs.ProjectDir(proj)

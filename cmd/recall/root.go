@@ -45,6 +45,8 @@ Exit codes: 0 ok, 1 failed, 2 bad usage.`,
 	pf.StringVar(&a.storeURL, "store", "", "store `URL`: file://, sqlite://, postgres://, redis://, mem:// (default $RECALL_STORE, else the file store in --home)")
 	pf.StringVar(&a.encryptKey, "encrypt-key", "", "encrypt the store with the key from `SOURCE`: file:PATH, env:NAME or cmd:COMMAND (default $"+envEncryptKey+")")
 	pf.BoolVar(&a.json, "json", false, "print JSON instead of text")
+	pf.BoolVar(&a.redact, "redact", false, "redact secrets (API keys, tokens, private keys, URL passwords) from every item and title before the store sees them (default $RECALL_REDACT; recall import redacts by default)")
+	pf.StringArrayVar(&a.redactPatterns, "redact-pattern", nil, "with redaction, also redact what `NAME=REGEXP` matches (its first group, if it has one) as [REDACTED:NAME]; repeatable; implies --redact")
 	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(
 		newChatCmd(a),
