@@ -187,3 +187,32 @@ func TestStoreFailedWrite(t *testing.T) {
 		t.Errorf("metadata changed: %q", m.Metadata["note"])
 	}
 }
+
+// TestStoreConcurrent appends secrets from many goroutines through one
+// wrapper (run it with -race): every one is redacted and counted once.
+func TestStoreConcurrent(t *testing.T) {
+	ctx := context.Background()
+	st := secrets.NewStore(memstore.New(memstore.Options{}), newRedactor(t))
+	const writers, each = 8, 20
+	errs := make(chan error, writers)
+	for w := range writers {
+		go func() {
+			sess := recall.NewSession(st, recall.Key{Project: "p", Session: "s" + string(rune('a'+w))})
+			for range each {
+				if err := sess.AddItems(ctx, placements[w%len(placements)].item("key "+awsKey)); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range writers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if rep := st.Redacted(); rep["aws-access-token"] != writers*each || rep.Total() != writers*each {
+		t.Errorf("report %v, want %d aws-access-token", rep, writers*each)
+	}
+}
