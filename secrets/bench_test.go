@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/filestore"
@@ -29,16 +30,22 @@ func turn() []recall.Item {
 }
 
 // BenchmarkAppend compares appending an ordinary turn (three items, no
-// secret) with and without redaction: to the memory store, where the
-// redaction's CPU time shows alone, and durably to the file store, as
-// `recall import` and a redacting home write. "with-secret" is the same
-// turn with an AWS key and a GitHub token in the tool output.
+// secret) through a redacting store with appending it to the bare store,
+// in the same run, alternately (see paired): to the memory store, where
+// the redaction's CPU time shows alone, and durably to the file store, as
+// a redacting home and `recall import` write. "secret" is the same turn
+// with an AWS key and a GitHub token in the tool output. "Redactor" is
+// the redaction of the turn alone.
 func BenchmarkAppend(b *testing.B) {
 	ctx := context.Background()
 	r := newRedactor(b)
 	plain := turn()
 	secret := turn()
 	secret[2] = placements[2].item("AWS_ACCESS_KEY_ID=" + awsKey + "\nGH_TOKEN=" + githubPAT + "\n" + string(plain[2]))
+	turns := []struct {
+		name  string
+		items []recall.Item
+	}{{"plain", plain}, {"secret", secret}}
 	stores := []struct {
 		name string
 		open func(b *testing.B) recall.Store
@@ -52,30 +59,63 @@ func BenchmarkAppend(b *testing.B) {
 			return s
 		}},
 	}
-	for _, st := range stores {
-		for _, mode := range []string{"plain", "redact", "redact-with-secret"} {
-			b.Run(st.name+"/"+mode, func(b *testing.B) {
-				var s recall.Store = st.open(b)
-				defer s.Close()
-				items := plain
-				if mode != "plain" {
-					s = secrets.NewStore(s, r)
-				}
-				if mode == "redact-with-secret" {
-					items = secret
-				}
-				var n int64
-				for _, it := range items {
-					n += int64(len(it))
-				}
-				b.SetBytes(n)
-				sess := recall.NewSession(s, recall.Key{Project: "bench", Session: "append"})
-				for b.Loop() {
-					if err := sess.AddItems(ctx, items...); err != nil {
-						b.Fatal(err)
-					}
-				}
+	appender := func(b *testing.B, s recall.Store, items []recall.Item) func() {
+		b.Cleanup(func() { s.Close() })
+		sess := recall.NewSession(s, recall.Key{Project: "bench", Session: "append"})
+		return func() {
+			if err := sess.AddItems(ctx, items...); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	for _, tn := range turns {
+		b.Run("Redactor/"+tn.name, func(b *testing.B) {
+			entries := recall.ItemEntries(tn.items...)
+			var n int64
+			for _, it := range tn.items {
+				n += int64(len(it))
+			}
+			b.SetBytes(n)
+			for b.Loop() {
+				r.Entries(entries)
+			}
+		})
+		for _, st := range stores {
+			b.Run(st.name+"/"+tn.name, func(b *testing.B) {
+				base := appender(b, st.open(b), tn.items)
+				op := appender(b, secrets.NewStore(st.open(b), r), tn.items)
+				paired(b, base, op)
 			})
 		}
 	}
+}
+
+// paired runs base and op alternately, b.N times each, so both see the
+// same machine at the same moments, and reports each one's time per call
+// (base-us/op, op-us/op) and x-base: base time / op time, the op's speed
+// as a fraction of the baseline's.
+func paired(b *testing.B, base, op func()) {
+	var tBase, tOp time.Duration
+	i := 0
+	for b.Loop() {
+		first, second := base, op
+		if i%2 == 1 {
+			first, second = op, base
+		}
+		t0 := time.Now()
+		first()
+		t1 := time.Now()
+		second()
+		t2 := time.Now()
+		if i%2 == 0 {
+			tBase, tOp = tBase+t1.Sub(t0), tOp+t2.Sub(t1)
+		} else {
+			tOp, tBase = tOp+t1.Sub(t0), tBase+t2.Sub(t1)
+		}
+		i++
+	}
+	n := float64(b.N) * float64(time.Microsecond)
+	b.ReportMetric(float64(tBase)/n, "base-us/op")
+	b.ReportMetric(float64(tOp)/n, "op-us/op")
+	b.ReportMetric(float64(tBase)/float64(tOp), "x-base")
 }

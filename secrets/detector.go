@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 
@@ -25,9 +26,45 @@ import (
 // characters, by an assignment; so near scans only a window around each
 // keyword that an assignment follows, and wide, the other rules, scans
 // the whole text.
+//
+// Two rules of wide have keywords that ordinary words hold ("ey" in
+// "key", "s." at the end of a sentence) and expressions that start with
+// \b, which defeats the regexp package's literal search: each runs only
+// when its keyword is followed by the run of token characters its
+// expression needs (see gates).
 type detector struct {
 	wide, near *detect.Detector
-	keywords   *ahocorasick.Trie // near's keywords, lower case
+	gated      []gatedRule
+	// keywords finds the keywords of wide and near (lower case) in one
+	// pass; nearWord tells near's. wide runs only when one of its own
+	// occurs, as its prefilter would decide, without a second pass.
+	keywords *ahocorasick.Trie
+	wideWord map[string]bool
+	nearWord map[string]bool
+	// wideAlways: a rule of wide has an expression and no keyword, so
+	// wide runs on every text.
+	wideAlways bool
+}
+
+// gate is a necessary condition of a rule's match: keyword (lower case,
+// matched in the lowered text) directly followed by at least run
+// characters of [A-Za-z0-9_-].
+type gate struct {
+	keyword string
+	run     int
+}
+
+// gates are the rules of wide run behind a gate: jwt needs
+// ey[a-zA-Z0-9]{17,}, vault-service-token s\.[a-z0-9]{24} or
+// hvs\.[\w-]{90,120}.
+var gates = map[string]gate{
+	"jwt":                 {"ey", 17},
+	"vault-service-token": {"s.", 24},
+}
+
+type gatedRule struct {
+	gate
+	d *detect.Detector
 }
 
 // semiGeneric is how gitleaks' generator starts the semi-generic rules.
@@ -68,35 +105,67 @@ func defaultDetector() (*detector, error) {
 
 // split makes the detector of cfg's rules.
 func split(cfg config.Config) *detector {
-	wide, near := cfg, cfg
-	wide.Rules, wide.Keywords = map[string]config.Rule{}, map[string]struct{}{}
-	near.Rules, near.Keywords = map[string]config.Rule{}, map[string]struct{}{}
-	for id, r := range cfg.Rules {
-		part := &wide
-		if r.Regex != nil && len(r.Keywords) > 0 && strings.HasPrefix(r.Regex.String(), semiGeneric) {
-			part = &near
-		}
-		part.Rules[id] = r
+	part := func() config.Config {
+		c := cfg
+		c.Rules, c.Keywords = map[string]config.Rule{}, map[string]struct{}{}
+		return c
+	}
+	add := func(c *config.Config, id string, r config.Rule) {
+		c.Rules[id] = r
 		for _, k := range r.Keywords {
-			part.Keywords[strings.ToLower(k)] = struct{}{}
+			c.Keywords[strings.ToLower(k)] = struct{}{}
 		}
 	}
-	trie := ahocorasick.NewTrieBuilder().AddStrings(keys(near.Keywords)).Build()
-	return &detector{wide: detect.NewDetector(wide), near: detect.NewDetector(near), keywords: trie}
-}
-
-func keys(m map[string]struct{}) []string {
-	var out []string
-	for k := range maps.Keys(m) {
-		out = append(out, k)
+	wide, near := part(), part()
+	d := &detector{}
+	for id, r := range cfg.Rules {
+		g, gated := gates[id]
+		switch {
+		case gated && holdAll(r.Keywords, g.keyword):
+			c := part()
+			add(&c, id, r)
+			d.gated = append(d.gated, gatedRule{g, detect.NewDetector(c)})
+		case r.Regex != nil && len(r.Keywords) > 0 && strings.HasPrefix(r.Regex.String(), semiGeneric):
+			add(&near, id, r)
+		default:
+			add(&wide, id, r)
+			d.wideAlways = d.wideAlways || r.Regex != nil && len(r.Keywords) == 0
+		}
 	}
-	return out
+	d.wide, d.near = detect.NewDetector(wide), detect.NewDetector(near)
+	d.wideWord, d.nearWord = map[string]bool{}, map[string]bool{}
+	for k := range wide.Keywords {
+		d.wideWord[k] = true
+	}
+	for k := range near.Keywords {
+		d.nearWord[k] = true
+	}
+	all := slices.Collect(maps.Keys(d.wideWord))
+	for k := range d.nearWord {
+		if !d.wideWord[k] {
+			all = append(all, k)
+		}
+	}
+	d.keywords = ahocorasick.NewTrieBuilder().AddStrings(all).Build()
+	return d
 }
 
 // findings returns what the rules find in text.
 func (d *detector) findings(ctx context.Context, text string) []report.Finding {
-	fs := d.wide.DetectContext(ctx, detect.Fragment{Raw: text})
+	var fs []report.Finding
 	lower := asciiLower(text)
+	hits := d.keywords.MatchString(lower)
+	for i := -1; i < len(hits); i++ {
+		if i < 0 && d.wideAlways || i >= 0 && d.wideWord[hits[i].MatchString()] {
+			fs = d.wide.DetectContext(ctx, detect.Fragment{Raw: text})
+			break
+		}
+	}
+	for _, g := range d.gated {
+		if g.open(lower) {
+			fs = append(fs, g.d.DetectContext(ctx, detect.Fragment{Raw: text})...)
+		}
+	}
 	end := -1 // the end of the window being grown
 	start := 0
 	flush := func() {
@@ -104,10 +173,10 @@ func (d *detector) findings(ctx context.Context, text string) []report.Finding {
 			fs = append(fs, d.near.DetectContext(ctx, detect.Fragment{Raw: text[start:end]})...)
 		}
 	}
-	for _, m := range d.keywords.MatchString(lower) {
+	for _, m := range hits {
 		p := int(m.Pos())
 		after := p + len(m.Match())
-		if !assigned(text, after) {
+		if !d.nearWord[m.MatchString()] || !assigned(text, after) {
 			continue
 		}
 		a, b := max(0, p-windowBefore), min(len(text), after+windowAfter)
@@ -119,6 +188,41 @@ func (d *detector) findings(ctx context.Context, text string) []report.Finding {
 	}
 	flush()
 	return fs
+}
+
+// holdAll reports whether every keyword holds k (and there is one), so
+// that k occurs wherever a keyword does.
+func holdAll(keywords []string, k string) bool {
+	for _, kw := range keywords {
+		if !strings.Contains(strings.ToLower(kw), k) {
+			return false
+		}
+	}
+	return len(keywords) > 0
+}
+
+// open reports whether lower holds the gate's keyword followed by its
+// run.
+func (g gate) open(lower string) bool {
+	for i := 0; ; {
+		k := strings.Index(lower[i:], g.keyword)
+		if k < 0 {
+			return false
+		}
+		j := i + k + len(g.keyword)
+		n := 0
+		for j+n < len(lower) && n < g.run && isTokenByte(lower[j+n]) {
+			n++
+		}
+		if n >= g.run {
+			return true
+		}
+		i = j
+	}
+}
+
+func isTokenByte(c byte) bool {
+	return c == '_' || c == '-' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
 }
 
 // assigned reports whether text[i:], after a keyword, can continue a
