@@ -1,7 +1,6 @@
 package secrets
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -151,26 +150,26 @@ func split(cfg config.Config) *detector {
 }
 
 // findings returns what the rules find in text.
-func (d *detector) findings(ctx context.Context, text string) []report.Finding {
+func (d *detector) findings(text string) []report.Finding {
 	var fs []report.Finding
 	lower := asciiLower(text)
 	hits := d.keywords.MatchString(lower)
 	for i := -1; i < len(hits); i++ {
 		if i < 0 && d.wideAlways || i >= 0 && d.wideWord[hits[i].MatchString()] {
-			fs = d.wide.DetectContext(ctx, detect.Fragment{Raw: text})
+			fs = d.wide.DetectString(text)
 			break
 		}
 	}
 	for _, g := range d.gated {
 		if g.open(lower) {
-			fs = append(fs, g.d.DetectContext(ctx, detect.Fragment{Raw: text})...)
+			fs = append(fs, g.d.DetectString(text)...)
 		}
 	}
 	end := -1 // the end of the window being grown
 	start := 0
 	flush := func() {
 		if end > start {
-			fs = append(fs, d.near.DetectContext(ctx, detect.Fragment{Raw: text[start:end]})...)
+			fs = append(fs, d.near.DetectString(text[start:end])...)
 		}
 	}
 	for _, m := range hits {

@@ -7,12 +7,14 @@ import (
 	"errors"
 	"io"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/filestore"
 	"github.com/recallkit/recall/importer"
 	"github.com/recallkit/recall/memstore"
+	"github.com/recallkit/recall/secrets"
 )
 
 // Import is an importer's Import of one file into st.
@@ -22,7 +24,9 @@ type Import func(ctx context.Context, st recall.Store, opts importer.Options) (i
 // items items, with imp (MB/s, items/s), beside the baseline of reading
 // the same file line by line and decoding every line with encoding/json,
 // in the same run: a dry run (reading and mapping, no writes), and
-// imports into a memory store and into the file store (fsync always).
+// imports into a memory store and into the file store (fsync always),
+// the latter also through a redacting store (secrets.NewStore), as
+// `recall import` writes by default.
 func Benchmark(b *testing.B, path string, items int, imp Import) {
 	fi, err := os.Stat(path)
 	if err != nil {
@@ -40,18 +44,25 @@ func Benchmark(b *testing.B, path string, items int, imp Import) {
 		}
 		report(b)
 	})
-	for _, kind := range []string{"dryrun", "memstore", "filestore"} {
+	redactor, err := secrets.New(secrets.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, kind := range []string{"dryrun", "memstore", "filestore", "filestore+redact"} {
 		b.Run("import="+kind, func(b *testing.B) {
 			ctx := context.Background()
 			for b.Loop() {
 				var st recall.Store = memstore.New(memstore.Options{})
-				if kind == "filestore" {
+				if strings.HasPrefix(kind, "filestore") {
 					b.StopTimer()
 					fs, err := filestore.Open(filestore.Options{Dir: b.TempDir()})
 					if err != nil {
 						b.Fatal(err)
 					}
 					st = fs
+					if kind == "filestore+redact" {
+						st = secrets.NewStore(fs, redactor)
+					}
 					b.StartTimer()
 				}
 				sum, err := imp(ctx, st, importer.Options{DryRun: kind == "dryrun"})
