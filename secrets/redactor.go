@@ -88,8 +88,10 @@ type pattern struct {
 	placeholder func(string) bool
 }
 
-// minSecret is the shortest match that is replaced: a shorter one would
-// more likely cut ordinary text than hide a secret.
+// minSecret is the shortest match of gitleaks' rules that is replaced: a
+// shorter one would more likely cut ordinary text than hide a secret.
+// A user's pattern says itself what it matches; an empty match is not
+// replaced.
 const minSecret = 6
 
 // urlPassword finds the password of a URL's user info:
@@ -97,7 +99,7 @@ const minSecret = 6
 var urlPassword = pattern{
 	name:    "url-password",
 	literal: "://",
-	re:      regexp.MustCompile(`\b[a-zA-Z][a-zA-Z0-9+.-]{1,30}://[^\s:/@"'<>]{0,128}:([^\s/@"'<>]{3,256})@[a-zA-Z0-9\[]`),
+	re:      regexp.MustCompile(`\b[a-zA-Z][a-zA-Z0-9+.-]{1,30}://[^\s:/@"'<>]{0,128}:([^\s/@"'<>]{4,256})@[a-zA-Z0-9\[]`),
 	placeholder: func(pw string) bool {
 		switch {
 		case strings.ContainsAny(pw[:1], "$%{<"): // ${PGPASSWORD}, %(pw)s, {password}, <password>
@@ -149,11 +151,8 @@ type found map[string]string
 
 // scan finds the secrets of text with every rule, adding them to f.
 func (r *Redactor) scan(text string, f found) found {
-	if len(text) < minSecret {
-		return f
-	}
-	add := func(secret, rule string) {
-		if len(secret) < minSecret {
+	add := func(secret, rule string, least int) {
+		if len(secret) < least {
 			return
 		}
 		if f == nil {
@@ -163,14 +162,16 @@ func (r *Redactor) scan(text string, f found) found {
 			f[secret] = rule
 		}
 	}
-	// A detector that failed to load was refused by New.
-	d, _ := defaultDetector()
-	for _, fd := range d.findings(text) {
-		secret := fd.Secret
-		if secret == "" {
-			secret = fd.Match
+	if len(text) >= minSecret {
+		// A detector that failed to load was refused by New.
+		d, _ := defaultDetector()
+		for _, fd := range d.findings(text) {
+			secret := fd.Secret
+			if secret == "" {
+				secret = fd.Match
+			}
+			add(strings.TrimSpace(secret), fd.RuleID, minSecret)
 		}
-		add(strings.TrimSpace(secret), fd.RuleID)
 	}
 	for _, p := range r.patterns {
 		if p.literal != "" && !strings.Contains(text, p.literal) {
@@ -182,7 +183,7 @@ func (r *Redactor) scan(text string, f found) found {
 				secret = text[m[2]:m[3]]
 			}
 			if p.placeholder == nil || !p.placeholder(secret) {
-				add(secret, p.name)
+				add(secret, p.name, 1)
 			}
 		}
 	}

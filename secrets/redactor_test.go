@@ -99,9 +99,10 @@ func TestArguments(t *testing.T) {
 func TestPatterns(t *testing.T) {
 	r := newRedactor(t,
 		secrets.Pattern{Name: "employee-id", Regexp: `EMP-\d{6}`},
-		secrets.Pattern{Name: "pin", Regexp: `pin=(\d{6,8})`},
+		secrets.Pattern{Name: "pin", Regexp: `pin=(\d{4,8})`},
+		secrets.Pattern{Name: "empty", Regexp: `z*`},
 	)
-	got, rep := r.String("ask EMP-123456 for pin=4821937, not EMP-12")
+	got, rep := r.String("ask EMP-123456 for pin=4821, not EMP-12")
 	if want := "ask [REDACTED:employee-id] for pin=[REDACTED:pin], not EMP-12"; got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
