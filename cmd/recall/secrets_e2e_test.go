@@ -200,3 +200,22 @@ func TestServeRedact(t *testing.T) {
 		t.Errorf("the store holds %q", found)
 	}
 }
+
+// TestRedactEncrypted: with --redact and an encryption key, the secret
+// is redacted before the item is sealed: reading with the key shows the
+// marker, not the secret.
+func TestRedactEncrypted(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	keyFile := filepath.Join(t.TempDir(), "key")
+	if err := os.WriteFile(keyFile, []byte(e.ok("", "keys", "new").stdout), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.vars = append(e.vars, "RECALL_ENCRYPT_KEY=file:"+keyFile)
+	e.ok("", "--redact", "chat", "-p", "deploy with "+fixtureSecrets[1])
+	r := e.ok("", "show", e.ls()[0].Key.Session)
+	contains(t, "show with the key", r.stdout, "deploy with [REDACTED:github-pat]")
+	if strings.Contains(r.stdout, fixtureSecrets[1]) {
+		t.Errorf("show with the key holds the secret:\n%s", r.stdout)
+	}
+}
