@@ -149,28 +149,6 @@ func TestStoreThatCannotBeReachedIsOneLine(t *testing.T) {
 	wg.Wait()
 }
 
-// TestAges covers the ages gc and search take.
-func TestAges(t *testing.T) {
-	t.Parallel()
-	const day = 24 * time.Hour
-	for _, tt := range []struct {
-		in   string
-		want time.Duration
-	}{
-		{"30d", 30 * day}, {"12h", 12 * time.Hour}, {"1y", 365 * day}, {"2w", 14 * day},
-		{"1y30d", 395 * day}, {"1d12h", 36 * time.Hour}, {"90m", 90 * time.Minute}, {"100y", 100 * 365 * day},
-	} {
-		if got, err := parseAge(tt.in); err != nil || got != tt.want {
-			t.Errorf("parseAge(%q) = %v, %v; want %v", tt.in, got, err, tt.want)
-		}
-	}
-	for _, in := range []string{"-1d", "-1h", "999999d", "101y", "6000w", "0y", "1d-2h", "y", "1.5y", "d1", "1d2y", "99999999999h"} {
-		if got, err := parseAge(in); err == nil {
-			t.Errorf("parseAge(%q) = %v, want an error", in, got)
-		}
-	}
-}
-
 // TestInterruptedPromptExits130: Ctrl-C (SIGINT) while chat -p waits for
 // the model ends recall with 130, the status of a process ended by SIGINT.
 func TestInterruptedPromptExits130(t *testing.T) {

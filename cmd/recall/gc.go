@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/internal/age"
 )
 
 // gcFlags are the flags of recall gc.
@@ -54,11 +55,11 @@ question. Without a terminal there is nobody to ask, so gc needs --yes (or
 }
 
 func (a *app) gc(ctx context.Context, f gcFlags) error {
-	age, err := parseAge(f.olderThan)
+	olderThan, err := age.Parse(f.olderThan)
 	if err != nil {
 		return usageError("--older-than takes an age such as 30d, 12h or 1y", "%v", err)
 	}
-	grace, err := parseAge(f.grace)
+	grace, err := age.Parse(f.grace)
 	if err != nil {
 		return usageError("--grace takes an age such as 30d, 12h or 1y", "%v", err)
 	}
@@ -88,7 +89,7 @@ func (a *app) gc(ctx context.Context, f gcFlags) error {
 			}
 		}
 	}
-	cutoff := time.Now().Add(-age)
+	cutoff := time.Now().Add(-olderThan)
 	// First what would go, then (after the question) the deletion, with
 	// the same cutoff: a session updated in between stays.
 	plan, err := cleanup(ctx, st, projects, cutoff, true)

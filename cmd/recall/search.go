@@ -14,6 +14,7 @@ import (
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/importer"
+	"github.com/recallkit/recall/internal/age"
 	"github.com/recallkit/recall/internal/pagefilter"
 	"github.com/recallkit/recall/internal/sessionref"
 	"github.com/recallkit/recall/internal/termsafe"
@@ -90,7 +91,7 @@ func (a *app) search(cmd *cobra.Command, query string, f searchFlags) error {
 		return err
 	}
 	if f.since != "" {
-		d, err := parseAge(f.since)
+		d, err := age.Parse(f.since)
 		if err != nil {
 			return usageError("--since takes an age such as 7d or 12h", "%v", err)
 		}

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/recallkit/recall/filestore"
+	"github.com/recallkit/recall/internal/age"
 	"github.com/recallkit/recall/provider/offline"
 	"github.com/recallkit/recall/provider/openai"
 	"github.com/recallkit/recall/server"
@@ -180,7 +181,7 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	}
 	opts.TrashGrace = -1 // server.Options: negative never empties the trash
 	if f.trash != "never" {
-		if opts.TrashGrace, err = parseAge(f.trash); err != nil {
+		if opts.TrashGrace, err = age.Parse(f.trash); err != nil {
 			return usageError("--trash-grace takes an age such as 30d or 1y, or never", "%v", err)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/recallkit/recall/internal/age"
 	"github.com/recallkit/recall/server"
 	"github.com/recallkit/recall/server/audit"
 )
@@ -70,7 +71,7 @@ func (a *app) tokenCreate(ctx context.Context, user string, admin bool, expires 
 	}
 	opts := server.TokenOptions{Admin: admin}
 	if expires != "" {
-		d, err := parseAge(expires)
+		d, err := age.Parse(expires)
 		if err != nil {
 			return usageError("--expires takes an age such as 30d, 12h or 1y", "--expires: %v", err)
 		}

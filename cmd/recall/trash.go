@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/internal/age"
 	"github.com/recallkit/recall/internal/sessionref"
 	"github.com/recallkit/recall/internal/termsafe"
 )
@@ -121,7 +122,7 @@ terminal it is needed.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cutoff := time.Now()
 			if olderThan != "" {
-				age, err := parseAge(olderThan)
+				age, err := age.Parse(olderThan)
 				if err != nil {
 					return usageError("--older-than takes an age such as 30d, 12h or 1y", "%v", err)
 				}

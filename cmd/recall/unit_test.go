@@ -18,35 +18,6 @@ import (
 	"github.com/recallkit/recall/internal/sessionref"
 )
 
-func TestParseAge(t *testing.T) {
-	tests := []struct {
-		in   string
-		want time.Duration
-		err  bool
-	}{
-		{"30d", 30 * 24 * time.Hour, false},
-		{"12h", 12 * time.Hour, false},
-		{"90m", 90 * time.Minute, false},
-		{"1d12h", 36 * time.Hour, false},
-		{"1h30m", 90 * time.Minute, false},
-		{"45s", 45 * time.Second, false},
-		{"0d", 0, true},
-		{"-1h", 0, true},
-		{"d", 0, true},
-		{"1.5d", 0, true},
-		{"30", 0, true},
-		{"3x", 0, true},
-		{"", 0, true},
-		{"99999999d", 0, true},
-	}
-	for _, tt := range tests {
-		got, err := parseAge(tt.in)
-		if (err != nil) != tt.err || got != tt.want {
-			t.Errorf("parseAge(%q) = %v, %v; want %v, error %t", tt.in, got, err, tt.want, tt.err)
-		}
-	}
-}
-
 func TestErrorLine(t *testing.T) {
 	tests := []struct {
 		err      error

@@ -1,4 +1,6 @@
-package main
+// Package age reads and writes the ages people type: "30d", "12h", "1y",
+// "2w", "90m", "1d12h", or any positive Go duration.
+package age
 
 import (
 	"errors"
@@ -8,11 +10,11 @@ import (
 	"time"
 )
 
-// maxAge is the longest age parseAge accepts: a hundred years. Anything
+// maxAge is the longest age Parse accepts: a hundred years. Anything
 // longer is a typo, and would overflow time.Duration soon after.
 const maxAge = 100 * 365 * 24 * time.Hour
 
-// ageUnits are the units parseAge knows beyond Go's, in the order they
+// ageUnits are the units Parse knows beyond Go's, in the order they
 // must appear. A year is 365 days, a week 7 and a day 24 hours.
 var ageUnits = []struct {
 	unit byte
@@ -26,10 +28,10 @@ var ageUnits = []struct {
 // errAge is the reason every bad age shares.
 var errAge = errors.New("use a positive whole number and a unit: y, w, d, h, m or s, as in 30d, 12h or 1d12h")
 
-// parseAge parses an age such as "30d", "12h", "1y", "2w", "90m",
+// Parse parses an age such as "30d", "12h", "1y", "2w", "90m",
 // "1d12h" or any positive Go duration ("1h30m"). It refuses negative and
 // zero ages and ones longer than a hundred years.
-func parseAge(s string) (time.Duration, error) {
+func Parse(s string) (time.Duration, error) {
 	rest := strings.TrimSpace(s)
 	if rest == "" {
 		return 0, fmt.Errorf("bad age %q: %w", s, errAge)
@@ -73,4 +75,22 @@ func parseAge(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("bad age %q: longer than 100 years", s)
 	}
 	return d, nil
+}
+
+// Format writes d in the largest of Parse's units that divides it
+// evenly: 365 days as "1y", 14 days as "2w", 30 days as "30d", else Go's
+// form ("36h0m0s" as "36h"). Parse reads what it writes.
+func Format(d time.Duration) string {
+	for _, u := range ageUnits {
+		if d >= u.d && d%u.d == 0 {
+			return strconv.FormatInt(int64(d/u.d), 10) + string(u.unit)
+		}
+	}
+	if d%time.Hour == 0 {
+		return strconv.FormatInt(int64(d/time.Hour), 10) + "h"
+	}
+	if d%time.Minute == 0 {
+		return strconv.FormatInt(int64(d/time.Minute), 10) + "m"
+	}
+	return d.String()
 }
