@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/internal/age"
 	"github.com/recallkit/recall/internal/termsafe"
 	"github.com/recallkit/recall/server/audit"
 )
@@ -42,7 +43,7 @@ admin token. The server keeps a year of it (recall serve --audit-retention).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			if since != "" {
-				d, err := parseAge(since)
+				d, err := age.Parse(since)
 				if err != nil {
 					return usageError("--since takes an age such as 7d, 12h or 90m", "--since: %v", err)
 				}

@@ -368,7 +368,7 @@ func auditRetention(v string) (time.Duration, error) {
 	if strings.TrimSpace(v) == "never" {
 		return -1, nil // server.Options: negative keeps the audit log forever
 	}
-	d, err := parseAge(v)
+	d, err := age.Parse(v)
 	if err != nil {
 		return 0, usageError("--audit-retention takes an age such as 90d or 1y, or never", "--audit-retention: %v", err)
 	}
