@@ -41,6 +41,8 @@ func (s *Server) apiRoutes() {
 	})
 	s.mux.HandleFunc("GET /api/v1/me", s.api(s.me))
 	s.mux.HandleFunc("GET /api/v1/audit", s.api(s.auditLog))
+	s.mux.HandleFunc("GET /api/v1/policy", s.api(s.getPolicy))
+	s.mux.HandleFunc("PUT /api/v1/policy", s.api(s.idempotent(s.putPolicy)))
 	s.mux.HandleFunc("GET /api/v1/sessions", s.api(s.listSessions))
 	s.mux.HandleFunc("GET /api/v1/search", s.api(s.search))
 	s.mux.HandleFunc("GET /api/v1/sessions/{session_id}", s.api(s.getSession))

@@ -310,6 +310,10 @@ func TestOpenAPIResponses(t *testing.T) {
 	c.check("DELETE", "/api/v1/sessions/"+fork.ID+"?purge=true", "alice", nil, 200, true)
 	c.check("DELETE", cp, "alice", nil, 200, true)
 	c.check("GET", "/api/v1/audit?limit=3", "root", nil, 200, true)
+	c.check("PUT", "/api/v1/policy?dry_run=true", "root", obj{"default": "90d", "labels": obj{"keep": "never"}}, 200, true)
+	c.check("PUT", "/api/v1/policy", "root", obj{"default": "never"}, 200, true)
+	c.check("GET", "/api/v1/policy", "root", nil, 200, true)
+	c.check("GET", "/api/v1/policy", "alice", nil, 403, true)
 
 	// The Responses API through the upstream, with and without a conversation.
 	rconv := e.newConv("alice", msg("user", "hello"))

@@ -105,6 +105,13 @@ type Options struct {
 	// event: the server removes older days of it, at most once an hour.
 	// Default (0): DefaultAuditRetention. Negative: forever.
 	AuditRetention time.Duration
+	// RetentionEvery is how often the server applies the store's
+	// retention policy (package retention; PUT /api/v1/policy sets it)
+	// and empties the trash of what is past TrashGrace. Of the replicas
+	// that serve one store, one at a time does (the one that holds the
+	// store's lease). Default (0): DefaultRetentionEvery. Negative: never
+	// (recall gc still applies the policy).
+	RetentionEvery time.Duration
 }
 
 // ErrBadOptions reports Options New cannot serve with.
@@ -125,6 +132,7 @@ type Server struct {
 	ids     idPlaces // where the items with own ids this process showed sit
 	taken   takenIDs // the own ids of conversations, for adding items
 	audit   auditState
+	replica string // this process, as a lease's holder
 
 	// The background work (see background), which Close cancels and
 	// waits for.
@@ -165,6 +173,8 @@ func New(ctx context.Context, store recall.Store, opts Options) (*Server, error)
 	s.mcpRoutes()
 	s.webRoutes()
 	s.h = s.middleware(s.mux)
+	s.replica = replicaName()
+	s.startRetention()
 	return s, nil
 }
 
