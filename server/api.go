@@ -327,11 +327,11 @@ func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) error {
 	if err := s.deleteOrTrash(r.Context(), key, purge); err != nil {
 		return sessionErr(err, key)
 	}
-	var detail map[string]string
+	action := audit.ActionDelete // to the trash
 	if purge {
-		detail = map[string]string{"purge": "true"} // for good, not to the trash
+		action = audit.ActionPurge // for good
 	}
-	s.record(r, audit.ActionDelete, key, detail)
+	s.record(r, action, key, nil)
 	writeDeleted(w, key.Session, "session.deleted")
 	return nil
 }

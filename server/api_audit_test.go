@@ -114,3 +114,28 @@ func TestAuditRetention(t *testing.T) {
 		return err == nil && slices.Equal(days, []string{today})
 	})
 }
+
+// TestAuditTrash: a delete to the trash, a restore and a purge are three
+// actions of the audit log.
+func TestAuditTrash(t *testing.T) {
+	t.Parallel()
+	st := memstore.New(memstore.Options{})
+	e := newEnv(t, st, Options{RateLimit: -1}, nil)
+	id := e.newConv("alice", msg("user", "x"))
+	sp := "/api/v1/sessions/" + id
+	e.do("DELETE", sp, "alice", nil).want(t, 200)
+	e.do("POST", sp+"/restore", "alice", nil).want(t, 200)
+	e.do("DELETE", sp+"?purge=true", "alice", nil).want(t, 200)
+	page, err := audit.Read(context.Background(), st, audit.Query{Actor: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, ev := range page.Events {
+		got = append(got, ev.Action+" "+ev.Session)
+	}
+	want := []string{audit.ActionPurge + " " + id, audit.ActionRestore + " " + id, audit.ActionDelete + " " + id}
+	if !slices.Equal(got, want) {
+		t.Errorf("the audit log: %q, want %q", got, want)
+	}
+}

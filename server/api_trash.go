@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/server/audit"
 )
 
 // The trash: a DELETE moves a session there (recall.StoreSession.Trash),
@@ -98,6 +99,7 @@ func (s *Server) restoreSession(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return sessionErr(err, key)
 	}
+	s.record(r, audit.ActionRestore, key, nil)
 	writeJSON(w, http.StatusOK, sessionOf(m))
 	return nil
 }
@@ -156,6 +158,7 @@ func (s *Server) webRestore(w http.ResponseWriter, r *http.Request) error {
 	if _, err := recall.NewSession(s.store, key).Restore(r.Context()); err != nil {
 		return sessionErr(err, key)
 	}
+	s.record(r, audit.ActionRestore, key, map[string]string{"via": "web"})
 	http.Redirect(w, r, "/s/"+url.PathEscape(key.Session), http.StatusSeeOther)
 	return nil
 }
