@@ -9,11 +9,13 @@ import (
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/internal/age"
+	"github.com/recallkit/recall/retention"
 )
 
 // gcFlags are the flags of recall gc.
 type gcFlags struct {
 	olderThan   string
+	olderSet    bool // --older-than was given
 	grace       string
 	dryRun, yes bool
 	all         bool
@@ -41,11 +43,12 @@ question. Without a terminal there is nobody to ask, so gc needs --yes (or
   recall gc --all --older-than 1y --yes`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			f.olderSet = cmd.Flags().Changed("older-than")
 			return a.gc(cmd.Context(), f)
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.olderThan, "older-than", "30d", "move sessions not updated for this long to the trash (y, w, d, h, m, s)")
+	fl.StringVar(&f.olderThan, "older-than", "30d", "move sessions not updated for this long to the trash (y, w, d, h, m, s); without it, the retention policy decides when the store has one")
 	fl.StringVar(&f.grace, "grace", "30d", "delete for good what has been in the trash this long")
 	fl.BoolVarP(&f.dryRun, "dry-run", "n", false, "only report what would be removed")
 	fl.BoolVarP(&f.yes, "yes", "y", false, "go ahead without asking")
@@ -91,8 +94,23 @@ func (a *app) gc(ctx context.Context, f gcFlags) error {
 	}
 	cutoff := time.Now().Add(-olderThan)
 	// First what would go, then (after the question) the deletion, with
-	// the same cutoff: a session updated in between stays.
-	plan, err := cleanup(ctx, st, projects, cutoff, true)
+	// the same cutoff: a session updated in between stays. Without
+	// --older-than, the store's retention policy says what goes, when it
+	// has one.
+	sweep := func(dry bool) (recall.CleanupReport, error) { return cleanup(ctx, st, projects, cutoff, dry) }
+	what := "not updated for " + f.olderThan
+	if !f.olderSet {
+		p, err := retention.Load(ctx, st)
+		if err != nil {
+			return err
+		}
+		if !p.IsZero() {
+			now := time.Now()
+			sweep = func(dry bool) (recall.CleanupReport, error) { return applyPolicy(ctx, st, projects, p, now, dry) }
+			what = "past the retention policy (" + p.String() + ")"
+		}
+	}
+	plan, err := sweep(true)
 	if err != nil {
 		return err
 	}
@@ -105,7 +123,7 @@ func (a *app) gc(ctx context.Context, f gcFlags) error {
 		if !ok {
 			return nil
 		}
-		if rep, err = cleanup(ctx, st, projects, cutoff, false); err != nil {
+		if rep, err = sweep(false); err != nil {
 			return err
 		}
 	}
@@ -133,7 +151,7 @@ func (a *app) gc(ctx context.Context, f gcFlags) error {
 	if f.all {
 		scope = "in every project"
 	}
-	summary := fmt.Sprintf("%s %s %s not updated for %s", verb, count(len(rep.Removed), "session"), scope, f.olderThan)
+	summary := fmt.Sprintf("%s %s %s %s", verb, count(len(rep.Removed), "session"), scope, what)
 	if rep.Kept > 0 {
 		summary += fmt.Sprintf("; kept %d pinned", rep.Kept)
 	}
@@ -161,6 +179,24 @@ func emptyTrash(ctx context.Context, st recall.Store, projects []string, cutoff 
 		}
 		total.Removed = append(total.Removed, rep.Removed...)
 		total.Kept += rep.Kept
+	}
+	return total, nil
+}
+
+// applyPolicy applies the retention policy p on each project (every one
+// but the reserved ones when projects is nil) and adds up the reports.
+func applyPolicy(ctx context.Context, st recall.Store, projects []string, p retention.Policy, now time.Time, dryRun bool) (recall.CleanupReport, error) {
+	var total recall.CleanupReport
+	if projects == nil {
+		projects = []string{""} // retention.Apply leaves the reserved projects alone
+	}
+	for _, project := range projects {
+		rep, err := retention.Apply(ctx, st, p, retention.Options{Now: now, DryRun: dryRun, Project: project})
+		if err != nil {
+			return total, err
+		}
+		total.Removed = append(total.Removed, rep.Trashed...)
+		total.Kept += rep.Held
 	}
 	return total, nil
 }
