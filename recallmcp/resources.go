@@ -12,6 +12,7 @@ import (
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/export"
+	"github.com/recallkit/recall/internal/pagefilter"
 	"github.com/recallkit/recall/internal/termsafe"
 )
 
@@ -67,7 +68,7 @@ func (s *server) listResources(ctx context.Context, req *mcp.ListResourcesReques
 	if req.Params != nil {
 		cursor = req.Params.Cursor
 	}
-	page, err := s.st.List(ctx, project, recall.ListOptions{Limit: listPageSize, Cursor: cursor})
+	page, err := pagefilter.List(ctx, s.st, project, recall.ListOptions{Limit: listPageSize, Cursor: cursor}, s.keep(""))
 	if errors.Is(err, recall.ErrInvalidKey) {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("bad cursor %q", cursor)}
 	}

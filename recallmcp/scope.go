@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/internal/pagefilter"
 	"github.com/recallkit/recall/internal/sessionref"
 )
 
@@ -29,9 +31,11 @@ func limitArg(limit, def, most int) (int, error) {
 }
 
 // scope turns a tool's project argument into the project to read: ""
-// means every project. An empty argument is the default project; "all"
-// every project the server may see. An OnlyProject server without a
-// project sees nothing: it returns ErrOutOfScope whatever the argument.
+// means every project (of those Options.Projects accepts). An empty
+// argument is the default project; "all" every project the server may
+// see. An OnlyProject server without a project sees nothing: it returns
+// ErrOutOfScope whatever the argument, as does a project Options.Projects
+// refuses.
 func (s *server) scope(arg string) (string, error) {
 	arg = strings.TrimSpace(arg)
 	switch {
@@ -50,35 +54,73 @@ func (s *server) scope(arg string) (string, error) {
 	if err := (recall.Key{Project: arg, Session: "x"}).Validate(); err != nil {
 		return "", badArg("project %q is not a project key (use one a listing shows, or \"all\"): %v", arg, err)
 	}
+	if s.opts.Projects != nil && !s.opts.Projects(arg) {
+		return "", fmt.Errorf("%w: project %q", ErrOutOfScope, arg)
+	}
 	return arg, nil
 }
 
 // visible reports whether the server may show the session key.
 func (s *server) visible(key recall.Key) bool {
-	return !s.opts.OnlyProject || key.Project == s.opts.Project
+	return (!s.opts.OnlyProject || key.Project == s.opts.Project) && (s.opts.Projects == nil || s.opts.Projects(key.Project))
+}
+
+// keep is the filter of the sessions a listing or a search of source
+// shows: those of source (every source for "") the server may see; nil
+// when it would keep every one.
+func (s *server) keep(source string) pagefilter.Keep {
+	of := pagefilter.OfSource(source)
+	if s.opts.Projects == nil {
+		return of
+	}
+	return func(m recall.Meta) bool { return s.visible(m.Key) && (of == nil || of(m)) }
 }
 
 // resolve finds the one session ref names among the sessions the server
 // may see, archived ones included: a full ID, "project/id", an exact
 // title, or a unique ID prefix, in that order, as the CLI resolves them
 // (sessionref.Resolve; sessionref.Match among the sessions of the one
-// project a server of OnlyProject serves). Where a reference matches
+// project a server of OnlyProject serves, or among those of the projects
+// Options.Projects accepts). Where a reference matches
 // sessions in several projects, the one in the default project wins.
 func (s *server) resolve(ctx context.Context, ref string) (recall.Meta, error) {
 	ref = strings.TrimSpace(ref)
 	if ref == "" {
 		return recall.Meta{}, badArg("id is empty: pass a session ID or a unique prefix of one")
 	}
-	if !s.opts.OnlyProject {
+	if !s.opts.OnlyProject && s.opts.Projects == nil {
 		m, err := sessionref.Resolve(ctx, s.st, s.opts.Project, ref)
 		return m, refError(ref, err)
 	}
-	all, err := sessionref.All(ctx, s.st, s.opts.Project, true)
+	project := s.opts.Project
+	if !s.opts.OnlyProject {
+		if m, ok := s.exact(ctx, ref); ok {
+			return m, nil
+		}
+		project = "" // every project, of which only those visible are kept
+	}
+	all, err := sessionref.All(ctx, s.st, project, true)
 	if err != nil {
 		return recall.Meta{}, err
 	}
+	all = slices.DeleteFunc(all, func(m recall.Meta) bool { return !s.visible(m.Key) })
 	m, err := sessionref.Match(all, s.opts.Project, ref)
 	return m, refError(ref, err)
+}
+
+// exact finds the session of a reference that is a full ID in the
+// default project, or "project/id" of a visible project, without listing
+// any project.
+func (s *server) exact(ctx context.Context, ref string) (recall.Meta, bool) {
+	key := recall.Key{Project: s.opts.Project, Session: ref}
+	if p, id, ok := strings.Cut(ref, "/"); ok {
+		key = recall.Key{Project: p, Session: id}
+	}
+	if key.Validate() != nil || !s.visible(key) {
+		return recall.Meta{}, false
+	}
+	m, err := s.st.Stat(ctx, key)
+	return m, err == nil
 }
 
 // refError explains a failed session reference to a model.

@@ -47,6 +47,12 @@ type Options struct {
 	// each user their own sessions only. With an empty Project the server
 	// sees nothing.
 	OnlyProject bool
+	// Projects, when set, confines the server to the projects it
+	// accepts: the tools, resources and session references see no
+	// other, "all" means every project it accepts, and naming another is
+	// a tool error (ErrOutOfScope). It is how a service gives a user
+	// several projects of their own. Default (nil): every project.
+	Projects func(project string) bool
 	// AllowWrite adds the tools that change sessions: title_session,
 	// pin_session, rewind_session and redo_session. Default: read-only;
 	// the server never writes.

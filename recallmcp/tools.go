@@ -172,7 +172,7 @@ func (s *server) search(ctx context.Context, _ *mcp.CallToolRequest, in SearchIn
 		return nil, SearchOutput{}, badArg(`%v (query: words in any order or "quoted phrases"; role: user, assistant, system, tool or title; cursor: a next_cursor as returned)`, err)
 	}
 	source := strings.TrimSpace(in.Source)
-	page, err := pagefilter.Search(ctx, s.st, opts, pagefilter.OfSource(source))
+	page, err := pagefilter.Search(ctx, s.st, opts, s.keep(source))
 	if err != nil {
 		return nil, SearchOutput{}, err
 	}
@@ -287,7 +287,7 @@ func (s *server) list(ctx context.Context, _ *mcp.CallToolRequest, in ListInput)
 	}
 	opts := recall.ListOptions{Limit: limit, Cursor: in.Cursor, IncludeArchived: in.Archived}
 	source := strings.TrimSpace(in.Source)
-	keep := pagefilter.OfSource(source)
+	keep := s.keep(source)
 	page, err := pagefilter.List(ctx, s.st, project, opts, keep)
 	if err != nil {
 		if errors.Is(err, recall.ErrInvalidKey) {

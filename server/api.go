@@ -1,12 +1,12 @@
 package server
 
 import (
+	"context"
 	_ "embed"
 	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/internal/sessionjson"
@@ -16,8 +16,13 @@ import (
 // recall's own API, under /api/v1: what the Conversations API lacks.
 //
 // A session here is the same thing as a conversation there, named by the
-// same id ("conv_…"), in the user's project (User.Project): another
-// user's session is a 404 on every route. An admin may list every user's
+// same id ("conv_…"). A user's sessions are in the user's projects (see
+// User): the Conversations API's in the default one, synced and imported
+// ones in the projects their homes gave them. Listings and searches span
+// every project of the user's, or the one ?project= names; a session's
+// routes take ?project= too, and find a session by its id alone in the
+// default project first. Another user's session, or project, is a 404 on
+// every route. An admin may list every user's
 // sessions (?user=NAME, or ?all=true for all of them) and remove them
 // (DELETE …?user=NAME), but every other route serves only the admin's own
 // sessions: an admin cannot read another user's items. The server's own
@@ -43,6 +48,7 @@ func (s *Server) apiRoutes() {
 	s.mux.HandleFunc("GET /api/v1/audit", s.api(s.auditLog))
 	s.mux.HandleFunc("GET /api/v1/policy", s.api(s.getPolicy))
 	s.mux.HandleFunc("PUT /api/v1/policy", s.api(s.idempotent(s.putPolicy)))
+	s.mux.HandleFunc("GET /api/v1/projects", s.api(s.listProjects))
 	s.mux.HandleFunc("GET /api/v1/sessions", s.api(s.listSessions))
 	s.mux.HandleFunc("GET /api/v1/search", s.api(s.search))
 	s.mux.HandleFunc("GET /api/v1/sessions/{session_id}", s.api(s.getSession))
@@ -65,6 +71,7 @@ func (s *Server) apiRoutes() {
 type session struct {
 	ID          string `json:"id"`
 	Object      string `json:"object"` // "session"
+	Project     string `json:"project"`
 	User        string `json:"user"`
 	Title       string `json:"title"`
 	TitleSource string `json:"title_source,omitempty"`
@@ -81,11 +88,21 @@ type forkOrigin struct {
 	Seq int64  `json:"seq"`
 }
 
+// owner names the user whose project p is: the one in whose namespace
+// it is, or the local user (who owns every other project).
+func owner(p string) string {
+	if name, _, ok := ProjectOwner(p); ok {
+		return name
+	}
+	return DefaultUser
+}
+
 func sessionOf(m recall.Meta) session {
 	out := session{
 		ID:          m.Key.Session,
 		Object:      "session",
-		User:        strings.TrimPrefix(m.Key.Project, userPrefix),
+		Project:     m.Key.Project,
+		User:        owner(m.Key.Project),
 		Title:       m.Title,
 		TitleSource: string(m.TitleSource),
 		Fields:      sessionjson.Of(m),
@@ -100,9 +117,6 @@ func sessionOf(m recall.Meta) session {
 	return out
 }
 
-// userPrefix starts every user's project (see User.Project).
-const userPrefix = "user."
-
 // apiUser returns the request's user.
 func apiUser(r *http.Request) (User, error) {
 	u, ok := userFrom(r.Context())
@@ -113,25 +127,46 @@ func apiUser(r *http.Request) (User, error) {
 }
 
 // sessionMeta reads the metadata of the session the request's path
-// names, in the user's project. Its error is one the API and the web
-// pages write as it is: a 404 for a bad id or a missing session, or one
-// in the trash.
+// names, in one of the user's projects (see sessionKey). Its error is one
+// the API and the web pages write as it is: a 404 for a bad id, a project
+// not the user's, or a missing session, or one in the trash.
 func (s *Server) sessionMeta(r *http.Request) (recall.Meta, error) {
-	key, err := sessionKey(r)
+	key, err := s.pathKey(r)
 	if err != nil {
 		return recall.Meta{}, err
 	}
 	m, err := s.stat(r.Context(), key)
+	if errors.Is(err, recall.ErrNotFound) && r.URL.Query().Get("project") == "" {
+		if key, err = s.elsewhere(r.Context(), key); err == nil {
+			m, err = s.stat(r.Context(), key)
+		}
+	}
 	if err != nil {
 		return recall.Meta{}, sessionErr(err, key)
 	}
 	return m, nil
 }
 
-// sessionKey returns the key of the session the path names, in the
-// user's project. An id that is not a valid session ID never reaches the
-// store: it is a 404.
-func sessionKey(r *http.Request) (recall.Key, error) {
+// sessionKey returns the key of the session the path names: in the
+// project ?project= names, which must be one of the user's; without it,
+// in the user's default project when it is there, else in the first
+// other project of the user's that holds it. An id that is not a valid
+// session ID never reaches the store: it is a 404, as is a project that
+// is not the user's (whether it exists or not: nothing is revealed).
+func (s *Server) sessionKey(r *http.Request) (recall.Key, error) {
+	key, err := s.pathKey(r)
+	if err != nil || r.URL.Query().Get("project") != "" {
+		return key, err
+	}
+	if _, err := s.store.Stat(r.Context(), key); !errors.Is(err, recall.ErrNotFound) {
+		return key, nil // there, or an error the caller meets again
+	}
+	return s.elsewhere(r.Context(), key)
+}
+
+// pathKey is the key the path and ?project= name, without looking
+// elsewhere (see sessionKey).
+func (s *Server) pathKey(r *http.Request) (recall.Key, error) {
 	u, err := apiUser(r)
 	if err != nil {
 		return recall.Key{}, err
@@ -140,7 +175,37 @@ func sessionKey(r *http.Request) (recall.Key, error) {
 	if recall.ValidateID(id) != nil {
 		return recall.Key{}, sessionNotFound(id)
 	}
-	return recall.Key{Project: u.Project(), Session: id}, nil
+	key := recall.Key{Project: u.Project(), Session: id}
+	if p := r.URL.Query().Get("project"); p != "" {
+		if !u.owns(p) {
+			return recall.Key{}, sessionNotFound(id)
+		}
+		key.Project = p
+	}
+	return key, nil
+}
+
+// elsewhere looks for the session of key, missing from key's project, in
+// the user's other projects, sorted by name; it returns key itself when
+// none holds it.
+func (s *Server) elsewhere(ctx context.Context, key recall.Key) (recall.Key, error) {
+	u, _ := userFrom(ctx)
+	ps, err := u.projects(ctx, s.store)
+	if err != nil {
+		return key, err
+	}
+	for _, p := range ps {
+		k := recall.Key{Project: p.Project, Session: key.Session}
+		if p.Project == key.Project {
+			continue
+		}
+		if _, err := s.store.Stat(ctx, k); err == nil {
+			return k, nil
+		} else if !errors.Is(err, recall.ErrNotFound) {
+			return key, err
+		}
+	}
+	return key, nil
 }
 
 func sessionNotFound(id string) *APIError {
@@ -245,7 +310,7 @@ func checkTitle(title *string) error {
 // relabels a session. The pin, archive and label changes are one entry,
 // written at once; a title is one entry more.
 func (s *Server) updateSession(w http.ResponseWriter, r *http.Request) error {
-	key, err := sessionKey(r)
+	key, err := s.sessionKey(r)
 	if err != nil {
 		return err
 	}
@@ -292,7 +357,7 @@ const (
 // deleteSession removes a session with its subagent records. An admin
 // removes another user's with ?user=NAME.
 func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) error {
-	key, err := sessionKey(r)
+	key, err := s.sessionKey(r)
 	if err != nil {
 		return err
 	}

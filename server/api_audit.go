@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -35,7 +34,7 @@ func (s *Server) record(r *http.Request, action string, key recall.Key, detail m
 	u, _ := userFrom(ctx)
 	ev := audit.Event{Actor: u.Name, Admin: u.Admin, Action: action, Session: key.Session,
 		RequestID: infoFrom(ctx).id, Client: clientAddr(r), Detail: detail}
-	if owner, ok := strings.CutPrefix(key.Project, userPrefix); ok && owner != u.Name {
+	if owner, _, ok := ProjectOwner(key.Project); ok && owner != u.Name {
 		ev.User = owner
 	}
 	if err := audit.Record(ctx, s.store, ev); err != nil {

@@ -102,7 +102,7 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) error {
 		}
 		return s.searchSessions(w, r, u, limit)
 	}
-	project := u.Project()
+	owner := u
 	if name := q.Get("user"); name != "" && name != u.Name {
 		if err := ValidateUser(name); err != nil {
 			return invalidParam("user", "Invalid user name %q.", shorten(name))
@@ -110,21 +110,28 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) error {
 		if !u.Admin {
 			return notAdmin("Only an admin may list another user's sessions.")
 		}
-		project = User{Name: name}.Project()
+		owner = User{Name: name}
+	}
+	project, mine, err := s.listScope(r.Context(), owner, q.Get("project"))
+	if err != nil {
+		return err
 	}
 	if all {
 		if !u.Admin {
 			return notAdmin("Only an admin may list every user's sessions.")
 		}
-		project = "" // every project, of which only the users' are kept
+		project, mine = "", func(m recall.Meta) bool { return isUserProject(m.Key.Project) }
 	}
-	if project != u.Project() {
-		s.record(r, audit.ActionAdminList, recall.Key{Project: project}, map[string]string{"all": strconv.FormatBool(all)})
+	if all || owner.Name != u.Name { // another user's sessions
+		of := recall.Key{Project: project}
+		if project == "" && !all {
+			of.Project = owner.Project() // names the user whose projects are listed
+		}
+		s.record(r, audit.ActionAdminList, of, map[string]string{"all": strconv.FormatBool(all)})
 	}
 	title := strings.ToLower(q.Get("title"))
 	keep := func(m recall.Meta) bool {
-		return strings.HasPrefix(m.Key.Project, userPrefix) &&
-			(title == "" || strings.Contains(strings.ToLower(m.Title), title))
+		return (mine == nil || mine(m)) && (title == "" || strings.Contains(strings.ToLower(m.Title), title))
 	}
 
 	opts := recall.ListOptions{IncludeArchived: archived, Cursor: q.Get("cursor"), Pinned: onlyPinned}
@@ -163,6 +170,41 @@ func (s *Server) pinnedFirst(ctx context.Context, project string, opts recall.Li
 		return nil, "", "", cursorErr(err, opts.Cursor)
 	}
 	return append(metas, rest...), pinnedNext, next, nil
+}
+
+// listScope returns what a listing of u's sessions reads: the store
+// project ("" for every project) and a filter of its sessions (nil keeps
+// every one). With project (?project=) set, that project, which must be
+// u's; without, every project of u's. A user other than the local one
+// whose sessions are all in one project gets that project's listing, which
+// the stores page through without reading any other user's sessions.
+func (s *Server) listScope(ctx context.Context, u User, project string) (string, func(recall.Meta) bool, error) {
+	if project != "" {
+		if !u.owns(project) {
+			return "", nil, projectNotFound(project)
+		}
+		return project, nil, nil
+	}
+	if u.Local {
+		return "", u.ownsMeta, nil
+	}
+	ps, err := u.projects(ctx, s.store)
+	switch {
+	case err != nil:
+		return "", nil, err
+	case len(ps) == 0:
+		return u.Project(), nil, nil
+	case len(ps) == 1:
+		return ps[0].Project, nil, nil
+	}
+	return "", u.ownsMeta, nil
+}
+
+// projectNotFound is the 404 of a project that is not the user's,
+// whether it exists or not.
+func projectNotFound(project string) *APIError {
+	return &APIError{Status: http.StatusNotFound, Message: "Project '" + shorten(project) + "' not found.",
+		Type: "invalid_request_error", Param: "project", Code: "project_not_found"}
 }
 
 // cursorErr puts a store's refusal of a client's cursor (a list cursor the
@@ -207,6 +249,45 @@ func (s *Server) collect(ctx context.Context, project string, opts recall.ListOp
 	}
 }
 
+// project is a project of the user's, as GET /api/v1/projects lists it.
+type project struct {
+	Object string `json:"object"` // "project"
+	// ID is the store project: what ?project= takes, and a session's
+	// project.
+	ID string `json:"id"`
+	// Name is the project's name in the user's namespace: the project
+	// key of the home its sessions came from (recall.ProjectKey); "" for
+	// the default project.
+	Name     string    `json:"name"`
+	Default  bool      `json:"default"`
+	Sessions int       `json:"sessions"` // main sessions, archived ones included
+	Updated  time.Time `json:"updated"`
+}
+
+// listProjects answers the user's projects that hold sessions, sorted
+// by id, with their session counts.
+func (s *Server) listProjects(w http.ResponseWriter, r *http.Request) error {
+	u, err := apiUser(r)
+	if err != nil {
+		return err
+	}
+	ps, err := u.projects(r.Context(), s.store)
+	if err != nil {
+		return err
+	}
+	data := make([]project, 0, len(ps))
+	for _, p := range ps {
+		name := p.Project
+		if !u.Local {
+			_, name, _ = ProjectOwner(p.Project)
+		}
+		data = append(data, project{Object: "project", ID: p.Project, Name: name, Default: p.Project == u.Project(),
+			Sessions: p.Sessions, Updated: p.Updated})
+	}
+	writeJSON(w, http.StatusOK, listOf(data, ""))
+	return nil
+}
+
 // subagent is a subagent record of a session, as /api/v1 shows it.
 type subagent struct {
 	Object    string       `json:"object"` // "session.subagent"
@@ -222,7 +303,7 @@ type subagent struct {
 // sessionSubagents lists the subagent records under a session (see
 // recall.Key.Subpath); their logs are read with entries?subpath=.
 func (s *Server) sessionSubagents(w http.ResponseWriter, r *http.Request) error {
-	key, err := sessionKey(r)
+	key, err := s.sessionKey(r)
 	if err != nil {
 		return err
 	}

@@ -27,7 +27,7 @@ const (
 // the last seq of the previous page. subpath= reads a subagent record's
 // log instead.
 func (s *Server) sessionEntries(w http.ResponseWriter, r *http.Request) error {
-	key, err := sessionKey(r)
+	key, err := s.sessionKey(r)
 	if err != nil {
 		return err
 	}
@@ -140,7 +140,7 @@ const exportPage = 1000
 // format=markdown (or md) and format=html are the export package's
 // readable renderings of its whole history, subagent records included.
 func (s *Server) exportSession(w http.ResponseWriter, r *http.Request) (err error) {
-	key, err := sessionKey(r)
+	key, err := s.sessionKey(r)
 	if err != nil {
 		return err
 	}
@@ -217,7 +217,7 @@ type forkRequest struct {
 // forkSession copies a session's view at a point into a new session of
 // the same user and answers the new session (201).
 func (s *Server) forkSession(w http.ResponseWriter, r *http.Request) error {
-	key, err := sessionKey(r)
+	key, err := s.sessionKey(r)
 	if err != nil {
 		return err
 	}
@@ -297,7 +297,7 @@ const maxInstructionsLen = 8 << 10
 // compactSession compacts a session with Options.Compactor, as `recall
 // compact` does, and answers what it did.
 func (s *Server) compactSession(w http.ResponseWriter, r *http.Request) error {
-	key, err := sessionKey(r)
+	key, err := s.sessionKey(r)
 	if err != nil {
 		return err
 	}

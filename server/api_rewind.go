@@ -27,7 +27,7 @@ type viewChange struct {
 // rewindSession sets a session's view back to just after an item, as
 // `recall rewind` does; the log keeps every item (recall.StoreSession.Rewind).
 func (s *Server) rewindSession(w http.ResponseWriter, r *http.Request) error {
-	key, err := sessionKey(r)
+	key, err := s.sessionKey(r)
 	if err != nil {
 		return err
 	}
@@ -69,7 +69,7 @@ func (s *Server) rewindSession(w http.ResponseWriter, r *http.Request) error {
 // redoSession undoes the session's newest rewind not yet redone, as
 // `recall redo` does (recall.StoreSession.Redo).
 func (s *Server) redoSession(w http.ResponseWriter, r *http.Request) error {
-	key, err := sessionKey(r)
+	key, err := s.sessionKey(r)
 	if err != nil {
 		return err
 	}

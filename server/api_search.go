@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/internal/pagefilter"
 	"github.com/recallkit/recall/search"
 )
 
@@ -25,6 +26,7 @@ import (
 type hit struct {
 	Object    string        `json:"object"` // "search.hit"
 	SessionID string        `json:"session_id"`
+	Project   string        `json:"project"`
 	Title     string        `json:"title"`
 	Seq       int64         `json:"seq"`   // 0 for a title hit
 	Index     int           `json:"index"` // the item's place in a compaction entry
@@ -35,12 +37,25 @@ type hit struct {
 	Rank      float64       `json:"rank"`
 }
 
-// searchOptions reads the search parameters of r for the user's project:
-// q (required), role, since and until (RFC 3339), archived, whole_log,
-// limit and cursor.
-func searchOptions(r *http.Request, u User, limit int) (recall.SearchOptions, error) {
+// searchOptions reads the search parameters of r for the user's projects
+// (listScope): q (required), project, role, since and until (RFC 3339),
+// archived, whole_log, limit and cursor. It returns the filter of the
+// sessions whose hits are the user's, nil when all are.
+func (s *Server) searchOptions(r *http.Request, u User, limit int) (recall.SearchOptions, pagefilter.Keep, error) {
 	q := r.URL.Query()
-	opts := recall.SearchOptions{Query: q.Get("q"), Project: u.Project(), Role: q.Get("role"), Cursor: q.Get("cursor"), Limit: limit}
+	opts := recall.SearchOptions{Query: q.Get("q"), Role: q.Get("role"), Cursor: q.Get("cursor"), Limit: limit}
+	var keep pagefilter.Keep
+	var err error
+	if opts.Project, keep, err = s.listScope(r.Context(), u, q.Get("project")); err != nil {
+		return opts, nil, err
+	}
+	opts, err = searchParams(r, opts)
+	return opts, keep, err
+}
+
+// searchParams reads the search parameters of r but q and project.
+func searchParams(r *http.Request, opts recall.SearchOptions) (recall.SearchOptions, error) {
+	q := r.URL.Query()
 	var err error
 	if opts.IncludeArchived, err = boolParam(r, "archived"); err != nil {
 		return opts, err
@@ -83,11 +98,11 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	opts, err := searchOptions(r, u, limit)
+	opts, keep, err := s.searchOptions(r, u, limit)
 	if err != nil {
 		return err
 	}
-	page, err := recall.Search(r.Context(), s.store, opts)
+	page, err := pagefilter.Search(r.Context(), s.store, opts, keep)
 	if err != nil {
 		return searchErr(err)
 	}
@@ -97,7 +112,7 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) error {
 		if m == nil {
 			m = []recall.Span{}
 		}
-		data = append(data, hit{Object: "search.hit", SessionID: h.Key.Session, Title: h.Title, Seq: h.Ref.Seq, Index: h.Ref.Index,
+		data = append(data, hit{Object: "search.hit", SessionID: h.Key.Session, Project: h.Key.Project, Title: h.Title, Seq: h.Ref.Seq, Index: h.Ref.Index,
 			Role: h.Role, Time: h.Time, Snippet: h.Snippet, Matches: m, Rank: h.Rank})
 	}
 	writeJSON(w, http.StatusOK, listOf(data, page.Next))
@@ -107,20 +122,20 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) error {
 // searchSessions answers GET /api/v1/sessions?q=: the sessions of the
 // user's newest hits, each once, up to limit.
 func (s *Server) searchSessions(w http.ResponseWriter, r *http.Request, u User, limit int) error {
-	opts, err := searchOptions(r, u, recall.MaxSearchLimit)
+	opts, keep, err := s.searchOptions(r, u, recall.MaxSearchLimit)
 	if err != nil {
 		return err
 	}
 	ctx := r.Context()
 	out := sessionList{Object: "list", Data: []session{}}
-	seen := map[string]bool{}
+	seen := map[recall.Key]bool{}
 	for len(out.Data) < limit {
 		page, err := recall.Search(ctx, s.store, opts)
 		if err != nil {
 			return searchErr(err)
 		}
 		for i, h := range page.Hits {
-			if seen[h.Key.Session] {
+			if seen[h.Key] {
 				continue
 			}
 			m, err := s.store.Stat(ctx, h.Key)
@@ -129,7 +144,10 @@ func (s *Server) searchSessions(w http.ResponseWriter, r *http.Request, u User, 
 			} else if err != nil {
 				return err
 			}
-			seen[h.Key.Session] = true
+			seen[h.Key] = true
+			if keep != nil && !keep(m) {
+				continue // another's
+			}
 			out.Data = append(out.Data, sessionOf(m))
 			if len(out.Data) == limit {
 				if i < len(page.Hits)-1 || page.Next != "" {

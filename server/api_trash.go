@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/internal/pagefilter"
 	"github.com/recallkit/recall/server/audit"
 )
 
@@ -64,7 +65,8 @@ func (s *Server) sweepTrash(ctx context.Context, project string) {
 	}
 }
 
-// listTrash lists the user's sessions in the trash, a page at a time,
+// listTrash lists the user's sessions in the trash, of every project of
+// theirs or of the one ?project= names (listScope), a page at a time,
 // newest-updated first, as GET /api/v1/sessions lists the others.
 func (s *Server) listTrash(w http.ResponseWriter, r *http.Request) error {
 	u, err := apiUser(r)
@@ -76,7 +78,11 @@ func (s *Server) listTrash(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	cursor := r.URL.Query().Get("cursor")
-	page, err := s.store.List(r.Context(), u.Project(), recall.ListOptions{Trashed: true, Limit: limit, Cursor: cursor})
+	project, keep, err := s.listScope(r.Context(), u, r.URL.Query().Get("project"))
+	if err != nil {
+		return err
+	}
+	page, err := pagefilter.List(r.Context(), s.store, project, recall.ListOptions{Trashed: true, Limit: limit, Cursor: cursor}, keep)
 	if err != nil {
 		return cursorErr(err, cursor)
 	}
@@ -91,7 +97,7 @@ func (s *Server) listTrash(w http.ResponseWriter, r *http.Request) error {
 // restoreSession takes the session out of the trash and answers it as it
 // is now; a session that is not in the trash is a 404.
 func (s *Server) restoreSession(w http.ResponseWriter, r *http.Request) error {
-	key, err := sessionKey(r)
+	key, err := s.sessionKey(r)
 	if err != nil {
 		return err
 	}
@@ -126,7 +132,8 @@ type trashData struct {
 	Error    string
 }
 
-// webTrash shows the user's sessions in the trash, a page at a time, each
+// webTrash shows the user's sessions in the trash, of every project of
+// theirs, a page at a time, each
 // with a Restore button.
 func (s *Server) webTrash(w http.ResponseWriter, r *http.Request) error {
 	u, err := apiUser(r)
@@ -134,7 +141,11 @@ func (s *Server) webTrash(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	cursor := r.URL.Query().Get("cursor")
-	page, err := s.store.List(r.Context(), u.Project(), recall.ListOptions{Trashed: true, Limit: webPageSize, Cursor: cursor})
+	project, keep, err := s.listScope(r.Context(), u, "")
+	if err != nil {
+		return err
+	}
+	page, err := pagefilter.List(r.Context(), s.store, project, recall.ListOptions{Trashed: true, Limit: webPageSize, Cursor: cursor}, keep)
 	if err != nil {
 		if cursor != "" && errors.Is(err, recall.ErrInvalidKey) {
 			return pageError(http.StatusBadRequest, "Invalid 'cursor': not one this server gave.")
@@ -151,7 +162,7 @@ func (s *Server) webRestore(w http.ResponseWriter, r *http.Request) error {
 	if !s.checkCSRF(r) {
 		return pageError(http.StatusForbidden, "The form had expired or came from another site; reload the page and try again.")
 	}
-	key, err := sessionKey(r)
+	key, err := s.sessionKey(r)
 	if err != nil {
 		return err
 	}

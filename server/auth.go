@@ -26,7 +26,7 @@ var opsPaths = map[string]bool{"/healthz": true, "/readyz": true, "/metrics": tr
 // (see CreateToken; verified through the Server's cache of verified
 // tokens, auth_tokencache.go), and answers 401 in OpenAI's shape when it
 // is missing, malformed, unknown or revoked; under AuthNone every request
-// is DefaultUser's.
+// is the local user's (localUser).
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if opsPaths[r.URL.Path] {
@@ -37,7 +37,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			s.authenticateWeb(w, r, next)
 			return
 		}
-		u := User{Name: DefaultUser}
+		u := localUser
 		if s.opts.Auth == AuthToken {
 			token, ok := bearer(r.Header.Get("Authorization"))
 			if !ok {

@@ -201,6 +201,15 @@ type countingStore struct {
 	searches     atomic.Int64
 	unlimited    atomic.Int64 // List calls with a negative Limit
 	listed       atomic.Int64 // the sessions List returned
+	projects     atomic.Int64 // Projects calls
+}
+
+// Projects answers from the store's own aggregate, as every store of
+// recall's has one (the server's timedStore passes it on), and counts
+// the calls.
+func (s *countingStore) Projects(ctx context.Context) ([]recall.ProjectInfo, error) {
+	s.projects.Add(1)
+	return recall.Projects(ctx, s.Store)
 }
 
 // List counts the unlimited listings and the sessions returned.

@@ -10,15 +10,21 @@ import (
 
 // mcpRoutes mounts the MCP server (streamable HTTP) at /mcp. It sits
 // behind the same middleware as every route, so it needs the same token,
-// and each request gets a server confined to its user's own sessions,
-// read-only. An admin reads only their own sessions here too: an admin
+// and each request gets a server confined to its user's own projects
+// (User.owns), read-only: a tool call that names no project reads the
+// user's default one (the local user's: every project), "all" every one
+// of theirs. An admin reads only their own sessions here too: an admin
 // may list and remove other users' sessions but never read their items.
 // Its body is bounded by maxBody, as every route's: a larger one is the
 // API's 413, read before the MCP handler sees the request.
 func (s *Server) mcpRoutes() {
 	h := recallmcp.Handler(s.store, func(r *http.Request) (recallmcp.Options, bool) {
 		u, ok := userFrom(r.Context())
-		return recallmcp.Options{Project: u.Project(), OnlyProject: true, MaxBodyBytes: s.maxBody()}, ok
+		o := recallmcp.Options{Project: u.Project(), Projects: u.owns, MaxBodyBytes: s.maxBody()}
+		if u.Local {
+			o.Project = "" // the home's every project, as recall ls --all
+		}
+		return o, ok
 	})
 	s.mux.HandleFunc("POST /mcp", s.api(func(w http.ResponseWriter, r *http.Request) error {
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody()))

@@ -23,7 +23,10 @@ const (
 	// AuthToken requires a bearer token made by CreateToken on every
 	// request but /healthz, /readyz and /metrics. It is the default.
 	AuthToken AuthMode = "token"
-	// AuthNone serves every request as the single user DefaultUser. It is
+	// AuthNone serves every request as the single user DefaultUser, who
+	// owns every project of the store (the server's own aside): the
+	// sessions of a home, under the projects the home gives them, with
+	// the Conversations API's in "user.local". It is
 	// meant for a server on a loopback address only, and answers only to
 	// this machine's host names (see Options.AllowedHosts) and to no
 	// write a web page of another origin could send.

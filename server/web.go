@@ -69,8 +69,7 @@ func (s *Server) authenticateWeb(w http.ResponseWriter, r *http.Request, next ht
 	securityHeaders(w.Header())
 	public := r.URL.Path == "/signin" || strings.HasPrefix(r.URL.Path, "/static/")
 	if s.opts.Auth == AuthNone {
-		u := User{Name: DefaultUser}
-		serveAs(w, r, next, u)
+		serveAs(w, r, next, localUser)
 		return
 	}
 	if public {

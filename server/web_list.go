@@ -11,6 +11,7 @@ import (
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/importer"
+	"github.com/recallkit/recall/internal/pagefilter"
 	"github.com/recallkit/recall/search"
 	"github.com/recallkit/recall/server/audit"
 )
@@ -39,11 +40,17 @@ type hitRow struct {
 	Time                    time.Time
 }
 
+// projectOption is one project of the list's project picker.
+type projectOption struct {
+	ID       string
+	Sessions int
+}
+
 type listData struct {
 	pageBase
 	Q        string
-	Project  string
-	Projects []string
+	Project  string // "": every project of the reader's
+	Projects []projectOption
 	Archived bool
 	Pinned   bool // ?pinned=1: the pinned sessions only
 	Rows     []listRow
@@ -62,16 +69,14 @@ func (s *Server) webList(w http.ResponseWriter, r *http.Request) error {
 	}
 	q := r.URL.Query()
 	d := listData{pageBase: s.base(w, r, "Sessions"), Q: strings.TrimSpace(q.Get("q")), Project: q.Get("project"),
-		Archived: q.Get("archived") == "1", Pinned: q.Get("pinned") == "1", Projects: []string{u.Project()}}
-	if u.Admin {
-		if d.Projects, err = s.userProjects(r.Context(), u); err != nil {
-			return err
-		}
+		Archived: q.Get("archived") == "1", Pinned: q.Get("pinned") == "1"}
+	if d.Projects, err = s.pickerProjects(r.Context(), u); err != nil {
+		return err
 	}
-	if d.Project == "" || !slices.Contains(d.Projects, d.Project) {
-		d.Project = u.Project()
+	if !slices.ContainsFunc(d.Projects, func(p projectOption) bool { return p.ID == d.Project }) {
+		d.Project = "" // every project of the reader's
 	}
-	if d.Project != u.Project() {
+	if d.Project != "" && !u.owns(d.Project) { // an admin's look at another user's project
 		s.record(r, audit.ActionAdminList, recall.Key{Project: d.Project}, map[string]string{"via": "web"})
 	}
 	if d.Q != "" {
@@ -94,25 +99,35 @@ func (s *Server) webList(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// userProjects lists the users' projects, sorted, for an admin's project
-// filter: those that hold sessions, and the admin's own, which may hold
-// none yet but is the one listed when no other is picked (the filter
-// shows the project listed, so it must offer it).
-func (s *Server) userProjects(ctx context.Context, admin User) ([]string, error) {
+// pickerProjects lists the projects of the list's picker, sorted, with
+// their session counts: the reader's own, or for an admin every user's
+// (an admin may list others' sessions, not read them).
+func (s *Server) pickerProjects(ctx context.Context, u User) ([]projectOption, error) {
 	ps, err := recall.Projects(ctx, s.store)
 	if err != nil {
 		return nil, err
 	}
-	var out []string
+	var out []projectOption
 	for _, p := range ps {
-		if strings.HasPrefix(p.Project, userPrefix) {
-			out = append(out, p.Project)
+		if u.owns(p.Project) || u.Admin && isUserProject(p.Project) {
+			out = append(out, projectOption{ID: p.Project, Sessions: p.Sessions})
 		}
 	}
-	if i, found := slices.BinarySearch(out, admin.Project()); !found {
-		out = slices.Insert(out, i, admin.Project())
-	}
 	return out, nil
+}
+
+// projectLabel names a store project for the viewer: a user's default
+// project by the user's name, another of theirs as "NAME: PROJECT", any
+// other (the local user's) as it is.
+func projectLabel(p string) string {
+	user, project, ok := ProjectOwner(p)
+	switch {
+	case !ok:
+		return p
+	case project == "":
+		return user
+	}
+	return user + ": " + project
 }
 
 // nextURL is the list's URL with the cursor set.
@@ -131,8 +146,15 @@ func nextURL(r *http.Request, cursor string) string {
 // Every page ends on one of the store's own cursors.
 func (s *Server) webListPage(r *http.Request, u User, d *listData) error {
 	opts := recall.ListOptions{IncludeArchived: d.Archived, Pinned: d.Pinned, Cursor: r.URL.Query().Get("cursor")}
-	keep := func(m recall.Meta) bool { return !d.Archived || m.Archived }
-	metas, more, next, err := s.pinnedFirst(r.Context(), d.Project, opts, webPageSize, keep)
+	project, mine, err := s.listScope(r.Context(), u, d.Project)
+	if d.Project != "" && !u.owns(d.Project) { // an admin's look at another user's project
+		project, mine, err = d.Project, nil, nil
+	}
+	if err != nil {
+		return err
+	}
+	keep := func(m recall.Meta) bool { return (!d.Archived || m.Archived) && (mine == nil || mine(m)) }
+	metas, more, next, err := s.pinnedFirst(r.Context(), project, opts, webPageSize, keep)
 	if err != nil {
 		return err
 	}
@@ -143,11 +165,10 @@ func (s *Server) webListPage(r *http.Request, u User, d *listData) error {
 		q.Del("frag")
 		d.MorePinned = "/?" + q.Encode()
 	}
-	own := u.Project()
 	d.Rows = make([]listRow, len(metas))
 	for i, m := range metas {
 		row := listRow{ID: m.Key.Session, Title: m.Title, Project: m.Key.Project, Updated: m.Updated, Items: m.ItemCount,
-			Pinned: m.Pinned, Archived: m.Archived, Source: importer.Source(m), Own: m.Key.Project == own}
+			Pinned: m.Pinned, Archived: m.Archived, Source: importer.Source(m), Own: u.owns(m.Key.Project)}
 		if row.Own {
 			row.FirstPrompt = m.FirstPrompt // kept by the store: the list reads no items
 		}
@@ -159,15 +180,22 @@ func (s *Server) webListPage(r *http.Request, u User, d *listData) error {
 	return nil
 }
 
-// webSearch runs a full-text search over the reader's own sessions.
+// webSearch runs a full-text search over the reader's own sessions: of
+// the project picked, or of every project of theirs.
 func (s *Server) webSearch(r *http.Request, u User, d *listData) error {
-	d.Project = u.Project() // search reads items: only the reader's own
+	if !u.owns(d.Project) {
+		d.Project = "" // search reads items: only the reader's own
+	}
 	cursor := r.URL.Query().Get("cursor")
 	if _, err := search.ParseCursor(cursor); cursor != "" && err != nil {
 		return badCursor()
 	}
-	page, err := recall.Search(r.Context(), s.store, recall.SearchOptions{Query: d.Q, Project: u.Project(),
-		IncludeArchived: d.Archived, Limit: webPageSize, Cursor: cursor})
+	project, keep, err := s.listScope(r.Context(), u, d.Project)
+	if err != nil {
+		return err
+	}
+	page, err := pagefilter.Search(r.Context(), s.store, recall.SearchOptions{Query: d.Q, Project: project,
+		IncludeArchived: d.Archived, Limit: webPageSize, Cursor: cursor}, keep)
 	if err != nil {
 		return searchErr(err)
 	}

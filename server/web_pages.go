@@ -15,7 +15,6 @@ import (
 	"net/http"
 	"path"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/recallkit/recall"
@@ -51,7 +50,7 @@ var (
 		"asset": assetURL,
 		"age":   age,
 		"stamp": func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
-		"user":  func(project string) string { return strings.TrimPrefix(project, userPrefix) },
+		"user":  projectLabel,
 		"item":  func(d sessionData, it webItem) itemCtx { return itemCtx{it, d.ID, d.CSRF} },
 		"count": count,
 		// source names the tool a session came from (importer.Source).

@@ -31,6 +31,10 @@
     }
   });
 
+  // Picking a project shows its sessions at once.
+  var picker = document.getElementById("project");
+  if (picker && picker.form) picker.addEventListener("change", function () { picker.form.submit(); });
+
   function fetchHTML(url, done) {
     var u = url + (url.indexOf("?") < 0 ? "?" : "&") + "frag=1";
     fetch(u, { credentials: "same-origin", headers: { "Accept": "text/html" } })
