@@ -9,8 +9,10 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -52,6 +54,7 @@ type serveFlags struct {
 	trash     string
 	logFormat string
 	hosts     []string // --allowed-host
+	open      bool     // --open: open the viewer in a browser
 	model     modelFlags
 	// upstream, upstreamAPI and contextTokens configure POST /v1/responses.
 	upstream      string
@@ -71,8 +74,15 @@ recall's own API under /api/v1 (its OpenAPI document at
 
 With --auth token (the default) every request needs a bearer token made by
 'recall token create' over the same store; each user sees only their own
-conversations. --auth none serves everyone as the one user "local" and is
-accepted only on a loopback address; it answers only to the names localhost,
+projects: the Conversations API's conversations are in the user's default
+project, and sessions keep the project of the home they came from.
+
+--auth none is the local viewer: it serves the store (your home, by
+default) as the one user "local", who owns every project in it, so the web
+viewer at the URL of the start line (--open opens it in a browser), /api/v1
+and /mcp show the sessions of 'recall ls --all': those 'recall chat' wrote
+and those 'recall import' brought in, under their projects. It is accepted
+only on a loopback address; it answers only to the names localhost,
 127.0.0.1 and [::1] (add others, such as a name in /etc/hosts, with
 --allowed-host) and refuses writes from web pages of other origins, so that
 no page the person opens can read or change their sessions.
@@ -103,7 +113,7 @@ requests, lets those in flight finish (up to --shutdown-timeout), then
 closes the store.`,
 		Example: `  recall serve
   recall serve --addr 0.0.0.0:8080 --store postgres://recall@db/recall
-  recall serve --auth none --addr 127.0.0.1:8080
+  recall serve --auth none --open
   recall serve --upstream http://localhost:11434/v1 --context-tokens 8000`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -113,6 +123,7 @@ closes the store.`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.addr, "addr", "127.0.0.1:8080", "listen on `HOST:PORT` (port 0: any free port, logged on start)")
 	fl.StringVar(&f.auth, "auth", string(server.AuthToken), "authentication: token (bearer tokens from 'recall token create') or none (loopback only)")
+	fl.BoolVar(&f.open, "open", false, "open the web viewer in a browser once listening (with xdg-open, open or the Windows shell, when there is one)")
 	fl.StringArrayVar(&f.hosts, "allowed-host", nil, "with --auth none, also answer to the host `NAME` (repeatable; localhost, 127.0.0.1 and [::1] always)")
 	fl.Float64Var(&f.rate, "rate-limit", 50, "requests a second allowed to each user, per server process (0: no limit)")
 	fl.IntVar(&f.burst, "burst", 100, "requests a user may send at once above --rate-limit")
@@ -228,9 +239,35 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 		MaxHeaderBytes:    serveMaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	log.Info("recall serve listening", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String(),
+	url := "http://" + ln.Addr().String() + "/"
+	log.Info("recall serve listening", "addr", ln.Addr().String(), "url", url,
 		"store", a.storeName(), "auth", string(auth), "model", modelLabel, "upstream", upstreamLabel(opts))
+	if f.open {
+		openBrowser(url, log)
+	}
 	return serveUntilSignal(ctx, srv, ln, f.grace, log)
+}
+
+// openBrowser opens url in the person's browser with the system's opener
+// (xdg-open, macOS' open, the Windows shell), without waiting for it; it
+// logs why when there is none or it fails: the start line holds the URL.
+func openBrowser(url string, log *slog.Logger) {
+	name, args := "xdg-open", []string{url}
+	switch runtime.GOOS {
+	case "darwin":
+		name = "open"
+	case "windows":
+		name, args = "rundll32", []string{"url.dll,FileProtocolHandler", url}
+	}
+	path, err := exec.LookPath(name)
+	if err == nil {
+		cmd := exec.Command(path, args...)
+		if err = cmd.Start(); err == nil {
+			go func() { _ = cmd.Wait() }()
+			return
+		}
+	}
+	log.Warn("no browser opened: open the url of the line above", "opener", name, "error", err)
 }
 
 // upstreamOptions sets the upstream of POST /v1/responses from the flags
