@@ -30,7 +30,8 @@ const (
 const AllProjects = "all"
 
 // ErrOutOfScope reports a project or session the server may not show: a
-// project other than Options.Project when Options.OnlyProject.
+// project other than Options.Project when Options.OnlyProject, or one
+// Options.Projects refuses.
 var ErrOutOfScope = errors.New("recallmcp: not visible to this server")
 
 // Options configures a server. The zero value serves every project of the

@@ -40,3 +40,21 @@ func ExampleCreateToken() {
 	// ada user.ada
 	// true
 }
+
+// The store projects of a user's namespace: the default one, which holds
+// the Conversations API's conversations, and the project a session synced
+// from a home keeps, which ProjectOwner reads back.
+func ExampleUserProject() {
+	def, _ := server.UserProject("alice", "")
+	src, _ := server.UserProject("alice", "-home-alice-src")
+	fmt.Println(def)
+	fmt.Println(src)
+	fmt.Println(server.ProjectOwner(src))
+	_, _, ok := server.ProjectOwner(server.TokenProject)
+	fmt.Println(ok)
+	// Output:
+	// user.alice
+	// users.5.alice.-home-alice-src
+	// alice -home-alice-src true
+	// false
+}
