@@ -51,6 +51,9 @@ type listData struct {
 	Q        string
 	Project  string // "": every project of the reader's
 	Projects []projectOption
+	// Pick shows the project picker: there is a choice (more than one
+	// project, or an admin's look at another user's).
+	Pick     bool
 	Archived bool
 	Pinned   bool // ?pinned=1: the pinned sessions only
 	Rows     []listRow
@@ -76,6 +79,7 @@ func (s *Server) webList(w http.ResponseWriter, r *http.Request) error {
 	if !slices.ContainsFunc(d.Projects, func(p projectOption) bool { return p.ID == d.Project }) {
 		d.Project = "" // every project of the reader's
 	}
+	d.Pick = len(d.Projects) > 1 || len(d.Projects) == 1 && !u.owns(d.Projects[0].ID)
 	if d.Project != "" && !u.owns(d.Project) { // an admin's look at another user's project
 		s.record(r, audit.ActionAdminList, recall.Key{Project: d.Project}, map[string]string{"via": "web"})
 	}
