@@ -190,7 +190,7 @@ func (s *Server) pathKey(r *http.Request) (recall.Key, error) {
 // none holds it.
 func (s *Server) elsewhere(ctx context.Context, key recall.Key) (recall.Key, error) {
 	u, _ := userFrom(ctx)
-	ps, err := u.projects(ctx, s.store)
+	ps, err := s.projects(ctx, u)
 	if err != nil {
 		return key, err
 	}

@@ -188,7 +188,7 @@ func (s *Server) listScope(ctx context.Context, u User, project string) (string,
 	if u.Local {
 		return "", u.ownsMeta, nil
 	}
-	ps, err := u.projects(ctx, s.store)
+	ps, err := s.projects(ctx, u)
 	switch {
 	case err != nil:
 		return "", nil, err
@@ -271,12 +271,15 @@ func (s *Server) listProjects(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ps, err := u.projects(r.Context(), s.store)
+	all, err := recall.Projects(r.Context(), s.store) // afresh: what a client just wrote counts
 	if err != nil {
 		return err
 	}
-	data := make([]project, 0, len(ps))
-	for _, p := range ps {
+	data := []project{}
+	for _, p := range all {
+		if !u.owns(p.Project) {
+			continue
+		}
 		name := p.Project
 		if !u.Local {
 			_, name, _ = ProjectOwner(p.Project)

@@ -131,6 +131,8 @@ type Server struct {
 	up    *upstream    // where POST /v1/responses goes; nil: nowhere
 	auth  *tokenCache  // the tokens verified lately
 
+	projectCache projectCache // the store's projects, read lately
+
 	watches watches  // the pollers of the sessions open pages watch
 	ids     idPlaces // where the items with own ids this process showed sit
 	taken   takenIDs // the own ids of conversations, for adding items

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/recallkit/recall"
 )
@@ -107,9 +109,10 @@ func (u User) owns(p string) bool {
 func (u User) ownsMeta(m recall.Meta) bool { return u.owns(m.Key.Project) }
 
 // projects lists the projects of u that hold sessions, sorted by name,
-// with their session counts.
-func (u User) projects(ctx context.Context, st recall.Store) ([]recall.ProjectInfo, error) {
-	all, err := recall.Projects(ctx, st)
+// with their session counts, from the server's recent reading of the
+// store's projects (projectCache).
+func (s *Server) projects(ctx context.Context, u User) ([]recall.ProjectInfo, error) {
+	all, err := s.projectCache.get(ctx, s.store)
 	if err != nil {
 		return nil, err
 	}
@@ -120,6 +123,37 @@ func (u User) projects(ctx context.Context, st recall.Store) ([]recall.ProjectIn
 		}
 	}
 	return out, nil
+}
+
+// projectsTTL is how long a server reuses its reading of the store's
+// projects (recall.Projects, which costs about as much as the store has
+// sessions: a count of each project's): the viewer's picker and the
+// listings that span a user's projects may miss a project made, or
+// count a session, up to that late. GET /api/v1/projects reads them
+// afresh.
+const projectsTTL = 2 * time.Second
+
+// projectCache holds the last reading of the store's projects.
+type projectCache struct {
+	mu   sync.Mutex
+	at   time.Time
+	list []recall.ProjectInfo // shared: never changed once read
+}
+
+// get returns the store's projects as read within projectsTTL, reading
+// them when they are older; concurrent callers wait for one reading.
+func (c *projectCache) get(ctx context.Context, st recall.Store) ([]recall.ProjectInfo, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.list != nil && time.Since(c.at) < projectsTTL {
+		return c.list, nil
+	}
+	list, err := recall.Projects(ctx, st)
+	if err != nil {
+		return nil, err
+	}
+	c.list, c.at = list, time.Now()
+	return list, nil
 }
 
 // localUser is whom AuthNone serves every request as: DefaultUser, who

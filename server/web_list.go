@@ -107,7 +107,7 @@ func (s *Server) webList(w http.ResponseWriter, r *http.Request) error {
 // their session counts: the reader's own, or for an admin every user's
 // (an admin may list others' sessions, not read them).
 func (s *Server) pickerProjects(ctx context.Context, u User) ([]projectOption, error) {
-	ps, err := recall.Projects(ctx, s.store)
+	ps, err := s.projectCache.get(ctx, s.store)
 	if err != nil {
 		return nil, err
 	}
