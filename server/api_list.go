@@ -175,18 +175,15 @@ func (s *Server) pinnedFirst(ctx context.Context, project string, opts recall.Li
 // listScope returns what a listing of u's sessions reads: the store
 // project ("" for every project) and a filter of its sessions (nil keeps
 // every one). With project (?project=) set, that project, which must be
-// u's; without, every project of u's. A user other than the local one
-// whose sessions are all in one project gets that project's listing, which
-// the stores page through without reading any other user's sessions.
+// u's; without, every project of u's. A user whose sessions are all in
+// one project gets that project's listing, which the stores page through
+// (and search) without reading any other project's sessions.
 func (s *Server) listScope(ctx context.Context, u User, project string) (string, func(recall.Meta) bool, error) {
 	if project != "" {
 		if !u.owns(project) {
 			return "", nil, projectNotFound(project)
 		}
 		return project, nil, nil
-	}
-	if u.Local {
-		return "", u.ownsMeta, nil
 	}
 	ps, err := s.projects(ctx, u)
 	switch {
