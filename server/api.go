@@ -88,9 +88,9 @@ type forkOrigin struct {
 	Seq int64  `json:"seq"`
 }
 
-// owner names the user whose project p is: the one in whose namespace
+// ownerOf names the user whose project p is: the one in whose namespace
 // it is, or the local user (who owns every other project).
-func owner(p string) string {
+func ownerOf(p string) string {
 	if name, _, ok := ProjectOwner(p); ok {
 		return name
 	}
@@ -102,7 +102,7 @@ func sessionOf(m recall.Meta) session {
 		ID:          m.Key.Session,
 		Object:      "session",
 		Project:     m.Key.Project,
-		User:        owner(m.Key.Project),
+		User:        ownerOf(m.Key.Project),
 		Title:       m.Title,
 		TitleSource: string(m.TitleSource),
 		Fields:      sessionjson.Of(m),
