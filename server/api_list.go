@@ -175,9 +175,9 @@ func (s *Server) pinnedFirst(ctx context.Context, project string, opts recall.Li
 // listScope returns what a listing of u's sessions reads: the store
 // project ("" for every project) and a filter of its sessions (nil keeps
 // every one). With project (?project=) set, that project, which must be
-// u's; without, every project of u's. A user whose sessions are all in
-// one project gets that project's listing, which the stores page through
-// (and search) without reading any other project's sessions.
+// u's; without, every project of u's: for the local user, one listing of
+// every project of the store, the server's own left out; for any other,
+// see spanScope.
 func (s *Server) listScope(ctx context.Context, u User, project string) (string, func(recall.Meta) bool, error) {
 	if project != "" {
 		if !u.owns(project) {
@@ -185,6 +185,27 @@ func (s *Server) listScope(ctx context.Context, u User, project string) (string,
 		}
 		return project, nil, nil
 	}
+	if u.Local {
+		return "", u.ownsMeta, nil
+	}
+	return s.spanScope(ctx, u)
+}
+
+// searchScope is listScope for a search, which over every project of a
+// store reads the index of every one: the local user's search spans
+// their projects as spanScope says too.
+func (s *Server) searchScope(ctx context.Context, u User, project string) (string, func(recall.Meta) bool, error) {
+	if project != "" || !u.Local {
+		return s.listScope(ctx, u, project)
+	}
+	return s.spanScope(ctx, u)
+}
+
+// spanScope is the scope of every project of u's: a user whose sessions
+// are all in one project gets that project, which the stores list and
+// search without reading any other project's sessions (another user's,
+// on a server of many); a user of several gets every project, filtered.
+func (s *Server) spanScope(ctx context.Context, u User) (string, func(recall.Meta) bool, error) {
 	ps, err := s.projects(ctx, u)
 	switch {
 	case err != nil:

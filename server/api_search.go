@@ -38,7 +38,7 @@ type hit struct {
 }
 
 // searchOptions reads the search parameters of r for the user's projects
-// (listScope): q (required), project, role, since and until (RFC 3339),
+// (searchScope): q (required), project, role, since and until (RFC 3339),
 // archived, whole_log, limit and cursor. It returns the filter of the
 // sessions whose hits are the user's, nil when all are.
 func (s *Server) searchOptions(r *http.Request, u User, limit int) (recall.SearchOptions, pagefilter.Keep, error) {
@@ -46,7 +46,7 @@ func (s *Server) searchOptions(r *http.Request, u User, limit int) (recall.Searc
 	opts := recall.SearchOptions{Query: q.Get("q"), Role: q.Get("role"), Cursor: q.Get("cursor"), Limit: limit}
 	var keep pagefilter.Keep
 	var err error
-	if opts.Project, keep, err = s.listScope(r.Context(), u, q.Get("project")); err != nil {
+	if opts.Project, keep, err = s.searchScope(r.Context(), u, q.Get("project")); err != nil {
 		return opts, nil, err
 	}
 	opts, err = searchParams(r, opts)

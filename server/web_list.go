@@ -194,7 +194,7 @@ func (s *Server) webSearch(r *http.Request, u User, d *listData) error {
 	if _, err := search.ParseCursor(cursor); cursor != "" && err != nil {
 		return badCursor()
 	}
-	project, keep, err := s.listScope(r.Context(), u, d.Project)
+	project, keep, err := s.searchScope(r.Context(), u, d.Project)
 	if err != nil {
 		return err
 	}
