@@ -376,6 +376,17 @@ func TestLocalUserOwnsTheHome(t *testing.T) {
 	if status, body := e.get(t, "", "/api/v1/sessions/claude-1"); status != 200 || !strings.Contains(body, `"project":"-home-me-app"`) {
 		t.Errorf("a home session by id: %d %s", status, body)
 	}
+	// The trash spans the home's projects too: a session deleted there is
+	// listed with its project, and restored by its id.
+	if status, body := e.send(t, "", "DELETE", "/api/v1/sessions/codex-1?project=-home-me-lib", ""); status != 200 {
+		t.Fatalf("DELETE a home session: %d %s", status, body)
+	}
+	if status, body := e.get(t, "", "/api/v1/trash"); status != 200 || !slices.Equal(ids(t, body), []string{"-home-me-lib/codex-1"}) {
+		t.Errorf("the trash: %d %s", status, body)
+	}
+	if status, body := e.send(t, "", "POST", "/api/v1/sessions/codex-1/restore", ""); status != 200 || !strings.Contains(body, `"project":"-home-me-lib"`) {
+		t.Errorf("restore: %d %s", status, body)
+	}
 	_, page := getBody(t, srv.Client(), srv.URL+"/")
 	if !strings.Contains(page, "claude-1") || !strings.Contains(page, "codex-1") || !strings.Contains(page, "-home-me-lib (1)</option>") {
 		t.Errorf("the viewer does not show the home's sessions and projects")
