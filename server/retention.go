@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/recallkit/recall"
@@ -101,10 +100,7 @@ func (s *Server) runRetention(ctx context.Context, now time.Time) (bool, error) 
 // projectUser names the user a store project belongs to, for the
 // policy's user rules: "" for a project of no user.
 func projectUser(project string) string {
-	name, _ := strings.CutPrefix(project, userPrefix)
-	if name == project {
-		return ""
-	}
+	name, _, _ := ProjectOwner(project) // "" when no user's
 	return name
 }
 
