@@ -131,6 +131,12 @@ func (a *app) gc(ctx context.Context, f gcFlags) error {
 	if err != nil {
 		return err
 	}
+	return a.printGc(f, what, rep, purged)
+}
+
+// printGc prints what gc moved to the trash (rep, chosen by what) and
+// deleted from it (purged), or would with --dry-run.
+func (a *app) printGc(f gcFlags, what string, rep, purged recall.CleanupReport) error {
 	if a.json {
 		return a.printJSON(struct {
 			DryRun bool `json:"dry_run"`
