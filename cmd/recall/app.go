@@ -22,6 +22,7 @@ type app struct {
 	home       string   // --home
 	storeURL   string   // --store
 	encryptKey string   // --encrypt-key
+	userKeys   string   // recall serve --user-keys: a key file per user
 	oldKeys    []string // recall keys rotate --old-key
 	json       bool     // --json
 	// redact and redactPatterns are --redact and --redact-pattern.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/encrypt"
+	"github.com/recallkit/recall/server"
 )
 
 // envEncryptKey names the key source of an encrypted store when
@@ -24,6 +25,9 @@ func (a *app) encrypted(ctx context.Context, st recall.Store) (recall.Store, err
 		src = os.Getenv(envEncryptKey)
 	}
 	if src == "" {
+		if a.userKeys != "" {
+			return nil, usageError("give the server's own key too: --encrypt-key SOURCE (recall keys new makes one)", "--user-keys needs --encrypt-key, for the server's own records")
+		}
 		if len(a.oldKeys) > 0 {
 			return nil, usageError("pass the new key with --encrypt-key or "+envEncryptKey, "--old-key without a current key")
 		}
@@ -36,7 +40,25 @@ func (a *app) encrypted(ctx context.Context, st recall.Store) (recall.Store, err
 		}
 		a.ring = &ring // a key command runs once
 	}
+	if a.userKeys != "" {
+		return encrypt.Wrap(st, userKeys(a.userKeys, *a.ring), encrypt.Options{}), nil
+	}
 	return encrypt.Wrap(st, *a.ring, encrypt.Options{}), nil
+}
+
+// userKeys is the KeyProvider of recall serve --user-keys DIR: the
+// projects of each user of the service are sealed under the key in
+// DIR/USER.key, so that removing that file makes the user's sessions
+// unreadable everywhere (crypto-shredding); the server's own projects
+// (tokens, the audit log) and any other under ring, --encrypt-key's.
+func userKeys(dir string, ring encrypt.Keyring) encrypt.KeyProvider {
+	files := encrypt.DirKeys(dir)
+	return encrypt.ProviderFunc(func(ctx context.Context, project string) (encrypt.Keyring, error) {
+		if user, _, ok := server.ProjectOwner(project); ok {
+			return files.Keys(ctx, user)
+		}
+		return ring, nil
+	})
 }
 
 func newKeysCmd(a *app) *cobra.Command {

@@ -129,6 +129,7 @@ closes the store.`,
 	fl.IntVar(&f.burst, "burst", 100, "requests a user may send at once above --rate-limit")
 	fl.Int64Var(&f.maxBody, "max-body", 0, "largest request body in `BYTES` (default: the store's item limit plus room for the envelope)")
 	fl.DurationVar(&f.grace, "shutdown-timeout", 30*time.Second, "on SIGINT/SIGTERM, how long requests in flight may take to finish")
+	fl.StringVar(&a.userKeys, "user-keys", "", "seal each user's sessions under its own key, `DIR`/USER.key (with --encrypt-key for the server's own records); removing a user's file makes their sessions unreadable")
 	fl.StringVar(&f.auditKeep, "audit-retention", "365d", "how long the audit log ('recall audit') keeps an event: an age such as 90d or 1y, or never")
 	fl.DurationVar(&f.tokenTTL, "token-cache", server.DefaultTokenTTL, "how long a verified token is kept before the store is asked again: a token revoked elsewhere is refused within it (0: ask on every request)")
 	fl.StringVar(&f.trash, "trash-grace", "30d", "how long a deleted session stays in the trash, restorable, before it is deleted for good (y, w, d, h, m, s; never: keep it)")
