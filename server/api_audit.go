@@ -75,12 +75,8 @@ func (s *Server) pruneAudit() {
 // first, to an admin only. Filters: actor, action, user, session, since
 // and until (RFC 3339); limit (1-500) and cursor.
 func (s *Server) auditLog(w http.ResponseWriter, r *http.Request) error {
-	u, err := apiUser(r)
-	if err != nil {
+	if err := adminOnly(r, "Only an admin may read the audit log."); err != nil {
 		return err
-	}
-	if !u.Admin {
-		return notAdmin("Only an admin may read the audit log.")
 	}
 	q := r.URL.Query()
 	query := audit.Query{Actor: q.Get("actor"), Action: q.Get("action"), User: q.Get("user"), Session: q.Get("session"), Cursor: q.Get("cursor")}

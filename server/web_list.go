@@ -206,7 +206,7 @@ func (s *Server) webSearch(r *http.Request, u User, d *listData) error {
 	for _, h := range page.Hits {
 		anchor := ""
 		if h.Ref.Seq > 0 {
-			anchor = "#i-" + strings.ReplaceAll(refString(h.Ref), ".", "-")
+			anchor = "#i-" + strings.ReplaceAll(h.Ref.String(), ".", "-")
 		}
 		d.Hits = append(d.Hits, hitRow{ID: h.Key.Session, Title: h.Title, Role: h.Role, Anchor: anchor,
 			Snippet: highlight(h.Snippet, h.Matches), Time: h.Time})

@@ -215,28 +215,6 @@ type itemCtx struct {
 	CSRF string
 }
 
-func refString(r recall.ItemRef) string {
-	if r.Index == 0 {
-		return fmt.Sprint(r.Seq)
-	}
-	return fmt.Sprintf("%d.%d", r.Seq, r.Index)
-}
-
-// parseRef reads refString's output.
-func parseRef(s string) (recall.ItemRef, bool) {
-	var r recall.ItemRef
-	seq, idx, dot := strings.Cut(s, ".")
-	if _, err := fmt.Sscan(seq, &r.Seq); err != nil || r.Seq < 1 {
-		return r, false
-	}
-	if dot {
-		if _, err := fmt.Sscan(idx, &r.Index); err != nil || r.Index < 0 {
-			return r, false
-		}
-	}
-	return r, true
-}
-
 // rawItem is the part of an item the viewer reads.
 type rawItem struct {
 	Type      string          `json:"type"`
@@ -260,7 +238,7 @@ type contentPart struct {
 }
 
 func renderItem(l recall.LiveItem) webItem {
-	w := webItem{Anchor: "i-" + strings.ReplaceAll(refString(l.Ref), ".", "-"), Ref: refString(l.Ref), Seq: l.Ref.Seq}
+	w := webItem{Anchor: "i-" + strings.ReplaceAll(l.Ref.String(), ".", "-"), Ref: l.Ref.String(), Seq: l.Ref.Seq}
 	var it rawItem
 	if err := json.Unmarshal(l.Item, &it); err != nil {
 		w.Kind, w.Label, w.Text = "other", "item", string(l.Item)

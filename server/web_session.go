@@ -58,8 +58,8 @@ func (s *Server) webSession(w http.ResponseWriter, r *http.Request) error {
 	key, ctx := m.Key, r.Context()
 	var before recall.ItemRef
 	if b := r.URL.Query().Get("before"); b != "" {
-		var ok bool
-		if before, ok = parseRef(b); !ok {
+		var err error
+		if before, err = recall.ParseItemRef(b); err != nil {
 			return pageError(http.StatusBadRequest, "Invalid 'before': expected an item's place such as 12 or 12.3.")
 		}
 	}
@@ -106,7 +106,7 @@ func (s *Server) sessionPage(ctx context.Context, key recall.Key, m recall.Meta,
 	slices.Reverse(page)
 	start := !got.More // the page reaches the start of the view
 	if len(page) > 0 && !start {
-		d.Older = fmt.Sprintf("/s/%s?before=%s", key.Session, refString(page[0].Ref))
+		d.Older = fmt.Sprintf("/s/%s?before=%s", key.Session, page[0].Ref.String())
 	}
 	if len(page) > 0 && start {
 		es, err := s.store.Entries(ctx, key, page[0].Ref.Seq-1, 1)
@@ -203,8 +203,8 @@ func (s *Server) webAction(w http.ResponseWriter, r *http.Request) error {
 	case "archive":
 		_, err = recall.NewSession(s.store, key).ChangeMeta(ctx, recall.MetaChange{Archived: new(on)})
 	case "fork":
-		ref, ok := parseRef(r.PostFormValue("at"))
-		if !ok || ref.Seq > m.LastSeq {
+		ref, perr := recall.ParseItemRef(r.PostFormValue("at"))
+		if perr != nil || ref.Seq > m.LastSeq {
 			return pageError(http.StatusBadRequest, "Invalid 'at': not an item of this session.")
 		}
 		newKey := recall.Key{Project: key.Project, Session: newConversationID()}
