@@ -29,7 +29,7 @@ var opsPaths = map[string]bool{"/healthz": true, "/readyz": true, "/metrics": tr
 // is the local user's (localUser).
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if opsPaths[r.URL.Path] {
+		if opsPaths[r.URL.Path] || strings.HasPrefix(r.URL.Path, "/share/") { // a share link needs no token
 			next.ServeHTTP(w, r)
 			return
 		}

@@ -302,6 +302,12 @@ func TestOpenAPIResponses(t *testing.T) {
 	c.check("DELETE", cp+"/items/msg_1", "alice", nil, 200, true)
 	fake.Enqueue(fakeopenai.Reply{Text: "summary"})
 	c.check("POST", sp+"/compact", "alice", obj{"keep": 1}, 200, true)
+	var link struct {
+		ID string `json:"id"`
+	}
+	c.check("POST", sp+"/share", "alice", obj{"expires_in": "1d"}, 201, true).decode(t, &link)
+	c.check("GET", "/api/v1/shares", "alice", nil, 200, true)
+	c.check("DELETE", "/api/v1/shares/"+link.ID, "alice", nil, 200, true)
 	c.check("POST", sp+"/rewind", "alice", obj{"to": nil}, 200, true)
 	c.check("POST", sp+"/redo", "alice", nil, 200, true)
 	c.check("POST", sp+"/redo", "alice", nil, 409, true)

@@ -115,6 +115,9 @@ type Options struct {
 	// store's lease). Default (0): DefaultRetentionEvery. Negative: never
 	// (recall gc still applies the policy).
 	RetentionEvery time.Duration
+	// NoShare turns share links off: POST …/share is refused (403) and
+	// every /share/ link answers 404, those made before included.
+	NoShare bool
 }
 
 // ErrBadOptions reports Options New cannot serve with.

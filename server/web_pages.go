@@ -96,6 +96,7 @@ func (s *Server) webRoutes() {
 	s.mux.HandleFunc("POST /signin", s.page(s.webSignIn))
 	s.mux.HandleFunc("POST /signout", s.page(s.webSignOut))
 	s.mux.HandleFunc("GET /static/{name}", s.page(s.webStatic))
+	s.mux.HandleFunc("GET /share/{token}", s.page(s.sharedPage)) // a share link: no token, no cookie
 	s.mux.HandleFunc("GET /s/{session_id}", s.page(s.webSession))
 	s.mux.HandleFunc("GET /s/{session_id}/events", s.page(s.webEvents))
 	s.mux.HandleFunc("GET /s/{session_id}/delete", s.page(s.webConfirmDelete))
