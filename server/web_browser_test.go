@@ -653,44 +653,6 @@ func TestWebBrowser(t *testing.T) {
 		l.ranNothing(t)
 	})
 
-	// A share link opens without signing in, on either replica; the hostile
-	// corpus in it is text and runs nothing; revoked, it is a 404 on both.
-	t.Run("ShareLink", func(t *testing.T) {
-		x := newXSSSession(t, e)
-		token, sh, err := server.CreateShare(ctx, e.st, "carol", recall.Key{Project: "user.carol", Session: x}, server.ShareOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		tab, l := e.tab(t, "")
-		for _, base := range []string{e.a.URL, e.b.URL} {
-			browse(t, tab, chromedp.Navigate(base+"/share/"+token), chromedp.WaitVisible(chromedp.CSS("body")))
-			settle(t, tab)
-			if text := eval[string](t, tab, `document.body.innerText`); !strings.Contains(text, `<script>alert("msg")</script>`) {
-				t.Errorf("%s: the shared page does not show the session's text:\n%s", base, text)
-			}
-			if n := eval[int](t, tab, `document.scripts.length + document.querySelectorAll("iframe, object, embed, [onerror], [onload]").length`); n != 0 {
-				t.Errorf("%s: the shared page holds %d scripts or live handlers", base, n)
-			}
-			if title := eval[string](t, tab, `document.title`); strings.Contains(title, "pwned") {
-				t.Errorf("%s: document.title = %q", base, title)
-			}
-		}
-		l.ranNothing(t)
-		if _, err := server.RevokeShare(ctx, e.st, "carol", sh.ID); err != nil {
-			t.Fatal(err)
-		}
-		for _, base := range []string{e.a.URL, e.b.URL} {
-			res, err := http.Get(base + "/share/" + token)
-			if err != nil {
-				t.Fatal(err)
-			}
-			res.Body.Close()
-			if res.StatusCode != http.StatusNotFound {
-				t.Errorf("%s: a revoked link answers %d, want 404", base, res.StatusCode)
-			}
-		}
-	})
-
 	t.Run("InfiniteScroll", func(t *testing.T) {
 		long := e.session(t, "carol", "A long session", turns(120, "long turn")...)
 		for i := 0; i < 60; i++ {
@@ -767,6 +729,57 @@ func TestWebBrowser(t *testing.T) {
 			}
 		}
 		browse(t, alice, chromedp.EmulateReset())
+	})
+
+	// A share link opens without signing in, on either replica; the hostile
+	// corpus in it is text and runs nothing; revoked, it is a 404 on both.
+	t.Run("ShareLink", func(t *testing.T) {
+		x := newXSSSession(t, e)
+		token, sh, err := server.CreateShare(ctx, e.st, "carol", recall.Key{Project: "user.carol", Session: x}, server.ShareOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tab, l := e.tab(t, "")
+		for _, base := range []string{e.a.URL, e.b.URL} {
+			browse(t, tab, chromedp.Navigate(base+"/share/"+token), chromedp.WaitVisible(chromedp.CSS("body")))
+			settle(t, tab)
+			if text := eval[string](t, tab, `document.body.innerText`); !strings.Contains(text, `<script>alert("msg")</script>`) {
+				t.Errorf("%s: the shared page does not show the session's text:\n%s", base, text)
+			}
+			if n := eval[int](t, tab, `document.scripts.length + document.querySelectorAll("iframe, object, embed, [onerror], [onload]").length`); n != 0 {
+				t.Errorf("%s: the shared page holds %d scripts or live handlers", base, n)
+			}
+			if title := eval[string](t, tab, `document.title`); strings.Contains(title, "pwned") {
+				t.Errorf("%s: document.title = %q", base, title)
+			}
+		}
+		l.ranNothing(t)
+
+		// The viewer's Share button makes one, shown once on the page.
+		owner, _ := e.tab(t, "carol")
+		browse(t, owner, chromedp.Navigate(e.a.URL+"/s/"+x), chromedp.WaitVisible(chromedp.CSS("#share")), chromedp.Click(chromedp.CSS("#share")),
+			chromedp.WaitVisible(chromedp.CSS("#share-link")))
+		link := eval[string](t, owner, `document.querySelector("#share-link").value`)
+		if !strings.HasPrefix(link, e.a.URL+"/share/"+server.SharePrefix) {
+			t.Fatalf("the Share button's link: %q", link)
+		}
+		browse(t, tab, chromedp.Navigate(link), chromedp.WaitVisible(chromedp.CSS("body")))
+		if text := eval[string](t, tab, `document.body.innerText`); !strings.Contains(text, `<script>alert("msg")</script>`) {
+			t.Errorf("the link the Share button made does not show the session:\n%s", text)
+		}
+		if _, err := server.RevokeShare(ctx, e.st, "carol", sh.ID); err != nil {
+			t.Fatal(err)
+		}
+		for _, base := range []string{e.a.URL, e.b.URL} {
+			res, err := http.Get(base + "/share/" + token)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			if res.StatusCode != http.StatusNotFound {
+				t.Errorf("%s: a revoked link answers %d, want 404", base, res.StatusCode)
+			}
+		}
 	})
 }
 

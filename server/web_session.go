@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/export"
@@ -31,7 +32,9 @@ type sessionData struct {
 	Compaction *compactionView
 	Subagents  []subView
 	Formats    []export.Format
-	LastSeq    int64 // the seq the items were read at: live updates go on from it
+	LastSeq    int64  // the seq the items were read at: live updates go on from it
+	CanShare   bool   // the server makes share links (not Options.NoShare)
+	Shared     string // a share link just made, shown this once
 }
 
 // compactionView is a compaction boundary: how many items it replaced,
@@ -68,6 +71,7 @@ func (s *Server) webSession(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	d.pageBase = s.base(w, r, titleOr(m))
+	d.CanShare = !s.opts.NoShare
 	if r.URL.Query().Get("frag") == "1" {
 		s.render(w, r, http.StatusOK, "items", d)
 		return nil
@@ -211,6 +215,21 @@ func (s *Server) webAction(w http.ResponseWriter, r *http.Request) error {
 		if _, err = recall.NewSession(s.store, key).Fork(ctx, ref.Seq, newKey); err == nil {
 			back = "/s/" + url.PathEscape(newKey.Session)
 		}
+	case "share":
+		if s.opts.NoShare {
+			return pageError(http.StatusForbidden, "Sharing is turned off on this server.")
+		}
+		u, _ := apiUser(r)
+		token, sh, err := CreateShare(ctx, s.store, u.Name, key, ShareOptions{Expires: time.Now().Add(DefaultShareExpiry)})
+		if err != nil {
+			return sessionErr(err, key)
+		}
+		s.record(r, audit.ActionShare, key, map[string]string{"share": sh.ID, "via": "web"})
+		scheme := "http"
+		if r.TLS != nil || r.Header.Get("X-Forwarded-Proto") == "https" {
+			scheme = "https"
+		}
+		return s.showShared(w, r, m, scheme+"://"+r.Host+"/share/"+token)
 	case "delete":
 		// A pinned session goes only when the confirmation page's
 		// checkbox said so, as recall rm needs --force and the API
@@ -229,5 +248,21 @@ func (s *Server) webAction(w http.ResponseWriter, r *http.Request) error {
 		return sessionErr(err, key)
 	}
 	http.Redirect(w, r, back, http.StatusSeeOther)
+	return nil
+}
+
+// showShared renders the session page of m with the share link just
+// made, the one time it is shown.
+func (s *Server) showShared(w http.ResponseWriter, r *http.Request, m recall.Meta, link string) error {
+	d, err := s.sessionPage(r.Context(), m.Key, m, recall.ItemRef{})
+	if err != nil {
+		return err
+	}
+	d.pageBase = s.base(w, r, titleOr(m))
+	d.CanShare, d.Shared = true, link
+	if err := s.subagents(r.Context(), m.Key, &d); err != nil {
+		return err
+	}
+	s.render(w, r, http.StatusOK, "session.html", d)
 	return nil
 }

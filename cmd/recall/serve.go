@@ -50,6 +50,7 @@ type serveFlags struct {
 	tokenTTL time.Duration
 	// auditKeep is --audit-retention: an age, or "never".
 	auditKeep string
+	noShare   bool
 	// trash is --trash-grace: an age, or "never".
 	trash     string
 	logFormat string
@@ -129,6 +130,7 @@ closes the store.`,
 	fl.IntVar(&f.burst, "burst", 100, "requests a user may send at once above --rate-limit")
 	fl.Int64Var(&f.maxBody, "max-body", 0, "largest request body in `BYTES` (default: the store's item limit plus room for the envelope)")
 	fl.DurationVar(&f.grace, "shutdown-timeout", 30*time.Second, "on SIGINT/SIGTERM, how long requests in flight may take to finish")
+	fl.BoolVar(&f.noShare, "no-share", false, "turn share links off: POST …/share is refused and every /share/ link answers 404")
 	fl.StringVar(&a.userKeys, "user-keys", "", "seal each user's sessions under its own key, `DIR`/USER.key (with --encrypt-key for the server's own records); removing a user's file makes their sessions unreadable")
 	fl.StringVar(&f.auditKeep, "audit-retention", "365d", "how long the audit log ('recall audit') keeps an event: an age such as 90d or 1y, or never")
 	fl.DurationVar(&f.tokenTTL, "token-cache", server.DefaultTokenTTL, "how long a verified token is kept before the store is asked again: a token revoked elsewhere is refused within it (0: ask on every request)")
@@ -201,6 +203,7 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	if f.tokenTTL == 0 {
 		opts.TokenTTL = -1 // server.Options: negative turns the cache off
 	}
+	opts.NoShare = f.noShare
 	if opts.AuditRetention, err = auditRetention(f.auditKeep); err != nil {
 		return err
 	}
