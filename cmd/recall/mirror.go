@@ -47,18 +47,20 @@ replica.`,
 
 func newMirrorStatusCmd(a *app) *cobra.Command {
 	var (
-		to         string
-		check, all bool
+		to                  string
+		check, all, verbose bool
 	)
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show how far each replica lags behind, and its last errors",
 		Long: `Show, for every replica this home has mirrored to (or the one --to names),
-how many sessions and entries it lacks and the last replication errors. The
-positions are those the last mirror saved; --check asks the replica itself.
-Sessions the last mirror had still to check against the replica after an
-outage are counted as "to check"; the next mirror checks them first.`,
+one line: how many sessions and entries it lacks and the last replication
+error. --verbose lists the sessions behind or failing, --all every session.
+The positions are those the last mirror saved; --check asks the replica
+itself. Sessions the last mirror had still to check against the replica
+after an outage are counted as "to check"; the next mirror checks them first.`,
 		Example: `  recall mirror status
+  recall mirror status --verbose
   recall mirror status --to postgres://db.internal/recall --check
   recall mirror status --all --json`,
 		Args: args(cobra.NoArgs),
@@ -118,10 +120,10 @@ outage are counted as "to check"; the next mirror checks them first.`,
 				return a.printJSON(reports)
 			}
 			for i, r := range reports {
-				if i > 0 {
+				if i > 0 && (verbose || all) {
 					a.printf("\n")
 				}
-				if err := a.printMirrorReport(r, all); err != nil {
+				if err := a.printMirrorReport(r, all, verbose || all); err != nil {
 					return err
 				}
 			}
@@ -132,6 +134,7 @@ outage are counted as "to check"; the next mirror checks them first.`,
 	f.StringVar(&to, "to", "", "show only the replica at this `URL`")
 	f.BoolVar(&check, "check", false, "with --to: ask the replica for its positions instead of trusting the saved ones")
 	f.BoolVarP(&all, "all", "a", false, "list every session, not only those behind or failing")
+	f.BoolVarP(&verbose, "verbose", "v", false, "list the sessions behind or failing under each replica's line")
 	return cmd
 }
 
@@ -171,7 +174,10 @@ func (a *app) checkReplica(ctx context.Context, st recall.Store, url string) (mi
 	return rep, nil
 }
 
-func (a *app) printMirrorReport(r mirrorReport, all bool) error {
+// printMirrorReport prints a replica's status: one line, or with verbose
+// the lines of its state and the sessions behind or failing (every one
+// with all).
+func (a *app) printMirrorReport(r mirrorReport, all, verbose bool) error {
 	now := time.Now()
 	s := r.Summary
 	name := s.Replica
@@ -182,28 +188,21 @@ func (a *app) printMirrorReport(r mirrorReport, all bool) error {
 	if !s.Saved.IsZero() {
 		saved = "positions saved " + ago(s.Saved, now)
 	}
+	if !verbose {
+		line := fmt.Sprintf("mirror to %s: %s (%s)", name, mirrorCounts(s), saved)
+		if s.LastError != "" {
+			line += fmt.Sprintf("; last error %s: %s", ago(s.LastErrorAt, now), clip(s.LastError, 120))
+		}
+		a.printf("%s\n", line)
+		a.printReplicaCheck(r.Check)
+		return nil
+	}
 	a.printf("mirror to %s (%s)\n", name, saved)
-	line := fmt.Sprintf("  %s", count(s.Sessions, "session"))
-	switch {
-	case s.Behind == 0 && s.Unchecked == 0:
-		line += ", all replicated"
-	case s.Behind > 0:
-		line += fmt.Sprintf(", %d behind by %s", s.Behind, entries(s.Lag))
-	}
-	if s.Unchecked > 0 {
-		line += fmt.Sprintf(", %d to check against the replica after an outage", s.Unchecked)
-	}
-	a.printf("%s\n", line)
+	a.printf("  %s\n", mirrorCounts(s))
 	if s.LastError != "" {
 		a.printf("  last error %s: %s\n", ago(s.LastErrorAt, now), s.LastError)
 	}
-	if c := r.Check; c != nil {
-		a.printf("  replica check: %d of %d sessions complete, %d lack %s, %d failed\n",
-			c.UpToDate, c.Sessions, c.Copied, entries(int64(c.Entries)), len(c.Failed))
-		for _, f := range c.Failed {
-			a.printf("    %s: %s\n", f.Key, f.Error)
-		}
-	}
+	a.printReplicaCheck(r.Check)
 	rows := r.Sessions
 	if !all {
 		rows = behind(rows)
@@ -221,6 +220,33 @@ func (a *app) printMirrorReport(r mirrorReport, all bool) error {
 		fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t%s\n", ss.Key, ss.PrimarySeq, ss.ReplicatedSeq, ss.Lag, msg)
 	}
 	return tw.Flush()
+}
+
+// mirrorCounts says how many sessions a replica has and lacks.
+func mirrorCounts(s mirror.Summary) string {
+	line := count(s.Sessions, "session")
+	switch {
+	case s.Behind == 0 && s.Unchecked == 0:
+		line += ", all replicated"
+	case s.Behind > 0:
+		line += fmt.Sprintf(", %d behind by %s", s.Behind, entries(s.Lag))
+	}
+	if s.Unchecked > 0 {
+		line += fmt.Sprintf(", %d to check against the replica after an outage", s.Unchecked)
+	}
+	return line
+}
+
+// printReplicaCheck prints what --check found the replica lacks.
+func (a *app) printReplicaCheck(c *mirror.SyncReport) {
+	if c == nil {
+		return
+	}
+	a.printf("  replica check: %d of %d sessions complete, %d lack %s, %d failed\n",
+		c.UpToDate, c.Sessions, c.Copied, entries(int64(c.Entries)), len(c.Failed))
+	for _, f := range c.Failed {
+		a.printf("    %s: %s\n", f.Key, f.Error)
+	}
 }
 
 func newMirrorSyncCmd(a *app) *cobra.Command {

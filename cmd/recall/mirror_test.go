@@ -62,7 +62,14 @@ func TestMirrorStatus(t *testing.T) {
 	}
 	fs.Close()
 
+	// By default, one line a replica; --verbose lists the sessions behind.
 	out, errOut, code := runMirrorCmd(t, home, false, "status")
+	if code != 0 || strings.Count(out, "\n") != 1 ||
+		!strings.HasPrefix(out, "mirror to redis://user:xxxxx@replica.example:6379/0: 2 sessions, 1 behind by 1 entry (positions saved ") ||
+		strings.Contains(out, "p/two") {
+		t.Fatalf("status: exit %d, want one summary line:\n%s%s", code, out, errOut)
+	}
+	out, errOut, code = runMirrorCmd(t, home, false, "status", "--verbose")
 	if code != 0 {
 		t.Fatalf("status: exit %d\n%s%s", code, out, errOut)
 	}
@@ -109,7 +116,7 @@ func TestMirrorStatus(t *testing.T) {
 	if err := os.WriteFile(cursor, raw, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out, errOut, code = runMirrorCmd(t, home, false, "status")
+	out, errOut, code = runMirrorCmd(t, home, false, "status", "-v")
 	if code != 0 {
 		t.Fatalf("status: exit %d\n%s%s", code, out, errOut)
 	}
