@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -71,18 +72,11 @@ func (s *Server) createShare(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return sessionErr(err, m.Key)
 	}
-	s.record(r, audit.ActionShare, m.Key, map[string]string{"share": sh.ID, "live": boolString(body.Live)})
+	s.record(r, audit.ActionShare, m.Key, map[string]string{"share": sh.ID, "live": strconv.FormatBool(body.Live)})
 	out := answerOf(sh)
 	out.Token, out.URL = token, "/share/"+token
 	writeJSON(w, http.StatusCreated, out)
 	return nil
-}
-
-func boolString(b bool) string {
-	if b {
-		return "true"
-	}
-	return "false"
 }
 
 // listShares lists the request's user's links.

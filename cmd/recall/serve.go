@@ -193,18 +193,15 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	if f.rate == 0 {
 		opts.RateLimit = -1 // server.Options: negative turns limiting off
 	}
-	opts.TrashGrace = -1 // server.Options: negative never empties the trash
-	if f.trash != "never" {
-		if opts.TrashGrace, err = age.Parse(f.trash); err != nil {
-			return usageError("--trash-grace takes an age such as 30d or 1y, or never", "%v", err)
-		}
+	if opts.TrashGrace, err = ageOrNever("--trash-grace", f.trash); err != nil {
+		return err
 	}
 	opts.TokenTTL = f.tokenTTL
 	if f.tokenTTL == 0 {
 		opts.TokenTTL = -1 // server.Options: negative turns the cache off
 	}
 	opts.NoShare = f.noShare
-	if opts.AuditRetention, err = auditRetention(f.auditKeep); err != nil {
+	if opts.AuditRetention, err = ageOrNever("--audit-retention", f.auditKeep); err != nil {
 		return err
 	}
 	if err := f.upstreamOptions(&opts); err != nil {
@@ -404,14 +401,16 @@ func (a *app) storeName() string {
 	return "file://" + home
 }
 
-// auditRetention reads --audit-retention: an age, or never (forever).
-func auditRetention(v string) (time.Duration, error) {
+// ageOrNever reads the value of flag, an age or never, as server.Options
+// takes its periods: never is negative (the trash is never emptied, the
+// audit log kept forever).
+func ageOrNever(flag, v string) (time.Duration, error) {
 	if strings.TrimSpace(v) == "never" {
-		return -1, nil // server.Options: negative keeps the audit log forever
+		return -1, nil
 	}
 	d, err := age.Parse(v)
 	if err != nil {
-		return 0, usageError("--audit-retention takes an age such as 90d or 1y, or never", "--audit-retention: %v", err)
+		return 0, usageError(flag+" takes an age such as 30d or 1y, or never", "%s: %v", flag, err)
 	}
 	return d, nil
 }
