@@ -86,12 +86,12 @@ func ExampleStoreSession_Trash() {
 		log.Fatal(err)
 	}
 
-	m, err := sess.Trash(ctx)                                                             // out of every List and Search; Meta.Trashed is set
-	trash, err := store.List(ctx, "demo", recall.ListOptions{Trashed: true})              // the trash, paged like any List
-	m, err = sess.Restore(ctx)                                                            // back as it was: items, title, pins, labels
-	_, err = sess.Trash(ctx)                                                              // and again
-	grace := time.Now().Add(-recall.DefaultTrashGrace)                                    // 30 days
-	rep, err := recall.EmptyTrash(ctx, store, recall.EmptyTrashOptions{OlderThan: grace}) // deletes for good what was trashed before
+	m, err := sess.Trash(ctx)                                                          // out of every List and Search; Meta.Trashed is set
+	trash, err := store.List(ctx, "demo", recall.ListOptions{Trashed: true})           // the trash, paged like any List
+	m, err = sess.Restore(ctx)                                                         // back as it was: items, title, pins, labels
+	_, err = sess.Trash(ctx)                                                           // and again
+	grace := time.Now().Add(-recall.DefaultTrashGrace)                                 // 30 days
+	rep, err := recall.EmptyTrash(ctx, store, recall.CleanupOptions{OlderThan: grace}) // deletes for good what was trashed before
 
 	if err != nil {
 		log.Fatal(err)

@@ -1,5 +1,7 @@
 package recall
 
+import "time"
+
 // The limits and defaults of recall, the same in every store.
 const (
 	// DefaultListLimit is the page size List uses when ListOptions.Limit
@@ -18,6 +20,10 @@ const (
 	MaxIDLen = 128
 	// MaxFirstPrompt is the longest Meta.FirstPrompt, in bytes.
 	MaxFirstPrompt = 200
+	// DefaultTrashGrace is how long a session stays in the trash before
+	// EmptyTrash, as the CLI's gc and the service run it, deletes it for
+	// good, unless configured otherwise.
+	DefaultTrashGrace = 30 * 24 * time.Hour
 	// The limits of a session's metadata map, OpenAI's for conversations:
 	// pairs, and bytes of a key and of a value.
 	MaxMetadataPairs    = 16

@@ -20,31 +20,13 @@ type Session interface {
 	Clear(ctx context.Context) error
 }
 
-// StoreBacked is an optional ability of a Session: it names the Store and
-// Key it lives in, so a caller can write entries beside its items. agent.Run
-// uses it to record token usage on the items of a turn, to title the
-// session, to compact it, and to keep subagent records under it.
-// *StoreSession, and every Session that embeds one (compact.Session), has
-// it; a wrapper Session should forward it.
-//
-// If a Session does not implement StoreBacked, agent.Run falls back to
-// AddItems alone: the items are stored, but without usage, no title is
-// set, and subagent runs keep no record.
-type StoreBacked interface {
-	Store() Store
-	Key() Key
-}
-
 // StoreSession is the Session of one key in a Store.
 type StoreSession struct {
 	store Store
 	key   Key
 }
 
-var (
-	_ Session     = (*StoreSession)(nil)
-	_ StoreBacked = (*StoreSession)(nil)
-)
+var _ Session = (*StoreSession)(nil)
 
 // NewSession returns the Session for key in store. Nothing is written until
 // the first AddItems; key is validated by the store on each call.

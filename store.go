@@ -122,17 +122,19 @@ type ProjectInfo struct {
 	Updated  time.Time `json:"updated"`
 }
 
-// CleanupOptions selects what Cleanup removes.
+// CleanupOptions selects what Cleanup, or EmptyTrash, removes.
 type CleanupOptions struct {
-	// OlderThan is the cutoff: sessions last updated before it go.
-	// The zero time removes nothing.
+	// OlderThan is the cutoff: sessions last updated before it go (for
+	// EmptyTrash: moved to the trash before it). The zero time removes
+	// nothing.
 	OlderThan time.Time
 	// DryRun reports without deleting.
 	DryRun bool
 	// Project limits the cleanup to one project. Default: every project.
 	Project string
 	// Purge deletes the sessions at once. Default: they are moved to
-	// the trash (StoreSession.Trash), which EmptyTrash empties.
+	// the trash (StoreSession.Trash), which EmptyTrash empties. EmptyTrash
+	// always deletes and ignores it.
 	Purge bool
 }
 

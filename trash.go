@@ -4,13 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 )
-
-// DefaultTrashGrace is how long a session stays in the trash before
-// EmptyTrash, as the CLI's gc and the service run it, deletes it for good,
-// unless configured otherwise.
-const DefaultTrashGrace = 30 * 24 * time.Hour
 
 // Trash moves the session to the trash and returns its metadata: it
 // appends a meta entry that sets Meta.Trashed to the entry's time, so the
@@ -71,25 +65,15 @@ func (s *StoreSession) setTrashed(ctx context.Context, on bool) (Meta, error) {
 	return Meta{}, fmt.Errorf("recall: %s %s: %w: the session kept changing", op, key, ErrConflict)
 }
 
-// EmptyTrashOptions selects what EmptyTrash deletes.
-type EmptyTrashOptions struct {
-	// OlderThan is the cutoff: sessions moved to the trash before it go.
-	// The zero time deletes nothing; time.Now() empties the trash.
-	OlderThan time.Time
-	// DryRun reports without deleting.
-	DryRun bool
-	// Project limits it to one project. Default: every project.
-	Project string
-}
-
 // EmptyTrash deletes for good (Store.Remove) every session that was
-// moved to the trash before opts.OlderThan, with its subagent records,
+// moved to the trash before opts.OlderThan (the zero time deletes nothing;
+// time.Now() empties the trash) in opts.Project (default: every project), with its subagent records,
 // except pinned ones (a pin holds a session, in the trash too; Store.Remove
 // deletes one), and reports what it deleted, or would delete when
 // opts.DryRun, in List order. Each session is looked at again just before
 // it is deleted, so one restored meanwhile stays; one restored in the
 // instant between that look and the delete is deleted all the same.
-func EmptyTrash(ctx context.Context, s Store, opts EmptyTrashOptions) (CleanupReport, error) {
+func EmptyTrash(ctx context.Context, s Store, opts CleanupOptions) (CleanupReport, error) {
 	var rep CleanupReport
 	if opts.OlderThan.IsZero() {
 		return rep, nil

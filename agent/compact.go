@@ -19,14 +19,14 @@ func (res *Result) compact(ctx context.Context, opts RunOptions, history, input 
 	if EstimateTokens(history...)+inTokens <= opts.CompactTokens {
 		return history, nil
 	}
-	ca, ok := opts.Session.(recall.CompactionAware)
+	ca, ok := opts.Session.(CompactionAware)
 	if !ok {
 		return history, nil
 	}
 	// The session checks the trigger again on the whole view, which the
 	// input is not part of yet; a run racing another over one session
 	// thus compacts it once.
-	cr, err := ca.RunCompaction(ctx, recall.CompactionArgs{
+	cr, err := ca.RunCompaction(ctx, CompactionArgs{
 		KeepLast:      opts.CompactKeepLast,
 		TriggerTokens: max(opts.CompactTokens-inTokens, 1),
 	})

@@ -167,7 +167,7 @@ func TestUndoAfterCompaction(t *testing.T) {
 		}
 	}
 	f.srv.Enqueue(fakeopenai.Reply{Text: "summary"})
-	if res, err := sess.RunCompaction(ctx, recall.CompactionArgs{KeepLast: 4}); err != nil || res.After != 5 {
+	if res, err := sess.RunCompaction(ctx, agent.CompactionArgs{KeepLast: 4}); err != nil || res.After != 5 {
 		t.Fatalf("compaction %+v, %v", res, err)
 	}
 	// summary, user two, echo two, user three, echo three

@@ -22,7 +22,7 @@ type RunOptions struct {
 	// Session holds the conversation. Nil runs without history and
 	// persists nothing.
 	//
-	// When the session implements recall.StoreBacked, as
+	// When the session implements StoreBacked, as
 	// *recall.StoreSession and compact.Session do, Run writes through the
 	// store so that token usage is recorded with the items, the session
 	// can be titled, and subagent runs keep records under it. Otherwise
@@ -54,10 +54,10 @@ type RunOptions struct {
 	// input exceed it, Run compacts the session before the first model
 	// call and sends the compacted view. The estimate is
 	// agent.EstimateTokens, a token per 4 bytes of item JSON. The session
-	// must implement recall.CompactionAware (compact.Session does);
+	// must implement CompactionAware (compact.Session does);
 	// others are sent as they are. Default (0): Run never compacts.
 	CompactTokens int
-	// CompactKeepLast is the recall.CompactionArgs.KeepLast of those
+	// CompactKeepLast is the CompactionArgs.KeepLast of those
 	// compactions: the newest items kept verbatim. Default (0): the
 	// session's default (compact.DefaultKeepLast).
 	CompactKeepLast int
@@ -83,7 +83,7 @@ type Result struct {
 	Title string
 	// Compaction is what the compaction this run triggered did (see
 	// RunOptions.CompactTokens), or nil when it triggered none.
-	Compaction *recall.CompactionResult
+	Compaction *CompactionResult
 }
 
 // Run runs the agent on input as the next exchange of opts.Session:
@@ -163,7 +163,7 @@ func Run(ctx context.Context, a *Agent, input []recall.Item, opts RunOptions) (*
 
 // title names an untitled store-backed session from its conversation.
 func (res *Result) title(ctx context.Context, opts RunOptions, history []recall.Item) error {
-	sb, ok := opts.Session.(recall.StoreBacked)
+	sb, ok := opts.Session.(StoreBacked)
 	if !ok {
 		return nil
 	}
@@ -208,7 +208,7 @@ func (p persister) persist(ctx context.Context, items []recall.Item, nModel int,
 		saved()
 		return nil
 	}
-	if sb, ok := p.sess.(recall.StoreBacked); ok {
+	if sb, ok := p.sess.(StoreBacked); ok {
 		entries := recall.ItemEntries(items...)
 		if !usage.IsZero() && nModel > 0 {
 			u := usage

@@ -133,7 +133,7 @@ func (t *subagentTool) Call(ctx context.Context, args json.RawMessage) (string, 
 // record returns the session of a new record under the parent's session,
 // or nil when the parent's session is not store-backed.
 func (t *subagentTool) record(ctx context.Context) (recall.Session, error) {
-	parent, ok := SessionFromContext(ctx).(recall.StoreBacked)
+	parent, ok := SessionFromContext(ctx).(StoreBacked)
 	if !ok {
 		return nil, nil
 	}

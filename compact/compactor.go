@@ -27,7 +27,7 @@ type Request struct {
 	// Cut). Read-only.
 	Items []recall.Item
 	// Instructions is extra guidance for the summary, from
-	// recall.CompactionArgs.Instructions; "" for none.
+	// agent.CompactionArgs.Instructions; "" for none.
 	Instructions string
 }
 

@@ -3,7 +3,7 @@
 // shorter (a summary), while the newest items are kept verbatim.
 //
 // [Session] wraps a session of a store and implements
-// recall.CompactionAware. A compaction is recorded as one compaction entry
+// agent.CompactionAware. A compaction is recorded as one compaction entry
 // in the session's log: its items (the summary, then the items kept) are
 // the view from then on, and the entries it replaces stay in the log, so
 // exports and `recall show --full` still see them. A store that implements

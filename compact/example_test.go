@@ -32,7 +32,7 @@ func ExampleNewSession() {
 		sess.AddItems(ctx, recall.Message("user", fmt.Sprint("hello ", i)), recall.Message("assistant", fmt.Sprint("hi ", i)))
 	}
 
-	res, err := sess.RunCompaction(ctx, recall.CompactionArgs{})
+	res, err := sess.RunCompaction(ctx, agent.CompactionArgs{})
 	if err != nil {
 		fmt.Println("error:", err)
 		return

@@ -12,7 +12,7 @@ import (
 )
 
 // DefaultKeepLast is how many of the newest items a compaction keeps
-// verbatim when neither recall.CompactionArgs.KeepLast nor
+// verbatim when neither agent.CompactionArgs.KeepLast nor
 // Options.KeepLast says.
 const DefaultKeepLast = 10
 
@@ -22,10 +22,10 @@ const DefaultMaxRetries = 5
 
 // Options configure a Session. The zero value works.
 type Options struct {
-	// KeepLast is the default of recall.CompactionArgs.KeepLast.
+	// KeepLast is the default of agent.CompactionArgs.KeepLast.
 	// Default (0): DefaultKeepLast.
 	KeepLast int
-	// TriggerTokens is the default of recall.CompactionArgs.TriggerTokens:
+	// TriggerTokens is the default of agent.CompactionArgs.TriggerTokens:
 	// RunCompaction without Force compacts only when the view's estimated
 	// tokens (agent.EstimateTokens) exceed it. Default (0): whenever
 	// there is anything older than the items kept.
@@ -36,7 +36,7 @@ type Options struct {
 }
 
 // Session is a recall.Session of one key in a store that can compact
-// itself: it implements recall.CompactionAware with a Compactor. Reads
+// itself: it implements agent.CompactionAware with a Compactor. Reads
 // and writes go to the store as with recall.NewSession; GetItems returns
 // the compacted view.
 //
@@ -50,8 +50,8 @@ type Session struct {
 }
 
 var (
-	_ recall.Session         = (*Session)(nil)
-	_ recall.CompactionAware = (*Session)(nil)
+	_ recall.Session        = (*Session)(nil)
+	_ agent.CompactionAware = (*Session)(nil)
 )
 
 // NewSession returns the session of key in store, compacted by c.
@@ -66,7 +66,7 @@ type plan struct {
 	cut     int               // view[:cut] are summarized
 }
 
-// RunCompaction implements recall.CompactionAware.
+// RunCompaction implements agent.CompactionAware.
 //
 // It reads the session's LastSeq, then its view, and plans the cut (see
 // Cut). It asks the Compactor for what replaces the older items, and
@@ -81,9 +81,9 @@ type plan struct {
 // A compaction only shrinks: when the compacted view would not take fewer
 // estimated tokens (agent.EstimateTokens) than the view, nothing is
 // written, and the result says so (NoGain).
-func (s *Session) RunCompaction(ctx context.Context, args recall.CompactionArgs) (recall.CompactionResult, error) {
+func (s *Session) RunCompaction(ctx context.Context, args agent.CompactionArgs) (agent.CompactionResult, error) {
 	if s.compactor == nil {
-		return recall.CompactionResult{}, fmt.Errorf("compact %s: no compactor", s.Key())
+		return agent.CompactionResult{}, fmt.Errorf("compact %s: no compactor", s.Key())
 	}
 	keep := args.KeepLast
 	if keep == 0 {
@@ -102,7 +102,7 @@ func (s *Session) RunCompaction(ctx context.Context, args recall.CompactionArgs)
 	}
 
 	var (
-		res     recall.CompactionResult
+		res     agent.CompactionResult
 		summary *Result
 		older   []recall.LiveItem // what summary stands for
 	)
@@ -112,7 +112,7 @@ func (s *Session) RunCompaction(ctx context.Context, args recall.CompactionArgs)
 			return res, err
 		}
 		items := recall.PlainItems(p.view)
-		res = recall.CompactionResult{Before: len(items), After: len(items), Retries: attempt,
+		res = agent.CompactionResult{Before: len(items), After: len(items), Retries: attempt,
 			TokensBefore: agent.EstimateTokens(items...), Usage: res.Usage}
 		res.TokensAfter = res.TokensBefore
 		if !args.Force && trigger > 0 && res.TokensBefore <= trigger {

@@ -67,7 +67,7 @@ func TestCompactKeepsNewest(t *testing.T) {
 	f.srv.Enqueue(fakeopenai.Reply{Text: "the gist", Usage: fakeopenai.Usage{Input: 40, Output: 4}})
 	sess := f.session(compact.Options{})
 
-	res, err := sess.RunCompaction(ctx, recall.CompactionArgs{KeepLast: 4, Instructions: "mention call_1"})
+	res, err := sess.RunCompaction(ctx, agent.CompactionArgs{KeepLast: 4, Instructions: "mention call_1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestCompactNeverSplitsPairs(t *testing.T) {
 	items := conv("u a u r c1 c2 o1 o2 a")
 	f.add(t, items...)
 	f.srv.Enqueue(fakeopenai.Reply{Text: "sum"})
-	res, err := f.session(compact.Options{}).RunCompaction(ctx, recall.CompactionArgs{KeepLast: 2})
+	res, err := f.session(compact.Options{}).RunCompaction(ctx, agent.CompactionArgs{KeepLast: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,24 +148,24 @@ func TestCompactNothingToDo(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, openai.APIResponses)
 	sess := f.session(compact.Options{KeepLast: 4})
-	if res, err := sess.RunCompaction(ctx, recall.CompactionArgs{Force: true}); err != nil || res.Compacted {
+	if res, err := sess.RunCompaction(ctx, agent.CompactionArgs{Force: true}); err != nil || res.Compacted {
 		t.Errorf("compacting a missing session = %+v, %v", res, err)
 	}
 	f.add(t, conv("u a u a")...)
-	if res, err := sess.RunCompaction(ctx, recall.CompactionArgs{Force: true}); err != nil || res.Compacted || res.Before != 4 {
+	if res, err := sess.RunCompaction(ctx, agent.CompactionArgs{Force: true}); err != nil || res.Compacted || res.Before != 4 {
 		t.Errorf("compacting 4 items keeping 4 = %+v, %v", res, err)
 	}
 	f.add(t, conv("u a u a")...)
 	// under the trigger: nothing, unless forced
 	big := agent.EstimateTokens(f.view(t)...)
-	if res, err := sess.RunCompaction(ctx, recall.CompactionArgs{TriggerTokens: big}); err != nil || res.Compacted || res.TokensBefore != big {
+	if res, err := sess.RunCompaction(ctx, agent.CompactionArgs{TriggerTokens: big}); err != nil || res.Compacted || res.TokensBefore != big {
 		t.Errorf("under the trigger = %+v, %v", res, err)
 	}
 	if n := len(f.srv.Requests()); n != 0 {
 		t.Fatalf("%d model calls, want none", n)
 	}
 	f.srv.Enqueue(fakeopenai.Reply{Text: "sum"})
-	if res, err := sess.RunCompaction(ctx, recall.CompactionArgs{TriggerTokens: big - 1}); err != nil || !res.Compacted {
+	if res, err := sess.RunCompaction(ctx, agent.CompactionArgs{TriggerTokens: big - 1}); err != nil || !res.Compacted {
 		t.Errorf("over the trigger = %+v, %v", res, err)
 	}
 }
@@ -185,10 +185,10 @@ func TestCompactSurvivesConcurrentAppend(t *testing.T) {
 	})
 	arrived := f.srv.Notify()
 	done := make(chan error, 1)
-	var res recall.CompactionResult
+	var res agent.CompactionResult
 	go func() {
 		var err error
-		res, err = f.session(compact.Options{}).RunCompaction(ctx, recall.CompactionArgs{KeepLast: 2})
+		res, err = f.session(compact.Options{}).RunCompaction(ctx, agent.CompactionArgs{KeepLast: 2})
 		done <- err
 	}()
 	select {
@@ -236,10 +236,10 @@ func TestCompactResummarizesWhenOlderChanged(t *testing.T) {
 	})
 	arrived := f.srv.Notify()
 	done := make(chan error, 1)
-	var res recall.CompactionResult
+	var res agent.CompactionResult
 	go func() {
 		var err error
-		res, err = f.session(compact.Options{}).RunCompaction(ctx, recall.CompactionArgs{KeepLast: 1})
+		res, err = f.session(compact.Options{}).RunCompaction(ctx, agent.CompactionArgs{KeepLast: 1})
 		done <- err
 	}()
 	<-arrived
@@ -280,7 +280,7 @@ func TestCompactGivesUp(t *testing.T) {
 	cs := &conflictStore{Store: f.store}
 	f.add(t, conv("u a u a")...)
 	sess := compact.NewSession(cs, f.key, &compact.Summarizer{Model: f.model}, compact.Options{MaxRetries: 3})
-	_, err := sess.RunCompaction(context.Background(), recall.CompactionArgs{KeepLast: 1})
+	_, err := sess.RunCompaction(context.Background(), agent.CompactionArgs{KeepLast: 1})
 	if !errors.Is(err, recall.ErrConflict) || cs.tries != 4 {
 		t.Errorf("RunCompaction = %v after %d tries; want ErrConflict after 4", err, cs.tries)
 	}
@@ -299,7 +299,7 @@ func TestServerCompactorAndFallback(t *testing.T) {
 		f.add(t, items...)
 		c := compact.Fallback(compact.Server(f.model), &compact.Summarizer{Model: f.model})
 		f.srv.Enqueue(fakeopenai.Reply{Text: "OPAQUE"})
-		res, err := compact.NewSession(f.store, f.key, c, compact.Options{}).RunCompaction(ctx, recall.CompactionArgs{KeepLast: 2})
+		res, err := compact.NewSession(f.store, f.key, c, compact.Options{}).RunCompaction(ctx, agent.CompactionArgs{KeepLast: 2})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -329,7 +329,7 @@ func TestFallbackUnsupported(t *testing.T) {
 	f := newFixture(t, openai.APIChat)
 	f.add(t, conv("u a u a")...)
 	c := compact.Fallback(compact.Server(f.model))
-	_, err := compact.NewSession(f.store, f.key, c, compact.Options{}).RunCompaction(context.Background(), recall.CompactionArgs{KeepLast: 1})
+	_, err := compact.NewSession(f.store, f.key, c, compact.Options{}).RunCompaction(context.Background(), agent.CompactionArgs{KeepLast: 1})
 	if !errors.Is(err, recall.ErrUnsupported) {
 		t.Errorf("compact with no usable compactor = %v, want ErrUnsupported", err)
 	}

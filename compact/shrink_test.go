@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/agent"
 	"github.com/recallkit/recall/compact"
 	"github.com/recallkit/recall/internal/fakeopenai"
 	"github.com/recallkit/recall/provider/openai"
@@ -26,7 +26,7 @@ func TestCompactOnlyShrinks(t *testing.T) {
 	}
 
 	f.srv.Enqueue(fakeopenai.Reply{Text: strings.Repeat("a summary far longer than the conversation it stands for. ", 40)})
-	res, err := sess.RunCompaction(ctx, recall.CompactionArgs{Force: true})
+	res, err := sess.RunCompaction(ctx, agent.CompactionArgs{Force: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func TestCompactOnlyShrinks(t *testing.T) {
 
 	// A summary that does shrink the session is written.
 	f.srv.Enqueue(fakeopenai.Reply{Text: "s"})
-	res, err = sess.RunCompaction(ctx, recall.CompactionArgs{Force: true})
+	res, err = sess.RunCompaction(ctx, agent.CompactionArgs{Force: true})
 	if err != nil || !res.Compacted || res.NoGain || res.TokensAfter >= res.TokensBefore {
 		t.Fatalf("a compaction that shrinks = %+v, %v", res, err)
 	}

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/agent"
 	"github.com/recallkit/recall/compact"
 	"github.com/recallkit/recall/export"
 )
@@ -332,14 +333,14 @@ func (s *Server) compactSession(w http.ResponseWriter, r *http.Request) error {
 	writeJSON(w, http.StatusOK, struct {
 		Object string `json:"object"`
 		ID     string `json:"id"`
-		recall.CompactionResult
+		agent.CompactionResult
 	}{"session.compaction", key.Session, res})
 	return nil
 }
 
 // args returns the compaction the request asks for, forced.
-func (c compactRequest) args() (recall.CompactionArgs, error) {
-	args := recall.CompactionArgs{Force: true, Instructions: c.Instructions} // KeepLast 0: the default
+func (c compactRequest) args() (agent.CompactionArgs, error) {
+	args := agent.CompactionArgs{Force: true, Instructions: c.Instructions} // KeepLast 0: the default
 	if c.Keep != nil {
 		switch k := *c.Keep; {
 		case k < 0 || k > 1<<20:

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/agent"
 	"github.com/recallkit/recall/compact"
 	"github.com/recallkit/recall/internal/fakeopenai"
 	"github.com/recallkit/recall/memstore"
@@ -387,7 +388,7 @@ func TestAPICompact(t *testing.T) {
 	var res struct {
 		Object string `json:"object"`
 		ID     string `json:"id"`
-		recall.CompactionResult
+		agent.CompactionResult
 	}
 	e.do("POST", "/api/v1/sessions/"+id+"/compact", "alice", `{"keep":4,"instructions":"keep the numbers"}`).want(t, http.StatusOK).decode(t, &res)
 	if !res.Compacted || res.Before != 16 || res.Kept != 4 || res.After != 5 || res.Summarized != 12 || res.Usage.TotalTokens != 107 {

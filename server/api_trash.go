@@ -53,7 +53,7 @@ func (s *Server) sweepTrash(ctx context.Context, project string) {
 	if grace == 0 {
 		grace = recall.DefaultTrashGrace
 	}
-	rep, err := recall.EmptyTrash(ctx, s.store, recall.EmptyTrashOptions{OlderThan: time.Now().Add(-grace), Project: project})
+	rep, err := recall.EmptyTrash(ctx, s.store, recall.CleanupOptions{OlderThan: time.Now().Add(-grace), Project: project})
 	if err != nil {
 		if !errors.Is(err, context.Canceled) {
 			s.log.WarnContext(ctx, "trash: emptying old sessions failed", "project", project, "err", err)

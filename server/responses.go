@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/agent"
 	"github.com/recallkit/recall/compact"
 	"github.com/recallkit/recall/provider/openai"
 )
@@ -200,7 +201,7 @@ func (s *Server) startTurn(r *http.Request, convID string, req responseRequest) 
 		return nil, nil, asConversationParam(conversationNotFound(convID))
 	}
 	if s.overContext(live, input, req.Instructions) && s.opts.Compactor != nil {
-		_, err := compact.NewSession(s.store, key, s.opts.Compactor, compact.Options{}).RunCompaction(ctx, recall.CompactionArgs{Force: true})
+		_, err := compact.NewSession(s.store, key, s.opts.Compactor, compact.Options{}).RunCompaction(ctx, agent.CompactionArgs{Force: true})
 		if err != nil {
 			s.log.ErrorContext(ctx, "compaction before a response failed", "session", key.Session, "err", err)
 			return nil, nil, &APIError{Status: http.StatusBadGateway, Type: "server_error", Code: "model_error",

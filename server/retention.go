@@ -79,7 +79,7 @@ func (s *Server) runRetention(ctx context.Context, now time.Time) (bool, error) 
 	}
 	purged := 0
 	if grace := cmp.Or(s.opts.TrashGrace, recall.DefaultTrashGrace); grace >= 0 {
-		gone, err := recall.EmptyTrash(ctx, s.store, recall.EmptyTrashOptions{OlderThan: now.Add(-grace)})
+		gone, err := recall.EmptyTrash(ctx, s.store, recall.CleanupOptions{OlderThan: now.Add(-grace)})
 		if err != nil {
 			return true, err
 		}

@@ -197,24 +197,24 @@ func testEmptyTrash(e *env) {
 	}
 	all := trash()
 
-	rep, err := recall.EmptyTrash(e.ctx, e.s, recall.EmptyTrashOptions{})
+	rep, err := recall.EmptyTrash(e.ctx, e.s, recall.CleanupOptions{})
 	if err != nil || len(rep.Removed) != 0 {
 		t.Errorf("EmptyTrash with a zero cutoff removed %v, %v; want nothing", keysOf(rep.Removed), err)
 	}
-	rep, err = recall.EmptyTrash(e.ctx, e.s, recall.EmptyTrashOptions{OlderThan: oldTime(20), DryRun: true})
+	rep, err = recall.EmptyTrash(e.ctx, e.s, recall.CleanupOptions{OlderThan: oldTime(20), DryRun: true})
 	e.must(err)
 	checkCleanupReport(t, "dry-run EmptyTrash", rep, sortedKeys(early, earlyQ), 1, metas)
 	if got := trash(); !slices.Equal(got, all) {
 		t.Errorf("a dry run emptied the trash: %v, was %v", got, all)
 	}
-	rep, err = recall.EmptyTrash(e.ctx, e.s, recall.EmptyTrashOptions{OlderThan: oldTime(10)})
+	rep, err = recall.EmptyTrash(e.ctx, e.s, recall.CleanupOptions{OlderThan: oldTime(10)})
 	e.must(err)
 	checkCleanupReport(t, "EmptyTrash at the trash time", rep, nil, 0, metas)
 
-	rep, err = recall.EmptyTrash(e.ctx, e.s, recall.EmptyTrashOptions{OlderThan: oldTime(20), Project: "q"})
+	rep, err = recall.EmptyTrash(e.ctx, e.s, recall.CleanupOptions{OlderThan: oldTime(20), Project: "q"})
 	e.must(err)
 	checkCleanupReport(t, "EmptyTrash of project q", rep, []recall.Key{earlyQ}, 0, metas)
-	rep, err = recall.EmptyTrash(e.ctx, e.s, recall.EmptyTrashOptions{OlderThan: oldTime(20)})
+	rep, err = recall.EmptyTrash(e.ctx, e.s, recall.CleanupOptions{OlderThan: oldTime(20)})
 	e.must(err)
 	checkCleanupReport(t, "EmptyTrash", rep, []recall.Key{early}, 1, metas)
 	for _, k := range []recall.Key{early, earlyQ, record} {
@@ -225,7 +225,7 @@ func testEmptyTrash(e *env) {
 	if got := trash(); !slices.Equal(got, sortedKeys(late, pinned)) {
 		t.Errorf("the trash after EmptyTrash holds %v, want %v", got, sortedKeys(late, pinned))
 	}
-	rep, err = recall.EmptyTrash(e.ctx, e.s, recall.EmptyTrashOptions{OlderThan: time.Now().Add(time.Hour)})
+	rep, err = recall.EmptyTrash(e.ctx, e.s, recall.CleanupOptions{OlderThan: time.Now().Add(time.Hour)})
 	e.must(err)
 	checkCleanupReport(t, "EmptyTrash of everything", rep, []recall.Key{late}, 1, metas)
 	if got := sortedListedKeys(e); !slices.Equal(got, []recall.Key{old}) {

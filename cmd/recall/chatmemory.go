@@ -115,7 +115,7 @@ func (x *chatExtras) compactNow(ctx context.Context, c *chatSession, instruction
 		_, err := compactor(c.agent.Model)
 		return err
 	}
-	sess, ok := x.session(c.st, c.key).(recall.CompactionAware)
+	sess, ok := x.session(c.st, c.key).(agent.CompactionAware)
 	if !ok {
 		return fmt.Errorf("compact: %w", recall.ErrUnsupported)
 	}
@@ -124,7 +124,7 @@ func (x *chatExtras) compactNow(ctx context.Context, c *chatSession, instruction
 	defer cancel()
 	c.setTurn(cancel)
 	defer c.setTurn(nil)
-	res, err := sess.RunCompaction(ctx, recall.CompactionArgs{Force: true, Instructions: instructions})
+	res, err := sess.RunCompaction(ctx, agent.CompactionArgs{Force: true, Instructions: instructions})
 	if errors.Is(err, context.Canceled) {
 		return withHint(errors.New("compaction interrupted; the session is unchanged"), "run /compact again")
 	}

@@ -84,7 +84,7 @@ func (a *app) compact(ctx context.Context, ref string, f compactFlags) error {
 	if keep == 0 {
 		keep = -1 // CompactionArgs: 0 is the default, negative keeps none
 	}
-	res, err := compact.NewSession(st, m.Key, c, compact.Options{}).RunCompaction(ctx, recall.CompactionArgs{
+	res, err := compact.NewSession(st, m.Key, c, compact.Options{}).RunCompaction(ctx, agent.CompactionArgs{
 		Force: true, KeepLast: keep, Instructions: f.instructions,
 	})
 	if err != nil {
@@ -100,9 +100,9 @@ func (a *app) compact(ctx context.Context, ref string, f compactFlags) error {
 // compactJSON is the shape of compact --json: the compaction made, or
 // (with --purge) what the purge dropped; the other is null.
 type compactJSON struct {
-	Session    string                   `json:"session"`
-	Compaction *recall.CompactionResult `json:"compaction"`
-	Purge      *storekit.PurgeResult    `json:"purge"`
+	Session    string                  `json:"session"`
+	Compaction *agent.CompactionResult `json:"compaction"`
+	Purge      *storekit.PurgeResult   `json:"purge"`
 }
 
 // purge removes from the log of ref what its compactions replaced,
@@ -133,7 +133,7 @@ func (a *app) purge(ctx context.Context, ref string) error {
 }
 
 // describeCompaction is the status line of a compaction.
-func describeCompaction(id string, r recall.CompactionResult) string {
+func describeCompaction(id string, r agent.CompactionResult) string {
 	switch {
 	case r.NoGain:
 		return fmt.Sprintf("%s: not compacted: the summary would not shrink it (~%d -> ~%d tokens); nothing written",

@@ -179,7 +179,7 @@ func (a *app) printGc(f gcFlags, what string, rep, purged recall.CleanupReport) 
 func emptyTrash(ctx context.Context, st recall.Store, projects []string, cutoff time.Time, dryRun bool) (recall.CleanupReport, error) {
 	var total recall.CleanupReport
 	for _, p := range projects {
-		rep, err := recall.EmptyTrash(ctx, st, recall.EmptyTrashOptions{OlderThan: cutoff, DryRun: dryRun, Project: p})
+		rep, err := recall.EmptyTrash(ctx, st, recall.CleanupOptions{OlderThan: cutoff, DryRun: dryRun, Project: p})
 		if err != nil {
 			return total, fmt.Errorf("empty the trash of %s: %w", p, err)
 		}

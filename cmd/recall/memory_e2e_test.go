@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/agent"
 	"github.com/recallkit/recall/compact"
 	"github.com/recallkit/recall/filestore"
 	"github.com/recallkit/recall/internal/fakeopenai"
@@ -215,7 +216,7 @@ func TestCompactCommandWithEndpoint(t *testing.T) {
 	id := sessionWith(t, e, 3)
 	r := e.ok("", "compact", id, "--keep", "2", "--json")
 	var v struct {
-		Compaction recall.CompactionResult `json:"compaction"`
+		Compaction agent.CompactionResult `json:"compaction"`
 	}
 	if err := json.Unmarshal([]byte(r.stdout), &v); err != nil || v.Compaction.Strategy != "openai" || v.Compaction.Summarized != 4 {
 		t.Fatalf("compact --json = %s, %v", r.stdout, err)

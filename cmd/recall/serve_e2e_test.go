@@ -31,6 +31,7 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/agent"
 	"github.com/recallkit/recall/filestore"
 	"github.com/recallkit/recall/internal/testkit"
 	"github.com/recallkit/recall/server"
@@ -716,7 +717,7 @@ func TestServeCompaction(t *testing.T) {
 		contains(t, "start line", s.log(), "chat-model at 127.0.0.1")
 		id := create(t, s)
 		code, body := s.do("POST", "/api/v1/sessions/"+id+"/compact", "", map[string]int{"keep": 2})
-		var res recall.CompactionResult
+		var res agent.CompactionResult
 		if code != http.StatusOK || json.Unmarshal(body, &res) != nil || !res.Compacted || res.Before != 6 || res.Kept != 2 {
 			t.Fatalf("compact: %d %s", code, body)
 		}

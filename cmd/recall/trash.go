@@ -133,7 +133,7 @@ terminal it is needed.`,
 			if err != nil {
 				return err
 			}
-			opts := recall.EmptyTrashOptions{OlderThan: cutoff, DryRun: true}
+			opts := recall.CleanupOptions{OlderThan: cutoff, DryRun: true}
 			rep, err := recall.EmptyTrash(ctx, st, opts)
 			if err != nil {
 				return err

@@ -1,7 +1,9 @@
-package recall
+package agent
 
 import (
 	"context"
+
+	"github.com/recallkit/recall"
 )
 
 // CompactionAware is an optional ability of a Session: it can replace the
@@ -14,8 +16,8 @@ import (
 // Callers find it by type assertion, the way database/sql/driver finds
 // its optional interfaces:
 //
-//	if ca, ok := sess.(recall.CompactionAware); ok {
-//		res, err := ca.RunCompaction(ctx, recall.CompactionArgs{KeepLast: 10})
+//	if ca, ok := sess.(agent.CompactionAware); ok {
+//		res, err := ca.RunCompaction(ctx, agent.CompactionArgs{KeepLast: 10})
 //	}
 //
 // If a Session does not implement CompactionAware, nothing compacts it:
@@ -80,8 +82,8 @@ type CompactionResult struct {
 	// concurrent write and was planned again.
 	Retries int `json:"retries,omitempty"`
 	// Usage is the token usage of the model calls the compaction made. It
-	// is also recorded on the compaction entry, so Meta.Usage counts it.
-	Usage Usage `json:"usage"`
+	// is also recorded on the compaction entry, so recall.Meta.Usage counts it.
+	Usage recall.Usage `json:"usage"`
 	// NoGain is true when a compaction was made but not written because
 	// its view would not have had fewer estimated tokens than
 	// TokensBefore: compaction only shrinks. TokensAfter is then
@@ -90,3 +92,20 @@ type CompactionResult struct {
 	NoGain        bool `json:"no_gain"`
 	TokensWouldBe int  `json:"tokens_would_be,omitempty"`
 }
+
+// StoreBacked is an optional ability of a Session: it names the Store and
+// Key it lives in, so a caller can write entries beside its items. agent.Run
+// uses it to record token usage on the items of a turn, to title the
+// session, to compact it, and to keep subagent records under it.
+// *recall.StoreSession, and every Session that embeds one (compact.Session), has
+// it; a wrapper Session should forward it.
+//
+// If a Session does not implement StoreBacked, agent.Run falls back to
+// AddItems alone: the items are stored, but without usage, no title is
+// set, and subagent runs keep no record.
+type StoreBacked interface {
+	Store() recall.Store
+	Key() recall.Key
+}
+
+var _ StoreBacked = (*recall.StoreSession)(nil)
