@@ -50,22 +50,25 @@ type importTool struct {
 	name string
 	cmd  func(*app) *cobra.Command
 	// paths returns the tool's own folders; find and mapper find and map
-	// its transcripts there.
+	// its transcripts there. follow, for a tool whose transcripts are not
+	// files read line by line (opencode's database), returns one
+	// watcher's watch.Source.Import instead of a mapper.
 	paths  func() ([]string, error)
 	find   func(path string) ([]string, error)
 	mapper func(path string) importer.Mapper
+	follow func() func(ctx context.Context, st recall.Store, path string) (importer.Summary, error)
 	// env names the variables that move the tool's folders, which an
 	// installed watcher service keeps.
 	env []string
 }
 
-// importTools is the table of the tools recall import reads from their
-// files: each has its subcommand, and --watch takes its name. (opencode,
-// whose sessions are rows of a database, has its subcommand alone.)
+// importTools is the table of the tools recall import reads: each has
+// its subcommand, and --watch takes its name.
 var importTools = []importTool{
 	{name: claudecode.Tool, cmd: newImportClaudeCodeCmd, paths: one(claudecode.DefaultPath), find: claudecode.Find, mapper: claudecode.NewMapper, env: []string{"CLAUDE_CONFIG_DIR"}},
 	{name: codex.Tool, cmd: newImportCodexCmd, paths: codex.DefaultPaths, find: codex.Find, mapper: codex.NewMapper, env: []string{"CODEX_HOME"}},
 	{name: gemini.Tool, cmd: newImportGeminiCmd, paths: one(gemini.DefaultPath), find: gemini.Find, mapper: gemini.NewMapper, env: []string{"GEMINI_CLI_HOME"}},
+	{name: opencode.Tool, cmd: newImportOpencodeCmd, paths: opencode.DefaultPaths, find: opencode.Find, follow: followOpencode, env: []string{"XDG_DATA_HOME", "OPENCODE_DB"}},
 }
 
 func newImportCmd(a *app) *cobra.Command {
@@ -81,15 +84,14 @@ nothing, and one that grew adds only what is new. Each imported session keeps
 where it came from in its metadata (import.source, import.session,
 import.file).
 
-With --watch TOOL (claude-code, codex, gemini, or all of them), recall import
+With --watch TOOL (claude-code, codex, gemini, opencode, or all of them), recall import
 follows the tool's folders and imports each transcript as it grows, within a
 second or two of a line being written, until SIGINT or SIGTERM; a rescan every
 --rescan finds what no event reported. A transcript rewritten rather than
 appended to is reported and left alone. Killed, it resumes from what the
 store holds. --install writes a user service that runs it at login (a
 systemd user unit on Linux, a launchd agent on macOS) and prints how to
-enable it. opencode keeps its sessions in a database, which --watch does not
-follow: run recall import opencode again, which adds only what is new.`,
+enable it. For opencode it follows the database and its write-ahead log.`,
 		Example: `  recall import claude-code
   recall import --watch claude-code
   recall import --watch all --install`,
@@ -108,7 +110,7 @@ follow: run recall import opencode again, which adds only what is new.`,
 	for _, t := range importTools {
 		cmd.AddCommand(t.cmd(a))
 	}
-	cmd.AddCommand(newImportOpencodeCmd(a), newImportRecallCmd(a))
+	cmd.AddCommand(newImportRecallCmd(a))
 	return cmd
 }
 

@@ -49,3 +49,12 @@ only when nothing could be read.`,
 	f.register(cmd)
 	return cmd
 }
+
+// followOpencode returns --watch's import of a path opencode.Find
+// returned: a Follower's, which reads only the sessions that changed.
+func followOpencode() func(ctx context.Context, st recall.Store, path string) (importer.Summary, error) {
+	var f opencode.Follower
+	return func(ctx context.Context, st recall.Store, path string) (importer.Summary, error) {
+		return f.ImportFile(ctx, st, path, importer.Options{})
+	}
+}

@@ -85,7 +85,11 @@ func (a *app) runWatch(cmd *cobra.Command, f watchFlags) error {
 		if err != nil {
 			return err
 		}
-		sources = append(sources, watch.Source{Tool: t.name, Roots: roots, Find: t.find, Mapper: t.mapper})
+		src := watch.Source{Tool: t.name, Roots: roots, Find: t.find, Mapper: t.mapper}
+		if t.follow != nil {
+			src.Import = t.follow()
+		}
+		sources = append(sources, src)
 	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -82,9 +82,13 @@ func (d *database) sessions(ctx context.Context) ([]sessionInfo, error) {
 				s.Directory = text(vals[i])
 			case "title":
 				s.Title = text(vals[i])
+				s.version += s.Title + "|"
 			case "time_created":
 				s.Time.Created = number(vals[i])
+			case "time_updated":
+				s.version += fmt.Sprint(vals[i]) + "|"
 			case "revert":
+				s.version += text(vals[i]) + "|"
 				if r := text(vals[i]); r != "" {
 					s.Revert = new(revert)
 					if json.Unmarshal([]byte(r), s.Revert, responses.DecodeOptions) != nil {
@@ -147,6 +151,37 @@ func (d *database) messages(ctx context.Context, session string) ([]message, err
 		out = append(out, m)
 	}
 	return out, rows.Err()
+}
+
+// versions returns, for each session of the database that has
+// messages, a version of them: their number, the sum of their lengths
+// and their latest update, and the same of their parts. Any change
+// opencode makes to a session's messages (a message or part added,
+// completed, edited, removed) moves it; computing it reads no message.
+func (d *database) versions(ctx context.Context) (map[string]string, error) {
+	out := map[string]string{}
+	for _, q := range []string{
+		"SELECT session_id, count(*), coalesce(sum(length(data)), 0), coalesce(max(time_updated), 0) FROM message GROUP BY session_id",
+		"SELECT session_id, count(*), coalesce(sum(length(data)), 0), coalesce(max(time_updated), 0) FROM part GROUP BY session_id",
+	} {
+		rows, err := d.db.QueryContext(ctx, q)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", d.path, err)
+		}
+		for rows.Next() {
+			var id string
+			var n, size, updated any // whatever the columns hold
+			if err := rows.Scan(&id, &n, &size, &updated); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			out[id] += fmt.Sprintf("%v/%v/%v;", n, size, updated)
+		}
+		if err := rows.Close(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // text returns a column's value as text.

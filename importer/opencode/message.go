@@ -22,6 +22,10 @@ type sessionInfo struct {
 	// name is where the session was read from: the database and the
 	// session ("<db>#<id>"), or its file.
 	name string
+	// version is, for a session of a database, what its row holds that
+	// an import reads (title, pending undo, last update): with the
+	// version of its messages, Follower finds what changed.
+	version string
 }
 
 // revert is a session's pending undo: the messages from MessageID on (or,

@@ -45,9 +45,10 @@
 // import holds one session's messages, as opencode's own storage gives
 // them, and writes them a batch at a time.
 //
-// Known limits: recall import --watch does not follow opencode, whose
-// sessions are rows of a database rather than files (import again: it
-// adds only what is new); the event-sourced tables of newer versions
+// recall import --watch follows the databases and their write-ahead
+// logs (Find, ImportFile), not the JSON files of older versions.
+//
+// Known limits: the event-sourced tables of newer versions
 // (session_message, ...) are not read, the message and part tables
 // opencode keeps beside them are.
 package opencode
@@ -108,7 +109,13 @@ var dbName = regexp.MustCompile(`^opencode(-[A-Za-z0-9._-]+)?\.db$`)
 // others go on; the error reports paths that cannot be read at all or
 // hold no session (ErrNoSessions), or ctx's end.
 func Import(ctx context.Context, st recall.Store, paths []string, opts importer.Options) (importer.Summary, error) {
-	r := &reader{ctx: ctx, sessions: map[string]*sessionInfo{}, byName: map[string]*sessionInfo{}, source: map[string]source{}}
+	return importPaths(ctx, st, paths, opts, nil)
+}
+
+// importPaths is Import, reading with follow (nil: every session) only
+// the sessions of a database that changed since follow's last import.
+func importPaths(ctx context.Context, st recall.Store, paths []string, opts importer.Options, follow *Follower) (importer.Summary, error) {
+	r := &reader{ctx: ctx, sessions: map[string]*sessionInfo{}, byName: map[string]*sessionInfo{}, source: map[string]source{}, follow: follow}
 	defer r.close()
 	// The databases first: a session they hold is not read again from
 	// the JSON files opencode copied it from.
@@ -133,6 +140,9 @@ func Import(ctx context.Context, st recall.Store, paths []string, opts importer.
 		r.addStorage(s)
 	}
 	names := r.names()
+	if len(names) == 0 && r.known > 0 {
+		return importer.Summary{Tool: Tool}, nil // nothing changed
+	}
 	if len(names) == 0 {
 		err := fmt.Errorf("%w in %s", ErrNoSessions, strings.Join(paths, ", "))
 		if len(errs) > 0 {
@@ -141,6 +151,9 @@ func Import(ctx context.Context, st recall.Store, paths []string, opts importer.
 		return importer.Summary{Tool: Tool}, err
 	}
 	sum, err := importer.Run(ctx, st, Tool, names, r.mapper, opts)
+	if follow != nil && err == nil {
+		follow.imported(r.versions, names, sum.Failures)
+	}
 	sum.Failures = append(failures, sum.Failures...) // the databases that could not be read
 	return sum, err
 }
@@ -188,6 +201,12 @@ type reader struct {
 	sessions map[string]*sessionInfo // by id, for the parents
 	byName   map[string]*sessionInfo
 	source   map[string]source // by name
+	// follow, when set, leaves out the sessions of a database whose
+	// version (versions, by name) it imported last; known counts every
+	// session found, left out or not.
+	follow   *Follower
+	versions map[string]string
+	known    int
 }
 
 func (r *reader) close() {
@@ -206,8 +225,26 @@ func (r *reader) addDatabase(path string) error {
 	if err != nil {
 		return err
 	}
+	var versions map[string]string
+	if r.follow != nil {
+		if versions, err = d.versions(r.ctx); err != nil {
+			return err
+		}
+	}
 	for i := range list {
 		s := &list[i]
+		r.known++
+		if r.follow != nil {
+			v := versions[s.ID] + "|" + s.version
+			if r.versions == nil {
+				r.versions = map[string]string{}
+			}
+			r.versions[s.name] = v
+			if r.follow.unchanged(s.name, v) {
+				r.sessions[s.ID] = s // a parent still, but not read
+				continue
+			}
+		}
 		r.keep(s, func(ctx context.Context, id string) ([]message, error) { return d.messages(ctx, id) })
 	}
 	return nil

@@ -117,8 +117,9 @@ func (w *watcher) event(ev fsnotify.Event, now time.Time) {
 	}
 	if f := w.files[p]; f != nil {
 		// A removal is a change too: its import finds the file gone. A
-		// transcript whose import failed waits for a rescan.
-		if f.failed == "" {
+		// transcript whose import failed waits for a rescan (a source's
+		// own Import tries again what failed).
+		if f.failed == "" || f.src.Import != nil {
 			w.touch(p, f, now)
 		}
 		return

@@ -52,8 +52,14 @@ type Source struct {
 	// Find returns the transcripts below a folder (claudecode.Find).
 	Find func(dir string) ([]string, error)
 	// Mapper returns the importer.Mapper of one transcript
-	// (claudecode.NewMapper).
+	// (claudecode.NewMapper), which importer.Run reads.
 	Mapper func(path string) importer.Mapper
+	// Import, for a tool whose transcripts are not files read line by
+	// line (opencode's database), imports what one path Find returned
+	// holds (opencode.Follower). Exactly one of Mapper and Import is
+	// set. A failure it reports does not stop the watcher following the
+	// path: Import reads again what failed.
+	Import func(ctx context.Context, st recall.Store, path string) (importer.Summary, error)
 }
 
 // The defaults of Options.
@@ -137,8 +143,8 @@ func Run(ctx context.Context, st recall.Store, sources []Source, opts Options) e
 		return ErrNoSources
 	}
 	for _, s := range sources {
-		if s.Tool == "" || len(s.Roots) == 0 || s.Find == nil || s.Mapper == nil {
-			return fmt.Errorf("watch: source %q needs a tool, roots, Find and Mapper", s.Tool)
+		if s.Tool == "" || len(s.Roots) == 0 || s.Find == nil || (s.Mapper == nil) == (s.Import == nil) {
+			return fmt.Errorf("watch: source %q needs a tool, roots, Find, and a Mapper or an Import", s.Tool)
 		}
 	}
 	w := &watcher{
@@ -323,9 +329,12 @@ func (w *watcher) importFile(ctx context.Context, path string, f *file) {
 	// Stated before the read: a write during the import moves them, and
 	// the next rescan imports again.
 	f.size, f.mod, f.imported = fi.Size(), fi.ModTime(), true
-	sum, err := importer.Run(ctx, w.st, f.src.Tool, []string{path}, f.src.Mapper, importer.Options{})
-	if err != nil {
-		return // ctx ended
+	sum, err := w.importPath(ctx, f.src, path)
+	if ctx.Err() != nil {
+		return
+	}
+	if err != nil { // nothing could be read: a failure of the file
+		sum.Failures = append(sum.Failures, importer.Failure{File: path, Err: err.Error()})
 	}
 	if len(sum.Failures) > 0 {
 		msg := failureText(sum.Failures)
@@ -340,6 +349,15 @@ func (w *watcher) importFile(ctx context.Context, path string, f *file) {
 	if sum.Entries > 0 || recovered {
 		w.report(Report{Tool: f.src.Tool, File: path, Summary: &sum})
 	}
+}
+
+// importPath imports one transcript of src. importer.Run fails only when
+// ctx ends; an Import may fail for a file it cannot read at all.
+func (w *watcher) importPath(ctx context.Context, src *Source, path string) (importer.Summary, error) {
+	if src.Import != nil {
+		return src.Import(ctx, w.st, path)
+	}
+	return importer.Run(ctx, w.st, src.Tool, []string{path}, src.Mapper, importer.Options{})
 }
 
 // failureText is the failures of one file's import as one comparable
