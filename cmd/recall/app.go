@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 
+	"github.com/spf13/cobra"
+
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/encrypt"
 	"github.com/recallkit/recall/internal/sessionref"
@@ -159,4 +161,17 @@ func (a *app) printf(format string, args ...any) {
 // output a script reads from stdout.
 func (a *app) notef(format string, args ...any) {
 	fmt.Fprintf(a.stderr, format, args...)
+}
+
+// withStore is the RunE of a command that works on the store: it opens
+// it, then runs run with the command's context.
+func (a *app) withStore(run func(ctx context.Context, st recall.Store, argv []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, argv []string) error {
+		ctx := cmd.Context()
+		st, err := a.store(ctx)
+		if err != nil {
+			return err
+		}
+		return run(ctx, st, argv)
+	}
 }

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
+	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/internal/sessionref"
 	"github.com/recallkit/recall/storekit"
 )
@@ -19,12 +21,7 @@ agree with the log. Each problem is printed on its own line; the exit code
 is 1 when there is any. It reads every log, so it takes a while on a large
 store.`,
 		Args: args(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			st, err := a.store(ctx)
-			if err != nil {
-				return err
-			}
+		RunE: a.withStore(func(ctx context.Context, st recall.Store, _ []string) error {
 			all, err := sessionref.All(ctx, st, "", true)
 			if err != nil {
 				return err
@@ -54,7 +51,7 @@ store.`,
 				a.printf("ok: %s checked\n", count(len(all), "session"))
 			}
 			return nil
-		},
+		}),
 	}
 }
 

@@ -26,12 +26,7 @@ always kept.`,
 		Example: `  recall policy
   recall policy set --default 90d --label keep=never --project ~/src/app=1y --dry-run`,
 		Args: args(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			st, err := a.store(ctx)
-			if err != nil {
-				return err
-			}
+		RunE: a.withStore(func(ctx context.Context, st recall.Store, _ []string) error {
 			p, err := retention.Load(ctx, st)
 			if err != nil {
 				return err
@@ -45,7 +40,7 @@ always kept.`,
 			}
 			a.printf("%s\n", strings.ReplaceAll(p.String(), "; ", "\n"))
 			return nil
-		},
+		}),
 	}
 	cmd.AddCommand(newPolicySetCmd(a))
 	return cmd

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"slices"
 	"strconv"
 	"time"
@@ -20,12 +21,7 @@ was last updated. A project is a working directory turned into a key, the
 way Claude Code names its folders: /home/me/src/app is -home-me-src-app.
 The service's own projects (_server.*) are left out.`,
 		Args: args(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			st, err := a.store(ctx)
-			if err != nil {
-				return err
-			}
+		RunE: a.withStore(func(ctx context.Context, st recall.Store, _ []string) error {
 			ps, err := recall.Projects(ctx, st)
 			if err != nil {
 				return err
@@ -46,6 +42,6 @@ The service's own projects (_server.*) are left out.`,
 				rows = append(rows, []string{termsafe.Escape(p.Project), strconv.Itoa(p.Sessions), ago(p.Updated, now)})
 			}
 			return writeTable(a.stdout, rows)
-		},
+		}),
 	}
 }

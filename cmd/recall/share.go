@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/internal/age"
 	"github.com/recallkit/recall/internal/termsafe"
 	"github.com/recallkit/recall/server"
@@ -88,12 +90,7 @@ func newShareLsCmd(a *app) *cobra.Command {
 		Use:   "ls",
 		Short: "List the share links of the store (never their tokens)",
 		Args:  args(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			st, err := a.store(ctx)
-			if err != nil {
-				return err
-			}
+		RunE: a.withStore(func(ctx context.Context, st recall.Store, _ []string) error {
 			shares, err := server.ListShares(ctx, st, "")
 			if err != nil {
 				return err
@@ -109,7 +106,7 @@ func newShareLsCmd(a *app) *cobra.Command {
 				return nil
 			}
 			return writeShares(a, shares)
-		},
+		}),
 	}
 }
 
@@ -135,12 +132,7 @@ func newShareRevokeCmd(a *app) *cobra.Command {
 		Use:   "revoke ID",
 		Short: "End a share link: every server answers 404 for it from then on",
 		Args:  args(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, argv []string) error {
-			ctx := cmd.Context()
-			st, err := a.store(ctx)
-			if err != nil {
-				return err
-			}
+		RunE: a.withStore(func(ctx context.Context, st recall.Store, argv []string) error {
 			sh, err := server.RevokeShare(ctx, st, "", argv[0])
 			switch {
 			case errors.Is(err, server.ErrNoShare):
@@ -153,6 +145,6 @@ func newShareRevokeCmd(a *app) *cobra.Command {
 			a.recordLocal(ctx, st, audit.Event{Action: audit.ActionShare, User: sh.User, Session: sh.Session, Detail: map[string]string{"share": sh.ID, "revoked": "true"}})
 			a.printf("revoked share link %s of %s\n", sh.ID, sh.Session)
 			return nil
-		},
+		}),
 	}
 }

@@ -36,12 +36,7 @@ func newTrashLsCmd(a *app) *cobra.Command {
 		Short:   "List the sessions in the trash, of every project, newest-updated first",
 		Example: "  recall trash ls\n  recall trash ls --json",
 		Args:    args(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			st, err := a.store(ctx)
-			if err != nil {
-				return err
-			}
+		RunE: a.withStore(func(ctx context.Context, st recall.Store, _ []string) error {
 			metas, err := trashed(ctx, st)
 			if err != nil {
 				return err
@@ -61,7 +56,7 @@ func newTrashLsCmd(a *app) *cobra.Command {
 					strconv.Itoa(m.ItemCount), termsafe.Escape(m.Key.Project)})
 			}
 			return writeTable(a.stdout, rows)
-		},
+		}),
 	}
 }
 
@@ -71,12 +66,7 @@ func newTrashRestoreCmd(a *app) *cobra.Command {
 		Short:   "Bring sessions back from the trash, as they were",
 		Example: "  recall trash restore 0199a3f2",
 		Args:    args(cobra.MinimumNArgs(1)),
-		RunE: func(cmd *cobra.Command, argv []string) error {
-			ctx := cmd.Context()
-			st, err := a.store(ctx)
-			if err != nil {
-				return err
-			}
+		RunE: a.withStore(func(ctx context.Context, st recall.Store, argv []string) error {
 			metas, err := trashed(ctx, st)
 			if err != nil {
 				return err
@@ -100,7 +90,7 @@ func newTrashRestoreCmd(a *app) *cobra.Command {
 				}
 				return nm, nil
 			})
-		},
+		}),
 	}
 }
 
