@@ -85,18 +85,20 @@ func (s *Server) listShares(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	shares, err := ListShares(r.Context(), s.store, u.Name)
+	limit, err := listLimit(r)
 	if err != nil {
 		return err
 	}
-	out := struct {
-		Object string        `json:"object"`
-		Data   []shareAnswer `json:"data"`
-	}{"list", []shareAnswer{}}
-	for _, sh := range shares {
-		out.Data = append(out.Data, answerOf(sh))
+	cursor := r.URL.Query().Get("cursor")
+	page, err := ListSharePage(r.Context(), s.store, u.Name, limit, cursor)
+	if err != nil {
+		return cursorErr(err, cursor)
 	}
-	writeJSON(w, http.StatusOK, out)
+	data := make([]shareAnswer, 0, len(page.Shares))
+	for _, sh := range page.Shares {
+		data = append(data, answerOf(sh))
+	}
+	writeJSON(w, http.StatusOK, listOf(data, page.Next))
 	return nil
 }
 

@@ -183,6 +183,11 @@ func New(ctx context.Context, store recall.Store, opts Options) (*Server, error)
 	s.h = s.middleware(s.mux)
 	s.replica = replicaName()
 	s.startRetention()
+	s.background(func(ctx context.Context) {
+		if err := IndexShares(ctx, s.store); err != nil && ctx.Err() == nil {
+			s.log.ErrorContext(ctx, "share links: the links of an earlier version were not indexed", "err", err)
+		}
+	})
 	return s, nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -93,6 +94,9 @@ func CreateShare(ctx context.Context, st recall.Store, user string, key recall.K
 	if err != nil {
 		return "", Share{}, err
 	}
+	if err := indexShare(ctx, st, sh, hash); err != nil {
+		return "", Share{}, fmt.Errorf("server: share %s: %w", key, err)
+	}
 	if _, err := st.Append(ctx, recall.Key{Project: ShareProject, Session: hash}, recall.IfNew(), recall.NewEntry(recall.KindItem, json.RawMessage(b))); err != nil {
 		return "", Share{}, fmt.Errorf("server: share %s: %w", key, err)
 	}
@@ -139,7 +143,75 @@ func readShare(ctx context.Context, st recall.Store, hash string) (Share, error)
 	return v.Share, nil
 }
 
-// ListShares returns the links of user ("" for every user's).
+// ShareIndexPrefix starts the reserved store projects that list each
+// user's links: ShareIndexPrefix+USER holds one session a link, named by
+// the link's ID, whose metadata holds the link (shareMeta), so a user's
+// links are listed a page at a time without reading a record. The index
+// entry is written before the link's record and removed after it: a
+// crash between leaves a listed link that does not open, which a revoke
+// removes, never a link that works and is not listed.
+const ShareIndexPrefix = ReservedPrefix + "share-index."
+
+// shareIndex is the key of link id's entry in user's index.
+func shareIndex(user, id string) recall.Key {
+	return recall.Key{Project: ShareIndexPrefix + user, Session: id}
+}
+
+// indexShare writes the index entry of sh, whose record is named hash;
+// one that exists is left as it is.
+func indexShare(ctx context.Context, st recall.Store, sh Share, hash string) error {
+	md := map[string]string{"hash": hash, "project": sh.Project, "session": sh.Session,
+		"created": sh.Created.Format(time.RFC3339Nano), "at_seq": strconv.FormatInt(sh.AtSeq, 10)}
+	if !sh.Expires.IsZero() {
+		md["expires"] = sh.Expires.Format(time.RFC3339Nano)
+	}
+	change := recall.MetaChange{Metadata: map[string]*string{}}
+	for k, v := range md {
+		change.Metadata[k] = &v
+	}
+	_, err := st.Append(ctx, shareIndex(sh.User, sh.ID), recall.IfNew(), recall.NewEntry(recall.KindMeta, change))
+	if errors.Is(err, recall.ErrConflict) {
+		return nil
+	}
+	return err
+}
+
+// indexedShare is the link an index entry lists, and the name of its
+// record.
+func indexedShare(m recall.Meta) (Share, string) {
+	md := m.Metadata
+	sh := Share{ID: m.Key.Session, User: strings.TrimPrefix(m.Key.Project, ShareIndexPrefix), Project: md["project"], Session: md["session"]}
+	sh.Created, _ = time.Parse(time.RFC3339Nano, md["created"])
+	sh.Expires, _ = time.Parse(time.RFC3339Nano, md["expires"])
+	sh.AtSeq, _ = strconv.ParseInt(md["at_seq"], 10, 64)
+	return sh, md["hash"]
+}
+
+// SharePage is a page of a user's links, newest first.
+type SharePage struct {
+	Shares []Share
+	// Next is the cursor of the next page; "" on the last.
+	Next string
+}
+
+// ListSharePage returns a page of at most limit of user's links after
+// cursor ("" for the first page): one List of user's index.
+func ListSharePage(ctx context.Context, st recall.Store, user string, limit int, cursor string) (SharePage, error) {
+	p, err := st.List(ctx, ShareIndexPrefix+user, recall.ListOptions{Limit: limit, Cursor: cursor, IncludeArchived: true})
+	if err != nil {
+		return SharePage{}, err
+	}
+	out := SharePage{Shares: make([]Share, 0, len(p.Sessions)), Next: p.Next}
+	for _, m := range p.Sessions {
+		sh, _ := indexedShare(m)
+		out.Shares = append(out.Shares, sh)
+	}
+	return out, nil
+}
+
+// ListShares returns every link of user, or of every user (""): for the
+// CLI, which administers a whole store; a server lists a page at a time
+// (ListSharePage).
 func ListShares(ctx context.Context, st recall.Store, user string) ([]Share, error) {
 	found, err := listShares(ctx, st, user)
 	out := make([]Share, len(found))
@@ -149,52 +221,73 @@ func ListShares(ctx context.Context, st recall.Store, user string) ([]Share, err
 	return out, err
 }
 
-// storedShare is a link with the key of its record.
+// storedShare is a link with the name of its record.
 type storedShare struct {
 	Share
-	key recall.Key
+	hash string
 }
 
 func listShares(ctx context.Context, st recall.Store, user string) ([]storedShare, error) {
-	var out []storedShare
-	for cursor := ""; ; {
-		p, err := st.List(ctx, ShareProject, recall.ListOptions{Limit: 500, Cursor: cursor, IncludeArchived: true})
+	users := []string{user}
+	if user == "" {
+		ps, err := recall.Projects(ctx, st)
 		if err != nil {
 			return nil, err
 		}
-		for _, m := range p.Sessions {
-			sh, err := readShare(ctx, st, m.Key.Session)
-			if errors.Is(err, ErrNoShare) {
-				continue // revoked meanwhile
+		users = users[:0]
+		for _, p := range ps {
+			if u, ok := strings.CutPrefix(p.Project, ShareIndexPrefix); ok {
+				users = append(users, u)
 			}
+		}
+	}
+	var out []storedShare
+	for _, u := range users {
+		for cursor := ""; ; {
+			p, err := st.List(ctx, ShareIndexPrefix+u, recall.ListOptions{Limit: 500, Cursor: cursor, IncludeArchived: true})
 			if err != nil {
 				return nil, err
 			}
-			if user == "" || sh.User == user {
-				out = append(out, storedShare{sh, m.Key})
+			for _, m := range p.Sessions {
+				sh, hash := indexedShare(m)
+				out = append(out, storedShare{sh, hash})
+			}
+			if cursor = p.Next; cursor == "" {
+				break
 			}
 		}
-		if cursor = p.Next; cursor == "" {
-			return out, nil
-		}
 	}
+	return out, nil
 }
 
-// RevokeShare removes user's link id (or an unambiguous prefix of it; ""
-// user for any user's) and returns it. Every replica answers 404 for it
-// from then on.
+// RevokeShare removes user's link id (a server's: the whole ID, one
+// read) or, with user "" (any user's, as the CLI administers a store),
+// the link an unambiguous prefix of its ID names, and returns it. Every
+// replica answers 404 for it from then on.
 func RevokeShare(ctx context.Context, st recall.Store, user, id string) (Share, error) {
 	if id == "" {
 		return Share{}, ErrNoShare
 	}
-	shares, err := listShares(ctx, st, user)
-	if err != nil {
-		return Share{}, err
-	}
 	var found []storedShare
-	for _, sh := range shares {
-		if strings.HasPrefix(sh.ID, id) {
-			found = append(found, sh)
+	if user != "" {
+		m, err := st.Stat(ctx, shareIndex(user, id))
+		if errors.Is(err, recall.ErrNotFound) || errors.Is(err, recall.ErrInvalidKey) {
+			return Share{}, ErrNoShare
+		}
+		if err != nil {
+			return Share{}, err
+		}
+		sh, hash := indexedShare(m)
+		found = append(found, storedShare{sh, hash})
+	} else {
+		shares, err := listShares(ctx, st, user)
+		if err != nil {
+			return Share{}, err
+		}
+		for _, sh := range shares {
+			if strings.HasPrefix(sh.ID, id) {
+				found = append(found, sh)
+			}
 		}
 	}
 	switch len(found) {
@@ -204,8 +297,42 @@ func RevokeShare(ctx context.Context, st recall.Store, user, id string) (Share, 
 	default:
 		return Share{}, fmt.Errorf("server: share %q names %d links: %w", id, len(found), ErrAmbiguousToken)
 	}
-	if err := st.Remove(ctx, found[0].key); err != nil && !errors.Is(err, recall.ErrNotFound) {
+	sh := found[0]
+	// The record first, so the link stops working, then its entry.
+	if err := st.Remove(ctx, recall.Key{Project: ShareProject, Session: sh.hash}); err != nil && !errors.Is(err, recall.ErrNotFound) {
 		return Share{}, err
 	}
-	return found[0].Share, nil
+	if err := st.Remove(ctx, shareIndex(sh.User, sh.ID)); err != nil && !errors.Is(err, recall.ErrNotFound) {
+		return Share{}, err
+	}
+	return sh.Share, nil
+}
+
+// IndexShares writes the index entry of every link made before links
+// were indexed (a store's links of an earlier version), so they are
+// listed and revoked as the others. A server runs it once as it starts,
+// the CLI before it lists or revokes; it reads every record, so it is
+// not for a request's path. What is indexed already is left alone.
+func IndexShares(ctx context.Context, st recall.Store) error {
+	for cursor := ""; ; {
+		p, err := st.List(ctx, ShareProject, recall.ListOptions{Limit: 500, Cursor: cursor, IncludeArchived: true})
+		if err != nil {
+			return err
+		}
+		for _, m := range p.Sessions {
+			sh, err := readShare(ctx, st, m.Key.Session)
+			if errors.Is(err, ErrNoShare) {
+				continue // revoked meanwhile
+			}
+			if err != nil {
+				return err
+			}
+			if err := indexShare(ctx, st, sh, m.Key.Session); err != nil {
+				return err
+			}
+		}
+		if cursor = p.Next; cursor == "" {
+			return nil
+		}
+	}
 }

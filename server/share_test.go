@@ -92,3 +92,118 @@ func TestShareLinks(t *testing.T) {
 	off.do("GET", short.URL, "", nil).want(t, 404)
 	e.do("GET", short.URL, "", nil).want(t, 200)
 }
+
+// readCounter counts the Items calls of a store: the reads of records.
+type readCounter struct {
+	recall.Store
+	items int
+}
+
+func (c *readCounter) Items(ctx context.Context, key recall.Key, limit int) ([]recall.LiveItem, int64, error) {
+	c.items++
+	return c.Store.Items(ctx, key, limit)
+}
+
+// TestShareIndex: a user's links are listed a page at a time from their
+// index alone, reading no link's record; a link of an earlier version
+// (its record alone) is indexed by IndexShares, then listed and revoked
+// as the others; an index entry left without its record (a crash in a
+// revoke) is revoked again cleanly; another user's revoke is a 404.
+func TestShareIndex(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := &readCounter{Store: memstore.New(memstore.Options{})}
+	key := recall.Key{Project: User{Name: "alice"}.Project(), Session: "s1"}
+	if err := recall.NewSession(st, key).AddItems(ctx, recall.Message("user", "hi")); err != nil {
+		t.Fatal(err)
+	}
+	var made []Share
+	for range 3 {
+		_, sh, err := CreateShare(ctx, st, "alice", key, ShareOptions{Expires: time.Now().Add(time.Hour)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		made = append(made, sh)
+	}
+	// A link as an earlier version made it: the record, no index entry.
+	_, legacy, err := CreateShare(ctx, st, "alice", key, ShareOptions{Live: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Remove(ctx, shareIndex("alice", legacy.ID)); err != nil {
+		t.Fatal(err)
+	}
+	list := func() []Share {
+		t.Helper()
+		var all []Share
+		st.items = 0
+		for cursor := ""; ; {
+			p, err := ListSharePage(ctx, st, "alice", 1, cursor)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(p.Shares) > 1 {
+				t.Fatalf("a page of 1 holds %d links", len(p.Shares))
+			}
+			all = append(all, p.Shares...)
+			if cursor = p.Next; cursor == "" {
+				break
+			}
+		}
+		if st.items != 0 {
+			t.Errorf("listing read %d records", st.items)
+		}
+		return all
+	}
+	if got := list(); len(got) != 3 {
+		t.Fatalf("before IndexShares: %d links listed, want 3", len(got))
+	}
+	if err := IndexShares(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	got := list()
+	if len(got) != 4 {
+		t.Fatalf("after IndexShares: %d links listed, want 4", len(got))
+	}
+	for _, sh := range got {
+		want := legacy
+		for _, m := range made {
+			if m.ID == sh.ID {
+				want = m
+			}
+		}
+		if sh.ID != want.ID || sh.User != "alice" || sh.Project != key.Project || sh.Session != key.Session ||
+			!sh.Created.Equal(want.Created) || !sh.Expires.Equal(want.Expires) || sh.AtSeq != want.AtSeq {
+			t.Errorf("listed %+v, made %+v", sh, want)
+		}
+	}
+	if _, err := RevokeShare(ctx, st, "bob", legacy.ID); !errors.Is(err, ErrNoShare) {
+		t.Errorf("bob revokes alice's link: %v", err)
+	}
+	if _, err := RevokeShare(ctx, st, "alice", legacy.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Stat(ctx, recall.Key{Project: ShareProject, Session: shareHash("x")}); !errors.Is(err, recall.ErrNotFound) {
+		t.Fatal(err)
+	}
+	// A revoke that died between its two removals: the entry alone.
+	hashKey := func(id string) recall.Key {
+		m, err := st.Stat(ctx, shareIndex("alice", id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return recall.Key{Project: ShareProject, Session: m.Metadata["hash"]}
+	}
+	if err := st.Remove(ctx, hashKey(made[0].ID)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := RevokeShare(ctx, st, "alice", made[0].ID); err != nil {
+		t.Errorf("revoking the entry of a removed record: %v", err)
+	}
+	if got := list(); len(got) != 2 {
+		t.Errorf("after two revokes: %d links listed, want 2", len(got))
+	}
+	if _, err := RevokeShare(ctx, st, "alice", made[0].ID); !errors.Is(err, ErrNoShare) {
+		t.Errorf("a second revoke: %v", err)
+	}
+}

@@ -91,6 +91,9 @@ func newShareLsCmd(a *app) *cobra.Command {
 		Short: "List the share links of the store (never their tokens)",
 		Args:  args(cobra.NoArgs),
 		RunE: a.withStore(func(ctx context.Context, st recall.Store, _ []string) error {
+			if err := server.IndexShares(ctx, st); err != nil {
+				return err
+			}
 			shares, err := server.ListShares(ctx, st, "")
 			if err != nil {
 				return err
@@ -133,6 +136,9 @@ func newShareRevokeCmd(a *app) *cobra.Command {
 		Short: "End a share link: every server answers 404 for it from then on",
 		Args:  args(cobra.ExactArgs(1)),
 		RunE: a.withStore(func(ctx context.Context, st recall.Store, argv []string) error {
+			if err := server.IndexShares(ctx, st); err != nil {
+				return err
+			}
 			sh, err := server.RevokeShare(ctx, st, "", argv[0])
 			switch {
 			case errors.Is(err, server.ErrNoShare):
