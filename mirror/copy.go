@@ -38,6 +38,17 @@ type copier struct {
 	batch    int
 	// timeout bounds each call to dst; 0 means none.
 	timeout time.Duration
+	// to maps a key of src to its key in dst, for copy (the project of a
+	// session may have another key on another machine); nil: the same.
+	to func(recall.Key) recall.Key
+}
+
+// dstKey is key's key in dst.
+func (c copier) dstKey(key recall.Key) recall.Key {
+	if c.to == nil {
+		return key
+	}
+	return c.to(key)
 }
 
 // replicaError marks an error that came from the replica (dst), as opposed
@@ -261,7 +272,7 @@ func (c copier) copy(ctx context.Context, key recall.Key, from int64, done func(
 		}
 		want := es[len(es)-1].Seq
 		cctx, cancel := c.dstCtx(ctx)
-		last, err := c.dst.Import(cctx, key, es...)
+		last, err := c.dst.Import(cctx, c.dstKey(key), es...)
 		cancel()
 		if err != nil {
 			return from, copied, fromReplica(fmt.Errorf("mirror: import %s seq %d-%d into replica: %w", key, es[0].Seq, want, err))

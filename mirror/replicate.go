@@ -28,8 +28,12 @@ func (s *Store) sessionLocked(key recall.Key) *session {
 
 // mark records that the primary holds key up to head (0: unknown) and
 // queues the session. It is all the write path does for replication: no
-// I/O, one uncontended lock.
+// I/O, one uncontended lock. A server's reserved projects are never
+// replicated (see Reserved).
 func (s *Store) mark(key recall.Key, head int64) {
+	if Reserved(key.Project) {
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.sessionLocked(key)

@@ -3,6 +3,7 @@ package mirror
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/recallkit/recall"
 )
@@ -10,9 +11,21 @@ import (
 // listPage is the page size used to enumerate a store.
 const listPage = 500
 
+// reservedPrefix starts the projects a recall serve keeps for itself
+// (tokens, idempotency records, the audit log): a server's secrets,
+// never a person's sessions. Nothing in this package copies them.
+const reservedPrefix = "_server."
+
+// Reserved reports whether project is one of a server's own ("_server."
+// and on), which neither a mirror nor a sync copies in either direction: a
+// copy of a home's tokens on a shared store would let anyone who reads it
+// sign in to that home's server.
+func Reserved(project string) bool { return strings.HasPrefix(project, reservedPrefix) }
+
 // eachSession calls fn for every session record of store in project (every
-// project when it is ""): main sessions, archived ones included, each
-// followed by its subagent records, then those in the trash likewise.
+// project when it is "", the reserved ones left out): main sessions,
+// archived ones included, each followed by its subagent records, then
+// those in the trash likewise.
 func eachSession(ctx context.Context, store recall.Store, project string, fn func(recall.Meta) error) error {
 	cursor, trash := "", false
 	for {
@@ -21,6 +34,9 @@ func eachSession(ctx context.Context, store recall.Store, project string, fn fun
 			return fmt.Errorf("mirror: list sessions: %w", err)
 		}
 		for _, m := range p.Sessions {
+			if project == "" && Reserved(m.Key.Project) {
+				continue
+			}
 			if err := fn(m); err != nil {
 				return err
 			}

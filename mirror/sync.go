@@ -71,6 +71,8 @@ func Sync(ctx context.Context, src, dst recall.Store, opts SyncOptions) (SyncRep
 		return rep, fmt.Errorf("mirror: sync: %w: both a project and all projects given", recall.ErrInvalidKey)
 	case !opts.All && opts.Project == "":
 		return rep, fmt.Errorf("mirror: sync: %w: give a project or all projects", recall.ErrInvalidKey)
+	case Reserved(opts.Project):
+		return rep, fmt.Errorf("mirror: sync: %w: %s is a server's reserved project, never copied", recall.ErrInvalidKey, opts.Project)
 	}
 	if opts.BatchSize <= 0 {
 		opts.BatchSize = 256
