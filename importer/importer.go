@@ -97,6 +97,11 @@ const (
 	// sessions' folder under, so that a session resumed from another
 	// folder runs its tools in its own.
 	MetaCwd = "cwd"
+	// MetaGitRemote is the remote URL of the git checkout MetaCwd is in,
+	// normalised (github.com/OWNER/REPO, see internal/gitremote), when it
+	// is one: the same repository has different folders on different
+	// machines, and recall sync maps projects by it.
+	MetaGitRemote = "git_remote"
 )
 
 // SourceRecall is the source of a session recall wrote itself, which

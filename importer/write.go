@@ -3,6 +3,7 @@ package importer
 import (
 	"errors"
 	"fmt"
+	"github.com/recallkit/recall/internal/gitremote"
 	"maps"
 	"math"
 	"strconv"
@@ -517,6 +518,9 @@ func (w *writer) metadata(f *fileImport, tg *Target, end int64, sum string) map[
 	// takes, or with its bytes replaced, would name another folder.
 	if c := w.cwd; c != "" && metaValue(c) == c {
 		md[MetaCwd] = c
+		if r := gitremote.Of(c); r != "" && metaValue(r) == r {
+			md[MetaGitRemote] = r
+		}
 	}
 	return md
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/internal/redact"
 )
 
@@ -44,4 +45,33 @@ func StateDirs(home string) ([]string, error) {
 	}
 	slices.Sort(dirs)
 	return dirs, nil
+}
+
+// SyncStateDir is StateDir's counterpart for a two-way sync (TwoWay) with
+// the store at remoteURL: <home>/sync/<hash of the URL>. It is kept apart
+// from a mirror's, since a sync may map a project to another key.
+func SyncStateDir(home, remoteURL string) string {
+	return filepath.Join(home, "sync", filepath.Base(StateDir(home, remoteURL)))
+}
+
+// Forget removes the state directory dir of a mirror (or a sync): its
+// cursor file. Nothing is lost by it: the next mirror or sync to that
+// replica finds every position from the replica itself. It returns the
+// replica name the cursor file recorded ("" when none).
+func Forget(dir string) (string, error) {
+	f := &stateFile{dir: dir}
+	doc, _, err := f.read()
+	if err != nil && !errors.Is(err, recall.ErrCorrupt) {
+		return "", err
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return doc.Replica, fmt.Errorf("mirror: forget %s: %w", dir, err)
+	}
+	return doc.Replica, nil
+}
+
+// ReplicaName returns the replica name the cursor file of dir records.
+func ReplicaName(dir string) string {
+	doc, _, _ := (&stateFile{dir: dir}).read()
+	return doc.Replica
 }

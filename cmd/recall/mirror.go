@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -41,7 +42,7 @@ replica.`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newMirrorStatusCmd(a), newMirrorSyncCmd(a))
+	cmd.AddCommand(newMirrorStatusCmd(a), newMirrorSyncCmd(a), newMirrorForgetCmd(a))
 	return cmd
 }
 
@@ -329,6 +330,60 @@ a terminal; otherwise progress is printed as plain lines.`,
 	return cmd
 }
 
+func newMirrorForgetCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "forget [URL|NAME]",
+		Short: "Drop the saved state of a replica",
+		Long: `Drop the positions this home keeps for a replica (its state directory under
+<home>/mirror), named by its URL or by the name 'recall mirror status' shows;
+with no argument, the only replica there is. The replica itself is not
+touched, and nothing is lost: a later mirror or sync to it finds every
+position from the replica again. Use it for a replica that is gone for good.`,
+		Example: `  recall mirror forget postgres://db.internal/recall
+  recall mirror forget`,
+		Args: args(cobra.MaximumNArgs(1)),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			home, err := a.mirrorHome()
+			if err != nil {
+				return err
+			}
+			dirs, err := mirror.StateDirs(home)
+			if err != nil {
+				return err
+			}
+			var match []string
+			for _, d := range dirs {
+				name := mirror.ReplicaName(d)
+				if len(argv) == 0 || d == mirror.StateDir(home, argv[0]) || name == argv[0] || name == storeurl.Redact(argv[0]) {
+					match = append(match, d)
+				}
+			}
+			switch {
+			case len(match) == 0 && len(argv) == 0:
+				a.notef("no mirror has run from %s: nothing to forget\n", home)
+				return nil
+			case len(match) == 0:
+				return usageError("'recall mirror status' lists the replicas this home knows", "no replica %q has state in %s", storeurl.Redact(argv[0]), home)
+			case len(match) > 1:
+				var names []string
+				for _, d := range match {
+					names = append(names, mirror.ReplicaName(d))
+				}
+				return usageError("name one: recall mirror forget URL", "%d replicas have state here (%s)", len(match), strings.Join(names, ", "))
+			}
+			name, err := mirror.Forget(match[0])
+			if err != nil {
+				return err
+			}
+			if name == "" {
+				name = match[0]
+			}
+			a.notef("forgot the replica %s: its positions in %s are removed; the replica is untouched, and a later mirror to it finds its positions again\n", name, match[0])
+			return nil
+		},
+	}
+}
+
 func (a *app) printSyncReport(rep mirror.SyncReport, dryRun bool) {
 	n := entries(int64(rep.Entries))
 	if dryRun {
@@ -438,16 +493,13 @@ func (a *app) useMirror(ctx context.Context, url string) error {
 		return err
 	}
 	primary := a.raw
-	octx, cancel := context.WithTimeout(ctx, time.Second)
-	replica, err := openURL(octx, url)
-	cancel()
-	switch {
-	case err != nil && exitCode(err) == exitUsage:
-		return err // a URL that can never work
-	case err != nil:
-		a.notef("recall: mirror %s is unreachable (%v); sessions are saved locally and copied when it answers\n", storeurl.Redact(url), err)
-		replica = mirror.Lazy(func(ctx context.Context) (recall.Store, error) { return openURL(ctx, url) })
+	if scheme, _, ok := strings.Cut(url, "://"); !ok || !slices.Contains(storeurl.Schemes(), scheme) {
+		return usageError("see 'recall --help' for the store URLs", "mirror %s: not a store URL (%s)", storeurl.Redact(url), strings.Join(storeurl.Schemes(), ", "))
 	}
+	// The replica is opened by the mirror's workers, in the background: a
+	// server that is down or silent costs the chat nothing (see
+	// cliMirror.Close for the exit).
+	replica := mirror.Lazy(func(ctx context.Context) (recall.Store, error) { return openURL(ctx, url) })
 	m, err := mirror.New(primary, replica, mirror.Options{
 		StateDir:    mirror.StateDir(home, url),
 		ReplicaName: storeurl.Redact(url),
@@ -465,6 +517,14 @@ func (a *app) useMirror(ctx context.Context, url string) error {
 	return nil
 }
 
+// closeBudget bounds the flush at the exit of a command that mirrors, and
+// firstAnswer how long of it a replica that has confirmed nothing yet in
+// this process gets: a replica that answers at all answers within it.
+const (
+	closeBudget = 5 * time.Second
+	firstAnswer = 250 * time.Millisecond
+)
+
 // cliMirror is the mirror a command line uses. Its Close reports a replica
 // left behind as a warning, not a failure: the sessions are saved locally,
 // and the next mirror sends the rest.
@@ -474,7 +534,25 @@ type cliMirror struct {
 }
 
 func (c *cliMirror) Close() error {
-	err := c.Store.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), closeBudget)
+	defer cancel()
+	if c.Summary(ctx).LastReplicated.IsZero() {
+		// The replica has not confirmed anything in this process: it may
+		// be silent (a connection that hangs). Give it a moment to answer
+		// rather than the whole budget; what it lacks is sent next time.
+		go func() {
+			t := time.NewTimer(firstAnswer)
+			defer t.Stop()
+			select {
+			case <-t.C:
+				if c.Summary(ctx).LastReplicated.IsZero() {
+					cancel()
+				}
+			case <-ctx.Done():
+			}
+		}()
+	}
+	err := c.Store.Shutdown(ctx)
 	if !errors.Is(err, mirror.ErrNotFlushed) {
 		return err
 	}

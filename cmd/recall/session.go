@@ -111,7 +111,7 @@ func (c *chatSession) rename(ctx context.Context, title string) error {
 	}
 	opts := recall.CreateOptions{Title: title}
 	if w := c.workspaces; w != nil && w.record {
-		opts.Metadata = map[string]string{cwdKey: w.home}
+		opts.Metadata = folderMetadata(w.home)
 	}
 	_, err = recall.NewSession(c.st, c.key).Create(ctx, opts)
 	if errors.Is(err, recall.ErrConflict) { // another process created it meanwhile

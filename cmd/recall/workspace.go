@@ -10,6 +10,7 @@ import (
 	"github.com/recallkit/recall/agent"
 	"github.com/recallkit/recall/agent/workspace"
 	"github.com/recallkit/recall/importer"
+	"github.com/recallkit/recall/internal/gitremote"
 )
 
 // cwdKey is the session metadata key under which recall chat records the
@@ -118,6 +119,18 @@ func projectFolder(m recall.Meta) (dir, why string) {
 	return dir, ""
 }
 
+// folderMetadata is what a session made in dir records of its folder:
+// the folder (cwdKey) and, when it is in a git checkout, the checkout's
+// remote URL (importer.MetaGitRemote), by which recall sync finds the
+// project on another machine.
+func folderMetadata(dir string) map[string]string {
+	md := map[string]string{cwdKey: dir}
+	if r := gitremote.Of(dir); r != "" {
+		md[importer.MetaGitRemote] = r
+	}
+	return md
+}
+
 // noToolsInstructions are the agent's instructions while its tools are
 // off: it works from the conversation alone.
 const noToolsInstructions = "You are a helpful assistant. This conversation's project folder is not available here, so you have no tools: " +
@@ -132,8 +145,11 @@ func (c *chatSession) recordWorkspace(ctx context.Context) error {
 		return nil
 	}
 	w.record = false
-	home := w.home
-	if _, err := recall.NewSession(c.st, c.key).ChangeMeta(ctx, recall.MetaChange{Metadata: map[string]*string{cwdKey: &home}}); err != nil {
+	md := map[string]*string{}
+	for k, v := range folderMetadata(w.home) {
+		md[k] = &v
+	}
+	if _, err := recall.NewSession(c.st, c.key).ChangeMeta(ctx, recall.MetaChange{Metadata: md}); err != nil {
 		return fmt.Errorf("record the session's folder: %w", err)
 	}
 	return nil
