@@ -208,11 +208,6 @@ func (t *twoWay) pair(ctx context.Context, p ProjectPair) ([]pairing, error) {
 	return append(subs, mains...), nil
 }
 
-// toRemote and toLocal map a key of one store's project to the other's.
-func (t *twoWay) toRemote(p ProjectPair) func(recall.Key) recall.Key {
-	return func(k recall.Key) recall.Key { k.Project = p.Remote; return k }
-}
-
 // push copies to the remote what it lacks of w after seq from, and
 // returns the last seq copied.
 func (t *twoWay) push(ctx context.Context, w pairing, from int64, rep *TwoWayReport) (int64, error) {
