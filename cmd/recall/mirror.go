@@ -508,7 +508,7 @@ func (a *app) useMirror(ctx context.Context, url string) error {
 		replica.Close()
 		return err
 	}
-	st, err := a.encrypted(ctx, &cliMirror{Store: m, warn: a.stderr})
+	st, err := a.encrypted(ctx, &cliMirror{Store: m, warn: a.stderr, started: time.Now()})
 	if err != nil {
 		m.Close()
 		return err
@@ -519,10 +519,15 @@ func (a *app) useMirror(ctx context.Context, url string) error {
 
 // closeBudget bounds the flush at the exit of a command that mirrors, and
 // firstAnswer how long of it a replica that has confirmed nothing yet in
-// this process gets: a replica that answers at all answers within it.
+// this process gets at most: a replica that answers at all answers within
+// it. A command that ran less than five times as long gives it a fifth
+// of its run (firstAnswerShare), so a silent replica costs any command at
+// most a fifth more time: a chat with a model's answer of seconds gives
+// it the whole 250 ms, a reply served from a cache a few milliseconds.
 const (
-	closeBudget = 5 * time.Second
-	firstAnswer = 250 * time.Millisecond
+	closeBudget      = 5 * time.Second
+	firstAnswer      = 250 * time.Millisecond
+	firstAnswerShare = 5
 )
 
 // cliMirror is the mirror a command line uses. Its Close reports a replica
@@ -530,7 +535,8 @@ const (
 // and the next mirror sends the rest.
 type cliMirror struct {
 	*mirror.Store
-	warn io.Writer
+	warn    io.Writer
+	started time.Time // when the command began to use it
 }
 
 func (c *cliMirror) Close() error {
@@ -540,8 +546,9 @@ func (c *cliMirror) Close() error {
 		// The replica has not confirmed anything in this process: it may
 		// be silent (a connection that hangs). Give it a moment to answer
 		// rather than the whole budget; what it lacks is sent next time.
+		wait := min(firstAnswer, time.Since(c.started)/firstAnswerShare)
 		go func() {
-			t := time.NewTimer(firstAnswer)
+			t := time.NewTimer(wait)
 			defer t.Stop()
 			select {
 			case <-t.C:
