@@ -530,6 +530,12 @@ const (
 	firstAnswerShare = 5
 )
 
+// exitWait is how long a command that ran for ran waits at its exit for a
+// replica that has confirmed nothing yet.
+func exitWait(ran time.Duration) time.Duration {
+	return max(0, min(firstAnswer, ran/firstAnswerShare))
+}
+
 // cliMirror is the mirror a command line uses. Its Close reports a replica
 // left behind as a warning, not a failure: the sessions are saved locally,
 // and the next mirror sends the rest.
@@ -546,7 +552,7 @@ func (c *cliMirror) Close() error {
 		// The replica has not confirmed anything in this process: it may
 		// be silent (a connection that hangs). Give it a moment to answer
 		// rather than the whole budget; what it lacks is sent next time.
-		wait := min(firstAnswer, time.Since(c.started)/firstAnswerShare)
+		wait := exitWait(time.Since(c.started))
 		go func() {
 			t := time.NewTimer(wait)
 			defer t.Stop()

@@ -8,9 +8,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/filestore"
+	"github.com/recallkit/recall/internal/testkit"
 	"github.com/recallkit/recall/memstore"
 	"github.com/recallkit/recall/mirror"
 	"github.com/recallkit/recall/storeurl"
@@ -224,6 +226,15 @@ func TestUseMirror(t *testing.T) {
 	if _, err := st.Append(ctx, k, recall.Guard{}, recall.Item(`{"role":"user","content":"hi"}`).Entry()); err != nil {
 		t.Fatal(err)
 	}
+	// A command that runs as long as a chat does: the replica answers
+	// meanwhile (one that has not answered by the exit is waited for a
+	// fifth of the command's time alone; see TestExitWait).
+	testkit.Eventually(t, 10*time.Second, "the replica confirms a write", func() bool {
+		return !a.raw.(*mirror.Store).Summary(ctx).LastReplicated.IsZero()
+	})
+	if _, err := st.Append(ctx, k, recall.Guard{}, recall.Item(`{"role":"assistant","content":"hello"}`).Entry()); err != nil {
+		t.Fatal(err)
+	}
 	if err := a.close(); err != nil {
 		t.Fatalf("close: %v (stderr %s)", err, stderr.String())
 	}
@@ -232,7 +243,7 @@ func TestUseMirror(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer replica.Close()
-	if m, err := replica.Stat(ctx, k); err != nil || m.LastSeq != 1 {
+	if m, err := replica.Stat(ctx, k); err != nil || m.LastSeq != 2 {
 		t.Fatalf("the replica after the command: %+v %v", m, err)
 	}
 
@@ -251,7 +262,7 @@ func TestUseMirror(t *testing.T) {
 	if err := a.close(); err != nil {
 		t.Fatalf("close with the replica down: %v", err)
 	}
-	if s := stderr.String(); strings.Count(s, "\n") != 1 || !strings.Contains(s, "warning: the mirror redis://127.0.0.1:1/0 is 2 entries behind") {
+	if s := stderr.String(); strings.Count(s, "\n") != 1 || !strings.Contains(s, "warning: the mirror redis://127.0.0.1:1/0 is 3 entries behind") {
 		t.Fatalf("stderr: %s", s)
 	}
 
@@ -259,5 +270,22 @@ func TestUseMirror(t *testing.T) {
 	a = &app{stdout: &bytes.Buffer{}, stderr: &stderr, home: home}
 	if err := a.useMirror(ctx, "bogus://x"); exitCode(err) != exitUsage {
 		t.Fatalf("useMirror with a bad scheme: %v", err)
+	}
+}
+
+// A replica that has confirmed nothing is waited for a fifth of the
+// command's time at its exit, never more than firstAnswer: at most a
+// fifth more time for any command.
+func TestExitWait(t *testing.T) {
+	for _, tc := range []struct{ ran, want time.Duration }{
+		{0, 0},
+		{-time.Second, 0}, // a clock set back
+		{60 * time.Millisecond, 12 * time.Millisecond},
+		{time.Second, 200 * time.Millisecond},
+		{3 * time.Second, firstAnswer},
+	} {
+		if got := exitWait(tc.ran); got != tc.want {
+			t.Errorf("exitWait(%s) = %s, want %s", tc.ran, got, tc.want)
+		}
 	}
 }
