@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -140,6 +141,22 @@ func TestLsArchivePinRm(t *testing.T) {
 	if m, _ := e.show(oldest); m.Pinned {
 		t.Error("unpin did not unpin")
 	}
+
+	// Labels: added once each, in order, taken off, cleared; printed.
+	e.ok("", "label", oldest, "--add", "keep", "--add", "draft", "--add", "keep")
+	if m, _ := e.show(oldest); !slices.Equal(m.Labels, []string{"keep", "draft"}) {
+		t.Errorf("labels after --add: %q", m.Labels)
+	}
+	e.ok("", "label", oldest, "--remove", "keep", "--add", "final")
+	if m, _ := e.show(oldest); !slices.Equal(m.Labels, []string{"draft", "final"}) {
+		t.Errorf("labels after --remove and --add: %q", m.Labels)
+	}
+	contains(t, "label without a flag", e.ok("", "label", oldest).stdout, "draft, final")
+	e.ok("", "label", oldest, "--clear")
+	if m, _ := e.show(oldest); len(m.Labels) != 0 {
+		t.Errorf("labels after --clear: %q", m.Labels)
+	}
+	e.fails(2, "invalid", "label", oldest, "--add", "bad\xff")
 
 	// rm resolves every ID first: one typo removes nothing.
 	e.fails(1, `no session matches "typo"`, "rm", ms[0].Key.Session, "typo")

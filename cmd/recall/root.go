@@ -78,6 +78,7 @@ Exit codes: 0 ok, 1 failed, 2 bad usage.`,
 	for _, f := range flagCmds {
 		root.AddCommand(newFlagCmd(a, f))
 	}
+	root.AddCommand(newLabelCmd(a))
 	return root
 }
 
