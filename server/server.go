@@ -183,8 +183,9 @@ func New(ctx context.Context, store recall.Store, opts Options) (*Server, error)
 	s.h = s.middleware(s.mux)
 	s.replica = replicaName()
 	s.startRetention()
+	st := s.store
 	s.background(func(ctx context.Context) {
-		if err := IndexShares(ctx, s.store); err != nil && ctx.Err() == nil {
+		if err := IndexShares(ctx, st); err != nil && ctx.Err() == nil {
 			s.log.ErrorContext(ctx, "share links: the links of an earlier version were not indexed", "err", err)
 		}
 	})
