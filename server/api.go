@@ -67,6 +67,7 @@ func (s *Server) apiRoutes() {
 	s.mux.HandleFunc("POST /api/v1/sessions/{session_id}/redo", s.api(s.idempotent(s.redoSession)))
 	s.mux.HandleFunc("GET /api/v1/trash", s.api(s.listTrash))
 	s.mux.HandleFunc("POST /api/v1/sessions/{session_id}/restore", s.api(s.restoreSession))
+	s.storeRoutes()
 }
 
 // session is a session as /api/v1 shows it. The fields from created to

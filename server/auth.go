@@ -60,9 +60,18 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 }
 
 // serveAs serves the request to next as the user u, who is named in its
-// log line too.
+// log line too. A read-only user's request that is not a GET or HEAD (a
+// write, through any API or the viewer, whose sign-out alone is let
+// through) is refused with 403.
 func serveAs(w http.ResponseWriter, r *http.Request, next http.Handler, u User) {
 	infoFrom(r.Context()).user = u.Name
+	if u.ReadOnly && r.Method != http.MethodGet && r.Method != http.MethodHead && r.URL.Path != "/signout" {
+		writeJSON(w, http.StatusForbidden, struct {
+			Error *APIError `json:"error"`
+		}{&APIError{Message: "This token is read-only: it cannot write. Create one without --read-only to write.",
+			Type: "permission_error", Code: "read_only_token"}})
+		return
+	}
 	next.ServeHTTP(w, r.WithContext(withUser(r.Context(), u)))
 }
 

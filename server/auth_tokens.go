@@ -48,6 +48,7 @@ const tokenIDLen = 12
 const (
 	mdUser    = "user"
 	mdAdmin   = "admin"
+	mdReader  = "read_only"
 	mdExpires = "expires" // RFC 3339, UTC; absent: never
 )
 
@@ -66,10 +67,12 @@ var (
 type TokenInfo struct {
 	// ID names the token for ls and revoke: the first 12 hex digits of
 	// its SHA-256.
-	ID      string    `json:"id"`
-	User    string    `json:"user"`
-	Admin   bool      `json:"admin,omitempty"`
-	Created time.Time `json:"created"`
+	ID    string `json:"id"`
+	User  string `json:"user"`
+	Admin bool   `json:"admin,omitempty"`
+	// ReadOnly tokens read and never write (see TokenOptions.ReadOnly).
+	ReadOnly bool      `json:"read_only,omitempty"`
+	Created  time.Time `json:"created"`
 	// Expires is when the token stops working; zero: never.
 	Expires time.Time `json:"expires,omitzero"`
 }
@@ -90,6 +93,10 @@ func ValidateUser(name string) error {
 type TokenOptions struct {
 	// Admin makes an admin token. Default: a user's.
 	Admin bool
+	// ReadOnly makes a reader's token: every request that is not a GET
+	// or HEAD (a write, of any API) is refused with 403. Default: the
+	// token reads and writes.
+	ReadOnly bool
 	// Expires is when the token stops working: a request with it is then
 	// refused (401), on every server, whatever they had verified. Default
 	// (zero): never.
@@ -118,6 +125,9 @@ func CreateTokenWith(ctx context.Context, st recall.Store, user string, opts Tok
 	md := map[string]string{mdUser: user}
 	if opts.Admin {
 		md[mdAdmin] = "true"
+	}
+	if opts.ReadOnly {
+		md[mdReader] = "true"
 	}
 	if !opts.Expires.IsZero() {
 		md[mdExpires] = opts.Expires.UTC().Format(time.RFC3339Nano)
@@ -158,7 +168,7 @@ func authenticateHash(ctx context.Context, st recall.Store, hash string, now tim
 	if !ok || subtle.ConstantTimeCompare([]byte(m.Key.Session), []byte(hash)) != 1 || info.Expired(now) {
 		return User{}, time.Time{}, ErrUnauthorized
 	}
-	return User{Name: info.User, Admin: info.Admin}, info.Expires, nil
+	return User{Name: info.User, Admin: info.Admin, ReadOnly: info.ReadOnly}, info.Expires, nil
 }
 
 // ListTokens returns every token of st, oldest first.
@@ -273,10 +283,11 @@ func tokenInfo(m recall.Meta) (TokenInfo, bool) {
 		return TokenInfo{}, false
 	}
 	info := TokenInfo{
-		ID:      m.Key.Session[:tokenIDLen],
-		User:    user,
-		Admin:   m.Metadata[mdAdmin] == "true",
-		Created: m.Created,
+		ID:       m.Key.Session[:tokenIDLen],
+		User:     user,
+		Admin:    m.Metadata[mdAdmin] == "true",
+		ReadOnly: m.Metadata[mdReader] == "true",
+		Created:  m.Created,
 	}
 	if v, ok := m.Metadata[mdExpires]; ok {
 		t, err := time.Parse(time.RFC3339Nano, v)

@@ -15,6 +15,9 @@ import (
 type User struct {
 	Name  string `json:"user"`
 	Admin bool   `json:"admin,omitempty"`
+	// ReadOnly is a reader's token's user: only GET and HEAD requests
+	// are served (TokenOptions.ReadOnly).
+	ReadOnly bool `json:"read_only,omitempty"`
 	// Local is the one user of AuthNone, the person whose home the server
 	// serves: they own every project of the store but the server's own
 	// (ReservedPrefix).

@@ -35,6 +35,8 @@ type env struct {
 	plant func(t *testing.T, s recall.Store, key recall.Key, data []byte)
 	// hold is Config.Hold, or nil.
 	hold func(t *testing.T, s recall.Store, key recall.Key) (waiting func() bool, release func())
+	// maxProject is Config.MaxProject, or 0.
+	maxProject int
 }
 
 // open makes a fresh store for t. It closes the store when t ends, after

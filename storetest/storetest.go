@@ -202,6 +202,14 @@ type Config struct {
 	// (nil): that case is skipped, with a log line saying so; a store
 	// with no lock another writer could hold has nothing to hold.
 	Hold func(t *testing.T, s recall.Store, key recall.Key) (waiting func() bool, release func())
+	// MaxProject is the longest project the store takes, when it is
+	// shorter than a key's may be: a store that keeps a client's projects
+	// under a prefix of its own (remotestore, whose server puts a user's
+	// projects in the user's namespace) has that much less room. The
+	// edge-of-validity case ("Keys/Edge") then cuts its longest project
+	// to MaxProject, with a log line saying so. Default (0): the room of
+	// recall.Key.Validate.
+	MaxProject int
 }
 
 // RunConfig runs the whole conformance suite, as Run does, with the hooks
@@ -212,7 +220,7 @@ func RunConfig(t *testing.T, cfg Config) {
 	for _, tc := range slices.Concat(tests, searchTests) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := open(t, cfg.New)
-			e.plant, e.hold = cfg.Plant, cfg.Hold
+			e.plant, e.hold, e.maxProject = cfg.Plant, cfg.Hold, cfg.MaxProject
 			tc.fn(e)
 		})
 	}
