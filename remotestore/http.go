@@ -21,10 +21,9 @@ import (
 // items a store takes.
 const maxAnswer = 256 << 20
 
-// attempts is how many times a request is sent when the connection fails
-// before an answer: a write goes again with the same Idempotency-Key, so
-// the server does it once.
-const attempts = 2
+// readAttempts is how many times a read is sent when the connection
+// fails before an answer.
+const readAttempts = 2
 
 // get sends GET route?q and decodes the answer into out.
 func (s *Store) get(ctx context.Context, op, route string, q url.Values, out any) error {
@@ -55,13 +54,16 @@ func (s *Store) do(ctx context.Context, op, method, route string, q url.Values, 
 	u := *s.base
 	u.Path += storewire.Prefix + route
 	u.RawQuery = q.Encode()
-	idem := ""
+	idem, tries := "", readAttempts
 	if method == http.MethodPost {
-		idem = newIdempotencyKey()
+		tries = 1 + s.retries
+		if s.retries > 0 {
+			idem = newIdempotencyKey()
+		}
 	}
 	var res *http.Response
 	var err error
-	for range attempts {
+	for range tries {
 		res, err = s.send(ctx, method, u.String(), body, idem)
 		if err == nil || ctx.Err() != nil {
 			break
@@ -70,6 +72,9 @@ func (s *Store) do(ctx context.Context, op, method, route string, q url.Values, 
 	if err != nil {
 		if cerr := ctx.Err(); cerr != nil {
 			return fmt.Errorf("remotestore: %s: %w", op, cerr)
+		}
+		if method == http.MethodPost {
+			return fmt.Errorf("remotestore: %s: %w: %s: %v (the write may or may not have been applied)", op, recall.ErrUnavailable, s.base, scrub(err))
 		}
 		return fmt.Errorf("remotestore: %s: %w: %s: %v", op, recall.ErrUnavailable, s.base, scrub(err))
 	}

@@ -69,15 +69,25 @@ type Options struct {
 	// with a 10s dial timeout, a 30s wait for an answer's headers and a
 	// 2-minute bound on a whole request.
 	Client *http.Client
+	// Retries is how many times a write whose connection failed before
+	// its answer is sent again. A write that may be retried carries an
+	// Idempotency-Key, so the server does it once and answers the retry
+	// with the first answer; each such write costs the server's store
+	// two writes more (the key's record). Default (0): a write is sent
+	// once, and one whose connection failed is recall.ErrUnavailable and
+	// may or may not have been applied, as with the stores over a
+	// database. A read is sent twice at most, whatever Retries says.
+	Retries int
 }
 
 // Store is a recall.Store served by a recall serve. It is safe for
 // concurrent use.
 type Store struct {
-	base   *url.URL // scheme, host and path prefix; no user info
-	token  string
-	client *http.Client
-	closed atomic.Bool
+	base    *url.URL // scheme, host and path prefix; no user info
+	token   string
+	client  *http.Client
+	retries int
+	closed  atomic.Bool
 }
 
 // Open returns the store of the recall serve at baseURL (https://host[:port][/prefix],
@@ -93,7 +103,7 @@ func Open(_ context.Context, baseURL string, opts Options) (*Store, error) {
 	if c == nil {
 		c = defaultClient()
 	}
-	return &Store{base: u, token: opts.Token, client: c}, nil
+	return &Store{base: u, token: opts.Token, client: c, retries: max(opts.Retries, 0)}, nil
 }
 
 // CheckURL parses a server's base URL as Open takes it: https://, or
