@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/internal/storewire"
@@ -52,7 +53,11 @@ func (s *Store) do(ctx context.Context, op, method, route string, q url.Values, 
 		return fmt.Errorf("remotestore: %s: %w", op, err)
 	}
 	u := *s.base
-	u.Path += storewire.Prefix + route
+	if strings.HasPrefix(route, "/") {
+		u.Path += route // a route of the API's beside the store's
+	} else {
+		u.Path += storewire.Prefix + route
+	}
 	u.RawQuery = q.Encode()
 	idem, tries := "", readAttempts
 	if method == http.MethodPost {
@@ -154,7 +159,7 @@ func answerError(status int, data []byte) error {
 	}
 	switch {
 	case status == http.StatusUnauthorized:
-		return fmt.Errorf("%w: %s", ErrUnauthorized, msg)
+		return fmt.Errorf("%w: %s (run `recall login URL` with a valid token)", ErrUnauthorized, msg)
 	case status == http.StatusForbidden:
 		return fmt.Errorf("%w: %s", ErrForbidden, msg)
 	case status == http.StatusRequestEntityTooLarge:

@@ -175,3 +175,18 @@ func (s *Store) Close() error {
 	s.client.CloseIdleConnections()
 	return nil
 }
+
+// Me is who the server serves a token as.
+type Me struct {
+	User     string `json:"user"`
+	Admin    bool   `json:"admin"`
+	ReadOnly bool   `json:"read_only"`
+}
+
+// Me asks the server whom it serves the store's token as (GET
+// /api/v1/me): ErrUnauthorized when it refuses the token.
+func (s *Store) Me(ctx context.Context) (Me, error) {
+	var me Me
+	err := s.get(ctx, "who am I", "/api/v1/me", nil, &me)
+	return me, err
+}

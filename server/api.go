@@ -258,10 +258,11 @@ func (s *Server) me(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	writeJSON(w, http.StatusOK, struct {
-		Object string `json:"object"`
-		User   string `json:"user"`
-		Admin  bool   `json:"admin"`
-	}{"user", u.Name, u.Admin})
+		Object   string `json:"object"`
+		User     string `json:"user"`
+		Admin    bool   `json:"admin"`
+		ReadOnly bool   `json:"read_only"`
+	}{"user", u.Name, u.Admin, u.ReadOnly})
 	return nil
 }
 

@@ -22,6 +22,8 @@ func init() {
 	Register("redis", openRedis)
 	Register("rediss", openRedis)
 	Register("mem", openMem)
+	Register("https", openRemote)
+	Register("http", openRemote)
 }
 
 func openFile(_ context.Context, u *url.URL) (recall.Store, error) {

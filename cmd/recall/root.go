@@ -42,7 +42,7 @@ Exit codes: 0 ok, 1 failed, 2 bad usage.`,
 	root.SuggestionsMinimumDistance = 2
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.home, "home", "", "file store home `DIR` (default $RECALL_HOME, else ~/.recall)")
-	pf.StringVar(&a.storeURL, "store", "", "store `URL`: file://, sqlite://, postgres://, redis://, mem:// (default $RECALL_STORE, else the file store in --home)")
+	pf.StringVar(&a.storeURL, "store", "", "store `URL`: file://, sqlite://, postgres://, redis://, mem://, https:// (a recall serve; see recall login) (default $RECALL_STORE, else the file store in --home)")
 	pf.StringVar(&a.encryptKey, "encrypt-key", "", "encrypt the store with the key from `SOURCE`: file:PATH, env:NAME or cmd:COMMAND (default $"+envEncryptKey+")")
 	pf.BoolVar(&a.json, "json", false, "print JSON instead of text")
 	pf.BoolVar(&a.redact, "redact", false, "redact secrets (API keys, tokens, private keys, URL passwords) from every item and title before the store sees them (default $RECALL_REDACT; recall import redacts by default)")
@@ -72,7 +72,7 @@ Exit codes: 0 ok, 1 failed, 2 bad usage.`,
 		newImportCmd(a),
 		newExportCmd(a),
 		newSearchCmd(a),
-		newServeCmd(a), newTokenCmd(a),
+		newServeCmd(a), newTokenCmd(a), newLoginCmd(a), newLogoutCmd(a),
 		newMcpCmd(a),
 	)
 	for _, f := range flagCmds {

@@ -36,11 +36,12 @@ token stops working on all of them.`,
 func newTokenCreateCmd(a *app) *cobra.Command {
 	var (
 		user    string
-		admin   bool
-		expires string
+		admin    bool
+		readOnly bool
+		expires  string
 	)
 	cmd := &cobra.Command{
-		Use:   "create --user NAME [--admin] [--expires AGE]",
+		Use:   "create --user NAME [--admin] [--read-only] [--expires AGE]",
 		Short: "Make a new token and print it, once",
 		Long: `Make a new bearer token for --user and print it on stdout: it is shown
 this once and cannot be recovered, since only its hash is kept. Nothing
@@ -53,23 +54,23 @@ refuses it from then on); without, it works until it is revoked.`,
   recall token create --user ops --admin --store postgres://recall@db/recall`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.tokenCreate(cmd.Context(), user, admin, expires)
+			return a.tokenCreate(cmd.Context(), user, server.TokenOptions{Admin: admin, ReadOnly: readOnly}, expires)
 		},
 	}
 	cmd.Flags().StringVar(&user, "user", "", "the user the token serves as (1-128 characters of A-Z a-z 0-9 . _ -)")
 	cmd.Flags().BoolVar(&admin, "admin", false, "an admin token: lists and removes every user's sessions")
+	cmd.Flags().BoolVar(&readOnly, "read-only", false, "a reader's token: it reads and never writes (a write is refused with 403)")
 	cmd.Flags().StringVar(&expires, "expires", "", "how long the token works, from now: 30d, 12h, 1y, 1d12h (default: until revoked)")
 	return cmd
 }
 
-func (a *app) tokenCreate(ctx context.Context, user string, admin bool, expires string) error {
+func (a *app) tokenCreate(ctx context.Context, user string, opts server.TokenOptions, expires string) error {
 	if user == "" {
-		return usageError("usage: recall token create --user NAME [--admin] [--expires AGE]", "token create: --user is required")
+		return usageError("usage: recall token create --user NAME [--admin] [--read-only] [--expires AGE]", "token create: --user is required")
 	}
 	if err := server.ValidateUser(user); err != nil {
 		return usageError("user names are 1-128 characters of A-Z a-z 0-9 . _ -", "--user %q: %v", user, err)
 	}
-	opts := server.TokenOptions{Admin: admin}
 	if expires != "" {
 		d, err := age.Parse(expires)
 		if err != nil {
