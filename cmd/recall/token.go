@@ -35,7 +35,7 @@ token stops working on all of them.`,
 
 func newTokenCreateCmd(a *app) *cobra.Command {
 	var (
-		user    string
+		user     string
 		admin    bool
 		readOnly bool
 		expires  string
