@@ -92,7 +92,11 @@ func (s *Store) do(ctx context.Context, op, method, route string, q url.Values, 
 		return fmt.Errorf("remotestore: %s: %w: %s: reading the answer: %v", op, recall.ErrUnavailable, s.base, scrub(err))
 	}
 	if res.StatusCode >= 300 {
-		return fmt.Errorf("remotestore: %s: %w", op, answerError(res.StatusCode, data))
+		err := answerError(res.StatusCode, data)
+		if errors.Is(err, ErrUnauthorized) {
+			return fmt.Errorf("remotestore: %s: %w (run `recall login %s`)", op, err, s.base)
+		}
+		return fmt.Errorf("remotestore: %s: %w", op, err)
 	}
 	if out == nil {
 		return nil
@@ -159,7 +163,7 @@ func answerError(status int, data []byte) error {
 	}
 	switch {
 	case status == http.StatusUnauthorized:
-		return fmt.Errorf("%w: %s (run `recall login URL` with a valid token)", ErrUnauthorized, msg)
+		return fmt.Errorf("%w: %s", ErrUnauthorized, msg)
 	case status == http.StatusForbidden:
 		return fmt.Errorf("%w: %s", ErrForbidden, msg)
 	case status == http.StatusRequestEntityTooLarge:

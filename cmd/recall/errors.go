@@ -18,6 +18,7 @@ import (
 	"github.com/recallkit/recall/encrypt"
 	"github.com/recallkit/recall/internal/durable"
 	"github.com/recallkit/recall/internal/sessionref"
+	"github.com/recallkit/recall/remotestore"
 	"github.com/recallkit/recall/sqlstore"
 )
 
@@ -116,6 +117,12 @@ func hintFor(err error) string {
 		return modelHint(apiErr.StatusCode)
 	case errors.As(err, &netErr):
 		return "a server did not answer: check that the model server (--base-url, OPENAI_BASE_URL) or the store (--store, RECALL_STORE) is running"
+	case errors.Is(err, remotestore.ErrUnauthorized), errors.Is(err, remotestore.ErrNoToken):
+		return "recall login URL keeps a token for the server; 'recall token create --user NAME' on the server makes one"
+	case errors.Is(err, remotestore.ErrForbidden):
+		return "this token is read-only: log in with a token made without --read-only to write"
+	case errors.Is(err, remotestore.ErrInsecure):
+		return "use https://, or a server on this machine (localhost, 127.0.0.1)"
 	case errors.Is(err, agent.ErrMaxTurns):
 		return "the model kept calling tools; what it did is saved, ask it to go on"
 	case errors.As(err, &amb):
