@@ -35,25 +35,21 @@ import (
 //   - the writes (POST) take an Idempotency-Key; a read-only token's are
 //     refused (serveAs).
 func (s *Server) storeRoutes() {
-	post := func(route string, h handlerFunc) {
-		s.mux.HandleFunc("POST "+storewire.Prefix+route, s.api(s.idempotent(storeErrs(h))))
-	}
-	get := func(route string, h handlerFunc) {
-		s.mux.HandleFunc("GET "+storewire.Prefix+route, s.api(storeErrs(h)))
-	}
-	post("append", s.storeAppend)
-	post("import", s.storeImport)
-	post("pop", s.storePop)
-	post("remove", s.storeRemove)
-	post("fork", s.storeFork)
-	post("purge", s.storePurge)
-	get("items", s.storeItems)
-	get("page", s.storePage)
-	get("stat", s.storeStat)
-	get("entries", s.storeEntries)
-	get("list", s.storeList)
-	get("projects", s.storeProjects)
-	get("search", s.storeSearch)
+	post := func(h handlerFunc) http.HandlerFunc { return s.api(s.idempotent(storeErrs(h))) }
+	get := func(h handlerFunc) http.HandlerFunc { return s.api(storeErrs(h)) }
+	s.mux.HandleFunc("POST /api/v1/store/append", post(s.storeAppend))
+	s.mux.HandleFunc("POST /api/v1/store/import", post(s.storeImport))
+	s.mux.HandleFunc("POST /api/v1/store/pop", post(s.storePop))
+	s.mux.HandleFunc("POST /api/v1/store/remove", post(s.storeRemove))
+	s.mux.HandleFunc("POST /api/v1/store/fork", post(s.storeFork))
+	s.mux.HandleFunc("POST /api/v1/store/purge", post(s.storePurge))
+	s.mux.HandleFunc("GET /api/v1/store/items", get(s.storeItems))
+	s.mux.HandleFunc("GET /api/v1/store/page", get(s.storePage))
+	s.mux.HandleFunc("GET /api/v1/store/stat", get(s.storeStat))
+	s.mux.HandleFunc("GET /api/v1/store/entries", get(s.storeEntries))
+	s.mux.HandleFunc("GET /api/v1/store/list", get(s.storeList))
+	s.mux.HandleFunc("GET /api/v1/store/projects", get(s.storeProjects))
+	s.mux.HandleFunc("GET /api/v1/store/search", get(s.storeSearch))
 }
 
 // storeErrs gives the errors of h that wrap a sentinel of recall its

@@ -337,6 +337,25 @@ func TestOpenAPIResponses(t *testing.T) {
 		"protocolVersion": "2025-06-18", "capabilities": obj{}, "clientInfo": obj{"name": "check", "version": "1"},
 	}}, 200, true, "Accept", "application/json, text/event-stream")
 
+	// The store routes (remotestore).
+	sk := obj{"project": "p", "session": "s"}
+	item := obj{"kind": "item", "text": `{"type":"message","role":"user","content":"hi"}`}
+	c.check("POST", "/api/v1/store/append", "alice", obj{"key": sk, "guard": obj{"check_seq": true}, "entries": []any{item, item}}, 200, true)
+	c.check("POST", "/api/v1/store/import", "alice", obj{"key": sk, "entries": []any{obj{"seq": 1, "kind": "item", "time": "2026-01-01T00:00:00Z", "text": "{}"}}}, 200, true)
+	c.check("POST", "/api/v1/store/pop", "alice", obj{"key": sk}, 200, true)
+	c.check("POST", "/api/v1/store/fork", "alice", obj{"key": sk, "at_seq": 0, "new_key": obj{"project": "p", "session": "f"}}, 200, true)
+	c.check("POST", "/api/v1/store/purge", "alice", obj{"key": sk}, 200, true)
+	c.check("GET", "/api/v1/store/items?project=p&session=s&limit=1", "alice", nil, 200, true)
+	c.check("GET", "/api/v1/store/page?project=p&session=s&limit=1&oldest=true", "alice", nil, 200, true)
+	c.check("GET", "/api/v1/store/stat?project=p&session=s", "alice", nil, 200, true)
+	c.check("GET", "/api/v1/store/entries?project=p&session=s&after=0&limit=10", "alice", nil, 200, true)
+	c.check("GET", "/api/v1/store/list?project=&limit=5", "alice", nil, 200, true)
+	c.check("GET", "/api/v1/store/projects", "alice", nil, 200, true)
+	c.check("GET", "/api/v1/store/search?q=hi", "alice", nil, 200, true)
+	c.check("POST", "/api/v1/store/remove", "alice", obj{"key": obj{"project": "p", "session": "f"}}, 200, true)
+	c.check("GET", "/api/v1/store/stat?project=p&session=gone", "alice", nil, 404, true)
+	c.check("POST", "/api/v1/store/append", "alice", obj{"key": sk, "guard": obj{"new": true}}, 409, true)
+
 	// Errors: each in the document's error shape.
 	other := e.newConv("bob", msg("user", "bob's"))
 	c.check("GET", "/v1/conversations/"+other, "alice", nil, 404, true)
