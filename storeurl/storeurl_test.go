@@ -68,7 +68,7 @@ func openErr(t *testing.T, rawURL string) error {
 }
 
 func TestSchemes(t *testing.T) {
-	want := []string{"file", "mem", "postgres", "postgresql", "redis", "rediss", "sqlite"}
+	want := []string{"file", "http", "https", "mem", "postgres", "postgresql", "redis", "rediss", "sqlite"}
 	// ExampleRegister's init registers its scheme in this test binary too.
 	got := slices.DeleteFunc(Schemes(), func(s string) bool { return s == "scratch" })
 	if !slices.Equal(got, want) {
@@ -166,7 +166,7 @@ func TestMem(t *testing.T) {
 }
 
 func TestUnknownScheme(t *testing.T) {
-	for _, u := range []string{"http://u:s3cret@example.com/x", "postgress://u:s3cret@h/db?password=s3cret", "s3://bucket/key",
+	for _, u := range []string{"ftp://u:s3cret@example.com/x", "postgress://u:s3cret@h/db?password=s3cret", "s3://bucket/key",
 		"sqlite3://u:s3cret@/tmp/x.db?key=s3cret", "mysql://u:s3cret@h/%zz?password=s3cret"} {
 		err := openErr(t, u)
 		if !errors.Is(err, ErrUnknownScheme) {
