@@ -162,41 +162,34 @@ func (s *Server) storeBody(w http.ResponseWriter, r *http.Request, v any) (User,
 
 func (s *Server) storeAppend(w http.ResponseWriter, r *http.Request) error {
 	var body storewire.Append
-	u, err := s.storeBody(w, r, &body)
-	if err != nil {
-		return err
-	}
-	key, err := u.storeKey(body.Key)
-	if err != nil {
-		return err
-	}
-	es, err := forkEntries(storewire.Entries(body.Entries), u.storeProject)
-	if err != nil {
-		return err
-	}
-	last, err := s.store.Append(r.Context(), key, body.Guard, es...)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, storewire.LastSeq{LastSeq: last})
-	return nil
+	return s.storeWrite(w, r, &body, &body.Key, &body.Entries, func(ctx context.Context, key recall.Key, es ...recall.Entry) (int64, error) {
+		return s.store.Append(ctx, key, body.Guard, es...)
+	})
 }
 
 func (s *Server) storeImport(w http.ResponseWriter, r *http.Request) error {
 	var body storewire.Import
-	u, err := s.storeBody(w, r, &body)
+	return s.storeWrite(w, r, &body, &body.Key, &body.Entries, s.store.Import)
+}
+
+// storeWrite reads the body of append or import into body, whose key
+// and entries are at key and entries, and writes the entries with write
+// in the user's namespace.
+func (s *Server) storeWrite(w http.ResponseWriter, r *http.Request, body any, key *recall.Key, entries *[]storewire.Entry,
+	write func(context.Context, recall.Key, ...recall.Entry) (int64, error)) error {
+	u, err := s.storeBody(w, r, body)
 	if err != nil {
 		return err
 	}
-	key, err := u.storeKey(body.Key)
+	k, err := u.storeKey(*key)
 	if err != nil {
 		return err
 	}
-	es, err := forkEntries(storewire.Entries(body.Entries), u.storeProject)
+	es, err := forkEntries(storewire.Entries(*entries), u.storeProject)
 	if err != nil {
 		return err
 	}
-	last, err := s.store.Import(r.Context(), key, es...)
+	last, err := write(r.Context(), k, es...)
 	if err != nil {
 		return err
 	}
@@ -461,13 +454,7 @@ func (s *Server) ownProjects(ctx context.Context, u User) ([]recall.ProjectInfo,
 	if err != nil {
 		return nil, err
 	}
-	var out []recall.ProjectInfo
-	for _, p := range all {
-		if u.owns(p.Project) {
-			out = append(out, p)
-		}
-	}
-	return out, nil
+	return u.ownProjects(all), nil
 }
 
 func (s *Server) storeProjects(w http.ResponseWriter, r *http.Request) error {

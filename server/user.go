@@ -119,13 +119,18 @@ func (s *Server) projects(ctx context.Context, u User) ([]recall.ProjectInfo, er
 	if err != nil {
 		return nil, err
 	}
+	return u.ownProjects(all), nil
+}
+
+// ownProjects returns the projects of all that are u's.
+func (u User) ownProjects(all []recall.ProjectInfo) []recall.ProjectInfo {
 	var out []recall.ProjectInfo
 	for _, p := range all {
 		if u.owns(p.Project) {
 			out = append(out, p)
 		}
 	}
-	return out, nil
+	return out
 }
 
 // projectsTTL is how long a server reuses its reading of the store's
