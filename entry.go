@@ -25,6 +25,7 @@ const (
 	KindFork       Kind = "fork"       // Data is a ForkOrigin; first entry of a forked session
 	KindRewind     Kind = "rewind"     // Data is {"to": ItemRef, "items": N}: closes a rewind's N removals (see StoreSession.Rewind)
 	KindRedo       Kind = "redo"       // Data is {"rewind": SEQ, "items": N}: closes a redo's N items (see StoreSession.Redo)
+	KindRedaction  Kind = "redaction"  // Data is a Redaction: earlier entries were rewritten without secrets
 )
 
 // Entry is one record in a session's append-only log.
@@ -216,6 +217,8 @@ func (e Entry) Validate(max int) error {
 		}
 	case KindFork:
 		err = decodePayload(e, &ForkOrigin{})
+	case KindRedaction:
+		err = decodePayload(e, &Redaction{})
 	case KindClear, KindCreate:
 	case "":
 		err = fmt.Errorf("%w: entry without a kind", ErrInvalidItem)

@@ -262,9 +262,11 @@ func tailAt(records int) int {
 	return max(1024, records/32)
 }
 
-// compact rewrites the journal when it is long, keeping it as trusted as
-// it was.
-func (p *projectIndex) compact() {
+// compact rewrites the journal when it is long, or whatever its length
+// with always, keeping it as trusted as it was. Rewritten, it holds one
+// line a record: the lines of records since replaced (an old title, an
+// old first prompt) are gone from the file.
+func (p *projectIndex) compact(always bool) {
 	f, err := p.lockJournal()
 	if err != nil {
 		return
@@ -273,7 +275,7 @@ func (p *projectIndex) compact() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.written = 0
-	if p.refresh() != nil || !p.long(0) {
+	if p.refresh() != nil || !always && !p.long(0) {
 		return
 	}
 	p.resolvePending() // what it finds goes into the rewrite
@@ -317,7 +319,7 @@ func (p *projectIndex) maybeCompact() {
 	due := p.written >= compactEvery || p.written >= 256 && p.long(p.written)
 	p.mu.Unlock()
 	if due {
-		p.compact()
+		p.compact(false)
 	}
 }
 

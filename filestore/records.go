@@ -383,7 +383,7 @@ func (s *Store) trusted(ctx context.Context, p *projectIndex, sel *listing) (rec
 	p.mu.Unlock()
 	s.test.trusted(false)
 	if long {
-		p.compact()
+		p.compact(false)
 	}
 	for _, prev := range pending {
 		r, err := s.deriveLog(ctx, p, prev)

@@ -206,7 +206,9 @@ func (x *searchIndex) open(ctx context.Context) error {
 		}
 		x.closeLocked()
 	}
-	dsn := fmt.Sprintf("%s?_pragma=busy_timeout(30000)&_pragma=synchronous(NORMAL)&_pragma=mmap_size(%d)&_txlock=immediate",
+	// secure_delete zeroes what a delete frees, so the text of a
+	// rewritten log (a redaction) does not stay in free pages.
+	dsn := fmt.Sprintf("%s?_pragma=busy_timeout(30000)&_pragma=synchronous(NORMAL)&_pragma=mmap_size(%d)&_pragma=secure_delete(ON)&_txlock=immediate",
 		sqliteURI(x.path), searchMmapSize)
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
