@@ -68,7 +68,9 @@ func OpenSQLite(ctx context.Context, path string, opts Options) (*Store, error) 
 	pragmas := fmt.Sprintf("_pragma=busy_timeout(%d)&_pragma=foreign_keys(1)&_pragma=synchronous(%s)", sqliteBusyTimeout.Milliseconds(), opts.SQLiteSync)
 	// The writer checkpoints the WAL only past walBound pages: the
 	// background goroutine does it before then (see sqlitebg.go).
-	w, err := sql.Open("sqlite", fmt.Sprintf("%s?%s&_pragma=wal_autocheckpoint(%d)&_txlock=immediate", path, pragmas, walBound))
+	// secure_delete zeroes what a delete or an update frees, so the
+	// bytes a rewrite replaces (a redaction) do not stay in free pages.
+	w, err := sql.Open("sqlite", fmt.Sprintf("%s?%s&_pragma=wal_autocheckpoint(%d)&_pragma=secure_delete(ON)&_txlock=immediate", path, pragmas, walBound))
 	if err != nil {
 		return nil, openError("sqlite", path, "", err)
 	}

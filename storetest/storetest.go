@@ -52,6 +52,9 @@
 //     beside a writer see whole snapshots; storekit.VerifySession beside a
 //     writer never reports a healthy session.
 //   - RemoveItem: any one item by its ref, the log keeping it.
+//   - Rewrite: storekit.Rewriter, on a store that has it: entries
+//     replaced in place and appended in one step, the title, the first
+//     prompt, List and Search following; refused rewrites write nothing.
 //   - Rewind: the view set back to an item and redone, the log keeping
 //     every item.
 //   - Updated: activity moves Updated, the List order and Cleanup's age;
@@ -156,6 +159,7 @@ var tests = []test{
 	{"Views/VerifyBesideWriter", testVerifyBesideWriter},
 	{"RemoveItem", testRemoveItem},
 	{"Rewind", testRewind},
+	{"Rewrite", testRewrite},
 	{"Metadata", testMetadata},
 	{"Metadata/Limits", testMetadataLimits},
 	{"Updated", testUpdated},
