@@ -53,6 +53,7 @@ var (
 	_ storekit.Cleaner       = (*Store)(nil)
 	_ storekit.ProjectLister = (*Store)(nil)
 	_ storekit.Purger        = purgingStore{}
+	_ storekit.Rewriter      = (*Store)(nil)
 )
 
 // cacheMax bounds each cache of a Store; a full cache is emptied.
@@ -452,4 +453,30 @@ func (s purgingStore) Purge(ctx context.Context, key recall.Key) (storekit.Purge
 	res, err := s.p.Purge(ctx, key)
 	s.forget(key)
 	return res, err
+}
+
+// Rewrite implements storekit.Rewriter with the wrapped store's, when it
+// has one: the replacements and the appended entries are sealed as an
+// Append seals them (with the session's data key), so the wrapped store
+// never sees the plaintext of a rewrite either. A wrapped store that
+// cannot rewrite is recall.ErrUnsupported.
+func (s *Store) Rewrite(ctx context.Context, key recall.Key, rw storekit.Rewrite) (recall.Meta, error) {
+	inner, ok := recall.As[storekit.Rewriter](s.inner)
+	if !ok {
+		return recall.Meta{}, fmt.Errorf("encrypt: rewrite %s: the wrapped store cannot rewrite its logs: %w", key, recall.ErrUnsupported)
+	}
+	var err error
+	sealed := storekit.Rewrite{IfLastSeq: rw.IfLastSeq}
+	if sealed.Replace, err = s.seal(ctx, key, rw.Replace); err == nil {
+		sealed.Append, err = s.seal(ctx, key, rw.Append)
+	}
+	if err != nil {
+		return recall.Meta{}, fmt.Errorf("encrypt: rewrite %s: %w", key, err)
+	}
+	m, err := inner.Rewrite(ctx, key, sealed)
+	s.forget(key)
+	if err != nil {
+		return recall.Meta{}, err
+	}
+	return s.reveal(ctx, m, nil)
 }
