@@ -152,8 +152,8 @@ type found map[string]string
 // scan finds the secrets of text with every rule, adding them to f.
 func (r *Redactor) scan(text string, f found) found {
 	add := func(secret, rule string, least int) {
-		if len(secret) < least {
-			return
+		if len(secret) < least || isMarker(secret) {
+			return // a marker is what an earlier redaction left: redacting is idempotent
 		}
 		if f == nil {
 			f = found{}
@@ -223,6 +223,12 @@ func replace(s string, f found, rep Report) string {
 
 // Marker is what replaces a secret that rule found: [REDACTED:rule].
 func Marker(rule string) string { return "[REDACTED:" + rule + "]" }
+
+// isMarker reports whether s is a marker and nothing else.
+func isMarker(s string) bool {
+	rule, ok := strings.CutPrefix(s, "[REDACTED:")
+	return ok && strings.IndexByte(rule, ']') == len(rule)-1
+}
 
 // String returns s with its secrets replaced, and what was replaced.
 func (r *Redactor) String(s string) (string, Report) {

@@ -183,3 +183,21 @@ func equalJSON(a, b any) bool {
 	y, _ := json.Marshal(b)
 	return string(x) == string(y)
 }
+
+// TestRedactIdempotent: what a redaction wrote is found clean by the
+// next one, a URL whose password is a marker included.
+func TestRedactIdempotent(t *testing.T) {
+	r := newRedactor(t)
+	for _, text := range []string{
+		"postgres://deploy:hunter2-Secret9@db.internal:5432/app",
+		"export GH_TOKEN=ghp_4fJ9kQ2mX7pL0vR8sT3wY6zB1cN5dH9gK2aE",
+	} {
+		once, rep := r.String(text)
+		if rep.Total() == 0 {
+			t.Fatalf("%q: nothing redacted", text)
+		}
+		if twice, rep2 := r.String(once); twice != once || rep2.Total() != 0 {
+			t.Errorf("%q redacted again: %q, %v", once, twice, rep2)
+		}
+	}
+}
