@@ -65,6 +65,7 @@ func (s *Server) apiRoutes() {
 	s.mux.HandleFunc("POST /api/v1/sessions/{session_id}/compact", s.api(s.idempotent(s.compactSession)))
 	s.mux.HandleFunc("POST /api/v1/sessions/{session_id}/rewind", s.api(s.idempotent(s.rewindSession)))
 	s.mux.HandleFunc("POST /api/v1/sessions/{session_id}/redo", s.api(s.idempotent(s.redoSession)))
+	s.mux.HandleFunc("POST /api/v1/sessions/{session_id}/redact", s.api(s.idempotent(s.redactSession)))
 	s.mux.HandleFunc("GET /api/v1/trash", s.api(s.listTrash))
 	s.mux.HandleFunc("POST /api/v1/sessions/{session_id}/restore", s.api(s.restoreSession))
 	s.storeRoutes()

@@ -311,6 +311,8 @@ func TestOpenAPIResponses(t *testing.T) {
 	c.check("POST", sp+"/rewind", "alice", obj{"to": nil}, 200, true)
 	c.check("POST", sp+"/redo", "alice", nil, 200, true)
 	c.check("POST", sp+"/redo", "alice", nil, 409, true)
+	c.check("POST", sp+"/redact?dry_run=true", "alice", nil, 200, true)
+	c.check("POST", sp+"/redact", "alice", nil, 200, true)
 	c.check("POST", sp+"/rewind", "alice", obj{"to": "nope"}, 400, true)
 	c.check("DELETE", "/api/v1/sessions/"+fork.ID, "alice", nil, 200, true)
 	c.check("GET", "/api/v1/trash?limit=5", "alice", nil, 200, true)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/compact"
+	"github.com/recallkit/recall/secrets"
 	"github.com/recallkit/recall/provider/openai"
 )
 
@@ -118,6 +119,9 @@ type Options struct {
 	// NoShare turns share links off: POST …/share is refused (403) and
 	// every /share/ link answers 404, those made before included.
 	NoShare bool
+	// Redactor finds the secrets POST /api/v1/sessions/{id}/redact
+	// removes. Default (nil): secrets' default rules.
+	Redactor *secrets.Redactor
 }
 
 // ErrBadOptions reports Options New cannot serve with.
@@ -141,6 +145,8 @@ type Server struct {
 	taken   takenIDs // the own ids of conversations, for adding items
 	audit   auditState
 	replica string // this process, as a lease's holder
+
+	redactor func() (*secrets.Redactor, error) // Options.Redactor, or the default built once
 
 	// The background work (see background), which Close cancels and
 	// waits for.
@@ -171,6 +177,12 @@ func New(ctx context.Context, store recall.Store, opts Options) (*Server, error)
 	s := &Server{store: store, opts: opts, log: opts.Logger, mux: http.NewServeMux(), up: up, auth: newTokenCache(opts.TokenTTL)}
 	s.bgCtx, s.bgCancel = context.WithCancel(context.WithoutCancel(ctx))
 	s.watches.s = s
+	s.redactor = sync.OnceValues(func() (*secrets.Redactor, error) {
+		if opts.Redactor != nil {
+			return opts.Redactor, nil
+		}
+		return secrets.New(secrets.Options{})
+	})
 	if err := s.init(ctx); err != nil {
 		return nil, err
 	}

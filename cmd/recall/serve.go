@@ -201,6 +201,11 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 		opts.TokenTTL = -1 // server.Options: negative turns the cache off
 	}
 	opts.NoShare = f.noShare
+	if len(a.redactPatterns) > 0 { // POST …/redact uses them too
+		if opts.Redactor, err = a.redactor(); err != nil {
+			return err
+		}
+	}
 	if opts.AuditRetention, err = ageOrNever("--audit-retention", f.auditKeep); err != nil {
 		return err
 	}

@@ -41,6 +41,7 @@ const (
 	ActionPurge       = "session.purge"
 	ActionExport      = "session.export"
 	ActionShare       = "session.share"
+	ActionRedact      = "session.redact"
 	ActionAdminList   = "admin.list"
 	ActionTokenCreate = "token.create"
 	ActionTokenRevoke = "token.revoke"
