@@ -133,7 +133,7 @@ func (c copier) sameHead(ctx context.Context, key recall.Key) error {
 	case b.Seq > a.Seq:
 		return fmt.Errorf("%w: %s: the replica's log starts at seq %d, the primary's at seq %d", errHeadless, key, b.Seq, a.Seq)
 	case b.Seq == a.Seq && !sameEntry(a, b):
-		return diverged(key, a, b)
+		return c.divergedUnlessRedacted(ctx, key, a, b)
 	}
 	return nil
 }
@@ -173,7 +173,7 @@ func (c copier) sameTip(ctx context.Context, key recall.Key, seq int64) error {
 		return fromReplica(fmt.Errorf("mirror: %s: replica reports seq %d but does not return it: %w", key, seq, recall.ErrConflict))
 	}
 	if !sameEntry(mine[0], theirs[0]) {
-		return diverged(key, mine[0], theirs[0])
+		return c.divergedUnlessRedacted(ctx, key, mine[0], theirs[0])
 	}
 	return nil
 }
@@ -271,9 +271,7 @@ func (c copier) copy(ctx context.Context, key recall.Key, from int64, done func(
 				ErrDiverged, key, from, es[0].Seq, es[0].Kind)
 		}
 		want := es[len(es)-1].Seq
-		cctx, cancel := c.dstCtx(ctx)
-		last, err := c.dst.Import(cctx, c.dstKey(key), es...)
-		cancel()
+		last, err := c.importBatch(ctx, key, es)
 		if err != nil {
 			return from, copied, fromReplica(fmt.Errorf("mirror: import %s seq %d-%d into replica: %w", key, es[0].Seq, want, err))
 		}
