@@ -13,8 +13,8 @@ import (
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/compact"
-	"github.com/recallkit/recall/secrets"
 	"github.com/recallkit/recall/provider/openai"
+	"github.com/recallkit/recall/secrets"
 )
 
 // AuthMode says how requests are authenticated.
