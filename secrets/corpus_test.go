@@ -1,6 +1,7 @@
 package secrets_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -9,7 +10,9 @@ import (
 	"testing"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/memstore"
 	"github.com/recallkit/recall/secrets"
+	"github.com/recallkit/recall/storekit"
 )
 
 //go:generate go run ./testdata/gen
@@ -207,5 +210,69 @@ func TestCorpus(t *testing.T) {
 	}
 	if fpRate > 0.05 {
 		t.Errorf("redacted %.1f%% of the look-alikes, want at most 5%%", 100*fpRate)
+	}
+}
+
+// TestCorpusAfterTheFact measures recall redact on the corpus: every
+// case in every placement is stored as it is, one session each, then
+// redacted after the fact with Redactor.Session. The same bounds hold as
+// on write, every session verifies afterwards, and the log of each that
+// held a secret ends with a redaction entry.
+func TestCorpusAfterTheFact(t *testing.T) {
+	ctx := context.Background()
+	r, err := secrets.New(secrets.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := memstore.New(memstore.Options{})
+	type stored struct {
+		c   corpusCase
+		key recall.Key
+	}
+	var all []stored
+	for i, c := range loadCorpus(t) {
+		for j, p := range placements {
+			key := recall.Key{Project: "corpus", Session: fmt.Sprintf("c%d-p%d", i, j)}
+			if _, err := st.Append(ctx, key, recall.Guard{}, recall.Message("user", "look at this").Entry(), recall.Item(p.item(c.Text)).Entry()); err != nil {
+				t.Fatal(err)
+			}
+			all = append(all, stored{c, key})
+		}
+	}
+	var secretsN, caught, lookN, touched int
+	for _, s := range all {
+		res, err := r.Session(ctx, st, s.key, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, log, err := st.Load(ctx, s.key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Report.Total() > 0 && log[len(log)-1].Kind != recall.KindRedaction {
+			t.Errorf("%s: redacted without a redaction entry", s.c.Name)
+		}
+		held := contains(log[1].Data, s.c.Value)
+		switch s.c.Kind {
+		case "secret":
+			secretsN++
+			if !held {
+				caught++
+			}
+		case "lookalike":
+			lookN++
+			if res.Report.Total() > 0 || !held {
+				touched++
+			}
+		}
+	}
+	if err := storekit.Verify(ctx, st); err != nil {
+		t.Error(err)
+	}
+	recallRate, fpRate := float64(caught)/float64(secretsN), float64(touched)/float64(lookN)
+	t.Logf("after the fact: secrets redacted: %d of %d (%.1f%%); look-alikes redacted: %d of %d (%.1f%%)",
+		caught, secretsN, 100*recallRate, touched, lookN, 100*fpRate)
+	if recallRate < 0.95 || fpRate > 0.05 {
+		t.Errorf("after the fact: %.1f%% of the secrets (want >= 95%%), %.1f%% of the look-alikes (want <= 5%%)", 100*recallRate, 100*fpRate)
 	}
 }
