@@ -32,6 +32,14 @@ func testRewrite(e *env) {
 		en.Data = []byte(strings.ReplaceAll(string(en.Data), "zebrafoxsecret", "[REDACTED:t]"))
 		return en
 	}
+	// A wrapper that has the method but not the ability below it (a
+	// mirror over a primary without one) says so: ErrUnsupported.
+	switch _, err := rw.Rewrite(e.ctx, recall.Key{Project: "p", Session: "missing"}, storekit.Rewrite{IfLastSeq: 1, Replace: []recall.Entry{redacted(log[0])}}); {
+	case errors.Is(err, recall.ErrUnsupported):
+		t.Skipf("the store cannot rewrite: %v", err)
+	case !errors.Is(err, recall.ErrNotFound):
+		t.Errorf("Rewrite of a missing session = %v, want ErrNotFound", err)
+	}
 	refused := []struct {
 		what  string
 		rw    storekit.Rewrite
@@ -52,9 +60,6 @@ func testRewrite(e *env) {
 		if d := MetaDiff(m, before, true); d != "" {
 			t.Errorf("the metadata after a refused rewrite (%s): %s", c.what, d)
 		}
-	}
-	if _, err := rw.Rewrite(e.ctx, recall.Key{Project: "p", Session: "missing"}, storekit.Rewrite{IfLastSeq: 1, Replace: []recall.Entry{redacted(log[0])}}); !errors.Is(err, recall.ErrNotFound) {
-		t.Errorf("Rewrite of a missing session = %v, want ErrNotFound", err)
 	}
 
 	want := []recall.Entry{redacted(log[0]), log[1], redacted(log[2]), redacted(log[3])}
