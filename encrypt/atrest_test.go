@@ -12,9 +12,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/redis/go-redis/v9"
-
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/encrypt"
 	"github.com/recallkit/recall/export"
@@ -162,34 +159,7 @@ func TestAtRestPostgres(t *testing.T) {
 	defer st.Close()
 	writeSecrets(t, st)
 	checkSecrets(t, st)
-	ctx := context.Background()
-	c, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close(ctx)
-	rows, err := c.Query(ctx, `SELECT table_name FROM information_schema.tables WHERE table_schema = $1`, schema)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil || len(tables) < 2 {
-		t.Fatalf("tables of %s: %v, %v", schema, tables, err)
-	}
-	var all []byte
-	for _, table := range tables {
-		id := pgx.Identifier{schema, table}.Sanitize()
-		rows, err := c.Query(ctx, `SELECT t::text FROM `+id+` t`)
-		if err != nil {
-			t.Fatal(err)
-		}
-		texts, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			t.Fatal(err)
-		}
-		all = append(all, strings.Join(texts, "\n")...)
-	}
-	wantNoSecrets(t, "PostgreSQL schema "+schema, all)
+	wantNoSecrets(t, "PostgreSQL schema "+schema, testsvc.SchemaText(t, dsn, schema))
 }
 
 func TestAtRestRedis(t *testing.T) {
@@ -203,46 +173,7 @@ func TestAtRestRedis(t *testing.T) {
 	defer st.Close()
 	writeSecrets(t, st)
 	checkSecrets(t, st)
-	opts, err := redis.ParseURL(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := redis.NewClient(opts)
-	defer c.Close()
-	keys, err := c.Keys(ctx, prefix+"*").Result()
-	if err != nil || len(keys) == 0 {
-		t.Fatalf("keys under %s: %v, %v", prefix, keys, err)
-	}
-	var all bytes.Buffer
-	for _, k := range keys {
-		b, err := c.Dump(ctx, k).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		// DUMP may compress a value (LZF); read the plain forms too.
-		all.WriteString(b)
-		switch typ := c.Type(ctx, k).Val(); typ {
-		case "string":
-			all.WriteString(c.Get(ctx, k).Val())
-		case "list":
-			all.WriteString(strings.Join(c.LRange(ctx, k, 0, -1).Val(), "\n"))
-		case "hash":
-			for f, v := range c.HGetAll(ctx, k).Val() {
-				all.WriteString(f + "=" + v + "\n")
-			}
-		case "zset":
-			all.WriteString(strings.Join(c.ZRange(ctx, k, 0, -1).Val(), "\n"))
-		case "set":
-			all.WriteString(strings.Join(c.SMembers(ctx, k).Val(), "\n"))
-		case "stream":
-			for _, m := range c.XRange(ctx, k, "-", "+").Val() {
-				fmt.Fprint(&all, m.Values)
-			}
-		default:
-			t.Errorf("key %s of type %s not read", k, typ)
-		}
-	}
-	wantNoSecrets(t, "Redis keys "+prefix+"*", all.Bytes())
+	wantNoSecrets(t, "Redis keys "+prefix+"*", testsvc.PrefixText(t, url, prefix))
 }
 
 // TestMirrorReplicatesCiphertext puts a mirror under the encrypted store:

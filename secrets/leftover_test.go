@@ -1,12 +1,9 @@
 package secrets_test
 
 import (
+	"bytes"
 	"context"
-	"strings"
 	"testing"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/internal/testsvc"
@@ -55,31 +52,8 @@ func TestRedactLeavesNoRow(t *testing.T) {
 	}
 	defer st.Close()
 	redactStored(t, st)
-	c, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close(ctx)
-	rows, err := c.Query(ctx, `SELECT table_name FROM information_schema.tables WHERE table_schema = $1`, schema)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil || len(tables) < 3 {
-		t.Fatalf("tables of %s: %v, %v", schema, tables, err)
-	}
-	for _, table := range tables {
-		rows, err := c.Query(ctx, `SELECT t::text FROM `+pgx.Identifier{schema, table}.Sanitize()+` t`)
-		if err != nil {
-			t.Fatal(err)
-		}
-		texts, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			t.Fatal(err)
-		}
-		if all := strings.Join(texts, "\n"); strings.Contains(all, leftover) || strings.Contains(strings.ToLower(all), strings.ToLower(leftover)) {
-			t.Errorf("table %s still holds the secret", table)
-		}
+	if all := testsvc.SchemaText(t, dsn, schema); bytes.Contains(all, []byte(leftover)) {
+		t.Errorf("a row of schema %s still holds the secret", schema)
 	}
 }
 
@@ -94,33 +68,7 @@ func TestRedactLeavesNoValue(t *testing.T) {
 	}
 	defer st.Close()
 	redactStored(t, st)
-	opts, err := redis.ParseURL(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := redis.NewClient(opts)
-	defer c.Close()
-	keys, err := c.Keys(ctx, prefix+"*").Result()
-	if err != nil || len(keys) == 0 {
-		t.Fatalf("keys under %s: %v, %v", prefix, keys, err)
-	}
-	for _, k := range keys {
-		var vals []string
-		switch c.Type(ctx, k).Val() {
-		case "string":
-			vals = []string{c.Get(ctx, k).Val()}
-		case "list":
-			vals = c.LRange(ctx, k, 0, -1).Val()
-		case "hash":
-			for f, v := range c.HGetAll(ctx, k).Val() {
-				vals = append(vals, f, v)
-			}
-		case "zset":
-			vals = c.ZRange(ctx, k, 0, -1).Val()
-		}
-		vals = append(vals, c.Dump(ctx, k).Val())
-		if strings.Contains(strings.Join(vals, "\n"), leftover) {
-			t.Errorf("key %s still holds the secret", k)
-		}
+	if all := testsvc.PrefixText(t, url, prefix); bytes.Contains(all, []byte(leftover)) {
+		t.Errorf("a value under %s still holds the secret", prefix)
 	}
 }

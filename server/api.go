@@ -360,19 +360,30 @@ const (
 	maxLabelLen = 256
 )
 
-// deleteSession removes a session with its subagent records. An admin
-// removes another user's with ?user=NAME.
-func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) error {
+// userSessionKey is sessionKey, but for an admin's ?user=NAME, which
+// names that user's session: anyone else naming another user gets a 404,
+// never a 403, so nothing is revealed.
+func (s *Server) userSessionKey(r *http.Request) (recall.Key, error) {
 	key, err := s.sessionKey(r)
 	if err != nil {
-		return err
+		return key, err
 	}
 	if name := r.URL.Query().Get("user"); name != "" {
 		u, _ := apiUser(r)
 		if name != u.Name && !u.Admin || ValidateUser(name) != nil {
-			return sessionNotFound(key.Session) // never a 403: nothing is revealed
+			return key, sessionNotFound(key.Session)
 		}
 		key.Project = User{Name: name}.Project()
+	}
+	return key, nil
+}
+
+// deleteSession removes a session with its subagent records. An admin
+// removes another user's with ?user=NAME.
+func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) error {
+	key, err := s.userSessionKey(r)
+	if err != nil {
+		return err
 	}
 	force, err := boolParam(r, "force")
 	if err != nil {

@@ -36,16 +36,9 @@ type redacted struct {
 // with ?user=NAME. A redaction that wrote something is recorded in the
 // audit log, with the counts (never a secret).
 func (s *Server) redactSession(w http.ResponseWriter, r *http.Request) error {
-	key, err := s.sessionKey(r)
+	key, err := s.userSessionKey(r)
 	if err != nil {
 		return err
-	}
-	if name := r.URL.Query().Get("user"); name != "" {
-		u, _ := apiUser(r)
-		if name != u.Name && !u.Admin || ValidateUser(name) != nil {
-			return sessionNotFound(key.Session) // never a 403: nothing is revealed
-		}
-		key.Project = User{Name: name}.Project()
 	}
 	dry, err := boolParam(r, "dry_run")
 	if err != nil {
