@@ -35,8 +35,8 @@ func (s *Store) Rewrite(ctx context.Context, key recall.Key, rw storekit.Rewrite
 }
 
 // importBatch imports es, entries of key in seq order, into dst (under
-// c.dstKey(key)) and returns dst's last seq. Each redaction entry among them is replicated
-// by redact, the entries before it imported first.
+// c.dstKey(key)) and returns dst's last seq. Each redaction entry among
+// them is replicated by redact, the entries before it imported first.
 func (c copier) importBatch(ctx context.Context, key recall.Key, es []recall.Entry) (int64, error) {
 	var last int64
 	start := 0
