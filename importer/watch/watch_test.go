@@ -192,6 +192,8 @@ func TestDebounce(t *testing.T) {
 			testkit.Eventually(t, 10*time.Second, "the write's event handled", func() bool { return events.Load() > before })
 		}
 		h.waitItems(sidA, 20)
+		// The report of an import follows its write to the store.
+		testkit.Eventually(t, 10*time.Second, "the import reported", func() bool { return len(h.imports(path)) > 0 })
 		if n := len(h.imports(path)); n != 1 {
 			t.Errorf("%d imports of a burst of 20 writes, want 1", n)
 		}
