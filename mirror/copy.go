@@ -41,6 +41,9 @@ type copier struct {
 	// to maps a key of src to its key in dst, for copy (the project of a
 	// session may have another key on another machine); nil: the same.
 	to func(recall.Key) recall.Key
+	// origins maps the project of a fork entry's origin from src's keys
+	// to dst's, for copy (see TwoWay); nil: the same.
+	origins func(string) string
 }
 
 // dstKey is key's key in dst.
@@ -180,7 +183,7 @@ func (c copier) sameTip(ctx context.Context, key recall.Key, seq int64) error {
 
 // sameEntry reports whether a, an entry of the primary, and b, the
 // replica's entry of the same seq, are one entry: the same kind, time,
-// payload bytes and usage. Times alone cannot tell two logs apart (a
+// payload bytes (for a fork entry, the same origin) and usage. Times alone cannot tell two logs apart (a
 // session removed and re-created within a microsecond, or entries written
 // with an explicit time), and Import carries every field verbatim, so a
 // copy is equal in all of them.
@@ -197,7 +200,15 @@ func sameEntry(a, b recall.Entry) bool {
 	if bytes.Equal(a.Data, b.Data) && sameUsage(a.Usage, b.Usage) {
 		return true
 	}
-	return a.Kind == recall.KindCompaction && samePurged(a.Data, b.Data)
+	switch a.Kind {
+	case recall.KindFork: // a server re-encodes the origins it translates
+		oa, oka := forkOrigin(a)
+		ob, okb := forkOrigin(b)
+		return oka && okb && oa == ob && sameUsage(a.Usage, b.Usage)
+	case recall.KindCompaction:
+		return samePurged(a.Data, b.Data)
+	}
+	return false
 }
 
 // samePurged reports whether two compaction payloads are equal but for
@@ -271,7 +282,7 @@ func (c copier) copy(ctx context.Context, key recall.Key, from int64, done func(
 				ErrDiverged, key, from, es[0].Seq, es[0].Kind)
 		}
 		want := es[len(es)-1].Seq
-		last, err := c.importBatch(ctx, key, es)
+		last, err := c.importBatch(ctx, key, moveOrigins(es, c.origins))
 		if err != nil {
 			return from, copied, fromReplica(fmt.Errorf("mirror: import %s seq %d-%d into replica: %w", key, es[0].Seq, want, err))
 		}

@@ -5,8 +5,10 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/recallkit/recall"
 )
@@ -69,7 +71,7 @@ func (t *twoWay) diverged(ctx context.Context, w pairing, common int64, rep *Two
 	if err != nil {
 		return 0, err
 	}
-	c := copier{src: t.local, dst: t.remote, batch: t.opts.BatchSize, to: constKey(rfk)}
+	c := copier{src: t.local, dst: t.remote, batch: t.opts.BatchSize, to: constKey(rfk), origins: t.toRemote}
 	if last, _, err := c.copy(ctx, fk, rpos, nil); err != nil {
 		return 0, err
 	} else if last < end {
@@ -207,7 +209,7 @@ func (t *twoWay) replaceLocal(ctx context.Context, w pairing, lLast int64) error
 		if err != nil && !errors.Is(err, recall.ErrNotFound) {
 			return fromReplica(err)
 		}
-		if a == nil || b == nil || !sameEntry(*a, *b) {
+		if a == nil || b == nil || !t.same(*a, *b) {
 			return fmt.Errorf("%w: %s: its subagent record %s is not on the remote whole; the session is left as it is", ErrDiverged, w.lk, sm.Key.Subpath)
 		}
 	}
@@ -219,7 +221,7 @@ func (t *twoWay) replaceLocal(ctx context.Context, w pairing, lLast int64) error
 	if err := t.local.Remove(ctx, w.lk); err != nil && !errors.Is(err, recall.ErrNotFound) {
 		return fmt.Errorf("mirror: remove %s to take the remote's log: %w", w.lk, err)
 	}
-	c := copier{src: t.remote, dst: t.local, batch: t.opts.BatchSize, to: constKey(w.lk)}
+	c := copier{src: t.remote, dst: t.local, batch: t.opts.BatchSize, to: constKey(w.lk), origins: t.toLocal}
 	if _, _, err := c.copy(ctx, w.rk, 0, nil); err != nil {
 		return err
 	}
@@ -236,4 +238,44 @@ func (t *twoWay) replaceLocal(ctx context.Context, w pairing, lLast int64) error
 		}
 	}
 	return nil
+}
+
+// forkOrigin decodes the origin of a fork entry.
+func forkOrigin(e recall.Entry) (recall.ForkOrigin, bool) {
+	var o recall.ForkOrigin
+	if e.Kind != recall.KindFork || json.Unmarshal(e.Data, &o) != nil {
+		return o, false
+	}
+	return o, true
+}
+
+// moveOrigins returns es with the origin of each fork entry moved to the
+// project project maps its project to (nil: es as it is). A fork names its
+// origin by key, and the same project has another key on another machine
+// (TwoWayOptions.Projects), so a fork copied across keeps naming its
+// session there. es itself is not changed.
+func moveOrigins(es []recall.Entry, project func(string) string) []recall.Entry {
+	if project == nil {
+		return es
+	}
+	var out []recall.Entry
+	for i, e := range es {
+		o, ok := forkOrigin(e)
+		if !ok {
+			continue
+		}
+		p := project(o.Key.Project)
+		if p == o.Key.Project {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(es)
+		}
+		o.Key.Project = p
+		out[i].Data, _ = json.Marshal(o) // an origin always marshals
+	}
+	if out == nil {
+		return es
+	}
+	return out
 }

@@ -104,7 +104,11 @@ func TwoWay(ctx context.Context, local, remote recall.Store, opts TwoWayOptions)
 	if opts.Host == "" {
 		opts.Host, _ = os.Hostname()
 	}
-	t := &twoWay{local: local, remote: remote, opts: opts, saved: map[recall.Key]savedSession{}}
+	t := &twoWay{local: local, remote: remote, opts: opts, saved: map[recall.Key]savedSession{},
+		remoteOf: map[string]string{}, localOf: map[string]string{}}
+	for _, p := range opts.Projects {
+		t.remoteOf[p.Local], t.localOf[p.Remote] = p.Remote, p.Local
+	}
 	var state *stateFile
 	if opts.StateDir != "" {
 		var err error
@@ -159,6 +163,32 @@ type twoWay struct {
 	opts          TwoWayOptions
 	// saved are the positions of the last run (local keys).
 	saved map[recall.Key]savedSession
+	// remoteOf and localOf map the projects of opts.Projects.
+	remoteOf, localOf map[string]string
+}
+
+// toRemote is the remote's key of the local project p: its pair's, or p
+// when it is not one of the synced projects.
+func (t *twoWay) toRemote(p string) string {
+	if r, ok := t.remoteOf[p]; ok {
+		return r
+	}
+	return p
+}
+
+// toLocal is toRemote backwards.
+func (t *twoWay) toLocal(p string) string {
+	if l, ok := t.localOf[p]; ok {
+		return l
+	}
+	return p
+}
+
+// same reports whether a, a local entry, and b, the remote's entry of the
+// same seq, are one entry, the origin of a fork entry compared as each
+// store keys it (see moveOrigins).
+func (t *twoWay) same(a, b recall.Entry) bool {
+	return sameEntry(a, moveOrigins([]recall.Entry{b}, t.toLocal)[0])
 }
 
 // pairing is one session record as each store keys it, with what each
@@ -213,7 +243,7 @@ func (t *twoWay) pair(ctx context.Context, p ProjectPair) ([]pairing, error) {
 func (t *twoWay) push(ctx context.Context, w pairing, from int64, rep *TwoWayReport) (int64, error) {
 	last := w.lm.LastSeq
 	if !t.opts.DryRun {
-		c := copier{src: t.local, dst: t.remote, batch: t.opts.BatchSize, to: constKey(w.rk)}
+		c := copier{src: t.local, dst: t.remote, batch: t.opts.BatchSize, to: constKey(w.rk), origins: t.toRemote}
 		var n int
 		var err error
 		if last, n, err = c.copy(ctx, w.lk, from, nil); err != nil {
@@ -231,7 +261,7 @@ func (t *twoWay) push(ctx context.Context, w pairing, from int64, rep *TwoWayRep
 func (t *twoWay) pull(ctx context.Context, w pairing, from int64, rep *TwoWayReport) (int64, error) {
 	last := w.rm.LastSeq
 	if !t.opts.DryRun {
-		c := copier{src: t.remote, dst: t.local, batch: t.opts.BatchSize, to: constKey(w.lk)}
+		c := copier{src: t.remote, dst: t.local, batch: t.opts.BatchSize, to: constKey(w.lk), origins: t.toLocal}
 		var n int
 		var err error
 		if last, n, err = c.copy(ctx, w.rk, from, nil); err != nil {
@@ -298,7 +328,7 @@ func (t *twoWay) common(ctx context.Context, w pairing, hi, hint int64) (int64, 
 		if err != nil {
 			return false, fromReplica(err)
 		}
-		return a != nil && b != nil && sameEntry(*a, *b), nil
+		return a != nil && b != nil && t.same(*a, *b), nil
 	}
 	same, err := eq(hi)
 	if err != nil || same {

@@ -262,6 +262,46 @@ func TestTwoWayMapsProjects(t *testing.T) {
 	}
 }
 
+// TestTwoWayForkOriginsAcrossProjects syncs a project whose key differs
+// on the two sides: a fork names its origin by key, so each side's fork
+// (the one sync makes of a divergence, and one made by hand) names the
+// session as that side keys it, and a second sync finds nothing to do.
+func TestTwoWayForkOriginsAcrossProjects(t *testing.T) {
+	ctx := context.Background()
+	local, remote := memstore.New(memstore.Options{}), memstore.New(memstore.Options{})
+	pairs := []mirror.ProjectPair{{Local: "-home-ann-app", Remote: "-Users-ann-app"}}
+	lk, rk := recall.Key{Project: "-home-ann-app", Session: "s"}, recall.Key{Project: "-Users-ann-app", Session: "s"}
+	addItems(t, local, lk, "one", "two")
+	byHand := recall.Key{Project: lk.Project, Session: "by-hand"}
+	if _, err := recall.NewSession(local, lk).Fork(ctx, 1, byHand); err != nil {
+		t.Fatal(err)
+	}
+	twoWay(t, local, remote, mirror.TwoWayOptions{Projects: pairs})
+	addItems(t, remote, rk, "remote three")
+	addItems(t, local, lk, "local three")
+	rep := twoWay(t, local, remote, mirror.TwoWayOptions{Projects: pairs})
+	if len(rep.Forks) != 1 {
+		t.Fatalf("forks = %+v, want one", rep.Forks)
+	}
+	for _, side := range []struct {
+		st  recall.Store
+		key recall.Key
+	}{{local, lk}, {remote, rk}} {
+		for fork, at := range map[string]int64{rep.Forks[0].Fork.Session: 2, byHand.Session: 1} {
+			m, err := side.st.Stat(ctx, recall.Key{Project: side.key.Project, Session: fork})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := (recall.ForkOrigin{Key: side.key, Seq: at}); m.ForkedFrom == nil || *m.ForkedFrom != want {
+				t.Errorf("%s: forked from %v, want %v", m.Key, m.ForkedFrom, want)
+			}
+		}
+	}
+	if again := twoWay(t, local, remote, mirror.TwoWayOptions{Projects: pairs}); again.UpToDate != again.Sessions || len(again.Forks) != 0 {
+		t.Errorf("second run = %+v, want every session up to date", again)
+	}
+}
+
 func TestMirrorNeverCopiesReservedProjects(t *testing.T) {
 	ctx := context.Background()
 	primary, replica := memstore.New(memstore.Options{}), memstore.New(memstore.Options{})
