@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 )
 
 // The tokens `recall login` saves live in one file, credentials.json, in
@@ -76,6 +77,21 @@ func Token(baseURL string) (string, error) {
 		return t, nil
 	}
 	return "", fmt.Errorf("%w %s: run `recall login %s` (or set %s)", ErrNoToken, u, u, TokenEnv)
+}
+
+// Servers returns the base URLs of the servers a token is saved for,
+// sorted.
+func Servers() ([]string, error) {
+	creds, _, err := readCredentials()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(creds))
+	for u := range creds {
+		out = append(out, u)
+	}
+	slices.Sort(out)
+	return out, nil
 }
 
 // SaveToken keeps token for the server at baseURL in the credentials

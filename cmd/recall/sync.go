@@ -19,6 +19,7 @@ import (
 	"github.com/recallkit/recall/internal/durable"
 	"github.com/recallkit/recall/internal/gitremote"
 	"github.com/recallkit/recall/mirror"
+	"github.com/recallkit/recall/remotestore"
 	"github.com/recallkit/recall/storeurl"
 )
 
@@ -29,10 +30,11 @@ const syncAskAbove = 5
 func newSyncCmd(a *app) *cobra.Command {
 	var all, dryRun, yes bool
 	cmd := &cobra.Command{
-		Use:   "sync URL [--all] [--dry-run] [--yes]",
+		Use:   "sync [URL] [--all] [--dry-run] [--yes]",
 		Short: "Sync this machine's sessions with a server, both ways",
 		Long: `Push this machine's sessions to the store at URL (a recall serve, or any
-store URL) and pull the sessions it holds that this machine lacks or holds
+store URL; by default the recall serve you logged in to, when 'recall login'
+kept a token for exactly one) and pull the sessions it holds that this machine lacks or holds
 less of: the current project's by default, every project's with --all. A
 server's own projects (_server.*) are never copied either way.
 
@@ -49,12 +51,17 @@ fork of the common history, titled "TITLE (from HOST)", on both sides.
 Sync is incremental (by seq) and resumable: an interrupted sync is finished
 by running it again, and nothing is copied twice. A first sync that would
 move more than a handful of sessions says so and asks (--yes skips that).`,
-		Example: `  recall sync https://recall.example.com
+		Example: `  recall login https://recall.example.com && recall sync
+  recall sync https://recall.example.com
   recall sync postgres://db.internal/recall --all --dry-run
   recall sync map -Users-ann-src-app ~/src/app`,
-		Args: args(cobra.ExactArgs(1)),
+		Args: args(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
-			return a.runSync(cmd.Context(), argv[0], all, dryRun, yes)
+			url, err := syncURL(argv)
+			if err != nil {
+				return err
+			}
+			return a.runSync(cmd.Context(), url, all, dryRun, yes)
 		},
 	}
 	f := cmd.Flags()
@@ -63,6 +70,26 @@ move more than a handful of sessions says so and asks (--yes skips that).`,
 	f.BoolVarP(&yes, "yes", "y", false, "do not ask before a first sync that moves many sessions")
 	cmd.AddCommand(newSyncMapCmd(a))
 	return cmd
+}
+
+// syncURL is the URL recall sync syncs with: the one given, or else the
+// server recall login kept a token for, when it kept exactly one.
+func syncURL(argv []string) (string, error) {
+	if len(argv) == 1 {
+		return argv[0], nil
+	}
+	servers, err := remotestore.Servers()
+	if err != nil {
+		return "", err
+	}
+	switch len(servers) {
+	case 0:
+		return "", usageError("log in to your recall serve first: recall login URL; or name a store: recall sync URL",
+			"sync: no server to sync with: you are logged in to none")
+	case 1:
+		return servers[0], nil
+	}
+	return "", usageError("name one: recall sync URL", "sync: you are logged in to %d servers (%s)", len(servers), strings.Join(servers, ", "))
 }
 
 // runSync is recall sync URL.

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/recallkit/recall/filestore"
 	"github.com/recallkit/recall/importer"
 	"github.com/recallkit/recall/internal/testkit"
+	"github.com/recallkit/recall/remotestore"
 )
 
 // checkout makes dir a git checkout whose origin is url, as far as recall
@@ -29,17 +31,12 @@ func checkout(t *testing.T, dir, url string) {
 	}
 }
 
-// homeTexts returns the text of every item entry of every session in a
-// home, by session ID: everything acknowledged there, whatever a view
+// storeTexts returns the text of every item entry of every session in
+// st, by session ID: everything acknowledged there, whatever a view
 // shows now.
-func homeTexts(t *testing.T, home string) map[string][]string {
+func storeTexts(t *testing.T, st recall.Store) map[string][]string {
 	t.Helper()
 	ctx := context.Background()
-	st, err := filestore.Open(filestore.Options{Dir: home})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
 	out := map[string][]string{}
 	p, err := st.List(ctx, "", recall.ListOptions{Limit: -1, IncludeArchived: true})
 	if err != nil {
@@ -59,15 +56,26 @@ func homeTexts(t *testing.T, home string) map[string][]string {
 	return out
 }
 
-// syncKilled starts recall sync in e, SIGKILLs it once dir holds a
-// session log it did not, and returns whether the kill came before the
-// sync ended.
-func syncKilled(t *testing.T, e *env, url, watch string) bool {
+// fileStoreOf opens the file store of a home, closed when the test ends.
+func fileStoreOf(t *testing.T, home string) recall.Store {
 	t.Helper()
-	before := countLogs(watch)
-	cmd := exec.Command(e.bin, "sync", url, "--all", "--yes")
+	st, err := filestore.Open(filestore.Options{Dir: home})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// syncKilled starts recall sync with args in e, SIGKILLs it once moved
+// reports more than it did before the start, and returns whether the kill
+// came before the sync ended.
+func syncKilled(t *testing.T, e *env, moved func() int, args ...string) bool {
+	t.Helper()
+	before := moved()
+	cmd := exec.Command(e.bin, append([]string{"sync"}, args...)...)
 	cmd.Dir = e.dir
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + filepath.Join(e.home, "user"), "RECALL_HOME=" + e.home, "GORACE=atexit_sleep_ms=0"}
+	cmd.Env = e.serveEnviron()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +87,7 @@ func syncKilled(t *testing.T, e *env, url, watch string) bool {
 			return true
 		default:
 		}
-		return countLogs(watch) > before
+		return moved() > before
 	})
 	_ = cmd.Process.Kill() // SIGKILL
 	<-done
@@ -125,33 +133,129 @@ func fill(t *testing.T, home, dir, remote, tag string, n int) {
 	}
 }
 
-// TestSyncTwoHomesWithKills is the test: two homes, one server (a
-// plain store URL), the same repository checked out at different paths;
-// syncs both ways with SIGKILLs of recall sync in between; one session
+// syncServer is the server of the two-homes test, as its user sees it.
+type syncServer struct {
+	// url is the URL the homes sync with.
+	url string
+	// store reads what the server holds for the homes' user.
+	store recall.Store
+	// login readies a home to sync with url; it returns the arguments of
+	// recall sync that name the server after it ("": login made it the
+	// default).
+	login func(e *env) []string
+	// moved counts what the server holds, for syncKilled.
+	moved func() int
+}
+
+// fileSyncServer is a plain file store URL.
+func fileSyncServer(t *testing.T) syncServer {
+	dir := t.TempDir()
+	st, err := filestore.Open(filestore.Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return syncServer{
+		url:   "file://" + dir,
+		store: st,
+		login: func(*env) []string { return []string{"file://" + dir} },
+		moved: func() int { return countLogs(dir) },
+	}
+}
+
+// serveSyncServer is recall serve over PostgreSQL with a user ann, whose
+// homes log in with a token each, and a user bob, whose namespace must
+// stay empty.
+func serveSyncServer(t *testing.T) syncServer {
+	url := postgresStore(t)
+	srv := newEnv(t)
+	srv.store = url
+	tokens := []string{srv.createToken("ann"), srv.createToken("ann")}
+	bob := srv.createToken("bob")
+	s := srv.serve("--rate-limit", "0")
+	open := func(token string) recall.Store {
+		st, err := remotestore.Open(context.Background(), s.URL, remotestore.Options{Token: token})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
+	}
+	ann := open(tokens[0])
+	t.Cleanup(func() {
+		p, err := open(bob).List(context.Background(), "", recall.ListOptions{Limit: -1, IncludeArchived: true})
+		if err != nil || len(p.Sessions) != 0 {
+			t.Errorf("bob's namespace: %d sessions, %v; want none", len(p.Sessions), err)
+		}
+	})
+	logins := 0
+	return syncServer{
+		url:   s.URL,
+		store: ann,
+		login: func(e *env) []string {
+			e.ok("", "login", s.URL, "--token", tokens[logins%len(tokens)])
+			logins++
+			return nil
+		},
+		moved: func() int {
+			p, err := ann.List(context.Background(), "", recall.ListOptions{Limit: -1, IncludeArchived: true})
+			if err != nil {
+				t.Errorf("list the server: %v", err)
+			}
+			return len(p.Sessions)
+		},
+	}
+}
+
+// TestSyncTwoHomesWithKills is the test: two homes, one server
+// (a plain store URL, and recall serve over PostgreSQL that both homes
+// log in to), the same repository checked out at different paths; syncs
+// both ways with SIGKILLs of recall sync in between; one session
 // continued on both; after a last sync, every acknowledged item of both
-// machines is on both homes, and the divergent continuation is a fork.
+// machines is on both homes and on the server, and the divergent
+// continuation is a fork of the session on all three.
 func TestSyncTwoHomesWithKills(t *testing.T) {
-	server := t.TempDir()
-	url := "file://" + server
+	t.Parallel()
+	for _, kind := range []struct {
+		name   string
+		server func(t *testing.T) syncServer
+	}{
+		{"file", fileSyncServer},
+		{"serve", serveSyncServer},
+	} {
+		t.Run(kind.name, func(t *testing.T) {
+			t.Parallel()
+			testSyncTwoHomes(t, kind.server(t))
+		})
+	}
+}
+
+func testSyncTwoHomes(t *testing.T, srv syncServer) {
+	n := testkit.Size(8, 40)
 	a, b := newEnv(t), newEnv(t)
 	a.dir, b.dir = filepath.Join(t.TempDir(), "ann", "src", "app"), filepath.Join(t.TempDir(), "Users", "ann", "app")
 	checkout(t, a.dir, "git@github.com:ann/app.git")
 	checkout(t, b.dir, "https://github.com/ann/app")
+	urlA, urlB := srv.login(a), srv.login(b)
+	sync := func(e *env, url []string, args ...string) result {
+		t.Helper()
+		return e.ok("", append(append([]string{"sync"}, url...), args...)...)
+	}
 
 	a.ok("", "chat", "-p", "shared start")
-	fill(t, a.home, a.dir, "github.com/ann/app", "a", 40)
-	fill(t, b.home, b.dir, "github.com/ann/app", "b", 40)
-	plan := a.ok("", "sync", url, "--dry-run").stdout
-	if !strings.Contains(plan, "would push 41 sessions") {
-		t.Fatalf("dry run: %s", plan)
+	fill(t, a.home, a.dir, "github.com/ann/app", "a", n)
+	fill(t, b.home, b.dir, "github.com/ann/app", "b", n)
+	plan := sync(a, urlA, "--dry-run").stdout
+	if want := fmt.Sprintf("would push %d sessions", n+1); !strings.Contains(plan, want) {
+		t.Fatalf("dry run: %s, want %q", plan, want)
 	}
-	a.fails(exitUsage, "asks first", "sync", url)
+	a.fails(exitUsage, "asks first", append([]string{"sync"}, urlA...)...)
 
-	killedA := syncKilled(t, a, url, server)
-	a.ok("", "sync", url, "--all", "--yes")
-	killedB := syncKilled(t, b, url, b.home)
-	b.ok("", "sync", url, "--all", "--yes")
-	a.ok("", "sync", url, "--all")
+	killedA := syncKilled(t, a, srv.moved, append(urlA, "--all", "--yes")...)
+	sync(a, urlA, "--all", "--yes")
+	killedB := syncKilled(t, b, func() int { return countLogs(b.home) }, append(urlB, "--all", "--yes")...)
+	sync(b, urlB, "--all", "--yes")
+	sync(a, urlA, "--all")
 	t.Logf("killed: a %v, b %v", killedA, killedB)
 	if !killedA && !killedB {
 		t.Log("both syncs ended before their kill; the test still checks the result")
@@ -161,44 +265,68 @@ func TestSyncTwoHomesWithKills(t *testing.T) {
 	// the server first, b second.
 	a.ok("", "chat", "-c", "-p", "continued on a")
 	b.ok("", "chat", "-c", "-p", "continued on b")
-	a.ok("", "sync", url)
-	out := b.ok("", "sync", url).stdout
-	if !strings.Contains(out, "this machine's continuation is") {
+	sync(a, urlA)
+	if out := sync(b, urlB).stdout; !strings.Contains(out, "this machine's continuation is") {
 		t.Fatalf("b's sync did not report a fork: %s", out)
 	}
-	a.ok("", "sync", url)
+	sync(a, urlA)
 
-	ta, tb := homeTexts(t, a.home), homeTexts(t, b.home)
-	for _, want := range []string{"continued on a", "continued on b", "a 39 2", "b 39 2", "shared start"} {
-		for name, texts := range map[string]map[string][]string{"a": ta, "b": tb} {
+	sides := map[string]recall.Store{"home a": fileStoreOf(t, a.home), "home b": fileStoreOf(t, b.home), "the server": srv.store}
+	texts := map[string]map[string][]string{}
+	for name, st := range sides {
+		texts[name] = storeTexts(t, st)
+		for _, want := range []string{"continued on a", "continued on b", fmt.Sprintf("a %d 2", n-1), fmt.Sprintf("b %d 2", n-1), "shared start"} {
 			found := false
-			for _, xs := range texts {
-				for _, x := range xs {
-					found = found || x == want
-				}
+			for _, xs := range texts[name] {
+				found = found || slices.Contains(xs, want)
 			}
 			if !found {
-				t.Errorf("home %s lacks %q", name, want)
+				t.Errorf("%s lacks %q", name, want)
 			}
 		}
-	}
-	if len(ta) != len(tb) || len(ta) != 40+40+2 {
-		t.Errorf("home a holds %d sessions, b %d; want 82 (80, the shared one and its fork)", len(ta), len(tb))
-	}
-	var forks int
-	for id, xs := range tb {
-		if strings.Contains(id, ".fork-") {
-			forks++
-			if strings.Join(xs, "|") == "" || xs[len(xs)-2] != "continued on b" && xs[len(xs)-1] != "continued on b" {
-				t.Errorf("the fork %s holds %q, want b's continuation", id, xs)
-			}
+		if len(texts[name]) != 2*n+2 {
+			t.Errorf("%s holds %d sessions; want %d (%d, the shared one and its fork)", name, len(texts[name]), 2*n+2, 2*n)
 		}
-	}
-	if forks != 1 {
-		t.Errorf("%d forks, want 1", forks)
+		checkSyncFork(t, name, st, texts[name])
 	}
 	ls := b.ok("", "ls").stdout
 	if !strings.Contains(ls, "(from ") {
 		t.Errorf("the fork's title does not say where it came from:\n%s", ls)
+	}
+}
+
+// checkSyncFork checks that st, one side of the two-homes test, holds
+// one fork, of b's continuation, whose forked_from names the shared
+// session as st keys it.
+func checkSyncFork(t *testing.T, name string, st recall.Store, texts map[string][]string) {
+	t.Helper()
+	ctx := context.Background()
+	p, err := st.List(ctx, "", recall.ListOptions{Limit: -1, IncludeArchived: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var forks int
+	for _, m := range p.Sessions {
+		if !strings.Contains(m.Key.Session, ".fork-") {
+			continue
+		}
+		forks++
+		if xs := texts[m.Key.Session]; !slices.Contains(xs, "continued on b") || slices.Contains(xs, "continued on a") {
+			t.Errorf("%s: the fork %s holds %q, want b's continuation", name, m.Key, xs)
+		}
+		f := m.ForkedFrom
+		if f == nil {
+			t.Errorf("%s: the fork %s has no forked_from", name, m.Key)
+			continue
+		}
+		origin, err := st.Stat(ctx, f.Key)
+		if err != nil || f.Key.Session != strings.SplitN(m.Key.Session, ".fork-", 2)[0] {
+			t.Errorf("%s: the fork %s is forked from %s (%v), want its session on this side", name, m.Key, f.Key, err)
+		} else if origin.Key.Project != m.Key.Project {
+			t.Errorf("%s: the fork %s names %s, another project", name, m.Key, origin.Key)
+		}
+	}
+	if forks != 1 {
+		t.Errorf("%s: %d forks, want 1", name, forks)
 	}
 }
