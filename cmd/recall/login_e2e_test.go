@@ -97,6 +97,12 @@ func TestSyncLoggedInServer(t *testing.T) {
 	for _, u := range []string{s.URL, other} {
 		contains(t, "stderr", r.stderr, u)
 	}
+
+	// A reader's token pulls and cannot push.
+	c.ok("", "logout", other)
+	c.ok("", "login", s.URL, "--token", srv.createToken("ann", "--read-only"))
+	c.ok("", "chat", "-p", "not for a reader")
+	c.fails(1, "read-only", "sync")
 }
 
 // mirrorToServer runs recall chat --mirror url in c, with a model that

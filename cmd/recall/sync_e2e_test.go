@@ -38,11 +38,7 @@ func storeTexts(t *testing.T, st recall.Store) map[string][]string {
 	t.Helper()
 	ctx := context.Background()
 	out := map[string][]string{}
-	p, err := st.List(ctx, "", recall.ListOptions{Limit: -1, IncludeArchived: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range p.Sessions {
+	for _, m := range allSessions(t, st) {
 		_, es, err := st.Load(ctx, m.Key)
 		if err != nil {
 			t.Fatal(err)
@@ -52,6 +48,20 @@ func storeTexts(t *testing.T, st recall.Store) map[string][]string {
 				out[m.Key.Session] = append(out[m.Key.Session], it.Text())
 			}
 		}
+	}
+	return out
+}
+
+// allSessions lists every main session of st, those in the trash too.
+func allSessions(t *testing.T, st recall.Store) []recall.Meta {
+	t.Helper()
+	var out []recall.Meta
+	for _, trashed := range []bool{false, true} {
+		p, err := st.List(context.Background(), "", recall.ListOptions{Limit: -1, IncludeArchived: true, Trashed: trashed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, p.Sessions...)
 	}
 	return out
 }
@@ -127,6 +137,12 @@ func fill(t *testing.T, home, dir, remote, tag string, n int) {
 		}
 		for j := range 3 {
 			if _, err := st.Append(ctx, k, recall.Guard{}, recall.Item(fmt.Sprintf(`{"type":"message","role":"user","content":"%s %d %d"}`, tag, i, j)).Entry()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if i == 0 { // a subagent record, synced with its session
+			k.Subpath = "subagents/agent-1"
+			if _, err := st.Append(ctx, k, recall.Guard{}, recall.Item(fmt.Sprintf(`{"type":"message","role":"user","content":"%s sub"}`, tag)).Entry()); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -245,8 +261,10 @@ func testSyncTwoHomes(t *testing.T, srv syncServer) {
 	a.ok("", "chat", "-p", "shared start")
 	fill(t, a.home, a.dir, "github.com/ann/app", "a", n)
 	fill(t, b.home, b.dir, "github.com/ann/app", "b", n)
+	b.ok("", "rm", "b-01") // to the trash, where it stays on every side
 	plan := sync(a, urlA, "--dry-run").stdout
-	if want := fmt.Sprintf("would push %d sessions", n+1); !strings.Contains(plan, want) {
+	// n, the shared one, and a-00's subagent record (a session record too)
+	if want := fmt.Sprintf("would push %d sessions", n+2); !strings.Contains(plan, want) {
 		t.Fatalf("dry run: %s, want %q", plan, want)
 	}
 	a.fails(exitUsage, "asks first", append([]string{"sync"}, urlA...)...)
@@ -288,6 +306,7 @@ func testSyncTwoHomes(t *testing.T, srv syncServer) {
 			t.Errorf("%s holds %d sessions; want %d (%d, the shared one and its fork)", name, len(texts[name]), 2*n+2, 2*n)
 		}
 		checkSyncFork(t, name, st, texts[name])
+		checkSyncExtras(t, name, st)
 	}
 	ls := b.ok("", "ls").stdout
 	if !strings.Contains(ls, "(from ") {
@@ -301,12 +320,8 @@ func testSyncTwoHomes(t *testing.T, srv syncServer) {
 func checkSyncFork(t *testing.T, name string, st recall.Store, texts map[string][]string) {
 	t.Helper()
 	ctx := context.Background()
-	p, err := st.List(ctx, "", recall.ListOptions{Limit: -1, IncludeArchived: true})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var forks int
-	for _, m := range p.Sessions {
+	for _, m := range allSessions(t, st) {
 		if !strings.Contains(m.Key.Session, ".fork-") {
 			continue
 		}
@@ -328,5 +343,34 @@ func checkSyncFork(t *testing.T, name string, st recall.Store, texts map[string]
 	}
 	if forks != 1 {
 		t.Errorf("%s: %d forks, want 1", name, forks)
+	}
+}
+
+// checkSyncExtras checks that st, one side of the two-homes test, holds
+// the subagent records of both homes and b's trashed session, in the
+// trash.
+func checkSyncExtras(t *testing.T, name string, st recall.Store) {
+	t.Helper()
+	ctx := context.Background()
+	seen := 0
+	for _, m := range allSessions(t, st) {
+		switch m.Key.Session {
+		case "a-00", "b-00":
+			seen++
+			sub := m.Key
+			sub.Subpath = "subagents/agent-1"
+			items, _, err := st.Items(ctx, sub, 0)
+			if err != nil || len(items) != 1 || items[0].Item.Text() != m.Key.Session[:1]+" sub" {
+				t.Errorf("%s: the subagent record %s: %v, %v", name, sub, items, err)
+			}
+		case "b-01":
+			seen++
+			if m.Trashed.IsZero() {
+				t.Errorf("%s: %s is not in the trash", name, m.Key)
+			}
+		}
+	}
+	if seen != 3 {
+		t.Errorf("%s: %d of a-00, b-00 and b-01", name, seen)
 	}
 }
