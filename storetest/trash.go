@@ -37,21 +37,7 @@ func testTrash(e *env) {
 	beforeItems := e.mustItems(a, 0)
 	subMeta, subLog := e.mustLoad(sub)
 
-	// Refusals, which write nothing.
-	for _, k := range []recall.Key{a, b} {
-		if _, err := recall.NewSession(e.s, k).Restore(e.ctx); !errors.Is(err, recall.ErrNotFound) {
-			t.Errorf("Restore(%s) of a session not in the trash: %v, want ErrNotFound", k, err)
-		}
-	}
-	if _, err := recall.NewSession(e.s, sub).Trash(e.ctx); !errors.Is(err, recall.ErrInvalidKey) {
-		t.Errorf("Trash(%s) of a subagent record: %v, want ErrInvalidKey", sub, err)
-	}
-	if _, err := recall.NewSession(e.s, recall.Key{Project: "p", Session: "missing"}).Trash(e.ctx); !errors.Is(err, recall.ErrNotFound) {
-		t.Errorf("Trash of a missing session: %v, want ErrNotFound", err)
-	}
-	if m := e.mustStat(a); m.LastSeq != beforeMeta.LastSeq {
-		t.Fatalf("a refused Trash or Restore wrote: LastSeq %d, was %d", m.LastSeq, beforeMeta.LastSeq)
-	}
+	checkTrashRefusals(e, a, b, sub, beforeMeta.LastSeq)
 
 	start := time.Now()
 	m, err := recall.NewSession(e.s, a).Trash(e.ctx)
@@ -70,38 +56,8 @@ func testTrash(e *env) {
 	_, err = recall.NewSession(e.s, c).Trash(e.ctx)
 	e.must(err)
 
-	listed := func(project string, opts recall.ListOptions) []recall.Key {
-		opts.Limit = -1
-		return keysOf(listAll(t, e.ctx, e.s, project, opts))
-	}
-	for _, project := range []string{"", "p", "q"} {
-		for _, opts := range []recall.ListOptions{{}, {IncludeArchived: true}, {Pinned: true}, {IncludeArchived: true, Pinned: true}} {
-			if got := listed(project, opts); slices.Contains(got, a) || slices.Contains(got, c) {
-				t.Errorf("List(%q, %+v) = %v: holds a session in the trash", project, opts, got)
-			}
-		}
-	}
-	if got := listed("", recall.ListOptions{Trashed: true}); !slices.Equal(got, []recall.Key{c, a}) {
-		t.Errorf("List of the trash = %v, want [%s %s] (newest updated first, archived included)", got, c, a)
-	}
-	for _, limit := range []int{1, 2} {
-		got := keysOf(listAll(t, e.ctx, e.s, "", recall.ListOptions{Limit: limit, Trashed: true}))
-		if !slices.Equal(got, []recall.Key{c, a}) {
-			t.Errorf("List of the trash by pages of %d = %v", limit, got)
-		}
-	}
-	if got := listed("p", recall.ListOptions{Trashed: true, Pinned: true}); !slices.Equal(got, []recall.Key{a}) {
-		t.Errorf("List of project p's pinned trash = %v, want [%s]", got, a)
-	}
-	if got := listed("p", recall.ListOptions{Trashed: true, Parent: "a"}); len(got) != 0 {
-		t.Errorf("List of the trash of a's records = %v, want none", got)
-	}
-	if got := listed("p", recall.ListOptions{Parent: "a"}); !slices.Equal(got, []recall.Key{sub}) {
-		t.Errorf("List of a's records while a is in the trash = %v, want [%s]", got, sub)
-	}
+	checkTrashListing(e, a, b, c, sub)
 	h := func(k recall.Key, seq int64) hitID { return hitID{k, ref(seq), recall.RoleUser} }
-	e.wantSearch(recall.SearchOptions{Query: "walrus"}, h(b, 1))
-	e.wantSearch(recall.SearchOptions{Query: "walrus", IncludeArchived: true}, h(b, 1))
 
 	// Restored: as it was.
 	m, err = recall.NewSession(e.s, a).Restore(e.ctx)
@@ -139,19 +95,81 @@ func testTrash(e *env) {
 	if d := MetaDiff(gotSub, subMeta, true); d != "" || !slices.EqualFunc(gotSubLog, subLog, func(x, y recall.Entry) bool { return EntryDiff(x, y, true) == "" }) {
 		t.Errorf("the subagent record after Trash and Restore of its session: %s (or its log differs)", d)
 	}
-	if got := listed("", recall.ListOptions{Pinned: true}); !slices.Equal(got, []recall.Key{a}) {
+	if got := e.listed("", recall.ListOptions{Pinned: true}); !slices.Equal(got, []recall.Key{a}) {
 		t.Errorf("pinned List after Restore = %v, want [%s]", got, a)
 	}
-	if got := listed("", recall.ListOptions{Trashed: true}); !slices.Equal(got, []recall.Key{c}) {
+	if got := e.listed("", recall.ListOptions{Trashed: true}); !slices.Equal(got, []recall.Key{c}) {
 		t.Errorf("List of the trash after Restore = %v, want [%s]", got, c)
 	}
 	e.wantSearch(recall.SearchOptions{Query: "walrus"}, h(b, 1), h(a, 5), h(a, 4), hitID{a, recall.ItemRef{}, recall.RoleTitle})
 
 	// Remove deletes a session in the trash, as any other.
 	e.must(e.s.Remove(e.ctx, c))
-	if got := listed("", recall.ListOptions{Trashed: true}); len(got) != 0 {
+	if got := e.listed("", recall.ListOptions{Trashed: true}); len(got) != 0 {
 		t.Errorf("List of the trash after Remove = %v, want none", got)
 	}
+}
+
+// listed lists project with opts, every page, and returns the keys.
+func (e *env) listed(project string, opts recall.ListOptions) []recall.Key {
+	opts.Limit = -1
+	return keysOf(listAll(e.t, e.ctx, e.s, project, opts))
+}
+
+// checkTrashRefusals checks the Trash and Restore calls that are refused
+// and write nothing: a, whose LastSeq is last, and b are not in the trash,
+// sub is a subagent record.
+func checkTrashRefusals(e *env, a, b, sub recall.Key, last int64) {
+	t := e.t
+	for _, k := range []recall.Key{a, b} {
+		if _, err := recall.NewSession(e.s, k).Restore(e.ctx); !errors.Is(err, recall.ErrNotFound) {
+			t.Errorf("Restore(%s) of a session not in the trash: %v, want ErrNotFound", k, err)
+		}
+	}
+	if _, err := recall.NewSession(e.s, sub).Trash(e.ctx); !errors.Is(err, recall.ErrInvalidKey) {
+		t.Errorf("Trash(%s) of a subagent record: %v, want ErrInvalidKey", sub, err)
+	}
+	if _, err := recall.NewSession(e.s, recall.Key{Project: "p", Session: "missing"}).Trash(e.ctx); !errors.Is(err, recall.ErrNotFound) {
+		t.Errorf("Trash of a missing session: %v, want ErrNotFound", err)
+	}
+	if m := e.mustStat(a); m.LastSeq != last {
+		t.Fatalf("a refused Trash or Restore wrote: LastSeq %d, was %d", m.LastSeq, last)
+	}
+
+}
+
+// checkTrashListing checks what List and Search show while a (pinned,
+// with the record sub) and c (archived) are in the trash and b is not.
+func checkTrashListing(e *env, a, b, c, sub recall.Key) {
+	t := e.t
+	for _, project := range []string{"", "p", "q"} {
+		for _, opts := range []recall.ListOptions{{}, {IncludeArchived: true}, {Pinned: true}, {IncludeArchived: true, Pinned: true}} {
+			if got := e.listed(project, opts); slices.Contains(got, a) || slices.Contains(got, c) {
+				t.Errorf("List(%q, %+v) = %v: holds a session in the trash", project, opts, got)
+			}
+		}
+	}
+	if got := e.listed("", recall.ListOptions{Trashed: true}); !slices.Equal(got, []recall.Key{c, a}) {
+		t.Errorf("List of the trash = %v, want [%s %s] (newest updated first, archived included)", got, c, a)
+	}
+	for _, limit := range []int{1, 2} {
+		got := keysOf(listAll(t, e.ctx, e.s, "", recall.ListOptions{Limit: limit, Trashed: true}))
+		if !slices.Equal(got, []recall.Key{c, a}) {
+			t.Errorf("List of the trash by pages of %d = %v", limit, got)
+		}
+	}
+	if got := e.listed("p", recall.ListOptions{Trashed: true, Pinned: true}); !slices.Equal(got, []recall.Key{a}) {
+		t.Errorf("List of project p's pinned trash = %v, want [%s]", got, a)
+	}
+	if got := e.listed("p", recall.ListOptions{Trashed: true, Parent: "a"}); len(got) != 0 {
+		t.Errorf("List of the trash of a's records = %v, want none", got)
+	}
+	if got := e.listed("p", recall.ListOptions{Parent: "a"}); !slices.Equal(got, []recall.Key{sub}) {
+		t.Errorf("List of a's records while a is in the trash = %v, want [%s]", got, sub)
+	}
+	h := func(k recall.Key, seq int64) hitID { return hitID{k, ref(seq), recall.RoleUser} }
+	e.wantSearch(recall.SearchOptions{Query: "walrus"}, h(b, 1))
+	e.wantSearch(recall.SearchOptions{Query: "walrus", IncludeArchived: true}, h(b, 1))
 }
 
 // testEmptyTrash checks EmptyTrash, with times the test controls: the
