@@ -87,6 +87,7 @@ func (t *twoWay) diverged(ctx context.Context, w pairing, common int64, rep *Two
 // forkKey is the local key of the fork of key's local continuation after
 // seq common, which ends at seq last and starts with first: a function of
 // them alone, so a second run after a kill finds the fork the first made.
+// Its origin is in the fork's log (Meta.ForkedFrom), not in its key.
 func forkKey(key recall.Key, common, last int64, first recall.Entry) recall.Key {
 	h := sha256.New()
 	h.Write([]byte(key.String()))
@@ -97,11 +98,14 @@ func forkKey(key recall.Key, common, last int64, first recall.Entry) recall.Key 
 	h.Write([]byte(first.Kind))
 	h.Write([]byte(first.Time.UTC().Format("2006-01-02T15:04:05.999999999Z")))
 	h.Write(first.Data)
-	id := key.Session
-	if len(id) > 100 {
-		id = id[:100]
-	}
-	return recall.Key{Project: key.Project, Session: id + ".fork-" + hex.EncodeToString(h.Sum(nil)[:6])}
+	// A session ID of its own (a UUID's shape, version 8: made from the
+	// hash), so that listings tell it from its session by the first
+	// characters, as any two sessions.
+	u := h.Sum(nil)[:16]
+	u[6] = u[6]&0x0f | 0x80
+	u[8] = u[8]&0x3f | 0x80
+	x := hex.EncodeToString(u)
+	return recall.Key{Project: key.Project, Session: x[:8] + "-" + x[8:12] + "-" + x[12:16] + "-" + x[16:20] + "-" + x[20:]}
 }
 
 // writeFork writes (or completes) the local fork fk of w's local session

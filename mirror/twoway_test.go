@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -229,7 +228,7 @@ func TestTwoWayInterruptedAtEveryStep(t *testing.T) {
 		}
 		var forks []string
 		for _, k := range allKeys(t, local) {
-			if strings.Contains(k.Session, ".fork-") {
+			if m, err := local.Stat(context.Background(), k); err == nil && m.ForkedFrom != nil {
 				forks = append(forks, k.Session)
 				if got := itemTexts(t, local, k); !slices.Equal(got, []string{"one", "local two", "local three", "local four"}) {
 					t.Errorf("after %d writes: fork %s = %v", writes, k, got)

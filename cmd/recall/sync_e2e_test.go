@@ -305,7 +305,13 @@ func testSyncTwoHomes(t *testing.T, srv syncServer) {
 		if len(texts[name]) != 2*n+2 {
 			t.Errorf("%s holds %d sessions; want %d (%d, the shared one and its fork)", name, len(texts[name]), 2*n+2, 2*n)
 		}
-		checkSyncFork(t, name, st, texts[name])
+		shared := "" // the session continued on both: a's continuation is its
+		for id, xs := range texts[name] {
+			if slices.Contains(xs, "continued on a") {
+				shared = id
+			}
+		}
+		checkSyncFork(t, name, st, texts[name], shared)
 		checkSyncExtras(t, name, st)
 	}
 	ls := b.ok("", "ls").stdout
@@ -317,12 +323,12 @@ func testSyncTwoHomes(t *testing.T, srv syncServer) {
 // checkSyncFork checks that st, one side of the two-homes test, holds
 // one fork, of b's continuation, whose forked_from names the shared
 // session as st keys it.
-func checkSyncFork(t *testing.T, name string, st recall.Store, texts map[string][]string) {
+func checkSyncFork(t *testing.T, name string, st recall.Store, texts map[string][]string, shared string) {
 	t.Helper()
 	ctx := context.Background()
 	var forks int
 	for _, m := range allSessions(t, st) {
-		if !strings.Contains(m.Key.Session, ".fork-") {
+		if m.ForkedFrom == nil {
 			continue
 		}
 		forks++
@@ -335,7 +341,7 @@ func checkSyncFork(t *testing.T, name string, st recall.Store, texts map[string]
 			continue
 		}
 		origin, err := st.Stat(ctx, f.Key)
-		if err != nil || f.Key.Session != strings.SplitN(m.Key.Session, ".fork-", 2)[0] {
+		if err != nil || f.Key.Session != shared {
 			t.Errorf("%s: the fork %s is forked from %s (%v), want its session on this side", name, m.Key, f.Key, err)
 		} else if origin.Key.Project != m.Key.Project {
 			t.Errorf("%s: the fork %s names %s, another project", name, m.Key, origin.Key)
