@@ -11,8 +11,6 @@ import (
 	"github.com/recallkit/recall/storekit"
 )
 
-var _ storekit.Rewriter = (*Store)(nil)
-
 // Rewrite implements storekit.Rewriter. The log is rewritten as Purge
 // rewrites it (see Purge for the crash-safety story: a temporary file,
 // fsynced, renamed over the log, the directory fsynced, the old log

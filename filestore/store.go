@@ -93,6 +93,7 @@ var (
 	_ storekit.Forker        = (*Store)(nil)
 	_ storekit.ItemPager     = (*Store)(nil)
 	_ storekit.Purger        = (*Store)(nil)
+	_ storekit.Rewriter      = (*Store)(nil)
 )
 
 const (

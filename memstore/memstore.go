@@ -43,6 +43,7 @@ var (
 	_ storekit.ProjectLister = (*Store)(nil)
 	_ storekit.ItemPager     = (*Store)(nil)
 	_ storekit.Purger        = (*Store)(nil)
+	_ storekit.Rewriter      = (*Store)(nil)
 )
 
 // New returns an empty store.

@@ -8,8 +8,6 @@ import (
 	"github.com/recallkit/recall/storekit"
 )
 
-var _ storekit.Rewriter = (*Store)(nil)
-
 // Rewrite implements storekit.Rewriter: it replaces key's log by the one
 // storekit.RewriteLog returns, under the store's mutex, so no reader ever
 // sees a mix.

@@ -12,8 +12,6 @@ import (
 	"github.com/recallkit/recall/storekit"
 )
 
-var _ storekit.Rewriter = (*Store)(nil)
-
 // Rewrite implements storekit.Rewriter with an optimistic transaction:
 // the session's metadata hash and log are watched while they are read,
 // and the new elements (LSET of each entry replaced, RPUSH of those

@@ -110,6 +110,7 @@ var (
 	_ storekit.Cleaner       = (*Store)(nil)
 	_ storekit.ProjectLister = (*Store)(nil)
 	_ storekit.Forker        = (*Store)(nil)
+	_ storekit.Rewriter      = (*Store)(nil)
 	_ storekit.ItemPager     = (*Store)(nil)
 )
 

@@ -8,8 +8,6 @@ import (
 	"github.com/recallkit/recall/storekit"
 )
 
-var _ storekit.Rewriter = (*Store)(nil)
-
 // Rewrite implements storekit.Rewriter in one transaction, with the
 // session's row locked: the rows of the entries replaced are deleted and
 // inserted anew, the appended entries are inserted, the session's search

@@ -90,6 +90,7 @@ var (
 	_ storekit.Forker        = (*Store)(nil)
 	_ storekit.ItemPager     = (*Store)(nil)
 	_ storekit.Purger        = (*Store)(nil)
+	_ storekit.Rewriter      = (*Store)(nil)
 )
 
 // backend is what differs between the two dialects: how statements run,
