@@ -103,10 +103,12 @@ func TestConformance(t *testing.T) {
 
 // TestConformanceLocal runs storetest against the local viewer's remote
 // store (recall serve --auth none on loopback), whose projects are the
-// home's, named as there: the full room of a key.
+// home's, named as there: the full room of a key. Its server answers
+// pages of 3, so that every read of the suite bigger than that goes
+// through the client's paging.
 func TestConformanceLocal(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) recall.Store {
-		srv := serve(t, backends[0].open(t), server.Options{Auth: server.AuthNone})
+		srv := serve(t, backends[0].open(t), server.Options{Auth: server.AuthNone, StorePage: 3})
 		rs, err := remotestore.Open(context.Background(), srv.URL, remotestore.Options{})
 		if err != nil {
 			t.Fatal(err)

@@ -2,13 +2,17 @@ package remotestore
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math"
 	"net/url"
+	"slices"
 	"strconv"
 	"time"
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/internal/storewire"
+	"github.com/recallkit/recall/memstore"
 	"github.com/recallkit/recall/storekit"
 )
 
@@ -52,21 +56,15 @@ func (s *Store) Import(ctx context.Context, key recall.Key, entries ...recall.En
 	return out.LastSeq, err
 }
 
-// Items implements recall.Store.
+// Items implements recall.Store: the view's newest limit items (all for
+// limit <= 0), read newest first a page at a time with ReadItems.
 func (s *Store) Items(ctx context.Context, key recall.Key, limit int) ([]recall.LiveItem, int64, error) {
-	if err := checkKey("items "+key.String(), key); err != nil {
-		return nil, 0, err
+	page, err := s.ReadItems(ctx, key, recall.ItemPageOptions{Limit: limit})
+	if err != nil || len(page.Items) == 0 {
+		return nil, page.LastSeq, err
 	}
-	q := keyQuery(key)
-	q.Set("limit", strconv.Itoa(max(limit, 0)))
-	var out storewire.ItemsPage
-	if err := s.get(ctx, "items "+key.String(), "items", q, &out); err != nil {
-		return nil, 0, err
-	}
-	if len(out.Items) == 0 {
-		return nil, out.LastSeq, nil
-	}
-	return storewire.Items(out.Items), out.LastSeq, nil
+	slices.Reverse(page.Items)
+	return page.Items, page.LastSeq, nil
 }
 
 // Pop implements recall.Store.
@@ -145,7 +143,7 @@ func (s *Store) List(ctx context.Context, project string, opts recall.ListOption
 			return recall.Page{}, err
 		}
 	}
-	q := url.Values{"project": {project}, "limit": {strconv.Itoa(opts.Limit)}}
+	q := url.Values{"project": {project}}
 	set := func(name string, v string, on bool) {
 		if on {
 			q.Set(name, v)
@@ -156,9 +154,36 @@ func (s *Store) List(ctx context.Context, project string, opts recall.ListOption
 	set("archived", "true", opts.IncludeArchived)
 	set("pinned", "true", opts.Pinned)
 	set("trashed", "true", opts.Trashed)
-	var page recall.Page
-	err := s.get(ctx, op, "list", q, &page)
-	return page, err
+	return s.list(ctx, op, q, opts)
+}
+
+// list reads the listing q and opts ask for, a server's page at a time
+// (server.Options.StorePage), each going on at the cursor of the one
+// before: its pages are those of any paged listing, so a session changed
+// in between may be missed or listed twice, as when a person pages.
+func (s *Store) list(ctx context.Context, op string, q url.Values, opts recall.ListOptions) (recall.Page, error) {
+	limit := opts.Limit
+	if limit == 0 {
+		limit = recall.DefaultListLimit
+	}
+	var all recall.Page
+	for {
+		if limit > 0 {
+			q.Set("limit", strconv.Itoa(limit-len(all.Sessions)))
+		}
+		var page recall.Page
+		if err := s.get(ctx, op, "list", q, &page); err != nil {
+			return recall.Page{}, err
+		}
+		all.Sessions, all.Next = append(all.Sessions, page.Sessions...), page.Next
+		if page.Next == "" || len(page.Sessions) == 0 || limit > 0 && len(all.Sessions) >= limit {
+			if all.Sessions == nil {
+				all.Sessions = []recall.Meta{}
+			}
+			return all, nil
+		}
+		q.Set("cursor", page.Next)
+	}
 }
 
 // Remove implements recall.Store.
@@ -191,26 +216,69 @@ func (s *Store) Projects(ctx context.Context) ([]recall.ProjectInfo, error) {
 	return ps, err
 }
 
-// ReadItems implements storekit.ItemPager.
+// ReadItems implements storekit.ItemPager. The server answers at most a
+// page (server.Options.StorePage) a request, so a bigger page is read in
+// several, each going on after the last item of the one before (item
+// refs keep their place in a view's order). The pages are one snapshot
+// when each carries the LastSeq of the first. When the session changed
+// in between, ReadItems reads the log instead: it is append only, so its
+// pages are a snapshot whatever is written meanwhile, and the view is
+// the log replayed (in a memstore).
 func (s *Store) ReadItems(ctx context.Context, key recall.Key, opts recall.ItemPageOptions) (recall.ItemPage, error) {
 	op := "read items " + key.String()
 	if err := checkKey(op, key); err != nil {
 		return recall.ItemPage{}, err
 	}
-	q := keyQuery(key)
-	q.Set("limit", strconv.Itoa(max(opts.Limit, 0)))
-	if opts.Oldest {
-		q.Set("oldest", "true")
+	page, err := s.readItems(ctx, op, key, opts)
+	if !errors.Is(err, errChanged) {
+		return page, err
 	}
-	if opts.After != (recall.ItemRef{}) {
-		q.Set("after_seq", strconv.FormatInt(opts.After.Seq, 10))
-		q.Set("after_index", strconv.Itoa(opts.After.Index))
-	}
-	var out storewire.ItemsPage
-	if err := s.get(ctx, op, "page", q, &out); err != nil {
+	es, err := s.Entries(ctx, key, 0, 0)
+	switch {
+	case errors.Is(err, recall.ErrNotFound):
+		return recall.ItemPage{}, nil
+	case err != nil:
 		return recall.ItemPage{}, err
 	}
-	return recall.ItemPage{Items: storewire.Items(out.Items), More: out.More, LastSeq: out.LastSeq}, nil
+	mem := memstore.New(memstore.Options{MaxItemSize: math.MaxInt})
+	defer mem.Close()
+	if _, err := mem.Import(ctx, key, es...); err != nil {
+		return recall.ItemPage{}, fmt.Errorf("remotestore: %s: replaying its log: %w", op, err)
+	}
+	return recall.NewSession(mem, key).ReadItems(ctx, opts)
+}
+
+// errChanged reports a session whose LastSeq changed between two pages.
+var errChanged = errors.New("the session changed")
+
+// readItems reads the page opts select, a server's page at a time.
+func (s *Store) readItems(ctx context.Context, op string, key recall.Key, opts recall.ItemPageOptions) (recall.ItemPage, error) {
+	var all recall.ItemPage
+	after := opts.After
+	for first := true; ; first = false {
+		q := keyQuery(key)
+		q.Set("limit", strconv.Itoa(max(opts.Limit-len(all.Items), 0)))
+		if opts.Oldest {
+			q.Set("oldest", "true")
+		}
+		if after != (recall.ItemRef{}) {
+			q.Set("after_seq", strconv.FormatInt(after.Seq, 10))
+			q.Set("after_index", strconv.Itoa(after.Index))
+		}
+		var out storewire.ItemsPage
+		if err := s.get(ctx, op, "page", q, &out); err != nil {
+			return recall.ItemPage{}, err
+		}
+		if !first && out.LastSeq != all.LastSeq {
+			return recall.ItemPage{}, errChanged
+		}
+		items := storewire.Items(out.Items)
+		all.Items, all.More, all.LastSeq = append(all.Items, items...), out.More, out.LastSeq
+		if !out.More || len(items) == 0 || opts.Limit > 0 && len(all.Items) >= opts.Limit {
+			return all, nil
+		}
+		after = items[len(items)-1].Ref
+	}
 }
 
 // Purge implements storekit.Purger with the server's store's: a server

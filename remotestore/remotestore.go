@@ -15,8 +15,10 @@
 // recall.IfLastSeq behave exactly as two local writers do. Errors carry
 // recall's sentinel errors (recall.ErrNotFound, recall.ErrConflict, …);
 // a server that cannot be reached, or answers that its store is down, is
-// recall.ErrUnavailable. Big reads page: Load and Entries read the log
-// storewire.MaxEntries entries a request, List keeps the server's cursor.
+// recall.ErrUnavailable. Big reads page: the server answers at most a page
+// a request (server.Options.StorePage), and Load, Entries, Items,
+// ReadItems and List read as many pages as they need, Items and ReadItems
+// as one snapshot (see ReadItems).
 //
 // Open it from Go, or from a store URL (https://host, or http:// to a
 // loopback host) through package storeurl, which takes the token that

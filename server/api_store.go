@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
 	"slices"
@@ -43,7 +44,6 @@ func (s *Server) storeRoutes() {
 	s.mux.HandleFunc("POST /api/v1/store/remove", post(s.storeRemove))
 	s.mux.HandleFunc("POST /api/v1/store/fork", post(s.storeFork))
 	s.mux.HandleFunc("POST /api/v1/store/purge", post(s.storePurge))
-	s.mux.HandleFunc("GET /api/v1/store/items", get(s.storeItems))
 	s.mux.HandleFunc("GET /api/v1/store/page", get(s.storePage))
 	s.mux.HandleFunc("GET /api/v1/store/stat", get(s.storeStat))
 	s.mux.HandleFunc("GET /api/v1/store/entries", get(s.storeEntries))
@@ -272,21 +272,19 @@ func (s *Server) storeFork(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (s *Server) storeItems(w http.ResponseWriter, r *http.Request) error {
-	_, key, err := queryKey(r)
+// pageLimit is the request's limit, at most a page (Options.StorePage):
+// a read asked for more, or for no limit (below 1), is answered a page at
+// a time. A missing limit is def, or a page when def is 0.
+func (s *Server) pageLimit(r *http.Request, def int) (int, error) {
+	page := int64(s.opts.StorePage)
+	limit, err := intParam(r, "limit", int64(def), math.MinInt32, math.MaxInt32)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	limit, err := intParam(r, "limit", 0, 0, 1<<31)
-	if err != nil {
-		return err
+	if limit < 1 || limit > page {
+		limit = page
 	}
-	live, last, err := s.store.Items(r.Context(), key, int(limit))
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, storewire.ItemsPage{Items: storewire.FromItems(live), LastSeq: last})
-	return nil
+	return int(limit), nil
 }
 
 func (s *Server) storePage(w http.ResponseWriter, r *http.Request) error {
@@ -295,7 +293,7 @@ func (s *Server) storePage(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var opts recall.ItemPageOptions
-	limit, err := intParam(r, "limit", 0, 0, 1<<31)
+	limit, err := s.pageLimit(r, 0)
 	if err != nil {
 		return err
 	}
@@ -310,7 +308,7 @@ func (s *Server) storePage(w http.ResponseWriter, r *http.Request) error {
 	if opts.Oldest, err = boolParam(r, "oldest"); err != nil {
 		return err
 	}
-	opts.Limit, opts.After = int(limit), recall.ItemRef{Seq: seq, Index: int(index)}
+	opts.Limit, opts.After = limit, recall.ItemRef{Seq: seq, Index: int(index)}
 	page, err := recall.NewSession(s.store, key).ReadItems(r.Context(), opts)
 	if err != nil {
 		return err
@@ -341,15 +339,15 @@ func (s *Server) storeEntries(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	limit, err := intParam(r, "limit", storewire.MaxEntries, 1, storewire.MaxEntries)
+	limit, err := s.pageLimit(r, 0)
 	if err != nil {
 		return err
 	}
-	es, err := s.store.Entries(r.Context(), key, after, int(limit)+1)
+	es, err := s.store.Entries(r.Context(), key, after, limit+1)
 	if err != nil {
 		return err
 	}
-	more := len(es) > int(limit)
+	more := len(es) > limit
 	if more {
 		es = es[:limit]
 	}
@@ -380,11 +378,11 @@ func (s *Server) storeList(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	limit, err := intParam(r, "limit", 0, -1, 1<<31)
+	limit, err := s.pageLimit(r, recall.DefaultListLimit)
 	if err != nil {
 		return err
 	}
-	opts := recall.ListOptions{Limit: int(limit), Cursor: q.Get("cursor"), Parent: q.Get("parent")}
+	opts := recall.ListOptions{Limit: limit, Cursor: q.Get("cursor"), Parent: q.Get("parent")}
 	for name, p := range map[string]*bool{"archived": &opts.IncludeArchived, "pinned": &opts.Pinned, "trashed": &opts.Trashed} {
 		if *p, err = boolParam(r, name); err != nil {
 			return err

@@ -72,7 +72,7 @@ func TestStoreRoutesRefuse(t *testing.T) {
 		{"oversize", "POST", "append", alice, `{"key":{"project":"p","session":"s"},"entries":[{"kind":"item","text":"` + strings.Repeat("x", 70<<10) + `"}]}`, 413, "request_too_large"},
 		{"read-only token", "POST", "append", reader, `{"key":{"project":"p","session":"s"},"entries":[` + item + `]}`, 403, "read_only_token"},
 		{"import gap", "POST", "import", alice, `{"key":{"project":"p","session":"s"},"entries":[{"seq":9,"kind":"item","time":"2026-01-01T00:00:00Z","text":"{}"}]}`, 409, "conflict"},
-		{"bad limit", "GET", "entries?project=p&session=s&limit=0", alice, "", 400, ""},
+		{"bad limit", "GET", "entries?project=p&session=s&limit=ten", alice, "", 400, ""},
 	}
 	for _, c := range cases {
 		s, code := storeReq(t, c.method, base+c.route, c.token, c.body)

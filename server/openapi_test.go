@@ -347,7 +347,6 @@ func TestOpenAPIResponses(t *testing.T) {
 	c.check("POST", "/api/v1/store/pop", "alice", obj{"key": sk}, 200, true)
 	c.check("POST", "/api/v1/store/fork", "alice", obj{"key": sk, "at_seq": 0, "new_key": obj{"project": "p", "session": "f"}}, 200, true)
 	c.check("POST", "/api/v1/store/purge", "alice", obj{"key": sk}, 200, true)
-	c.check("GET", "/api/v1/store/items?project=p&session=s&limit=1", "alice", nil, 200, true)
 	c.check("GET", "/api/v1/store/page?project=p&session=s&limit=1&oldest=true", "alice", nil, 200, true)
 	c.check("GET", "/api/v1/store/stat?project=p&session=s", "alice", nil, 200, true)
 	c.check("GET", "/api/v1/store/entries?project=p&session=s&after=0&limit=10", "alice", nil, 200, true)

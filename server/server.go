@@ -13,6 +13,7 @@ import (
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/compact"
+	"github.com/recallkit/recall/internal/storewire"
 	"github.com/recallkit/recall/provider/openai"
 	"github.com/recallkit/recall/secrets"
 )
@@ -122,6 +123,11 @@ type Options struct {
 	// Redactor finds the secrets POST /api/v1/sessions/{id}/redact
 	// removes. Default (nil): secrets' default rules.
 	Redactor *secrets.Redactor
+	// StorePage is the most entries, items or sessions one answer of the
+	// store routes (/api/v1/store/…, package remotestore's) holds: a
+	// bigger read is answered a page at a time, and the client pages on.
+	// Default (0): storewire.MaxEntries (1,000).
+	StorePage int
 }
 
 // ErrBadOptions reports Options New cannot serve with.
@@ -169,6 +175,9 @@ func New(ctx context.Context, store recall.Store, opts Options) (*Server, error)
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
+	}
+	if opts.StorePage <= 0 || opts.StorePage > storewire.MaxEntries {
+		opts.StorePage = storewire.MaxEntries
 	}
 	up, err := newUpstream(opts)
 	if err != nil {
