@@ -158,9 +158,8 @@ func (s *Server) webTrash(w http.ResponseWriter, r *http.Request) error {
 
 // webRestore restores a session from the trash and opens it.
 func (s *Server) webRestore(w http.ResponseWriter, r *http.Request) error {
-	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
-	if !s.checkCSRF(r) {
-		return pageError(http.StatusForbidden, "The form had expired or came from another site; reload the page and try again.")
+	if err := s.checkForm(w, r); err != nil {
+		return err
 	}
 	key, err := s.sessionKey(r)
 	if err != nil {

@@ -174,6 +174,17 @@ func (s *Server) checkCSRF(r *http.Request) bool {
 	return subtle.ConstantTimeCompare([]byte(got), []byte(csrfOf(secret))) == 1
 }
 
+// checkForm bounds the body of a form a session page or the trash sends
+// (64 KiB) and refuses, as a 403, one that is not the viewer's own
+// (checkCSRF).
+func (s *Server) checkForm(w http.ResponseWriter, r *http.Request) error {
+	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+	if !s.checkCSRF(r) {
+		return pageError(http.StatusForbidden, "The form had expired or came from another site; reload the page and try again.")
+	}
+	return nil
+}
+
 // sameOrigin reports whether the request's Origin header, when present,
 // names the host it was sent to.
 func sameOrigin(r *http.Request) bool {

@@ -184,9 +184,8 @@ func (s *Server) webExport(w http.ResponseWriter, r *http.Request) error {
 // webAction serves the forms of a session page: rename, pin, archive,
 // fork and delete. Each needs the page's CSRF token.
 func (s *Server) webAction(w http.ResponseWriter, r *http.Request) error {
-	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
-	if !s.checkCSRF(r) {
-		return pageError(http.StatusForbidden, "The form had expired or came from another site; reload the page and try again.")
+	if err := s.checkForm(w, r); err != nil {
+		return err
 	}
 	m, err := s.sessionMeta(r)
 	if err != nil {
