@@ -27,12 +27,9 @@ type viewChange struct {
 // rewindSession sets a session's view back to just after an item, as
 // `recall rewind` does; the log keeps every item (recall.StoreSession.Rewind).
 func (s *Server) rewindSession(w http.ResponseWriter, r *http.Request) error {
-	key, err := s.sessionKey(r)
+	key, err := s.viewKey(r)
 	if err != nil {
 		return err
-	}
-	if _, err := s.stat(r.Context(), key); isTrashed(err) {
-		return sessionErr(err, key)
 	}
 	var body rewindRequest
 	if err := s.readJSON(w, r, &body); err != nil {
@@ -69,12 +66,9 @@ func (s *Server) rewindSession(w http.ResponseWriter, r *http.Request) error {
 // redoSession undoes the session's newest rewind not yet redone, as
 // `recall redo` does (recall.StoreSession.Redo).
 func (s *Server) redoSession(w http.ResponseWriter, r *http.Request) error {
-	key, err := s.sessionKey(r)
+	key, err := s.viewKey(r)
 	if err != nil {
 		return err
-	}
-	if _, err := s.stat(r.Context(), key); isTrashed(err) {
-		return sessionErr(err, key)
 	}
 	n, err := recall.NewSession(s.store, key).Redo(r.Context())
 	if errors.Is(err, recall.ErrNothingToRedo) {
@@ -86,6 +80,20 @@ func (s *Server) redoSession(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, viewChange{"session.redo", key.Session, n})
 	return nil
+}
+
+// viewKey is the key of the session the path names (sessionKey), whose
+// view a rewind or redo changes: a session in the trash is a 404; a
+// missing one is left to the rewind or redo to find.
+func (s *Server) viewKey(r *http.Request) (recall.Key, error) {
+	key, err := s.sessionKey(r)
+	if err != nil {
+		return key, err
+	}
+	if _, err := s.stat(r.Context(), key); isTrashed(err) {
+		return key, sessionErr(err, key)
+	}
+	return key, nil
 }
 
 // viewChangeErr answers a failed rewind or redo.
