@@ -169,6 +169,16 @@ func (s *Server) sessionKey(r *http.Request) (recall.Key, error) {
 	return s.elsewhere(r.Context(), key)
 }
 
+// sessionBody returns the key of the session the path names (sessionKey)
+// and reads the request's JSON body into body.
+func (s *Server) sessionBody(w http.ResponseWriter, r *http.Request, body any) (recall.Key, error) {
+	key, err := s.sessionKey(r)
+	if err != nil {
+		return key, err
+	}
+	return key, s.readJSON(w, r, body)
+}
+
 // pathKey is the key the path and ?project= name, without looking
 // elsewhere (see sessionKey).
 func (s *Server) pathKey(r *http.Request) (recall.Key, error) {
@@ -316,12 +326,9 @@ func checkTitle(title *string) error {
 // relabels a session. The pin, archive and label changes are one entry,
 // written at once; a title is one entry more.
 func (s *Server) updateSession(w http.ResponseWriter, r *http.Request) error {
-	key, err := s.sessionKey(r)
-	if err != nil {
-		return err
-	}
 	var body sessionUpdate
-	if err := s.readJSON(w, r, &body); err != nil {
+	key, err := s.sessionBody(w, r, &body)
+	if err != nil {
 		return err
 	}
 	if err := body.check(); err != nil {

@@ -218,12 +218,9 @@ type forkRequest struct {
 // forkSession copies a session's view at a point into a new session of
 // the same user and answers the new session (201).
 func (s *Server) forkSession(w http.ResponseWriter, r *http.Request) error {
-	key, err := s.sessionKey(r)
-	if err != nil {
-		return err
-	}
 	var body forkRequest
-	if err := s.readJSON(w, r, &body); err != nil {
+	key, err := s.sessionBody(w, r, &body)
+	if err != nil {
 		return err
 	}
 	ctx := r.Context()
@@ -298,12 +295,9 @@ const maxInstructionsLen = 8 << 10
 // compactSession compacts a session with Options.Compactor, as `recall
 // compact` does, and answers what it did.
 func (s *Server) compactSession(w http.ResponseWriter, r *http.Request) error {
-	key, err := s.sessionKey(r)
-	if err != nil {
-		return err
-	}
 	var body compactRequest
-	if err := s.readJSON(w, r, &body); err != nil {
+	key, err := s.sessionBody(w, r, &body)
+	if err != nil {
 		return err
 	}
 	if s.opts.Compactor == nil {
