@@ -48,6 +48,17 @@ func listLimit(r *http.Request) (int, error) {
 	return int(n), err
 }
 
+// listCaller returns the request's user (apiUser) and the limit= of the
+// listing they ask for (listLimit).
+func listCaller(r *http.Request) (User, int, error) {
+	u, err := apiUser(r)
+	if err != nil {
+		return User{}, 0, err
+	}
+	limit, err := listLimit(r)
+	return u, limit, err
+}
+
 // cursorList is the envelope of the /api/v1 listings paged by cursor
 // (sessionList is the same with a pinned cursor added).
 type cursorList[T any] struct {
@@ -75,15 +86,11 @@ type sessionList struct {
 }
 
 func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) error {
-	u, err := apiUser(r)
+	u, limit, err := listCaller(r)
 	if err != nil {
 		return err
 	}
 	q := r.URL.Query()
-	limit, err := listLimit(r)
-	if err != nil {
-		return err
-	}
 	var archived, all, onlyPinned bool
 	for _, p := range []struct {
 		name string

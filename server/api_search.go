@@ -90,11 +90,7 @@ func searchParams(r *http.Request, opts recall.SearchOptions) (recall.SearchOpti
 }
 
 func (s *Server) search(w http.ResponseWriter, r *http.Request) error {
-	u, err := apiUser(r)
-	if err != nil {
-		return err
-	}
-	limit, err := listLimit(r)
+	u, limit, err := listCaller(r)
 	if err != nil {
 		return err
 	}

@@ -81,11 +81,7 @@ func (s *Server) createShare(w http.ResponseWriter, r *http.Request) error {
 
 // listShares lists the request's user's links.
 func (s *Server) listShares(w http.ResponseWriter, r *http.Request) error {
-	u, err := apiUser(r)
-	if err != nil {
-		return err
-	}
-	limit, err := listLimit(r)
+	u, limit, err := listCaller(r)
 	if err != nil {
 		return err
 	}

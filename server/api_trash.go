@@ -69,11 +69,7 @@ func (s *Server) sweepTrash(ctx context.Context, project string) {
 // theirs or of the one ?project= names (listScope), a page at a time,
 // newest-updated first, as GET /api/v1/sessions lists the others.
 func (s *Server) listTrash(w http.ResponseWriter, r *http.Request) error {
-	u, err := apiUser(r)
-	if err != nil {
-		return err
-	}
-	limit, err := listLimit(r)
+	u, limit, err := listCaller(r)
 	if err != nil {
 		return err
 	}
