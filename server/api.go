@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
+	"time"
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/internal/sessionjson"
@@ -261,6 +263,15 @@ func boolParam(r *http.Request, name string) (bool, error) {
 		return false, invalidParam(name, "Invalid '%s': %q; expected true or false.", name, shorten(v))
 	}
 	return b, nil
+}
+
+// timeRange reads the since and until query parameters (timeParam).
+func timeRange(q url.Values) (since, until time.Time, err error) {
+	if since, err = timeParam(q, "since"); err != nil {
+		return since, until, err
+	}
+	until, err = timeParam(q, "until")
+	return since, until, err
 }
 
 func (s *Server) me(w http.ResponseWriter, r *http.Request) error {

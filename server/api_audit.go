@@ -85,15 +85,8 @@ func (s *Server) auditLog(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	query.Limit = int(limit)
-	for _, p := range []struct {
-		name string
-		t    *time.Time
-	}{{"since", &query.Since}, {"until", &query.Until}} {
-		if v := q.Get(p.name); v != "" {
-			if *p.t, err = time.Parse(time.RFC3339Nano, v); err != nil {
-				return invalidParam(p.name, "Invalid '%s': %q; expected an RFC 3339 time.", p.name, shorten(v))
-			}
-		}
+	if query.Since, query.Until, err = timeRange(q); err != nil {
+		return err
 	}
 	page, err := audit.Read(r.Context(), s.store, query)
 	if errors.Is(err, audit.ErrBadCursor) {

@@ -55,23 +55,8 @@ func (s *Server) searchOptions(r *http.Request, u User, limit int) (recall.Searc
 
 // searchParams reads the search parameters of r but q and project.
 func searchParams(r *http.Request, opts recall.SearchOptions) (recall.SearchOptions, error) {
-	q := r.URL.Query()
-	var err error
-	if opts.IncludeArchived, err = boolParam(r, "archived"); err != nil {
+	if err := searchFilters(r, &opts); err != nil {
 		return opts, err
-	}
-	if opts.WholeLog, err = boolParam(r, "whole_log"); err != nil {
-		return opts, err
-	}
-	for _, p := range []struct {
-		name string
-		t    *time.Time
-	}{{"since", &opts.Since}, {"until", &opts.Until}} {
-		if v := q.Get(p.name); v != "" {
-			if *p.t, err = time.Parse(time.RFC3339Nano, v); err != nil {
-				return opts, invalidParam(p.name, "Invalid '%s': %q; expected an RFC 3339 time.", p.name, shorten(v))
-			}
-		}
 	}
 	switch opts.Role {
 	case "", recall.RoleUser, recall.RoleAssistant, recall.RoleSystem, recall.RoleTool, recall.RoleTitle:
@@ -160,6 +145,20 @@ func (s *Server) searchSessions(w http.ResponseWriter, r *http.Request, u User, 
 	out.HasMore = out.NextCursor != ""
 	writeJSON(w, http.StatusOK, out)
 	return nil
+}
+
+// searchFilters reads the filters of a search into opts: archived,
+// whole_log, and since and until (timeRange).
+func searchFilters(r *http.Request, opts *recall.SearchOptions) error {
+	var err error
+	if opts.IncludeArchived, err = boolParam(r, "archived"); err != nil {
+		return err
+	}
+	if opts.WholeLog, err = boolParam(r, "whole_log"); err != nil {
+		return err
+	}
+	opts.Since, opts.Until, err = timeRange(r.URL.Query())
+	return err
 }
 
 // searchErr makes a bad query the caller's 400; anything else stays as is.

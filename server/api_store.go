@@ -489,16 +489,7 @@ func (s *Server) storeSearch(w http.ResponseWriter, r *http.Request) error {
 	if opts.Project, keep, err = storeScope(u, q.Get("project")); err != nil {
 		return err
 	}
-	if opts.IncludeArchived, err = boolParam(r, "archived"); err != nil {
-		return err
-	}
-	if opts.WholeLog, err = boolParam(r, "whole_log"); err != nil {
-		return err
-	}
-	if opts.Since, err = timeParam(q, "since"); err != nil {
-		return err
-	}
-	if opts.Until, err = timeParam(q, "until"); err != nil {
+	if err := searchFilters(r, &opts); err != nil {
 		return err
 	}
 	page, err := searchPage(r, s.store, opts, keep)
