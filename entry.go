@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/recallkit/recall/internal/payload"
 )
 
 // Kind is the type of an entry in a session's log. Readers skip kinds they
@@ -25,7 +27,7 @@ const (
 	KindFork       Kind = "fork"       // Data is a ForkOrigin; first entry of a forked session
 	KindRewind     Kind = "rewind"     // Data is {"to": ItemRef, "items": N}: closes a rewind's N removals (see StoreSession.Rewind)
 	KindRedo       Kind = "redo"       // Data is {"rewind": SEQ, "items": N}: closes a redo's N items (see StoreSession.Redo)
-	KindRedaction  Kind = "redaction"  // Data is a Redaction: earlier entries were rewritten without secrets
+	KindRedaction  Kind = "redaction"  // Data is a storekit.Redaction: earlier entries were rewritten without secrets
 )
 
 // Entry is one record in a session's append-only log.
@@ -218,7 +220,7 @@ func (e Entry) Validate(max int) error {
 	case KindFork:
 		err = decodePayload(e, &ForkOrigin{})
 	case KindRedaction:
-		err = decodePayload(e, &Redaction{})
+		err = decodePayload(e, &payload.Redaction{})
 	case KindClear, KindCreate:
 	case "":
 		err = fmt.Errorf("%w: entry without a kind", ErrInvalidItem)

@@ -32,7 +32,7 @@ func (s *StoreSession) Fork(ctx context.Context, atSeq int64, newKey Key) (Meta,
 	if err != nil {
 		return Meta{}, fmt.Errorf("recall: fork %s: %w", key, err)
 	}
-	live, at, err := ViewAt(key, entries, atSeq)
+	live, at, err := viewAt(key, entries, atSeq)
 	if err != nil {
 		return Meta{}, fmt.Errorf("recall: fork: %w", err)
 	}
@@ -45,12 +45,11 @@ func (s *StoreSession) Fork(ctx context.Context, atSeq int64, newKey Key) (Meta,
 	return st.Stat(ctx, newKey)
 }
 
-// ViewAt returns the view of the log entries (a session's whole log in
+// viewAt returns the view of the log entries (a session's whole log in
 // seq order, key's) as it stood after entry atSeq, and the seq it stands
 // at: atSeq, or the last seq when atSeq <= 0. An atSeq past the end is
-// ErrNotFound. It is what a fork copies, and how a session looked at any
-// point of its history.
-func ViewAt(key Key, entries []Entry, atSeq int64) ([]LiveItem, int64, error) {
+// ErrNotFound. It is what a fork copies.
+func viewAt(key Key, entries []Entry, atSeq int64) ([]LiveItem, int64, error) {
 	last := int64(0)
 	if n := len(entries); n > 0 {
 		last = entries[n-1].Seq

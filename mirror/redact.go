@@ -80,7 +80,7 @@ func (c copier) importBatch(ctx context.Context, key recall.Key, es []recall.Ent
 // says the replica keeps what the redaction removed (ErrUnsupported, so
 // the session stops and Status reports it).
 func (c copier) redact(ctx context.Context, key recall.Key, note recall.Entry) (bool, error) {
-	var r recall.Redaction
+	var r storekit.Redaction
 	if json.Unmarshal(note.Data, &r) != nil {
 		return false, nil
 	}
@@ -131,7 +131,7 @@ func (c copier) redactedLater(ctx context.Context, key recall.Key, seq int64) (b
 			return false, err
 		}
 		for _, e := range es {
-			var r recall.Redaction
+			var r storekit.Redaction
 			if e.Kind == recall.KindRedaction && json.Unmarshal(e.Data, &r) == nil && slices.Contains(r.Seqs(), seq) {
 				return true, nil
 			}

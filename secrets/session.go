@@ -49,7 +49,7 @@ func (r *Redactor) session(ctx context.Context, st recall.Store, key recall.Key,
 	if err != nil {
 		return res, err
 	}
-	var note recall.Redaction
+	var note storekit.Redaction
 	var replace []recall.Entry
 	for _, e := range log {
 		out, rep := r.Entries([]recall.Entry{e})
@@ -58,7 +58,7 @@ func (r *Redactor) session(ctx context.Context, st recall.Store, key recall.Key,
 		}
 		res.Report.Add(rep)
 		replace = append(replace, out[0])
-		note.Entries = append(note.Entries, recall.RedactedEntry{Seq: e.Seq, Findings: findings(e.Data, out[0].Data, rep)})
+		note.Entries = append(note.Entries, storekit.RedactedEntry{Seq: e.Seq, Findings: findings(e.Data, out[0].Data, rep)})
 	}
 	res.Entries = len(replace)
 	if dryRun || len(replace) == 0 {
@@ -81,10 +81,10 @@ func (r *Redactor) session(ctx context.Context, st recall.Store, key recall.Key,
 // that old did not hold: each one's rule and byte offset in data. A marker
 // already in old is recognised where the text before it, or the text
 // after it, is unchanged; rep bounds the count of each rule.
-func findings(old, data []byte, rep Report) []recall.Finding {
+func findings(old, data []byte, rep Report) []storekit.Finding {
 	left := Report{}
 	left.Add(rep)
-	var out []recall.Finding
+	var out []storekit.Finding
 	s, o := string(data), string(old)
 	for i := 0; ; {
 		j := strings.Index(s[i:], "[REDACTED:")
@@ -106,7 +106,7 @@ func findings(old, data []byte, rep Report) []recall.Finding {
 			continue
 		}
 		left[rule]--
-		out = append(out, recall.Finding{Rule: rule, At: at})
+		out = append(out, storekit.Finding{Rule: rule, At: at})
 	}
 }
 

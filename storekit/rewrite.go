@@ -6,7 +6,23 @@ import (
 	"fmt"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/internal/payload"
 )
+
+// Redaction is the payload of a recall.KindRedaction entry, which a
+// rewrite appends in the same atomic step (see Rewriter): the entries it
+// rewrote, each with the findings removed from it (their rule and where
+// the marker stands), never the secret itself. Its Seqs method lists the
+// seqs of those entries.
+type Redaction = payload.Redaction
+
+// RedactedEntry is one entry a redaction rewrote.
+type RedactedEntry = payload.RedactedEntry
+
+// Finding is one secret removed from an entry: the rule that found it
+// and At, the byte offset of its marker ([REDACTED:rule]) in the
+// rewritten entry's data.
+type Finding = payload.Finding
 
 // Rewriter is an optional ability of a recall.Store: it replaces the
 // bytes of some entries of a log in one atomic step, keeping their seqs

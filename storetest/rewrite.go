@@ -63,7 +63,7 @@ func testRewrite(e *env) {
 	}
 
 	want := []recall.Entry{redacted(log[0]), log[1], redacted(log[2]), redacted(log[3])}
-	note := recall.NewEntry(recall.KindRedaction, recall.Redaction{Entries: []recall.RedactedEntry{{Seq: log[0].Seq, Findings: []recall.Finding{{Rule: "t", At: 1}}}}})
+	note := recall.NewEntry(recall.KindRedaction, storekit.Redaction{Entries: []storekit.RedactedEntry{{Seq: log[0].Seq, Findings: []storekit.Finding{{Rule: "t", At: 1}}}}})
 	m, err := rw.Rewrite(e.ctx, key, storekit.Rewrite{IfLastSeq: before.LastSeq, Replace: []recall.Entry{want[0], want[2], want[3]}, Append: []recall.Entry{note}})
 	if err != nil {
 		t.Fatalf("Rewrite: %v", err)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/storekit"
 )
 
 // TestRedactAfterTheFact imports the secrets fixture without redaction,
@@ -52,7 +53,7 @@ func TestRedactAfterTheFact(t *testing.T) {
 					log = append(log, en)
 				}
 			}
-			var note recall.Redaction
+			var note storekit.Redaction
 			if len(log) == 0 || log[len(log)-1].Kind != recall.KindRedaction || json.Unmarshal(log[len(log)-1].Data, &note) != nil {
 				t.Fatalf("the log does not end with a redaction entry: %d entries", len(log))
 			}

@@ -1,9 +1,13 @@
-package recall
+// Package payload holds the payloads of the entry kinds that only stores
+// and tools read, so that package recall can check them while its
+// documentation stays that of an application's API: package storekit
+// names them for backend and tool authors (storekit.Redaction).
+package payload
 
-// Redaction is the payload of a KindRedaction entry. The entries it lists
-// were rewritten in place, with the same seqs and kinds, to remove the
-// secrets they held (recall redact); the redaction entry is appended in
-// the same atomic step as the rewrite, so a log that holds rewritten
+// Redaction is the payload of a recall.KindRedaction entry. The entries it
+// lists were rewritten in place, with the same seqs and kinds, to remove
+// the secrets they held (recall redact); the redaction entry is appended
+// in the same atomic step as the rewrite, so a log that holds rewritten
 // entries always says so. It records what was removed and where, never
 // the secret itself. It is not activity: Meta.Updated does not move.
 type Redaction struct {
