@@ -194,6 +194,19 @@ func ParseTime(s string) time.Time {
 	return t.UTC().Truncate(time.Microsecond)
 }
 
+// Usage returns a transcript's token usage as an Entry.Usage: with its
+// total the sum of its input and output when the tool gave none, and nil
+// when it counts nothing.
+func Usage(u recall.Usage) *recall.Usage {
+	if u.TotalTokens == 0 {
+		u.TotalTokens = u.InputTokens + u.OutputTokens
+	}
+	if u.IsZero() {
+		return nil
+	}
+	return &u
+}
+
 // subpath returns the Key.Subpath of the subagent record of agent: the id
 // made a valid segment (bytes outside [A-Za-z0-9._-] become '-').
 func subpath(agent string) string {

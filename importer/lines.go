@@ -48,6 +48,20 @@ func Files(path string, keep func(path string) bool) ([]string, error) {
 	return files, nil
 }
 
+// HomeDir returns the folder a tool keeps its files in: the one the
+// environment variable env names when it is set ($CODEX_HOME), else elem
+// under the user's home folder (~/.codex).
+func HomeDir(env string, elem ...string) (string, error) {
+	if dir := os.Getenv(env); dir != "" {
+		return dir, nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(append([]string{home}, elem...)...), nil
+}
+
 // Open opens a transcript for reading: a .zst file is decompressed as it
 // is read (Codex may keep its rollouts as .jsonl.zst).
 func Open(path string) (io.ReadCloser, error) {

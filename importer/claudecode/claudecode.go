@@ -40,7 +40,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -55,14 +54,11 @@ const Tool = "claude-code"
 // DefaultPath returns Claude Code's projects folder, ~/.claude/projects
 // (under $CLAUDE_CONFIG_DIR when that is set).
 func DefaultPath() (string, error) {
-	if dir := os.Getenv("CLAUDE_CONFIG_DIR"); dir != "" {
-		return filepath.Join(dir, "projects"), nil
-	}
-	home, err := os.UserHomeDir()
+	dir, err := importer.HomeDir("CLAUDE_CONFIG_DIR", ".claude")
 	if err != nil {
 		return "", err
 	}
-	return filepath.Join(home, ".claude", "projects"), nil
+	return filepath.Join(dir, "projects"), nil
 }
 
 // Find returns the transcripts under path: path itself when it is a file,

@@ -52,15 +52,10 @@ func (u *usage) recall() *recall.Usage {
 	if u == nil {
 		return nil
 	}
-	r := recall.Usage{
+	return importer.Usage(recall.Usage{
 		InputTokens:  u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens,
 		OutputTokens: u.OutputTokens,
-	}
-	r.TotalTokens = r.InputTokens + r.OutputTokens
-	if r.IsZero() {
-		return nil
-	}
-	return &r
+	})
 }
 
 // bookkeeping are the line types Claude Code keeps for itself: they hold

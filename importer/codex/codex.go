@@ -59,13 +59,9 @@ const Tool = "codex"
 // DefaultPaths returns the folders Codex keeps rollouts in: sessions and
 // archived_sessions under $CODEX_HOME, else ~/.codex.
 func DefaultPaths() ([]string, error) {
-	home := os.Getenv("CODEX_HOME")
-	if home == "" {
-		h, err := os.UserHomeDir()
-		if err != nil {
-			return nil, err
-		}
-		home = filepath.Join(h, ".codex")
+	home, err := importer.HomeDir("CODEX_HOME", ".codex")
+	if err != nil {
+		return nil, err
 	}
 	return []string{filepath.Join(home, "sessions"), filepath.Join(home, "archived_sessions")}, nil
 }
@@ -151,14 +147,7 @@ type tokenUsage struct {
 }
 
 func (u *tokenUsage) recall() *recall.Usage {
-	r := recall.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, TotalTokens: u.TotalTokens}
-	if r.TotalTokens == 0 {
-		r.TotalTokens = r.InputTokens + r.OutputTokens
-	}
-	if r.IsZero() {
-		return nil
-	}
-	return &r
+	return importer.Usage(recall.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, TotalTokens: u.TotalTokens})
 }
 
 // rollout maps the lines of one rollout (.jsonl or .jsonl.zst).

@@ -78,13 +78,9 @@ const Tool = "gemini"
 // .gemini/tmp in $GEMINI_CLI_HOME when that is set (the CLI takes it as
 // the home folder), else in the home folder, on every system.
 func DefaultPath() (string, error) {
-	home := os.Getenv("GEMINI_CLI_HOME")
-	if home == "" {
-		h, err := os.UserHomeDir()
-		if err != nil {
-			return "", err
-		}
-		home = h
+	home, err := importer.HomeDir("GEMINI_CLI_HOME")
+	if err != nil {
+		return "", err
 	}
 	return filepath.Join(home, ".gemini", "tmp"), nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/importer"
 	"github.com/recallkit/recall/importer/internal/responses"
 )
 
@@ -88,14 +89,7 @@ func (t *tokens) usage() *recall.Usage {
 	if t == nil {
 		return nil
 	}
-	u := recall.Usage{InputTokens: t.Input, OutputTokens: t.Output + t.Thoughts, TotalTokens: t.Total}
-	if u.TotalTokens == 0 {
-		u.TotalTokens = u.InputTokens + u.OutputTokens
-	}
-	if u.IsZero() {
-		return nil
-	}
-	return &u
+	return importer.Usage(recall.Usage{InputTokens: t.Input, OutputTokens: t.Output + t.Thoughts, TotalTokens: t.Total})
 }
 
 // part is a @google/genai Part. Exactly one of its data fields is set in

@@ -5,6 +5,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/importer"
 	"github.com/recallkit/recall/importer/internal/responses"
 )
 
@@ -75,11 +76,10 @@ func (m *info) usage() *recall.Usage {
 		InputTokens:  int64(t.Input + t.Cache.Read + t.Cache.Write),
 		OutputTokens: int64(t.Output + t.Reasoning),
 	}
-	u.TotalTokens = u.InputTokens + u.OutputTokens
-	if u.IsZero() || u.InputTokens < 0 || u.OutputTokens < 0 {
+	if u.InputTokens < 0 || u.OutputTokens < 0 {
 		return nil
 	}
-	return &u
+	return importer.Usage(u)
 }
 
 // part is a message part (MessageV2.Part; the part table's data, or

@@ -78,13 +78,9 @@ const Tool = "opencode"
 // does not use the platform's own folders), and the database
 // $OPENCODE_DB names when that is an absolute path elsewhere.
 func DefaultPaths() ([]string, error) {
-	data := os.Getenv("XDG_DATA_HOME")
-	if data == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return nil, err
-		}
-		data = filepath.Join(home, ".local", "share")
+	data, err := importer.HomeDir("XDG_DATA_HOME", ".local", "share")
+	if err != nil {
+		return nil, err
 	}
 	dir := filepath.Join(data, "opencode")
 	paths := []string{dir}
