@@ -22,14 +22,7 @@ func (s *Store) Purge(ctx context.Context, key recall.Key) (storekit.PurgeResult
 	var res storekit.PurgeResult
 	err := s.db.update(ctx, func(ctx context.Context, q querier) error {
 		res = storekit.PurgeResult{}
-		row, err := s.lockSession(ctx, q, key)
-		if err != nil {
-			return err
-		}
-		if row.sid == 0 {
-			return recall.ErrNotFound
-		}
-		entries, err := readEntries(ctx, q, row.sid, 0, 0)
+		row, entries, err := s.lockLog(ctx, q, key)
 		if err != nil {
 			return err
 		}
@@ -44,14 +37,7 @@ func (s *Store) Purge(ctx context.Context, key recall.Key) (storekit.PurgeResult
 		if err := s.db.insertEntries(ctx, q, row.sid, append(out[:1:1], out[kept:]...)); err != nil {
 			return err
 		}
-		if err := s.reindex(ctx, q, key, row.sid, out); err != nil {
-			return err
-		}
-		meta, _ := recall.Replay(key, out)
-		// The rows kept keep their seqs; the rewritten compaction and the
-		// restored entries were validated here.
-		checked := advanceChecked(row.checked, row.meta.LastSeq, meta.LastSeq)
-		if err := s.updateRow(ctx, q, row.sid, meta, checked); err != nil {
+		if _, err := s.replacedLog(ctx, q, key, row, out); err != nil {
 			return err
 		}
 		res = storekit.PurgeResult{Dropped: dropped, From: out[0].Seq, Restored: len(out) - kept}
