@@ -41,24 +41,10 @@ import (
 // A temporary file left by a crash is named <log>#tmp-<pid>-<n>; the store
 // never reads it.
 func (s *Store) Purge(ctx context.Context, key recall.Key) (storekit.PurgeResult, error) {
-	l, err := s.locate(key)
-	if err != nil {
-		return storekit.PurgeResult{}, fmt.Errorf("filestore: purge %s: %w", key, err)
-	}
-	var res storekit.PurgeResult
-	err = s.withWriter(ctx, l, func(w *writer) error {
-		if w.f == nil || w.rec.empty {
-			return recall.ErrNotFound
-		}
-		r, err := w.purge(ctx)
-		res = r
-		return err
+	res, _, err := replaceLog(ctx, s, key, "purge", func(w *writer) (storekit.PurgeResult, error) {
+		return w.purge(ctx)
 	})
-	if err != nil {
-		return storekit.PurgeResult{}, fmt.Errorf("filestore: purge %s: %w", key, err)
-	}
-	s.settleDir(s.project(l.key.Project)) // the rewritten log was renamed into place
-	return res, nil
+	return res, err
 }
 
 // logLine is one line of a log being purged.

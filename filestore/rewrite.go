@@ -29,29 +29,44 @@ import (
 // be: the next List or Search notices the new log, and a later Rewrite
 // or the next compaction of the journal removes the old lines.
 func (s *Store) Rewrite(ctx context.Context, key recall.Key, rw storekit.Rewrite) (recall.Meta, error) {
-	l, err := s.locate(key)
-	if err != nil {
-		return recall.Meta{}, fmt.Errorf("filestore: rewrite %s: %w", key, err)
-	}
-	var meta recall.Meta
-	err = s.withWriter(ctx, l, func(w *writer) error {
-		if w.f == nil || w.rec.empty {
-			return recall.ErrNotFound
-		}
-		m, err := w.rewrite(ctx, rw)
-		meta = m
-		return err
+	meta, p, err := replaceLog(ctx, s, key, "rewrite", func(w *writer) (recall.Meta, error) {
+		return w.rewrite(ctx, rw)
 	})
 	if err != nil {
-		return recall.Meta{}, fmt.Errorf("filestore: rewrite %s: %w", key, err)
+		return recall.Meta{}, err
 	}
-	p := s.project(l.key.Project)
-	s.settleDir(p) // the rewritten log was renamed into place
 	p.compact(true)
-	if err := s.forgetSearch(ctx, l.key.Project); err != nil {
+	if err := s.forgetSearch(ctx, p.name); err != nil {
 		return meta, fmt.Errorf("filestore: rewrite %s: the log is rewritten, but its search index is not yet: %w", key, err)
 	}
 	return meta, nil
+}
+
+// replaceLog runs fn, which writes key's log anew and renames it into
+// place (Purge, Rewrite), with the log locked (see withWriter); a missing
+// or empty log is recall.ErrNotFound, and op names the operation in the
+// error. After fn it settles the log's project folder, which it returns
+// with fn's result.
+func replaceLog[T any](ctx context.Context, s *Store, key recall.Key, op string, fn func(w *writer) (T, error)) (T, *projectIndex, error) {
+	var res T
+	l, err := s.locate(key)
+	if err == nil {
+		err = s.withWriter(ctx, l, func(w *writer) error {
+			if w.f == nil || w.rec.empty {
+				return recall.ErrNotFound
+			}
+			var err error
+			res, err = fn(w)
+			return err
+		})
+	}
+	if err != nil {
+		var zero T
+		return zero, nil, fmt.Errorf("filestore: %s %s: %w", op, key, err)
+	}
+	p := s.project(l.key.Project)
+	s.settleDir(p) // the rewritten log was renamed into place
+	return res, p, nil
 }
 
 // rewrite rewrites the locked log; see Rewrite.
