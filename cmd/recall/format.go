@@ -54,17 +54,23 @@ func displayTitle(m recall.Meta, width int) string {
 	if t == "" {
 		t = "(untitled)"
 	}
-	var marks []string
-	if m.Pinned {
-		marks = append(marks, "[pinned]")
-	}
-	if m.Archived {
-		marks = append(marks, "[archived]")
-	}
-	if len(marks) > 0 {
-		t = strings.Join(marks, " ") + " " + t
+	if states := sessionStates(m); len(states) > 0 {
+		t = "[" + strings.Join(states, "] [") + "] " + t
 	}
 	return runewidth.Truncate(t, width, "…")
+}
+
+// sessionStates names the states m is in, in the order listings and
+// 'recall show' print them: "pinned", then "archived".
+func sessionStates(m recall.Meta) []string {
+	var states []string
+	if m.Pinned {
+		states = append(states, "pinned")
+	}
+	if m.Archived {
+		states = append(states, "archived")
+	}
+	return states
 }
 
 // columns are the optional columns of a session table: the project (a

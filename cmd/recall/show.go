@@ -242,15 +242,8 @@ func writeMeta(w io.Writer, m recall.Meta) error {
 	row("created", "%s", m.Created.Local().Format("2006-01-02 15:04:05"))
 	row("updated", "%s (%s)", m.Updated.Local().Format("2006-01-02 15:04:05"), ago(m.Updated, now))
 	row("items", "%d", m.ItemCount)
-	var state []string
-	if m.Pinned {
-		state = append(state, "pinned")
-	}
-	if m.Archived {
-		state = append(state, "archived")
-	}
-	if len(state) > 0 {
-		row("state", "%s", strings.Join(state, ", "))
+	if states := sessionStates(m); len(states) > 0 {
+		row("state", "%s", strings.Join(states, ", "))
 	}
 	if len(m.Labels) > 0 {
 		row("labels", "%s", strings.Join(m.Labels, ", "))
