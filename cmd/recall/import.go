@@ -48,7 +48,11 @@ func registerNoRedact(fl *pflag.FlagSet, noRedact *bool) {
 // recall import --watch follows.
 type importTool struct {
 	name string
-	cmd  func(*app) *cobra.Command
+	// cmd returns the tool's subcommand, its use and help only;
+	// newImportToolCmd makes it import what imp imports.
+	cmd func() *cobra.Command
+	// imp imports the transcripts under paths: PATH, or else paths().
+	imp func(ctx context.Context, st recall.Store, paths []string, opts importer.Options) (importer.Summary, error)
 	// paths returns the tool's own folders; find and mapper find and map
 	// its transcripts there. follow, for a tool whose transcripts are not
 	// files read line by line (opencode's database), returns one
@@ -65,10 +69,10 @@ type importTool struct {
 // importTools is the table of the tools recall import reads: each has
 // its subcommand, and --watch takes its name.
 var importTools = []importTool{
-	{name: claudecode.Tool, cmd: newImportClaudeCodeCmd, paths: one(claudecode.DefaultPath), find: claudecode.Find, mapper: claudecode.NewMapper, env: []string{"CLAUDE_CONFIG_DIR"}},
-	{name: codex.Tool, cmd: newImportCodexCmd, paths: codex.DefaultPaths, find: codex.Find, mapper: codex.NewMapper, env: []string{"CODEX_HOME"}},
-	{name: gemini.Tool, cmd: newImportGeminiCmd, paths: one(gemini.DefaultPath), find: gemini.Find, mapper: gemini.NewMapper, env: []string{"GEMINI_CLI_HOME"}},
-	{name: opencode.Tool, cmd: newImportOpencodeCmd, paths: opencode.DefaultPaths, find: opencode.Find, follow: followOpencode, env: []string{"XDG_DATA_HOME", "OPENCODE_DB"}},
+	{name: claudecode.Tool, cmd: newImportClaudeCodeCmd, imp: firstPath(claudecode.Import), paths: one(claudecode.DefaultPath), find: claudecode.Find, mapper: claudecode.NewMapper, env: []string{"CLAUDE_CONFIG_DIR"}},
+	{name: codex.Tool, cmd: newImportCodexCmd, imp: codex.Import, paths: codex.DefaultPaths, find: codex.Find, mapper: codex.NewMapper, env: []string{"CODEX_HOME"}},
+	{name: gemini.Tool, cmd: newImportGeminiCmd, imp: firstPath(gemini.Import), paths: one(gemini.DefaultPath), find: gemini.Find, mapper: gemini.NewMapper, env: []string{"GEMINI_CLI_HOME"}},
+	{name: opencode.Tool, cmd: newImportOpencodeCmd, imp: opencode.Import, paths: opencode.DefaultPaths, find: opencode.Find, follow: followOpencode, env: []string{"XDG_DATA_HOME", "OPENCODE_DB"}},
 }
 
 func newImportCmd(a *app) *cobra.Command {
@@ -108,15 +112,15 @@ enable it. For opencode it follows the database and its write-ahead log.`,
 	}
 	w.register(cmd)
 	for _, t := range importTools {
-		cmd.AddCommand(t.cmd(a))
+		cmd.AddCommand(a.newImportToolCmd(t))
 	}
 	cmd.AddCommand(newImportRecallCmd(a))
 	return cmd
 }
 
-func newImportClaudeCodeCmd(a *app) *cobra.Command {
-	var f importFlags
-	cmd := &cobra.Command{
+// newImportClaudeCodeCmd is the use and help of 'recall import claude-code'.
+func newImportClaudeCodeCmd() *cobra.Command {
+	return &cobra.Command{
 		Use:   "claude-code [PATH]",
 		Short: "Import Claude Code transcripts (default ~/.claude/projects)",
 		Long: `Import Claude Code transcripts. PATH is the projects folder (default
@@ -139,24 +143,12 @@ only when nothing could be read.`,
 		Example: `  recall import claude-code
   recall import claude-code ~/.claude/projects/-home-me-app --dry-run
   recall --store sqlite:///tmp/r.db import claude-code ~/.claude/projects/-home-me-app/5b4a1c52-0d2e-4c6e-9a53-2f1d3e4b5a61.jsonl`,
-		Args: args(cobra.MaximumNArgs(1)),
-		RunE: func(cmd *cobra.Command, argv []string) error {
-			paths, err := importPaths(argv, one(claudecode.DefaultPath))
-			if err != nil {
-				return err
-			}
-			return a.runImport(cmd.Context(), f, func(ctx context.Context, st recall.Store, opts importer.Options) (importer.Summary, error) {
-				return claudecode.Import(ctx, st, paths[0], opts)
-			})
-		},
 	}
-	f.register(cmd)
-	return cmd
 }
 
-func newImportCodexCmd(a *app) *cobra.Command {
-	var f importFlags
-	cmd := &cobra.Command{
+// newImportCodexCmd is the use and help of 'recall import codex'.
+func newImportCodexCmd() *cobra.Command {
+	return &cobra.Command{
 		Use:   "codex [PATH]",
 		Short: "Import Codex CLI rollouts (default ~/.codex/sessions and archived_sessions)",
 		Long: `Import OpenAI Codex CLI rollouts. PATH is a folder searched for
@@ -175,16 +167,23 @@ only when nothing could be read.`,
 		Example: `  recall import codex
   recall import codex ~/.codex/sessions/2025/10 --dry-run
   recall import codex rollout-2025-10-02T08-00-00-0199a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b.jsonl.zst --project ~/src/service`,
-		Args: args(cobra.MaximumNArgs(1)),
-		RunE: func(cmd *cobra.Command, argv []string) error {
-			paths, err := importPaths(argv, codex.DefaultPaths)
-			if err != nil {
-				return err
-			}
-			return a.runImport(cmd.Context(), f, func(ctx context.Context, st recall.Store, opts importer.Options) (importer.Summary, error) {
-				return codex.Import(ctx, st, paths, opts)
-			})
-		},
+	}
+}
+
+// newImportToolCmd is 'recall import TOOL [PATH]': t's subcommand, which
+// imports PATH, or else the tool's own folders, with t.imp.
+func (a *app) newImportToolCmd(t importTool) *cobra.Command {
+	var f importFlags
+	cmd := t.cmd()
+	cmd.Args = args(cobra.MaximumNArgs(1))
+	cmd.RunE = func(cmd *cobra.Command, argv []string) error {
+		paths, err := importPaths(argv, t.paths)
+		if err != nil {
+			return err
+		}
+		return a.runImport(cmd.Context(), f, func(ctx context.Context, st recall.Store, opts importer.Options) (importer.Summary, error) {
+			return t.imp(ctx, st, paths, opts)
+		})
 	}
 	f.register(cmd)
 	return cmd
@@ -206,6 +205,15 @@ func one(path func() (string, error)) func() ([]string, error) {
 	return func() ([]string, error) {
 		p, err := path()
 		return []string{p}, err
+	}
+}
+
+// firstPath makes the Import of a tool that reads a single path an
+// importTool.imp: it imports the first of the paths, the only one that
+// importPaths returns for a tool with one default path.
+func firstPath(imp func(context.Context, recall.Store, string, importer.Options) (importer.Summary, error)) func(context.Context, recall.Store, []string, importer.Options) (importer.Summary, error) {
+	return func(ctx context.Context, st recall.Store, paths []string, opts importer.Options) (importer.Summary, error) {
+		return imp(ctx, st, paths[0], opts)
 	}
 }
 

@@ -1,18 +1,10 @@
 package main
 
-import (
-	"context"
+import "github.com/spf13/cobra"
 
-	"github.com/spf13/cobra"
-
-	"github.com/recallkit/recall"
-	"github.com/recallkit/recall/importer"
-	"github.com/recallkit/recall/importer/gemini"
-)
-
-func newImportGeminiCmd(a *app) *cobra.Command {
-	var f importFlags
-	cmd := &cobra.Command{
+// newImportGeminiCmd is the use and help of 'recall import gemini'.
+func newImportGeminiCmd() *cobra.Command {
+	return &cobra.Command{
 		Use:   "gemini [PATH]",
 		Short: "Import Gemini CLI sessions (default ~/.gemini/tmp)",
 		Long: `Import the conversations Gemini CLI keeps. PATH is its tmp folder (default
@@ -36,17 +28,5 @@ only when nothing could be read.`,
 		Example: `  recall import gemini
   recall import gemini ~/.gemini/tmp/my-app --dry-run
   recall import gemini ~/.gemini/tmp/my-app/chats/session-2026-08-01T09-00-7d9c2f6e.jsonl --project ~/src/app`,
-		Args: args(cobra.MaximumNArgs(1)),
-		RunE: func(cmd *cobra.Command, argv []string) error {
-			paths, err := importPaths(argv, one(gemini.DefaultPath))
-			if err != nil {
-				return err
-			}
-			return a.runImport(cmd.Context(), f, func(ctx context.Context, st recall.Store, opts importer.Options) (importer.Summary, error) {
-				return gemini.Import(ctx, st, paths[0], opts)
-			})
-		},
 	}
-	f.register(cmd)
-	return cmd
 }

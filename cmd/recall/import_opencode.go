@@ -10,9 +10,9 @@ import (
 	"github.com/recallkit/recall/importer/opencode"
 )
 
-func newImportOpencodeCmd(a *app) *cobra.Command {
-	var f importFlags
-	cmd := &cobra.Command{
+// newImportOpencodeCmd is the use and help of 'recall import opencode'.
+func newImportOpencodeCmd() *cobra.Command {
+	return &cobra.Command{
 		Use:   "opencode [PATH]",
 		Short: "Import opencode sessions (default ~/.local/share/opencode)",
 		Long: `Import opencode's sessions. PATH is its data folder (default
@@ -35,19 +35,7 @@ only when nothing could be read.`,
 		Example: `  recall import opencode
   recall import opencode ~/.local/share/opencode/opencode.db --dry-run
   recall --store sqlite:///tmp/r.db import opencode --project ~/src/app`,
-		Args: args(cobra.MaximumNArgs(1)),
-		RunE: func(cmd *cobra.Command, argv []string) error {
-			paths, err := importPaths(argv, opencode.DefaultPaths)
-			if err != nil {
-				return err
-			}
-			return a.runImport(cmd.Context(), f, func(ctx context.Context, st recall.Store, opts importer.Options) (importer.Summary, error) {
-				return opencode.Import(ctx, st, paths, opts)
-			})
-		},
 	}
-	f.register(cmd)
-	return cmd
 }
 
 // followOpencode returns --watch's import of a path opencode.Find
