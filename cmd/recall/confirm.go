@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"fmt"
 	"strings"
 	"time"
 
@@ -29,16 +30,23 @@ func (a *app) confirmRemoval(cmdName string, metas []recall.Meta, yes, purge boo
 	for _, m := range metas {
 		a.notef("  %s, updated %s, %s\n", describe(m), ago(m.Updated, now), count(m.ItemCount, "item"))
 	}
+	question := fmt.Sprintf("Move %s to the trash?", count(len(metas), "session"))
 	if purge {
-		a.notef("Delete %s for good? [y/N] ", count(len(metas), "session"))
-	} else {
-		a.notef("Move %s to the trash? [y/N] ", count(len(metas), "session"))
+		question = fmt.Sprintf("Delete %s for good?", count(len(metas), "session"))
 	}
+	return a.askYes(question, "nothing deleted"), nil
+}
+
+// askYes asks question on stderr, followed by "[y/N]", and reads the
+// answer from stdin: true for y or yes, in any case; for anything else it
+// prints the line no ("nothing deleted") on stderr and returns false.
+func (a *app) askYes(question, no string) bool {
+	a.notef("%s [y/N] ", question)
 	line, _ := bufio.NewReader(a.stdin).ReadString('\n')
 	switch strings.ToLower(strings.TrimSpace(line)) {
 	case "y", "yes":
-		return true, nil
+		return true
 	}
-	a.notef("nothing deleted\n")
-	return false, nil
+	a.notef("%s\n", no)
+	return false
 }

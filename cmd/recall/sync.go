@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -145,14 +144,7 @@ func (a *app) confirmSync(name, stateDir string, plan mirror.TwoWayReport) (bool
 		return false, usageError("pass --yes to sync without a question ('recall sync --dry-run' shows what would move)",
 			"a first sync with %s would %s and asks first, but there is no terminal to ask in", name, syncPlan(plan))
 	}
-	a.notef("A first sync with %s will %s. Go on? [y/N] ", name, syncPlan(plan))
-	line, _ := bufio.NewReader(a.stdin).ReadString('\n')
-	switch strings.ToLower(strings.TrimSpace(line)) {
-	case "y", "yes":
-		return true, nil
-	}
-	a.notef("nothing synced\n")
-	return false, nil
+	return a.askYes(fmt.Sprintf("A first sync with %s will %s. Go on?", name, syncPlan(plan)), "nothing synced"), nil
 }
 
 // syncPlan says what a sync moves.
