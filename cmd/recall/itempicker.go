@@ -43,15 +43,7 @@ func pickItem(ctx context.Context, in io.Reader, out io.Writer, st recall.Store,
 		p.rows = append(p.rows, itemRow(l))
 		p.refs = append(p.refs, l.Ref)
 	}
-	prog := tea.NewProgram(p, tea.WithInput(in), tea.WithOutput(out), tea.WithContext(ctx), tea.WithAltScreen())
-	final, err := prog.Run()
-	if err != nil {
-		return recall.ItemRef{}, fmt.Errorf("item picker: %w", err)
-	}
-	if m := final.(itemPicker); m.chosen != nil {
-		return *m.chosen, nil
-	}
-	return recall.ItemRef{}, errNoChoice
+	return runChooser(ctx, in, out, p, "item picker", func(p itemPicker) *recall.ItemRef { return p.chosen })
 }
 
 // itemRow is the line that shows an item: its ref, what it is and the

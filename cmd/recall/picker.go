@@ -103,15 +103,24 @@ func firstSessions(ctx context.Context, st recall.Store, project string, page bo
 
 // runPicker runs the picker p on the terminal and returns the choice.
 func runPicker(ctx context.Context, in io.Reader, out io.Writer, p picker) (recall.Meta, error) {
-	prog := tea.NewProgram(p, tea.WithInput(in), tea.WithOutput(out), tea.WithContext(ctx), tea.WithAltScreen())
+	return runChooser(ctx, in, out, p, "session picker", func(p picker) *recall.Meta { return p.chosen })
+}
+
+// runChooser runs the bubbletea model m full-screen on the terminal
+// until it quits, and returns what chosen finds in its final state:
+// errNoChoice when that is nil (the user left without choosing). what
+// names the model in an error.
+func runChooser[M tea.Model, T any](ctx context.Context, in io.Reader, out io.Writer, m M, what string, chosen func(M) *T) (T, error) {
+	var none T
+	prog := tea.NewProgram(m, tea.WithInput(in), tea.WithOutput(out), tea.WithContext(ctx), tea.WithAltScreen())
 	final, err := prog.Run()
 	if err != nil {
-		return recall.Meta{}, fmt.Errorf("session picker: %w", err)
+		return none, fmt.Errorf("%s: %w", what, err)
 	}
-	if m := final.(picker); m.chosen != nil {
-		return *m.chosen, nil
+	if c := chosen(final.(M)); c != nil {
+		return *c, nil
 	}
-	return recall.Meta{}, errNoChoice
+	return none, errNoChoice
 }
 
 // picker is the bubbletea model of the session picker.
