@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"strconv"
 	"strings"
@@ -36,44 +35,33 @@ func lastTurns(items []recall.Item, n int) (shown []recall.Item, earlier int) {
 // writeRecap prints items as a short recap of a conversation: messages in
 // full, after who spoke; tool calls and outputs cut to one line each.
 func writeRecap(w io.Writer, items []recall.Item, earlier int) error {
-	ew := &recapWriter{w: w}
+	ew := &transcript.ErrWriter{W: w}
 	if earlier > 0 {
-		ew.printf("… %s earlier (/history N shows more)\n", count(earlier, "turn"))
+		ew.Printf("… %s earlier (/history N shows more)\n", count(earlier, "turn"))
 	}
 	for _, it := range items {
 		p := transcript.Describe(it)
 		switch p.Kind {
 		case "user":
-			ew.printf("> %s\n", indentLines(strings.TrimSpace(p.Text), ". "))
+			ew.Printf("> %s\n", indentLines(strings.TrimSpace(p.Text), ". "))
 		case "assistant":
-			ew.printf("%s\n", strings.TrimSpace(p.Text))
+			ew.Printf("%s\n", strings.TrimSpace(p.Text))
 		case "tool call":
-			ew.printf("  [tool] %s %s\n", p.Name, clip(p.Text, 60))
+			ew.Printf("  [tool] %s %s\n", p.Name, clip(p.Text, 60))
 		case "tool output":
-			ew.printf("  [output] %s\n", clip(p.Text, 60))
+			ew.Printf("  [output] %s\n", clip(p.Text, 60))
 		case "reasoning", "system", "developer":
 			// not part of what was said
 		default:
-			ew.printf("  [%s]\n", p.Kind)
+			ew.Printf("  [%s]\n", p.Kind)
 		}
 	}
-	return ew.err
+	return ew.Err
 }
 
 // indentLines prefixes every line of s but the first with prefix.
 func indentLines(s, prefix string) string {
 	return strings.ReplaceAll(s, "\n", "\n"+prefix)
-}
-
-type recapWriter struct {
-	w   io.Writer
-	err error
-}
-
-func (r *recapWriter) printf(format string, args ...any) {
-	if r.err == nil {
-		_, r.err = fmt.Fprintf(r.w, format, args...)
-	}
 }
 
 // showHistory prints the newest n turns of the current session.

@@ -72,32 +72,32 @@ func Describe(it recall.Item) Part {
 // Text writes items as plain text: one block per item, headed by who
 // spoke, with the text indented under it.
 func Text(w io.Writer, items []recall.Item) error {
-	ew := &errWriter{w: w}
+	ew := &ErrWriter{W: w}
 	for i, it := range items {
 		p := Describe(it)
 		if i > 0 {
-			ew.printf("\n")
+			ew.Printf("\n")
 		}
 		head := p.Kind
 		if p.Name != "" {
 			head += " " + p.Name
 		}
-		ew.printf("%s:\n", head)
+		ew.Printf("%s:\n", head)
 		if p.Text != "" {
 			for _, line := range strings.Split(strings.TrimRight(p.Text, "\n"), "\n") {
-				ew.printf("  %s\n", line)
+				ew.Printf("  %s\n", line)
 			}
 		}
 	}
-	return ew.err
+	return ew.Err
 }
 
 // Markdown writes items as Markdown: a bold heading per message, tool
 // calls and outputs in fenced blocks.
 func Markdown(w io.Writer, title string, items []recall.Item) error {
-	ew := &errWriter{w: w}
+	ew := &ErrWriter{W: w}
 	if title != "" {
-		ew.printf("# %s\n\n", title)
+		ew.Printf("# %s\n\n", title)
 	}
 	for _, it := range items {
 		p := Describe(it)
@@ -107,14 +107,14 @@ func Markdown(w io.Writer, title string, items []recall.Item) error {
 			if p.Name != "" {
 				head += " `" + p.Name + "`"
 			}
-			ew.printf("**%s**\n\n%s\n\n", capitalize(head), fence(p.Text))
+			ew.Printf("**%s**\n\n%s\n\n", capitalize(head), fence(p.Text))
 		case "reasoning":
-			ew.printf("> *reasoning:* %s\n\n", strings.ReplaceAll(strings.TrimSpace(p.Text), "\n", "\n> "))
+			ew.Printf("> *reasoning:* %s\n\n", strings.ReplaceAll(strings.TrimSpace(p.Text), "\n", "\n> "))
 		default:
-			ew.printf("**%s**\n\n%s\n\n", capitalize(p.Kind), strings.TrimSpace(p.Text))
+			ew.Printf("**%s**\n\n%s\n\n", capitalize(p.Kind), strings.TrimSpace(p.Text))
 		}
 	}
-	return ew.err
+	return ew.Err
 }
 
 // fence wraps s in a code fence longer than any run of backticks in it.
@@ -139,14 +139,16 @@ func capitalize(s string) string {
 	return strings.ToUpper(s[:1]) + s[1:]
 }
 
-// errWriter keeps the first write error, so rendering code stays linear.
-type errWriter struct {
-	w   io.Writer
-	err error
+// ErrWriter keeps the first write error, so rendering code stays linear:
+// Printf writes to W until a write fails, and Err holds that failure.
+type ErrWriter struct {
+	W   io.Writer
+	Err error
 }
 
-func (e *errWriter) printf(format string, args ...any) {
-	if e.err == nil {
-		_, e.err = fmt.Fprintf(e.w, format, args...)
+// Printf writes to W as fmt.Fprintf does, unless an earlier write failed.
+func (e *ErrWriter) Printf(format string, args ...any) {
+	if e.Err == nil {
+		_, e.Err = fmt.Fprintf(e.W, format, args...)
 	}
 }
