@@ -152,6 +152,15 @@ func (a *app) printJSON(v any) error {
 	return enc.Encode(v)
 }
 
+// orEmpty returns s, or an empty, non-nil slice when s is nil: a list
+// printed as JSON is then [], never null.
+func orEmpty[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
 // printf writes to stdout.
 func (a *app) printf(format string, args ...any) {
 	fmt.Fprintf(a.stdout, format, args...)

@@ -71,8 +71,5 @@ func relabel(labels, add, remove []string, clear bool) []string {
 			out = append(out, l)
 		}
 	}
-	if out == nil {
-		out = []string{}
-	}
-	return out
+	return orEmpty(out)
 }

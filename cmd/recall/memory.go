@@ -50,14 +50,11 @@ The file is MEMORY.md next to the project's sessions:
 				if err != nil {
 					return err
 				}
-				if notes == nil {
-					notes = []string{}
-				}
 				return a.printJSON(struct {
 					Path  string   `json:"path"`
 					Notes []string `json:"notes"`
 					Text  string   `json:"text"`
-				}{f.Path, notes, text})
+				}{f.Path, orEmpty(notes), text})
 			}
 			if text == "" {
 				a.notef("no memory yet for this project (%s); 'recall chat --memory' keeps one\n", f.Path)

@@ -114,9 +114,7 @@ after an outage are counted as "to check"; the next mirror checks them first.`,
 					if !all {
 						reports[i].Sessions = behind(reports[i].Sessions)
 					}
-					if reports[i].Sessions == nil {
-						reports[i].Sessions = []mirror.SessionStatus{}
-					}
+					reports[i].Sessions = orEmpty(reports[i].Sessions)
 				}
 				return a.printJSON(reports)
 			}

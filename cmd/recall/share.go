@@ -99,10 +99,7 @@ func newShareLsCmd(a *app) *cobra.Command {
 				return err
 			}
 			if a.json {
-				if shares == nil {
-					shares = []server.Share{}
-				}
-				return a.printJSON(shares)
+				return a.printJSON(orEmpty(shares))
 			}
 			if len(shares) == 0 {
 				a.notef("no share links\n")

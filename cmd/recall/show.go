@@ -157,15 +157,11 @@ func readShown(ctx context.Context, st recall.Store, m recall.Meta, f showFlags)
 // showJSON prints s as {"session", "items", "subagents"}: with --full,
 // the items are every item of the history rather than the view.
 func (a *app) showJSON(s shownSession) error {
-	items := s.items
-	if items == nil {
-		items = []recall.Item{}
-	}
 	return a.printJSON(struct {
 		Session   recall.Meta      `json:"session"`
 		Items     []recall.Item    `json:"items"`
 		Subagents []subagentRecord `json:"subagents,omitempty"`
-	}{s.meta, items, s.subs})
+	}{s.meta, orEmpty(s.items), s.subs})
 }
 
 // showMarkdown prints s as Markdown headed by its title: the view, then

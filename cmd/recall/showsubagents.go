@@ -36,11 +36,7 @@ func subagentRecords(ctx context.Context, st recall.Store, key recall.Key) ([]su
 		if err != nil {
 			return nil, err
 		}
-		items := recall.PlainItems(live)
-		if items == nil {
-			items = []recall.Item{}
-		}
-		out = append(out, subagentRecord{Meta: m, Items: items})
+		out = append(out, subagentRecord{Meta: m, Items: orEmpty(recall.PlainItems(live))})
 	}
 	return out, nil
 }

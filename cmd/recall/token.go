@@ -129,10 +129,7 @@ func (a *app) tokenLs(ctx context.Context) error {
 		return fmt.Errorf("token ls: %w", err)
 	}
 	if a.json {
-		if tokens == nil {
-			tokens = []server.TokenInfo{}
-		}
-		return a.printJSON(tokens)
+		return a.printJSON(orEmpty(tokens))
 	}
 	if len(tokens) == 0 {
 		a.notef("no tokens; make one with 'recall token create --user NAME'\n")
