@@ -126,7 +126,7 @@ type Options struct {
 	// StorePage is the most entries, items or sessions one answer of the
 	// store routes (/api/v1/store/…, package remotestore's) holds: a
 	// bigger read is answered a page at a time, and the client pages on.
-	// Default (0): storewire.MaxEntries (1,000).
+	// Default (0), and the most it can be: storewire.MaxEntries (1,000).
 	StorePage int
 }
 
