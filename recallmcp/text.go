@@ -2,7 +2,6 @@ package recallmcp
 
 import (
 	"encoding/json"
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -51,21 +50,6 @@ func oneLine(s string) string {
 
 // chars counts the characters (runes) of s: the unit of every cap.
 func chars(s string) int { return utf8.RuneCountInString(s) }
-
-// ago says how long before now t was, roughly: "just now", "5m ago",
-// "3h ago", "12d ago".
-func ago(t, now time.Time) string {
-	d := now.Sub(t)
-	switch {
-	case d < time.Minute:
-		return "just now"
-	case d < time.Hour:
-		return fmt.Sprintf("%dm ago", int(d/time.Minute))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh ago", int(d/time.Hour))
-	}
-	return fmt.Sprintf("%dd ago", int(d/(24*time.Hour)))
-}
 
 // fitRecords returns how many records, in order, fit in budget
 // characters, given each one's cost; at least one when there is one,

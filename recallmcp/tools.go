@@ -11,6 +11,7 @@ import (
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/importer"
+	"github.com/recallkit/recall/internal/age"
 	"github.com/recallkit/recall/internal/pagefilter"
 	"github.com/recallkit/recall/search"
 )
@@ -44,7 +45,7 @@ type SessionInfo struct {
 func info(m recall.Meta, now time.Time) SessionInfo {
 	return SessionInfo{
 		ID: m.Key.Session, Project: m.Key.Project, Title: shortTitle(m.Title),
-		Updated: m.Updated, Age: ago(m.Updated, now), Items: m.ItemCount, Source: importer.Source(m),
+		Updated: m.Updated, Age: age.Ago(m.Updated, now), Items: m.ItemCount, Source: importer.Source(m),
 		Pinned: m.Pinned, Archived: m.Archived, URI: sessionURI(m.Key),
 	}
 }
@@ -182,7 +183,7 @@ func (s *server) search(ctx context.Context, _ *mcp.CallToolRequest, in SearchIn
 	for _, h := range page.Hits {
 		hit := SearchHit{
 			Session: h.Key.Session, Project: h.Key.Project, Title: shortTitle(h.Title), Role: h.Role,
-			Source: importer.Source(page.Sessions[h.Key]), Time: h.Time, Age: ago(h.Time, now), Snippet: h.Snippet,
+			Source: importer.Source(page.Sessions[h.Key]), Time: h.Time, Age: age.Ago(h.Time, now), Snippet: h.Snippet,
 		}
 		if h.Role != recall.RoleTitle {
 			hit.Item = h.Ref.String()

@@ -7,7 +7,6 @@ import (
 	"embed"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"html/template"
 	"io/fs"
 	"log/slog"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/importer"
+	"github.com/recallkit/recall/internal/age"
 )
 
 // webFS holds the viewer's templates and static assets.
@@ -48,7 +48,7 @@ var (
 	staticAssets = loadStatic()
 	webTemplates = template.Must(template.New("").Funcs(template.FuncMap{
 		"asset": assetURL,
-		"age":   age,
+		"age":   func(t time.Time) string { return age.Ago(t, time.Now()) },
 		"stamp": func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
 		"user":  projectLabel,
 		"item":  func(d sessionData, it webItem) itemCtx { return itemCtx{it, d.ID, d.CSRF} },
@@ -188,20 +188,4 @@ func (s *Server) webError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	setRetryAfter(w, ae.RetryAfter)
 	s.webStatus(w, r, ae.Status, ae.Message)
-}
-
-// age says how long ago t was, briefly.
-func age(t time.Time) string {
-	d := time.Since(t)
-	switch {
-	case d < time.Minute:
-		return "just now"
-	case d < time.Hour:
-		return fmt.Sprintf("%dm ago", int(d.Minutes()))
-	case d < 24*time.Hour:
-		return fmt.Sprintf("%dh ago", int(d.Hours()))
-	case d < 30*24*time.Hour:
-		return fmt.Sprintf("%dd ago", int(d.Hours()/24))
-	}
-	return t.Format("2 Jan 2006")
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/internal/age"
 )
 
 // confirmRemoval shows the sessions a command is about to delete (for
@@ -28,7 +29,7 @@ func (a *app) confirmRemoval(cmdName string, metas []recall.Meta, yes, purge boo
 	}
 	now := time.Now()
 	for _, m := range metas {
-		a.notef("  %s, updated %s, %s\n", describe(m), ago(m.Updated, now), count(m.ItemCount, "item"))
+		a.notef("  %s, updated %s, %s\n", describe(m), age.Ago(m.Updated, now), count(m.ItemCount, "item"))
 	}
 	question := fmt.Sprintf("Move %s to the trash?", count(len(metas), "session"))
 	if purge {

@@ -12,31 +12,13 @@ import (
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/importer"
+	"github.com/recallkit/recall/internal/age"
 	"github.com/recallkit/recall/internal/sessionref"
 	"github.com/recallkit/recall/internal/termsafe"
 )
 
 // titleWidth is the display width a title gets in a listing.
 const titleWidth = 50
-
-// ago renders t relative to now the way listings show it.
-func ago(t, now time.Time) string {
-	d := now.Sub(t)
-	switch {
-	case t.IsZero():
-		return "-"
-	case d < time.Minute:
-		return "just now"
-	case d < time.Hour:
-		return fmt.Sprintf("%dm ago", int(d/time.Minute))
-	case d < 24*time.Hour:
-		return fmt.Sprintf("%dh ago", int(d/time.Hour))
-	case d < 30*24*time.Hour:
-		return fmt.Sprintf("%dd ago", int(d/(24*time.Hour)))
-	default:
-		return t.Local().Format("2006-01-02")
-	}
-}
 
 // count renders n things: "1 item", "2 items".
 func count(n int, thing string) string {
@@ -96,7 +78,7 @@ func writeSessions(w io.Writer, metas, scope []recall.Meta, cols columns) error 
 	}
 	rows := [][]string{head}
 	for i, m := range metas {
-		row := []string{short[i], displayTitle(m, titleWidth), ago(m.Updated, now), strconv.Itoa(m.ItemCount)}
+		row := []string{short[i], displayTitle(m, titleWidth), age.Ago(m.Updated, now), strconv.Itoa(m.ItemCount)}
 		if cols.source {
 			row = append(row, termsafe.Escape(importer.Source(m)))
 		}

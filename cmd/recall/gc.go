@@ -151,7 +151,7 @@ func (a *app) printGc(f gcFlags, what string, rep, purged recall.CleanupReport) 
 	}
 	now := time.Now()
 	for _, m := range rep.Removed {
-		a.printf("%s %s, updated %s\n", verb, describe(m), ago(m.Updated, now))
+		a.printf("%s %s, updated %s\n", verb, describe(m), age.Ago(m.Updated, now))
 	}
 	scope := "in this project"
 	if f.all {
@@ -163,7 +163,7 @@ func (a *app) printGc(f gcFlags, what string, rep, purged recall.CleanupReport) 
 	}
 	a.printf("%s\n", summary)
 	for _, m := range purged.Removed {
-		a.printf("%s %s, in the trash since %s\n", pverb, describe(m), ago(m.Trashed, now))
+		a.printf("%s %s, in the trash since %s\n", pverb, describe(m), age.Ago(m.Trashed, now))
 	}
 	if len(purged.Removed) > 0 {
 		a.printf("%s %s from the trash, there for over %s\n", pverb, count(len(purged.Removed), "session"), f.grace)

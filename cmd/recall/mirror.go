@@ -15,6 +15,7 @@ import (
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/filestore"
+	"github.com/recallkit/recall/internal/age"
 	"github.com/recallkit/recall/mirror"
 	"github.com/recallkit/recall/storeurl"
 )
@@ -185,12 +186,12 @@ func (a *app) printMirrorReport(r mirrorReport, all, verbose bool) error {
 	}
 	saved := "never saved"
 	if !s.Saved.IsZero() {
-		saved = "positions saved " + ago(s.Saved, now)
+		saved = "positions saved " + age.Ago(s.Saved, now)
 	}
 	if !verbose {
 		line := fmt.Sprintf("mirror to %s: %s (%s)", name, mirrorCounts(s), saved)
 		if s.LastError != "" {
-			line += fmt.Sprintf("; last error %s: %s", ago(s.LastErrorAt, now), clip(s.LastError, 120))
+			line += fmt.Sprintf("; last error %s: %s", age.Ago(s.LastErrorAt, now), clip(s.LastError, 120))
 		}
 		a.printf("%s\n", line)
 		a.printReplicaCheck(r.Check)
@@ -199,7 +200,7 @@ func (a *app) printMirrorReport(r mirrorReport, all, verbose bool) error {
 	a.printf("mirror to %s (%s)\n", name, saved)
 	a.printf("  %s\n", mirrorCounts(s))
 	if s.LastError != "" {
-		a.printf("  last error %s: %s\n", ago(s.LastErrorAt, now), s.LastError)
+		a.printf("  last error %s: %s\n", age.Ago(s.LastErrorAt, now), s.LastError)
 	}
 	a.printReplicaCheck(r.Check)
 	rows := r.Sessions
@@ -214,7 +215,7 @@ func (a *app) printMirrorReport(r mirrorReport, all, verbose bool) error {
 	for _, ss := range rows {
 		msg := "-"
 		if ss.LastError != "" {
-			msg = ago(ss.LastErrorAt, now) + ": " + ss.LastError
+			msg = age.Ago(ss.LastErrorAt, now) + ": " + ss.LastError
 		}
 		fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t%s\n", ss.Key, ss.PrimarySeq, ss.ReplicatedSeq, ss.Lag, msg)
 	}

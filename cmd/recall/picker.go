@@ -18,6 +18,7 @@ import (
 	"github.com/mattn/go-runewidth"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/internal/age"
 	"github.com/recallkit/recall/internal/sessionref"
 	"github.com/recallkit/recall/internal/termsafe"
 	"github.com/recallkit/recall/title"
@@ -310,7 +311,7 @@ func (p picker) row(i int) string {
 		width = max(minRowTitle, min(titleWidth, p.width-rowHead-rowTail-2-projectWidth))
 	}
 	line := fmt.Sprintf("%-9s %s  %-10s %9s", p.short[i], runewidth.FillRight(runewidth.Truncate(rowText(m), width, "…"), width),
-		ago(m.Updated, p.now), count(m.ItemCount, "item"))
+		age.Ago(m.Updated, p.now), count(m.ItemCount, "item"))
 	if p.allProjects {
 		line += "  " + shortProject(m.Key.Project, projectWidth)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/recallkit/recall"
+	"github.com/recallkit/recall/internal/age"
 	"github.com/recallkit/recall/internal/termsafe"
 )
 
@@ -39,7 +40,7 @@ The service's own projects (_server.*) are left out.`,
 			now := time.Now()
 			rows := [][]string{{"PROJECT", "SESSIONS", "UPDATED"}}
 			for _, p := range ps {
-				rows = append(rows, []string{termsafe.Escape(p.Project), strconv.Itoa(p.Sessions), ago(p.Updated, now)})
+				rows = append(rows, []string{termsafe.Escape(p.Project), strconv.Itoa(p.Sessions), age.Ago(p.Updated, now)})
 			}
 			return writeTable(a.stdout, rows)
 		}),

@@ -205,7 +205,7 @@ func writeHits(w io.Writer, page pagefilter.SearchPage, scope []recall.Meta, col
 		if title == "" {
 			title = "(untitled)"
 		}
-		head := []string{runewidth.Truncate(termsafe.Escape(title), titleWidth, "…"), short[i], ago(h.Time, now), h.Role}
+		head := []string{runewidth.Truncate(termsafe.Escape(title), titleWidth, "…"), short[i], age.Ago(h.Time, now), h.Role}
 		if cols.source {
 			head = append(head, termsafe.Escape(importer.Source(page.Sessions[h.Key])))
 		}

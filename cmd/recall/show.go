@@ -13,6 +13,7 @@ import (
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/export"
+	"github.com/recallkit/recall/internal/age"
 	"github.com/recallkit/recall/internal/transcript"
 )
 
@@ -236,7 +237,7 @@ func writeMeta(w io.Writer, m recall.Meta) error {
 	}
 	row("project", "%s", m.Key.Project)
 	row("created", "%s", m.Created.Local().Format("2006-01-02 15:04:05"))
-	row("updated", "%s (%s)", m.Updated.Local().Format("2006-01-02 15:04:05"), ago(m.Updated, now))
+	row("updated", "%s (%s)", m.Updated.Local().Format("2006-01-02 15:04:05"), age.Ago(m.Updated, now))
 	row("items", "%d", m.ItemCount)
 	if states := sessionStates(m); len(states) > 0 {
 		row("state", "%s", strings.Join(states, ", "))

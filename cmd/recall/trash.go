@@ -52,7 +52,7 @@ func newTrashLsCmd(a *app) *cobra.Command {
 			now := time.Now()
 			rows := [][]string{{"ID", "TITLE", "TRASHED", "ITEMS", "PROJECT"}}
 			for i, m := range metas {
-				rows = append(rows, []string{short[i], displayTitle(m, titleWidth), ago(m.Trashed, now),
+				rows = append(rows, []string{short[i], displayTitle(m, titleWidth), age.Ago(m.Trashed, now),
 					strconv.Itoa(m.ItemCount), termsafe.Escape(m.Key.Project)})
 			}
 			return writeTable(a.stdout, rows)

@@ -48,22 +48,6 @@ func TestErrorLine(t *testing.T) {
 	}
 }
 
-func TestAgo(t *testing.T) {
-	now := time.Date(2026, 6, 23, 14, 30, 0, 0, time.Local)
-	tests := map[time.Duration]string{
-		10 * time.Second:    "just now",
-		5 * time.Minute:     "5m ago",
-		3 * time.Hour:       "3h ago",
-		49 * time.Hour:      "2d ago",
-		45 * 24 * time.Hour: "2026-05-09",
-	}
-	for d, want := range tests {
-		if got := ago(now.Add(-d), now); got != want {
-			t.Errorf("ago(-%v) = %q, want %q", d, got, want)
-		}
-	}
-}
-
 // TestTerminalWriter checks that show's text keeps its line breaks and
 // tabs and escapes every other control character and invalid byte, in
 // whatever pieces the text comes: a rune or an escape sequence cut

@@ -94,3 +94,24 @@ func Format(d time.Duration) string {
 	}
 	return d.String()
 }
+
+// Ago says how long before now t was, the way recall's listings show it
+// (the CLI, the web viewer and the MCP tools): "just now", "5m ago",
+// "3h ago", "12d ago", and from 30 days on the date, as 2026-05-09 in
+// the local time zone. A zero t is "-".
+func Ago(t, now time.Time) string {
+	d := now.Sub(t)
+	switch {
+	case t.IsZero():
+		return "-"
+	case d < time.Minute:
+		return "just now"
+	case d < time.Hour:
+		return fmt.Sprintf("%dm ago", int(d/time.Minute))
+	case d < 24*time.Hour:
+		return fmt.Sprintf("%dh ago", int(d/time.Hour))
+	case d < 30*24*time.Hour:
+		return fmt.Sprintf("%dd ago", int(d/(24*time.Hour)))
+	}
+	return t.Local().Format("2006-01-02")
+}

@@ -73,3 +73,23 @@ func TestFormat(t *testing.T) {
 		}
 	}
 }
+
+func TestAgo(t *testing.T) {
+	now := time.Date(2026, 6, 23, 14, 30, 0, 0, time.Local)
+	tests := map[time.Duration]string{
+		10 * time.Second:    "just now",
+		5 * time.Minute:     "5m ago",
+		3 * time.Hour:       "3h ago",
+		49 * time.Hour:      "2d ago",
+		29 * 24 * time.Hour: "29d ago",
+		45 * 24 * time.Hour: "2026-05-09",
+	}
+	for d, want := range tests {
+		if got := Ago(now.Add(-d), now); got != want {
+			t.Errorf("Ago(-%v) = %q, want %q", d, got, want)
+		}
+	}
+	if got := Ago(time.Time{}, now); got != "-" {
+		t.Errorf("Ago(zero) = %q, want -", got)
+	}
+}
