@@ -179,24 +179,47 @@ func Message(role, text string) Item {
 func (it Item) Text() string {
 	var m struct {
 		Content json.RawMessage `json:"content"`
-		Output  json.RawMessage `json:"output"`
 	}
 	if json.Unmarshal(it, &m) != nil {
 		return ""
 	}
+	t, _ := partsText(m.Content)
+	return t
+}
+
+// OutputText returns the output of a "*_call_output" item as text: the
+// string, the concatenated text parts when the output is a list of
+// content parts, else the output's JSON as it is. It returns "" for other
+// items.
+func (it Item) OutputText() string {
+	var m struct {
+		Output json.RawMessage `json:"output"`
+	}
+	if json.Unmarshal(it, &m) != nil || m.Output == nil {
+		return ""
+	}
+	if t, ok := partsText(m.Output); ok {
+		return t
+	}
+	return string(m.Output)
+}
+
+// partsText reads raw as a plain string or a list of content parts,
+// concatenating the parts' text; false when it is neither.
+func partsText(raw json.RawMessage) (string, bool) {
 	var s string
-	if json.Unmarshal(m.Content, &s) == nil {
-		return s
+	if json.Unmarshal(raw, &s) == nil {
+		return s, true
 	}
 	var parts []struct {
 		Text string `json:"text"`
 	}
-	if json.Unmarshal(m.Content, &parts) == nil {
-		var b bytes.Buffer
-		for _, p := range parts {
-			b.WriteString(p.Text)
-		}
-		return b.String()
+	if json.Unmarshal(raw, &parts) != nil {
+		return "", false
 	}
-	return ""
+	var b strings.Builder
+	for _, p := range parts {
+		b.WriteString(p.Text)
+	}
+	return b.String(), true
 }

@@ -124,6 +124,20 @@ func TestItemFields(t *testing.T) {
 	}
 }
 
+func TestOutputText(t *testing.T) {
+	for item, want := range map[string]string{
+		`{"type":"function_call_output","call_id":"c1","output":"42"}`:                                                 "42",
+		`{"type":"function_call_output","output":[{"type":"input_text","text":"a"},{"type":"input_text","text":"b"}]}`: "ab",
+		`{"type":"custom_tool_call_output","output":{"rows":3}}`:                                                       `{"rows":3}`,
+		`{"type":"message","role":"user","content":"hello"}`:                                                           "",
+		`not json`: "",
+	} {
+		if got := recall.Item(item).OutputText(); got != want {
+			t.Errorf("%s: OutputText = %q, want %q", item, got, want)
+		}
+	}
+}
+
 func TestMessage(t *testing.T) {
 	u := recall.Message("user", `say "hi" <b>`)
 	if err := u.Validate(0); err != nil {

@@ -80,7 +80,7 @@ type manager struct{}
 func (manager) Respond(ctx context.Context, req *agent.Request) (*agent.Response, error) {
 	last := req.Items[len(req.Items)-1]
 	if last.Type() == "function_call_output" {
-		return &agent.Response{Items: []recall.Item{recall.Message("assistant", "The researcher says: "+agent.OutputText(last))}}, nil
+		return &agent.Response{Items: []recall.Item{recall.Message("assistant", "The researcher says: "+last.OutputText())}}, nil
 	}
 	args := fmt.Sprintf(`{"task":%q}`, "Find out: "+last.Text())
 	return &agent.Response{Items: []recall.Item{agent.FunctionCallItem("call_1", "researcher", args)}}, nil

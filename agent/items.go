@@ -2,7 +2,6 @@ package agent
 
 import (
 	"encoding/json"
-	"strings"
 
 	"github.com/recallkit/recall"
 )
@@ -45,33 +44,6 @@ func FunctionCallOutput(callID, output string) recall.Item {
 		Output string `json:"output"`
 	}{"function_call_output", callID, output})
 	return b
-}
-
-// OutputText returns the output of a "*_call_output" item as text: the
-// string, or the concatenated text parts when the output is a list of
-// content parts. It returns "" for other items.
-func OutputText(it recall.Item) string {
-	var o struct {
-		Output json.RawMessage `json:"output"`
-	}
-	if json.Unmarshal(it, &o) != nil || o.Output == nil {
-		return ""
-	}
-	var s string
-	if json.Unmarshal(o.Output, &s) == nil {
-		return s
-	}
-	var parts []struct {
-		Text string `json:"text"`
-	}
-	if json.Unmarshal(o.Output, &parts) == nil {
-		var b strings.Builder
-		for _, p := range parts {
-			b.WriteString(p.Text)
-		}
-		return b.String()
-	}
-	return string(o.Output)
 }
 
 // LastAssistantText returns the text of the last assistant message in

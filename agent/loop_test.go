@@ -64,7 +64,7 @@ func TestLoopToolErrorsReachTheModel(t *testing.T) {
 	}
 	for i, w := range want {
 		o := out[6+i]
-		if o.Type() != "function_call_output" || o.CallID() != "c"+string(rune('1'+i)) || !strings.HasPrefix(OutputText(o), w) {
+		if o.Type() != "function_call_output" || o.CallID() != "c"+string(rune('1'+i)) || !strings.HasPrefix(o.OutputText(), w) {
 			t.Errorf("output %d = %s, want prefix %q", i, o, w)
 		}
 		if (events[i].Err != nil) != strings.HasPrefix(w, "error:") {

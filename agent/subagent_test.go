@@ -67,7 +67,7 @@ func TestSubagentRecords(t *testing.T) {
 			}
 			// the parent saw the subagent's answer as the tool output
 			items, _ := sess.GetItems(ctx, 0)
-			if out := agent.OutputText(items[2]); out != "found: look up secret parent context" {
+			if out := items[2].OutputText(); out != "found: look up secret parent context" {
 				t.Errorf("tool output %q", out)
 			}
 			page, err := store.List(ctx, "p", recall.ListOptions{})
@@ -129,7 +129,7 @@ func (s scripted) Respond(ctx context.Context, req *agent.Request) (*agent.Respo
 // output.
 func lastOutput(items []recall.Item) (string, bool) {
 	if n := len(items); n > 0 && items[n-1].Type() == "function_call_output" {
-		return agent.OutputText(items[n-1]), true
+		return items[n-1].OutputText(), true
 	}
 	return "", false
 }

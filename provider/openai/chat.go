@@ -105,7 +105,7 @@ func chatMessages(instructions string, items []recall.Item) []chatMessage {
 				out = append(out, chatMessage{Role: "assistant", ToolCalls: []chatToolCall{tc}})
 			}
 		case "function_call_output":
-			out = append(out, chatMessage{Role: "tool", ToolCallID: it.CallID(), Content: agent.OutputText(it)})
+			out = append(out, chatMessage{Role: "tool", ToolCallID: it.CallID(), Content: it.OutputText()})
 		}
 	}
 	return out
