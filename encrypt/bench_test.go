@@ -5,49 +5,23 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/encrypt"
+	"github.com/recallkit/recall/internal/testkit"
 	"github.com/recallkit/recall/memstore"
 )
 
 // The benchmarks measure the encrypted store against the same store
-// unwrapped, in the same run, alternately (see paired): docs/BENCHMARKS.md
+// unwrapped, in the same run, alternately (see testkit.Paired; its x-base
+// is the unwrapped time over the encrypted, so docs/BENCHMARKS.md's ratio,
+// the encrypted time over the unwrapped, is 1 / x-base). docs/BENCHMARKS.md
 // has the figures and the command.
 
 // item500 returns a 500-byte message item.
 func item500(i int) recall.Item {
 	head := fmt.Sprintf(`{"type":"message","role":"user","content":"%08d `, i)
 	return recall.Item(head + strings.Repeat("x", 500-len(head)-2) + `"}`)
-}
-
-// paired runs base and op alternately, b.N times each, and reports each
-// one's time per call and x-base: op's time over base's.
-func paired(b *testing.B, base, op func()) {
-	var tBase, tOp time.Duration
-	i := 0
-	for b.Loop() {
-		first, second := base, op
-		if i%2 == 1 {
-			first, second = op, base
-		}
-		t0 := time.Now()
-		first()
-		t1 := time.Now()
-		second()
-		t2 := time.Now()
-		if i%2 == 0 {
-			tBase, tOp = tBase+t1.Sub(t0), tOp+t2.Sub(t1)
-		} else {
-			tOp, tBase = tOp+t1.Sub(t0), tBase+t2.Sub(t1)
-		}
-		i++
-	}
-	n := float64(b.N) * float64(time.Millisecond)
-	b.ReportMetric(float64(tBase)/n, "base-ms/op")
-	b.ReportMetric(float64(tOp)/n, "op-ms/op")
-	b.ReportMetric(float64(tOp)/float64(tBase), "x-base")
 }
 
 // BenchmarkAppend compares a durable append of one 500-byte item to a
@@ -68,7 +42,7 @@ func BenchmarkAppend(b *testing.B) {
 			}
 		}
 	}
-	paired(b, add(bare), add(enc))
+	testkit.Paired(b, add(bare), add(enc))
 }
 
 // BenchmarkList compares the first List page (50) of 1,000 titled
@@ -116,7 +90,7 @@ func BenchmarkList(b *testing.B) {
 				}
 				return enc
 			}
-			paired(b, list(func() recall.Store { return bare }), list(encStore))
+			testkit.Paired(b, list(func() recall.Store { return bare }), list(encStore))
 		})
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/recallkit/recall/filestore"
 	"github.com/recallkit/recall/internal/durable"
 	"github.com/recallkit/recall/internal/fsys"
+	"github.com/recallkit/recall/internal/testkit"
 	"github.com/recallkit/recall/storekit"
 )
 
@@ -49,37 +50,6 @@ func benchDir(b *testing.B) string {
 func item500(i int) recall.Item {
 	head := fmt.Sprintf(`{"type":"message","role":"user","content":"%08d `, i)
 	return recall.Item(head + strings.Repeat("x", 500-len(head)-2) + `"}`)
-}
-
-// paired runs base and op alternately, b.N times each, so both see the
-// same machine at the same moments, and reports each one's time per call
-// (base-ms/op, op-ms/op) and x-base: base time / op time, the op's speed as
-// a fraction of the baseline's. On a shared machine this ratio is the
-// figure to trust; the separate sub-benchmarks give the absolute times.
-func paired(b *testing.B, base, op func()) {
-	var tBase, tOp time.Duration
-	i := 0
-	for b.Loop() {
-		first, second := base, op
-		if i%2 == 1 {
-			first, second = op, base
-		}
-		t0 := time.Now()
-		first()
-		t1 := time.Now()
-		second()
-		t2 := time.Now()
-		if i%2 == 0 {
-			tBase, tOp = tBase+t1.Sub(t0), tOp+t2.Sub(t1)
-		} else {
-			tOp, tBase = tOp+t1.Sub(t0), tBase+t2.Sub(t1)
-		}
-		i++
-	}
-	n := float64(b.N) * float64(time.Millisecond)
-	b.ReportMetric(float64(tBase)/n, "base-ms/op")
-	b.ReportMetric(float64(tOp)/n, "op-ms/op")
-	b.ReportMetric(float64(tBase)/float64(tOp), "x-base")
 }
 
 // BenchmarkAppend compares a durable (SyncAlways) append of one 500-byte
@@ -144,8 +114,8 @@ func BenchmarkAppend(b *testing.B) {
 			op()
 		}
 	})
-	b.Run("AddItems-vs-raw-fdatasync", func(b *testing.B) { paired(b, raw(b, false), store(b)) })
-	b.Run("AddItems-vs-raw-fsync", func(b *testing.B) { paired(b, raw(b, true), store(b)) })
+	b.Run("AddItems-vs-raw-fdatasync", func(b *testing.B) { testkit.Paired(b, raw(b, false), store(b)) })
+	b.Run("AddItems-vs-raw-fsync", func(b *testing.B) { testkit.Paired(b, raw(b, true), store(b)) })
 }
 
 // makeSession writes a session of n 500-byte items with SyncNever, in
@@ -220,8 +190,8 @@ func BenchmarkLoad(b *testing.B) {
 			}
 		})
 	}
-	b.Run("GetItems-all-vs-raw", func(b *testing.B) { paired(b, raw, getItems) })
-	b.Run("Load-vs-raw", func(b *testing.B) { paired(b, raw, load) })
+	b.Run("GetItems-all-vs-raw", func(b *testing.B) { testkit.Paired(b, raw, getItems) })
+	b.Run("Load-vs-raw", func(b *testing.B) { testkit.Paired(b, raw, load) })
 }
 
 // BenchmarkGetItems20 reads the newest 20 items of sessions of 1,000 and
@@ -246,7 +216,7 @@ func BenchmarkGetItems20(b *testing.B) {
 			}
 		})
 	}
-	b.Run("100000-vs-1000", func(b *testing.B) { paired(b, ops[1_000], ops[100_000]) })
+	b.Run("100000-vs-1000", func(b *testing.B) { testkit.Paired(b, ops[1_000], ops[100_000]) })
 }
 
 // makeProject writes sessions logs of items items each straight into a
@@ -370,9 +340,9 @@ func BenchmarkList10k(b *testing.B) {
 			}
 		})
 	}
-	b.Run("warm-vs-parse", func(b *testing.B) { paired(b, parse, warm) })
-	b.Run("warm-vs-readdir-stat", func(b *testing.B) { paired(b, readdirStat, warm) })
-	b.Run("cold-vs-parse", func(b *testing.B) { paired(b, parse, cold) })
+	b.Run("warm-vs-parse", func(b *testing.B) { testkit.Paired(b, parse, warm) })
+	b.Run("warm-vs-readdir-stat", func(b *testing.B) { testkit.Paired(b, readdirStat, warm) })
+	b.Run("cold-vs-parse", func(b *testing.B) { testkit.Paired(b, parse, cold) })
 }
 
 // BenchmarkFork10k forks a 10,000-item session (durably) onto a new key.
@@ -439,7 +409,7 @@ func BenchmarkTail50(b *testing.B) {
 			raw()
 		}
 	})
-	b.Run("store-vs-raw", func(b *testing.B) { paired(b, raw, op) })
+	b.Run("store-vs-raw", func(b *testing.B) { testkit.Paired(b, raw, op) })
 }
 
 // BenchmarkListScale lists the first page (50) of a project of 1,000,
@@ -512,8 +482,8 @@ func BenchmarkListScale(b *testing.B) {
 					moved()
 				}
 			})
-			b.Run("cold-vs-readdir-stat", func(b *testing.B) { paired(b, floor, cold) })
-			b.Run("dir-moved-vs-readdir-stat", func(b *testing.B) { paired(b, floor, moved) })
+			b.Run("cold-vs-readdir-stat", func(b *testing.B) { testkit.Paired(b, floor, cold) })
+			b.Run("dir-moved-vs-readdir-stat", func(b *testing.B) { testkit.Paired(b, floor, moved) })
 			// A new process after another created a session (which moved
 			// the directory; its writer checked the names before it
 			// closed): the creation is not timed.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/filestore"
+	"github.com/recallkit/recall/internal/testkit"
 )
 
 // BenchmarkListAmongProjects: the List of a 4-session project by a newly
@@ -53,5 +54,5 @@ func BenchmarkListAmongProjects(b *testing.B) {
 	}
 	alone, crowded := seed(0), seed(24)
 	defer reportCPU(b)()
-	paired(b, list(alone), list(crowded))
+	testkit.Paired(b, list(alone), list(crowded))
 }

@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/recallkit/recall"
 	"github.com/recallkit/recall/filestore"
+	"github.com/recallkit/recall/internal/testkit"
 	"github.com/recallkit/recall/memstore"
 	"github.com/recallkit/recall/secrets"
 )
@@ -31,7 +31,7 @@ func turn() []recall.Item {
 
 // BenchmarkAppend compares appending an ordinary turn (three items, no
 // secret) through a redacting store with appending it to the bare store,
-// in the same run, alternately (see paired): to the memory store, where
+// in the same run, alternately (see testkit.Paired): to the memory store, where
 // the redaction's CPU time shows alone, and durably to the file store, as
 // a redacting home and `recall import` write. "secret" is the same turn
 // with an AWS key and a GitHub token in the tool output. "Redactor" is
@@ -84,38 +84,8 @@ func BenchmarkAppend(b *testing.B) {
 			b.Run(st.name+"/"+tn.name, func(b *testing.B) {
 				base := appender(b, st.open(b), tn.items)
 				op := appender(b, secrets.NewStore(st.open(b), r), tn.items)
-				paired(b, base, op)
+				testkit.Paired(b, base, op)
 			})
 		}
 	}
-}
-
-// paired runs base and op alternately, b.N times each, so both see the
-// same machine at the same moments, and reports each one's time per call
-// (base-us/op, op-us/op) and x-base: base time / op time, the op's speed
-// as a fraction of the baseline's.
-func paired(b *testing.B, base, op func()) {
-	var tBase, tOp time.Duration
-	i := 0
-	for b.Loop() {
-		first, second := base, op
-		if i%2 == 1 {
-			first, second = op, base
-		}
-		t0 := time.Now()
-		first()
-		t1 := time.Now()
-		second()
-		t2 := time.Now()
-		if i%2 == 0 {
-			tBase, tOp = tBase+t1.Sub(t0), tOp+t2.Sub(t1)
-		} else {
-			tOp, tBase = tOp+t1.Sub(t0), tBase+t2.Sub(t1)
-		}
-		i++
-	}
-	n := float64(b.N) * float64(time.Microsecond)
-	b.ReportMetric(float64(tBase)/n, "base-us/op")
-	b.ReportMetric(float64(tOp)/n, "op-us/op")
-	b.ReportMetric(float64(tBase)/float64(tOp), "x-base")
 }
