@@ -1,5 +1,6 @@
 // Package age reads and writes the ages people type: "30d", "12h", "1y",
-// "2w", "90m", "1d12h", or any positive Go duration.
+// "2w", "90m", "1d12h", or any positive Go duration; and says how long ago
+// a time was ("3h ago", Ago) for every listing recall prints.
 package age
 
 import (

@@ -1,7 +1,8 @@
 // Package testkit holds what recall's tests share beyond the services of
 // package testsvc: the size of a loop in each test tier, replayable random
-// seeds, and the harness that runs the test binary again as a child
-// process to kill it with SIGKILL.
+// seeds, the harness that runs the test binary again as a child process
+// to kill it with SIGKILL, and the loop of the benchmarks that time an
+// operation against its baseline in the same run (Paired).
 //
 // The fast tier is `go test -short` (README's test command): a loop there
 // shrinks rather than skips, so every code path still runs on every push.
